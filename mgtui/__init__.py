@@ -1,0 +1,3 @@
+"""mgtui: a terminal step-through debugger for micrograd-style autograd graphs."""
+
+__version__ = "0.1.0"

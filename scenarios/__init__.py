@@ -1,0 +1,1 @@
+"""The bundled scenarios: lecture scripts that mgtui can open by name."""

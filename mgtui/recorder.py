@@ -122,8 +122,10 @@ class Recorder:
         timeout: float | None = None,
         nudge: dict[int, float] | None = None,
         on_progress: Callable[[int], None] | None = None,
+        probe: Callable[[dict, Callable[[], object]], None] | None = None,
     ) -> None:
         self.scenario = scenario
+        self.probe = probe
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
@@ -136,6 +138,7 @@ class Recorder:
         self.events: list[tuple] = []  # (kind, node, before, after, line, closure, w0, w1)
         self.writes: list[tuple] = []  # (node, field, before, after, line)
         self.codes: dict[object, int] = {}
+        self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
@@ -157,6 +160,10 @@ class Recorder:
             return
         self.classes.append(cls)
         rec = self
+        init_code = getattr(cls.__dict__["__init__"], "__code__", None)
+        if init_code is not None:
+            self.default_codes.update(c for c in init_code.co_consts if hasattr(c, "co_code"))
+        probe = self.probe
         nodes, events, writes, codes = self.nodes, self.events, self.writes, self.codes
         stack: list[int] = []  # event indices of the `_backward` calls running
         self._stack = stack
@@ -201,6 +208,13 @@ class Recorder:
             nid = d.get(ID)
             if nid is None or rec.stop_reason:
                 return fn()
+            if probe is not None:  # the doctor replays the closure first; forget its writes
+                n_writes, n_events = len(writes), len(events)
+                try:
+                    probe(d, fn)
+                finally:
+                    del writes[n_writes:]
+                    del events[n_events:]
             index = len(events)
             w0 = len(writes)
             line = scenario_line(getframe(2))
@@ -439,7 +453,8 @@ class Recorder:
             wr_before=array("d", (to_float(w[2]) for w in wr)),
             wr_after=array("d", (to_float(w[3]) for w in wr)),
             wr_line=array("i", (w[4] or 0 for w in wr)),
-            closures=tuple(closure_source(code) for code in self.codes),
+            closures=tuple(closure_source(code, code in self.default_codes)
+                           for code in self.codes),
             error=error,
             output=output,
         )
@@ -499,7 +514,7 @@ def to_float(x: object) -> float:
         return math.nan
 
 
-def closure_source(code: object) -> Closure:
+def closure_source(code: object, default: bool = False) -> Closure:
     import inspect
     import linecache
 
@@ -510,7 +525,7 @@ def closure_source(code: object) -> Closure:
         lines, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
     except (OSError, TypeError):
         lines = linecache.getlines(filename)[first - 1 : first] if first else []
-    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in lines))
+    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in lines), default)
 
 
 def record(
@@ -521,11 +536,12 @@ def record(
     timeout: float | None = None,
     nudge: dict[int, float] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    probe: Callable[[dict, Callable[[], object]], None] | None = None,
 ) -> Trace:
     """Run the scenario and return its trace. Raises ScenarioLoadError if it cannot run."""
     scenario = path if isinstance(path, Scenario) else load_scenario(path)
     recorder = Recorder(
         scenario, seed=seed, max_nodes=max_nodes, timeout=timeout, nudge=nudge,
-        on_progress=on_progress,
+        on_progress=on_progress, probe=probe,
     )
     return recorder.run()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from array import array
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterator, Literal
 
 CREATE, BACKWARD, GRAD, DATA = 0, 1, 2, 3
@@ -85,6 +86,7 @@ class Closure:
     filename: str
     first_line: int
     lines: tuple[str, ...]
+    default: bool = False  # the no-op an `__init__` sets: the node never got a real one
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +255,46 @@ class Trace:
 
     def data_at_creation(self, nid: int) -> float:
         return self.node_data[nid]
+
+    # -- derived indexes, built once on first use ------------------------------------------
+    @cached_property
+    def uses(self) -> array:
+        """Per node, how many nodes take it as an input (its fan-out)."""
+        uses = array("q", bytes(8 * self.node_count))
+        for nid in range(self.node_count):
+            for c in set(self.children(nid)):
+                uses[c] += 1
+        return uses
+
+    @cached_property
+    def earlier_write(self) -> array:
+        """Per write inside a `_backward`, the index of the previous write to the same
+        node's same field within the same backward pass, or -1 for its first one."""
+        out = array("q", [-1]) * len(self.wr_node)
+        for p in self.passes:
+            if p.kind != "backward":
+                continue
+            last: dict[tuple[int, int], int] = {}
+            for w in range(self.ev_write_start[p.start], self.ev_write_start[p.end]):
+                key = (self.wr_node[w], self.wr_field[w])
+                out[w] = last.get(key, -1)
+                last[key] = w
+        return out
+
+    def contribution(self, w: int) -> int:
+        """1 for the first write to a node in its backward pass, 2 for the second, ..."""
+        n = 1
+        w = self.earlier_write[w]
+        while w >= 0:
+            n += 1
+            w = self.earlier_write[w]
+        return n
+
+    def backward_order(self, backward: Pass) -> list[int]:
+        """The nodes whose `_backward` ran in a backward pass, in the order they ran:
+        the reverse of the topological order the pass walked."""
+        return [self.ev_node[i] for i in range(backward.start, backward.end)
+                if self.ev_kind[i] == BACKWARD]
 
 
 def split_passes(trace: Trace) -> list[Pass]:

@@ -1,0 +1,178 @@
+"""The `mgtui` command: argument parsing, the headless modes, and launching the app.
+
+Exit codes: 0 the scenario ran to completion (and `--check` found nothing), 1 the
+scenario raised or `--check` found a problem (the partial output is still printed),
+2 it could not run at all. Errors go to stderr as short messages, never tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+from mgtui import __version__
+from mgtui.recorder import DEFAULT_MAX_NODES, ScenarioLoadError, record
+
+EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
+
+
+def bundled_dir() -> Path:
+    import scenarios
+
+    return Path(scenarios.__file__).resolve().parent
+
+
+def bundled() -> list[tuple[str, Path]]:
+    """(name, path) of every bundled scenario: the lessons, then the bugs."""
+    root = bundled_dir()
+    found = [(p.stem, p) for p in sorted(root.glob("*.py")) if p.stem != "__init__"]
+    found += [(f"bugs/{p.stem}", p) for p in sorted((root / "bugs").glob("*.py"))
+              if p.stem != "__init__"]
+    order = ["chain", "neuron", "neuron_exp", "mlp", "moons"]
+    found.sort(key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]))
+    return found
+
+
+def title_of(path: Path) -> str:
+    """The first line of a scenario's docstring, read without running it."""
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return ""
+    return (doc or "").strip().splitlines()[0] if doc else ""
+
+
+def resolve(target: str) -> Path:
+    """A path as given, else a bundled scenario by name (`neuron`, `bugs/no_zero_grad`)."""
+    p = Path(target)
+    if p.exists():
+        return p
+    names = dict(bundled())
+    name = target.removesuffix(".py")
+    for candidate in (name, f"bugs/{name}"):
+        if candidate in names:
+            return names[candidate]
+    return p  # let the loader report it as missing
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mgtui",
+        description="Step through the forward and backward passes of a micrograd-style "
+        "autograd graph. With no FILE, opens a picker of the bundled scenarios.",
+    )
+    parser.add_argument("file", nargs="?", metavar="FILE",
+                        help="a scenario .py file, a bundled scenario name, or a saved TRACE.json")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--print", action="store_true", dest="print_",
+                      help="print the trace as text and exit")
+    mode.add_argument("--export", choices=("json", "dot"),
+                      help="write the trace as JSON or the final graph as Graphviz DOT to stdout")
+    mode.add_argument("--check", action="store_true",
+                      help="run the gradient doctor and report what it finds")
+    mode.add_argument("--list", action="store_true", help="list the bundled scenarios")
+    parser.add_argument("--json", action="store_true", help="with --check: findings as JSON")
+    parser.add_argument("--all", action="store_true", help="with --print: every step of every pass")
+    parser.add_argument("--step", type=int, metavar="N", help="open the app at step N")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed for `random` before the scenario runs (default 0)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="stop recording after this many seconds")
+    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
+                        help=f"stop recording past N nodes (default {DEFAULT_MAX_NODES:,})")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="with --check: how many non-leaf nodes to check numerically")
+    parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
+    return parser
+
+
+def fail(message: str, detail: str = "") -> int:
+    print(f"mgtui: {message}", file=sys.stderr)
+    if detail:
+        print(detail, file=sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, path in bundled():
+            print(f"{name:24s} {title_of(path)}")
+        return EXIT_OK
+    if args.timeout is not None and args.timeout <= 0:
+        return fail("--timeout must be a positive number of seconds")
+    if args.max_nodes <= 0:
+        return fail("--max-nodes must be a positive number")
+    if args.json and not args.check:
+        return fail("--json goes with --check (for the trace as JSON, use --export json)")
+    headless = args.print_ or args.export or args.check
+    if args.file is None:
+        if headless:
+            return fail("this mode needs a FILE (see mgtui --list for the bundled scenarios)")
+        return launch_app(None, args)
+    path = resolve(args.file)
+    if not headless:
+        return launch_app(path, args)
+    try:
+        if path.suffix == ".json":
+            if args.check:
+                return fail("--check runs the scenario, and a saved trace has no code to run")
+            from mgtui.export import load
+
+            trace = load(path)
+        elif args.check:
+            from mgtui.doctor import run_check
+
+            return run_check(path, args)
+        else:
+            trace = record(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout)
+    except ScenarioLoadError as exc:
+        return fail(exc.message, exc.detail)
+    except KeyboardInterrupt:
+        return fail("interrupted")
+    if args.export == "json":
+        from mgtui.export import dumps
+
+        sys.stdout.write(dumps(trace) + "\n")
+    elif args.export == "dot":
+        from mgtui.export import to_dot
+
+        sys.stdout.write(to_dot(trace))
+    else:
+        from mgtui.report import print_trace
+
+        print_trace(trace, sys.stdout, limit=None if args.all else 200)
+    sys.stdout.flush()
+    if trace.error is not None:
+        print(f"mgtui: {path}: {trace.error} (the trace up to there was kept)", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def launch_app(path: Path | None, args: argparse.Namespace) -> int:
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        return fail("the debugger needs a terminal; for output without one use "
+                    "--print, --export json|dot or --check")
+    try:
+        from mgtui.app import run_app
+    except ImportError:  # pragma: no cover - the app ships with the package
+        return fail("the debugger app is not installed; use --print or --export")
+    return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
+                   timeout=args.timeout)
+
+
+def entry() -> None:
+    try:
+        code = main()
+    except BrokenPipeError:
+        code = EXIT_OK
+    except KeyboardInterrupt:
+        code = fail("interrupted")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,250 @@
+"""The working of one step, written out with its actual numbers.
+
+`explain(trace, data, grad, index)` turns event `index` into an `Explanation`: for a
+forward step the equation (`e = a * b = 2.0 × -3.0 = -6.0`); for a backward step the
+op's local derivative and, for every grad it accumulated into, the formula, the numbers
+and `before → after (+delta)`. `data` and `grad` are the node state after the event (a
+`Timeline`'s arrays). Ops it does not know are explained from the closure's source line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from mgtui.trace import Trace
+
+UNARY = {"tanh", "exp", "ReLU", "relu", "sigmoid", "log"}
+
+
+def fmt(x: float) -> str:
+    """A number as a lesson shows it: at most 4 decimals, trailing zeros trimmed."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-4):
+        return f"{x:.4g}"
+    s = f"{x:.4f}".rstrip("0")
+    s = s + "0" if s.endswith(".") else s
+    return "0.0" if s == "-0.0" else s
+
+
+def name(label: str) -> str:
+    """A label as it reads inside a formula: `(x1*w1 + x2*w2)` rather than `x1*w1 + x2*w2`."""
+    return label if label.replace("_", "a").replace("#", "a").isalnum() else f"({label})"
+
+
+def signed(x: float) -> str:
+    return fmt(x) if x < 0 or math.isnan(x) else "+" + fmt(x)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One grad (or data) write made by a `_backward` call."""
+
+    target: int
+    label: str
+    field: str
+    before: float
+    after: float
+    line: int | None
+    formula: str  # e.g. "n.grad += (1 - o²) × o.grad"
+    numbers: str  # e.g. "0.5 × 1.0", or "" when the op is unknown
+    nth: int  # 1 for the first contribution to this node in its backward pass
+    uses: int  # the target's fan-out
+    expected: float | None = None  # what the formula gives, when the op is known
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+    @property
+    def mismatch(self) -> bool:
+        """The recorded delta differs from what the op's derivative gives."""
+        if self.expected is None:
+            return False
+        if not (math.isfinite(self.expected) and math.isfinite(self.delta)):
+            return math.isfinite(self.expected) != math.isfinite(self.delta)
+        return abs(self.expected - self.delta) > 1e-9 + 1e-6 * abs(self.expected)
+
+    @property
+    def change(self) -> str:
+        return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    kind: str  # create, backward, grad, data
+    node: int
+    title: str
+    equation: str = ""
+    local: str = ""
+    contributions: tuple[Contribution, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def local_derivative(op: str, out: str, ins: list[str]) -> str:
+    a = ins[0] if ins else "x"
+    b = ins[1] if len(ins) > 1 else a
+    if op == "+":
+        return f"∂{out}/∂{a} = 1, ∂{out}/∂{b} = 1"
+    if op == "*":
+        return f"∂{out}/∂{a} = {b}, ∂{out}/∂{b} = {a}"
+    if op.startswith("**"):
+        k = op[2:]
+        return f"∂{out}/∂{a} = {k} × {a}^({k} - 1)"
+    if op == "tanh":
+        return f"∂{out}/∂{a} = 1 - tanh({a})² = 1 - {out}²"
+    if op == "exp":
+        return f"∂{out}/∂{a} = exp({a}) = {out}"
+    if op in ("ReLU", "relu"):
+        return f"∂{out}/∂{a} = 1 if {a} > 0 else 0"
+    return ""
+
+
+def explain(trace: Trace, data, grad, index: int) -> Explanation:
+    kind = trace.ev_kind[index]
+    nid = trace.ev_node[index]
+    label = trace.label(nid)
+    if kind == 0:
+        return _forward(trace, data, nid)
+    if kind == 1:
+        return _backward(trace, data, grad, index, nid)
+    before, after = trace.ev_before[index], trace.ev_after[index]
+    fieldname = "grad" if kind == 2 else "data"
+    p = trace.pass_at(index)
+    notes: list[str] = []
+    if kind == 2 and p is not None and p.kind == "backward":
+        title = f"seed: {label}.grad = {fmt(after)}"
+        notes.append(f"The backward pass starts at {label}: ∂{label}/∂{label} = 1.")
+    elif kind == 2 and after == 0:
+        title = f"zero_grad: {label}.grad = 0"
+        if before != 0:
+            notes.append(f"{label}.grad held {fmt(before)} from an earlier backward pass.")
+    else:
+        title = f"{label}.{fieldname} = {fmt(after)}"
+    equation = f"{label}.{fieldname}: {fmt(before)} → {fmt(after)} ({signed(after - before)})"
+    if kind == 3 and grad[nid] != 0 and before != after:
+        step = (after - before) / grad[nid]
+        notes.append(
+            f"an update step: {label}.data += {fmt(step)} × {label}.grad = "
+            f"{fmt(step)} × {fmt(grad[nid])}")
+    return Explanation(fieldname, nid, title,
+                       equation, notes=tuple(notes))
+
+
+def _forward(trace: Trace, data, nid: int) -> Explanation:
+    op = trace.node_op[nid]
+    label = trace.label(nid)
+    kids = trace.children(nid)
+    names = [name(trace.label(c)) for c in kids]
+    vals = [fmt(data[c]) for c in kids]
+    value = fmt(trace.node_data[nid])
+    if not kids:
+        return Explanation("create", nid, f"leaf {label}", f"{label} = {value}",
+                           notes=("a leaf: an input or a parameter, made directly",))
+    a, b = (names + names)[:2]
+    va, vb = (vals + vals)[:2]
+    if op in ("+", "*") and len(kids) <= 2:
+        sym = "×" if op == "*" else "+"
+        eq = f"{label} = {a} {op} {b} = {va} {sym} {vb} = {value}"
+    elif op.startswith("**") and len(kids) == 1:
+        eq = f"{label} = {a}{op} = {va}{op} = {value}"
+    elif len(kids) == 1 and op:
+        eq = f"{label} = {op}({a}) = {op}({va}) = {value}"
+    else:
+        eq = f"{label} = {op or 'op'}({', '.join(names)}) = {op or 'op'}({', '.join(vals)}) = {value}"
+    return Explanation("create", nid, f"forward: {label} = {op or 'op'}({', '.join(names)})", eq,
+                       local_derivative(op, label, names))
+
+
+def _backward(trace: Trace, data, grad, index: int, nid: int) -> Explanation:
+    op = trace.node_op[nid]
+    out = name(trace.label(nid))
+    kids = trace.children(nid)
+    names = [name(trace.label(c)) for c in kids]
+    g = grad[nid]
+    lo, hi = trace.ev_write_start[index], trace.ev_write_start[index + 1]
+    operands = list(kids) if len(kids) >= 2 else list(kids) * 2
+    closure = trace.closures[trace.ev_closure[index]] if trace.ev_closure[index] >= 0 else None
+    contributions = []
+    notes: list[str] = []
+    for k, w in enumerate(range(lo, hi)):
+        target = trace.wr_node[w]
+        tl = name(trace.label(target))
+        fieldname = "grad" if trace.wr_field[w] == 0 else "data"
+        line = trace.wr_line[w] or None
+        formula, numbers, expected = _formula(
+            trace, data, op, nid, out, g, target, tl, operands, k)
+        if not formula:
+            formula = _source_formula(closure, line) or f"{tl}.{fieldname} written"
+        nth = trace.contribution(w) if fieldname == "grad" else 1
+        c = Contribution(target, tl, fieldname, trace.wr_before[w], trace.wr_after[w], line,
+                         formula, numbers, nth, trace.uses[target], expected)
+        contributions.append(c)
+        if nth > 1:
+            notes.append(
+                f"{tl} is used {c.uses} times: this is contribution {nth} to {tl}.grad, "
+                f"and it adds to the {fmt(c.before)} already there (+=, not =).")
+        if c.mismatch:
+            notes.append(
+                f"the recorded change to {tl}.grad is {fmt(c.delta)}, but {op}'s derivative "
+                f"gives {fmt(expected)}")
+    if not kids:
+        notes.append(f"{out} is a leaf: its _backward has nothing to pass on.")
+    elif hi == lo:
+        notes.append(f"{out}._backward wrote no grad.")
+    if g == 0 and kids:
+        notes.append(f"{out}.grad is 0, so everything it passes back is 0.")
+    title = f"backward: {out}._backward()" + (f"  ({op})" if op else "")
+    return Explanation("backward", nid, title,
+                       f"{out}.grad = {fmt(g)}", local_derivative(op, out, names),
+                       tuple(contributions), tuple(notes))
+
+
+def _formula(trace, data, op, nid, out, g, target, tl, operands, k):
+    """(formula, numbers, expected delta) for write number k of a known op."""
+    if not operands or k >= 2 or (k >= 1 and op not in ("+", "*")):
+        return "", "", None
+    if operands[k] != target:
+        return "", "", None
+    lhs = f"{tl}.grad +="
+    if op == "+":
+        return f"{lhs} {out}.grad", f"{fmt(g)}", g
+    if op == "*":
+        other = operands[1 - k]
+        ol = name(trace.label(other))
+        return (f"{lhs} {ol}.data × {out}.grad", f"{fmt(data[other])} × {fmt(g)}",
+                data[other] * g)
+    x = data[target]
+    y = data[nid]
+    if op.startswith("**"):
+        try:
+            n = float(op[2:])
+            local = n * x ** (n - 1)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return "", "", None
+        if isinstance(local, complex):
+            return "", "", None
+        return (f"{lhs} {op[2:]} × {tl}^({op[2:]} - 1) × {out}.grad",
+                f"{fmt(local)} × {fmt(g)}", local * g)
+    if op == "tanh":
+        local = 1 - y * y
+        return f"{lhs} (1 - {out}²) × {out}.grad", f"{fmt(local)} × {fmt(g)}", local * g
+    if op == "exp":
+        return f"{lhs} {out}.data × {out}.grad", f"{fmt(y)} × {fmt(g)}", y * g
+    if op in ("ReLU", "relu"):
+        local = 1.0 if y > 0 else 0.0
+        return f"{lhs} ({out}.data > 0) × {out}.grad", f"{fmt(local)} × {fmt(g)}", local * g
+    return "", "", None
+
+
+def _source_formula(closure, line: int | None) -> str:
+    """The closure's own source line that made a write: how a custom op is explained."""
+    if closure is None or line is None:
+        return ""
+    i = line - closure.first_line
+    if 0 <= i < len(closure.lines):
+        return f"line {line}: {closure.lines[i].strip()}"
+    return ""

@@ -13,23 +13,29 @@ from __future__ import annotations
 import ast
 import builtins
 import ctypes
+import gc
 import io
 import math
 import os
 import random
+import re
 import sys
 import threading
 import traceback
 from array import array
 from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable
 
 from mgtui.trace import BACKWARD, CREATE, DATA, GRAD, Closure, Trace, TraceError
 
 ID = "_mgtui_id"
+NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS = 5, 7, 5
 REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
 DEFAULT_MAX_NODES = 2_000_000
+GC_GEN0_THRESHOLD = 100_000
 
 
 class ScenarioLoadError(Exception):
@@ -133,15 +139,21 @@ class Recorder:
         self.on_progress = on_progress
         self.stop_reason: str | None = None
         self._thread_id: int | None = None
-        # raw records, compacted into arrays by finish()
-        self.nodes: list[tuple] = []  # (children, op, label, data, line)
-        self.events: list[tuple] = []  # (kind, node, before, after, line, closure, w0, w1)
-        self.writes: list[tuple] = []  # (node, field, before, after, line)
+        # raw records, appended flat and compacted into arrays by finish()
+        self.nodes: list = []  # NODE_FIELDS a node: end of its children in kids, op,
+        #                        label, data, line
+        self.kids: list[int] = []  # every node's children's ids, one after another
+        self.late_labels: dict[int, object] = {}
+        self.events: list = []  # EVENT_FIELDS an event: kind, node, before, after, line,
+        #                         closure, first write
+        self.writes: list = []  # WRITE_FIELDS a write: node, field, before, after, line
         self.codes: dict[object, int] = {}
+        self.class_codes: set[object] = set()  # code of the Value classes' own methods
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
+        self._make_hooks()
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -155,54 +167,49 @@ class Recorder:
             )
 
     # -- instrumentation ---------------------------------------------------------------
-    def instrument(self, cls: type) -> None:
-        if cls in self.classes:
-            return
-        self.classes.append(cls)
+    def _make_hooks(self) -> None:
+        """Build the hooks shared by every instrumented class. This is the hot path: each
+        hook is a closure over local lists, and records are appended flat."""
         rec = self
-        init_code = getattr(cls.__dict__["__init__"], "__code__", None)
-        if init_code is not None:
-            self.default_codes.update(c for c in init_code.co_consts if hasattr(c, "co_code"))
         probe = self.probe
         nodes, events, writes, codes = self.nodes, self.events, self.writes, self.codes
-        stack: list[int] = []  # event indices of the `_backward` calls running
-        self._stack = stack
+        stack: list[int] = []  # the `_backward` calls running, innermost last
         path = str(self.scenario.path.resolve())
-        class_codes = {
-            f.__code__
-            for k, f in vars(cls).items()
-            if callable(f) and hasattr(f, "__code__")
-        }
+        class_codes = self.class_codes
         getframe = sys._getframe
-        nudge = self.nudge
-        max_nodes = self.max_nodes
-        on_progress = self.on_progress
-        memo: list = [None, None]  # the last outermost non-scenario frame and its line
+        memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
 
         def scenario_line(f) -> int | None:
-            """The innermost scenario line on the stack, outside the class's own methods."""
-            first = f
-            prev = None
+            """The innermost scenario line on the stack, outside the Value class's methods.
+
+            Frames below it that were walked are remembered (a frame held here cannot be
+            mistaken for another), so the many nodes made inside one library call, like
+            `model(x)`, each walk only up to the first frame they share."""
+            code = f.f_code
+            if code.co_filename == path and code not in class_codes:
+                return f.f_lineno  # made by the scenario's own line: the common case
+            walked = []
             while f is not None:
-                if f is memo[0]:
-                    return memo[1]
+                line = memo.get(f)
+                if line is not None:
+                    break
                 code = f.f_code
                 if code.co_filename == path and code not in class_codes:
-                    if prev is not None and prev is not first:
-                        memo[0], memo[1] = prev, f.f_lineno
-                    return f.f_lineno
-                prev = f
+                    line = f.f_lineno
+                    break
+                walked.append(f)
                 f = f.f_back
-            return None
+            else:
+                return 0
+            if walked:
+                if len(memo) > 256:
+                    memo.clear()
+                for w in walked:
+                    memo[w] = line
+            return line
 
         self.scenario_line = scenario_line
-
-        def closure_index(fn) -> int:
-            code = getattr(fn, "__code__", None)
-            i = codes.get(code)
-            if i is None:
-                i = codes[code] = len(codes)
-            return i
+        self._memo = memo
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
@@ -215,28 +222,34 @@ class Recorder:
                 finally:
                     del writes[n_writes:]
                     del events[n_events:]
-            index = len(events)
-            w0 = len(writes)
-            line = scenario_line(getframe(2))
-            events.append(None)
-            stack.append(index)
+            code = getattr(fn, "__code__", None)
+            ci = codes.get(code)
+            if ci is None:
+                ci = codes[code] = len(codes)
+            events.extend(
+                (BACKWARD, nid, 0.0, 0.0, scenario_line(getframe(2)), ci, len(writes)))
+            stack.append(nid)
             try:
                 return fn()
             finally:
                 stack.pop()
-                events[index] = (BACKWARD, nid, 0.0, 0.0, line, closure_index(fn), w0, len(writes))
 
         class BackwardHook:
+            """`_backward` reads return the closure bound to the recorder; writes store it."""
+
             __slots__ = ()
 
             def __set__(self, obj, fn):
+                obj.__dict__["_backward"] = fn
+
+            def __get__(self, obj, owner=None):
+                if obj is None:
+                    return self
                 d = obj.__dict__
-
-                def _backward():
-                    return run_backward(d, fn)
-
-                _backward.__wrapped__ = fn
-                d["_backward"] = _backward
+                try:
+                    return partial(run_backward, d, d["_backward"])
+                except KeyError:
+                    raise AttributeError("_backward") from None
 
         def make_write_hook(name: str, field: int, kind: int):
             class WriteHook:
@@ -251,55 +264,88 @@ class Recorder:
                     before = d.get(name, 0.0)
                     d[name] = value
                     if stack:
-                        writes.append((nid, field, before, value, getframe(1).f_lineno))
+                        writes.extend((nid, field, before, value, getframe(1).f_lineno))
                     else:
-                        events.append(
-                            (kind, nid, before, value, scenario_line(getframe(1)), -1, 0, 0)
-                        )
+                        events.extend((kind, nid, before, value, scenario_line(getframe(1)),
+                                       -1, len(writes)))
 
             return WriteHook()
 
-        orig_init = cls.__dict__["__init__"]
+        late_labels = self.late_labels
 
-        def __init__(self, *args, **kwargs):
-            orig_init(self, *args, **kwargs)
-            d = self.__dict__
-            if ID in d:  # a subclass's __init__ already chained up through this one
-                return
-            nid = len(nodes)
-            if nid >= max_nodes:
-                rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
-                raise StopRecording(rec.stop_reason)
-            if rec.stop_reason:
-                raise StopRecording(rec.stop_reason)
-            prev = d.get("_prev", ())
-            if isinstance(prev, (set, frozenset)):
-                # A set iterates in address order, which changes from run to run: keep
-                # the order the children were passed in, as a set-like keys view.
-                given = args[1] if len(args) > 1 else kwargs.get("_children", ())
-                order = [c for c in given if c in prev] if len(given) == len(prev) else []
-                if len(order) != len(prev):
-                    order = sorted(prev, key=lambda c: c.__dict__.get(ID, -1))
-                prev = d["_prev"] = dict.fromkeys(order).keys()
-            children = tuple([c.__dict__.get(ID, -1) for c in prev])
-            if nid in nudge:
-                d["data"] = d["data"] + nudge[nid]
-            d[ID] = nid
-            label = d.get("label")
-            nodes.append(
-                (children, d.get("_op", ""), label if isinstance(label, str) else "",
-                 d["data"], scenario_line(getframe(1)))
-            )
-            events.append((CREATE, nid, 0.0, 0.0, 0, -1, 0, 0))
-            if on_progress is not None and not nid & 0x3FFF:
-                on_progress(nid)
+        class LabelHook:
+            """Labels set after a node is made (`e = a*b; e.label = 'e'`)."""
 
-        __init__.__wrapped__ = orig_init
+            __slots__ = ()
+
+            def __set__(self, obj, value):
+                d = obj.__dict__
+                d["label"] = value
+                nid = d.get(ID)
+                if nid is not None:
+                    late_labels[nid] = value
+
+        self._hooks = (make_write_hook("grad", 0, GRAD), make_write_hook("data", 1, DATA),
+                       BackwardHook(), LabelHook())
+
+        nudge = self.nudge
+        max_nodes = self.max_nodes
+        on_progress = self.on_progress
+        getid = attrgetter(ID)
+        kids = self.kids
+
+        def make_init(orig_init):
+            def __init__(self, *args, **kwargs):
+                orig_init(self, *args, **kwargs)
+                d = self.__dict__
+                if ID in d:  # a subclass's __init__ already chained up through this one
+                    return
+                nid = len(nodes) // NODE_FIELDS
+                if nid >= max_nodes or rec.stop_reason:
+                    if rec.stop_reason is None:
+                        rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
+                    raise StopRecording(rec.stop_reason)
+                prev = d.get("_prev", ())
+                if isinstance(prev, (set, frozenset)):
+                    prev = d["_prev"] = ordered(prev, args, kwargs)
+                n_before = len(kids)
+                try:
+                    kids.extend(map(getid, prev))
+                except AttributeError:  # a child made before the recording started
+                    del kids[n_before:]
+                    kids.extend(getattr(c, ID, -1) for c in prev)
+                if nudge and nid in nudge:
+                    d["data"] = d["data"] + nudge[nid]
+                d[ID] = nid
+                nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
+                              scenario_line(getframe(1))))
+                events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+                if on_progress is not None and not nid & 0x3FFF:
+                    on_progress(nid)
+
+            __init__.__wrapped__ = orig_init
+            return __init__
+
+        self._make_init = make_init
+
+    def instrument(self, cls: type) -> None:
+        if cls in self.classes:
+            return
+        self.classes.append(cls)
+        init = cls.__dict__["__init__"]
+        init_code = getattr(init, "__code__", None)
+        if init_code is not None:
+            self.default_codes.update(c for c in init_code.co_consts if hasattr(c, "co_code"))
+        for klass in cls.__mro__:
+            self.class_codes.update(
+                f.__code__ for f in vars(klass).values() if hasattr(f, "__code__"))
+        grad_hook, data_hook, backward_hook, label_hook = self._hooks
         for name, value in (
-            ("__init__", __init__),
-            ("grad", make_write_hook("grad", 0, GRAD)),
-            ("data", make_write_hook("data", 1, DATA)),
-            ("_backward", BackwardHook()),
+            ("__init__", self._make_init(init)),
+            ("grad", grad_hook),
+            ("data", data_hook),
+            ("_backward", backward_hook),
+            ("label", label_hook),
         ):
             self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
             setattr(cls, name, value)
@@ -355,6 +401,7 @@ class Recorder:
         main_module.__dict__.update(module_globals)
         module_globals = self.globals = main_module.__dict__
         timer = None
+        gc_threshold = gc.get_threshold()
         self._thread_id = threading.get_ident()
         try:
             self.instrument_loaded()
@@ -366,6 +413,11 @@ class Recorder:
             sys.path.insert(0, str(scenario.path.resolve().parent))
             sys.modules["__main__"] = main_module
             random.seed(self.seed)
+            # Every node is in a reference cycle (its closure refers back to it), so a
+            # big graph makes the collector rescan the heap over and over; the records
+            # kept here are plain numbers. Collect less often while the scenario runs.
+            gc_threshold = gc.get_threshold()
+            gc.set_threshold(max(gc_threshold[0], GC_GEN0_THRESHOLD), *gc_threshold[1:])
             if self.timeout:
                 timer = threading.Timer(self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
                 timer.daemon = True
@@ -385,6 +437,7 @@ class Recorder:
                 else:
                     error = self._error(exc, type(exc).__name__, str(exc))
         finally:
+            gc.set_threshold(*gc_threshold)
             if timer is not None:
                 timer.cancel()
             self._thread_id = None
@@ -401,58 +454,53 @@ class Recorder:
         for frame, lineno in traceback.walk_tb(exc.__traceback__):
             if frame.f_code.co_filename == path:
                 line = lineno
-        return TraceError(type_name, message, line, len(self.events))
+        return TraceError(type_name, message, line, len(self.events) // EVENT_FIELDS)
 
     # -- compaction ----------------------------------------------------------------------
     def finish(self, error: TraceError | None, output: str) -> Trace:
-        events = [e for e in self.events if e is not None]  # an unfinished call at an error
+        N, E, W = NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS
+        nodes, events, writes = self.nodes, self.events, self.writes
         labels = self.resolve_labels()
-        n = len(self.nodes)
+        n = len(nodes) // N
         child_start = array("q", [0])
-        child_ids = array("q")
-        for children, *_ in self.nodes:
-            child_ids.extend(children)
-            child_start.append(len(child_ids))
-        node_data = array("d", (to_float(r[3]) for r in self.nodes))
-        # final state: replay the events once
-        final_data = array("d", node_data)
-        final_grad = array("d", bytes(8 * n))
-        wr = self.writes
-        for kind, nid, before, after, line, clo, w0, w1 in events:
-            if kind == GRAD:
-                final_grad[nid] = to_float(after)
-            elif kind == DATA:
-                final_data[nid] = to_float(after)
-            elif kind == BACKWARD:
-                for w in range(w0, w1):
-                    wn, field, _, wafter, _ = wr[w]
-                    (final_grad if field == 0 else final_data)[wn] = to_float(wafter)
-        starts = _write_starts(events, len(wr))
+        child_start.extend(nodes[0::N])
+        child_ids = array("q", self.kids)
+        node_data = floats(nodes[3::N])
+        ev_kind = array("b", events[0::E])
+        ev_node = array("q", events[1::E])
+        ev_after = floats(events[3::E])
+        ev_write_start = array("q", [w // W for w in events[6::E]])
+        ev_write_start.append(len(writes) // W)
+        wr_node = array("q", writes[0::W])
+        wr_field = array("b", writes[1::W])
+        wr_after = floats(writes[3::W])
+        final_data, final_grad = final_state(node_data, ev_kind, ev_node, ev_after,
+                                             ev_write_start, wr_node, wr_field, wr_after)
         return Trace(
             scenario=str(self.scenario.path),
             title=self.scenario.title,
             notes=self.scenario.notes,
             source=self.scenario.source,
             node_label=tuple(labels),
-            node_op=tuple(str(r[1]) for r in self.nodes),
+            node_op=tuple(op if isinstance(op, str) else str(op) for op in nodes[1::N]),
             node_data=node_data,
-            node_line=array("i", (r[4] or 0 for r in self.nodes)),
+            node_line=ints(nodes[4::N]),
             child_start=child_start,
             child_ids=child_ids,
             final_data=final_data,
             final_grad=final_grad,
-            ev_kind=array("b", (e[0] for e in events)),
-            ev_node=array("q", (e[1] for e in events)),
-            ev_before=array("d", (to_float(e[2]) for e in events)),
-            ev_after=array("d", (to_float(e[3]) for e in events)),
-            ev_line=array("i", (e[4] or 0 for e in events)),
-            ev_closure=array("i", (e[5] for e in events)),
-            ev_write_start=starts,
-            wr_node=array("q", (w[0] for w in wr)),
-            wr_field=array("b", (w[1] for w in wr)),
-            wr_before=array("d", (to_float(w[2]) for w in wr)),
-            wr_after=array("d", (to_float(w[3]) for w in wr)),
-            wr_line=array("i", (w[4] or 0 for w in wr)),
+            ev_kind=ev_kind,
+            ev_node=ev_node,
+            ev_before=floats(events[2::E]),
+            ev_after=ev_after,
+            ev_line=ints(events[4::E]),
+            ev_closure=array("i", events[5::E]),
+            ev_write_start=ev_write_start,
+            wr_node=wr_node,
+            wr_field=wr_field,
+            wr_before=floats(writes[2::W]),
+            wr_after=wr_after,
+            wr_line=ints(writes[4::W]),
             closures=tuple(closure_source(code, code in self.default_codes)
                            for code in self.codes),
             error=error,
@@ -460,30 +508,16 @@ class Recorder:
         )
 
     def resolve_labels(self) -> list[str]:
-        """`label` attributes (read at creation, then again on every node still reachable
-        from the scenario's globals), else the global variable holding the node."""
-        labels = [r[2] for r in self.nodes]
-        seen: set[int] = set()
-        todo = []
-        names: dict[int, str] = {}
-        for name, value in list(self.globals.items()):
-            d = getattr(value, "__dict__", None)
-            if isinstance(d, dict) and isinstance(d.get(ID), int):
-                names.setdefault(d[ID], name)
-                todo.append(value)
-        while todo:
-            v = todo.pop()
-            d = v.__dict__
-            nid = d.get(ID)
-            if not isinstance(nid, int) or nid in seen or nid >= len(labels):
-                continue
-            seen.add(nid)
-            label = d.get("label")
-            if isinstance(label, str) and label:
+        """The `label` attribute (as made, or as set later), else the name of the
+        scenario's global variable that holds the node."""
+        labels = [x if isinstance(x, str) else "" for x in self.nodes[2::NODE_FIELDS]]
+        for nid, label in self.late_labels.items():
+            if isinstance(label, str) and nid < len(labels):
                 labels[nid] = label
-            todo.extend(c for c in d.get("_prev", ()) if hasattr(c, "__dict__"))
-        for nid, name in names.items():
-            if not labels[nid] and not name.startswith("_"):
+        for name, value in list(self.globals.items()):
+            nid = getattr(value, "__dict__", {}).get(ID) if hasattr(value, "__dict__") else None
+            if isinstance(nid, int) and nid < len(labels) and not labels[nid] \
+                    and not name.startswith("_"):
                 labels[nid] = name
         return labels
 
@@ -491,20 +525,69 @@ class Recorder:
 _MISSING = object()
 
 
-def _write_starts(events: list[tuple], total: int) -> array:
-    """Per event, the index of its first write; non-backward events own an empty range."""
-    next_start = total
-    # walk backwards so an event without writes starts where the next one does
-    out = [0] * (len(events) + 1)
-    out[-1] = total
-    for i in range(len(events) - 1, -1, -1):
-        e = events[i]
-        if e[0] == BACKWARD:
-            out[i] = e[6]
-            next_start = e[6]
+def ordered(prev, args: tuple, kwargs: dict):
+    """A set of children as a set-like keys view in a fixed order.
+
+    A set iterates in address order, which changes from run to run; keep the order the
+    children were passed to `__init__`, else sort them by node id."""
+    given = args[1] if len(args) > 1 else kwargs.get("_children", ())
+    try:
+        order = [c for c in dict.fromkeys(given) if c in prev]
+    except TypeError:
+        order = []
+    if len(order) != len(prev):
+        order = sorted(prev, key=lambda c: getattr(c, ID, -1))
+    return dict.fromkeys(order).keys()
+
+
+def final_state(node_data, ev_kind, ev_node, ev_after, ev_write_start, wr_node, wr_field,
+                wr_after) -> tuple[array, array]:
+    """Every node's data and grad at the end: each write replayed once, in order.
+
+    Writes inside `_backward` calls are merged a run at a time with `dict.update`, and
+    only the few writes outside them are visited one by one."""
+    grads: dict[int, float] = {}
+    datas: dict[int, float] = {}
+    only_grads = 1 not in wr_field
+    w = 0
+
+    def apply(end: int) -> None:
+        if only_grads:
+            grads.update(zip(wr_node[w:end], wr_after[w:end]))
         else:
-            out[i] = next_start
-    return array("q", out)
+            for k in range(w, end):
+                (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+
+    for match in re.finditer(b"[\x02\x03]", ev_kind.tobytes()):
+        i = match.start()
+        end = ev_write_start[i]
+        apply(end)
+        w = end
+        (grads if ev_kind[i] == GRAD else datas)[ev_node[i]] = ev_after[i]
+    apply(len(wr_node))
+    final_data = array("d", node_data)
+    final_grad = array("d", bytes(8 * len(node_data)))
+    for nid, value in grads.items():
+        final_grad[nid] = value
+    for nid, value in datas.items():
+        final_data[nid] = value
+    return final_data, final_grad
+
+
+def ints(values: list) -> array:
+    """An array of ints; a missing value (None) becomes 0."""
+    try:
+        return array("i", values)
+    except TypeError:
+        return array("i", [v if isinstance(v, int) else 0 for v in values])
+
+
+def floats(values: list) -> array:
+    """An array of doubles; values that are not numbers become nan."""
+    try:
+        return array("d", values)
+    except (TypeError, OverflowError):
+        return array("d", [to_float(x) for x in values])
 
 
 def to_float(x: object) -> float:

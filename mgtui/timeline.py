@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 
-from mgtui.trace import BACKWARD, CREATE, DATA, GRAD, Event, Pass, Trace
+from mgtui.trace import CREATE, DATA, GRAD, Event, Pass, Trace
 
 
 class Timeline:
@@ -62,10 +62,10 @@ class Timeline:
             self.grad[t.ev_node[i]] = t.ev_after[i]
         elif kind == DATA:
             self.data[t.ev_node[i]] = t.ev_after[i]
-        elif kind == BACKWARD:
-            for w in range(t.ev_write_start[i], t.ev_write_start[i + 1]):
-                target = self.grad if t.wr_field[w] == 0 else self.data
-                target[t.wr_node[w]] = t.wr_after[w]
+        # the writes made inside a `_backward` call
+        for w in range(t.ev_write_start[i], t.ev_write_start[i + 1]):
+            target = self.grad if t.wr_field[w] == 0 else self.data
+            target[t.wr_node[w]] = t.wr_after[w]
         self.position = i + 1
         return True
 
@@ -76,16 +76,15 @@ class Timeline:
             return False
         i = self.position - 1
         kind = t.ev_kind[i]
+        for w in range(t.ev_write_start[i + 1] - 1, t.ev_write_start[i] - 1, -1):
+            target = self.grad if t.wr_field[w] == 0 else self.data
+            target[t.wr_node[w]] = t.wr_before[w]
         if kind == CREATE:
             self.created -= 1
         elif kind == GRAD:
             self.grad[t.ev_node[i]] = t.ev_before[i]
         elif kind == DATA:
             self.data[t.ev_node[i]] = t.ev_before[i]
-        elif kind == BACKWARD:
-            for w in range(t.ev_write_start[i + 1] - 1, t.ev_write_start[i] - 1, -1):
-                target = self.grad if t.wr_field[w] == 0 else self.data
-                target[t.wr_node[w]] = t.wr_before[w]
         self.position = i
         return True
 

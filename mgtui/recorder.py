@@ -227,7 +227,7 @@ class Recorder:
             if ci is None:
                 ci = codes[code] = len(codes)
             events.extend(
-                (BACKWARD, nid, 0.0, 0.0, scenario_line(getframe(2)), ci, len(writes)))
+                (BACKWARD, nid, 0.0, 0.0, scenario_line(getframe(1)), ci, len(writes)))
             stack.append(nid)
             try:
                 return fn()
@@ -370,6 +370,11 @@ class Recorder:
 
     # -- running -----------------------------------------------------------------------
     def run(self) -> Trace:
+        """Run the scenario once. Recordings take turns: the hooks are class-wide."""
+        with _ONE_AT_A_TIME:
+            return self._run()
+
+    def _run(self) -> Trace:
         scenario = self.scenario
         path = str(scenario.path.resolve())
         module_globals = {
@@ -523,6 +528,7 @@ class Recorder:
 
 
 _MISSING = object()
+_ONE_AT_A_TIME = threading.RLock()
 
 
 def ordered(prev, args: tuple, kwargs: dict):

@@ -1,0 +1,84 @@
+"""The timeline: the state of every node at any step, stepping both ways."""
+
+from array import array
+from pathlib import Path
+
+import pytest
+
+from mgtui.recorder import record
+from mgtui.timeline import Timeline
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return record(SCENARIOS / "mlp.py")
+
+
+def test_two_hundred_steps_forward_and_back_return_the_exact_state(mlp):
+    begin = mlp.passes[6].start - 60  # the end of round 2's forward pass and zero_grad
+    timeline = Timeline(mlp, position=begin)
+    start = (array("d", timeline.data), array("d", timeline.grad), timeline.created)
+    for _ in range(200):
+        assert timeline.step()
+    assert timeline.position == begin + 200
+    assert timeline.grad != start[1] and timeline.created > start[2]
+    for _ in range(200):
+        assert timeline.back()
+    assert (timeline.data, timeline.grad, timeline.created) == start
+
+
+def test_walking_to_the_end_gives_the_final_state(mlp):
+    timeline = Timeline(mlp)
+    while timeline.step():
+        pass
+    assert timeline.at_end
+    assert timeline.grad == mlp.final_grad and timeline.data == mlp.final_data
+    jumped = Timeline(mlp, position=len(mlp))
+    assert jumped.grad == mlp.final_grad
+    while timeline.back():
+        pass
+    assert timeline.at_start and timeline.created == 0
+    assert timeline.data == mlp.node_data and not any(timeline.grad)
+
+
+def test_state_in_the_middle_of_the_chain_backward_pass():
+    trace = record(SCENARIOS / "chain.py")
+    timeline = Timeline(trace)
+    backward = trace.passes[1]
+    timeline.seek(backward.start + 2)  # the seed, then L._backward()
+    grads = {trace.label(n): timeline.grad[n] for n in range(trace.node_count)}
+    assert grads == {"a": 0, "b": 0, "e": 0, "c": 0, "d": -2.0, "f": 4.0, "L": 1.0}
+    assert timeline.event.kind == "backward" and trace.label(timeline.event.node) == "L"
+
+
+class CountingArray:
+    """Stands in for the timeline's state arrays and counts the writes to them."""
+
+    def __init__(self, values):
+        self.values = values
+        self.writes = 0
+
+    def __getitem__(self, i):
+        return self.values[i]
+
+    def __setitem__(self, i, v):
+        self.writes += 1
+        self.values[i] = v
+
+
+def test_a_step_touches_only_its_own_writes(mlp):
+    timeline = Timeline(mlp, position=mlp.passes[2].start)  # the first backward pass
+    timeline.grad = CountingArray(timeline.grad)
+    timeline.data = CountingArray(timeline.data)
+    for _ in range(50):
+        index = timeline.position
+        own = len(mlp.event(index).writes) + (mlp.ev_kind[index] in (2, 3))
+        timeline.grad.writes = timeline.data.writes = 0
+        timeline.step()
+        assert timeline.grad.writes + timeline.data.writes == own
+        timeline.grad.writes = timeline.data.writes = 0
+        timeline.back()
+        assert timeline.grad.writes + timeline.data.writes == own
+        timeline.step()

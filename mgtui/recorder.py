@@ -487,7 +487,7 @@ class Recorder:
             notes=self.scenario.notes,
             source=self.scenario.source,
             node_label=tuple(labels),
-            node_op=tuple(op if isinstance(op, str) else str(op) for op in nodes[1::N]),
+            node_op=strings(nodes[1::N]),
             node_data=node_data,
             node_line=ints(nodes[4::N]),
             child_start=child_start,
@@ -578,6 +578,15 @@ def final_state(node_data, ev_kind, ev_node, ev_after, ev_write_start, wr_node, 
     for nid, value in datas.items():
         final_data[nid] = value
     return final_data, final_grad
+
+
+def strings(values: list) -> tuple[str, ...]:
+    """A tuple of str; anything else (an `_op` that is not a string) becomes its str()."""
+    try:
+        "".join(values)  # fails unless every value is a str, at C speed
+        return tuple(values)
+    except TypeError:
+        return tuple(v if isinstance(v, str) else str(v) for v in values)
 
 
 def ints(values: list) -> array:

@@ -7,6 +7,7 @@ A trace holds only ids, floats, strings and line numbers, in flat arrays, never 
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -302,33 +303,37 @@ def split_passes(trace: Trace) -> list[Pass]:
 
     A grad write that is followed directly by a `_backward` call is that backward pass's
     seed. Other grad writes outside `_backward` set to zero form `zero_grad` passes; any
-    other lone grad write is `other`.
+    other lone grad write is `other`. Runs of one event kind are found with a regular
+    expression over the kind bytes, so only grad writes are looked at one by one.
     """
     kinds = trace.ev_kind
     n = len(kinds)
-    labels: list[str] = []
-    for i in range(n):
-        k = kinds[i]
-        if k == CREATE:
-            labels.append("forward")
-        elif k == BACKWARD:
-            labels.append("backward")
-        elif k == DATA:
-            labels.append("update")
+    spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
+
+    def add(kind: str, start: int, end: int) -> None:
+        if spans and spans[-1][0] == kind and spans[-1][2] == start:
+            spans[-1] = (kind, spans[-1][1], end)
         else:
+            spans.append((kind, start, end))
+
+    for run in re.finditer(rb"(.)\1*", kinds.tobytes(), re.S):
+        start, end = run.span()
+        kind = kinds[start]
+        if kind != GRAD:
+            add(RUN_KINDS[kind], start, end)
+            continue
+        for i in range(start, end):
             j = i + 1
             while j < n and kinds[j] == GRAD and trace.ev_node[j] == trace.ev_node[i]:
                 j += 1
             if j < n and kinds[j] == BACKWARD:
-                labels.append("backward")
+                add("backward", i, i + 1)
             elif trace.ev_after[i] == 0:
-                labels.append("zero_grad")
+                add("zero_grad", i, i + 1)
             else:
-                labels.append("other")
-    passes: list[Pass] = []
-    start = 0
-    for i in range(1, n + 1):
-        if i == n or labels[i] != labels[start]:
-            passes.append(Pass(len(passes), labels[start], start, i))  # type: ignore[arg-type]
-            start = i
-    return passes
+                add("other", i, i + 1)
+    return [Pass(index, kind, start, end)  # type: ignore[arg-type]
+            for index, (kind, start, end) in enumerate(spans)]
+
+
+RUN_KINDS = {CREATE: "forward", BACKWARD: "backward", DATA: "update"}

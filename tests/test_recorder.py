@@ -384,3 +384,23 @@ def test_nudge_changes_a_node_at_its_creation():
     root = plus.find("L")[0]
     numerical = (plus.node_data[root] - minus.node_data[root]) / (2 * h)
     assert numerical == pytest.approx(6.0, rel=1e-6)
+
+
+def test_passes_split_by_kind(tmp_path):
+    path = write(tmp_path, "manual.py", """
+        from engine import Value
+        a = Value(2.0, label='a'); b = Value(-3.0, label='b')
+        L = a * b; L.label = 'L'
+        L.grad = 1.0          # by hand, as the lecture does before _backward exists
+        a.grad = -3.0
+        a.grad = 0.0
+        b.grad = 0.0
+        L.backward()
+        a.data += 0.01 * a.grad
+        c = a * 2
+    """)
+    trace = record(path)
+    got = [(p.kind, p.start, p.end) for p in trace.passes]
+    assert got == [("forward", 0, 3), ("other", 3, 5), ("zero_grad", 5, 7),
+                   ("backward", 7, 11), ("update", 11, 12), ("forward", 12, 14)]
+    assert trace.backward_root(trace.passes[3]) == trace.find("L")[0]

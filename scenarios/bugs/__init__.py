@@ -1,0 +1,1 @@
+"""One small scenario per classic autograd bug: `mgtui bugs/<name> --check` finds each one."""

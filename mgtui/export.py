@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mgtui.recorder import ScenarioLoadError
-from mgtui.trace import BACKWARD, CREATE, DATA, EVENT_KINDS, FIELDS, GRAD, Closure, Pass, Trace, TraceError
+from mgtui.trace import BACKWARD, DATA, EVENT_KINDS, FIELDS, GRAD, Closure, Pass, Trace, TraceError
 
 FORMAT = "mgtui-trace"
 VERSION = 1

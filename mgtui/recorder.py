@@ -466,7 +466,6 @@ class Recorder:
         N, E, W = NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS
         nodes, events, writes = self.nodes, self.events, self.writes
         labels = self.resolve_labels()
-        n = len(nodes) // N
         child_start = array("q", [0])
         child_start.extend(nodes[0::N])
         child_ids = array("q", self.kids)

@@ -2,7 +2,6 @@
 and a short message on stderr (never a traceback) for every input that cannot run."""
 
 import json
-import math
 import subprocess
 import sys
 import textwrap

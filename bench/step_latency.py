@@ -1,0 +1,136 @@
+"""Step latency and start-up of the debugger app, measured side by side in one run.
+
+1. Step latency: one `n` (or `p`) key press in the headless app at 120×40, from the key
+   to the repainted screen, in the middle of the first backward pass of `moons.py`
+   (about 65k nodes per graph) and of `chain.py`. Both apps run at once and the presses
+   alternate between them, so machine noise hits both. The wall time includes Textual's
+   frame pacing, so the CPU time of the process per press is printed too.
+   Target: moons / chain at most 1.2.
+2. Start-up to first paint: `mgtui scenarios/chain.py` against a minimal Textual app,
+   each a fresh process run headless, alternating. Target: at most 1.5.
+
+    python bench/step_latency.py [--presses 60] [--starts 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+
+
+async def step_latency(presses: int) -> tuple[float, float]:
+    from mgtui.app import MgtuiApp
+
+    async def middle_of_backward(app: MgtuiApp) -> int:
+        trace = app.debugger.trace
+        backward = next(p for p in trace.passes if p.kind == "backward")
+        return backward.start + len(backward) // 2
+
+    chain, moons = MgtuiApp(SCENARIOS / "chain.py"), MgtuiApp(SCENARIOS / "moons.py")
+    times: dict[str, list[float]] = {"chain": [], "moons": []}
+    cpu: dict[str, list[float]] = {"chain": [], "moons": []}
+    async def ready(app: MgtuiApp, pilot) -> None:
+        while app.loading or app.debugger.trace is None:
+            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        app.debugger.goto(await middle_of_backward(app))
+        await pilot.pause()
+
+    async with chain.run_test(size=(120, 40)) as chain_pilot:
+        # one recording at a time: the recorder swaps sys.stdout while it runs, and so
+        # does an app while it starts
+        await ready(chain, chain_pilot)
+        async with moons.run_test(size=(120, 40)) as moons_pilot:
+            await ready(moons, moons_pilot)
+            for k in range(presses):
+                key = "n" if k % 2 == 0 else "p"  # stay in the middle of the backward pass
+                for name, pilot in (("chain", chain_pilot), ("moons", moons_pilot)):
+                    start, start_cpu = time.perf_counter(), time.process_time()
+                    await pilot.press(key)
+                    times[name].append(time.perf_counter() - start)
+                    cpu[name].append(time.process_time() - start_cpu)
+    return (statistics.median(times["chain"]), statistics.median(times["moons"]),
+            statistics.median(cpu["chain"]), statistics.median(cpu["moons"]))
+
+
+# Each program prints the wall-clock time of its first paint; the parent subtracts the
+# time it launched the process. So the figure covers the interpreter, the imports, the
+# app's start and (for mgtui) recording chain.py, but not the process's exit.
+MINIMAL = textwrap.dedent("""
+    import time
+    from textual.app import App
+    from textual.widgets import Footer, Header, Static
+
+    class Minimal(App):
+        def compose(self):
+            yield Header()
+            yield Static("hello")
+            yield Footer()
+
+        def on_mount(self):
+            self.call_after_refresh(self.painted)
+
+        def painted(self):
+            print(time.time())
+            self.exit()
+
+    Minimal().run(headless=True)
+""")
+
+MGTUI = textwrap.dedent("""
+    import time
+    from pathlib import Path
+    from mgtui.app import MgtuiApp
+
+    class FirstPaint(MgtuiApp):
+        async def on_trace_loaded(self, message):
+            await super().on_trace_loaded(message)
+            self.call_after_refresh(self.painted)
+
+        def painted(self):
+            print(time.time())
+            self.exit()
+
+    FirstPaint(Path({path!r})).run(headless=True)
+""")
+
+
+def start_up(starts: int) -> tuple[float, float]:
+    programs = {"minimal": MINIMAL, "mgtui": MGTUI.format(path=str(SCENARIOS / "chain.py"))}
+    times: dict[str, list[float]] = {name: [] for name in programs}
+    for _ in range(starts):
+        for name, program in programs.items():
+            start = time.time()
+            done = subprocess.run([sys.executable, "-c", program], check=True, cwd=ROOT,
+                                  capture_output=True, text=True)
+            times[name].append(float(done.stdout.split()[-1]) - start)
+    return statistics.median(times["minimal"]), statistics.median(times["mgtui"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presses", type=int, default=60)
+    parser.add_argument("--starts", type=int, default=7)
+    args = parser.parse_args()
+
+    chain, moons, chain_cpu, moons_cpu = asyncio.run(step_latency(args.presses))
+    print(f"step latency  chain.py {chain * 1000:7.1f} ms   moons.py {moons * 1000:7.1f} ms   "
+          f"ratio {moons / chain:.2f}  (target ≤ 1.2)")
+    print(f"  CPU a step  chain.py {chain_cpu * 1000:7.1f} ms   moons.py {moons_cpu * 1000:7.1f} ms   "
+          f"ratio {moons_cpu / chain_cpu:.2f}")
+    minimal, mgtui = start_up(args.starts)
+    print(f"first paint   minimal  {minimal * 1000:7.0f} ms   chain.py {mgtui * 1000:7.0f} ms   "
+          f"ratio {mgtui / minimal:.2f}  (target ≤ 1.5)")
+
+
+if __name__ == "__main__":
+    main()

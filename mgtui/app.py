@@ -1,0 +1,270 @@
+"""The Textual app: loads a scenario (or a saved trace) in a worker, then hands the trace
+to the debugger screen. `run_app` is what `mgtui FILE` calls."""
+
+from __future__ import annotations
+
+import gc
+import io
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import WorkerState
+
+from mgtui.messages import LoadFailed, LoadProgress, OpenScenario, TraceLoaded
+from mgtui.trace import Trace
+
+# mgtui.recorder.DEFAULT_MAX_NODES, without importing the recorder before the first paint
+# (a test checks they agree).
+DEFAULT_MAX_NODES = 2_000_000
+from mgtui.widgets.debugger import DebuggerScreen
+from mgtui.widgets.node_table import NodeTable
+from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
+
+
+def showing(screen: Screen, name: str) -> bool:
+    """Is `screen` the dialog class `name`? (The dialogs are imported when first needed.)"""
+    dialogs = sys.modules.get("mgtui.widgets.dialogs")
+    return dialogs is not None and isinstance(screen, getattr(dialogs, name))
+
+
+def go_to_provider():
+    """The palette's go-to provider, imported when the palette first opens."""
+    from mgtui.widgets.palette import GoToProvider
+
+    return GoToProvider
+
+
+class MgtuiApp(App[int]):
+    """The debugger. `path` is a scenario, a saved `.json` trace, or None for the picker."""
+
+    CSS_PATH = Path(__file__).with_name("mgtui.tcss")
+    TITLE = "mgtui"
+    COMMANDS = App.COMMANDS | {go_to_provider}
+    BINDINGS = [
+        Binding("ctrl+c", "cancel_loading", "Stop recording", show=False, priority=True,
+                id="cancel_loading"),
+    ]
+
+    def __init__(self, path: Path | None = None, *, step: int | None = None, seed: int = 0,
+                 max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None) -> None:
+        super().__init__()
+        self.path = Path(path) if path is not None else None
+        self.start_step = step
+        self.seed = seed
+        self.max_nodes = max_nodes
+        self.timeout = timeout
+        self.debugger = DebuggerScreen()
+        self.loading = False
+        self._recorder = None  # the Recorder while one runs
+        self._last_progress = 0.0
+        self._loading_timer = None
+        self._idle = threading.Event()  # set while no recording runs
+        self._idle.set()
+        self._position = 0
+
+    def get_default_screen(self) -> Screen:
+        return self.debugger
+
+    def on_mount(self) -> None:
+        if self.path is None:
+            self.action_pick()
+        else:
+            self.open_path(self.path, position=self.start_step or 0)
+
+    # -- loading -----------------------------------------------------------------------------
+    def open_path(self, path: Path, position: int = 0, reload: bool = False) -> None:
+        self.path = Path(path)
+        self.loading = True
+        self._position = position
+        if self.debugger.trace is None:
+            self.debugger.show_loading(self.path)
+        # A quick load never shows the loading screen: it would only cost a frame.
+        self._loading_timer = self.set_timer(0.25, self._show_loading)
+        self.record(self.path, reload)
+
+    def _show_loading(self) -> None:
+        if self.loading and not showing(self.screen, "LoadingScreen"):
+            from mgtui.widgets.dialogs import LoadingScreen
+
+            self.push_screen(LoadingScreen(self.path))
+
+    async def _hide_loading(self) -> None:
+        self.loading = False
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+            self._loading_timer = None
+        if showing(self.screen, "LoadingScreen"):
+            await self.pop_screen()
+
+    @work(thread=True, exclusive=True, group="load")
+    def record(self, path: Path, reload: bool) -> None:
+        """Record (or read) the trace off the UI thread and report it as a message."""
+        self._idle.clear()
+        from mgtui.recorder import Recorder, ScenarioLoadError, load_scenario
+
+        try:
+            if path.suffix == ".json":
+                from mgtui.export import load
+
+                trace = load(path)
+            else:
+                scenario = load_scenario(path)
+                self._recorder = Recorder(scenario, seed=self.seed, max_nodes=self.max_nodes,
+                                          timeout=self.timeout, on_progress=self._progress)
+                try:
+                    trace = self._recorder.run()
+                finally:
+                    self._recorder = None
+            # build the derived indexes here, not on the first backward step
+            trace.uses, trace.earlier_write  # noqa: B018
+            if trace.node_count > 20_000:
+                # The scenario's Values are cyclic garbage now (closures hold their
+                # `out`); free them here, or a full collection on the UI thread pauses.
+                gc.collect()
+            self.post_message(TraceLoaded(trace, path, reload))
+        except ScenarioLoadError as exc:
+            self.post_message(LoadFailed(path, exc.message, exc.detail))
+        except BaseException as exc:  # noqa: BLE001 - shown to the user, never a traceback
+            self.post_message(LoadFailed(path, f"{path}: {type(exc).__name__}: {exc}"))
+        finally:
+            self._idle.set()
+        if not highlighter_ready():
+            # pygments builds its lexer on first use: do that after the first paint
+            try:
+                warm_highlighter()
+                self.call_from_thread(self.debugger.redraw_source)
+            except Exception:  # noqa: BLE001 - the app has gone; plain source is fine
+                pass
+
+    def _progress(self, nodes: int) -> None:
+        now = time.monotonic()
+        if now - self._last_progress > 0.1:
+            self._last_progress = now
+            self.post_message(LoadProgress(nodes))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        if showing(self.screen, "LoadingScreen"):
+            self.screen.progress(message.nodes)
+
+    async def _clear_to_debugger(self) -> None:
+        while len(self.screen_stack) > 1 and self.screen is not self.debugger:
+            await self.pop_screen()
+
+    async def on_trace_loaded(self, message: TraceLoaded) -> None:
+        await self._hide_loading()
+        await self._clear_to_debugger()
+        trace = message.trace
+        if message.reload and self.debugger.trace is not None:
+            keep = self.debugger.query_one(NodeTable).selected_node
+            if keep is not None and keep >= trace.node_count:
+                keep = None
+            self.debugger.load_trace(trace, self.debugger.position, select=keep)
+            self.notify(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
+        else:
+            self.debugger.load_trace(trace, self._position)
+        if trace.error is not None:
+            self.notify(f"The scenario stopped: {trace.error}. The trace up to there is "
+                        "shown; the error is the last step.", severity="warning", timeout=6)
+        self.refresh_bindings()
+
+    async def on_load_failed(self, message: LoadFailed) -> None:
+        await self._hide_loading()
+        if showing(self.screen, "ErrorScreen"):
+            await self.pop_screen()
+        from mgtui.widgets.dialogs import ErrorScreen
+
+        await self.push_screen(ErrorScreen(message.path, message.message, message.detail))
+
+    def on_open_scenario(self, message: OpenScenario) -> None:
+        self.open_path(message.path)
+
+    def action_cancel_loading(self) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.cancel("cancelled with ctrl+c")
+
+    # -- app-wide actions ------------------------------------------------------------------------
+    def action_reload(self) -> None:
+        if self.path is None or self.loading:
+            return
+        self.open_path(self.path, position=self.debugger.position,
+                       reload=self.debugger.trace is not None)
+
+    def action_pick(self) -> None:
+        from mgtui.cli import bundled, title_of
+        from mgtui.widgets.dialogs import PickerScreen
+
+        self.push_screen(PickerScreen([(name, path, title_of(path)) for name, path in bundled()]))
+
+    async def action_quit(self) -> None:
+        await self.stop_loading()
+        self.exit(0)
+
+    async def stop_loading(self) -> None:
+        """Cancel a recording in progress and wait for its thread, so that the recorder
+        has put sys.stdout back before the app restores its own."""
+        self.action_cancel_loading()
+        for worker in list(self.workers):
+            if worker.group == "load" and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
+                await worker.wait()
+
+    def stop_recording_now(self) -> None:
+        """After the app has ended, however it ended: stop a recording still running and
+        wait for it, then make sure sys.stdout and sys.stderr are the real ones again
+        (the recorder swaps them while it runs, and restores what it found)."""
+        self.action_cancel_loading()
+        self._idle.wait(timeout=10)
+        if sys.stdout is not sys.__stdout__ and not isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout = sys.__stdout__
+        if sys.stderr is not sys.__stderr__ and not isinstance(sys.stderr, io.TextIOWrapper):
+            sys.stderr = sys.__stderr__
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_loading":
+            return self.loading
+        if action == "reload":
+            return None if self.path is None or self.loading else True
+        return True
+
+    def get_system_commands(self, screen: Screen):
+        yield from super().get_system_commands(screen)
+        if screen is not self.debugger or self.debugger.trace is None:
+            return
+        d = self.debugger
+        for title, help_, callback in [
+            ("Next step", "n / → / space", d.action_next),
+            ("Previous step", "p / ←", d.action_prev),
+            ("Next pass", "]", d.action_next_pass),
+            ("Previous pass", "[", d.action_prev_pass),
+            ("Continue to the next breakpoint", "c", d.action_continue),
+            ("Continue back to the previous breakpoint", "C", d.action_continue_back),
+            ("Go to the start", "g", d.action_start),
+            ("Go to the end", "G", d.action_end),
+            ("Toggle a breakpoint on the selected node", "b", d.action_breakpoint),
+            ("Find a node by label", "/", d.action_find),
+            ("Reload the scenario", "r", self.action_reload),
+            ("Show the source pane", "t", partial(d.show_tab, "tab-source")),
+            ("Show the lesson notes", "t", partial(d.show_tab, "tab-notes")),
+            ("Show the scenario's output", "t", partial(d.show_tab, "tab-output")),
+            ("Open another scenario", "picker", self.action_pick),
+            ("Help", "?", d.action_help),
+        ]:
+            yield SystemCommand(title, help_, callback)
+
+
+def run_app(path: Path | None, step: int | None = None, seed: int = 0,
+            max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None) -> int:
+    """Run the debugger until the user quits. Returns the exit code."""
+    app = MgtuiApp(path, step=step, seed=seed, max_nodes=max_nodes, timeout=timeout)
+    try:
+        code = app.run()
+    finally:
+        app.stop_recording_now()
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,45 @@
+"""Messages shared across the app: what the loading worker and the picker report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.message import Message
+
+from mgtui.trace import Trace
+
+
+class LoadProgress(Message):
+    """The recorder has made `nodes` nodes so far."""
+
+    def __init__(self, nodes: int) -> None:
+        super().__init__()
+        self.nodes = nodes
+
+
+class TraceLoaded(Message):
+    """A trace is ready. `reload` is True when it replaces the one on screen."""
+
+    def __init__(self, trace: Trace, path: Path, reload: bool = False) -> None:
+        super().__init__()
+        self.trace = trace
+        self.path = path
+        self.reload = reload
+
+
+class LoadFailed(Message):
+    """The file could not be run or read at all (no trace)."""
+
+    def __init__(self, path: Path, message: str, detail: str = "") -> None:
+        super().__init__()
+        self.path = path
+        self.message = message
+        self.detail = detail
+
+
+class OpenScenario(Message):
+    """Open this file (from the picker)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path

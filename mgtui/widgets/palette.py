@@ -1,0 +1,54 @@
+"""Command palette entries that take you somewhere: a step, a pass or a node."""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+
+from textual.command import Hit, Hits, Provider
+
+
+class GoToProvider(Provider):
+    """Command palette entries: go to step N, go to pass N, go to a node by label."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        if not hasattr(app, "debugger"):
+            return
+        screen = app.debugger
+        trace = screen.trace
+        if trace is None:
+            return
+        matcher = self.matcher(query)
+        text = query.strip().lower()
+        number = re.search(r"(\d+)\s*$", text)
+        if number:
+            n = int(number.group(1))
+            if "pass" not in text and n <= screen.total:
+                yield Hit(1.0, f"Go to step {n}", partial(screen.goto, n),
+                          help=f"of {screen.total} steps")
+            if "step" not in text and 1 <= n <= len(trace.passes):
+                p = trace.passes[n - 1]
+                yield Hit(0.9, f"Go to pass {n} ({p.kind})", partial(screen.goto, p.start + 1),
+                          help=f"steps {p.start + 1}–{p.end}")
+        label = text.removeprefix("node").strip() if text.startswith("node") else query.strip()
+        if not label:
+            return
+        found = 0
+        needle = label.lower()
+        for nid in range(trace.node_count):
+            name = trace.label(nid)
+            if needle in name.lower():
+                score = matcher.match(f"node {name}") or 0.5
+                yield Hit(score, f"Go to node {name}", partial(screen.goto_node, nid),
+                          help=f"node {nid}, op {trace.node_op[nid] or 'leaf'}")
+                found += 1
+                if found >= 20:
+                    break
+
+    async def discover(self) -> Hits:
+        app = self.app
+        if hasattr(app, "debugger") and app.debugger.trace is not None:
+            yield Hit(1.0, "Go to step … (type: step 14)", lambda: None)
+            yield Hit(1.0, "Go to pass … (type: pass 3)", lambda: None)
+            yield Hit(1.0, "Go to node … (type: node w1)", lambda: None)

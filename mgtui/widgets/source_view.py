@@ -1,0 +1,98 @@
+"""The source pane: the scenario line that made a node, or the `_backward` closure that
+ran, with the lines that wrote each grad marked `▶` (a mark, not only a colour)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from rich.text import Text
+
+from mgtui.widgets.text_pane import TextPane
+
+
+_highlighter_ready = False
+
+
+def warm_highlighter(code: str = "x = 1") -> None:
+    """Build pygments' Python lexer (slow the first time: ~0.1 s) off the UI thread.
+    Until then the source pane shows plain text."""
+    global _highlighter_ready
+    highlighted_lines(code)
+    _highlighter_ready = True
+
+
+def highlighter_ready() -> bool:
+    return _highlighter_ready
+
+
+def source_lines(code: str) -> tuple[Text, ...]:
+    if _highlighter_ready:
+        return highlighted_lines(code)
+    return tuple(Text(line) for line in code.split("\n"))
+
+
+@lru_cache(maxsize=64)
+def highlighted_lines(code: str) -> tuple[Text, ...]:
+    """Python source highlighted with the terminal's own ANSI colours (fine in 16 colours)."""
+    from rich.syntax import Syntax  # with pygments: imported off the path to the first paint
+
+    text = Syntax(code, "python", theme="ansi_dark", background_color="default").highlight(code)
+    text.rstrip()
+    return tuple(text.split("\n", allow_blank=True))
+
+
+def short_path(filename: str) -> str:
+    """A path as a pane title: relative to the working directory when it is under it,
+    else its last two parts (`micrograd/engine.py`)."""
+    p = Path(filename)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return "/".join(p.parts[-2:]) if len(p.parts) > 1 else filename
+
+
+def render_source(title: str, lines: tuple[str, ...], first_line: int,
+                  marked: dict[int, str]) -> Text:
+    """`lines` numbered from `first_line`; `marked` maps a line number to its mark glyph."""
+    code = "\n".join(lines)
+    body = source_lines(code) if code.strip() else ()
+    width = len(str(first_line + len(lines)))
+    out = Text()
+    out.append(title + "\n", style="bold")
+    for k, line in enumerate(body):
+        number = first_line + k
+        mark = marked.get(number)
+        gutter = f"{mark or ' '} {number:>{width}} "
+        out.append(gutter, style="bold reverse" if mark else "dim")
+        out.append(" ")
+        if mark:
+            line = line.copy()
+            line.stylize("bold underline")
+        out.append_text(line)
+        out.append("\n")
+    out.rstrip()
+    return out
+
+
+class SourceView(TextPane):
+    """Source lines, not wrapped; opens scrolled to the first marked line."""
+
+    WRAP = False
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._key: object = None
+
+    def redraw(self) -> None:
+        """Draw the same content again (once the highlighter is ready)."""
+        self._key = None
+
+    def show(self, key: object, title: str, lines: tuple[str, ...], first_line: int,
+             marked: dict[int, str]) -> None:
+        """Show `lines`; `key` identifies the content, so an unchanged pane costs nothing."""
+        if key == self._key:
+            return
+        self._key = key
+        rows = [n - first_line for n in marked if n >= first_line] or [0]
+        self.set_text(render_source(title, lines, first_line, marked), focus_line=min(rows) + 1)

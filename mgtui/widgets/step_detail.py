@@ -1,0 +1,92 @@
+"""The step detail: what the current step did, worked out with its actual numbers."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from mgtui.explain import Explanation, fmt
+from mgtui.trace import TraceError
+from mgtui.widgets.text_pane import TextPane
+
+ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
+
+
+def ordinal(n: int) -> str:
+    return ORDINAL.get(n, f"{n}th")
+
+
+def render_explanation(step: int, total: int, exp: Explanation, line: int | None,
+                       closure_file: str = "") -> Text:
+    """An explanation as text. Marks are words and glyphs, so they read without colour."""
+    text = Text()
+    where = f"  (line {line})" if line else ""
+    text.append(f"step {step}/{total}  ", style="dim")
+    text.append(exp.title, style="bold")
+    text.append(where + "\n", style="dim")
+    if exp.kind == "create":
+        text.append("  " + exp.equation + "\n", style="bold")
+        if exp.local:
+            text.append("  local derivative: ", style="dim")
+            text.append(exp.local + "\n")
+    elif exp.kind == "backward":
+        if exp.local:
+            text.append("  local derivative: ", style="dim")
+            text.append(exp.local + "\n")
+        text.append("  " + exp.equation + "\n", style="dim")
+        for c in exp.contributions:
+            text.append("  • ", style="bold")
+            text.append(c.formula)
+            if c.numbers:
+                text.append(" = " + c.numbers)
+            text.append("\n     ")
+            text.append(c.change, style="bold reverse" if c.mismatch else "bold")
+            if c.nth > 1:
+                text.append(f"  ← {ordinal(c.nth)} contribution to {c.label}.grad",
+                            style="bold italic")
+            elif c.uses > 1:
+                text.append(f"  ({ordinal(c.nth)} of {c.uses} uses)", style="italic")
+            if c.line:
+                text.append(f"  ({closure_file}:{c.line})" if closure_file else f"  (line {c.line})",
+                            style="dim")
+            text.append("\n")
+            if c.mismatch and c.expected is not None:
+                text.append(f"     ⚠ expected {fmt(c.expected)} from the op's derivative\n",
+                            style="bold")
+    else:
+        text.append("  " + exp.equation + "\n", style="bold")
+    for note in exp.notes:
+        text.append("  • " + note + "\n", style="italic")
+    text.rstrip()
+    return text
+
+
+def render_error(step: int, total: int, error: TraceError) -> Text:
+    text = Text()
+    text.append(f"step {step}/{total}  ", style="dim")
+    text.append(f"✗ the scenario raised {error.type}", style="bold reverse")
+    if error.line:
+        text.append(f"  (line {error.line})", style="dim")
+    text.append("\n  " + (error.message or error.type) + "\n", style="bold")
+    text.append("  The trace stops here: every step before this one is what the scenario "
+                "did up to the error.", style="italic")
+    return text
+
+
+def render_start(total: int, title: str) -> Text:
+    text = Text()
+    text.append(f"step 0/{total}  ", style="dim")
+    text.append("start: nothing has run yet\n", style="bold")
+    text.append(f"  {title}\n", style="italic")
+    if total == 0:
+        text.append("  This scenario made no Values, so there is nothing to step through.",
+                    style="bold")
+    else:
+        text.append("  Press n, → or space to take the first step, ? for help.", style="dim")
+    return text
+
+
+class StepDetail(TextPane):
+    """The working of the current step. Wraps; scrolls when focused if it is long."""
+
+    def show(self, text: Text) -> None:
+        self.set_text(text)

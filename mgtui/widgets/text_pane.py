@@ -1,0 +1,104 @@
+"""A fixed-size pane of text that scrolls by its own offset.
+
+The step detail and the source change at every step. In a `VerticalScroll` a new text of
+another height means a layout pass over the whole screen, which costs more than the rest
+of a step; this pane only repaints itself. Text that does not fit ends in a `↓ more` line,
+and the pane scrolls with the arrow keys and the mouse wheel when focused.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+from textual.binding import Binding
+from textual.events import MouseScrollDown, MouseScrollUp
+from textual.widget import Widget
+
+
+class TextPane(Widget, can_focus=True):
+    BINDINGS = [
+        Binding("up,k", "scroll_lines(-1)", "Scroll up", show=False),
+        Binding("down,j", "scroll_lines(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll_lines(-8)", "Page up", show=False),
+        Binding("pagedown", "scroll_lines(8)", "Page down", show=False),
+        Binding("home", "scroll_lines(-100000)", "Top", show=False),
+    ]
+    DEFAULT_CSS = """
+    TextPane { height: 1fr; overflow: hidden; }
+    """
+
+    WRAP = True
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._text = Text()
+        self._lines: list[Text] | None = None
+        self._lines_width = -1
+        self.offset_y = 0
+
+    def set_text(self, text: Text, focus_line: int | None = None) -> None:
+        """Show `text`, from the top, or scrolled so that `focus_line` sits a third of the
+        way down (worked out when drawn, once the pane's height is known)."""
+        self._text = text
+        self._lines = None
+        self.offset_y = 0
+        self._focus_line = focus_line
+        self.refresh()
+
+    _focus_line: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The plain text shown (for tests)."""
+        return self._text.plain
+
+    def lines(self, width: int) -> list[Text]:
+        if self._lines is None or width != self._lines_width:
+            if self.WRAP:
+                console = Console(width=max(width, 1), color_system=None, legacy_windows=False)
+                self._lines = list(self._text.wrap(console, max(width, 1)))
+            else:
+                self._lines = self._text.split("\n", allow_blank=True)
+            self._lines_width = width
+        return self._lines
+
+    def action_scroll_lines(self, delta: int) -> None:
+        height = self.content_size.height
+        total = len(self.lines(self.content_size.width))
+        self.offset_y = max(0, min(self.offset_y + delta, max(total - height + 1, 0)))
+        self.refresh()
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        self.action_scroll_lines(2)
+        event.stop()
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        self.action_scroll_lines(-2)
+        event.stop()
+
+    def render(self) -> Text:
+        width, height = self.content_size
+        lines = self.lines(width)
+        if self._focus_line is not None and height:
+            self.offset_y = max(self._focus_line - height // 3, 0)
+            self._focus_line = None
+        top = min(self.offset_y, max(len(lines) - 1, 0))
+        shown = lines[top : top + height]
+        if top + height < len(lines) and height >= 2:
+            more = len(lines) - (top + height) + 1
+            shown = shown[:-1] + [Text(f"↓ {more} more lines (tab here, then ↓)", style="dim italic")]
+        if top > 0 and shown and height >= 3:
+            shown = [Text(f"↑ {top} lines above", style="dim italic")] + shown[1:]
+        out = Text("\n").join(line if self.WRAP else self._crop(line, width) for line in shown)
+        out.no_wrap = True
+        out.overflow = "crop"
+        return out
+
+    @staticmethod
+    def _crop(line: Text, width: int) -> Text:
+        if line.cell_len <= width:
+            return line
+        line = line.copy()
+        line.truncate(max(width - 1, 0))
+        line.append("…", style="dim")
+        return line

@@ -17,7 +17,15 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import WorkerState
 
-from mgtui.messages import LoadFailed, LoadProgress, OpenScenario, TraceLoaded
+from mgtui.messages import (
+    ChecksDone,
+    ChecksFailed,
+    ChecksProgress,
+    LoadFailed,
+    LoadProgress,
+    OpenScenario,
+    TraceLoaded,
+)
 from mgtui.trace import Trace
 
 # mgtui.recorder.DEFAULT_MAX_NODES, without importing the recorder before the first paint
@@ -26,6 +34,10 @@ DEFAULT_MAX_NODES = 2_000_000
 from mgtui.widgets.debugger import DebuggerScreen
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
+
+
+class ChecksCancelled(BaseException):
+    """Raised from the doctor's progress callback to stop it when its worker is cancelled."""
 
 
 def showing(screen: Screen, name: str) -> bool:
@@ -68,6 +80,7 @@ class MgtuiApp(App[int]):
         self._idle = threading.Event()  # set while no recording runs
         self._idle.set()
         self._position = 0
+        self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
 
     def get_default_screen(self) -> Screen:
         return self.debugger
@@ -149,6 +162,76 @@ class MgtuiApp(App[int]):
             self._last_progress = now
             self.post_message(LoadProgress(nodes))
 
+    # -- the gradient doctor ------------------------------------------------------------------
+    def start_checks(self) -> None:
+        """Run the doctor on the scenario on screen, once per trace, in a worker."""
+        from mgtui.widgets.checks import ChecksPane
+
+        trace = self.debugger.trace
+        if trace is None or self.path is None or self.loading:
+            return
+        pane = self.debugger.query_one(ChecksPane)
+        if self.path.suffix == ".json":
+            pane.show_unavailable("The gradient doctor re-runs the scenario, and a saved "
+                                  "trace has no code to run: open the scenario's .py file.")
+            return
+        if self._checks_for is trace:
+            return  # done, or running
+        self._checks_for = trace
+        pane.show_running(0, 0, "recording")
+        self.run_checks(self.path, trace)
+
+    @work(thread=True, exclusive=True, group="checks")
+    def run_checks(self, path: Path, trace: Trace) -> None:
+        from textual.worker import get_current_worker
+
+        from mgtui.doctor import diagnose
+        from mgtui.recorder import ScenarioLoadError
+
+        worker = get_current_worker()
+        last = [0.0]
+
+        def progress(done: int, total: int, phase: str) -> None:
+            if worker.is_cancelled:
+                raise ChecksCancelled()
+            now = time.monotonic()
+            if now - last[0] > 0.1:
+                last[0] = now
+                self.post_message(ChecksProgress(done, total, phase))
+
+        try:
+            report = diagnose(path, seed=self.seed, max_nodes=self.max_nodes,
+                              timeout=self.timeout, on_progress=progress)
+        except ChecksCancelled:
+            return
+        except ScenarioLoadError as exc:
+            self.post_message(ChecksFailed(exc.message))
+            return
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a traceback
+            self.post_message(ChecksFailed(f"the doctor stopped: {type(exc).__name__}: {exc}"))
+            return
+        if not worker.is_cancelled and self.debugger.trace is trace:
+            self.post_message(ChecksDone(report, path))
+
+    def on_checks_progress(self, message: ChecksProgress) -> None:
+        from mgtui.widgets.checks import ChecksPane
+
+        self.debugger.query_one(ChecksPane).show_running(message.done, message.total,
+                                                         message.phase)
+
+    def on_checks_done(self, message: ChecksDone) -> None:
+        self.debugger.show_checks(message.report)
+        n = len(message.report.findings)
+        self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
+                    else "Checks: no problems found.", severity="warning" if n else "information",
+                    timeout=4)
+
+    def on_checks_failed(self, message: ChecksFailed) -> None:
+        from mgtui.widgets.checks import ChecksPane
+
+        self._checks_for = None
+        self.debugger.query_one(ChecksPane).show_unavailable(message.message)
+
     def on_load_progress(self, message: LoadProgress) -> None:
         if showing(self.screen, "LoadingScreen"):
             self.screen.progress(message.nodes)
@@ -212,8 +295,14 @@ class MgtuiApp(App[int]):
         has put sys.stdout back before the app restores its own."""
         self.action_cancel_loading()
         for worker in list(self.workers):
-            if worker.group == "load" and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
-                await worker.wait()
+            if worker.group == "checks":
+                worker.cancel()
+        for worker in list(self.workers):
+            if worker.group in ("load", "checks") and worker.state == WorkerState.RUNNING:
+                try:
+                    await worker.wait()
+                except Exception:  # noqa: BLE001 - cancelled or failed: it has stopped
+                    pass
 
     def stop_recording_now(self) -> None:
         """After the app has ended, however it ended: stop a recording still running and
@@ -253,6 +342,7 @@ class MgtuiApp(App[int]):
             ("Show the source pane", "t", partial(d.show_tab, "tab-source")),
             ("Show the lesson notes", "t", partial(d.show_tab, "tab-notes")),
             ("Show the scenario's output", "t", partial(d.show_tab, "tab-output")),
+            ("Check the gradients (the doctor)", "d", d.action_checks),
             ("Open another scenario", "picker", self.action_pick),
             ("Help", "?", d.action_help),
         ]:

@@ -148,14 +148,14 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
     va, vb = (vals + vals)[:2]
     if op in ("+", "*") and len(kids) <= 2:
         sym = "×" if op == "*" else "+"
-        eq = f"{label} = {a} {op} {b} = {va} {sym} {vb} = {value}"
+        expr, numbers = f"{a} {op} {b}", f"{va} {sym} {vb}"
     elif op.startswith("**") and len(kids) == 1:
-        eq = f"{label} = {a}{op} = {va}{op} = {value}"
-    elif len(kids) == 1 and op:
-        eq = f"{label} = {op}({a}) = {op}({va}) = {value}"
+        expr, numbers = f"{a}{op}", f"{va}{op}"
     else:
-        eq = f"{label} = {op or 'op'}({', '.join(names)}) = {op or 'op'}({', '.join(vals)}) = {value}"
-    return Explanation("create", nid, f"forward: {label} = {op or 'op'}({', '.join(names)})", eq,
+        fn = op or "op"
+        expr, numbers = f"{fn}({', '.join(names)})", f"{fn}({', '.join(vals)})"
+    return Explanation("create", nid, f"forward: {label} = {expr}",
+                       f"{label} = {expr} = {numbers} = {value}",
                        local_derivative(op, label, names))
 
 
@@ -184,8 +184,10 @@ def _backward(trace: Trace, data, grad, index: int, nid: int) -> Explanation:
                          formula, numbers, nth, trace.uses[target], expected)
         contributions.append(c)
         if nth > 1:
+            why = (f"{tl} feeds {c.uses} nodes" if c.uses > 1
+                   else f"{tl} is used more than once by {out}")
             notes.append(
-                f"{tl} is used {c.uses} times: this is contribution {nth} to {tl}.grad, "
+                f"{why}: this is contribution {nth} to {tl}.grad in this backward pass, "
                 f"and it adds to the {fmt(c.before)} already there (+=, not =).")
         if c.mismatch:
             notes.append(

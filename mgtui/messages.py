@@ -43,3 +43,30 @@ class OpenScenario(Message):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+
+
+class ChecksProgress(Message):
+    """The gradient doctor is at `done` of `total` in `phase` (total 0: not known)."""
+
+    def __init__(self, done: int, total: int, phase: str) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+        self.phase = phase
+
+
+class ChecksDone(Message):
+    """The gradient doctor's report (a `mgtui.doctor.Report`) for the scenario at `path`."""
+
+    def __init__(self, report, path: Path) -> None:
+        super().__init__()
+        self.report = report
+        self.path = path
+
+
+class ChecksFailed(Message):
+    """The gradient doctor could not run the scenario."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message

@@ -47,6 +47,49 @@ class ScenarioLoadError(Exception):
         self.detail = detail
 
 
+class ThreadOutput(io.TextIOBase):
+    """`sys.stdout` or `sys.stderr` while a scenario runs: what the recording thread
+    writes goes into the trace's output, what any other thread writes goes where it went
+    before. The app records in a worker thread while its UI runs on the main one."""
+
+    def __init__(self, original, capture: io.StringIO) -> None:
+        super().__init__()
+        self.original = original
+        self.capture = capture
+        self.thread: int | None = threading.get_ident()
+
+    def _mine(self) -> bool:
+        return threading.get_ident() == self.thread
+
+    def detach(self) -> None:  # type: ignore[override]
+        self.thread = None
+
+    def write(self, text: str) -> int:
+        if self._mine():
+            return self.capture.write(text)
+        return self.original.write(text) if self.original is not None else len(text)
+
+    def flush(self) -> None:
+        if not self._mine() and self.original is not None:
+            self.original.flush()
+
+    def isatty(self) -> bool:
+        return False if self._mine() else bool(getattr(self.original, "isatty", bool)())
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.original.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.original, "encoding", None) or "utf-8"
+
+    def __getattr__(self, name: str):
+        return getattr(self.original, name)
+
+
 class StopRecording(BaseException):
     """Raised inside the scenario to end the run: a limit was hit or the user cancelled.
 
@@ -138,7 +181,8 @@ class Recorder:
         self.nudge = nudge or {}
         self.on_progress = on_progress
         self.stop_reason: str | None = None
-        self._thread_id: int | None = None
+        self._thread_id: int | None = None  # the thread `cancel()` may interrupt
+        self._lock = threading.Lock()
         # raw records, appended flat and compacted into arrays by finish()
         self.nodes: list = []  # NODE_FIELDS a node: end of its children in kids, op,
         #                        label, data, line
@@ -160,11 +204,24 @@ class Recorder:
         """Stop the run from another thread, as soon as the scenario next touches a node
         (or, for a pure-Python loop, at its next bytecode)."""
         self.stop_reason = reason
-        tid = self._thread_id
-        if tid is not None and tid != threading.get_ident():
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(tid), ctypes.py_object(StopRecording)
-            )
+        with self._lock:
+            tid = self._thread_id
+            if tid is not None and tid != threading.get_ident():
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(tid), ctypes.py_object(StopRecording))
+
+    def _disarm(self) -> None:
+        """From here on `cancel()` no longer interrupts this thread; a stop it asked for
+        a moment ago but that has not landed yet is withdrawn."""
+        while True:
+            try:
+                with self._lock:
+                    tid, self._thread_id = self._thread_id, None
+                    if tid is not None:
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+                return
+            except StopRecording:  # it landed while we were withdrawing it
+                continue
 
     # -- instrumentation ---------------------------------------------------------------
     def _make_hooks(self) -> None:
@@ -407,12 +464,13 @@ class Recorder:
         module_globals = self.globals = main_module.__dict__
         timer = None
         gc_threshold = gc.get_threshold()
-        self._thread_id = threading.get_ident()
+        stdout = ThreadOutput(sys.stdout, out)
+        stderr = ThreadOutput(sys.stderr, out)
         try:
             self.instrument_loaded()
             builtins.__build_class__ = build_class
             builtins.input = no_input
-            sys.stdout = sys.stderr = out
+            sys.stdout, sys.stderr = stdout, stderr
             sys.stdin = io.StringIO("")
             sys.argv = [path]
             sys.path.insert(0, str(scenario.path.resolve().parent))
@@ -421,14 +479,21 @@ class Recorder:
             # Every node is in a reference cycle (its closure refers back to it), so a
             # big graph makes the collector rescan the heap over and over; the records
             # kept here are plain numbers. Collect less often while the scenario runs.
-            gc_threshold = gc.get_threshold()
             gc.set_threshold(max(gc_threshold[0], GC_GEN0_THRESHOLD), *gc_threshold[1:])
             if self.timeout:
-                timer = threading.Timer(self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
+                timer = threading.Timer(
+                    self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
                 timer.daemon = True
                 timer.start()
             try:
-                exec(scenario.code, module_globals)
+                try:
+                    with self._lock:
+                        self._thread_id = threading.get_ident()
+                    if self.stop_reason:
+                        raise StopRecording(self.stop_reason)
+                    exec(scenario.code, module_globals)
+                finally:
+                    self._disarm()
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     error = self._error(exc, "SystemExit", f"sys.exit({exc.code!r}) called")
@@ -445,9 +510,17 @@ class Recorder:
             gc.set_threshold(*gc_threshold)
             if timer is not None:
                 timer.cancel()
-            self._thread_id = None
-            (sys.stdout, sys.stderr, sys.stdin, sys.argv, sys.path[:], builtins.input,
+            (_, _, sys.stdin, sys.argv, sys.path[:], builtins.input,
              builtins.__build_class__, main) = saved
+            # Put the streams back only if nobody (a Textual app starting or stopping on
+            # another thread) swapped them meanwhile; a proxy left in place just passes
+            # everything on from now on.
+            for proxy in (stdout, stderr):
+                proxy.detach()
+            if sys.stdout is stdout:
+                sys.stdout = saved[0]
+            if sys.stderr is stderr:
+                sys.stderr = saved[1]
             if main is not None:
                 sys.modules["__main__"] = main
             self.uninstrument()

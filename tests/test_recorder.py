@@ -404,3 +404,31 @@ def test_passes_split_by_kind(tmp_path):
     assert got == [("forward", 0, 3), ("other", 3, 5), ("zero_grad", 5, 7),
                    ("backward", 7, 11), ("update", 11, 12), ("forward", 12, 14)]
     assert trace.backward_root(trace.passes[3]) == trace.find("L")[0]
+
+
+def test_only_the_recording_thread_output_is_captured(tmp_path, capsys):
+    """The app records in a worker while its UI thread keeps the real streams."""
+    import threading
+
+    started, go_on = threading.Event(), threading.Event()
+    path = write(tmp_path, "talks.py", """
+        import builtins
+        print('from the scenario')
+        builtins._mgtui_test_started.set()
+        builtins._mgtui_test_go_on.wait(5)
+    """)
+    import builtins
+    builtins._mgtui_test_started, builtins._mgtui_test_go_on = started, go_on
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("trace", record(path)))
+    try:
+        worker.start()
+        assert started.wait(5)
+        print("from the UI thread")
+        go_on.set()
+        worker.join(5)
+    finally:
+        del builtins._mgtui_test_started, builtins._mgtui_test_go_on
+    assert result["trace"].output == "from the scenario\n"
+    assert capsys.readouterr().out == "from the UI thread\n"
+    assert sys.stdout is not None and not hasattr(sys.stdout, "capture")

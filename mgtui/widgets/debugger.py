@@ -20,6 +20,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 from mgtui.explain import explain
 from mgtui.timeline import Timeline
 from mgtui.trace import BACKWARD, CREATE, GRAD, Trace
+from mgtui.widgets.checks import ChecksPane
 from mgtui.widgets.graph_view import GraphView, views_for
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
@@ -28,7 +29,7 @@ from mgtui.widgets.step_detail import StepDetail, render_error, render_explanati
 from mgtui.widgets.step_header import StepHeader
 from mgtui.widgets.topo_list import TopoList
 
-SIDE_TABS = ("tab-source", "tab-notes", "tab-output")
+SIDE_TABS = ("tab-source", "tab-notes", "tab-output", "tab-checks")
 
 # Actions that move through time, and which end of the trace stops them.
 FORWARD_ACTIONS = {"next", "continue", "end", "next_pass"}
@@ -48,7 +49,9 @@ HELP = {
     "find": "find a node of the current graph by label",
     "app.reload": "reload the scenario after editing it, staying at this step",
     "toggle_panes": "show or hide the topo list and source/notes/output (small terminals)",
-    "next_tab": "next side tab: source, lesson notes, the scenario's output",
+    "next_tab": "next side tab: source, lesson notes, the scenario's output, checks",
+    "checks": "run the gradient doctor: its findings go to the Checks tab, enter on one "
+              "goes to its step",
     "app.focus_next": "move the focus to the next pane",
     "app.focus_previous": "move the focus to the previous pane",
     "help": "this help",
@@ -80,6 +83,7 @@ class DebuggerScreen(Screen[None]):
         Binding("r", "app.reload", "Reload", show=False, id="reload"),
         Binding("v", "toggle_panes", "Panes", id="toggle_panes"),
         Binding("t", "next_tab", "Tab", show=False, id="next_tab"),
+        Binding("d", "checks", "Checks", show=False, id="checks"),
         Binding("tab", "app.focus_next", "Focus", show=False, id="focus_next"),
         Binding("shift+tab", "app.focus_previous", "Focus back", show=False, id="focus_previous"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
@@ -124,6 +128,8 @@ class DebuggerScreen(Screen[None]):
                 with TabPane("Output", id="tab-output"):
                     with VerticalScroll(id="output-scroll"):
                         yield Static("", id="output", markup=False)
+                with TabPane("Checks", id="tab-checks"):
+                    yield ChecksPane(id="checks")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -174,6 +180,11 @@ class DebuggerScreen(Screen[None]):
             self.call_later(self.show_notes)
         else:  # off the path to the first paint: Markdown is slow to import and parse
             self.set_timer(0.5, self.show_notes)
+        self.query_one(NodeTable).flagged = set()
+        self.query_one(ChecksPane).show_unavailable(
+            "The gradient doctor has not run on this trace: press d to run it.")
+        if self.query_one("#side", TabbedContent).active == "tab-checks":
+            self.call_later(self.action_checks)
         output = trace.output or "(the scenario printed nothing)"
         self.query_one("#output", Static).update(Text(output))
         self.position = -1  # force the watcher
@@ -197,6 +208,54 @@ class DebuggerScreen(Screen[None]):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "tab-notes":
             self.call_later(self.show_notes)
+        elif event.pane.id == "tab-checks":
+            self.call_later(self.action_checks)
+
+    # -- the gradient doctor -----------------------------------------------------------------
+    def action_checks(self) -> None:
+        """Show the Checks tab, and run the doctor on this trace's scenario once."""
+        if self.trace is None:
+            return
+        if self.query_one("#side", TabbedContent).active != "tab-checks":
+            self.show_tab("tab-checks")
+        start_checks = getattr(self.app, "start_checks", None)
+        if start_checks is not None:
+            start_checks()
+
+    def show_checks(self, report) -> None:
+        self.query_one(ChecksPane).show_report(report)
+        table = self.query_one(NodeTable)
+        table.flagged = {n for n in report.nodes if self.trace and n < self.trace.node_count}
+        table.refresh()
+
+    def on_checks_pane_finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
+        finding = event.finding
+        if self.trace is None:
+            return
+        self.goto(min(finding.step + 1, self.total), select=finding.node)
+        self.show_tab("tab-source")
+        self._show_finding_source(finding)
+        self.notify(f"{finding.title}: {finding.message}", timeout=8)
+
+    def _show_finding_source(self, finding) -> None:
+        """The source pane at the finding's own line, marked `!`: the scenario's line, or
+        the line of the `_backward` closure it names."""
+        trace = self.trace
+        if not finding.line:
+            return
+        where = f"{short_path(finding.file)}:{finding.line}  {finding.title}"
+        if Path(finding.file).resolve() == Path(trace.scenario).resolve():
+            self.query_one(SourceView).show(("finding", finding.line), where,
+                                            tuple(trace.source.splitlines()), 1,
+                                            {finding.line: "!"})
+            return
+        for closure in trace.closures:
+            last = closure.first_line + len(closure.lines)
+            if closure.filename == finding.file and closure.first_line <= finding.line < last:
+                self.query_one(SourceView).show(("finding", finding.file, finding.line), where,
+                                                closure.lines, closure.first_line,
+                                                {finding.line: "!"})
+                return
 
     def view_at(self, pass_index: int) -> GraphView | None:
         forward, backward = views_for(self.trace, pass_index)
@@ -349,7 +408,7 @@ class DebuggerScreen(Screen[None]):
 
     # -- actions -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in FORWARD_ACTIONS | BACKWARD_ACTIONS | {"breakpoint", "find"}:
+        if action in FORWARD_ACTIONS | BACKWARD_ACTIONS | {"breakpoint", "find", "checks"}:
             if self.trace is None:
                 return None
             if action in FORWARD_ACTIONS and self.position >= self.total:

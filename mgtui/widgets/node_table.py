@@ -31,6 +31,7 @@ MARKS = {
     "err": "✗ ",
 }
 BREAKPOINT = "◆"
+FLAGGED = "!"  # the gradient doctor found a problem at this node
 
 COLUMNS = ("id", "label", "op", "data", "grad", "inputs", "uses", "topo")
 
@@ -67,6 +68,7 @@ class NodeTable(ScrollView, can_focus=True):
         "node-table--set",
         "node-table--changed",
         "node-table--breakpoint",
+        "node-table--flagged",
         "node-table--dim",
         "node-table--nonfinite",
     }
@@ -84,6 +86,7 @@ class NodeTable(ScrollView, can_focus=True):
     NodeTable > .node-table--set { text-style: bold; color: $secondary; }
     NodeTable > .node-table--changed { text-style: bold reverse; color: $success; }
     NodeTable > .node-table--breakpoint { color: $error; text-style: bold; }
+    NodeTable > .node-table--flagged { color: $error; text-style: bold reverse; }
     NodeTable > .node-table--dim { color: $text-muted; }
     NodeTable > .node-table--nonfinite { color: $error; text-style: bold reverse; }
     """
@@ -110,6 +113,7 @@ class NodeTable(ScrollView, can_focus=True):
         self.created = 0
         self.marks: dict[int, str] = {}
         self.breakpoints: set[int] = set()
+        self.flagged: set[int] = set()  # nodes with a finding of the gradient doctor
         self._rows = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._widths: tuple[int, ...] = ()
@@ -257,15 +261,16 @@ class NodeTable(ScrollView, can_focus=True):
             data, grad = self.data[nid], self.grad[nid]
         is_cursor = row == self.cursor
         bp = nid in self.breakpoints
-        key = (nid, mark, is_cursor, bp, data, grad, self._widths)
+        flag = nid in self.flagged
+        key = (nid, mark, is_cursor, bp, flag, data, grad, self._widths)
         strip = self._cache.get(key)
         if strip is None:
-            strip = self._render_row(nid, mark, is_cursor, bp, data, grad)
+            strip = self._render_row(nid, mark, is_cursor, bp, data, grad, flag)
             self._cache[key] = strip
         return strip
 
     def _render_row(self, nid: int, mark: str, is_cursor: bool, bp: bool,
-                    data: float, grad: float) -> Strip:
+                    data: float, grad: float, flag: bool = False) -> Strip:
         view = self.view
         trace = view.trace
         w = self._widths
@@ -286,7 +291,8 @@ class NodeTable(ScrollView, can_focus=True):
             ((BREAKPOINT if bp else " ") + MARKS.get(mark, "  "),
              self.get_component_rich_style("node-table--breakpoint") if bp and not mark else None),
             (str(nid).rjust(w[1]), None),
-            (clip(trace.label(nid), w[2]), None),
+            (clip(FLAGGED + trace.label(nid) if flag else trace.label(nid), w[2]),
+             self.get_component_rich_style("node-table--flagged") if flag else None),
             (clip(trace.node_op[nid], w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),
              None if math.isfinite(data) else nonfinite),

@@ -1,0 +1,102 @@
+"""The Checks pane: the gradient doctor's findings for the loaded scenario.
+
+The doctor runs in a worker (it re-runs the scenario); this pane shows its progress,
+then one entry per finding. Choosing an entry posts `ChecksPane.FindingChosen`, and the
+debugger jumps to the finding's step and node.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+
+
+class ChecksPane(Vertical):
+    DEFAULT_CSS = """
+    ChecksPane { height: 1fr; }
+    ChecksPane #checks-status { height: auto; padding: 0 1; }
+    ChecksPane #checks-progress { height: 1; padding: 0 1; }
+    ChecksPane #checks-list { height: 1fr; border: none; padding: 0; }
+    ChecksPane.-idle #checks-progress { display: none; }
+    """
+
+    class FindingChosen(Message):
+        """A finding was chosen: go to its step and select its node."""
+
+        def __init__(self, finding) -> None:
+            super().__init__()
+            self.finding = finding
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="-idle")
+        self.findings: list = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("The gradient doctor has not run yet.", style="dim"),
+                      id="checks-status", markup=False)
+        yield ProgressBar(id="checks-progress", show_eta=False)
+        yield OptionList(id="checks-list")
+
+    @property
+    def status(self) -> str:
+        """The status line as plain text (for tests)."""
+        return str(self.query_one("#checks-status", Static).render())
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#checks-status", Static).update(text)
+
+    def show_running(self, done: int = 0, total: int = 0, phase: str = "") -> None:
+        self.remove_class("-idle")
+        bar = self.query_one(ProgressBar)
+        bar.update(total=total or None, progress=done)
+        self._status(Text(f"Checking… {phase}".rstrip(), style="bold"))
+
+    def show_unavailable(self, reason: str) -> None:
+        self.add_class("-idle")
+        self.findings = []
+        self.query_one(OptionList).clear_options()
+        self._status(Text(reason, style="dim"))
+
+    def show_report(self, report) -> None:
+        """Show a `mgtui.doctor.Report`."""
+        self.add_class("-idle")
+        self.findings = list(report.findings)
+        options = self.query_one(OptionList)
+        options.clear_options()
+        summary = Text()
+        if self.findings:
+            n = len(self.findings)
+            summary.append(f"✗ {n} problem{'s' if n != 1 else ''} found", style="bold reverse")
+            summary.append("  (enter on one goes to its step)")
+        else:
+            summary.append("✓ no problems found", style="bold")
+        if report.error is not None:
+            summary.append(f"\nchecked up to the error: {report.error}")
+        for note in getattr(report, "notes", [])[:3]:
+            summary.append(f"\nnote: {note}", style="dim")
+        self._status(summary)
+        options.add_options(Option(self._prompt(f), id=f"finding-{i}")
+                            for i, f in enumerate(self.findings))
+        if self.findings:
+            options.highlighted = 0
+
+    @staticmethod
+    def _prompt(finding) -> Text:
+        text = Text()
+        text.append(f"! {finding.title}", style="bold")
+        op = f", {finding.op}" if finding.op else ""
+        text.append(f"  {finding.label} (#{finding.node}{op}) · step {finding.step + 1}")
+        if finding.line:
+            where = finding.file.rsplit("/", 1)[-1]
+            text.append(f"\n  {where}:{finding.line}: {finding.text.strip()}", style="italic")
+        text.append(f"\n  {finding.message}")
+        return text
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self.findings):
+            self.post_message(self.FindingChosen(self.findings[event.option_index]))

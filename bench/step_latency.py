@@ -92,8 +92,8 @@ MGTUI = textwrap.dedent("""
     from mgtui.app import MgtuiApp
 
     class FirstPaint(MgtuiApp):
-        async def on_trace_loaded(self, message):
-            await super().on_trace_loaded(message)
+        # Textual calls MgtuiApp's own handler after this one: no super() call here
+        def on_trace_loaded(self, message):
             self.call_after_refresh(self.painted)
 
         def painted(self):

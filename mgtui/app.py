@@ -36,6 +36,10 @@ from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
 
 
+QUICK_RECORDING = 0.2  # seconds: a scenario recorded within this is shown at once
+QUICK_STOPPED = "taking longer than a moment: recording again with progress"
+
+
 class ChecksCancelled(BaseException):
     """Raised from the doctor's progress callback to stop it when its worker is cancelled."""
 
@@ -85,9 +89,38 @@ class MgtuiApp(App[int]):
     def get_default_screen(self) -> Screen:
         return self.debugger
 
+    def on_load(self) -> None:
+        """Record a quick scenario before the first paint, so the first screen already
+        shows it. One that takes longer than QUICK_RECORDING is stopped and recorded
+        again in a worker, with progress and ctrl+c (so its code runs twice)."""
+        self._quick: Trace | None = None
+        if self.path is None or self.path.suffix == ".json" or not self.path.is_file():
+            return
+        from mgtui.recorder import Recorder, ScenarioLoadError, load_scenario
+
+        try:
+            scenario = load_scenario(self.path)
+        except ScenarioLoadError:
+            return  # the worker reports it, on the error screen
+        budget = min(QUICK_RECORDING, self.timeout or QUICK_RECORDING)
+        recorder = Recorder(scenario, seed=self.seed, max_nodes=self.max_nodes)
+        timer = threading.Timer(budget, recorder.cancel, (QUICK_STOPPED,))
+        timer.start()
+        try:
+            trace = recorder.run()
+        finally:
+            timer.cancel()
+        if recorder.stop_reason != QUICK_STOPPED:
+            self._quick = trace
+
     def on_mount(self) -> None:
         if self.path is None:
             self.action_pick()
+        elif self._quick is not None:
+            trace, self._quick = self._quick, None
+            self.loading = True
+            self._position = self.start_step or 0
+            self.post_message(TraceLoaded(trace, self.path))
         else:
             self.open_path(self.path, position=self.start_step or 0)
 

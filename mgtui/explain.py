@@ -156,7 +156,7 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
         expr, numbers = f"{fn}({', '.join(names)})", f"{fn}({', '.join(vals)})"
     return Explanation("create", nid, f"forward: {label} = {expr}",
                        f"{label} = {expr} = {numbers} = {value}",
-                       local_derivative(op, label, names))
+                       local_derivative(op, name(label), names))
 
 
 def _backward(trace: Trace, data, grad, index: int, nid: int) -> Explanation:

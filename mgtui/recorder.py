@@ -22,6 +22,7 @@ import re
 import sys
 import threading
 import traceback
+import types
 from array import array
 from dataclasses import dataclass
 from functools import partial
@@ -266,7 +267,6 @@ class Recorder:
             return line
 
         self.scenario_line = scenario_line
-        self._memo = memo
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
@@ -456,8 +456,6 @@ class Recorder:
 
         def no_input(prompt: object = "") -> str:
             raise EOFError("input() is not available: mgtui records scenarios without a terminal")
-
-        import types
 
         main_module = types.ModuleType("__main__")
         main_module.__dict__.update(module_globals)

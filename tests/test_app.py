@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import sys
 from array import array
-from pathlib import Path
 
 import pytest
 

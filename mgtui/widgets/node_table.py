@@ -13,7 +13,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView

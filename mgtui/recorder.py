@@ -19,6 +19,7 @@ import math
 import os
 import random
 import re
+import signal
 import sys
 import threading
 import traceback
@@ -184,6 +185,7 @@ class Recorder:
         self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
+        self._old_alarm = None  # SIGALRM's handler before ours, while ours is installed
         # raw records, appended flat and compacted into arrays by finish()
         self.nodes: list = []  # NODE_FIELDS a node: end of its children in kids, op,
         #                        label, data, line
@@ -207,9 +209,18 @@ class Recorder:
         self.stop_reason = reason
         with self._lock:
             tid = self._thread_id
-            if tid is not None and tid != threading.get_ident():
+            if tid is None or tid == threading.get_ident():
+                return
+            if tid == threading.main_thread().ident and self._old_alarm is not None:
+                # a signal also wakes a main thread blocked in a call such as sleep()
+                signal.pthread_kill(tid, signal.SIGALRM)
+            else:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(tid), ctypes.py_object(StopRecording))
+
+    def _on_alarm(self, signum, frame) -> None:
+        if self._thread_id is not None:  # still inside the scenario
+            raise StopRecording(self.stop_reason or "stopped")
 
     def _disarm(self) -> None:
         """From here on `cancel()` no longer interrupts this thread; a stop it asked for
@@ -483,6 +494,9 @@ class Recorder:
                     self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
                 timer.daemon = True
                 timer.start()
+            if (threading.current_thread() is threading.main_thread()
+                    and hasattr(signal, "pthread_kill")):
+                self._old_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
             try:
                 try:
                     with self._lock:
@@ -508,6 +522,9 @@ class Recorder:
             gc.set_threshold(*gc_threshold)
             if timer is not None:
                 timer.cancel()
+            if self._old_alarm is not None:
+                signal.signal(signal.SIGALRM, self._old_alarm)
+                self._old_alarm = None
             (_, _, sys.stdin, sys.argv, sys.path[:], builtins.input,
              builtins.__build_class__, main) = saved
             # Put the streams back only if nobody (a Textual app starting or stopping on

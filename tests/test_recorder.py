@@ -432,3 +432,14 @@ def test_only_the_recording_thread_output_is_captured(tmp_path, capsys):
     assert result["trace"].output == "from the scenario\n"
     assert capsys.readouterr().out == "from the UI thread\n"
     assert sys.stdout is not None and not hasattr(sys.stdout, "capture")
+
+
+def test_timeout_wakes_a_scenario_blocked_in_sleep(tmp_path):
+    import time
+
+    path = write(tmp_path, "sleepy.py", "import time\nprint('zzz')\ntime.sleep(60)\n")
+    start = time.monotonic()
+    trace = record(path, timeout=0.3)
+    assert time.monotonic() - start < 10
+    assert trace.error.type == "Stopped" and trace.error.line == 3
+    assert trace.output == "zzz\n"

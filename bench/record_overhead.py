@@ -99,8 +99,8 @@ def main() -> None:
     gc.collect()
     kept, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    events = len(trace) + len(trace.wr_node)
-    print(f"memory     {len(trace):,} events + {len(trace.wr_node):,} writes in backward calls "
+    events = len(trace) + trace.write_count
+    print(f"memory     {len(trace):,} events + {trace.write_count:,} writes in backward calls "
           f"= {events:,} recorded events")
     print(f"           trace kept: {(kept - base) / events:6.1f} bytes/event  "
           f"(target <= 200)")

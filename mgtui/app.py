@@ -169,7 +169,7 @@ class MgtuiApp(App[int]):
                 finally:
                     self._recorder = None
             # build the derived indexes here, not on the first backward step
-            trace.uses, trace.earlier_write  # noqa: B018
+            trace.build_indexes()
             if trace.node_count > 20_000:
                 # The scenario's Values are cyclic garbage now (closures hold their
                 # `out`); free them here, or a full collection on the UI thread pauses.
@@ -314,7 +314,7 @@ class MgtuiApp(App[int]):
                        reload=self.debugger.trace is not None)
 
     def action_pick(self) -> None:
-        from mgtui.cli import bundled, title_of
+        from mgtui.bundled import bundled, title_of
         from mgtui.widgets.dialogs import PickerScreen
 
         self.push_screen(PickerScreen([(name, path, title_of(path)) for name, path in bundled()]))

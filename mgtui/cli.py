@@ -8,53 +8,14 @@ scenario raised or `--check` found a problem (the partial output is still printe
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from pathlib import Path
 
 from mgtui import __version__
+from mgtui.bundled import bundled, resolve, title_of
 from mgtui.recorder import DEFAULT_MAX_NODES, ScenarioLoadError, record
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
-
-
-def bundled_dir() -> Path:
-    import scenarios
-
-    return Path(scenarios.__file__).resolve().parent
-
-
-def bundled() -> list[tuple[str, Path]]:
-    """(name, path) of every bundled scenario: the lessons, then the bugs."""
-    root = bundled_dir()
-    found = [(p.stem, p) for p in sorted(root.glob("*.py")) if p.stem != "__init__"]
-    found += [(f"bugs/{p.stem}", p) for p in sorted((root / "bugs").glob("*.py"))
-              if p.stem != "__init__"]
-    order = ["chain", "neuron", "neuron_exp", "mlp", "moons"]
-    found.sort(key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0]))
-    return found
-
-
-def title_of(path: Path) -> str:
-    """The first line of a scenario's docstring, read without running it."""
-    try:
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return ""
-    return (doc or "").strip().splitlines()[0] if doc else ""
-
-
-def resolve(target: str) -> Path:
-    """A path as given, else a bundled scenario by name (`neuron`, `bugs/no_zero_grad`)."""
-    p = Path(target)
-    if p.exists():
-        return p
-    names = dict(bundled())
-    name = target.removesuffix(".py")
-    for candidate in (name, f"bugs/{name}"):
-        if candidate in names:
-            return names[candidate]
-    return p  # let the loader report it as missing
 
 
 def build_parser() -> argparse.ArgumentParser:

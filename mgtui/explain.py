@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from mgtui.trace import Trace
+from mgtui.trace import EventKind, Field, Trace
 
 UNARY = {"tanh", "exp", "ReLU", "relu", "sigmoid", "log"}
 
@@ -104,38 +104,42 @@ def local_derivative(op: str, out: str, ins: list[str]) -> str:
 
 
 def explain(trace: Trace, data, grad, index: int) -> Explanation:
-    kind = trace.ev_kind[index]
-    nid = trace.ev_node[index]
+    kind = trace.kind(index)
+    if kind is EventKind.CREATE:
+        return _forward(trace, data, trace.event_node(index))
+    if kind is EventKind.BACKWARD:
+        return _backward(trace, data, grad, index)
+    return _lone_write(trace, grad, index, kind)
+
+
+def _lone_write(trace: Trace, grad, index: int, kind: EventKind) -> Explanation:
+    """A grad or data write outside `_backward`: a seed, a zero_grad, an update step."""
+    nid = trace.event_node(index)
     label = trace.label(nid)
-    if kind == 0:
-        return _forward(trace, data, nid)
-    if kind == 1:
-        return _backward(trace, data, grad, index, nid)
-    before, after = trace.ev_before[index], trace.ev_after[index]
-    fieldname = "grad" if kind == 2 else "data"
+    before, after = trace.change(index)
+    fieldname = kind.value
     p = trace.pass_at(index)
     notes: list[str] = []
-    if kind == 2 and p is not None and p.kind == "backward":
+    if kind is EventKind.GRAD and p is not None and p.kind == "backward":
         title = f"seed: {label}.grad = {fmt(after)}"
         notes.append(f"The backward pass starts at {label}: ∂{label}/∂{label} = 1.")
-    elif kind == 2 and after == 0:
+    elif kind is EventKind.GRAD and after == 0:
         title = f"zero_grad: {label}.grad = 0"
         if before != 0:
             notes.append(f"{label}.grad held {fmt(before)} from an earlier backward pass.")
     else:
         title = f"{label}.{fieldname} = {fmt(after)}"
     equation = f"{label}.{fieldname}: {fmt(before)} → {fmt(after)} ({signed(after - before)})"
-    if kind == 3 and grad[nid] != 0 and before != after:
+    if kind is EventKind.DATA and grad[nid] != 0 and before != after:
         step = (after - before) / grad[nid]
         notes.append(
             f"an update step: {label}.data += {fmt(step)} × {label}.grad = "
             f"{fmt(step)} × {fmt(grad[nid])}")
-    return Explanation(fieldname, nid, title,
-                       equation, notes=tuple(notes))
+    return Explanation(fieldname, nid, title, equation, notes=tuple(notes))
 
 
 def _forward(trace: Trace, data, nid: int) -> Explanation:
-    op = trace.node_op[nid]
+    op = trace.op(nid)
     label = trace.label(nid)
     kids = trace.children(nid)
     names = [name(trace.label(c)) for c in kids]
@@ -159,29 +163,27 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
                        local_derivative(op, name(label), names))
 
 
-def _backward(trace: Trace, data, grad, index: int, nid: int) -> Explanation:
-    op = trace.node_op[nid]
+def _backward(trace: Trace, data, grad, index: int) -> Explanation:
+    nid = trace.event_node(index)
+    op = trace.op(nid)
     out = name(trace.label(nid))
     kids = trace.children(nid)
     names = [name(trace.label(c)) for c in kids]
     g = grad[nid]
-    lo, hi = trace.ev_write_start[index], trace.ev_write_start[index + 1]
+    writes = trace.writes(index)
     operands = list(kids) if len(kids) >= 2 else list(kids) * 2
-    closure = trace.closures[trace.ev_closure[index]] if trace.ev_closure[index] >= 0 else None
+    closure = trace.closure_of(index)
     contributions = []
     notes: list[str] = []
-    for k, w in enumerate(range(lo, hi)):
-        target = trace.wr_node[w]
-        tl = name(trace.label(target))
-        fieldname = "grad" if trace.wr_field[w] == 0 else "data"
-        line = trace.wr_line[w] or None
+    for k, w in enumerate(writes):
+        tl = name(trace.label(w.node))
         formula, numbers, expected = _formula(
-            trace, data, op, nid, out, g, target, tl, operands, k)
+            trace, data, op, nid, out, g, w.node, tl, operands, k)
         if not formula:
-            formula = _source_formula(closure, line) or f"{tl}.{fieldname} written"
-        nth = trace.contribution(w) if fieldname == "grad" else 1
-        c = Contribution(target, tl, fieldname, trace.wr_before[w], trace.wr_after[w], line,
-                         formula, numbers, nth, trace.uses[target], expected)
+            formula = _source_formula(closure, w.line) or f"{tl}.{w.field} written"
+        nth = trace.contribution(w) if w.field is Field.GRAD else 1
+        c = Contribution(w.node, tl, w.field.value, w.before, w.after, w.line,
+                         formula, numbers, nth, trace.uses[w.node], expected)
         contributions.append(c)
         if nth > 1:
             why = (f"{tl} feeds {c.uses} nodes" if c.uses > 1
@@ -195,7 +197,7 @@ def _backward(trace: Trace, data, grad, index: int, nid: int) -> Explanation:
                 f"gives {fmt(expected)}")
     if not kids:
         notes.append(f"{out} is a leaf: its _backward has nothing to pass on.")
-    elif hi == lo:
+    elif not writes:
         notes.append(f"{out}._backward wrote no grad.")
     if g == 0 and kids:
         notes.append(f"{out}.grad is 0, so everything it passes back is 0.")

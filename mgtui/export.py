@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from array import array
 from pathlib import Path
 from typing import Any
 
 from mgtui.recorder import ScenarioLoadError
-from mgtui.trace import BACKWARD, DATA, EVENT_KINDS, FIELDS, GRAD, Closure, Pass, Trace, TraceError
+from mgtui.trace import PASS_KINDS, Closure, EventKind, Field, Trace, TraceBuilder, TraceError
 
 FORMAT = "mgtui-trace"
 VERSION = 1
-PASS_KINDS = ("forward", "backward", "zero_grad", "update", "other")
 
 
 def num(x: float) -> float | str:
@@ -118,92 +116,46 @@ def from_json(doc: dict[str, Any]) -> Trace:
         raise ValueError(f'"format" must be "{FORMAT}"')
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported version {doc.get('version')!r} (this mgtui reads {VERSION})")
+    builder = TraceBuilder(str(doc.get("scenario", "")), str(doc.get("title", "")),
+                           str(doc.get("notes", "")), str(doc.get("source", "")))
     nodes = doc["nodes"]
+    count = len(nodes)
     for i, n in enumerate(nodes):
         if n["id"] != i:
             raise ValueError(f"node ids must follow creation order (node {i} has id {n['id']})")
-    count = len(nodes)
-    child_start, child_ids = array("q", [0]), array("q")
-    for n in nodes:
         for c in n["children"]:
             if not (isinstance(c, int) and 0 <= c < count):
                 raise ValueError(f"node {n['id']} has an unknown child {c!r}")
-        child_ids.extend(n["children"])
-        child_start.append(len(child_ids))
-    ev_kind, ev_node, ev_before, ev_after = array("b"), array("q"), array("d"), array("d")
-    ev_line, ev_closure, ev_write_start = array("i"), array("i"), array("q")
-    wr_node, wr_field, wr_before, wr_after, wr_line = (
-        array("q"), array("b"), array("d"), array("d"), array("i"))
+        label = "" if n["label"] == f"#{i}" else str(n["label"])
+        builder.add_node(label, str(n["op"]), n["children"], unnum(n["data"]), n.get("line") or 0)
     for e in doc["events"]:
-        kind = EVENT_KINDS.index(e["kind"])
+        kind = EventKind(e["kind"])
         node = e["node"]
         if not (isinstance(node, int) and 0 <= node < count):
             raise ValueError(f"an event names an unknown node {node!r}")
-        ev_kind.append(kind)
-        ev_node.append(node)
-        ev_write_start.append(len(wr_node))
-        ev_line.append(e.get("line") or 0)
         closure = e.get("closure")
-        ev_closure.append(closure if isinstance(closure, int) else -1)
-        if kind in (GRAD, DATA):
-            ev_before.append(unnum(e["before"]))
-            ev_after.append(unnum(e["after"]))
-        else:
-            ev_before.append(0.0)
-            ev_after.append(0.0)
-        if kind == BACKWARD:
+        lone = kind in (EventKind.GRAD, EventKind.DATA)
+        builder.add_event(kind, node, unnum(e["before"]) if lone else 0.0,
+                          unnum(e["after"]) if lone else 0.0, e.get("line") or 0,
+                          closure if isinstance(closure, int) else -1)
+        if kind is EventKind.BACKWARD:
             for w in e["writes"]:
                 if not (isinstance(w["node"], int) and 0 <= w["node"] < count):
                     raise ValueError(f"a write names an unknown node {w['node']!r}")
-                wr_node.append(w["node"])
-                wr_field.append(FIELDS.index(w.get("field", "grad")))
-                wr_before.append(unnum(w["before"]))
-                wr_after.append(unnum(w["after"]))
-                wr_line.append(w.get("line") or 0)
-    ev_write_start.append(len(wr_node))
-    passes = tuple(
-        Pass(i, p["kind"], int(p["start"]), int(p["end"])) for i, p in enumerate(doc["passes"])
-    )
-    for p in passes:
-        if p.kind not in PASS_KINDS:
-            raise ValueError(f"unknown pass kind {p.kind!r}")
+                builder.add_write(w["node"], Field(w.get("field", "grad")), unnum(w["before"]),
+                                  unnum(w["after"]), w.get("line") or 0)
+    for c in doc.get("closures", []):
+        builder.add_closure(Closure(str(c["name"]), str(c["filename"]), int(c["first_line"]),
+                                    tuple(str(x) for x in c["lines"]), bool(c.get("default", False))))
+    passes = [(p["kind"], int(p["start"]), int(p["end"])) for p in doc["passes"]]
+    for kind, _, _ in passes:
+        if kind not in PASS_KINDS:
+            raise ValueError(f"unknown pass kind {kind!r}")
     err = doc.get("error")
-    return Trace(
-        scenario=str(doc.get("scenario", "")),
-        title=str(doc.get("title", "")),
-        notes=str(doc.get("notes", "")),
-        source=str(doc.get("source", "")),
-        node_label=tuple("" if n["label"] == f"#{n['id']}" else str(n["label"]) for n in nodes),
-        node_op=tuple(str(n["op"]) for n in nodes),
-        node_data=array("d", (unnum(n["data"]) for n in nodes)),
-        node_line=array("i", (n.get("line") or 0 for n in nodes)),
-        child_start=child_start,
-        child_ids=child_ids,
-        final_data=array("d", (unnum(n["final_data"]) for n in nodes)),
-        final_grad=array("d", (unnum(n["final_grad"]) for n in nodes)),
-        ev_kind=ev_kind,
-        ev_node=ev_node,
-        ev_before=ev_before,
-        ev_after=ev_after,
-        ev_line=ev_line,
-        ev_closure=ev_closure,
-        ev_write_start=ev_write_start,
-        wr_node=wr_node,
-        wr_field=wr_field,
-        wr_before=wr_before,
-        wr_after=wr_after,
-        wr_line=wr_line,
-        closures=tuple(
-            Closure(str(c["name"]), str(c["filename"]), int(c["first_line"]),
-                    tuple(str(x) for x in c["lines"]), bool(c.get("default", False)))
-            for c in doc.get("closures", [])
-        ),
-        error=None if err is None else TraceError(
-            str(err["type"]), str(err.get("message", "")), err.get("line"),
-            int(err.get("after_event", len(ev_kind)))),
-        output=str(doc.get("output", "")),
-        passes=passes,
-    )
+    error = None if err is None else TraceError(
+        str(err["type"]), str(err.get("message", "")), err.get("line"),
+        int(err.get("after_event", builder.event_count)))
+    return builder.build(error, str(doc.get("output", "")), passes)
 
 
 def to_dot(trace: Trace) -> str:
@@ -223,12 +175,12 @@ def to_dot(trace: Trace) -> str:
             f'  n{nid} [shape=record, label="{{ {label} | data {trace.final_data[nid]:.4f} '
             f'| grad {trace.final_grad[nid]:.4f} }}"];'
         )
-        op = trace.node_op[nid]
+        op = trace.op(nid)
         if op:
             lines.append(f'  n{nid}_op [label="{q(op)}"];')
             lines.append(f"  n{nid}_op -> n{nid};")
     for nid in ids:
-        target = f"n{nid}_op" if trace.node_op[nid] else f"n{nid}"
+        target = f"n{nid}_op" if trace.op(nid) else f"n{nid}"
         for c in trace.children(nid):
             lines.append(f"  n{c} -> {target};")
     lines.append("}")

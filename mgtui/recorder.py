@@ -31,7 +31,9 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Callable
 
-from mgtui.trace import BACKWARD, CREATE, DATA, GRAD, Closure, Trace, TraceError
+from mgtui.trace import Closure, EventKind, Field, Trace, TraceBuilder, TraceError
+
+CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
 
 ID = "_mgtui_id"
 NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS = 5, 7, 5
@@ -353,7 +355,8 @@ class Recorder:
                 if nid is not None:
                     late_labels[nid] = value
 
-        self._hooks = (make_write_hook("grad", 0, GRAD), make_write_hook("data", 1, DATA),
+        self._hooks = (make_write_hook("grad", Field.GRAD.code, GRAD),
+                       make_write_hook("data", Field.DATA.code, DATA),
                        BackwardHook(), LabelHook())
 
         nudge = self.nudge
@@ -551,53 +554,21 @@ class Recorder:
 
     # -- compaction ----------------------------------------------------------------------
     def finish(self, error: TraceError | None, output: str) -> Trace:
+        """Hand the flat records to a `TraceBuilder`, column by column."""
         N, E, W = NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS
         nodes, events, writes = self.nodes, self.events, self.writes
-        labels = self.resolve_labels()
-        child_start = array("q", [0])
-        child_start.extend(nodes[0::N])
-        child_ids = array("q", self.kids)
-        node_data = floats(nodes[3::N])
-        ev_kind = array("b", events[0::E])
-        ev_node = array("q", events[1::E])
-        ev_after = floats(events[3::E])
-        ev_write_start = array("q", [w // W for w in events[6::E]])
-        ev_write_start.append(len(writes) // W)
-        wr_node = array("q", writes[0::W])
-        wr_field = array("b", writes[1::W])
-        wr_after = floats(writes[3::W])
-        final_data, final_grad = final_state(node_data, ev_kind, ev_node, ev_after,
-                                             ev_write_start, wr_node, wr_field, wr_after)
-        return Trace(
-            scenario=str(self.scenario.path),
-            title=self.scenario.title,
-            notes=self.scenario.notes,
-            source=self.scenario.source,
-            node_label=tuple(labels),
-            node_op=strings(nodes[1::N]),
-            node_data=node_data,
-            node_line=ints(nodes[4::N]),
-            child_start=child_start,
-            child_ids=child_ids,
-            final_data=final_data,
-            final_grad=final_grad,
-            ev_kind=ev_kind,
-            ev_node=ev_node,
-            ev_before=floats(events[2::E]),
-            ev_after=ev_after,
-            ev_line=ints(events[4::E]),
-            ev_closure=array("i", events[5::E]),
-            ev_write_start=ev_write_start,
-            wr_node=wr_node,
-            wr_field=wr_field,
-            wr_before=floats(writes[2::W]),
-            wr_after=wr_after,
-            wr_line=ints(writes[4::W]),
-            closures=tuple(closure_source(code, code in self.default_codes)
-                           for code in self.codes),
-            error=error,
-            output=output,
-        )
+        scenario = self.scenario
+        builder = TraceBuilder(str(scenario.path), scenario.title, scenario.notes, scenario.source)
+        builder.add_nodes(self.resolve_labels(), strings(nodes[1::N]), floats(nodes[3::N]),
+                          ints(nodes[4::N]), nodes[0::N], self.kids)
+        builder.add_events(events[0::E], events[1::E], floats(events[2::E]),
+                           floats(events[3::E]), ints(events[4::E]), events[5::E],
+                           [w // W for w in events[6::E]])
+        builder.add_writes(writes[0::W], writes[1::W], floats(writes[2::W]),
+                           floats(writes[3::W]), ints(writes[4::W]))
+        for code in self.codes:
+            builder.add_closure(closure_source(code, code in self.default_codes))
+        return builder.build(error, output)
 
     def resolve_labels(self) -> list[str]:
         """The `label` attribute (as made, or as set later), else the name of the
@@ -631,40 +602,6 @@ def ordered(prev, args: tuple, kwargs: dict):
     if len(order) != len(prev):
         order = sorted(prev, key=lambda c: getattr(c, ID, -1))
     return dict.fromkeys(order).keys()
-
-
-def final_state(node_data, ev_kind, ev_node, ev_after, ev_write_start, wr_node, wr_field,
-                wr_after) -> tuple[array, array]:
-    """Every node's data and grad at the end: each write replayed once, in order.
-
-    Writes inside `_backward` calls are merged a run at a time with `dict.update`, and
-    only the few writes outside them are visited one by one."""
-    grads: dict[int, float] = {}
-    datas: dict[int, float] = {}
-    only_grads = 1 not in wr_field
-    w = 0
-
-    def apply(end: int) -> None:
-        if only_grads:
-            grads.update(zip(wr_node[w:end], wr_after[w:end]))
-        else:
-            for k in range(w, end):
-                (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
-
-    for match in re.finditer(b"[\x02\x03]", ev_kind.tobytes()):
-        i = match.start()
-        end = ev_write_start[i]
-        apply(end)
-        w = end
-        (grads if ev_kind[i] == GRAD else datas)[ev_node[i]] = ev_after[i]
-    apply(len(wr_node))
-    final_data = array("d", node_data)
-    final_grad = array("d", bytes(8 * len(node_data)))
-    for nid, value in grads.items():
-        final_grad[nid] = value
-    for nid, value in datas.items():
-        final_data[nid] = value
-    return final_data, final_grad
 
 
 def strings(values: list) -> tuple[str, ...]:

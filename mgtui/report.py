@@ -77,9 +77,9 @@ def print_nodes(trace: Trace, console: Console) -> None:
         table.add_column(name, justify="right" if name in ("id", "data", "grad", "line") else "left")
     for nid in range(min(count, MAX_TABLE_ROWS)):
         table.add_row(
-            str(nid), trace.label(nid), trace.node_op[nid], fmt(trace.final_data[nid]),
+            str(nid), trace.label(nid), trace.op(nid), fmt(trace.final_data[nid]),
             fmt(trace.final_grad[nid]), ", ".join(trace.label(c) for c in trace.children(nid)),
-            str(trace.node_line[nid] or ""))
+            str(trace.line(nid) or ""))
     console.print(table)
     if count > MAX_TABLE_ROWS:
         console.print(Text(f"… and {count - MAX_TABLE_ROWS:,} more nodes", style="dim"))

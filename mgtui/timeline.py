@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 
-from mgtui.trace import CREATE, DATA, GRAD, Event, Pass, Trace
+from mgtui.trace import Event, Pass, Trace
 
 
 class Timeline:
@@ -51,40 +51,19 @@ class Timeline:
     # -- moving ------------------------------------------------------------------------
     def step(self) -> bool:
         """Apply the next event. False at the end."""
-        t = self.trace
         i = self.position
-        if i >= len(t):
+        if i >= len(self.trace):
             return False
-        kind = t.ev_kind[i]
-        if kind == CREATE:
-            self.created += 1
-        elif kind == GRAD:
-            self.grad[t.ev_node[i]] = t.ev_after[i]
-        elif kind == DATA:
-            self.data[t.ev_node[i]] = t.ev_after[i]
-        # the writes made inside a `_backward` call
-        for w in range(t.ev_write_start[i], t.ev_write_start[i + 1]):
-            target = self.grad if t.wr_field[w] == 0 else self.data
-            target[t.wr_node[w]] = t.wr_after[w]
+        self.created += self.trace.apply(i, self.data, self.grad)
         self.position = i + 1
         return True
 
     def back(self) -> bool:
         """Undo the current event. False at the start."""
-        t = self.trace
         if self.position == 0:
             return False
         i = self.position - 1
-        kind = t.ev_kind[i]
-        for w in range(t.ev_write_start[i + 1] - 1, t.ev_write_start[i] - 1, -1):
-            target = self.grad if t.wr_field[w] == 0 else self.data
-            target[t.wr_node[w]] = t.wr_before[w]
-        if kind == CREATE:
-            self.created -= 1
-        elif kind == GRAD:
-            self.grad[t.ev_node[i]] = t.ev_before[i]
-        elif kind == DATA:
-            self.data[t.ev_node[i]] = t.ev_before[i]
+        self.created -= self.trace.undo(i, self.data, self.grad)
         self.position = i
         return True
 

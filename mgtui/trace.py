@@ -1,7 +1,11 @@
-"""The immutable trace of one scenario run: nodes, events and passes, stored compactly.
+"""The immutable trace of one scenario run: nodes, events and passes, and the questions
+that can be asked of it.
 
 A trace holds only ids, floats, strings and line numbers, in flat arrays, never the live
-`Value` objects. Events and nodes are materialised as small frozen records on access.
+`Value` objects. This is the only module that knows that layout: everything else asks
+named questions (`writes(i)`, `backward_calls(p)`, `created_at(nid)`) and gets small
+frozen records back. A `TraceBuilder` is the one way to make a trace, for the recorder
+and the file loaders alike; it only ever appends.
 """
 
 from __future__ import annotations
@@ -10,14 +14,43 @@ import math
 import re
 from array import array
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
-from typing import Iterator, Literal
-
-CREATE, BACKWARD, GRAD, DATA = 0, 1, 2, 3
-EVENT_KINDS = ("create", "backward", "grad", "data")
-FIELDS = ("grad", "data")
+from typing import Iterable, Iterator, Literal, Sequence
 
 PassKind = Literal["forward", "backward", "zero_grad", "update", "other"]
+PASS_KINDS: tuple[PassKind, ...] = ("forward", "backward", "zero_grad", "update", "other")
+
+
+class EventKind(StrEnum):
+    """What one step is. The value is the name used in JSON; `code` is how it is stored."""
+
+    CREATE = "create"  # a node was made
+    BACKWARD = "backward"  # a node's `_backward` ran, with the writes it made
+    GRAD = "grad"  # a write to a node's grad outside any `_backward`
+    DATA = "data"  # a write to a node's data outside any `_backward`
+
+    @property
+    def code(self) -> int:
+        return _KIND_CODES[self]
+
+
+class Field(StrEnum):
+    """The field a write changed."""
+
+    GRAD = "grad"
+    DATA = "data"
+
+    @property
+    def code(self) -> int:
+        return _FIELD_CODES[self]
+
+
+_KINDS = tuple(EventKind)
+_KIND_CODES = {kind: code for code, kind in enumerate(_KINDS)}
+_FIELDS = tuple(Field)
+_FIELD_CODES = {f: code for code, f in enumerate(_FIELDS)}
+_CREATE, _BACKWARD, _GRAD, _DATA = (k.code for k in _KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +70,11 @@ class Write:
     """One write to a node's `grad` (or `data`) made inside a `_backward` call."""
 
     node: int
-    field: str
+    field: Field
     before: float
     after: float
     line: int | None
+    index: int = -1  # its place among all the trace's writes (see `Trace.contribution`)
 
     @property
     def delta(self) -> float:
@@ -52,7 +86,7 @@ class Event:
     """One step: a node created, a `_backward` call with its writes, or a lone write."""
 
     index: int
-    kind: str
+    kind: EventKind
     node: int
     before: float = math.nan
     after: float = math.nan
@@ -78,6 +112,11 @@ class Pass:
     def __contains__(self, step: int) -> bool:
         return self.start <= step < self.end
 
+    @property
+    def steps(self) -> range:
+        """The event indices of the pass."""
+        return range(self.start, self.end)
+
 
 @dataclass(frozen=True, slots=True)
 class Closure:
@@ -88,6 +127,9 @@ class Closure:
     first_line: int
     lines: tuple[str, ...]
     default: bool = False  # the no-op an `__init__` sets: the node never got a real one
+
+    def covers(self, filename: str, line: int) -> bool:
+        return filename == self.filename and self.first_line <= line < self.first_line + len(self.lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,69 +146,87 @@ class TraceError:
 
 @dataclass(frozen=True)
 class Trace:
-    """A recorded run. Build it with `mgtui.recorder.record` or `mgtui.jsonio.load`."""
+    """A recorded run. Make one with a `TraceBuilder` (the recorder and the loaders do).
+
+    `node_data`, `final_data` and `final_grad` are per-node arrays indexed by id: the
+    value at creation, and the data and grad at the end. Everything else is asked for.
+    """
 
     scenario: str
     title: str
     notes: str
     source: str
     # nodes, columnar
-    node_label: tuple[str, ...]
-    node_op: tuple[str, ...]
+    _label: tuple[str, ...]
+    _op: tuple[str, ...]
     node_data: array  # 'd'
-    node_line: array  # 'i', 0 = unknown
-    child_start: array  # 'q', len = nodes + 1
-    child_ids: array  # 'q'
+    _line: array  # 'i', 0 = unknown
+    _child_start: array  # 'q', len = nodes + 1
+    _child_ids: array  # 'q'; -1 for a child made before the recording started
     final_data: array  # 'd'
     final_grad: array  # 'd'
     # events, columnar
-    ev_kind: array  # 'b'
-    ev_node: array  # 'q'
-    ev_before: array  # 'd'
-    ev_after: array  # 'd'
-    ev_line: array  # 'i'
-    ev_closure: array  # 'i', -1 = none
-    ev_write_start: array  # 'q', len = events + 1
+    _ev_kind: array  # 'b', EventKind.code
+    _ev_node: array  # 'q'
+    _ev_before: array  # 'd'
+    _ev_after: array  # 'd'
+    _ev_line: array  # 'i'
+    _ev_closure: array  # 'i', -1 = none
+    _ev_write_start: array  # 'q', len = events + 1
     # writes made inside `_backward` calls, columnar
-    wr_node: array  # 'q'
-    wr_field: array  # 'b'
-    wr_before: array  # 'd'
-    wr_after: array  # 'd'
-    wr_line: array  # 'i'
+    _wr_node: array  # 'q'
+    _wr_field: array  # 'b', Field.code
+    _wr_before: array  # 'd'
+    _wr_after: array  # 'd'
+    _wr_line: array  # 'i'
     closures: tuple[Closure, ...] = ()
     error: TraceError | None = None
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
 
-    def __post_init__(self) -> None:
-        if not self.passes:
-            object.__setattr__(self, "passes", tuple(split_passes(self)))
-
     # -- sizes -------------------------------------------------------------------------
     @property
     def node_count(self) -> int:
-        return len(self.node_op)
+        return len(self._op)
 
     def __len__(self) -> int:
         """The number of events (steps)."""
-        return len(self.ev_kind)
+        return len(self._ev_kind)
+
+    @property
+    def write_count(self) -> int:
+        """The number of writes made inside `_backward` calls, over the whole run."""
+        return len(self._wr_node)
 
     # -- nodes -------------------------------------------------------------------------
     def label(self, nid: int) -> str:
-        return self.node_label[nid] or f"#{nid}"
+        return self._label[nid] or f"#{nid}"
+
+    def has_label(self, nid: int) -> bool:
+        """Did the scenario name this node (a `label`, or a variable holding it)?"""
+        return bool(self._label[nid])
+
+    def op(self, nid: int) -> str:
+        return self._op[nid]
+
+    def line(self, nid: int) -> int | None:
+        """The scenario line that made node `nid`."""
+        return self._line[nid] or None
 
     def children(self, nid: int) -> tuple[int, ...]:
-        return tuple(self.child_ids[self.child_start[nid] : self.child_start[nid + 1]])
+        return tuple(self._child_ids[self._child_start[nid] : self._child_start[nid + 1]])
+
+    def is_leaf(self, nid: int) -> bool:
+        return self._child_start[nid] == self._child_start[nid + 1]
 
     def node(self, nid: int) -> Node:
-        line = self.node_line[nid]
         return Node(
             id=nid,
             label=self.label(nid),
-            op=self.node_op[nid],
+            op=self._op[nid],
             children=self.children(nid),
             data=self.node_data[nid],
-            line=line or None,
+            line=self.line(nid),
             final_data=self.final_data[nid],
             final_grad=self.final_grad[nid],
         )
@@ -178,42 +238,167 @@ class Trace:
         """Node ids whose label is exactly `label`, in creation order."""
         return [i for i in range(self.node_count) if self.label(i) == label]
 
+    def ancestors(self, root: int) -> list[int]:
+        """The nodes `root` was computed from, itself included, by id."""
+        seen = {root}
+        stack = [root]
+        start, ids = self._child_start, self._child_ids
+        while stack:
+            n = stack.pop()
+            for j in range(start[n], start[n + 1]):
+                c = ids[j]
+                if c >= 0 and c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return sorted(seen)
+
     # -- events ------------------------------------------------------------------------
+    def kind(self, index: int) -> EventKind:
+        return _KINDS[self._ev_kind[index]]
+
+    def event_node(self, index: int) -> int:
+        """The node of event `index`: the one made, whose `_backward` ran, or written."""
+        return self._ev_node[index]
+
+    def change(self, index: int) -> tuple[float, float]:
+        """(before, after) of a lone grad or data write."""
+        return self._ev_before[index], self._ev_after[index]
+
+    def closure_index(self, index: int) -> int | None:
+        """Which of `closures` a `_backward` event ran, or None."""
+        k = self._ev_closure[index]
+        return k if k >= 0 else None
+
+    def closure_of(self, index: int) -> Closure | None:
+        k = self._ev_closure[index]
+        return self.closures[k] if k >= 0 else None
+
+    def write_count_of(self, index: int) -> int:
+        return self._ev_write_start[index + 1] - self._ev_write_start[index]
+
     def writes(self, index: int) -> tuple[Write, ...]:
-        lo, hi = self.ev_write_start[index], self.ev_write_start[index + 1]
-        return tuple(
-            Write(
-                self.wr_node[w],
-                FIELDS[self.wr_field[w]],
-                self.wr_before[w],
-                self.wr_after[w],
-                self.wr_line[w] or None,
-            )
-            for w in range(lo, hi)
-        )
+        """The writes the `_backward` call of event `index` made, in order."""
+        return self._writes(self._ev_write_start[index], self._ev_write_start[index + 1])
+
+    def writes_in(self, p: Pass) -> tuple[Write, ...]:
+        """Every write made by the `_backward` calls of pass `p`, in order."""
+        return self._writes(self._ev_write_start[p.start], self._ev_write_start[p.end])
+
+    def _writes(self, lo: int, hi: int) -> tuple[Write, ...]:
+        node, fld, before, after, line = (self._wr_node, self._wr_field, self._wr_before,
+                                          self._wr_after, self._wr_line)
+        return tuple(Write(node[w], _FIELDS[fld[w]], before[w], after[w], line[w] or None, w)
+                     for w in range(lo, hi))
+
+    def grad_targets(self, index: int) -> list[int]:
+        """The nodes whose grad event `index` changes: the written node of a lone grad
+        write, the targets of a `_backward` call's grad writes."""
+        kind = self._ev_kind[index]
+        if kind == _GRAD:
+            return [self._ev_node[index]]
+        if kind != _BACKWARD:
+            return []
+        node, fld = self._wr_node, self._wr_field
+        return [node[w] for w in range(self._ev_write_start[index],
+                                       self._ev_write_start[index + 1]) if fld[w] == 0]
 
     def event(self, index: int) -> Event:
-        kind = self.ev_kind[index]
-        closure = self.ev_closure[index]
+        kind = self._ev_kind[index]
         return Event(
             index=index,
-            kind=EVENT_KINDS[kind],
-            node=self.ev_node[index],
-            before=self.ev_before[index],
-            after=self.ev_after[index],
-            line=self.ev_line[index] or None,
-            writes=self.writes(index) if kind == BACKWARD else (),
-            closure=closure if closure >= 0 else None,
+            kind=_KINDS[kind],
+            node=self._ev_node[index],
+            before=self._ev_before[index],
+            after=self._ev_after[index],
+            line=self._ev_line[index] or None,
+            writes=self.writes(index) if kind == _BACKWARD else (),
+            closure=self.closure_index(index),
         )
 
     def events(self) -> Iterator[Event]:
         return (self.event(i) for i in range(len(self)))
 
+    def event_line(self, index: int) -> int | None:
+        """The scenario line of the call or write of event `index` (None for a creation:
+        see `line_of`)."""
+        return self._ev_line[index] or None
+
     def line_of(self, index: int) -> int | None:
         """The scenario line of event `index`: where the node was made or the write done."""
-        if self.ev_kind[index] == CREATE:
-            return self.node_line[self.ev_node[index]] or None
-        return self.ev_line[index] or None
+        if self._ev_kind[index] == _CREATE:
+            return self._line[self._ev_node[index]] or None
+        return self._ev_line[index] or None
+
+    def events_of(self, kind: EventKind, start: int = 0, stop: int | None = None) -> list[int]:
+        """The indices of the events of one kind in [start, stop)."""
+        code = kind.code
+        kinds = self._ev_kind
+        stop = len(kinds) if stop is None else stop
+        if stop - start > 256:  # a scan of the kind bytes at C speed
+            found = self._kind_bytes.find
+            out = []
+            i = found(bytes((code,)), start, stop)
+            while i >= 0:
+                out.append(i)
+                i = found(bytes((code,)), i + 1, stop)
+            return out
+        return [i for i in range(start, stop) if kinds[i] == code]
+
+    def backward_calls(self, p: Pass) -> list[int]:
+        """The `_backward` events of pass `p`, in the order they ran."""
+        return self.events_of(EventKind.BACKWARD, p.start, p.end)
+
+    def first_backward(self, p: Pass) -> int | None:
+        """The first `_backward` event of pass `p`."""
+        code = _BACKWARD
+        return next((i for i in range(p.start, p.end) if self._ev_kind[i] == code), None)
+
+    def made_in(self, p: Pass) -> list[int]:
+        """The nodes a (forward) pass made, in creation order."""
+        return [self._ev_node[i] for i in self.events_of(EventKind.CREATE, p.start, p.end)]
+
+    @cached_property
+    def _kind_bytes(self) -> bytes:
+        return self._ev_kind.tobytes()
+
+    @cached_property
+    def _created_at(self) -> array:
+        at = array("q", [-1]) * self.node_count
+        for i in self.events_of(EventKind.CREATE):
+            at[self._ev_node[i]] = i
+        return at
+
+    def created_at(self, nid: int) -> int | None:
+        """The index of the event that made node `nid`."""
+        i = self._created_at[nid]
+        return i if i >= 0 else None
+
+    # -- moving a state through time -----------------------------------------------------
+    def apply(self, index: int, data: array, grad: array) -> int:
+        """Write event `index`'s effects into `data` and `grad` (per-node arrays).
+        Returns how many nodes it made (0 or 1)."""
+        kind = self._ev_kind[index]
+        if kind == _GRAD:
+            grad[self._ev_node[index]] = self._ev_after[index]
+        elif kind == _DATA:
+            data[self._ev_node[index]] = self._ev_after[index]
+        node, fld, after = self._wr_node, self._wr_field, self._wr_after
+        for w in range(self._ev_write_start[index], self._ev_write_start[index + 1]):
+            (grad if fld[w] == 0 else data)[node[w]] = after[w]
+        return 1 if kind == _CREATE else 0
+
+    def undo(self, index: int, data: array, grad: array) -> int:
+        """Take event `index`'s effects back out of `data` and `grad`.
+        Returns how many nodes it had made (0 or 1)."""
+        kind = self._ev_kind[index]
+        node, fld, before = self._wr_node, self._wr_field, self._wr_before
+        for w in range(self._ev_write_start[index + 1] - 1, self._ev_write_start[index] - 1, -1):
+            (grad if fld[w] == 0 else data)[node[w]] = before[w]
+        if kind == _GRAD:
+            grad[self._ev_node[index]] = self._ev_before[index]
+        elif kind == _DATA:
+            data[self._ev_node[index]] = self._ev_before[index]
+        return 1 if kind == _CREATE else 0
 
     # -- passes ------------------------------------------------------------------------
     def pass_at(self, index: int) -> Pass | None:
@@ -232,16 +417,16 @@ class Trace:
 
     def graph(self, forward: Pass) -> list[int]:
         """The nodes of a forward pass plus the earlier nodes (leaves) they use, by id."""
-        made = [self.ev_node[i] for i in range(forward.start, forward.end)]
+        made = self.made_in(forward)
         inside = set(made)
-        used = {c for n in made for c in self.children(n) if c not in inside}
+        used = {c for n in made for c in self.children(n) if c not in inside and c >= 0}
         return sorted(used) + made
 
     def backward_root(self, backward: Pass) -> int | None:
         """The node a backward pass starts from: the seeded node, else the first caller."""
         for i in range(backward.start, backward.end):
-            if self.ev_kind[i] in (GRAD, BACKWARD):
-                return self.ev_node[i]
+            if self._ev_kind[i] in (_GRAD, _BACKWARD):
+                return self._ev_node[i]
         return None
 
     def losses(self) -> list[tuple[int, float]]:
@@ -251,11 +436,13 @@ class Trace:
             if p.kind == "backward":
                 root = self.backward_root(p)
                 if root is not None:
-                    out.append((p.index, self.data_at_creation(root)))
+                    out.append((p.index, self.node_data[root]))
         return out
 
-    def data_at_creation(self, nid: int) -> float:
-        return self.node_data[nid]
+    def backward_order(self, backward: Pass) -> list[int]:
+        """The nodes whose `_backward` ran in a backward pass, in the order they ran:
+        the reverse of the topological order the pass walked."""
+        return [self._ev_node[i] for i in self.backward_calls(backward)]
 
     # -- derived indexes, built once on first use ------------------------------------------
     @cached_property
@@ -264,49 +451,240 @@ class Trace:
         uses = array("q", bytes(8 * self.node_count))
         for nid in range(self.node_count):
             for c in set(self.children(nid)):
-                uses[c] += 1
+                if c >= 0:
+                    uses[c] += 1
         return uses
 
     @cached_property
-    def earlier_write(self) -> array:
+    def _earlier_write(self) -> array:
         """Per write inside a `_backward`, the index of the previous write to the same
         node's same field within the same backward pass, or -1 for its first one."""
-        out = array("q", [-1]) * len(self.wr_node)
+        out = array("q", [-1]) * len(self._wr_node)
         for p in self.passes:
             if p.kind != "backward":
                 continue
             last: dict[tuple[int, int], int] = {}
-            for w in range(self.ev_write_start[p.start], self.ev_write_start[p.end]):
-                key = (self.wr_node[w], self.wr_field[w])
+            for w in range(self._ev_write_start[p.start], self._ev_write_start[p.end]):
+                key = (self._wr_node[w], self._wr_field[w])
                 out[w] = last.get(key, -1)
                 last[key] = w
         return out
 
-    def contribution(self, w: int) -> int:
-        """1 for the first write to a node in its backward pass, 2 for the second, ..."""
+    def build_indexes(self) -> None:
+        """Build the derived indexes now (off the UI thread), not on first use."""
+        self.uses, self._earlier_write  # noqa: B018
+
+    def contribution(self, write: Write) -> int:
+        """1 for the first write to a node's field in its backward pass, 2 for the second…"""
         n = 1
-        w = self.earlier_write[w]
+        w = self._earlier_write[write.index]
         while w >= 0:
             n += 1
-            w = self.earlier_write[w]
+            w = self._earlier_write[w]
         return n
 
-    def backward_order(self, backward: Pass) -> list[int]:
-        """The nodes whose `_backward` ran in a backward pass, in the order they ran:
-        the reverse of the topological order the pass walked."""
-        return [self.ev_node[i] for i in range(backward.start, backward.end)
-                if self.ev_kind[i] == BACKWARD]
+
+class TraceBuilder:
+    """Makes a `Trace`, chunk by chunk. It only appends, so a trace can be built while
+    the scenario still runs; `build()` gives the trace of everything added so far.
+
+    Records come in bulk, as parallel sequences (what the recorder keeps), or one at a
+    time (what a file loader reads). In both, kinds and fields are `EventKind.code` and
+    `Field.code`, lines are 0 when unknown, and the closure is -1 when there is none.
+    """
+
+    def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
+        self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
+        self.labels: list[str] = []
+        self.ops: list[str] = []
+        self.node_data = array("d")
+        self.node_line = array("i")
+        self.child_start = array("q", [0])
+        self.child_ids = array("q")
+        self.ev_kind = array("b")
+        self.ev_node = array("q")
+        self.ev_before = array("d")
+        self.ev_after = array("d")
+        self.ev_line = array("i")
+        self.ev_closure = array("i")
+        self.ev_write_start = array("q")
+        self.wr_node = array("q")
+        self.wr_field = array("b")
+        self.wr_before = array("d")
+        self.wr_after = array("d")
+        self.wr_line = array("i")
+        self.closures: list[Closure] = []
+
+    @property
+    def node_count(self) -> int:
+        return len(self.ops)
+
+    @property
+    def event_count(self) -> int:
+        return len(self.ev_kind)
+
+    # -- one record at a time --------------------------------------------------------------
+    def add_node(self, label: str, op: str, children: Iterable[int], data: float,
+                 line: int = 0) -> int:
+        nid = len(self.ops)
+        self.labels.append(label)
+        self.ops.append(op)
+        self.node_data.append(data)
+        self.node_line.append(line)
+        self.child_ids.extend(children)
+        self.child_start.append(len(self.child_ids))
+        return nid
+
+    def add_event(self, kind: EventKind, node: int, before: float = 0.0, after: float = 0.0,
+                  line: int = 0, closure: int = -1) -> int:
+        index = len(self.ev_kind)
+        self.ev_kind.append(kind.code)
+        self.ev_node.append(node)
+        self.ev_before.append(before)
+        self.ev_after.append(after)
+        self.ev_line.append(line)
+        self.ev_closure.append(closure)
+        self.ev_write_start.append(len(self.wr_node))
+        return index
+
+    def add_write(self, node: int, field_: Field, before: float, after: float,
+                  line: int = 0) -> None:
+        """A write made by the `_backward` call of the last event added."""
+        self.wr_node.append(node)
+        self.wr_field.append(field_.code)
+        self.wr_before.append(before)
+        self.wr_after.append(after)
+        self.wr_line.append(line)
+
+    def add_closure(self, closure: Closure) -> int:
+        self.closures.append(closure)
+        return len(self.closures) - 1
+
+    # -- in bulk ---------------------------------------------------------------------------
+    def add_nodes(self, labels: Sequence[str], ops: Sequence[str], data: Sequence[float],
+                  lines: Sequence[int], child_ends: Sequence[int], child_ids: Sequence[int]) -> None:
+        """Nodes in creation order. `child_ends[k]` is where node k's children end in
+        `child_ids`, counted from the start of this chunk's `child_ids`."""
+        base = len(self.child_ids)
+        self.labels.extend(labels)
+        self.ops.extend(ops)
+        self.node_data.extend(data)
+        self.node_line.extend(lines)
+        self.child_ids.extend(child_ids)
+        self.child_start.extend(child_ends if base == 0 else (base + e for e in child_ends))
+
+    def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
+                   after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
+                   write_starts: Sequence[int]) -> None:
+        """Events in order. `write_starts[k]` is the number of writes made before event
+        k, over the whole run (writes are numbered by the recorder, not by the chunk)."""
+        self.ev_kind.extend(kinds)
+        self.ev_node.extend(nodes)
+        self.ev_before.extend(before)
+        self.ev_after.extend(after)
+        self.ev_line.extend(lines)
+        self.ev_closure.extend(closures)
+        self.ev_write_start.extend(write_starts)
+
+    def add_writes(self, nodes: Sequence[int], fields: Sequence[int], before: Sequence[float],
+                   after: Sequence[float], lines: Sequence[int]) -> None:
+        self.wr_node.extend(nodes)
+        self.wr_field.extend(fields)
+        self.wr_before.extend(before)
+        self.wr_after.extend(after)
+        self.wr_line.extend(lines)
+
+    # -- the trace -------------------------------------------------------------------------
+    def build(self, error: TraceError | None = None, output: str = "",
+              passes: Sequence[tuple[str, int, int]] | None = None) -> Trace:
+        """The trace of everything added so far. `passes`, as (kind, start, end), are
+        taken as given (a saved trace's); else they are found from the events."""
+        write_start = array("q", self.ev_write_start)
+        write_start.append(len(self.wr_node))
+        final_data, final_grad = self._final_state(write_start)
+        trace = Trace(
+            scenario=self.scenario,
+            title=self.title,
+            notes=self.notes,
+            source=self.source,
+            _label=tuple(self.labels),
+            _op=tuple(self.ops),
+            node_data=array("d", self.node_data),
+            _line=array("i", self.node_line),
+            _child_start=array("q", self.child_start),
+            _child_ids=array("q", self.child_ids),
+            final_data=final_data,
+            final_grad=final_grad,
+            _ev_kind=array("b", self.ev_kind),
+            _ev_node=array("q", self.ev_node),
+            _ev_before=array("d", self.ev_before),
+            _ev_after=array("d", self.ev_after),
+            _ev_line=array("i", self.ev_line),
+            _ev_closure=array("i", self.ev_closure),
+            _ev_write_start=write_start,
+            _wr_node=array("q", self.wr_node),
+            _wr_field=array("b", self.wr_field),
+            _wr_before=array("d", self.wr_before),
+            _wr_after=array("d", self.wr_after),
+            _wr_line=array("i", self.wr_line),
+            closures=tuple(self.closures),
+            error=error,
+            output=output,
+        )
+        if passes is None:
+            found = split_passes(trace)
+        else:
+            found = [Pass(i, kind, start, end)  # type: ignore[arg-type]
+                     for i, (kind, start, end) in enumerate(passes)]
+        object.__setattr__(trace, "passes", tuple(found))
+        return trace
+
+    def _final_state(self, write_start: array) -> tuple[array, array]:
+        """Every node's data and grad at the end: each write replayed once, in order.
+
+        Writes inside `_backward` calls are merged a run at a time with `dict.update`, and
+        only the few writes outside them are visited one by one."""
+        wr_node, wr_field, wr_after = self.wr_node, self.wr_field, self.wr_after
+        ev_kind, ev_node, ev_after = self.ev_kind, self.ev_node, self.ev_after
+        grads: dict[int, float] = {}
+        datas: dict[int, float] = {}
+        only_grads = 1 not in wr_field
+        w = 0
+
+        def apply(end: int) -> None:
+            if only_grads:
+                grads.update(zip(wr_node[w:end], wr_after[w:end]))
+            else:
+                for k in range(w, end):
+                    (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+
+        for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), ev_kind.tobytes()):
+            i = match.start()
+            end = write_start[i]
+            apply(end)
+            w = end
+            (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
+        apply(len(wr_node))
+        final_data = array("d", self.node_data)
+        final_grad = array("d", bytes(8 * len(self.node_data)))
+        for nid, value in grads.items():
+            final_grad[nid] = value
+        for nid, value in datas.items():
+            final_data[nid] = value
+        return final_data, final_grad
 
 
 def split_passes(trace: Trace) -> list[Pass]:
     """Group the events into runs of one kind: forward, backward, zero_grad, update, other.
 
-    A grad write that is followed directly by a `_backward` call is that backward pass's
-    seed. Other grad writes outside `_backward` set to zero form `zero_grad` passes; any
-    other lone grad write is `other`. Runs of one event kind are found with a regular
-    expression over the kind bytes, so only grad writes are looked at one by one.
+    A grad write that is followed directly by a `_backward` call (perhaps after more
+    writes to the same node) is that backward pass's seed. Other grad writes outside
+    `_backward` set to zero form `zero_grad` passes; any other lone grad write is
+    `other`. Runs of one event kind are found with a regular expression over the kind
+    bytes, so only grad writes are looked at one by one, and each only once.
     """
-    kinds = trace.ev_kind
+    kinds = trace._ev_kind
+    nodes, after = trace._ev_node, trace._ev_after
     n = len(kinds)
     spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
 
@@ -319,16 +697,21 @@ def split_passes(trace: Trace) -> list[Pass]:
     for run in re.finditer(rb"(.)\1*", kinds.tobytes(), re.S):
         start, end = run.span()
         kind = kinds[start]
-        if kind != GRAD:
+        if kind != _GRAD:
             add(RUN_KINDS[kind], start, end)
             continue
+        # Walk the run backwards, so each write knows at once whether a `_backward`
+        # follows the writes to its node that come right after it (linear, not quadratic).
+        seeds = [False] * (end - start)
+        seeded = end < n and kinds[end] == _BACKWARD
+        for i in range(end - 1, start - 1, -1):
+            if i + 1 < end and nodes[i + 1] != nodes[i]:
+                seeded = False
+            seeds[i - start] = seeded
         for i in range(start, end):
-            j = i + 1
-            while j < n and kinds[j] == GRAD and trace.ev_node[j] == trace.ev_node[i]:
-                j += 1
-            if j < n and kinds[j] == BACKWARD:
+            if seeds[i - start]:
                 add("backward", i, i + 1)
-            elif trace.ev_after[i] == 0:
+            elif after[i] == 0:
                 add("zero_grad", i, i + 1)
             else:
                 add("other", i, i + 1)
@@ -336,4 +719,4 @@ def split_passes(trace: Trace) -> list[Pass]:
             for index, (kind, start, end) in enumerate(spans)]
 
 
-RUN_KINDS = {CREATE: "forward", BACKWARD: "backward", DATA: "update"}
+RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}

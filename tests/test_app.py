@@ -48,7 +48,7 @@ def first_step(trace, kind: str, label: str) -> int:
     """The step (1-based position) of the first event of `kind` on node `label`."""
     nid = trace.find(label)[0]
     for i in range(len(trace)):
-        if trace.event(i).kind == kind and trace.ev_node[i] == nid:
+        if trace.event(i).kind == kind and trace.event_node(i) == nid:
             return i + 1
     raise AssertionError(f"no {kind} event on {label}")
 
@@ -571,7 +571,7 @@ async def test_source_pane_shows_pypi_micrograd_closures(write_scenario):
         screen = await loaded(pilot)
         trace = screen.trace
         step = next(i + 1 for i in range(len(trace))
-                    if trace.event(i).kind == "backward" and trace.node_op[trace.ev_node[i]] == "*")
+                    if trace.event(i).kind == "backward" and trace.op(trace.event_node(i)) == "*")
         screen.goto(step)
         await pilot.pause()
         source = screen.query_one(SourceView).text

@@ -68,7 +68,7 @@ def test_bug_is_found_with_kind_node_and_line(name):
     # the step and node the app jumps to exist, and the node is the one named
     t = report.trace
     assert 0 <= f.step < len(t)
-    assert t.label(f.node) == label and t.node_op[f.node] == f.op
+    assert t.label(f.node) == label and t.op(f.node) == f.op
 
 
 @pytest.mark.parametrize("name", CLEAN)
@@ -87,7 +87,7 @@ def test_wrong_derivative_numbers_come_from_the_sigmoid():
     assert f.recorded == pytest.approx(s, rel=1e-9)  # what the bug applied: 0.7311
     assert "0.196612" in f.message and "0.731059" in f.message
     t = report.trace
-    assert t.event(f.step).kind == "backward" and t.ev_node[f.step] == f.node
+    assert t.event(f.step).kind == "backward" and t.event_node(f.step) == f.node
 
 
 def test_overwrite_is_found_although_every_grad_is_right():
@@ -99,7 +99,7 @@ def test_overwrite_is_found_although_every_grad_is_right():
     for name, grad in expected.items():
         assert grads[name] == pytest.approx(grad, abs=1e-9)
     (f,) = report.findings
-    assert f.kind == "overwrite" and t.ev_node[f.step] == f.node
+    assert f.kind == "overwrite" and t.event_node(f.step) == f.node
 
 
 def test_missing_zero_grad_points_at_the_call_that_adds_onto_a_stale_grad():
@@ -119,7 +119,7 @@ def test_non_finite_points_at_the_first_inf():
     report = diagnose(BUGS / "non_finite.py")
     (f,) = report.findings
     t = report.trace
-    assert t.event(f.step).kind == "create" and t.ev_node[f.step] == f.node
+    assert t.event(f.step).kind == "create" and t.event_node(f.step) == f.node
     assert math.isinf(t.node_data[f.node])
     earlier = [t.node_data[n] for n in range(f.node)]
     assert all(math.isfinite(x) for x in earlier)

@@ -144,12 +144,12 @@ def test_node_lines_point_at_the_scenario_not_the_class(tmp_path):
     source = trace.source.splitlines()
     n = trace.find("n")[0]
     o = trace.find("o")[0]
-    assert source[trace.node_line[n] - 1].strip() == "n = x1w1 + x2w2 + b"
-    assert source[trace.node_line[o] - 1].strip() == "o = n.tanh()"
+    assert source[trace.line(n) - 1].strip() == "n = x1w1 + x2w2 + b"
+    assert source[trace.line(o) - 1].strip() == "o = n.tanh()"
     # the `*` node made inside micrograd's own __mul__ gets the scenario line too
     trace = record(write(tmp_path, "mg.py", MICROGRAD_NEURON))
-    mul = next(i for i in range(trace.node_count) if trace.node_op[i] == "*")
-    assert trace.source.splitlines()[trace.node_line[mul] - 1].strip() == "n = x1*w1 + x2*w2 + b"
+    mul = next(i for i in range(trace.node_count) if trace.op(i) == "*")
+    assert trace.source.splitlines()[trace.line(mul) - 1].strip() == "n = x1*w1 + x2*w2 + b"
 
 
 def test_writes_inside_backward_have_their_closure_lines():

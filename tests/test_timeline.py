@@ -74,7 +74,7 @@ def test_a_step_touches_only_its_own_writes(mlp):
     timeline.data = CountingArray(timeline.data)
     for _ in range(50):
         index = timeline.position
-        own = len(mlp.event(index).writes) + (mlp.ev_kind[index] in (2, 3))
+        own = len(mlp.event(index).writes) + (mlp.kind(index) in ("grad", "data"))
         timeline.grad.writes = timeline.data.writes = 0
         timeline.step()
         assert timeline.grad.writes + timeline.data.writes == own

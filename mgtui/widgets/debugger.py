@@ -19,7 +19,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from mgtui.explain import explain
 from mgtui.timeline import Timeline
-from mgtui.trace import BACKWARD, CREATE, GRAD, Trace
+from mgtui.trace import EventKind, Trace
 from mgtui.widgets.checks import ChecksPane
 from mgtui.widgets.graph_view import GraphView, views_for
 from mgtui.widgets.node_table import NodeTable
@@ -294,19 +294,18 @@ class DebuggerScreen(Screen[None]):
         self._select = None
         error = self.at_error
         if event_index is not None and not error:
-            kind = trace.ev_kind[event_index]
-            nid = trace.ev_node[event_index]
-            if kind == BACKWARD:
-                lo, hi = trace.ev_write_start[event_index], trace.ev_write_start[event_index + 1]
-                for w in range(lo, hi):
-                    marks[trace.wr_node[w]] = "acc"
+            kind = trace.kind(event_index)
+            nid = trace.event_node(event_index)
+            if kind is EventKind.BACKWARD:
+                for w in trace.writes(event_index):
+                    marks[w.node] = "acc"
                 marks[nid] = "run"
             else:
-                marks[nid] = "new" if kind == CREATE else "set"
+                marks[nid] = "new" if kind is EventKind.CREATE else "set"
             if follow is None:
                 follow = nid
         running = (event_index is not None and not error
-                   and trace.ev_kind[event_index] == BACKWARD)
+                   and trace.kind(event_index) is EventKind.BACKWARD)
         single = abs(position - self._shown) == 1
         self._shown = position
         self.query_one(NodeTable).show(view, timeline.data, timeline.grad, timeline.created,
@@ -350,8 +349,8 @@ class DebuggerScreen(Screen[None]):
             detail.show(render_start(self.total, trace.title))
         else:
             exp = explain(trace, timeline.data, timeline.grad, event_index)
-            closure = trace.ev_closure[event_index]
-            closure_file = Path(trace.closures[closure].filename).name if closure >= 0 else ""
+            closure = trace.closure_of(event_index)
+            closure_file = Path(closure.filename).name if closure is not None else ""
             text = render_explanation(self.position, self.total, exp,
                                       trace.line_of(event_index), closure_file)
             touched = [exp.node] + [c.target for c in exp.contributions]
@@ -386,14 +385,13 @@ class DebuggerScreen(Screen[None]):
         if event_index is None:
             source.show("start", name, lines, 1, {})
             return
-        kind = trace.ev_kind[event_index]
-        closure_index = trace.ev_closure[event_index]
-        if kind == BACKWARD and closure_index >= 0:
+        kind = trace.kind(event_index)
+        closure_index = trace.closure_index(event_index)
+        if kind is EventKind.BACKWARD and closure_index is not None:
             closure = trace.closures[closure_index]
-            lo, hi = trace.ev_write_start[event_index], trace.ev_write_start[event_index + 1]
-            marked = {trace.wr_line[w]: "▶" for w in range(lo, hi) if trace.wr_line[w]}
-            nid = trace.ev_node[event_index]
-            op = trace.node_op[nid]
+            marked = {w.line: "▶" for w in trace.writes(event_index) if w.line}
+            nid = trace.event_node(event_index)
+            op = trace.op(nid)
             title = (f"{trace.label(nid)}._backward ({op or 'leaf'}) · "
                      f"{short_path(closure.filename)}:{closure.first_line}")
             if closure.default:
@@ -403,7 +401,7 @@ class DebuggerScreen(Screen[None]):
             return
         line = trace.line_of(event_index)
         marked = {line: "▶"} if line else {}
-        what = "made here" if kind == CREATE else ("seeded here" if kind == GRAD else "written here")
+        what = {EventKind.CREATE: "made here", EventKind.GRAD: "seeded here"}.get(kind, "written here")
         source.show(("scenario", line), f"{name}:{line or '?'}  {what}", lines, 1, marked)
 
     # -- actions -----------------------------------------------------------------------------
@@ -471,14 +469,10 @@ class DebuggerScreen(Screen[None]):
     def _hits(self, i: int) -> bool:
         """Does event `i` touch a breakpoint: its `_backward` runs or its grad is written?"""
         trace, bps = self.trace, self.breakpoints
-        kind = trace.ev_kind[i]
-        if kind in (BACKWARD, GRAD) and trace.ev_node[i] in bps:
+        kind = trace.kind(i)
+        if kind in (EventKind.BACKWARD, EventKind.GRAD) and trace.event_node(i) in bps:
             return True
-        if kind == BACKWARD:
-            for w in range(trace.ev_write_start[i], trace.ev_write_start[i + 1]):
-                if trace.wr_node[w] in bps and trace.wr_field[w] == 0:
-                    return True
-        return False
+        return kind is EventKind.BACKWARD and any(n in bps for n in trace.grad_targets(i))
 
     def action_continue(self) -> None:
         if self.trace is None:
@@ -557,11 +551,9 @@ class DebuggerScreen(Screen[None]):
         if row is not None:
             table.set_cursor(row, center=True)
             return
-        trace = self.trace
-        for i in range(len(trace)):
-            if trace.ev_kind[i] == CREATE and trace.ev_node[i] == nid:
-                self.goto(i + 1, select=nid)
-                return
+        made = self.trace.created_at(nid)
+        if made is not None:
+            self.goto(made + 1, select=nid)
 
     def action_help(self) -> None:
         """The help screen, built from BINDINGS: the keys of each action on one line."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from mgtui.trace import BACKWARD, Pass, Trace
+from mgtui.trace import Pass, Trace
 
 
 @dataclass
@@ -30,13 +30,12 @@ class GraphView:
         view = cls(trace, forward, backward)
         if forward is not None:
             rows = trace.graph(forward)
-            made = {trace.ev_node[i] for i in range(forward.start, forward.end)}
+            made = set(trace.made_in(forward))
             view.used = [n for n in rows if n not in made]
             view.made = [n for n in rows if n in made]
         if backward is not None:
-            view.walk_events = [i for i in range(backward.start, backward.end)
-                                if trace.ev_kind[i] == BACKWARD]
-            view.topo = [trace.ev_node[i] for i in reversed(view.walk_events)]
+            view.walk_events = trace.backward_calls(backward)
+            view.topo = [trace.event_node(i) for i in reversed(view.walk_events)]
         else:
             view.topo = view.used + view.made
         view.topo_of = {nid: k for k, nid in enumerate(view.topo)}

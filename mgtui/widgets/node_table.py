@@ -293,7 +293,7 @@ class NodeTable(ScrollView, can_focus=True):
             (str(nid).rjust(w[1]), None),
             (clip(FLAGGED + trace.label(nid) if flag else trace.label(nid), w[2]),
              self.get_component_rich_style("node-table--flagged") if flag else None),
-            (clip(trace.node_op[nid], w[3]), None),
+            (clip(trace.op(nid), w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),
              None if math.isfinite(data) else nonfinite),
             ("·".rjust(w[5]) if mark == "future" else number(grad, w[5]),

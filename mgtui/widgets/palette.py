@@ -41,7 +41,7 @@ class GoToProvider(Provider):
             if needle in name.lower():
                 score = matcher.match(f"node {name}") or 0.5
                 yield Hit(score, f"Go to node {name}", partial(screen.goto_node, nid),
-                          help=f"node {nid}, op {trace.node_op[nid] or 'leaf'}")
+                          help=f"node {nid}, op {trace.op(nid) or 'leaf'}")
                 found += 1
                 if found >= 20:
                     break

@@ -131,7 +131,7 @@ class TopoList(ScrollView, can_focus=True):
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
             text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(trace.label(nid), view.label_width)}"
-                    f"  {trace.node_op[nid]}")
+                    f"  {trace.op(nid)}")
             style = self.rich_style
             if state:
                 style = style + self.get_component_rich_style(f"topo-list--{state}")

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from mgtui.trace import EventKind, Field, Trace
 
-UNARY = {"tanh", "exp", "ReLU", "relu", "sigmoid", "log"}
 
 
 def fmt(x: float) -> str:

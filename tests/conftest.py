@@ -22,6 +22,12 @@ def clean_env(monkeypatch):
             continue
         if name == "NO_COLOR" or name.startswith("TEXTUAL_") or name == "COLORTERM":
             monkeypatch.delenv(name, raising=False)
+    # The source pane shows plain text until pygments' lexer is built, once per process,
+    # by whichever load path comes first. Build it now, so that what a test sees does not
+    # depend on which tests ran before it in the same process (or on the xdist worker).
+    from mgtui.widgets.source_view import warm_highlighter
+
+    warm_highlighter()
     yield
     # the recorder swaps sys.stdout while it runs; never leave a test with a stale one
     if sys.stdout is not sys.__stdout__ and type(sys.stdout).__name__ in ("StringIO", "_PrintCapture"):

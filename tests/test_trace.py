@@ -1,0 +1,173 @@
+"""The trace's query API and its builder: what callers may ask, checked by hand-built
+traces whose answers are known, and by a JSON round trip of a recorded one."""
+
+from __future__ import annotations
+
+import json
+from array import array
+
+import pytest
+
+from mgtui.export import dumps, from_json
+from mgtui.recorder import record
+from mgtui.timeline import Timeline
+from mgtui.trace import EventKind, Field, TraceBuilder
+
+CREATE, BACKWARD, GRAD, DATA = EventKind
+
+
+def lecture_chain():
+    """e = a*b, d = e + c, L = d*f (the lecture's first expression), backward by hand.
+
+    a=2, b=-3, c=10, f=-2: e=-6, d=4, L=-8; grads L 1, f 4, d -2, e -2, c -2, a 6, b -4.
+    """
+    b = TraceBuilder("chain.py", "chain")
+    a_ = b.add_node("a", "", (), 2.0, 1)
+    b_ = b.add_node("b", "", (), -3.0, 2)
+    c_ = b.add_node("c", "", (), 10.0, 3)
+    e_ = b.add_node("e", "*", (a_, b_), -6.0, 4)
+    d_ = b.add_node("d", "+", (e_, c_), 4.0, 5)
+    f_ = b.add_node("f", "", (), -2.0, 6)
+    L_ = b.add_node("L", "*", (d_, f_), -8.0, 7)
+    for nid in range(7):
+        b.add_event(CREATE, nid)
+    b.add_event(GRAD, L_, 0.0, 1.0, line=8)
+    b.add_event(BACKWARD, L_, line=9, closure=0)
+    b.add_write(d_, Field.GRAD, 0.0, -2.0, 20)
+    b.add_write(f_, Field.GRAD, 0.0, 4.0, 21)
+    b.add_event(BACKWARD, d_, line=9, closure=1)
+    b.add_write(e_, Field.GRAD, 0.0, -2.0, 30)
+    b.add_write(c_, Field.GRAD, 0.0, -2.0, 31)
+    b.add_event(BACKWARD, e_, line=9, closure=0)
+    b.add_write(a_, Field.GRAD, 0.0, 6.0, 20)
+    b.add_write(b_, Field.GRAD, 0.0, -4.0, 21)
+    b.add_event(DATA, a_, 2.0, 1.94, line=10)
+    return b.build(), dict(a=a_, b=b_, c=c_, e=e_, d=d_, f=f_, L=L_)
+
+
+def test_passes_and_final_state_of_a_hand_built_trace():
+    t, n = lecture_chain()
+    assert [(p.kind, p.start, p.end) for p in t.passes] == [
+        ("forward", 0, 7), ("backward", 7, 11), ("update", 11, 12)]
+    grads = {name: t.final_grad[nid] for name, nid in n.items()}
+    assert grads == dict(L=1.0, f=4.0, d=-2.0, e=-2.0, c=-2.0, a=6.0, b=-4.0)
+    assert t.final_data[n["a"]] == 1.94 and t.node_data[n["a"]] == 2.0
+    assert t.write_count == 6
+
+
+def test_queries_name_what_callers_used_to_compute():
+    t, n = lecture_chain()
+    forward, backward, update = t.passes
+    assert t.kind(7) is EventKind.GRAD and t.kind(8) == "backward"
+    assert t.event_node(8) == n["L"] and t.change(7) == (0.0, 1.0)
+    assert t.backward_calls(backward) == [8, 9, 10]
+    assert t.first_backward(backward) == 8 and t.first_backward(forward) is None
+    assert t.backward_order(backward) == [n["L"], n["d"], n["e"]]
+    assert t.backward_root(backward) == n["L"]
+    assert t.made_in(forward) == list(range(7))
+    assert t.created_at(n["e"]) == 3
+    writes = t.writes(9)
+    assert [(w.node, w.field, w.before, w.after, w.line) for w in writes] == [
+        (n["e"], Field.GRAD, 0.0, -2.0, 30), (n["c"], Field.GRAD, 0.0, -2.0, 31)]
+    assert [w.node for w in t.writes_in(backward)] == [n[x] for x in "dfecab"]
+    assert t.grad_targets(7) == [n["L"]] and t.grad_targets(10) == [n["a"], n["b"]]
+    assert t.grad_targets(11) == [] and t.grad_targets(0) == []
+    assert t.closure_index(8) == 0 and t.closure_index(7) is None
+    assert t.line_of(3) == 4 and t.line_of(8) == 9 and t.event_line(3) is None
+    assert t.children(n["L"]) == (n["d"], n["f"]) and t.is_leaf(n["a"])
+    assert t.ancestors(n["d"]) == sorted([n["a"], n["b"], n["c"], n["e"], n["d"]])
+    assert t.events_of(EventKind.DATA) == [11]
+    assert [t.uses[n[x]] for x in "abcdefL"] == [1, 1, 1, 1, 1, 1, 0]
+
+
+def test_apply_and_undo_are_inverse_at_every_step():
+    t, _ = lecture_chain()
+    data, grad = array("d", t.node_data), array("d", bytes(8 * t.node_count))
+    states = [(list(data), list(grad))]
+    made = 0
+    for i in range(len(t)):
+        made += t.apply(i, data, grad)
+        states.append((list(data), list(grad)))
+    assert made == t.node_count
+    assert (list(data), list(grad)) == (list(t.final_data), list(t.final_grad))
+    for i in range(len(t) - 1, -1, -1):
+        made -= t.undo(i, data, grad)
+        assert (list(data), list(grad)) == states[i]
+    assert made == 0
+
+
+def test_a_second_contribution_is_counted():
+    """b = a + a: both writes of b's _backward go to a, the second is contribution 2."""
+    bld = TraceBuilder("s.py")
+    a = bld.add_node("a", "", (), 3.0)
+    b = bld.add_node("b", "+", (a, a), 6.0)
+    bld.add_event(CREATE, a)
+    bld.add_event(CREATE, b)
+    bld.add_event(GRAD, b, 0.0, 1.0)
+    bld.add_event(BACKWARD, b)
+    bld.add_write(a, Field.GRAD, 0.0, 1.0)
+    bld.add_write(a, Field.GRAD, 1.0, 2.0)
+    t = bld.build()
+    assert [t.contribution(w) for w in t.writes(3)] == [1, 2]
+    assert t.uses[a] == 1  # one user, which uses it twice
+
+
+def test_a_long_run_of_grad_writes_to_one_node_splits_in_linear_time():
+    """100,000 `a.grad = 1.0` writes in a row: splitting them into passes used to look
+    ahead from every write, which is quadratic and never finished."""
+    n = 100_000
+    bld = TraceBuilder("s.py")
+    a = bld.add_node("a", "", (), 1.0)
+    bld.add_event(CREATE, a)
+    for k in range(n):
+        bld.add_event(GRAD, a, float(k), float(k + 1))
+    bld.add_event(BACKWARD, a)
+    t = bld.build()
+    # every write is followed, through writes to the same node, by a _backward: seeds
+    assert [(p.kind, p.start, p.end) for p in t.passes] == [
+        ("forward", 0, 1), ("backward", 1, n + 2)]
+    assert t.final_grad[a] == float(n)
+
+
+def test_the_recorder_handles_a_long_run_of_grad_writes(write_scenario):
+    path = write_scenario("writes", """
+        from engine import Value
+        a = Value(1.0)
+        for _ in range(100_000):
+            a.grad = 1.0
+        a.grad = 0.0
+    """)
+    t = record(path)
+    assert t.error is None and len(t) == 100_002
+    kinds = [p.kind for p in t.passes]
+    assert kinds == ["forward", "other", "zero_grad"]
+    assert len(t.passes[1]) == 100_000
+
+
+def test_a_json_round_trip_answers_every_query_the_same():
+    t = record("scenarios/neuron.py")
+    back = from_json(json.loads(dumps(t)))
+    assert len(back) == len(t) and back.node_count == t.node_count
+    assert back.passes == t.passes
+    for i in range(len(t)):
+        assert back.event(i) == t.event(i)
+        assert back.line_of(i) == t.line_of(i)
+        assert back.closure_of(i) == t.closure_of(i)
+    for nid in range(t.node_count):
+        assert back.node(nid) == t.node(nid)
+    assert list(back.final_grad) == list(t.final_grad)
+    # the lecture's figures, through the round trip
+    grads = {back.label(n): back.final_grad[n] for n in range(back.node_count)}
+    assert grads["x1"] == pytest.approx(-1.5) and grads["w1"] == pytest.approx(1.0)
+    assert grads["x2"] == pytest.approx(0.5) and grads["w2"] == 0.0
+
+
+def test_a_timeline_over_a_built_trace_walks_both_ways():
+    t, n = lecture_chain()
+    tl = Timeline(t)
+    tl.seek(len(t) - 1)  # before the update
+    assert tl.grad[n["a"]] == 6.0 and tl.data[n["a"]] == 2.0
+    tl.step()
+    assert tl.data[n["a"]] == 1.94 and tl.at_end
+    tl.seek(7)
+    assert tl.created == 7 and not any(tl.grad)

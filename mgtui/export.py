@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from mgtui.recorder import ScenarioLoadError
-from mgtui.trace import PASS_KINDS, Closure, EventKind, Field, Trace, TraceBuilder, TraceError
+from mgtui import tracefile
+from mgtui.trace import (
+    MAX_LINE,
+    Closure,
+    EventKind,
+    Field,
+    Trace,
+    TraceBuilder,
+    TraceError,
+    TraceFormatError,
+)
 
 FORMAT = "mgtui-trace"
 VERSION = 1
@@ -23,6 +33,8 @@ def num(x: float) -> float | str:
 
 
 def unnum(x: Any) -> float:
+    """A JSON number (or "nan", "inf", "-inf") as a float; ValueError for anything else,
+    OverflowError for an integer too big for a float."""
     if isinstance(x, str):
         if x in ("nan", "inf", "-inf"):
             return float(x)
@@ -94,68 +106,152 @@ def dumps(trace: Trace) -> str:
 
 
 def load(path: str | os.PathLike) -> Trace:
-    """Read a saved trace. Runs no code. Raises ScenarioLoadError if it is not one."""
+    """Read a saved trace, JSON or binary (`mgtui.tracefile`). Runs no code, and checks
+    every reference and bound. Raises ScenarioLoadError, naming the first bad field, if
+    it is not a trace this mgtui can show."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioLoadError(f"no such file: {path}" if not p.exists() else f"{path} is not a file")
     try:
+        if tracefile.is_trace_file(p):
+            return tracefile.load(p)
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ScenarioLoadError(
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ScenarioLoadError(f"{path} is not an mgtui trace: nested too deeply") from None
+    except (TraceFormatError, MemoryError) as exc:
+        raise ScenarioLoadError(f"{path} is not an mgtui trace: {exc}") from None
     try:
         return from_json(doc)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ScenarioLoadError(f"{path} is not an mgtui trace: {what}") from None
 
 
 def from_json(doc: dict[str, Any]) -> Trace:
+    """A trace from its JSON document, checked field by field (TraceFormatError)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f'"format" must be "{FORMAT}"')
+        raise TraceFormatError("format", f'must be "{FORMAT}"')
     if doc.get("version") != VERSION:
-        raise ValueError(f"unsupported version {doc.get('version')!r} (this mgtui reads {VERSION})")
-    builder = TraceBuilder(str(doc.get("scenario", "")), str(doc.get("title", "")),
-                           str(doc.get("notes", "")), str(doc.get("source", "")))
-    nodes = doc["nodes"]
-    count = len(nodes)
-    for i, n in enumerate(nodes):
-        if n["id"] != i:
-            raise ValueError(f"node ids must follow creation order (node {i} has id {n['id']})")
-        for c in n["children"]:
-            if not (isinstance(c, int) and 0 <= c < count):
-                raise ValueError(f"node {n['id']} has an unknown child {c!r}")
-        label = "" if n["label"] == f"#{i}" else str(n["label"])
-        builder.add_node(label, str(n["op"]), n["children"], unnum(n["data"]), n.get("line") or 0)
-    for e in doc["events"]:
-        kind = EventKind(e["kind"])
-        node = e["node"]
-        if not (isinstance(node, int) and 0 <= node < count):
-            raise ValueError(f"an event names an unknown node {node!r}")
-        closure = e.get("closure")
-        lone = kind in (EventKind.GRAD, EventKind.DATA)
-        builder.add_event(kind, node, unnum(e["before"]) if lone else 0.0,
-                          unnum(e["after"]) if lone else 0.0, e.get("line") or 0,
-                          closure if isinstance(closure, int) else -1)
-        if kind is EventKind.BACKWARD:
-            for w in e["writes"]:
-                if not (isinstance(w["node"], int) and 0 <= w["node"] < count):
-                    raise ValueError(f"a write names an unknown node {w['node']!r}")
-                builder.add_write(w["node"], Field(w.get("field", "grad")), unnum(w["before"]),
-                                  unnum(w["after"]), w.get("line") or 0)
-    for c in doc.get("closures", []):
-        builder.add_closure(Closure(str(c["name"]), str(c["filename"]), int(c["first_line"]),
-                                    tuple(str(x) for x in c["lines"]), bool(c.get("default", False))))
-    passes = [(p["kind"], int(p["start"]), int(p["end"])) for p in doc["passes"]]
-    for kind, _, _ in passes:
-        if kind not in PASS_KINDS:
-            raise ValueError(f"unknown pass kind {kind!r}")
-    err = doc.get("error")
-    error = None if err is None else TraceError(
-        str(err["type"]), str(err.get("message", "")), err.get("line"),
-        int(err.get("after_event", builder.event_count)))
-    return builder.build(error, str(doc.get("output", "")), passes)
+        raise TraceFormatError("version", f"{doc.get('version')!r} (this mgtui reads {VERSION})")
+    builder = TraceBuilder(*(_text(doc.get(k), k) for k in ("scenario", "title", "notes", "source")))
+    for i, n in enumerate(_list(doc.get("nodes"), "nodes")):
+        _node(builder, _obj(n, f"nodes[{i}]"), i)
+    for i, e in enumerate(_list(doc.get("events"), "events")):
+        _event(builder, _obj(e, f"events[{i}]"), i)
+    for k, c in enumerate(_list(doc.get("closures", []), "closures")):
+        c = _obj(c, f"closures[{k}]")
+        lines = _list(c.get("lines"), f"closures[{k}].lines")
+        builder.add_closure(Closure(_text(c.get("name"), f"closures[{k}].name"),
+                                    _text(c.get("filename"), f"closures[{k}].filename"),
+                                    _line(c.get("first_line"), f"closures[{k}].first_line"),
+                                    tuple(_text(x, f"closures[{k}].lines") for x in lines),
+                                    bool(c.get("default", False))))
+    passes = []
+    for k, p in enumerate(_list(doc.get("passes"), "passes")):
+        p = _obj(p, f"passes[{k}]")
+        passes.append((_text(p.get("kind"), f"passes[{k}].kind"),
+                       _int(p.get("start"), f"passes[{k}].start"),
+                       _int(p.get("end"), f"passes[{k}].end")))
+    error = _error(doc.get("error"), builder.event_count)
+    builder.validate(passes, error)
+    return builder.build(error, _text(doc.get("output"), "output"), passes)
+
+
+def _node(builder: TraceBuilder, n: dict, i: int) -> None:
+    if n.get("id") != i:
+        raise TraceFormatError(f"nodes[{i}].id", f"{n.get('id')!r}: ids follow creation order")
+    children = [_int(c, f"nodes[{i}].children") for c in _list(n.get("children"),
+                                                                 f"nodes[{i}].children")]
+    label = _text(n.get("label"), f"nodes[{i}].label")
+    builder.add_node("" if label == f"#{i}" else label, _text(n.get("op"), f"nodes[{i}].op"),
+                     children, _num(n.get("data"), f"nodes[{i}].data"),
+                     _line(n.get("line"), f"nodes[{i}].line"))
+
+
+def _event(builder: TraceBuilder, e: dict, i: int) -> None:
+    try:
+        kind = EventKind(e.get("kind"))
+    except ValueError:
+        raise TraceFormatError(f"events[{i}].kind", f"{e.get('kind')!r} is not a kind") from None
+    node = _int(e.get("node"), f"events[{i}].node")
+    lone = kind in (EventKind.GRAD, EventKind.DATA)
+    closure = e.get("closure")
+    builder.add_event(kind, node,
+                      _num(e.get("before"), f"events[{i}].before") if lone else 0.0,
+                      _num(e.get("after"), f"events[{i}].after") if lone else 0.0,
+                      _line(e.get("line"), f"events[{i}].line"),
+                      _int(closure, f"events[{i}].closure") if closure is not None else -1)
+    if kind is not EventKind.BACKWARD:
+        return
+    for k, w in enumerate(_list(e.get("writes"), f"events[{i}].writes")):
+        where = f"events[{i}].writes[{k}]"
+        w = _obj(w, where)
+        try:
+            fld = Field(w.get("field", "grad"))
+        except ValueError:
+            raise TraceFormatError(f"{where}.field", "must be grad or data") from None
+        builder.add_write(_int(w.get("node"), f"{where}.node"), fld,
+                          _num(w.get("before"), f"{where}.before"),
+                          _num(w.get("after"), f"{where}.after"), _line(w.get("line"), f"{where}.line"))
+
+
+def _error(err: Any, events: int) -> TraceError | None:
+    if err is None:
+        return None
+    err = _obj(err, "error")
+    line = err.get("line")
+    return TraceError(_text(err.get("type"), "error.type"), _text(err.get("message"), "error.message"),
+                      _line(line, "error.line") or None,
+                      _int(err.get("after_event", events), "error.after_event"))
+
+
+# -- checked fields --------------------------------------------------------------------
+
+
+def _obj(x: Any, where: str) -> dict:
+    if not isinstance(x, dict):
+        raise TraceFormatError(where, "must be an object")
+    return x
+
+
+def _list(x: Any, where: str) -> list:
+    if not isinstance(x, list):
+        raise TraceFormatError(where, "must be a list")
+    return x
+
+
+def _text(x: Any, where: str) -> str:
+    if x is None:
+        return ""
+    if not isinstance(x, str):
+        raise TraceFormatError(where, "must be a string")
+    return x
+
+
+def _int(x: Any, where: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or not -1 <= x < 1 << 62:
+        raise TraceFormatError(where, f"{x!r} is not an index")
+    return x
+
+
+def _line(x: Any, where: str) -> int:
+    if x is None:
+        return 0
+    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_LINE:
+        raise TraceFormatError(where, f"{x!r} is not a line number")
+    return x
+
+
+def _num(x: Any, where: str) -> float:
+    try:
+        return unnum(x)
+    except (ValueError, OverflowError):
+        raise TraceFormatError(where, f"{x!r} is not a number") from None
 
 
 def to_dot(trace: Trace) -> str:

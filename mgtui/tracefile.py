@@ -1,0 +1,329 @@
+"""The binary trace format: compact, fast to read, and checked field by field.
+
+A file is a magic header and a version, then records. Each record is a one-byte tag,
+an 8-byte little-endian length and a payload:
+
+    MGTUI\\0TR  u16 version  u16 flags (0)
+    H  header: JSON {"scenario", "title", "notes", "source"}
+    C  one `_backward` closure's source: JSON {"name", "filename", "first_line", "lines", "default"}
+    N  nodes (zlib):  u32 count, u32 children; data f64[count], lines i32[count],
+               child_ends i64[count], child_ids i64[children]; JSON [labels, ops]
+    E  events (zlib): u32 count; kinds i8, nodes i64, before f64, after f64, lines i32,
+               closures i32, write_starts i64 (each [count])
+    W  writes (zlib): u32 count; nodes i64, fields i8, before f64, after f64, lines i32
+    Z  end:    JSON {"error": null | {"type", "message", "line", "after_event"},
+               "output": str, "passes": [[kind, start, end], ...]}
+
+The payloads of N, E and W are zlib-compressed (level 1: most of a trace is small ids
+and repeated zeros). They carry the trace's chunks (`mgtui.trace.chunks_of`), so the same records can
+be written while a scenario still runs and read as they arrive. Numbers are stored as
+they are, so nan and inf need no special form. JSON (`mgtui.export`) stays the format
+for interchange; this one is for saving and loading big traces.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import sys
+import zlib
+from array import array
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from mgtui.trace import (
+    Chunk,
+    Closure,
+    EventChunk,
+    NodeChunk,
+    Trace,
+    TraceBuilder,
+    TraceError,
+    TraceFormatError,
+    WriteChunk,
+    chunks_of,
+)
+
+MAGIC = b"MGTUI\0TR"
+VERSION = 1
+SUFFIX = ".mgtrace"
+_HEAD = struct.Struct("<8sHH")
+_RECORD = struct.Struct("<cQ")
+_COUNT = struct.Struct("<I")
+_COUNTS = struct.Struct("<II")
+_BIG = sys.byteorder == "big"
+MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
+
+
+def is_trace_file(path: str | os.PathLike) -> bool:
+    """Is this a binary trace: by its name, or by the magic it starts with?"""
+    if Path(path).suffix == SUFFIX:
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _le(a: array) -> bytes:
+    if _BIG:
+        a = array(a.typecode, a)
+        a.byteswap()
+    return a.tobytes()
+
+
+def _json(obj: object) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _record(tag: bytes, payload: bytes) -> bytes:
+    return _RECORD.pack(tag, len(payload)) + payload
+
+
+def encode_chunk(chunk: Chunk) -> bytes:
+    """One N, E or W record."""
+    if isinstance(chunk, NodeChunk):
+        payload = b"".join((
+            _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
+            _le(chunk.data), _le(chunk.lines), _le(chunk.child_ends), _le(chunk.child_ids),
+            _json([list(chunk.labels), list(chunk.ops)])))
+        return _record(b"N", zlib.compress(payload, 1))
+    if isinstance(chunk, EventChunk):
+        columns = (chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
+                   chunk.closures, chunk.write_starts)
+        payload = _COUNT.pack(len(chunk.kinds)) + b"".join(map(_le, columns))
+        return _record(b"E", zlib.compress(payload, 1))
+    columns = (chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
+    payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
+    return _record(b"W", zlib.compress(payload, 1))
+
+
+def encode_header(scenario: str, title: str, notes: str, source: str) -> bytes:
+    head = _HEAD.pack(MAGIC, VERSION, 0)
+    return head + _record(b"H", _json({"scenario": scenario, "title": title, "notes": notes,
+                                       "source": source}))
+
+
+def encode_closure(c: Closure) -> bytes:
+    return _record(b"C", _json({"name": c.name, "filename": c.filename,
+                                "first_line": c.first_line, "lines": list(c.lines),
+                                "default": c.default}))
+
+
+def encode_end(error: TraceError | None, output: str,
+               passes: list[tuple[str, int, int]] | None) -> bytes:
+    err = None if error is None else {"type": error.type, "message": error.message,
+                                      "line": error.line, "after_event": error.after_event}
+    return _record(b"Z", _json({"error": err, "output": output, "passes": passes}))
+
+
+def write(trace: Trace, f: BinaryIO) -> None:
+    f.write(encode_header(trace.scenario, trace.title, trace.notes, trace.source))
+    for c in trace.closures:
+        f.write(encode_closure(c))
+    for chunk in chunks_of(trace):
+        f.write(encode_chunk(chunk))
+    f.write(encode_end(trace.error, trace.output,
+                       [(p.kind, p.start, p.end) for p in trace.passes]))
+
+
+def dumpb(trace: Trace) -> bytes:
+    out = io.BytesIO()
+    write(trace, out)
+    return out.getvalue()
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+class _Payload:
+    """Reads a record's payload front to back; every read is bounds-checked."""
+
+    def __init__(self, tag: str, data: bytes) -> None:
+        self.tag, self.data, self.at = tag, data, 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.at + n > len(self.data):
+            raise TraceFormatError(f"record {self.tag}", "ends too soon")
+        piece = self.data[self.at : self.at + n]
+        self.at += n
+        return piece
+
+    def unpack(self, s: struct.Struct) -> tuple:
+        return s.unpack(self.take(s.size))
+
+    def column(self, typecode: str, count: int) -> array:
+        a = array(typecode)
+        a.frombytes(self.take(a.itemsize * count))
+        if _BIG:
+            a.byteswap()
+        return a
+
+    def json(self) -> object:
+        try:
+            return json.loads(self.take(len(self.data) - self.at).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise TraceFormatError(f"record {self.tag}", f"not valid JSON ({exc})") from None
+
+    def done(self) -> None:
+        if self.at != len(self.data):
+            raise TraceFormatError(f"record {self.tag}", "has bytes left over")
+
+
+def _inflate(tag: str, data: bytes) -> bytes:
+    unpack = zlib.decompressobj()
+    try:
+        out = unpack.decompress(data, MAX_RECORD)
+    except zlib.error as exc:
+        raise TraceFormatError(f"record {tag}", f"is damaged ({exc})") from None
+    if unpack.unconsumed_tail or not unpack.eof:
+        raise TraceFormatError(f"record {tag}", "is damaged or too big")
+    return out
+
+
+def decode_chunk(tag: str, data: bytes) -> Chunk:
+    """A chunk from the (compressed) payload of an N, E or W record."""
+    p = _Payload(tag, _inflate(tag, data))
+    if tag == "N":
+        count, children = p.unpack(_COUNTS)
+        numbers = (p.column("d", count), p.column("i", count), p.column("q", count),
+                   p.column("q", children))
+        strings = p.json()
+        if (not isinstance(strings, list) or len(strings) != 2
+                or not all(isinstance(x, list) and len(x) == count for x in strings)):
+            raise TraceFormatError("record N", f"needs [labels, ops] for {count} nodes")
+        labels, ops = strings
+        data_, lines, ends, ids = numbers
+        return NodeChunk(tuple(labels), tuple(ops), data_, lines, ends, ids)
+    if tag == "E":
+        (count,) = p.unpack(_COUNT)
+        chunk = EventChunk(*(p.column(t, count) for t in "bqddiiq"))
+    else:
+        (count,) = p.unpack(_COUNT)
+        chunk = WriteChunk(*(p.column(t, count) for t in "qbddi"))
+    p.done()
+    return chunk
+
+
+def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
+    """(tag, payload) of each record after the header; checks the magic and version."""
+    head = f.read(_HEAD.size)
+    if len(head) < _HEAD.size or head[: len(MAGIC)] != MAGIC:
+        raise TraceFormatError("header", "not an mgtui binary trace")
+    _, version, _ = _HEAD.unpack(head)
+    if version != VERSION:
+        raise TraceFormatError("version", f"{version} (this mgtui reads {VERSION})")
+    while True:
+        raw = f.read(_RECORD.size)
+        if not raw:
+            return
+        if len(raw) < _RECORD.size:
+            raise TraceFormatError("file", "ends inside a record")
+        tag, length = _RECORD.unpack(raw)
+        payload = f.read(length) if length <= 1 << 36 else b""
+        if len(payload) != length:
+            raise TraceFormatError("file", "ends inside a record")
+        yield tag.decode("latin-1"), payload
+
+
+def read(f: BinaryIO) -> Trace:
+    """Read a whole binary trace, checked before it is built."""
+    builder: TraceBuilder | None = None
+    end = None
+    for tag, payload in records(f):
+        if tag == "H":
+            head = _dict(_Payload(tag, payload).json(), "header")
+            builder = TraceBuilder(*(_text(head.get(k), f"header.{k}")
+                                     for k in ("scenario", "title", "notes", "source")))
+            continue
+        if builder is None:
+            raise TraceFormatError(f"record {tag}", "comes before the header")
+        if tag == "C":
+            builder.add_closure(_closure(_Payload(tag, payload).json(), len(builder.closures)))
+        elif tag in ("N", "E", "W"):
+            builder.add(decode_chunk(tag, payload))
+        elif tag == "Z":
+            end = _dict(_Payload(tag, payload).json(), "end")
+        else:
+            raise TraceFormatError("record", f"unknown tag {tag!r}")
+    if builder is None or end is None:
+        raise TraceFormatError("file", "is cut short: no header or no end record")
+    error = _error(end.get("error"))
+    passes = _passes(end.get("passes"))
+    builder.validate(passes, error)
+    return builder.build(error, _text(end.get("output"), "output"), passes)
+
+
+def loadb(data: bytes) -> Trace:
+    return read(io.BytesIO(data))
+
+
+def load(path: str | os.PathLike) -> Trace:
+    with Path(path).open("rb") as f:
+        return read(f)
+
+
+# -- checked pieces of JSON ------------------------------------------------------------
+
+
+def _dict(x: object, where: str) -> dict:
+    if not isinstance(x, dict):
+        raise TraceFormatError(where, "must be an object")
+    return x
+
+
+def _text(x: object, where: str) -> str:
+    if x is None:
+        return ""
+    if not isinstance(x, str):
+        raise TraceFormatError(where, "must be a string")
+    return x
+
+
+def _int(x: object, where: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TraceFormatError(where, f"{x!r} is not an integer")
+    return x
+
+
+def _closure(x: object, k: int) -> Closure:
+    c = _dict(x, f"closures[{k}]")
+    lines = c.get("lines")
+    if not isinstance(lines, list) or not all(isinstance(s, str) for s in lines):
+        raise TraceFormatError(f"closures[{k}].lines", "must be a list of strings")
+    first = _int(c.get("first_line"), f"closures[{k}].first_line")
+    if not 0 <= first <= 10_000_000:
+        raise TraceFormatError(f"closures[{k}].first_line", f"{first} is not a line number")
+    return Closure(_text(c.get("name"), f"closures[{k}].name"),
+                   _text(c.get("filename"), f"closures[{k}].filename"), first, tuple(lines),
+                   bool(c.get("default", False)))
+
+
+def _error(x: object) -> TraceError | None:
+    if x is None:
+        return None
+    e = _dict(x, "error")
+    line = e.get("line")
+    return TraceError(_text(e.get("type"), "error.type"), _text(e.get("message"), "error.message"),
+                      None if line is None else _int(line, "error.line"),
+                      _int(e.get("after_event", 0), "error.after_event"))
+
+
+def _passes(x: object) -> list[tuple[str, int, int]] | None:
+    if x is None:
+        return None
+    if not isinstance(x, list):
+        raise TraceFormatError("passes", "must be a list")
+    out = []
+    for k, p in enumerate(x):
+        if not isinstance(p, list) or len(p) != 3:
+            raise TraceFormatError(f"passes[{k}]", "must be [kind, start, end]")
+        out.append((_text(p[0], f"passes[{k}].kind"), _int(p[1], f"passes[{k}].start"),
+                    _int(p[2], f"passes[{k}].end")))
+    return out

@@ -1,0 +1,209 @@
+"""Saved traces, JSON and binary: they round-trip, and a corrupt or hostile one gets a
+clear message naming its first bad field, never a traceback and never a trace that
+breaks later."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mgtui import tracefile
+from mgtui.explain import explain
+from mgtui.export import dumps, load, to_json
+from mgtui.recorder import ScenarioLoadError, record
+from mgtui.timeline import Timeline
+
+from conftest import SCENARIOS
+
+NEURON = record(SCENARIOS / "neuron.py")
+NEURON_DOC = to_json(NEURON)
+
+
+def same_trace(a, b) -> None:
+    assert (a.scenario, a.title, a.notes, a.source, a.output) == (
+        b.scenario, b.title, b.notes, b.source, b.output)
+    assert len(a) == len(b) and a.node_count == b.node_count and a.passes == b.passes
+    assert a.closures == b.closures and a.error == b.error
+    assert [a.event(i) for i in range(len(a))] == [b.event(i) for i in range(len(b))]
+    assert [a.node(n) for n in range(a.node_count)] == [b.node(n) for n in range(b.node_count)]
+
+
+@pytest.mark.parametrize("name", ["neuron", "mlp", "bugs/non_finite"])
+def test_binary_round_trip(name, tmp_path):
+    trace = record(SCENARIOS / f"{name}.py")
+    path = tmp_path / "t.mgtrace"
+    path.write_bytes(tracefile.dumpb(trace))
+    assert tracefile.is_trace_file(path)
+    back = load(path)  # the loader tells the formats apart by the magic
+    same_trace(trace, back)
+
+
+def test_binary_is_much_smaller_than_json():
+    trace = record(SCENARIOS / "mlp.py")
+    assert len(tracefile.dumpb(trace)) * 5 <= len(dumps(trace).encode())  # issue 8: a fifth
+
+
+def test_a_scenario_that_raised_round_trips_with_its_error(write_scenario):
+    path = write_scenario("raises", """
+        from engine import Value
+        a = Value(2.0)
+        b = a * 3
+        raise RuntimeError("[/] boom")
+    """)
+    trace = record(path)
+    assert trace.error is not None
+    same_trace(trace, tracefile.loadb(tracefile.dumpb(trace)))
+
+
+def write_doc(tmp_path, doc) -> object:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc) if not isinstance(doc, str) else doc, encoding="utf-8")
+    return path
+
+
+def mutated(change) -> dict:
+    doc = copy.deepcopy(NEURON_DOC)
+    change(doc)
+    return doc
+
+
+def first_backward(doc) -> dict:
+    return next(e for e in doc["events"] if e["kind"] == "backward" and e["writes"])
+
+
+def set_(path, value):
+    def change(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key] if not callable(key) else key(target)
+        target[path[-1]] = value
+    return change
+
+
+CORRUPT = {
+    "a huge int": (set_(["nodes", 0, "data"], 10**400), "nodes[0].data"),
+    "a line of 2**40": (set_(["nodes", 3, "line"], 2**40), "nodes[3].line"),
+    "a pass end far away": (set_(["passes", 0, "end"], 10**6), "passes[0]"),
+    "a reversed pass": (set_(["passes", 0, "end"], -1), "passes[0]"),
+    "a closure index of 999": (set_([first_backward, "closure"], 999), ".closure"),
+    "a cycle": (set_(["nodes", 0, "children"], [5]), "nodes[0].children[0]"),
+    "a self-loop": (set_(["nodes", 5, "children"], [5]), "nodes[5].children[0]"),
+    "an unknown write target": (set_([first_backward, "writes", 0, "node"], 10**9), "node"),
+    "a bool for an id": (set_(["events", 0, "node"], True), "events[0].node"),
+    "an unknown kind": (set_(["events", 1, "kind"], "explode"), "events[1].kind"),
+    "a label that is not a string": (set_(["nodes", 0, "label"], ["x"]), "nodes[0].label"),
+    "an error after the end": (set_(["error"], {"type": "E", "message": "m", "line": 1,
+                                                "after_event": 10**6}), "error.after_event"),
+    "nodes that are not a list": (set_(["nodes"], {"a": 1}), "nodes"),
+    "a node made twice": (set_(["events", 1, "node"], 0), "events[1].node"),
+}
+
+
+@pytest.mark.parametrize("case", CORRUPT, ids=list(CORRUPT))
+def test_a_corrupt_json_trace_is_refused_naming_the_field(case, tmp_path):
+    change, field = CORRUPT[case]
+    path = write_doc(tmp_path, mutated(change))
+    with pytest.raises(ScenarioLoadError) as info:
+        load(path)
+    assert "is not an mgtui trace" in info.value.message
+    assert field in info.value.message
+
+
+def test_nesting_100k_deep_is_refused(tmp_path):
+    path = write_doc(tmp_path, "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ScenarioLoadError, match="not an mgtui trace"):
+        load(path)
+
+
+def test_a_truncated_binary_trace_is_refused(tmp_path):
+    data = tracefile.dumpb(NEURON)
+    for cut in (4, 20, len(data) // 2, len(data) - 1):
+        path = tmp_path / "cut.mgtrace"
+        path.write_bytes(data[:cut])
+        with pytest.raises(ScenarioLoadError, match="not an mgtui trace"):
+            load(path)
+
+
+def use_everything(trace) -> None:
+    """What the app and --print do with a trace: every step, explained, both ways."""
+    timeline = Timeline(trace)
+    for i in range(len(trace)):
+        timeline.step()
+        explain(trace, timeline.data, timeline.grad, i)
+        trace.line_of(i), trace.closure_of(i), trace.pass_at(i)
+    timeline.seek(0)
+    for p in trace.passes:
+        trace.backward_calls(p), trace.graph(p), trace.backward_root(p)
+    trace.uses, trace.losses()  # noqa: B018
+
+
+def leaf_paths(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from leaf_paths(v, path + (k,))
+    elif isinstance(obj, list):
+        for k, v in enumerate(obj):
+            yield from leaf_paths(v, path + (k,))
+    else:
+        yield path
+
+
+PATHS = [p for p in leaf_paths(NEURON_DOC) if p and p[0] not in ("source", "notes", "title")]
+WEIRD = st.one_of(st.integers(-3, 40), st.integers(), st.floats(allow_nan=False),
+                  st.sampled_from(["nan", "inf", "grad", "data", "create", "backward", "", None,
+                                   True, [], {}, "x\x1b[2J"]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(PATHS), WEIRD), min_size=1, max_size=4))
+def test_fuzzed_json_traces_load_safely_or_not_at_all(tmp_path_factory, changes):
+    doc = copy.deepcopy(NEURON_DOC)
+    for path, value in changes:
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    path = tmp_path_factory.mktemp("fuzz") / "t.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    try:
+        trace = load(path)
+    except ScenarioLoadError as exc:
+        assert "not an mgtui trace" in exc.message
+        return
+    use_everything(trace)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 255)), min_size=1, max_size=6))
+def test_fuzzed_binary_traces_load_safely_or_not_at_all(tmp_path_factory, flips):
+    data = bytearray(tracefile.dumpb(NEURON))
+    for at, value in flips:
+        data[at % len(data)] = value
+    path = tmp_path_factory.mktemp("fuzz") / "t.mgtrace"
+    path.write_bytes(bytes(data))
+    try:
+        trace = load(path)
+    except ScenarioLoadError as exc:
+        assert "not an mgtui trace" in exc.message or "not valid JSON" in exc.message
+        return
+    use_everything(trace)
+
+
+def test_a_random_real_trace_survives_a_byte_flip_sweep(tmp_path):
+    """Every byte of the binary header and first records flipped in turn."""
+    data = tracefile.dumpb(NEURON)
+    rng = random.Random(0)
+    for at in range(0, min(len(data), 400)):
+        flipped = bytearray(data)
+        flipped[at] ^= 1 << rng.randrange(8)
+        path = tmp_path / "t.mgtrace"
+        path.write_bytes(bytes(flipped))
+        try:
+            use_everything(load(path))
+        except ScenarioLoadError:
+            pass

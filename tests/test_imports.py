@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
 CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.trace", "mgtui.timeline",
-        "mgtui.explain", "mgtui.doctor", "mgtui.export", "mgtui.bundled")
+        "mgtui.explain", "mgtui.doctor", "mgtui.export", "mgtui.tracefile", "mgtui.bundled",
+        "mgtui.safe")
 
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess:

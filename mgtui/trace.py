@@ -636,6 +636,14 @@ class TraceBuilder:
         self.wr_after.append(after)
         self.wr_line.append(line)
 
+    def relabel(self, nid: int, label: str) -> None:
+        """A label given after the node was made (`e.label = 'e'`, or the variable that
+        holds it at the end). Labels are names, not structure: the one thing that may
+        change after it was added."""
+        if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
+            raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
+        self.labels[nid] = label
+
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
         return len(self.closures) - 1

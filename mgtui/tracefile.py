@@ -116,6 +116,12 @@ def encode_closure(c: Closure) -> bytes:
                                 "default": c.default}))
 
 
+def encode_json(tag: bytes, obj: object) -> bytes:
+    """A record of JSON: L (labels set late, [[id, label], ...]), R (a job's result),
+    X (the scenario could not run: {"message", "detail"})."""
+    return _record(tag, _json(obj))
+
+
 def encode_end(error: TraceError | None, output: str,
                passes: list[tuple[str, int, int]] | None) -> bytes:
     err = None if error is None else {"type": error.type, "message": error.message,
@@ -211,14 +217,37 @@ def decode_chunk(tag: str, data: bytes) -> Chunk:
     return chunk
 
 
-def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
-    """(tag, payload) of each record after the header; checks the magic and version."""
-    head = f.read(_HEAD.size)
+def check_head(head: bytes) -> None:
+    """Raise TraceFormatError unless `head` (the first 12 bytes) starts a trace."""
     if len(head) < _HEAD.size or head[: len(MAGIC)] != MAGIC:
         raise TraceFormatError("header", "not an mgtui binary trace")
-    _, version, _ = _HEAD.unpack(head)
+    _, version, _ = _HEAD.unpack(head[: _HEAD.size])
     if version != VERSION:
         raise TraceFormatError("version", f"{version} (this mgtui reads {VERSION})")
+
+
+HEAD_SIZE = _HEAD.size
+
+
+def split_record(buf: bytearray) -> tuple[str, bytes] | None:
+    """Take the first whole record off the front of `buf` (a stream as it arrives), or
+    None if it has not all arrived yet."""
+    if len(buf) < _RECORD.size:
+        return None
+    tag, length = _RECORD.unpack_from(buf)
+    if length > MAX_RECORD:
+        raise TraceFormatError(f"record {tag.decode('latin-1')}", "is too big")
+    end = _RECORD.size + length
+    if len(buf) < end:
+        return None
+    payload = bytes(buf[_RECORD.size : end])
+    del buf[:end]
+    return tag.decode("latin-1"), payload
+
+
+def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
+    """(tag, payload) of each record after the header; checks the magic and version."""
+    check_head(f.read(_HEAD.size))
     while True:
         raw = f.read(_RECORD.size)
         if not raw:

@@ -1,0 +1,216 @@
+"""The runner's child: record one scenario and stream its trace to the parent.
+
+This module runs only in the child process that `mgtui.runner.Run` starts. A thread
+sends whatever the recorder has added every `FLUSH_EVERY` seconds, so the parent has
+the trace up to the moment the child ends, however it ends. The child leaves with
+`os._exit`, so no thread the scenario started and no `atexit` handler can keep it alive.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import resource
+import signal
+import sys
+import threading
+
+from mgtui import tracefile
+from mgtui.recorder import (
+    EVENT_FIELDS,
+    NODE_FIELDS,
+    WRITE_FIELDS,
+    Recorder,
+    ScenarioLoadError,
+    StopRecording,
+    closure_source,
+    floats,
+    ints,
+    load_scenario,
+    strings,
+)
+from mgtui.runner import FLUSH_EVERY, RunSpec
+from mgtui.trace import EventChunk, NodeChunk, WriteChunk
+
+from array import array
+
+
+class Stream:
+    """The pipe to the parent. Writes from the flusher thread and the main thread take
+    turns; a parent that has gone away ends the child."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def send(self, data: bytes) -> None:
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                try:
+                    n = os.write(self.fd, view)
+                except BrokenPipeError:
+                    os._exit(3)
+                view = view[n:]
+
+
+class Flusher:
+    """Sends the recorder's new records: nodes, then the events whose writes have all
+    been made, then those writes, then any new closures."""
+
+    def __init__(self, recorder: Recorder, stream: Stream) -> None:
+        self.rec = recorder
+        self.stream = stream
+        self.nodes = self.events = self.writes = self.closures = 0  # records sent
+        self.kids = 0
+        self.labels: list[str] = []  # as sent
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="mgtui-flusher")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.done.wait(FLUSH_EVERY):
+            self.flush()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+        self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            rec = self.rec
+            # Take the lengths writes first: an event made after this has its first
+            # write at or past it, and is held back until those writes are taken too.
+            n_writes = len(rec.writes) // WRITE_FIELDS
+            n_events = len(rec.events) // EVENT_FIELDS
+            n_nodes = len(rec.nodes) // NODE_FIELDS
+            events = rec.events
+            while n_events > self.events and events[(n_events - 1) * EVENT_FIELDS + 6] > n_writes * WRITE_FIELDS:
+                n_events -= 1
+            out = []
+            self._closures(out)
+            if n_nodes > self.nodes:
+                out.append(self._nodes(n_nodes))
+            if n_events > self.events:
+                out.append(self._events(n_events))
+            if n_writes > self.writes:
+                out.append(self._writes(n_writes))
+            if out:
+                self.stream.send(b"".join(out))
+
+    def _closures(self, out: list) -> None:
+        codes = list(self.rec.codes)
+        for code in codes[self.closures :]:
+            out.append(tracefile.encode_closure(
+                closure_source(code, code in self.rec.default_codes)))
+        self.closures = len(codes)
+
+    def _nodes(self, n: int) -> bytes:
+        N = NODE_FIELDS
+        raw = self.rec.nodes[self.nodes * N : n * N]
+        ends = raw[0::N]
+        base = self.kids
+        kids = self.rec.kids[base : ends[-1]]
+        labels = [x if isinstance(x, str) else "" for x in raw[2::N]]
+        self.labels.extend(labels)
+        self.nodes, self.kids = n, ends[-1]
+        return tracefile.encode_chunk(NodeChunk(
+            tuple(labels), strings(raw[1::N]), floats(raw[3::N]), ints(raw[4::N]),
+            array("q", (e - base for e in ends)), array("q", kids)))
+
+    def _events(self, n: int) -> bytes:
+        E = EVENT_FIELDS
+        raw = self.rec.events[self.events * E : n * E]
+        self.events = n
+        return tracefile.encode_chunk(EventChunk(
+            array("b", raw[0::E]), array("q", raw[1::E]), floats(raw[2::E]), floats(raw[3::E]),
+            ints(raw[4::E]), array("i", raw[5::E]), array("q", (w // WRITE_FIELDS for w in raw[6::E]))))
+
+    def _writes(self, n: int) -> bytes:
+        W = WRITE_FIELDS
+        raw = self.rec.writes[self.writes * W : n * W]
+        self.writes = n
+        return tracefile.encode_chunk(WriteChunk(
+            array("q", raw[0::W]), array("b", raw[1::W]), floats(raw[2::W]), floats(raw[3::W]),
+            ints(raw[4::W])))
+
+    def late_labels(self, labels: list[str]) -> list[list]:
+        """The labels that differ from those sent with the nodes."""
+        return [[nid, label] for nid, label in enumerate(labels)
+                if nid < len(self.labels) and label != self.labels[nid]]
+
+
+def limit_memory(max_memory: int | None) -> None:
+    if not max_memory:
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = max_memory if hard == resource.RLIM_INFINITY else min(max_memory, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ValueError, OSError):  # pragma: no cover - a platform without the limit
+        pass
+
+
+def job_hooks(spec: RunSpec) -> tuple[dict, object]:
+    """The hooks of a job (the doctor's probe, nudges or stop), and its result object."""
+    if spec.job is None:
+        return {}, None
+    module, _, name = spec.job.partition(":")
+    make = getattr(importlib.import_module(module), name)
+    return make(**spec.job_args)
+
+
+def serve(spec: RunSpec, fd: int) -> None:
+    stream = Stream(fd)
+    limit_memory(spec.max_memory)
+    try:
+        scenario = load_scenario(spec.path)
+    except ScenarioLoadError as exc:
+        stream.send(tracefile.encode_header(spec.path, "", "", "")[: tracefile.HEAD_SIZE])
+        stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
+        os._exit(2)
+    hooks, job = job_hooks(spec)
+    recorder = Recorder(scenario, seed=spec.seed, max_nodes=spec.max_nodes,
+                        timeout=spec.timeout, **hooks)
+    stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
+                                        scenario.source))
+
+    def interrupted(signum, frame):
+        recorder.stop_reason = recorder.stop_reason or "interrupted"
+        raise StopRecording(recorder.stop_reason)
+
+    signal.signal(signal.SIGINT, interrupted)
+    flusher = Flusher(recorder, stream)
+    real_exit = os._exit
+
+    def scenario_exit(code: int = 0) -> None:
+        """`os._exit` from the scenario: send what was recorded, and say so, first."""
+        flusher.flush()
+        stream.send(tracefile.encode_json(b"Q", {"code": code}))
+        real_exit(code)
+
+    os._exit = scenario_exit
+    flusher.start()
+    trace = recorder.run()
+    os._exit = real_exit
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    flusher.stop()
+    labels = [trace.label(n) if trace.has_label(n) else "" for n in range(trace.node_count)]
+    late = flusher.late_labels(labels)
+    end = []
+    if late:
+        end.append(tracefile.encode_json(b"L", late))
+    if job is not None:
+        end.append(tracefile.encode_json(b"R", job.result()))
+    end.append(tracefile.encode_end(trace.error, trace.output, None))
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    stream.send(b"".join(end))
+    os._exit(0)

@@ -1,0 +1,175 @@
+"""The runner: every recording in a child process of its own. Nothing a scenario does can
+hang the parent, lose the trace recorded so far, leak into the next run, or corrupt the
+stream; every way a run ends gives one clear message."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from mgtui.recorder import record
+from mgtui.runner import Run, RunnerError, RunSpec, run
+
+from conftest import SCENARIOS
+
+
+def test_a_run_in_a_child_gives_the_same_trace_as_in_process():
+    here, there = record(SCENARIOS / "mlp.py"), run(SCENARIOS / "mlp.py")
+    assert there.finished and there.message == ""
+    t = there.trace
+    assert len(t) == len(here) and t.passes == here.passes and t.output == here.output
+    assert all(t.event(i) == here.event(i) for i in range(len(t)))
+    assert all(t.node(n) == here.node(n) for n in range(t.node_count))
+
+
+def test_the_lecture_figures_come_through_the_child():
+    t = run(SCENARIOS / "chain.py").trace
+    grads = {t.label(n): t.final_grad[n] for n in range(t.node_count)}
+    assert {k: grads[k] for k in "Lfdecab"} == dict(L=1, f=4, d=-2, e=-2, c=-2, a=6, b=-4)
+
+
+def test_a_scenario_that_cannot_run_is_an_error_not_a_trace(write_scenario):
+    bad = write_scenario("bad", "a = (\n")
+    with pytest.raises(RunnerError) as info:
+        run(bad)
+    assert "SyntaxError" in info.value.message
+    with pytest.raises(RunnerError, match="no such file"):
+        run("/nonexistent/x.py")
+
+
+def test_a_call_blocked_in_c_ends_at_the_timeout_with_the_trace_so_far(write_scenario):
+    path = write_scenario("sleeper", """
+        import time
+        from engine import Value
+        a = Value(1.0)
+        b = a * 2
+        time.sleep(1000)
+    """)
+    start = time.monotonic()
+    result = run(path, timeout=1.0)
+    assert time.monotonic() - start < 4
+    assert not result.finished and "timed out after 1 s" in result.message
+    assert len(result.trace) == 3  # a, the constant 2, b
+    assert result.trace.error.type == "Stopped"
+
+
+def test_os_exit_keeps_the_trace_and_does_not_count_as_finished(write_scenario):
+    path = write_scenario("exits", """
+        import os
+        from engine import Value
+        a = Value(1.0)
+        b = a + a
+        os._exit(0)
+    """)
+    result = run(path)
+    assert not result.finished
+    assert "os._exit" in result.message or "ended before it finished" in result.message
+    assert len(result.trace) == 2
+
+
+def test_a_monkeypatch_does_not_outlive_its_run(write_scenario):
+    path = write_scenario("patcher", """
+        from engine import Value
+        old = Value.__add__
+        Value.__add__ = lambda self, other: old(old(self, other), Value(100.0))
+        b = Value(1.0) + Value(2.0)
+        print(b.data)
+    """)
+    assert [run(path).trace.output.strip() for _ in range(3)] == ["103.0"] * 3
+    t = run(SCENARIOS / "chain.py").trace
+    assert t.final_data[t.find("L")[0]] == -8.0
+
+
+def test_an_edited_imported_module_is_seen_by_the_next_run(tmp_path, write_scenario):
+    (tmp_path / "myops.py").write_text("K = 2.0\n")
+    path = write_scenario("uses", """
+        from engine import Value
+        import myops
+        y = Value(3.0) * myops.K
+    """)
+    first = run(path).trace
+    (tmp_path / "myops.py").write_text("K = 5.0\n")
+    second = run(path).trace
+    assert first.final_data[first.find("y")[0]] == 6.0
+    assert second.final_data[second.find("y")[0]] == 15.0
+
+
+def test_threads_that_print_or_never_end_cannot_spoil_the_run(write_scenario):
+    path = write_scenario("threads", """
+        import threading, time
+        from engine import Value
+
+        def chatter():
+            while True:
+                print("noise from a thread")
+                Value(0.5)
+                time.sleep(0.001)
+
+        threading.Thread(target=chatter).start()  # not a daemon: it never ends
+        a = Value(2.0)
+        for _ in range(200):
+            a = a * 1.0
+        time.sleep(0.1)
+    """)
+    start = time.monotonic()
+    result = run(path)
+    assert time.monotonic() - start < 10
+    assert result.finished and result.trace.error is None
+    assert "noise from a thread" in result.trace.output
+
+
+def test_a_replaced_stdout_does_not_touch_the_trace(write_scenario):
+    path = write_scenario("redirects", """
+        import io, sys
+        from engine import Value
+        sys.stdout = io.StringIO()
+        a = Value(1.0) * 3
+        print("into the void")
+    """)
+    result = run(path)
+    assert result.finished and len(result.trace) == 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cancelling_at_a_random_moment_keeps_a_partial_trace(seed):
+    delay = random.Random(seed).uniform(0.3, 1.5)
+    r = Run(RunSpec(str(SCENARIOS / "moons.py"))).start()
+    threading.Timer(delay, r.cancel, ("interrupted",)).start()
+    result = r.wait()
+    assert not result.finished and result.message == "interrupted"
+    assert result.trace is not None and result.trace.error.type == "Stopped"
+    assert 0 < len(result.trace)
+    assert len(result.trace.passes) >= 1
+
+
+def test_a_memory_cap_ends_the_run_with_a_message(write_scenario):
+    path = write_scenario("hog", """
+        from engine import Value
+        a = Value(1.0)
+        hog = []
+        while True:
+            hog.append(bytearray(50_000_000))
+    """)
+    result = run(path, max_memory=1 << 30)
+    trace = result.trace
+    assert len(trace) == 1
+    assert trace.error is not None
+    assert trace.error.type == "MemoryError" or "memory" in result.message
+
+
+def test_megabytes_of_output_are_kept_within_a_budget(write_scenario):
+    path = write_scenario("loud", """
+        import sys, threading
+        def loud():
+            for k in range(200_000):
+                sys.stdout.write(f"line {k} " + "x" * 40 + "\\n")
+        t = threading.Thread(target=loud); t.start(); t.join()
+        print("the end")
+    """)
+    result = run(path)
+    out = result.trace.output
+    assert len(out) < 500_000
+    assert "line 0 " in out and "line 199999 " in out and "left out here" in out

@@ -146,7 +146,10 @@ class Run:
         soft = None if limit is None else time.monotonic() + limit + GRACE
         hard: float | None = None
         while self._reader.is_alive():
-            self._reader.join(0.05)
+            try:
+                self._reader.join(0.05)
+            except KeyboardInterrupt:  # ctrl+c in the parent: stop the child, keep its trace
+                self.cancel("interrupted")
             now = time.monotonic()
             if hard is None and self._stop_reason is not None:
                 hard = now + GRACE  # cancelled: the child has a moment to send what it has
@@ -167,7 +170,16 @@ class Run:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zombie that will not go
             pass
-        return self._result(proc.returncode)
+        # A second ctrl+c now would lose the trace in the middle of building it: hold
+        # it until the result is made (the run has already been stopped).
+        masked = threading.current_thread() is threading.main_thread()
+        if masked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return self._result(proc.returncode)
+        finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def run(self) -> RunResult:
         return self.start().wait()
@@ -342,6 +354,7 @@ def run(path: str | os.PathLike, **options) -> RunResult:
 
 
 def child_main(stream_fd: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see serve()
     from mgtui.runner_child import serve
 
     spec = RunSpec.from_json(sys.stdin.read())

@@ -165,6 +165,7 @@ def job_hooks(spec: RunSpec) -> tuple[dict, object]:
 
 
 def serve(spec: RunSpec, fd: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     stream = Stream(fd)
     limit_memory(spec.max_memory)
     try:

@@ -379,8 +379,15 @@ def test_nudge_changes_a_node_at_its_creation():
     """The doctor's numerical gradient: L(a + h) - L(a - h) over 2h is a.grad."""
     chain = load_scenario(SCENARIOS / "chain.py")
     h = 1e-6
-    plus = record(chain, nudge={0: h})
-    minus = record(chain, nudge={0: -h})
+
+    def nudge(amount):
+        def on_create(nid, d):
+            if nid == 0:
+                d["data"] = d["data"] + amount
+        return on_create
+
+    plus = record(chain, on_create=nudge(h))
+    minus = record(chain, on_create=nudge(-h))
     root = plus.find("L")[0]
     numerical = (plus.node_data[root] - minus.node_data[root]) / (2 * h)
     assert numerical == pytest.approx(6.0, rel=1e-6)

@@ -15,6 +15,7 @@ import builtins
 import ctypes
 import gc
 import io
+import linecache
 import math
 import os
 import random
@@ -22,6 +23,7 @@ import re
 import signal
 import sys
 import threading
+import tokenize
 import traceback
 import types
 from array import array
@@ -692,17 +694,35 @@ def to_float(x: object) -> float:
 
 
 def closure_source(code: object, default: bool = False) -> Closure:
+    """The source of a `_backward` closure's code, read from the line cache.
+
+    The same block `inspect.getsourcelines` gives, without its scan of every loaded
+    module for the code's file (most of the time of recording a small scenario); where
+    the first line is not a `def` or a `lambda`, `inspect` finds the block itself."""
     import inspect
-    import linecache
 
     name = getattr(code, "co_name", "?")
     filename = getattr(code, "co_filename", "?")
     first = getattr(code, "co_firstlineno", 0)
-    try:
-        lines, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        lines = linecache.getlines(filename)[first - 1 : first] if first else []
-    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in lines), default)
+    lines = []
+    if first:
+        linecache.checkcache(filename)  # the file may have been edited since (reload)
+        lines = linecache.getlines(filename)
+    if first and first <= len(lines) and _BLOCK_START.match(lines[first - 1]):
+        try:
+            block = inspect.getblock(lines[first - 1:])
+        except (SyntaxError, tokenize.TokenError):
+            block = lines[first - 1:first]
+    else:
+        try:
+            block, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            block = lines[first - 1:first] if first else []
+    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in block), default)
+
+
+# the first line of a block, as `inspect.findsource` looks for it
+_BLOCK_START = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
 
 
 def record(

@@ -371,7 +371,7 @@ def test_probe_leaves_the_recording_unchanged():
     for name in ["foreign_write", "overwrite", "neuron_exp"]:
         path = BUGS / f"{name}.py" if name != "neuron_exp" else SCENARIOS / "neuron_exp.py"
         plain = record(path)
-        probed = record(path, probe=OverwriteProbe())
+        probed = record(path, before_backward=OverwriteProbe())
         assert list(plain.final_grad) == list(probed.final_grad)
         assert list(plain.final_data) == list(probed.final_data)
         assert len(plain) == len(probed) and plain.output == probed.output

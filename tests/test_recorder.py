@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.recorder import Recorder, ScenarioLoadError, load_scenario, record
-from mgtui.trace import Trace
+from mgtui.recorder import ID, Recorder, ScenarioLoadError, StopRecording, load_scenario, record
+from mgtui.trace import EventKind, Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -391,6 +391,30 @@ def test_nudge_changes_a_node_at_its_creation():
     root = plus.find("L")[0]
     numerical = (plus.node_data[root] - minus.node_data[root]) / (2 * h)
     assert numerical == pytest.approx(6.0, rel=1e-6)
+
+
+def test_before_backward_runs_before_each_call_and_can_end_the_run():
+    """The hook sees each recorded `_backward` call first; what it records is forgotten,
+    and a StopRecording from it ends the run before that call."""
+    chain = load_scenario(SCENARIOS / "chain.py")
+    full = record(chain)
+    calls = full.events_of(EventKind.BACKWARD)
+    assert len(calls) >= 3
+    seen = []
+
+    def stop_at_the_third(d, fn):
+        seen.append(d[ID])
+        fn()  # the closure's writes from this extra call are not recorded
+        if len(seen) == 3:
+            raise StopRecording("enough")
+
+    trace = record(chain, before_backward=stop_at_the_third)
+    assert seen == [full.event_node(i) for i in calls[:3]]
+    assert trace.events_of(EventKind.BACKWARD) == calls[:2]
+    assert [trace.write_count_of(i) for i in calls[:2]] == [
+        full.write_count_of(i) for i in calls[:2]]
+    assert len(trace) == calls[2]  # nothing after the stopped call
+    assert trace.error is not None and trace.error.type == "Stopped"
 
 
 def test_passes_split_by_kind(tmp_path):

@@ -458,3 +458,14 @@ def test_doctor_does_not_import_textual():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
+
+
+def test_doctor_leaves_presentation_to_the_edge():
+    """No rich, and none of the command line, the app or the report, behind the doctor."""
+    code = ("import sys; sys.modules['textual'] = sys.modules['rich'] = None; "
+            "import mgtui.doctor; "
+            "print(sorted(m for m in ('mgtui.cli', 'mgtui.app', 'mgtui.report') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

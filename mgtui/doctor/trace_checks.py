@@ -9,7 +9,7 @@ from typing import Callable
 
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
-from mgtui.trace import EventKind, Field, Pass, Trace
+from mgtui.trace import EventKind, Pass, Trace
 
 Check = Callable[[Trace, CheckContext], list[Finding]]
 

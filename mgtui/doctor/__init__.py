@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from mgtui.doctor.context import CheckContext
+from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
 from mgtui.doctor.numerical import NumericalCheck, ProgressFn
 from mgtui.doctor.probe import OverwriteProbe
@@ -52,7 +52,8 @@ def diagnose(
 
     progress(0, 0, "checking the trace")
     ctx = CheckContext(trace, probe.hits)
-    found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
+    with collector_paused():
+        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
 
     reruns = Reruns(scenario, seed, max_nodes, timeout)
     numerical = NumericalCheck(trace, ctx, reruns, progress)

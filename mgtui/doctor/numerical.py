@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from mgtui.doctor.context import CheckContext
+from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
 from mgtui.timeline import Timeline
@@ -104,7 +104,8 @@ class NumericalCheck:
         moves = self.nudged_runs(plan)
         if moves is None:
             return []
-        suspects = self.check_calls(plan, moves)
+        with collector_paused():
+            suspects = self.check_calls(plan, moves)
         if self.kinks:
             self.notes.append(f"{self.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
                               f"and were checked on one side; the check of the root's "

@@ -57,10 +57,9 @@ def diagnose(
 
     reruns = Reruns(scenario, seed, max_nodes, timeout)
     numerical = NumericalCheck(trace, ctx, reruns, progress)
-    more = numerical.run(sample, found)
-    found = [f for f in found if not (f.kind == "no-backward" and f.step in numerical.flat)]
+    found = numerical.run(sample, found)
     return Report(
-        findings=one_per_line(found + more),
+        findings=one_per_line(found),
         trace=trace,
         error=trace.error,
         checked_pass=numerical.checked,

@@ -93,28 +93,28 @@ class NumericalCheck:
         self.checked_calls = 0  # `_backward` calls whose local derivative was checked
         self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
         self.notes: list[str] = []
-        self.flat: set[int] = set()  # calls of a no-op `_backward` on an op that is flat
+        self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
 
     def run(self, sample: int | None, earlier: list[Finding]) -> list[Finding]:
-        """Findings of the numerical check, given the trace checks' findings. After it,
-        `flat` holds the steps whose no-backward finding is no problem after all."""
+        """The findings so far (`earlier`, from the trace checks), less the no-backward
+        ones the numbers show to be right (a flat op), plus the numerical check's own."""
         plan = self.plan(sample)
         if plan is None:
-            return []
+            return earlier
         moves = self.nudged_runs(plan)
         if moves is None:
-            return []
+            return earlier
         with collector_paused():
             suspects = self.check_calls(plan, moves)
         if self.kinks:
             self.notes.append(f"{self.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
                               f"and were checked on one side; the check of the root's "
                               f"directional derivative was left out")
-        found = self.localise(plan, suspects, moves.start_grad)
+        found = [f for f in earlier if not (f.kind == "no-backward" and f.step in self.flat)]
+        found += self.localise(plan, suspects, moves.start_grad)
         p = plan.pass_
-        earlier = [f for f in earlier if not (f.kind == "no-backward" and f.step in self.flat)]
         if (p.index in self.ctx.explained_passes or suspects or self.kinks
-                or any(f.step in p for f in earlier)):
+                or any(f.step in p for f in found)):
             return found
         return found + self.check_direction(plan, moves)
 

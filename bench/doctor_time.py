@@ -15,9 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mgtui.doctor import diagnose
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # time this tree's doctor, not whichever mgtui is installed
 
-MOONS = Path(__file__).resolve().parent.parent / "scenarios" / "moons.py"
+from mgtui.doctor import diagnose  # noqa: E402
+
+MOONS = ROOT / "scenarios" / "moons.py"
 
 BUGGY_RELU = '''
 def relu(self):

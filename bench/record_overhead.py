@@ -25,9 +25,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from mgtui.recorder import GC_GEN0_THRESHOLD, load_scenario, record
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
-MOONS = Path(__file__).resolve().parent.parent / "scenarios" / "moons.py"
+from mgtui.recorder import GC_GEN0_THRESHOLD, load_scenario, record  # noqa: E402
+
+MOONS = ROOT / "scenarios" / "moons.py"
 
 
 def one_step_source(flavour: str) -> str:

@@ -8,7 +8,9 @@ scenario raised or `--check` found a problem (the partial output is still printe
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
 from mgtui import __version__
@@ -85,8 +87,6 @@ def main(argv: list[str] | None = None) -> int:
 
             trace = load(path)
         elif args.check:
-            from mgtui.doctor import run_check
-
             return run_check(path, args)
         else:
             trace = record(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout)
@@ -111,6 +111,66 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mgtui: {path}: {trace.error} (the trace up to there was kept)", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def run_check(path: Path, args: argparse.Namespace) -> int:
+    """`mgtui FILE --check`: the doctor's report (or its findings as JSON) on stdout,
+    its progress on stderr; exit 1 if it found a problem or the scenario raised."""
+    from mgtui.doctor import diagnose
+    from mgtui.report import format_report
+
+    progress = Progress(sys.stderr)
+    try:
+        report = diagnose(path, seed=args.seed, sample=args.sample, max_nodes=args.max_nodes,
+                          timeout=args.timeout, on_progress=progress)
+    except ScenarioLoadError as exc:
+        progress.done()
+        return fail(exc.message, exc.detail)
+    progress.done()
+    if args.json:
+        sys.stdout.write(json.dumps([f.to_json() for f in report.findings], indent=2) + "\n")
+    else:
+        sys.stdout.write(format_report(report))
+    sys.stdout.flush()
+    if report.error is not None:
+        print(f"mgtui: {path}: {report.error} (checked up to there)", file=sys.stderr)
+    return EXIT_OK if report.clean else EXIT_FAILED
+
+
+class Progress:
+    """The doctor's progress on stderr: a live line on a terminal, else one line per phase."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.phase = ""
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, phase: str) -> None:
+        if phase != self.phase:
+            self.phase = phase
+            if not self.tty:
+                print(f"mgtui: {phase}…", file=self.stream, flush=True)
+        if not self.tty:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and done != total:
+            return
+        self.last = now
+        if total:
+            width = 20
+            filled = int(width * done / total)
+            bar = "█" * filled + "·" * (width - filled)
+            text = f"{phase} {bar} {100 * done // total}%"
+        else:
+            text = f"{phase}… {done:,} nodes" if done else f"{phase}…"
+        self.stream.write(f"\r\x1b[2K{text}")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self.phase:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
 
 
 def launch_app(path: Path | None, args: argparse.Namespace) -> int:

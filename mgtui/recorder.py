@@ -15,6 +15,7 @@ import builtins
 import ctypes
 import gc
 import io
+import linecache
 import math
 import os
 import random
@@ -22,9 +23,11 @@ import re
 import signal
 import sys
 import threading
+import tokenize
 import traceback
 import types
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -163,8 +166,21 @@ def caret(exc: SyntaxError) -> str:
     return f"    {stripped}\n    {' ' * col}^"
 
 
+OnCreate = Callable[[int, dict], None]
+BeforeBackward = Callable[[dict, Callable[[], object]], None]
+
+
 class Recorder:
-    """One recording of one scenario. Use `record()` unless you need `cancel()`."""
+    """One recording of one scenario. Use `record()` unless you need `cancel()`.
+
+    Two optional hooks let a caller (the gradient doctor) act inside the run without the
+    recorder knowing what for:
+    - `on_create(nid, node_dict)` runs as each node gets its id, before its `data` is
+      recorded: a change to `node_dict["data"]` is recorded as the node's value.
+    - `before_backward(node_dict, fn)` runs just before each recorded `_backward` call,
+      with the node's dict and the closure about to run. Whatever it records (it may
+      call `fn`) is discarded, and raising `StopRecording` from it ends the run there.
+    """
 
     def __init__(
         self,
@@ -173,17 +189,17 @@ class Recorder:
         seed: int = 0,
         max_nodes: int = DEFAULT_MAX_NODES,
         timeout: float | None = None,
-        nudge: dict[int, float] | None = None,
         on_progress: Callable[[int], None] | None = None,
-        probe: Callable[[dict, Callable[[], object]], None] | None = None,
+        on_create: OnCreate | None = None,
+        before_backward: BeforeBackward | None = None,
     ) -> None:
         self.scenario = scenario
-        self.probe = probe
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
-        self.nudge = nudge or {}
         self.on_progress = on_progress
+        self.on_create = on_create
+        self.before_backward = before_backward
         self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
@@ -196,6 +212,7 @@ class Recorder:
         self.events: list = []  # EVENT_FIELDS an event: kind, node, before, after, line,
         #                         closure, first write
         self.writes: list = []  # WRITE_FIELDS a write: node, field, before, after, line
+        self.stack: list[int] = []  # the `_backward` calls running, innermost last
         self.codes: dict[object, int] = {}
         self.class_codes: set[object] = set()  # code of the Value classes' own methods
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
@@ -237,25 +254,28 @@ class Recorder:
             except StopRecording:  # it landed while we were withdrawing it
                 continue
 
-    # -- instrumentation ---------------------------------------------------------------
+    # -- instrumentation: the hot path -------------------------------------------------
+    # Each hook is a closure over local names bound once (the record lists, the recorder's
+    # options), and records are appended flat; every method below builds one of them.
     def _make_hooks(self) -> None:
-        """Build the hooks shared by every instrumented class. This is the hot path: each
-        hook is a closure over local lists, and records are appended flat."""
-        rec = self
-        probe = self.probe
-        nodes, events, writes, codes = self.nodes, self.events, self.writes, self.codes
-        stack: list[int] = []  # the `_backward` calls running, innermost last
+        """Build the hooks shared by every instrumented class."""
+        scenario_line = self.scenario_line = self._line_finder()
+        self._hooks = (self._write_hook("grad", Field.GRAD.code, GRAD, scenario_line),
+                       self._write_hook("data", Field.DATA.code, DATA, scenario_line),
+                       self._backward_hook(scenario_line), self._label_hook())
+
+    def _line_finder(self) -> Callable[[types.FrameType], int | None]:
+        """`scenario_line(frame)`: the innermost scenario line on the stack from `frame`,
+        outside the Value class's methods (0 if there is none).
+
+        Frames below it that were walked are remembered (a frame held here cannot be
+        mistaken for another), so the many nodes made inside one library call, like
+        `model(x)`, each walk only up to the first frame they share."""
         path = str(self.scenario.path.resolve())
         class_codes = self.class_codes
-        getframe = sys._getframe
         memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
 
         def scenario_line(f) -> int | None:
-            """The innermost scenario line on the stack, outside the Value class's methods.
-
-            Frames below it that were walked are remembered (a frame held here cannot be
-            mistaken for another), so the many nodes made inside one library call, like
-            `model(x)`, each walk only up to the first frame they share."""
             code = f.f_code
             if code.co_filename == path and code not in class_codes:
                 return f.f_lineno  # made by the scenario's own line: the common case
@@ -279,16 +299,24 @@ class Recorder:
                     memo[w] = line
             return line
 
-        self.scenario_line = scenario_line
+        return scenario_line
+
+    def _backward_hook(self, scenario_line):
+        """The `_backward` descriptor: a read returns the closure bound to `run_backward`,
+        which records the call (and runs `before_backward` first)."""
+        rec = self
+        before = self.before_backward
+        events, writes, codes, stack = self.events, self.writes, self.codes, self.stack
+        getframe = sys._getframe
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
             if nid is None or rec.stop_reason:
                 return fn()
-            if probe is not None:  # the doctor replays the closure first; forget its writes
+            if before is not None:  # whatever the hook records is forgotten
                 n_writes, n_events = len(writes), len(events)
                 try:
-                    probe(d, fn)
+                    before(d, fn)
                 finally:
                     del writes[n_writes:]
                     del events[n_events:]
@@ -321,26 +349,34 @@ class Recorder:
                 except KeyError:
                     raise AttributeError("_backward") from None
 
-        def make_write_hook(name: str, field: int, kind: int):
-            class WriteHook:
-                __slots__ = ()
+        return BackwardHook()
 
-                def __set__(self, obj, value):
-                    d = obj.__dict__
-                    nid = d.get(ID)
-                    if nid is None:
-                        d[name] = value
-                        return
-                    before = d.get(name, 0.0)
+    def _write_hook(self, name: str, field: int, kind: int, scenario_line):
+        """A setter-only descriptor for `grad` or `data`: a write inside a `_backward`
+        call is one of that call's writes, any other write is an event of its own."""
+        events, writes, stack = self.events, self.writes, self.stack
+        getframe = sys._getframe
+
+        class WriteHook:
+            __slots__ = ()
+
+            def __set__(self, obj, value):
+                d = obj.__dict__
+                nid = d.get(ID)
+                if nid is None:
                     d[name] = value
-                    if stack:
-                        writes.extend((nid, field, before, value, getframe(1).f_lineno))
-                    else:
-                        events.extend((kind, nid, before, value, scenario_line(getframe(1)),
-                                       -1, len(writes)))
+                    return
+                before = d.get(name, 0.0)
+                d[name] = value
+                if stack:
+                    writes.extend((nid, field, before, value, getframe(1).f_lineno))
+                else:
+                    events.extend((kind, nid, before, value, scenario_line(getframe(1)),
+                                   -1, len(writes)))
 
-            return WriteHook()
+        return WriteHook()
 
+    def _label_hook(self):
         late_labels = self.late_labels
 
         class LabelHook:
@@ -355,49 +391,47 @@ class Recorder:
                 if nid is not None:
                     late_labels[nid] = value
 
-        self._hooks = (make_write_hook("grad", Field.GRAD.code, GRAD),
-                       make_write_hook("data", Field.DATA.code, DATA),
-                       BackwardHook(), LabelHook())
+        return LabelHook()
 
-        nudge = self.nudge
-        max_nodes = self.max_nodes
-        on_progress = self.on_progress
+    def _init_wrapper(self, scenario_line, orig_init):
+        """`orig_init` wrapped to number each new node and record it (and run
+        `on_create` first)."""
+        rec = self
+        nodes, events, writes, kids = self.nodes, self.events, self.writes, self.kids
+        max_nodes, on_progress, on_create = self.max_nodes, self.on_progress, self.on_create
         getid = attrgetter(ID)
-        kids = self.kids
+        getframe = sys._getframe
 
-        def make_init(orig_init):
-            def __init__(self, *args, **kwargs):
-                orig_init(self, *args, **kwargs)
-                d = self.__dict__
-                if ID in d:  # a subclass's __init__ already chained up through this one
-                    return
-                nid = len(nodes) // NODE_FIELDS
-                if nid >= max_nodes or rec.stop_reason:
-                    if rec.stop_reason is None:
-                        rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
-                    raise StopRecording(rec.stop_reason)
-                prev = d.get("_prev", ())
-                if isinstance(prev, (set, frozenset)):
-                    prev = d["_prev"] = ordered(prev, args, kwargs)
-                n_before = len(kids)
-                try:
-                    kids.extend(map(getid, prev))
-                except AttributeError:  # a child made before the recording started
-                    del kids[n_before:]
-                    kids.extend(getattr(c, ID, -1) for c in prev)
-                if nudge and nid in nudge:
-                    d["data"] = d["data"] + nudge[nid]
-                d[ID] = nid
-                nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
-                              scenario_line(getframe(1))))
-                events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
-                if on_progress is not None and not nid & 0x3FFF:
-                    on_progress(nid)
+        def __init__(self, *args, **kwargs):
+            orig_init(self, *args, **kwargs)
+            d = self.__dict__
+            if ID in d:  # a subclass's __init__ already chained up through this one
+                return
+            nid = len(nodes) // NODE_FIELDS
+            if nid >= max_nodes or rec.stop_reason:
+                if rec.stop_reason is None:
+                    rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
+                raise StopRecording(rec.stop_reason)
+            prev = d.get("_prev", ())
+            if isinstance(prev, (set, frozenset)):
+                prev = d["_prev"] = ordered(prev, args, kwargs)
+            n_before = len(kids)
+            try:
+                kids.extend(map(getid, prev))
+            except AttributeError:  # a child made before the recording started
+                del kids[n_before:]
+                kids.extend(getattr(c, ID, -1) for c in prev)
+            if on_create is not None:
+                on_create(nid, d)
+            d[ID] = nid
+            nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
+                          scenario_line(getframe(1))))
+            events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+            if on_progress is not None and not nid & 0x3FFF:
+                on_progress(nid)
 
-            __init__.__wrapped__ = orig_init
-            return __init__
-
-        self._make_init = make_init
+        __init__.__wrapped__ = orig_init
+        return __init__
 
     def instrument(self, cls: type) -> None:
         if cls in self.classes:
@@ -412,7 +446,7 @@ class Recorder:
                 f.__code__ for f in vars(klass).values() if hasattr(f, "__code__"))
         grad_hook, data_hook, backward_hook, label_hook = self._hooks
         for name, value in (
-            ("__init__", self._make_init(init)),
+            ("__init__", self._init_wrapper(self.scenario_line, init)),
             ("grad", grad_hook),
             ("data", data_hook),
             ("_backward", backward_hook),
@@ -446,17 +480,30 @@ class Recorder:
             return self._run()
 
     def _run(self) -> Trace:
-        scenario = self.scenario
-        path = str(scenario.path.resolve())
-        module_globals = {
+        out = io.StringIO()
+        main_module = self._main_module()
+        with self._scenario_interpreter(main_module, out), self._limits_armed():
+            error = self._execute(main_module.__dict__)
+        return self.finish(error, out.getvalue())
+
+    def _main_module(self) -> types.ModuleType:
+        """A fresh `__main__` for the scenario, as `python FILE` would give it."""
+        main_module = types.ModuleType("__main__")
+        main_module.__dict__.update({
             "__name__": "__main__",
-            "__file__": path,
+            "__file__": str(self.scenario.path.resolve()),
             "__builtins__": builtins,
             "__doc__": None,
-        }
-        self.globals = module_globals
-        out = io.StringIO()
-        error: TraceError | None = None
+        })
+        self.globals = main_module.__dict__
+        return main_module
+
+    @contextmanager
+    def _scenario_interpreter(self, main_module: types.ModuleType, out: io.StringIO):
+        """The interpreter as the scenario should find it: its classes instrumented, its
+        output captured into `out`, no stdin, its own `sys.argv`, `sys.path` and
+        `__main__`, `random` seeded. Everything is put back afterwards."""
+        scenario = self.scenario
         saved = (sys.stdout, sys.stderr, sys.stdin, sys.argv, list(sys.path),
                  builtins.input, builtins.__build_class__, sys.modules.get("__main__"))
         orig_build_class = builtins.__build_class__
@@ -468,13 +515,6 @@ class Recorder:
                 rec.instrument(cls)
             return cls
 
-        def no_input(prompt: object = "") -> str:
-            raise EOFError("input() is not available: mgtui records scenarios without a terminal")
-
-        main_module = types.ModuleType("__main__")
-        main_module.__dict__.update(module_globals)
-        module_globals = self.globals = main_module.__dict__
-        timer = None
         gc_threshold = gc.get_threshold()
         stdout = ThreadOutput(sys.stdout, out)
         stderr = ThreadOutput(sys.stderr, out)
@@ -484,7 +524,7 @@ class Recorder:
             builtins.input = no_input
             sys.stdout, sys.stderr = stdout, stderr
             sys.stdin = io.StringIO("")
-            sys.argv = [path]
+            sys.argv = [str(scenario.path.resolve())]
             sys.path.insert(0, str(scenario.path.resolve().parent))
             sys.modules["__main__"] = main_module
             random.seed(self.seed)
@@ -492,42 +532,9 @@ class Recorder:
             # big graph makes the collector rescan the heap over and over; the records
             # kept here are plain numbers. Collect less often while the scenario runs.
             gc.set_threshold(max(gc_threshold[0], GC_GEN0_THRESHOLD), *gc_threshold[1:])
-            if self.timeout:
-                timer = threading.Timer(
-                    self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
-                timer.daemon = True
-                timer.start()
-            if (threading.current_thread() is threading.main_thread()
-                    and hasattr(signal, "pthread_kill")):
-                self._old_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
-            try:
-                try:
-                    with self._lock:
-                        self._thread_id = threading.get_ident()
-                    if self.stop_reason:
-                        raise StopRecording(self.stop_reason)
-                    exec(scenario.code, module_globals)
-                finally:
-                    self._disarm()
-            except SystemExit as exc:
-                if exc.code not in (None, 0):
-                    error = self._error(exc, "SystemExit", f"sys.exit({exc.code!r}) called")
-            except StopRecording as exc:
-                reason = self.stop_reason or str(exc) or "stopped"
-                error = self._error(exc, "Stopped", f"recording stopped: {reason}")
-            except BaseException as exc:  # noqa: BLE001 - the scenario's error is data
-                if isinstance(exc, KeyboardInterrupt) and self.stop_reason is None:
-                    self.stop_reason = "interrupted"
-                    error = self._error(exc, "Stopped", "recording stopped: interrupted")
-                else:
-                    error = self._error(exc, type(exc).__name__, str(exc))
+            yield
         finally:
             gc.set_threshold(*gc_threshold)
-            if timer is not None:
-                timer.cancel()
-            if self._old_alarm is not None:
-                signal.signal(signal.SIGALRM, self._old_alarm)
-                self._old_alarm = None
             (_, _, sys.stdin, sys.argv, sys.path[:], builtins.input,
              builtins.__build_class__, main) = saved
             # Put the streams back only if nobody (a Textual app starting or stopping on
@@ -542,7 +549,52 @@ class Recorder:
             if main is not None:
                 sys.modules["__main__"] = main
             self.uninstrument()
-        return self.finish(error, out.getvalue())
+
+    @contextmanager
+    def _limits_armed(self):
+        """The `--timeout` timer, and on the main thread the SIGALRM handler through
+        which `cancel()` wakes a scenario blocked in a call."""
+        timer = None
+        try:
+            if self.timeout:
+                timer = threading.Timer(
+                    self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
+                timer.daemon = True
+                timer.start()
+            if (threading.current_thread() is threading.main_thread()
+                    and hasattr(signal, "pthread_kill")):
+                self._old_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
+            yield
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if self._old_alarm is not None:
+                signal.signal(signal.SIGALRM, self._old_alarm)
+                self._old_alarm = None
+
+    def _execute(self, module_globals: dict) -> TraceError | None:
+        """Run the scenario's code; how it ended, as an error (None: it ran to the end)."""
+        try:
+            try:
+                with self._lock:
+                    self._thread_id = threading.get_ident()
+                if self.stop_reason:
+                    raise StopRecording(self.stop_reason)
+                exec(self.scenario.code, module_globals)
+            finally:
+                self._disarm()
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                return self._error(exc, "SystemExit", f"sys.exit({exc.code!r}) called")
+        except StopRecording as exc:
+            reason = self.stop_reason or str(exc) or "stopped"
+            return self._error(exc, "Stopped", f"recording stopped: {reason}")
+        except BaseException as exc:  # noqa: BLE001 - the scenario's error is data
+            if isinstance(exc, KeyboardInterrupt) and self.stop_reason is None:
+                self.stop_reason = "interrupted"
+                return self._error(exc, "Stopped", "recording stopped: interrupted")
+            return self._error(exc, type(exc).__name__, str(exc))
+        return None
 
     def _error(self, exc: BaseException, type_name: str, message: str) -> TraceError:
         line = None
@@ -587,6 +639,11 @@ class Recorder:
 
 _MISSING = object()
 _ONE_AT_A_TIME = threading.RLock()
+
+
+def no_input(prompt: object = "") -> str:
+    """`input()` while a scenario runs."""
+    raise EOFError("input() is not available: mgtui records scenarios without a terminal")
 
 
 def ordered(prev, args: tuple, kwargs: dict):
@@ -637,17 +694,35 @@ def to_float(x: object) -> float:
 
 
 def closure_source(code: object, default: bool = False) -> Closure:
+    """The source of a `_backward` closure's code, read from the line cache.
+
+    The same block `inspect.getsourcelines` gives, without its scan of every loaded
+    module for the code's file (most of the time of recording a small scenario); where
+    the first line is not a `def` or a `lambda`, `inspect` finds the block itself."""
     import inspect
-    import linecache
 
     name = getattr(code, "co_name", "?")
     filename = getattr(code, "co_filename", "?")
     first = getattr(code, "co_firstlineno", 0)
-    try:
-        lines, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        lines = linecache.getlines(filename)[first - 1 : first] if first else []
-    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in lines), default)
+    lines = []
+    if first:
+        linecache.checkcache(filename)  # the file may have been edited since (reload)
+        lines = linecache.getlines(filename)
+    if first and first <= len(lines) and _BLOCK_START.match(lines[first - 1]):
+        try:
+            block = inspect.getblock(lines[first - 1:])
+        except (SyntaxError, tokenize.TokenError):
+            block = lines[first - 1:first]
+    else:
+        try:
+            block, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            block = lines[first - 1:first] if first else []
+    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in block), default)
+
+
+# the first line of a block, as `inspect.findsource` looks for it
+_BLOCK_START = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
 
 
 def record(
@@ -656,14 +731,15 @@ def record(
     seed: int = 0,
     max_nodes: int = DEFAULT_MAX_NODES,
     timeout: float | None = None,
-    nudge: dict[int, float] | None = None,
     on_progress: Callable[[int], None] | None = None,
-    probe: Callable[[dict, Callable[[], object]], None] | None = None,
+    on_create: OnCreate | None = None,
+    before_backward: BeforeBackward | None = None,
 ) -> Trace:
-    """Run the scenario and return its trace. Raises ScenarioLoadError if it cannot run."""
+    """Run the scenario and return its trace. Raises ScenarioLoadError if it cannot run.
+    The hooks are `Recorder`'s."""
     scenario = path if isinstance(path, Scenario) else load_scenario(path)
     recorder = Recorder(
-        scenario, seed=seed, max_nodes=max_nodes, timeout=timeout, nudge=nudge,
-        on_progress=on_progress, probe=probe,
+        scenario, seed=seed, max_nodes=max_nodes, timeout=timeout, on_progress=on_progress,
+        on_create=on_create, before_backward=before_backward,
     )
     return recorder.run()

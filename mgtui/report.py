@@ -1,8 +1,10 @@
-"""The trace as readable text for `--print`: the passes, each step worked out, the nodes."""
+"""Text for the terminal: the trace for `--print` (the passes, each step worked out, the
+nodes), and the gradient doctor's report for `--check`."""
 
 from __future__ import annotations
 
-from typing import TextIO
+import os
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -11,6 +13,9 @@ from rich.text import Text
 from mgtui.explain import explain, fmt
 from mgtui.timeline import Timeline
 from mgtui.trace import Trace
+
+if TYPE_CHECKING:
+    from mgtui.doctor import Report
 
 MAX_TABLE_ROWS = 2000
 
@@ -83,3 +88,46 @@ def print_nodes(trace: Trace, console: Console) -> None:
     console.print(table)
     if count > MAX_TABLE_ROWS:
         console.print(Text(f"… and {count - MAX_TABLE_ROWS:,} more nodes", style="dim"))
+
+
+# -- the doctor's report -----------------------------------------------------------------
+
+
+def display_path(file: str) -> str:
+    """`file` relative to the working directory, if it is below it."""
+    try:
+        rel = os.path.relpath(file)
+    except ValueError:
+        return file
+    return rel if not rel.startswith("..") else file
+
+
+def format_report(report: Report) -> str:
+    """The `--check` report: what was checked, each finding, and the verdict."""
+    t = report.trace
+    out = [f"{t.title}", f"{display_path(t.scenario)}: {t.node_count:,} nodes, {len(t):,} steps"]
+    p = report.checked_pass
+    if p is not None:
+        backward = [q.index for q in t.passes if q.kind == "backward"]
+        out.append(f"checked: every backward step; numerically, backward pass "
+                   f"{backward.index(p.index) + 1}/{len(backward)}: "
+                   f"{report.checked_nodes:,} nodes, {report.checked_calls:,} _backward calls, "
+                   f"{report.runs} runs")
+    else:
+        out.append("checked: every backward step; no backward pass to check numerically")
+    out.extend(f"note: {n}" for n in report.notes)
+    out.append("")
+    for f in report.findings:
+        op = f" op {f.op}," if f.op else ""
+        out.append(f"{f.kind}: {f.title}")
+        out.append(f"  node   {f.label} (#{f.node},{op} step {f.step + 1})")
+        if f.line:
+            out.append(f"  at     {display_path(f.file)}:{f.line}: {f.text}")
+        out.append(f"  {f.message}")
+        out.append("")
+    if report.error is not None:
+        out.append(f"the scenario raised: {report.error} (checked up to there)")
+    n = len(report.findings)
+    out.append("no problems found." if n == 0 else f"{n} problem{'s' if n != 1 else ''} found.")
+    out.append(f"({report.seconds:.1f} s)")
+    return "\n".join(out) + "\n"

@@ -498,6 +498,37 @@ class Trace:
             w = self._earlier_write[w]
         return n
 
+    # -- queries the doctor asks -----------------------------------------------------------
+    def first_non_finite(self) -> int | None:
+        """The first event that stores a nan or an inf: a node created with one, or a
+        write (inside a `_backward` or not) of one."""
+        from bisect import bisect_right
+
+        found = []
+        nid = self._first_non_finite(self.node_data)
+        if nid is not None:
+            found.append(self._created_at[nid])
+        w = self._first_non_finite(self._wr_after)
+        if w is not None:  # the last event whose writes start at or before it made it
+            found.append(bisect_right(self._ev_write_start, w) - 1)
+        kinds, after = self._ev_kind, self._ev_after
+        lone = self._first_non_finite(after)
+        while lone is not None and kinds[lone] not in (_GRAD, _DATA):
+            lone = self._first_non_finite(after, lone + 1)
+        if lone is not None:
+            found.append(lone)
+        found = [i for i in found if i >= 0]
+        return min(found) if found else None
+
+    @staticmethod
+    def _first_non_finite(values: array, start: int = 0) -> int | None:
+        """The index of the first nan or inf in `values[start:]`. A finite sum (summed
+        at C speed) rules them all out; only a sum that is not finite needs a scan."""
+        if start == 0 and math.isfinite(sum(values)):
+            return None
+        isfinite = math.isfinite
+        return next((k for k in range(start, len(values)) if not isfinite(values[k])), None)
+
 
 @dataclass(frozen=True)
 class NodeChunk:

@@ -125,6 +125,39 @@ def test_non_finite_points_at_the_first_inf():
     assert all(math.isfinite(x) for x in earlier)
 
 
+def test_non_finite_written_by_a_backward_or_by_hand(tmp_path):
+    path = write(tmp_path, "inf_grad.py", """
+        '''A _backward that overflows a grad, then a grad set to nan by hand'''
+        import math
+        from engine import Value
+        def log(x):
+            out = Value(math.log(x.data), (x,), 'log')
+            def _backward():
+                x.grad += out.grad * 1e308 * 1e308  # BUG
+            out._backward = _backward
+            return out
+        a = Value(2.0, label='a')
+        L = log(a); L.label = 'L'
+        L.backward()
+        a.grad = float('nan')
+    """)
+    (f,) = diagnose(path).findings
+    assert (f.kind, f.label, f.line) == ("non-finite", "L", line_of(path, "# BUG"))
+    assert f.recorded == math.inf and "a (#0).grad = inf" in f.message
+    by_hand = write(tmp_path, "nan_by_hand.py", """
+        from engine import Value
+        a = Value(2.0, label='a')
+        L = a * a; L.label = 'L'
+        L.backward()
+        a.grad = float('nan')
+    """)
+    report = diagnose(by_hand)
+    (f,) = report.findings
+    assert (f.kind, f.label, f.line) == ("non-finite", "a", line_of(by_hand, "float('nan')"))
+    t = report.trace
+    assert t.kind(f.step) == "grad" and math.isnan(t.change(f.step)[1])
+
+
 def test_findings_are_frozen_and_json_ready(capsys):
     assert main([str(BUGS / "non_finite.py"), "--check", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
@@ -371,7 +404,7 @@ def test_probe_leaves_the_recording_unchanged():
     for name in ["foreign_write", "overwrite", "neuron_exp"]:
         path = BUGS / f"{name}.py" if name != "neuron_exp" else SCENARIOS / "neuron_exp.py"
         plain = record(path)
-        probed = record(path, probe=OverwriteProbe())
+        probed = record(path, before_backward=OverwriteProbe())
         assert list(plain.final_grad) == list(probed.final_grad)
         assert list(plain.final_data) == list(probed.final_data)
         assert len(plain) == len(probed) and plain.output == probed.output
@@ -458,3 +491,14 @@ def test_doctor_does_not_import_textual():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
+
+
+def test_doctor_leaves_presentation_to_the_edge():
+    """No rich, and none of the command line, the app or the report, behind the doctor."""
+    code = ("import sys; sys.modules['textual'] = sys.modules['rich'] = None; "
+            "import mgtui.doctor; "
+            "print(sorted(m for m in ('mgtui.cli', 'mgtui.app', 'mgtui.report') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

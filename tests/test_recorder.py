@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.recorder import Recorder, ScenarioLoadError, load_scenario, record
-from mgtui.trace import Trace
+from mgtui.recorder import ID, Recorder, ScenarioLoadError, StopRecording, load_scenario, record
+from mgtui.trace import EventKind, Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -379,11 +379,42 @@ def test_nudge_changes_a_node_at_its_creation():
     """The doctor's numerical gradient: L(a + h) - L(a - h) over 2h is a.grad."""
     chain = load_scenario(SCENARIOS / "chain.py")
     h = 1e-6
-    plus = record(chain, nudge={0: h})
-    minus = record(chain, nudge={0: -h})
+
+    def nudge(amount):
+        def on_create(nid, d):
+            if nid == 0:
+                d["data"] = d["data"] + amount
+        return on_create
+
+    plus = record(chain, on_create=nudge(h))
+    minus = record(chain, on_create=nudge(-h))
     root = plus.find("L")[0]
     numerical = (plus.node_data[root] - minus.node_data[root]) / (2 * h)
     assert numerical == pytest.approx(6.0, rel=1e-6)
+
+
+def test_before_backward_runs_before_each_call_and_can_end_the_run():
+    """The hook sees each recorded `_backward` call first; what it records is forgotten,
+    and a StopRecording from it ends the run before that call."""
+    chain = load_scenario(SCENARIOS / "chain.py")
+    full = record(chain)
+    calls = full.events_of(EventKind.BACKWARD)
+    assert len(calls) >= 3
+    seen = []
+
+    def stop_at_the_third(d, fn):
+        seen.append(d[ID])
+        fn()  # the closure's writes from this extra call are not recorded
+        if len(seen) == 3:
+            raise StopRecording("enough")
+
+    trace = record(chain, before_backward=stop_at_the_third)
+    assert seen == [full.event_node(i) for i in calls[:3]]
+    assert trace.events_of(EventKind.BACKWARD) == calls[:2]
+    assert [trace.write_count_of(i) for i in calls[:2]] == [
+        full.write_count_of(i) for i in calls[:2]]
+    assert len(trace) == calls[2]  # nothing after the stopped call
+    assert trace.error is not None and trace.error.type == "Stopped"
 
 
 def test_passes_split_by_kind(tmp_path):

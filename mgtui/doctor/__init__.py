@@ -1,0 +1,71 @@
+"""The gradient doctor: find the node and source line behind a wrong gradient.
+
+`diagnose()` records the scenario once with the `=`-for-`+=` probe (`probe.py`), runs the
+trace checks of SPEC section 6 (`trace_checks.py`, one function per check), and re-runs
+the scenario with node values nudged to check the gradients numerically
+(`numerical.py`). It returns a `Report`; presenting it is for the command line
+(`mgtui.cli`, `mgtui.report`) and the app. Headless: this package never imports textual
+or rich.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from mgtui.doctor.context import CheckContext, collector_paused
+from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
+from mgtui.doctor.numerical import NumericalCheck, ProgressFn
+from mgtui.doctor.probe import OverwriteProbe
+from mgtui.doctor.reruns import Reruns, raise_if_interrupted
+from mgtui.doctor.trace_checks import TRACE_CHECKS
+from mgtui.recorder import DEFAULT_MAX_NODES, Scenario, load_scenario, record
+
+__all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose"]
+
+
+def diagnose(
+    path_or_scenario: str | os.PathLike | Scenario,
+    *,
+    seed: int = 0,
+    sample: int | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    timeout: float | None = None,
+    on_progress: ProgressFn | None = None,
+) -> Report:
+    """Record the scenario, run every check, and return the findings.
+
+    `sample` limits the non-leaf nodes nudged on their own in the numerical runs (leaves
+    are always nudged; by default every node is). `on_progress(done, total, phase)` is
+    called as the work goes (total 0: not known). Raises ScenarioLoadError if the
+    scenario cannot run at all.
+    """
+    started = time.perf_counter()
+    scenario = (path_or_scenario if isinstance(path_or_scenario, Scenario)
+                else load_scenario(path_or_scenario))
+    progress = on_progress or (lambda done, total, phase: None)
+    progress(0, 0, "recording")
+    probe = OverwriteProbe()
+    trace = record(scenario, seed=seed, max_nodes=max_nodes, timeout=timeout,
+                   before_backward=probe, on_progress=lambda nid: progress(nid, 0, "recording"))
+    raise_if_interrupted(trace)
+
+    progress(0, 0, "checking the trace")
+    ctx = CheckContext(trace, probe.hits)
+    with collector_paused():
+        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
+
+    reruns = Reruns(scenario, seed, max_nodes, timeout)
+    numerical = NumericalCheck(trace, ctx, reruns, progress)
+    found = numerical.run(sample, found)
+    return Report(
+        findings=one_per_line(found),
+        trace=trace,
+        error=trace.error,
+        checked_pass=numerical.checked,
+        checked_nodes=numerical.checked_nodes,
+        checked_calls=numerical.checked_calls,
+        runs=1 + reruns.count,
+        seconds=time.perf_counter() - started,
+        notes=numerical.notes,
+    )

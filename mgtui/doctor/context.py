@@ -1,0 +1,116 @@
+"""What the checks of one trace share: the probe's hits, the steps and passes a finding
+already explains, and how a finding names its node and points at its source line."""
+
+from __future__ import annotations
+
+import gc
+import linecache
+import os
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from mgtui.doctor.findings import Finding
+from mgtui.doctor.probe import Overwrite
+from mgtui.trace import EventKind, Field, Pass, Trace, Write
+
+Where = tuple[str, int | None, str]  # a file, a line in it, and that line's text
+
+
+@contextmanager
+def collector_paused():
+    """No cyclic garbage collection inside: for the walks over a big trace, which make
+    many small objects and no cycles. Without it, the collector keeps rescanning the
+    heap the recording left (every node of a scenario is in a cycle with its closure),
+    and the checks of `moons` take half as long again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class CheckContext:
+    """Shared by the checks of one trace, in the order `diagnose()` runs them."""
+
+    def __init__(self, trace: Trace, overwrites: Sequence[Overwrite] = ()) -> None:
+        self.trace = trace
+        self.overwrites = overwrites  # what the `=`-for-`+=` probe saw while recording
+        self.explained: set[int] = set()  # `_backward` events a finding already explains
+        self.explained_passes: set[int] = set()  # backward passes a finding explains
+        self.seedless: set[int] = set()  # backward passes whose root grad is 0
+        self._source_lines = trace.source.splitlines()
+
+    # -- the passes and calls the checks walk ----------------------------------------------
+    @cached_property
+    def backward_passes(self) -> list[Pass]:
+        """The backward passes with at least one `_backward` call."""
+        t = self.trace
+        return [p for p in t.passes if p.kind == "backward" and t.first_backward(p) is not None]
+
+    def events_with_writes(self, p: Pass) -> Iterator[tuple[int, EventKind, tuple[Write, ...]]]:
+        """Each event of pass `p`, in order, with its kind and writes (the pass's writes
+        are fetched in one go, which is much cheaper than call by call)."""
+        t = self.trace
+        writes = t.writes_in(p)
+        k = 0
+        for i in p.steps:
+            n = t.write_count_of(i)
+            yield i, t.kind(i), writes[k:k + n]
+            k += n
+
+    def grad_before(self, nid: int, index: int) -> float:
+        """Node `nid`'s grad just before event `index`, as the trace replays it."""
+        t = self.trace
+        for i in range(index - 1, (t.created_at(nid) or 0) - 1, -1):
+            if nid not in t.grad_targets(i):
+                continue
+            if t.kind(i) is EventKind.GRAD:
+                return t.change(i)[1]
+            return next(w.after for w in reversed(t.writes(i))
+                        if w.node == nid and w.field is Field.GRAD)
+        return 0.0
+
+    # -- how a finding names things ----------------------------------------------------------
+    def node_text(self, nid: int) -> str:
+        label = self.trace.label(nid)
+        return label if label == f"#{nid}" else f"{label} (#{nid})"
+
+    def op_text(self, nid: int) -> str:
+        """`o (#9, op tanh)`: a node with its id and op."""
+        label, op = self.trace.label(nid), self.trace.op(nid) or "?"
+        return f"{label} (op {op})" if label == f"#{nid}" else f"{label} (#{nid}, op {op})"
+
+    def labels(self, nids: Sequence[int]) -> str:
+        return ", ".join(self.trace.label(c) for c in nids)
+
+    def scenario_where(self, line: int | None) -> Where:
+        lines = self._source_lines
+        text = lines[line - 1].strip() if line and line <= len(lines) else ""
+        return self.trace.scenario, line or None, text
+
+    def closure_where(self, event: int, line: int | None) -> Where:
+        """`line` of the `_backward` closure of event `event` (else the call's line)."""
+        t = self.trace
+        closure = t.closure_of(event)
+        if closure is None or not line:
+            return self.scenario_where(t.event_line(event))
+        filename = closure.filename
+        if os.path.abspath(filename) == str(Path(t.scenario).resolve()):
+            return self.scenario_where(line)
+        return filename, line, linecache.getline(filename, line).strip()
+
+    def grad_write_line(self, event: int, target: int) -> int | None:
+        """The line of the first write of event `event` to `target`'s grad."""
+        return next((w.line for w in self.trace.writes(event)
+                     if w.node == target and w.field is Field.GRAD), None)
+
+    def finding(self, kind: str, nid: int, step: int, where: Where, message: str,
+                numerical: float | None = None, recorded: float | None = None) -> Finding:
+        file, line, text = where
+        t = self.trace
+        return Finding(kind, nid, t.label(nid), t.op(nid), step, file, line, text, message,
+                       numerical, recorded)

@@ -1,0 +1,139 @@
+"""The `=`-for-`+=` probe: a `before_backward` hook of the recorder that replays each
+`_backward` closure to see whether it adds to its inputs' grads or assigns them."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+from mgtui.recorder import ID
+
+
+class Overwrite(NamedTuple):
+    """A `_backward` call whose closure assigned an input's grad instead of adding to it."""
+
+    call: int  # which recorded `_backward` call, counted from 0
+    node: int  # the node whose `_backward` it was
+    target: int  # the input whose grad it assigned
+    from_zero: float  # the grad it left when replayed from 0
+    start: float  # the nonzero grad it was replayed from next
+    from_start: float  # the grad it left then
+
+
+class OverwriteProbe:
+    """Replays each `_backward` closure before its real call: once with its inputs' grads
+    at 0 and once at a known nonzero value. An accumulating closure adds the same amount
+    both times; one that assigns leaves the same value both times. Every grad and data
+    the replay could have changed is put back afterwards, and the recorder forgets the
+    replays' records."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.busy = False
+        self.hits: list[Overwrite] = []
+
+    def __call__(self, d: dict, fn: Callable[[], object]) -> None:
+        if self.busy:  # a `_backward` called from a replayed one
+            return
+        index = self.calls
+        self.calls += 1
+        inputs = input_dicts(d)
+        if not inputs:
+            return
+        saved = reachable(d, inputs, fn)
+        self.busy = True
+        try:
+            from_zero, starts, from_start = replay(inputs, fn, saved)
+        except Exception:  # noqa: BLE001 - the real call will raise it again, recorded
+            return
+        finally:
+            restore(saved)
+            self.busy = False
+        for cd, g0, s, gs in zip(inputs, from_zero, starts, from_start):
+            if assigned(g0, s, gs):
+                self.hits.append(Overwrite(index, d.get(ID, -1), cd.get(ID, -1),
+                                           float(g0), s, float(gs)))
+
+
+def input_dicts(d: dict) -> list[dict]:
+    """The instance dicts of a node's inputs, each once."""
+    inputs = []
+    seen = set()
+    for c in d.get("_prev") or ():
+        cd = getattr(c, "__dict__", None)
+        if cd is not None and id(cd) not in seen:
+            seen.add(id(cd))
+            inputs.append(cd)
+    return inputs
+
+
+def replay(inputs: list[dict], fn: Callable[[], object], saved: list
+           ) -> tuple[list, list[float], list]:
+    """Run the closure from zeroed input grads, then from known nonzero ones: the grads
+    it left each time, and the starting values of the second run."""
+    for cd in inputs:
+        cd["grad"] = 0.0
+    fn()
+    from_zero = [cd.get("grad") for cd in inputs]
+    restore(saved)
+    starts = []
+    for cd, g in zip(inputs, from_zero):
+        start = 3.0 + 2.0 * abs(g) if is_finite(g) else 3.0
+        starts.append(start)
+        cd["grad"] = start
+    fn()
+    return from_zero, starts, [cd.get("grad") for cd in inputs]
+
+
+def assigned(g0: object, start: float, gs: object) -> bool:
+    """Did a closure that left `g0` from 0 leave `gs` (not `start + g0`) from `start`?"""
+    if not (is_finite(g0) and is_finite(gs)):
+        return False
+    g0, gs = float(g0), float(gs)  # type: ignore[arg-type]
+    tol = 1e-9 * (abs(start) + abs(g0) + abs(gs)) + 1e-12
+    return abs(gs - (start + g0)) > tol and abs(gs - g0) <= tol
+
+
+def reachable(d: dict, inputs: list[dict], fn) -> list[tuple[dict, object, object]]:
+    """The grad and data of every node the closure can reach: the node, its inputs,
+    the Values in its closure cells, and the global Values it names."""
+    dicts = {id(d): d}
+    for cd in inputs:
+        dicts[id(cd)] = cd
+    fn = getattr(fn, "__wrapped__", fn)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            obj = cell.cell_contents
+        except ValueError:
+            continue
+        od = getattr(obj, "__dict__", None)
+        if isinstance(od, dict) and "grad" in od:
+            dicts[id(od)] = od
+    code = getattr(fn, "__code__", None)
+    glob = getattr(fn, "__globals__", None)
+    if code is not None and glob is not None:
+        for name in code.co_names:
+            od = getattr(glob.get(name), "__dict__", None)
+            if isinstance(od, dict) and "grad" in od:
+                dicts[id(od)] = od
+    missing = _MISSING
+    return [(od, od.get("grad", missing), od.get("data", missing)) for od in dicts.values()]
+
+
+_MISSING = object()
+
+
+def restore(saved: list[tuple[dict, object, object]]) -> None:
+    for od, grad, data in saved:
+        for key, value in (("grad", grad), ("data", data)):
+            if value is _MISSING:
+                od.pop(key, None)
+            else:
+                od[key] = value
+
+
+def is_finite(x: object) -> bool:
+    try:
+        return math.isfinite(x)  # type: ignore[arg-type]
+    except TypeError:
+        return False

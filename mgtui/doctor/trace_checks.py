@@ -1,0 +1,260 @@
+"""The checks that need only the trace (and the probe's hits): one function per check,
+each `check_x(trace, ctx) -> list[Finding]`, run in the order of `TRACE_CHECKS`."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Callable
+
+from mgtui.doctor.context import CheckContext
+from mgtui.doctor.findings import Finding
+from mgtui.trace import EventKind, Pass, Trace
+
+Check = Callable[[Trace, CheckContext], list[Finding]]
+
+
+def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """The first nan or inf in any data or grad, and the step that produced it."""
+    t = trace
+    i = t.first_non_finite()
+    if i is None:
+        return []
+    kind = t.kind(i)
+    if kind is EventKind.CREATE:
+        nid = t.event_node(i)
+        value = t.node_data[nid]
+        inputs = t.children(nid)
+        if inputs:
+            shown = ", ".join(f"{t.label(c)} = {t.node_data[c]:.6g}" for c in inputs)
+            finite = all(math.isfinite(t.node_data[c]) for c in inputs)
+            how = "overflowed to" if finite and math.isinf(value) else "made"
+            origin = f"its op {t.op(nid) or '?'} {how} {value} from {shown}"
+        else:
+            origin = f"it was created as {value}"
+        return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.line(nid)),
+                            f"{ctx.node_text(nid)}.data is {value}: {origin}", recorded=value)]
+    if kind is EventKind.BACKWARD:
+        owner = t.event_node(i)
+        w = next(w for w in t.writes(i) if not math.isfinite(w.after))
+        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *t.children(owner))]
+        return [ctx.finding("non-finite", owner, i, ctx.closure_where(i, w.line),
+                            f"the _backward of {ctx.op_text(owner)} "
+                            f"wrote {ctx.node_text(w.node)}.{w.field} = {w.after} "
+                            f"(it was {w.before:.6g}); values at creation: " + ", ".join(values),
+                            recorded=w.after)]
+    nid = t.event_node(i)
+    before, after = t.change(i)
+    return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.event_line(i)),
+                        f"{ctx.node_text(nid)}.{kind} was set to {after} "
+                        f"(it was {before:.6g})", recorded=after)]
+
+
+def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """`=` instead of `+=`: the probe's replays, tied to their recorded call."""
+    t = trace
+    if not ctx.overwrites:
+        return []
+    calls = t.events_of(EventKind.BACKWARD)
+    found = []
+    for hit in ctx.overwrites:
+        nid, target = hit.node, hit.target
+        event = calls[hit.call] if hit.call < len(calls) and t.event_node(calls[hit.call]) == nid \
+            else next((i for i in calls if t.event_node(i) == nid), None)
+        if event is None or target < 0:
+            continue
+        ctx.explained.add(event)
+        start, g0, gs = hit.start, hit.from_zero, hit.from_start
+        found.append(ctx.finding(
+            "overwrite", nid, event, ctx.closure_where(event, ctx.grad_write_line(event, target)),
+            f"the _backward of {ctx.op_text(nid)} assigns "
+            f"{ctx.node_text(target)}.grad instead of adding to it: replayed with "
+            f"{t.label(target)}.grad = {start:.6g} beforehand it left {gs:.6g}, "
+            f"not {start + g0:.6g} (= {start:.6g} + {g0:.6g}); a second "
+            f"contribution to {t.label(target)}.grad would be lost"))
+    return found
+
+
+def check_no_backward(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """An op node whose `_backward` is still the no-op its `__init__` set."""
+    t = trace
+    found = []
+    for i in t.events_of(EventKind.BACKWARD):
+        closure = t.closure_of(i)
+        if closure is None or not closure.default:
+            continue
+        nid = t.event_node(i)
+        inputs = t.children(nid)
+        if not inputs:
+            continue
+        ctx.explained.add(i)
+        names = ctx.labels(inputs)
+        found.append(ctx.finding(
+            "no-backward", nid, i, ctx.scenario_where(t.line(nid)),
+            f"{ctx.op_text(nid)} has inputs ({names}) but its _backward is still the no-op "
+            f"that Value.__init__ sets: no gradient reaches {names}"))
+    return found
+
+
+def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A `_backward` that wrote to a node other than its op's inputs (its first such write)."""
+    t = trace
+    found = []
+    for i in t.events_of(EventKind.BACKWARD):
+        closure = t.closure_of(i)
+        if closure is not None and closure.default:
+            continue
+        nid = t.event_node(i)
+        inputs = t.children(nid)
+        grads = t.grad_targets(i)  # cheaper than the writes; data writes are rare
+        if len(grads) == t.write_count_of(i) and set(inputs).issuperset(grads):
+            continue
+        w = next((w for w in t.writes(i) if w.node not in inputs), None)
+        if w is None:
+            continue
+        ctx.explained.add(i)
+        found.append(ctx.finding(
+            "foreign-write", nid, i, ctx.closure_where(i, w.line),
+            f"the _backward of {ctx.op_text(nid)} wrote {ctx.node_text(w.node)}.{w.field} "
+            f"({w.before:.6g} → {w.after:.6g}), which is not one of its inputs "
+            f"({ctx.labels(inputs) or 'none'})"))
+    return found
+
+
+def check_missing_seed(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A backward pass whose root grad is 0 when its first `_backward` runs."""
+    t = trace
+    found = []
+    for p in ctx.backward_passes:
+        first = t.first_backward(p)
+        assert first is not None
+        root = t.event_node(first)
+        if t.is_leaf(root) or ctx.grad_before(root, first) != 0:
+            continue
+        ctx.seedless.add(p.index)
+        ctx.explained_passes.add(p.index)
+        seed = next((i for i in t.events_of(EventKind.GRAD, p.start, first)
+                     if t.event_node(i) == root), None)
+        line = t.event_line(seed if seed is not None else first)
+        what = "was set to 0" if seed is not None else "was never set to 1"
+        found.append(ctx.finding(
+            "missing-seed", root, first, ctx.scenario_where(line),
+            f"the backward pass starts at {ctx.node_text(root)}, whose grad {what}: every "
+            f"contribution is multiplied by {t.label(root)}.grad = 0, so all grads stay 0 "
+            f"(set {t.label(root)}.grad = 1.0 first)", recorded=0.0))
+    return found
+
+
+def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A node's `_backward` that ran before the `_backward` of a node that uses it."""
+    t = trace
+    found = []
+    for p in ctx.backward_passes:
+        first_run: dict[int, int] = {}  # node -> its first `_backward` call in the pass
+        for i in t.backward_calls(p):
+            first_run.setdefault(t.event_node(i), i)
+        last_user: dict[int, tuple[int, int]] = {}  # node -> (latest first call of a user, user)
+        for user, i in first_run.items():
+            for c in set(t.children(user)):
+                if c in first_run and (c not in last_user or last_user[c][0] < i):
+                    last_user[c] = (i, user)
+        early = next(((nid, i) for nid, i in sorted(first_run.items(), key=lambda item: item[1])
+                      if nid in last_user and not t.is_leaf(nid) and last_user[nid][0] > i), None)
+        if early is None:
+            continue
+        nid, i = early
+        j, user = last_user[nid]
+        ctx.explained_passes.add(p.index)
+        found.append(ctx.finding(
+            "topo-order", nid, i, ctx.scenario_where(t.event_line(i)),
+            f"the _backward of {ctx.node_text(nid)} ran at step {i + 1}, before the "
+            f"_backward of {ctx.node_text(user)} (step {j + 1}), which uses it: "
+            f"{t.label(nid)} passed on a grad that was not complete yet (the "
+            f"topological sort must add a node after all of its inputs)"))
+    return found
+
+
+def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A backward pass that starts while grads still hold values from an earlier backward
+    pass: one of the same graph, or one before the last update of the parameters."""
+    t = trace
+    data = array("d", t.node_data)  # `apply` replays both fields; only grads are read
+    grad = array("d", bytes(8 * t.node_count))
+    held: dict[int, int] = {}  # node -> the backward pass its grad still comes from
+    ends: dict[int, int] = {}  # backward pass -> its end
+    roots: dict[int, int | None] = {}  # backward pass -> its root
+    last_update = -1  # the last data write outside `_backward`
+    backward = {p.index for p in ctx.backward_passes}
+    found = []
+    for p in t.passes:
+        if p.kind == "forward":
+            continue  # creations change no grad
+        calls = {i: t.grad_targets(i) for i in t.backward_calls(p)}  # call -> grads it wrote
+        if p.index in backward:
+            stale = stale_grads(t, p, calls, grad, held, ends, roots, last_update)
+            if stale:
+                ctx.explained_passes.add(p.index)
+                found.append(zero_grad_finding(t, ctx, p, calls, stale, grad, ends, last_update))
+            ends[p.index] = p.end
+            roots[p.index] = t.backward_root(p)
+        for i in p.steps:
+            t.apply(i, data, grad)
+            written = calls.get(i)
+            if written is not None:
+                held.update(dict.fromkeys(written, p.index))
+            elif t.kind(i) is EventKind.GRAD:
+                held.pop(t.event_node(i), None)
+            elif t.kind(i) is EventKind.DATA:
+                last_update = i
+    return found
+
+
+def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
+                held: dict[int, int], ends: dict[int, int], roots: dict[int, int | None],
+                last_update: int) -> list[tuple[int, int]]:
+    """(node, earlier backward pass) for each node that pass `p` adds to while its grad
+    is still nonzero from that earlier pass, and should have been zeroed since."""
+    root = t.backward_root(p)
+    stale: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    for written in calls.values():
+        for nid in written:
+            if nid in seen:
+                continue
+            seen.add(nid)
+            q = held.get(nid)
+            if q is None or grad[nid] == 0:
+                continue
+            if last_update > ends[q] or roots.get(q) == root:
+                stale.append((nid, q))
+    return stale
+
+
+def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, list[int]],
+                      stale: list[tuple[int, int]], grad: array, ends: dict[int, int],
+                      last_update: int) -> Finding:
+    """The finding at the first `_backward` call that adds onto a left-over grad (of a
+    leaf, if any is stale: a parameter)."""
+    nid, q = min([s for s in stale if t.is_leaf(s[0])] or stale)
+    first = t.first_backward(p)
+    assert first is not None
+    step = next((i for i, written in calls.items() if i >= first and nid in written), first)
+    why = ("the parameters were updated in between" if last_update > ends[q]
+           else "it is the same graph again")
+    return ctx.finding(
+        "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
+        f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
+        f"left over from backward pass {q + 1} ({why}), and {len(stale)} node(s) like it: "
+        f"the new gradients are added on top; zero the grads before backward()",
+        recorded=grad[nid])
+
+
+TRACE_CHECKS: tuple[Check, ...] = (
+    check_non_finite,
+    check_overwrite,
+    check_no_backward,
+    check_foreign_write,
+    check_missing_seed,
+    check_topo_order,
+    check_missing_zero_grad,
+)

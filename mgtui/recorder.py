@@ -213,6 +213,12 @@ class Recorder:
         #                         closure, first write
         self.writes: list = []  # WRITE_FIELDS a write: node, field, before, after, line
         self.stack: list[int] = []  # the `_backward` calls running, innermost last
+        # Nodes made while a `_backward` runs (a custom op that computes with Values):
+        # their creation steps come right after the call, so its writes stay its own.
+        self.made_inside: list[int] = []
+        # Counts the starts and ends of `before_backward`: a reader in another thread
+        # (the runner's flusher) takes the lengths only while it is even and unchanged.
+        self.replays = 0
         self.codes: dict[object, int] = {}
         self.class_codes: set[object] = set()  # code of the Value classes' own methods
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
@@ -301,12 +307,26 @@ class Recorder:
 
         return scenario_line
 
+    def forget_since(self, n_writes: int, n_events: int, n_nodes: int, n_kids: int) -> None:
+        """Take back every record made since these lengths: the nodes a hook's replay made
+        are forgotten too, so that ids keep following the recorded creations."""
+        del self.writes[n_writes:]
+        del self.events[n_events:]
+        first = n_nodes // NODE_FIELDS
+        self.made_inside[:] = [nid for nid in self.made_inside if nid < first]
+        if len(self.nodes) > n_nodes:
+            del self.nodes[n_nodes:]
+            del self.kids[n_kids:]
+            for nid in [n for n in self.late_labels if n >= first]:
+                del self.late_labels[nid]
+
     def _backward_hook(self, scenario_line):
         """The `_backward` descriptor: a read returns the closure bound to `run_backward`,
         which records the call (and runs `before_backward` first)."""
         rec = self
         before = self.before_backward
         events, writes, codes, stack = self.events, self.writes, self.codes, self.stack
+        nodes, kids, made_inside = self.nodes, self.kids, self.made_inside
         getframe = sys._getframe
 
         def run_backward(d: dict, fn: Callable[[], object]):
@@ -314,12 +334,13 @@ class Recorder:
             if nid is None or rec.stop_reason:
                 return fn()
             if before is not None:  # whatever the hook records is forgotten
-                n_writes, n_events = len(writes), len(events)
+                marks = len(writes), len(events), len(nodes), len(kids)
+                rec.replays += 1  # odd while the hook runs: its records are not for reading
                 try:
                     before(d, fn)
                 finally:
-                    del writes[n_writes:]
-                    del events[n_events:]
+                    rec.forget_since(*marks)
+                    rec.replays += 1
             code = getattr(fn, "__code__", None)
             ci = codes.get(code)
             if ci is None:
@@ -331,6 +352,10 @@ class Recorder:
                 return fn()
             finally:
                 stack.pop()
+                if made_inside and not stack:
+                    for made in made_inside:
+                        events.extend((CREATE, made, 0.0, 0.0, 0, -1, len(writes)))
+                    made_inside.clear()
 
         class BackwardHook:
             """`_backward` reads return the closure bound to the recorder; writes store it."""
@@ -398,6 +423,7 @@ class Recorder:
         `on_create` first)."""
         rec = self
         nodes, events, writes, kids = self.nodes, self.events, self.writes, self.kids
+        stack, made_inside = self.stack, self.made_inside
         max_nodes, on_progress, on_create = self.max_nodes, self.on_progress, self.on_create
         getid = attrgetter(ID)
         getframe = sys._getframe
@@ -426,7 +452,10 @@ class Recorder:
             d[ID] = nid
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
                           scenario_line(getframe(1))))
-            events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+            if stack:  # made inside a `_backward`: its step follows that call's writes
+                made_inside.append(nid)
+            else:
+                events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
             if on_progress is not None and not nid & 0x3FFF:
                 on_progress(nid)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import eq, le, lt, ne, sub
+from operator import eq, le, lt, sub
 from typing import Iterable, Iterator, Literal, Sequence
 
 PassKind = Literal["forward", "backward", "zero_grad", "update", "other"]
@@ -808,17 +808,13 @@ class TraceBuilder:
                              ("after", self.wr_after), ("line", self.wr_line)):
             if len(column) != w:
                 raise TraceFormatError(f"writes.{name}", f"{len(column)} values for {w} writes")
-        # writes belong only to `_backward` calls, in order
+        # Writes follow their events in order. (They belong to `_backward` calls; a
+        # `_backward` that makes Values has its later writes after those creations.)
         ends = self.ev_write_start[1:]
         ends.append(w)
         starts = self.ev_write_start
         if starts and (starts[0] != 0 or not all(map(le, starts, ends)) or ends[-1] > w):
             raise TraceFormatError("events.writes", "the writes of the events are not in order")
-        writing = list(compress(range(len(starts)), map(ne, starts, ends)))
-        kinds = bytes(map(self.ev_kind.__getitem__, writing))
-        if kinds.count(_BACKWARD) != len(kinds):
-            i = writing[next(k for k, x in enumerate(kinds) if x != _BACKWARD)]
-            raise TraceFormatError(f"events[{i}].writes", "only a _backward call makes writes")
         if not starts and w:
             raise TraceFormatError("writes", f"{w} writes belong to no _backward call")
         if w and (max(self.wr_node) >= n or min(self.wr_node) < 0):

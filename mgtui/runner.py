@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from mgtui import tracefile
+from mgtui.recorder import ScenarioLoadError
 from mgtui.safe import bounded
 from mgtui.trace import Closure, Trace, TraceBuilder, TraceError, TraceFormatError
 
@@ -32,15 +33,6 @@ GRACE = 1.0  # seconds a child gets to send what it has before its group is kill
 DEFAULT_MAX_MEMORY = 8 << 30  # bytes of address space for a child (--max-memory)
 OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
 FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
-
-
-class RunnerError(Exception):
-    """The scenario could not run at all (missing file, not Python, syntax error)."""
-
-    def __init__(self, message: str, detail: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -70,9 +62,9 @@ class RunSpec:
 
 @dataclass
 class RunResult:
-    """How a run ended. `trace` is None only when the scenario could not run at all."""
+    """How a run ended. (A scenario that could not run at all raises ScenarioLoadError.)"""
 
-    trace: Trace | None
+    trace: Trace
     finished: bool  # the scenario ran to its end (it may still have raised)
     message: str  # one sentence when it did not finish, else ""
     job_result: object = None  # what the job's hooks reported (the doctor's probe)
@@ -97,6 +89,7 @@ class Run:
         self._output_size = 0
         self._stream_error: str | None = None
         self._head_seen = False
+        self._progress_error: BaseException | None = None  # raised by on_progress
         self._exit_code: object = None  # what the scenario passed to os._exit
         self._stop_reason: str | None = None
         self._proc: subprocess.Popen | None = None
@@ -176,6 +169,8 @@ class Run:
         if masked:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
+            if self._progress_error is not None:
+                raise self._progress_error
             return self._result(proc.returncode)
         finally:
             if masked:
@@ -269,8 +264,12 @@ class Run:
                     self._builder.relabel(nid, label)
             elif tag == "Z":
                 self._end = json.loads(payload)
-        if tag == "N" and self.on_progress is not None:
-            self.on_progress(self._builder.node_count)
+        if tag == "N" and self.on_progress is not None and self._progress_error is None:
+            try:
+                self.on_progress(self._builder.node_count)
+            except BaseException as exc:  # noqa: BLE001 - the caller wants the run to stop
+                self._progress_error = exc
+                self.cancel("cancelled")
 
     # -- the result ------------------------------------------------------------------------------
     @property
@@ -295,12 +294,12 @@ class Run:
 
     def _result(self, returncode: int) -> RunResult:
         if self._load_error is not None:
-            raise RunnerError(self._load_error["message"], self._load_error.get("detail", ""))
+            raise ScenarioLoadError(self._load_error["message"], self._load_error.get("detail", ""))
         end = self._end
         output = (end.get("output", "") if end is not None else "") + self.output
         if self._builder is None:
             why = self._ending(returncode, end)
-            raise RunnerError(f"{self.spec.path}: the scenario's process ended before it "
+            raise ScenarioLoadError(f"{self.spec.path}: the scenario's process ended before it "
                               f"started recording: {why}", output.strip()[-2000:])
         error = _trace_error(end.get("error")) if end is not None else None
         stopped = error is not None and error.type == "Stopped"  # a limit, or ctrl+c
@@ -316,7 +315,7 @@ class Run:
         with self._lock:
             trace = self._checked(error, output)
         if trace is None:
-            raise RunnerError(f"{self.spec.path}: the recording could not be read: "
+            raise ScenarioLoadError(f"{self.spec.path}: the recording could not be read: "
                               f"{self._stream_error}")
         return RunResult(trace, finished, message, self._job_result)
 

@@ -85,9 +85,13 @@ class Flusher:
             rec = self.rec
             # Take the lengths writes first: an event made after this has its first
             # write at or past it, and is held back until those writes are taken too.
+            # Records a `before_backward` hook makes are taken back: wait for it to end.
+            replays = rec.replays
             n_writes = len(rec.writes) // WRITE_FIELDS
             n_events = len(rec.events) // EVENT_FIELDS
             n_nodes = len(rec.nodes) // NODE_FIELDS
+            if replays % 2 or rec.replays != replays:
+                return
             events = rec.events
             while n_events > self.events and events[(n_events - 1) * EVENT_FIELDS + 6] > n_writes * WRITE_FIELDS:
                 n_events -= 1

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from mgtui.recorder import record
-from mgtui.runner import Run, RunnerError, RunSpec, run
+from mgtui.recorder import ScenarioLoadError, record
+from mgtui.runner import Run, RunSpec, run
 
 from conftest import SCENARIOS
 
@@ -33,10 +33,10 @@ def test_the_lecture_figures_come_through_the_child():
 
 def test_a_scenario_that_cannot_run_is_an_error_not_a_trace(write_scenario):
     bad = write_scenario("bad", "a = (\n")
-    with pytest.raises(RunnerError) as info:
+    with pytest.raises(ScenarioLoadError) as info:
         run(bad)
     assert "SyntaxError" in info.value.message
-    with pytest.raises(RunnerError, match="no such file"):
+    with pytest.raises(ScenarioLoadError, match="no such file"):
         run("/nonexistent/x.py")
 
 
@@ -173,3 +173,29 @@ def test_megabytes_of_output_are_kept_within_a_budget(write_scenario):
     out = result.trace.output
     assert len(out) < 500_000
     assert "line 0 " in out and "line 199999 " in out and "left out here" in out
+
+
+def test_the_doctor_checks_a_custom_op_whose_backward_makes_values(write_scenario):
+    """The probe replays each `_backward`; one that builds Values while it runs must not
+    leave stray nodes in the trace (they would break creation order)."""
+    from mgtui.doctor import diagnose
+
+    path = write_scenario("valued_backward", """
+        from engine import Value
+
+        def cube(x):
+            out = Value(x.data ** 3, (x,), 'cube')
+            def _backward():
+                local = Value(3.0) * x.data ** 2  # a Value made inside _backward
+                x.grad += local.data * out.grad
+            out._backward = _backward
+            return out
+
+        a = Value(2.0, label='a')
+        y = cube(a); y.label = 'y'
+        y.backward()
+    """)
+    report = diagnose(path)
+    assert report.error is None and report.findings == []
+    t = report.trace
+    assert t.final_grad[t.find("a")[0]] == 12.0  # d(a**3)/da = 3 * 2**2

@@ -1,6 +1,7 @@
 """The gradient doctor: find the node and source line behind a wrong gradient.
 
-`diagnose()` records the scenario once with the `=`-for-`+=` probe (`probe.py`), runs the
+`diagnose()` records the scenario once with the `=`-for-`+=` probe (`probe.py`), each
+recording in a child process of its own (`mgtui.runner`, `jobs.py`), runs the
 trace checks of SPEC section 6 (`trace_checks.py`, one function per check), and re-runs
 the scenario with node values nudged to check the gradients numerically
 (`numerical.py`). It returns a `Report`; presenting it is for the command line
@@ -16,10 +17,11 @@ import time
 from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
 from mgtui.doctor.numerical import NumericalCheck, ProgressFn
-from mgtui.doctor.probe import OverwriteProbe
+from mgtui.doctor.probe import Overwrite, OverwriteProbe
 from mgtui.doctor.reruns import Reruns, raise_if_interrupted
 from mgtui.doctor.trace_checks import TRACE_CHECKS
-from mgtui.recorder import DEFAULT_MAX_NODES, Scenario, load_scenario, record
+from mgtui.recorder import DEFAULT_MAX_NODES, Scenario, load_scenario
+from mgtui.runner import Run, RunSpec
 
 __all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose"]
 
@@ -45,13 +47,15 @@ def diagnose(
                 else load_scenario(path_or_scenario))
     progress = on_progress or (lambda done, total, phase: None)
     progress(0, 0, "recording")
-    probe = OverwriteProbe()
-    trace = record(scenario, seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   before_backward=probe, on_progress=lambda nid: progress(nid, 0, "recording"))
+    spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
+                   job="mgtui.doctor.jobs:probe")
+    result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
+    trace = result.trace
     raise_if_interrupted(trace)
+    hits = [Overwrite(*hit) for hit in result.job_result or ()]
 
     progress(0, 0, "checking the trace")
-    ctx = CheckContext(trace, probe.hits)
+    ctx = CheckContext(trace, hits)
     with collector_paused():
         found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
 

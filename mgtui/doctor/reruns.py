@@ -1,12 +1,13 @@
-"""Re-running a scenario for the doctor, with recorder hooks that are plain objects: one
-nudges nodes' data as they are made, one ends the run before a given `_backward` call."""
+"""Re-running a scenario for the doctor, each run in a child process (`mgtui.runner`),
+with recorder hooks that are plain objects: one nudges nodes' data as they are made, one
+ends the run before a given `_backward` call (`jobs.rerun` makes them in the child)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from mgtui.recorder import Scenario, StopRecording, record
+from mgtui.recorder import Scenario, StopRecording
 from mgtui.trace import Trace
 
 
@@ -50,10 +51,14 @@ class Reruns:
         """Re-run the scenario with `nudge` added to nodes' data at their creation,
         stopping before `_backward` call number `stop_after + 1`: just before the
         checked pass."""
+        from mgtui.runner import Run, RunSpec
+
         self.count += 1
-        trace = record(self.scenario, seed=self.seed, max_nodes=self.max_nodes,
-                       timeout=self.timeout, on_progress=on_progress, on_create=Nudge(nudge),
-                       before_backward=StopBeforeCall(stop_after))
+        spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
+                       timeout=self.timeout, job="mgtui.doctor.jobs:rerun",
+                       job_args={"nudge": {str(k): v for k, v in nudge.items()},
+                                 "stop_after": stop_after})
+        trace = Run(spec, on_progress=on_progress).run().trace
         raise_if_interrupted(trace)
         return trace
 

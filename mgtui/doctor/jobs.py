@@ -1,0 +1,33 @@
+"""The doctor's recordings as runner jobs: the hooks it needs, made in the child process
+that runs the scenario, and what they report back to the parent (as JSON)."""
+
+from __future__ import annotations
+
+from mgtui.doctor.probe import OverwriteProbe
+from mgtui.doctor.reruns import Nudge, StopBeforeCall
+
+
+class ProbeJob:
+    """The first recording: the `=`-for-`+=` probe around every `_backward` call."""
+
+    def __init__(self) -> None:
+        self.probe = OverwriteProbe()
+
+    def hooks(self) -> dict:
+        return {"before_backward": self.probe}
+
+    def result(self) -> list[list]:
+        return [list(hit) for hit in self.probe.hits]
+
+
+def probe() -> tuple[dict, ProbeJob]:
+    job = ProbeJob()
+    return job.hooks(), job
+
+
+def rerun(nudge: dict[str, float], stop_after: int) -> tuple[dict, None]:
+    """A re-run with node values nudged, stopped before `_backward` call `stop_after + 1`.
+    (JSON keys are strings: the node ids come back to ints here.)"""
+    hooks = {"on_create": Nudge({int(k): float(v) for k, v in nudge.items()}),
+             "before_backward": StopBeforeCall(stop_after)}
+    return hooks, None

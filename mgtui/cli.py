@@ -15,8 +15,10 @@ from pathlib import Path
 
 from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
-from mgtui.recorder import DEFAULT_MAX_NODES, ScenarioLoadError, record
+from mgtui.recorder import DEFAULT_MAX_NODES, ScenarioLoadError
+from mgtui.safe import inert
 
+DEFAULT_MAX_MEMORY = 8 << 30  # mgtui.runner's, without importing it for --help
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
 
@@ -27,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         "autograd graph. With no FILE, opens a picker of the bundled scenarios.",
     )
     parser.add_argument("file", nargs="?", metavar="FILE",
-                        help="a scenario .py file, a bundled scenario name, or a saved TRACE.json")
+                        help="a scenario .py file, a bundled scenario name, or a saved trace "
+                        "(TRACE.json or TRACE.mgtrace)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", dest="print_",
                       help="print the trace as text and exit")
@@ -36,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true",
                       help="run the gradient doctor and report what it finds")
     mode.add_argument("--list", action="store_true", help="list the bundled scenarios")
+    parser.add_argument("--save", metavar="TRACE.mgtrace",
+                        help="also write the trace to a compact binary file that "
+                        "`mgtui TRACE.mgtrace` opens without running code")
     parser.add_argument("--json", action="store_true", help="with --check: findings as JSON")
     parser.add_argument("--all", action="store_true", help="with --print: every step of every pass")
     parser.add_argument("--step", type=int, metavar="N", help="open the app at step N")
@@ -45,17 +51,39 @@ def build_parser() -> argparse.ArgumentParser:
                         help="stop recording after this many seconds")
     parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
                         help=f"stop recording past N nodes (default {DEFAULT_MAX_NODES:,})")
+    parser.add_argument("--max-memory", type=memory_size, default=DEFAULT_MAX_MEMORY,
+                        metavar="SIZE", help="stop the scenario's process past SIZE of memory, "
+                        f"e.g. 512M or 4G (default {DEFAULT_MAX_MEMORY >> 30}G)")
     parser.add_argument("--sample", type=int, metavar="N",
                         help="with --check: how many non-leaf nodes to check numerically")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
     return parser
 
 
+def memory_size(text: str) -> int:
+    """`512M`, `4G`, `1.5G` or a number of bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B")
+    scale = units.get(t[-1:], 1)
+    try:
+        size = float(t[:-1] if t[-1:] in units else t) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512M or 4G)") from None
+    if size < 64 << 20:
+        raise argparse.ArgumentTypeError(f"{text} is too little memory to run Python in")
+    return int(size)
+
+
 def fail(message: str, detail: str = "") -> int:
-    print(f"mgtui: {message}", file=sys.stderr)
-    if detail:
-        print(detail, file=sys.stderr)
+    say(message, detail)
     return EXIT_UNUSABLE
+
+
+def say(message: str, detail: str = "") -> None:
+    """A message on stderr; scenario text in it is made inert (`mgtui.safe`)."""
+    print(f"mgtui: {inert(message)}", file=sys.stderr)
+    if detail:
+        print(inert(detail), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,40 +105,95 @@ def main(argv: list[str] | None = None) -> int:
             return fail("this mode needs a FILE (see mgtui --list for the bundled scenarios)")
         return launch_app(None, args)
     path = resolve(args.file)
-    if not headless:
+    if not headless and not args.save:
         return launch_app(path, args)
+    saved = is_saved_trace(path)
+    if saved and args.check:
+        return fail("--check runs the scenario, and a saved trace has no code to run")
+    if args.check:
+        return run_check(path, args)
     try:
-        if path.suffix == ".json":
-            if args.check:
-                return fail("--check runs the scenario, and a saved trace has no code to run")
-            from mgtui.export import load
-
-            trace = load(path)
-        elif args.check:
-            return run_check(path, args)
-        else:
-            trace = record(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout)
+        trace, stopped = load_trace(path, args) if saved else record_trace(path, args)
     except ScenarioLoadError as exc:
         return fail(exc.message, exc.detail)
+    if args.save:
+        save_trace(trace, Path(args.save))
+    try:
+        write_trace(trace, args)
     except KeyboardInterrupt:
-        return fail("interrupted")
+        say(f"{path}: interrupted while writing the trace (what was written is partial)")
+        return EXIT_FAILED
+    if stopped:
+        say(f"{path}: recording stopped: {stopped} (the trace up to there was kept)")
+        return EXIT_FAILED
+    if trace.error is not None:
+        say(f"{path}: {trace.error} (the trace up to there was kept)")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def is_saved_trace(path: Path) -> bool:
+    from mgtui.tracefile import is_trace_file
+
+    return path.suffix == ".json" or is_trace_file(path)
+
+
+def load_trace(path: Path, args: argparse.Namespace):
+    from mgtui.export import load
+
+    return load(path), ""
+
+
+def record_trace(path: Path, args: argparse.Namespace):
+    """Record in a child process: (the trace, "" or why it did not finish)."""
+    from mgtui.runner import run
+
+    result = run(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
+                 max_memory=args.max_memory)
+    return result.trace, result.message
+
+
+def save_trace(trace, path: Path) -> None:
+    from mgtui.tracefile import dumpb
+
+    try:
+        path.write_bytes(dumpb(trace))
+    except OSError as exc:
+        say(f"cannot write {path}: {exc.strerror}")
+
+
+def write_trace(trace, args: argparse.Namespace) -> None:
+    out = InertStream(sys.stdout)
     if args.export == "json":
         from mgtui.export import dumps
 
-        sys.stdout.write(dumps(trace) + "\n")
+        sys.stdout.write(dumps(trace) + "\n")  # JSON escapes every control character
     elif args.export == "dot":
         from mgtui.export import to_dot
 
-        sys.stdout.write(to_dot(trace))
-    else:
+        out.write(to_dot(trace))
+    elif args.print_:
         from mgtui.report import print_trace
 
-        print_trace(trace, sys.stdout, limit=None if args.all else 200)
+        print_trace(trace, out, limit=None if args.all else 200)
     sys.stdout.flush()
-    if trace.error is not None:
-        print(f"mgtui: {path}: {trace.error} (the trace up to there was kept)", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+
+
+class InertStream:
+    """A text stream that makes everything written to it inert (`mgtui.safe`): what
+    --print and --check write is scenario text, and it goes to a terminal."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(inert(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
 
 
 def run_check(path: Path, args: argparse.Namespace) -> int:
@@ -130,10 +213,10 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps([f.to_json() for f in report.findings], indent=2) + "\n")
     else:
-        sys.stdout.write(format_report(report))
+        InertStream(sys.stdout).write(format_report(report))
     sys.stdout.flush()
     if report.error is not None:
-        print(f"mgtui: {path}: {report.error} (checked up to there)", file=sys.stderr)
+        say(f"{path}: {report.error} (checked up to there)")
     return EXIT_OK if report.clean else EXIT_FAILED
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from mgtui.trace import Closure, EventKind, Field, Trace, TraceBuilder, TraceError
 
@@ -133,10 +133,12 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         raise ScenarioLoadError(f"cannot read {path}: {exc.strerror}") from None
     if b"\0" in raw[:4096]:
         raise ScenarioLoadError(f"{path} is not a Python file (it looks binary)")
-    try:
-        source = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioLoadError(f"{path} is not a Python file (it is not UTF-8 text)") from None
+    try:  # as Python reads it: a BOM, or a PEP 263 coding cookie, else UTF-8
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        source = raw.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        raise ScenarioLoadError(f"{path} is not a Python file (its text is not UTF-8, nor in "
+                                "the encoding its coding line names)") from None
     if p.suffix not in (".py", ""):
         raise ScenarioLoadError(f"{path} is not a Python file (expected a .py scenario)")
     filename = str(p.resolve())
@@ -180,6 +182,10 @@ class Recorder:
     - `before_backward(node_dict, fn)` runs just before each recorded `_backward` call,
       with the node's dict and the closure about to run. Whatever it records (it may
       call `fn`) is discarded, and raising `StopRecording` from it ends the run there.
+
+    `capture_output=False` leaves the scenario's stdout and stderr where they are (the
+    runner's child sends them to the parent on a pipe of their own), and `argv` is what
+    follows the script's path in its `sys.argv`.
     """
 
     def __init__(
@@ -192,8 +198,12 @@ class Recorder:
         on_progress: Callable[[int], None] | None = None,
         on_create: OnCreate | None = None,
         before_backward: BeforeBackward | None = None,
+        capture_output: bool = True,
+        argv: Sequence[str] = (),
     ) -> None:
         self.scenario = scenario
+        self.capture_output = capture_output
+        self.argv = tuple(argv)
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
@@ -204,6 +214,7 @@ class Recorder:
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
         self._old_alarm = None  # SIGALRM's handler before ours, while ours is installed
+        self._posted = False  # cancel() has posted StopRecording to the recording thread
         # raw records, appended flat and compacted into arrays by finish()
         self.nodes: list = []  # NODE_FIELDS a node: end of its children in kids, op,
         #                        label, data, line
@@ -242,6 +253,7 @@ class Recorder:
             else:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(tid), ctypes.py_object(StopRecording))
+                self._posted = True
 
     def _on_alarm(self, signum, frame) -> None:
         if self._thread_id is not None:  # still inside the scenario
@@ -250,15 +262,20 @@ class Recorder:
     def _disarm(self) -> None:
         """From here on `cancel()` no longer interrupts this thread; a stop it asked for
         a moment ago but that has not landed yet is withdrawn."""
-        while True:
+        with self._lock:
+            self._thread_id = None
+            posted, self._posted = self._posted, False
+        if not posted:
+            return
+        # Let a stop that was posted but has not landed yet land here, harmlessly. (It
+        # is not withdrawn with PyThreadState_SetAsyncExc(tid, NULL): under an active
+        # sys.settrace or sys.setprofile, as coverage and debuggers set, that hangs.)
+        for _ in range(10_000):
             try:
-                with self._lock:
-                    tid, self._thread_id = self._thread_id, None
-                    if tid is not None:
-                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+                for _ in range(100):
+                    pass
+            except StopRecording:
                 return
-            except StopRecording:  # it landed while we were withdrawing it
-                continue
 
     # -- instrumentation: the hot path -------------------------------------------------
     # Each hook is a closure over local names bound once (the record lists, the recorder's
@@ -545,15 +562,16 @@ class Recorder:
             return cls
 
         gc_threshold = gc.get_threshold()
-        stdout = ThreadOutput(sys.stdout, out)
-        stderr = ThreadOutput(sys.stderr, out)
+        capture = self.capture_output
+        stdout = ThreadOutput(sys.stdout, out) if capture else sys.stdout
+        stderr = ThreadOutput(sys.stderr, out) if capture else sys.stderr
         try:
             self.instrument_loaded()
             builtins.__build_class__ = build_class
             builtins.input = no_input
             sys.stdout, sys.stderr = stdout, stderr
             sys.stdin = io.StringIO("")
-            sys.argv = [str(scenario.path.resolve())]
+            sys.argv = [str(scenario.path.resolve()), *self.argv]
             sys.path.insert(0, str(scenario.path.resolve().parent))
             sys.modules["__main__"] = main_module
             random.seed(self.seed)
@@ -569,7 +587,7 @@ class Recorder:
             # Put the streams back only if nobody (a Textual app starting or stopping on
             # another thread) swapped them meanwhile; a proxy left in place just passes
             # everything on from now on.
-            for proxy in (stdout, stderr):
+            for proxy in (stdout, stderr) if capture else ():
                 proxy.detach()
             if sys.stdout is stdout:
                 sys.stdout = saved[0]

@@ -180,7 +180,7 @@ def serve(spec: RunSpec, fd: int) -> None:
         os._exit(2)
     hooks, job = job_hooks(spec)
     recorder = Recorder(scenario, seed=spec.seed, max_nodes=spec.max_nodes,
-                        timeout=spec.timeout, **hooks)
+                        timeout=spec.timeout, capture_output=False, argv=spec.argv, **hooks)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 

@@ -15,7 +15,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.explain import fmt
-from mgtui.widgets.graph_view import GraphView
+from mgtui.session import StepState
+from mgtui.view import GraphView
 from mgtui.widgets.node_table import MARKS, clip
 
 
@@ -50,8 +51,10 @@ class TopoList(ScrollView, can_focus=True):
         self.grad = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
 
-    def show(self, view: GraphView | None, position: int, running: bool,
-             marks: dict[int, str], grad, single_step: bool = False) -> None:
+    def show(self, state: StepState, single_step: bool = False) -> None:
+        """Show the walk at one step. After a `single_step` only the rows it touched are
+        drawn again."""
+        view = state.view
         old_walked, old_marks = self.walked, self.marks
         full = view is not self.view
         if view is not self.view:
@@ -59,10 +62,8 @@ class TopoList(ScrollView, can_focus=True):
             self._cache.clear()
             n = len(view.topo) if view is not None else 0
             self.virtual_size = Size(0, n + 1)  # rows are clipped: no sideways scrolling
-        self.grad = grad
-        self.marks = marks
-        self.walked = view.walked(position) if view is not None else 0
-        self.running = self.walked - 1 if running else None
+        self.grad, self.marks, self.walked = state.grad, state.marks, state.walked
+        self.running = self.walked - 1 if state.running else None
         if view is not None and view.topo:
             n = len(view.topo)
             # the walk runs from the last row up: keep the next row to run in view
@@ -76,7 +77,8 @@ class TopoList(ScrollView, can_focus=True):
         n = len(view.topo)
         rows = {n - 1 - w for w in range(min(old_walked, self.walked) - 1,
                                          max(old_walked, self.walked) + 1)}
-        rows |= {view.topo_of[nid] for nid in old_marks.keys() | marks.keys() if nid in view.topo_of}
+        rows |= {view.topo_of[nid] for nid in old_marks.keys() | self.marks.keys()
+                 if nid in view.topo_of}
         for row in rows:
             if 0 <= row < n:
                 self.refresh_line(row + 1)

@@ -13,11 +13,10 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import WorkerState
 
-from mgtui.bindings import APP_KEYS, palette_rows
+from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
 from mgtui.messages import (
     ChecksDone,
@@ -31,6 +30,7 @@ from mgtui.messages import (
 )
 from mgtui.trace import Trace
 from mgtui.widgets.debugger import DebuggerScreen
+from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
 
 # mgtui.recorder.DEFAULT_MAX_NODES, without importing the recorder before the first paint
@@ -65,8 +65,7 @@ class MgtuiApp(App[int]):
     CSS_PATH = Path(__file__).with_name("mgtui.tcss")
     TITLE = "mgtui"
     COMMANDS = App.COMMANDS | {go_to_provider}
-    BINDINGS = [Binding(k.keys, k.action, k.footer, show=k.show, priority=k.priority, id=k.id)
-                for k in APP_KEYS]
+    BINDINGS = bindings_of(APP_KEYS)
 
     def __init__(self, path: Path | None = None, *, step: int | None = None, seed: int = 0,
                  max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None) -> None:
@@ -87,7 +86,7 @@ class MgtuiApp(App[int]):
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
         self.config = load_config()
         self.keymap = self.config.keymap  # the user's keys, by binding id
-        self.set_keymap(self.keymap)
+        self.set_keymap(with_panes(self.keymap))
 
     def get_default_screen(self) -> Screen:
         return self.debugger

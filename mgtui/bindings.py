@@ -78,14 +78,54 @@ APP_KEYS: tuple[Key, ...] = (
         priority=True),
 )
 
-# Help lines for keys that are not in the table: Textual's own, and the table's.
+# The panes' own keys, active while a pane has the focus. A user keymap that gives one
+# of their keys to a debugger action takes it from the pane too (see `with_panes`).
+TABLE_KEYS: tuple[Key, ...] = (
+    Key("table.up", "up,k", "cursor(-1)", "Up", show=False),
+    Key("table.down", "down,j", "cursor(1)", "Down", show=False),
+    Key("table.pageup", "pageup", "page(-1)", "Page up", show=False),
+    Key("table.pagedown", "pagedown", "page(1)", "Page down", show=False),
+    Key("table.home", "home", "cursor_to(0)", "First row", show=False),
+    Key("table.end", "end", "cursor_to(-1)", "Last row", show=False),
+)
+TOPO_KEYS: tuple[Key, ...] = (
+    Key("topo.up", "up,k", "scroll_by(-1)", "Up", show=False),
+    Key("topo.down", "down,j", "scroll_by(1)", "Down", show=False),
+    Key("topo.pageup", "pageup", "scroll_by(-10)", "Page up", show=False),
+    Key("topo.pagedown", "pagedown", "scroll_by(10)", "Page down", show=False),
+)
+TEXT_KEYS: tuple[Key, ...] = (
+    Key("text.up", "up,k", "scroll_lines(-1)", "Scroll up", show=False),
+    Key("text.down", "down,j", "scroll_lines(1)", "Scroll down", show=False),
+    Key("text.pageup", "pageup", "scroll_lines(-8)", "Page up", show=False),
+    Key("text.pagedown", "pagedown", "scroll_lines(8)", "Page down", show=False),
+    Key("text.home", "home", "scroll_lines(-100000)", "Top", show=False),
+)
+PANE_KEYS = TABLE_KEYS + TOPO_KEYS + TEXT_KEYS
+
+# Help lines for keys that are not in the table: Textual's own, and the panes'.
 MORE_HELP = (
     ("ctrl+p", "command palette: every action; go to step N, pass N, node"),
     ("↑ ↓ pgup pgdn", "move the selection in the node table (when focused)"),
 )
 
-IDS = frozenset(k.id for k in DEBUGGER_KEYS + APP_KEYS if k.keys)  # what a keymap may rebind
-BY_ID = {k.id: k for k in DEBUGGER_KEYS + APP_KEYS}
+ALL_KEYS = DEBUGGER_KEYS + APP_KEYS + PANE_KEYS
+IDS = frozenset(k.id for k in ALL_KEYS if k.keys)  # what a keymap may rebind
+BY_ID = {k.id: k for k in ALL_KEYS}
+
+
+def with_panes(keymap: Mapping[str, str]) -> dict[str, str]:
+    """`keymap` plus what it takes from the panes: a key the user gives to an action is
+    dropped from a pane binding that has it by default (`next = "j"` must step even
+    while the node table, whose `j` moves down, has the focus)."""
+    taken = {k for keys in keymap.values() for k in keys.split(",")}
+    out = {}
+    for key in PANE_KEYS:
+        defaults = key.keys.split(",")
+        left = [k for k in defaults if k not in taken]
+        if key.id not in keymap and left and len(left) < len(defaults):
+            out[key.id] = ",".join(left)
+    return {**out, **keymap}
 
 
 def shown_keys(key: Key, keymap: Mapping[str, str]) -> str:

@@ -10,6 +10,7 @@ A file that cannot be used gives one message and the defaults, never an exceptio
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -70,8 +71,9 @@ def parse_keymap(settings: dict) -> dict[str, str]:
     out = {}
     for binding_id, keys in keymap.items():
         if binding_id not in IDS:
-            raise ConfigError(f"no binding with the id {binding_id!r} in [keymap] "
-                              f"(the ids: {', '.join(sorted(IDS))})")
+            close = difflib.get_close_matches(binding_id, sorted(IDS), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "the ids are in mgtui/bindings.py"
+            raise ConfigError(f"no binding with the id {binding_id!r} ({hint})")
         if not isinstance(keys, str) or not all(k.strip() for k in keys.split(",")):
             raise ConfigError(f"keymap.{binding_id} must be a string of comma-separated keys, "
                               f"like \"j\" or \"j,down\", not {keys!r}")

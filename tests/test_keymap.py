@@ -58,7 +58,7 @@ def test_a_keymap_is_read(config_home):
 
 @pytest.mark.parametrize("text, problem", [
     ("[keymap\nnext = 'l'", "is not valid TOML"),
-    ('[keymap]\nnxet = "l"\n', "no binding with the id 'nxet'"),
+    ('[keymap]\nnxet = "l"\n', "no binding with the id 'nxet' (did you mean 'next'?)"),
     ("[keymap]\nnext = 3\n", "keymap.next must be a string"),
     ('[keymap]\nnext = ""\n', "keymap.next must be a string"),
     ('keymap = "next=l"\n', "keymap must be a table"),
@@ -75,13 +75,26 @@ def test_a_bad_file_gives_one_message_and_the_defaults(config_home, text, proble
 # -- the one table ---------------------------------------------------------------------------------
 
 def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
-    assert len(IDS) == len({k.id for k in DEBUGGER_KEYS if k.keys}) + 1  # + ctrl+c
+    from mgtui.bindings import ALL_KEYS
+
+    ids = [k.id for k in ALL_KEYS]
+    assert len(ids) == len(set(ids)) and IDS <= set(ids)
     rows = dict(help_rows())
     assert rows["n / right / space"] == "next step (forward in time)"
     assert rows["]"] == "first step of the next pass"
     titles = {title: keys for title, keys, _ in palette_rows()}
     assert titles["Next step"] == "n / right / space"
     assert titles["Show the lesson notes"] == "t"  # reached with the tab key
+
+
+def test_a_users_key_is_taken_from_the_panes_that_have_it():
+    from mgtui.bindings import with_panes
+
+    keymap = with_panes({"next": "j", "prev": "k"})
+    assert keymap["next"] == "j" and keymap["table.down"] == "down"
+    assert keymap["topo.up"] == "up" and keymap["text.down"] == "down"
+    assert "table.pageup" not in keymap
+    assert with_panes({"table.down": "j,down", "next": "j"})["table.down"] == "j,down"
 
 
 def test_the_help_shows_the_users_keys():
@@ -106,22 +119,23 @@ async def loaded(pilot):
 async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(config_home):
     from mgtui.app import MgtuiApp
 
-    config_home('[keymap]\nnext = "l"\nprev = "h"\n')
+    config_home('[keymap]\nnext = "j"\nprev = "k"\n')  # the node table's own keys
     app = MgtuiApp(SCENARIOS / "chain.py")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
-        await pilot.press("l", "l")
+        assert type(app.focused).__name__ == "NodeTable"
+        await pilot.press("j", "j")
         assert screen.position == 2
         await pilot.press("n")  # no longer bound
         assert screen.position == 2
-        await pilot.press("h")
+        await pilot.press("k")
         assert screen.position == 1
         await pilot.press("right")  # the other keys of "next" stay
         assert screen.position == 2
         footer = {key.key: key.action for key in screen.query("FooterKey")}
-        assert footer.get("l") == "next" and "n" not in footer
+        assert footer.get("j") == "next" and "n" not in footer
         await pilot.press("question_mark")
-        assert ("l / right / space", "next step (forward in time)") in app.screen.keys
+        assert ("j / right / space", "next step (forward in time)") in app.screen.keys
         assert not app._notifications
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -28,6 +27,7 @@ from mgtui.widgets.source_view import SourceView
 from mgtui.widgets.step_detail import StepDetail
 from mgtui.widgets.step_header import StepHeader
 from mgtui.widgets.topo_list import TopoList
+from mgtui.widgets.keys import bindings_of
 
 # The session's moves, by action name.
 MOVES = {
@@ -45,8 +45,7 @@ class DebuggerScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
-    BINDINGS = [Binding(k.keys, k.action, k.footer, show=k.show, key_display=k.display,
-                        priority=k.priority, id=k.id) for k in DEBUGGER_KEYS if k.keys]
+    BINDINGS = bindings_of(DEBUGGER_KEYS)
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
     panes_open: reactive[bool] = reactive(False, init=False)

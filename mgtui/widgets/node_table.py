@@ -11,7 +11,6 @@ import math
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -19,9 +18,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mgtui.bindings import TABLE_KEYS
 from mgtui.explain import fmt
 from mgtui.session import StepState
 from mgtui.view import GraphView
+from mgtui.widgets.keys import bindings_of
 
 # The row marks. Each is text, so it reads without colour (NO_COLOR, 16 colours).
 MARKS = {
@@ -52,14 +53,7 @@ class NodeTable(ScrollView, can_focus=True):
     """Rows are the current graph's nodes; the cursor row is the selected node."""
 
     inherit_bindings = False
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="table.up"),
-        Binding("down,j", "cursor(1)", "Down", show=False, id="table.down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="table.pageup"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="table.pagedown"),
-        Binding("home", "cursor_to(0)", "First row", show=False, id="table.home"),
-        Binding("end", "cursor_to(-1)", "Last row", show=False, id="table.end"),
-    ]
+    BINDINGS = bindings_of(TABLE_KEYS)
     COMPONENT_CLASSES = {
         "node-table--header",
         "node-table--cursor",

@@ -8,26 +8,22 @@ has run are ticked, the one running now is marked `▶`, and the nodes it accumu
 from __future__ import annotations
 
 from rich.segment import Segment
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mgtui.bindings import TOPO_KEYS
 from mgtui.explain import fmt
 from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.node_table import MARKS, clip
+from mgtui.widgets.keys import bindings_of
 
 
 class TopoList(ScrollView, can_focus=True):
     inherit_bindings = False
-    BINDINGS = [
-        Binding("up,k", "scroll_by(-1)", "Up", show=False, id="topo.up"),
-        Binding("down,j", "scroll_by(1)", "Down", show=False, id="topo.down"),
-        Binding("pageup", "scroll_by(-10)", "Page up", show=False, id="topo.pageup"),
-        Binding("pagedown", "scroll_by(10)", "Page down", show=False, id="topo.pagedown"),
-    ]
+    BINDINGS = bindings_of(TOPO_KEYS)
     COMPONENT_CLASSES = {
         "topo-list--header",
         "topo-list--run",

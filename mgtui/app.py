@@ -75,7 +75,6 @@ class MgtuiApp(App[int]):
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
-        self.debugger = DebuggerScreen()
         self.loading = False
         self._recorder = None  # the Recorder while one runs
         self._last_progress = 0.0
@@ -87,6 +86,7 @@ class MgtuiApp(App[int]):
         self.config = load_config()
         self.keymap = self.config.keymap  # the user's keys, by binding id
         self.set_keymap(with_panes(self.keymap))
+        self.debugger = DebuggerScreen(self.keymap)
 
     def get_default_screen(self) -> Screen:
         return self.debugger

@@ -50,8 +50,9 @@ class DebuggerScreen(Screen[None]):
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
     panes_open: reactive[bool] = reactive(False, init=False)
 
-    def __init__(self) -> None:
+    def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(id="debugger")
+        self.keymap = keymap or {}  # the user's keys by binding id, for the help
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._notes_shown: Trace | None = None
@@ -272,7 +273,7 @@ class DebuggerScreen(Screen[None]):
     def action_help(self) -> None:
         from mgtui.widgets.dialogs import HelpScreen
 
-        self.app.push_screen(HelpScreen(help_rows(getattr(self.app, "keymap", {}))))
+        self.app.push_screen(HelpScreen(help_rows(self.keymap)))
 
     def action_toggle_panes(self) -> None:
         self.panes_open = not self.panes_open

@@ -114,6 +114,7 @@ class MgtuiApp(App[int]):
             timer.cancel()
         if recorder.stop_reason != QUICK_STOPPED:
             self._quick = trace
+            self.debugger.preload(trace, self.start_step or 0)  # in the first frame
 
     def on_mount(self) -> None:
         if self.config.problem:
@@ -272,7 +273,7 @@ class MgtuiApp(App[int]):
                 keep = None
             self.debugger.load_trace(trace, self.debugger.position, select=keep)
             self.notify(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
-        else:
+        elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
             self.debugger.load_trace(trace, self._position)
         if trace.error is not None:
             self.notify(f"The scenario stopped: {trace.error}. The trace up to there is "

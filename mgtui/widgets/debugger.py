@@ -7,7 +7,9 @@ the trace on their own.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,6 +23,7 @@ from mgtui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
+from mgtui.widgets.deferred import Deferred
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
 from mgtui.widgets.source_view import SourceView
@@ -28,6 +31,8 @@ from mgtui.widgets.step_detail import StepDetail
 from mgtui.widgets.step_header import StepHeader
 from mgtui.widgets.topo_list import TopoList
 from mgtui.widgets.keys import bindings_of
+
+NOT_RUN = "The gradient doctor has not run on this trace: press d to run it."
 
 # The session's moves, by action name.
 MOVES = {
@@ -56,6 +61,9 @@ class DebuggerScreen(Screen[None]):
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._notes_shown: Trace | None = None
+        self._mounted = False
+        self._checks_status: Callable[[ChecksPane], None] = partial(
+            ChecksPane.show_unavailable, reason=NOT_RUN)
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -67,14 +75,16 @@ class DebuggerScreen(Screen[None]):
             chosen = [name for limit, name in breakpoints if value >= limit][-1:]
             for _, name in breakpoints:
                 self.set_class(name in chosen, name, update=False)
+        # The panes hidden in the compact layout (80×24) come in after the first paint.
+        later = Deferred if not self._full_layout() else lambda widget: widget
         yield StepHeader(id="header")
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
-            yield TopoList(id="topo")
+            yield later(TopoList(id="topo"))
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
-            with TabbedContent(id="side"):
+            with later(TabbedContent(id="side")):
                 with TabPane("Source", id="tab-source"):
                     yield SourceView(id="source")
                 with TabPane("Notes", id="tab-notes"):
@@ -87,13 +97,40 @@ class DebuggerScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        # The tab strip would take ←/→ for itself; the panes are switched with `t`.
-        for tabs in self.query(Tabs):
-            tabs.can_focus = False
+        self._mounted = True
+        self._side_panes_in()
         if self._pending is not None:
             self._load_pending()
         elif self.session is None:  # a trace may have arrived already: then keep it
             self.query_one(StepDetail).show_message(Text("No trace loaded.", style="dim"))
+
+    def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
+        event.stop()
+        self._side_panes_in()
+        if self.state is not None:
+            self._show_side(self.state, single=False)
+
+    def _side_panes_in(self) -> None:
+        """Set up the side panes once they are mounted: they show the trace's output and
+        the doctor's status, and the tab strip leaves ←/→ alone (`t` switches tabs)."""
+        for tabs in self.query(Tabs):
+            tabs.can_focus = False
+        trace, output = self.trace, self.query_one_optional("#output", Static)
+        if trace is None or output is None:
+            return
+        output.update(Text(trace.output or "(the scenario printed nothing)"))
+        self._show_checks(self._checks_status)
+
+    def _show_checks(self, show: Callable[[ChecksPane], None]) -> None:
+        """Show the doctor's status in the Checks pane: now, or once it is mounted."""
+        self._checks_status = show
+        pane = self.query_one_optional(ChecksPane)
+        if pane is not None:
+            show(pane)
+
+    def preload(self, trace: Trace, position: int = 0) -> None:
+        """Show `trace` from the first paint on: called before the screen is mounted."""
+        self._pending = (trace, position, None)
 
     def show_loading(self, path) -> None:
         if self.query(StepDetail) and self.session is None:
@@ -131,12 +168,12 @@ class DebuggerScreen(Screen[None]):
     # -- the trace -------------------------------------------------------------------------
     def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:
         """Show `trace` at step `position` (clamped), keeping breakpoints that still exist."""
-        if not self.query("#output"):  # the panes are not composed yet: try once they are
+        if not self._mounted:  # the panes are not mounted yet: try once they are
             self._pending = (trace, position, select)
             self.call_after_refresh(self._load_pending)
             return
         old = self.session
-        tab = self.query_one("#side", TabbedContent).active.removeprefix("tab-")
+        tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
         self._notes_shown = None
         if tab == "notes":
@@ -144,30 +181,29 @@ class DebuggerScreen(Screen[None]):
         else:  # off the path to the first paint: Markdown is slow to import and parse
             self.set_timer(0.5, self.show_notes)
         self.query_one(NodeTable).flagged = frozenset()
-        self.query_one(ChecksPane).show_unavailable(
-            "The gradient doctor has not run on this trace: press d to run it.")
+        self._checks_status = partial(ChecksPane.show_unavailable, reason=NOT_RUN)
+        self._side_panes_in()
         if tab == "checks":
             self.call_later(self.action_checks)
-        self.query_one("#output", Static).update(Text(trace.output or
-                                                      "(the scenario printed nothing)"))
         self.state = None  # every pane draws the new trace in full
         self.state = self.session.goto(position, select=select)
 
     async def show_notes(self) -> None:
         """Render the lesson notes (the scenario docstring after its title) as Markdown."""
-        trace = self.trace
-        if trace is None or self._notes_shown is trace:
+        trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
+        if trace is None or scroll is None or self._notes_shown is trace:
             return
         self._notes_shown = trace
         from textual.widgets import Markdown
 
-        scroll = self.query_one("#notes-scroll", VerticalScroll)
         await scroll.remove_children()
         await scroll.mount(Markdown(
             trace.notes or "*This scenario has no lesson notes: write them in its docstring, "
             "after the title line.*", id="notes"))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.tabbed_content.active != event.pane.id:
+            return  # stale: another tab was chosen since (else two tabs would ping-pong)
         tab = (event.pane.id or "").removeprefix("tab-")
         if self.session is not None and self.session.position.tab != tab:
             self.state = self.session.show_tab(tab)
@@ -182,19 +218,27 @@ class DebuggerScreen(Screen[None]):
             return
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
-        self.query_one(TopoList).show(new, single)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
-        self.query_one(SourceView).source = new.source
-        side = self.query_one("#side", TabbedContent)
-        if side.active != f"tab-{new.position.tab}":
-            side.active = f"tab-{new.position.tab}"
-            self.panes_open = self.panes_open or not self._full_layout()
+        self._show_side(new, single)
         if new.notice is not None:
             self.notify(new.notice.text, severity=new.notice.severity,
                         timeout=new.notice.timeout)
         self._refresh_keys()
+
+    def _show_side(self, state: StepState, single: bool) -> None:
+        """The topo list and the side tabs, once they are mounted."""
+        topo = self.query_one_optional(TopoList)
+        if topo is not None:
+            topo.show(state, single)
+        source = self.query_one_optional(SourceView)
+        if source is not None:
+            source.source = state.source
+        side = self.query_one_optional("#side", TabbedContent)
+        if side is not None and side.active != f"tab-{state.position.tab}":
+            side.active = f"tab-{state.position.tab}"
+            self.panes_open = self.panes_open or not self._full_layout()
 
     def _move(self, state: StepState) -> None:
         self.state = state
@@ -210,7 +254,9 @@ class DebuggerScreen(Screen[None]):
         return self.has_class("-wide") and self.has_class("-tall")
 
     def redraw_source(self) -> None:
-        self.query_one(SourceView).redraw()
+        source = self.query_one_optional(SourceView)
+        if source is not None:
+            source.redraw()
 
     # -- actions -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -291,10 +337,11 @@ class DebuggerScreen(Screen[None]):
 
     def show_tab(self, tab: str) -> None:
         """Show a side tab (`tab-source`, `tab-notes`, …), opening the panes if they are hidden."""
+        side = self.query_one_optional("#side", TabbedContent)
         if self.session is not None:
             self._move(self.session.show_tab(tab.removeprefix("tab-")))
-        else:
-            self.query_one("#side", TabbedContent).active = tab
+        elif side is not None:
+            side.active = tab
         self.panes_open = self.panes_open or not self._full_layout()
 
     def on_resize(self) -> None:
@@ -316,12 +363,13 @@ class DebuggerScreen(Screen[None]):
 
     def on_checks_progress(self, message: ChecksProgress) -> None:
         message.stop()
-        self.query_one(ChecksPane).show_running(message.done, message.total, message.phase)
+        self._show_checks(partial(ChecksPane.show_running, done=message.done,
+                                  total=message.total, phase=message.phase))
 
     def on_checks_done(self, message: ChecksDone) -> None:
         message.stop()
         report = message.report
-        self.query_one(ChecksPane).show_report(report)
+        self._show_checks(partial(ChecksPane.show_report, report=report))
         count = self.trace.node_count if self.trace is not None else 0
         self.query_one(NodeTable).flagged = frozenset(n for n in report.nodes if n < count)
         n = len(report.findings)
@@ -331,7 +379,7 @@ class DebuggerScreen(Screen[None]):
 
     def on_checks_failed(self, message: ChecksFailed) -> None:
         # not stopped: the app hears it too, and lets the doctor run again
-        self.query_one(ChecksPane).show_unavailable(message.message)
+        self._show_checks(partial(ChecksPane.show_unavailable, reason=message.message))
 
     def on_checks_pane_finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
         if self.session is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sys
 from array import array
@@ -640,3 +641,18 @@ async def test_an_empty_scenario_says_so(write_scenario):
         screen = await loaded(pilot)
         await pilot.press("n", "G", "c", "b", "right_square_bracket")
         assert screen.total == 0 and "no Values" in detail(screen)
+
+
+async def test_quick_tab_changes_settle_on_the_last_one():
+    """Tab changes right after start-up, before the compact layout's side tabs are in:
+    the stale TabActivated events must not flip the tab back and forth."""
+    app = MgtuiApp(SCENARIOS / "chain.py")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.debugger
+        while screen.trace is None:
+            await pilot.pause(0.01)
+        await asyncio.wait_for(pilot.press("t", "t"), timeout=10)  # it never settled
+        await pilot.pause(0.3)
+        assert screen.query_one("#side").active == "tab-output"
+        assert screen.session.position.tab == "output"
+        assert "L  data   -8.0" in str(screen.query_one("#output").content)

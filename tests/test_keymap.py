@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.bindings import DEBUGGER_KEYS, IDS, help_rows, palette_rows
+from mgtui.bindings import IDS, help_rows, palette_rows
 from mgtui.config import config_path, load_config
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

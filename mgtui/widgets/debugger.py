@@ -24,13 +24,13 @@ from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
 from mgtui.widgets.deferred import Deferred
+from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
 from mgtui.widgets.source_view import SourceView
 from mgtui.widgets.step_detail import StepDetail
 from mgtui.widgets.step_header import StepHeader
 from mgtui.widgets.topo_list import TopoList
-from mgtui.widgets.keys import bindings_of
 
 NOT_RUN = "The gradient doctor has not run on this trace: press d to run it."
 

@@ -160,5 +160,5 @@ def palette_rows(keymap: Mapping[str, str] = {}) -> list[tuple[str, str, str]]:
     for key in DEBUGGER_KEYS:
         if key.palette:
             reach = BY_ID[key.via].action if key.via else key.action
-            rows.append((key.palette, " / ".join(keys.get(reach, ["palette"])), key.action))
+            rows.append((key.palette, " / ".join(keys.get(reach, [""])), key.action))
     return rows

@@ -8,7 +8,7 @@ defers the panes that are hidden at 80×24, so they cost nothing before the firs
 from __future__ import annotations
 
 from textual.message import Message
-from textual.widget import Widget
+from textual.widget import MountError, Widget
 
 
 class Deferred(Widget):
@@ -36,7 +36,10 @@ class Deferred(Widget):
             return
 
         async def mount() -> None:
-            await parent.mount(self._widget, after=self)
+            try:
+                await parent.mount(self._widget, after=self)
+            except MountError:
+                return  # the app closed before its second frame
             await self.remove()
             parent.post_message(self.Mounted(self._widget))
 

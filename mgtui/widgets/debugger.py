@@ -62,6 +62,7 @@ class DebuggerScreen(Screen[None]):
         self._pending: tuple[Trace, int, int | None] | None = None
         self._notes_shown: Trace | None = None
         self._mounted = False
+        self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self._checks_status: Callable[[ChecksPane], None] = partial(
             ChecksPane.show_unavailable, reason=NOT_RUN)
 
@@ -237,8 +238,10 @@ class DebuggerScreen(Screen[None]):
             source.source = state.source
         side = self.query_one_optional("#side", TabbedContent)
         if side is not None and side.active != f"tab-{state.position.tab}":
+            switching = bool(side.active)  # not the first tab of panes just mounted
             side.active = f"tab-{state.position.tab}"
-            self.panes_open = self.panes_open or not self._full_layout()
+            if switching:  # a tab the user asked for: show it in the compact layout too
+                self.panes_open = self.panes_open or not self._full_layout()
 
     def _move(self, state: StepState) -> None:
         self.state = state
@@ -246,7 +249,7 @@ class DebuggerScreen(Screen[None]):
     def _refresh_keys(self) -> None:
         """Grey out the keys that cannot run, redrawing the footer only when that changes."""
         keys = (self.state.enabled if self.state is not None else None, self.classes)
-        if keys != getattr(self, "_key_state", None):
+        if keys != self._key_state:
             self._key_state = keys
             self.refresh_bindings()
 

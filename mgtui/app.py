@@ -13,10 +13,11 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import WorkerState
 
+from mgtui.bindings import APP_KEYS, palette_rows, with_panes
+from mgtui.config import load_config
 from mgtui.messages import (
     ChecksDone,
     ChecksFailed,
@@ -24,16 +25,17 @@ from mgtui.messages import (
     LoadFailed,
     LoadProgress,
     OpenScenario,
+    RunChecks,
     TraceLoaded,
 )
 from mgtui.trace import Trace
+from mgtui.widgets.debugger import DebuggerScreen
+from mgtui.widgets.keys import bindings_of
+from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
 
 # mgtui.recorder.DEFAULT_MAX_NODES, without importing the recorder before the first paint
 # (a test checks they agree).
 DEFAULT_MAX_NODES = 2_000_000
-from mgtui.widgets.debugger import DebuggerScreen
-from mgtui.widgets.node_table import NodeTable
-from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
 
 
 QUICK_RECORDING = 0.2  # seconds: a scenario recorded within this is shown at once
@@ -63,10 +65,7 @@ class MgtuiApp(App[int]):
     CSS_PATH = Path(__file__).with_name("mgtui.tcss")
     TITLE = "mgtui"
     COMMANDS = App.COMMANDS | {go_to_provider}
-    BINDINGS = [
-        Binding("ctrl+c", "cancel_loading", "Stop recording", show=False, priority=True,
-                id="cancel_loading"),
-    ]
+    BINDINGS = bindings_of(APP_KEYS)
 
     def __init__(self, path: Path | None = None, *, step: int | None = None, seed: int = 0,
                  max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None) -> None:
@@ -76,7 +75,6 @@ class MgtuiApp(App[int]):
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
-        self.debugger = DebuggerScreen()
         self.loading = False
         self._recorder = None  # the Recorder while one runs
         self._last_progress = 0.0
@@ -85,6 +83,10 @@ class MgtuiApp(App[int]):
         self._idle.set()
         self._position = 0
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
+        self.config = load_config()
+        self.keymap = self.config.keymap  # the user's keys, by binding id
+        self.set_keymap(with_panes(self.keymap))
+        self.debugger = DebuggerScreen(self.keymap)
 
     def get_default_screen(self) -> Screen:
         return self.debugger
@@ -112,8 +114,12 @@ class MgtuiApp(App[int]):
             timer.cancel()
         if recorder.stop_reason != QUICK_STOPPED:
             self._quick = trace
+            self.debugger.preload(trace, self.start_step or 0)  # in the first frame
 
     def on_mount(self) -> None:
+        if self.config.problem:
+            self.notify(self.config.problem, title="mgtui settings", severity="error",
+                        timeout=10)
         if self.path is None:
             self.action_pick()
         elif self._quick is not None:
@@ -196,32 +202,31 @@ class MgtuiApp(App[int]):
             self.post_message(LoadProgress(nodes))
 
     # -- the gradient doctor ------------------------------------------------------------------
-    def start_checks(self) -> None:
+    def on_run_checks(self, message: RunChecks) -> None:
         """Run the doctor on the scenario on screen, once per trace, in a worker."""
-        from mgtui.widgets.checks import ChecksPane
-
         trace = self.debugger.trace
         if trace is None or self.path is None or self.loading:
             return
-        pane = self.debugger.query_one(ChecksPane)
         if self.path.suffix == ".json":
-            pane.show_unavailable("The gradient doctor re-runs the scenario, and a saved "
-                                  "trace has no code to run: open the scenario's .py file.")
+            self.debugger.post_message(ChecksFailed(
+                "The gradient doctor re-runs the scenario, and a saved trace has no code to "
+                "run: open the scenario's .py file."))
             return
         if self._checks_for is trace:
             return  # done, or running
         self._checks_for = trace
-        pane.show_running(0, 0, "recording")
+        self.debugger.post_message(ChecksProgress(0, 0, "recording"))
         self.run_checks(self.path, trace)
 
     @work(thread=True, exclusive=True, group="checks")
     def run_checks(self, path: Path, trace: Trace) -> None:
+        """The doctor's progress and its report go to the debugger screen as messages."""
         from textual.worker import get_current_worker
 
         from mgtui.doctor import diagnose
         from mgtui.recorder import ScenarioLoadError
 
-        worker = get_current_worker()
+        worker, screen = get_current_worker(), self.debugger
         last = [0.0]
 
         def progress(done: int, total: int, phase: str) -> None:
@@ -230,7 +235,7 @@ class MgtuiApp(App[int]):
             now = time.monotonic()
             if now - last[0] > 0.1:
                 last[0] = now
-                self.post_message(ChecksProgress(done, total, phase))
+                screen.post_message(ChecksProgress(done, total, phase))
 
         try:
             report = diagnose(path, seed=self.seed, max_nodes=self.max_nodes,
@@ -238,32 +243,17 @@ class MgtuiApp(App[int]):
         except ChecksCancelled:
             return
         except ScenarioLoadError as exc:
-            self.post_message(ChecksFailed(exc.message))
+            screen.post_message(ChecksFailed(exc.message))
             return
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a traceback
-            self.post_message(ChecksFailed(f"the doctor stopped: {type(exc).__name__}: {exc}"))
+            screen.post_message(ChecksFailed(f"the doctor stopped: {type(exc).__name__}: {exc}"))
             return
-        if not worker.is_cancelled and self.debugger.trace is trace:
-            self.post_message(ChecksDone(report, path))
-
-    def on_checks_progress(self, message: ChecksProgress) -> None:
-        from mgtui.widgets.checks import ChecksPane
-
-        self.debugger.query_one(ChecksPane).show_running(message.done, message.total,
-                                                         message.phase)
-
-    def on_checks_done(self, message: ChecksDone) -> None:
-        self.debugger.show_checks(message.report)
-        n = len(message.report.findings)
-        self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
-                    else "Checks: no problems found.", severity="warning" if n else "information",
-                    timeout=4)
+        if not worker.is_cancelled and screen.trace is trace:
+            screen.post_message(ChecksDone(report, path))
 
     def on_checks_failed(self, message: ChecksFailed) -> None:
-        from mgtui.widgets.checks import ChecksPane
-
+        """(Heard after the debugger screen shows it.) The doctor may run again."""
         self._checks_for = None
-        self.debugger.query_one(ChecksPane).show_unavailable(message.message)
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if showing(self.screen, "LoadingScreen"):
@@ -278,12 +268,12 @@ class MgtuiApp(App[int]):
         await self._clear_to_debugger()
         trace = message.trace
         if message.reload and self.debugger.trace is not None:
-            keep = self.debugger.query_one(NodeTable).selected_node
+            keep = self.debugger.selected
             if keep is not None and keep >= trace.node_count:
                 keep = None
             self.debugger.load_trace(trace, self.debugger.position, select=keep)
             self.notify(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
-        else:
+        elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
             self.debugger.load_trace(trace, self._position)
         if trace.error is not None:
             self.notify(f"The scenario stopped: {trace.error}. The trace up to there is "
@@ -356,30 +346,12 @@ class MgtuiApp(App[int]):
         return True
 
     def get_system_commands(self, screen: Screen):
+        """Textual's own commands, then the debugger's from its table of keys."""
         yield from super().get_system_commands(screen)
         if screen is not self.debugger or self.debugger.trace is None:
             return
-        d = self.debugger
-        for title, help_, callback in [
-            ("Next step", "n / → / space", d.action_next),
-            ("Previous step", "p / ←", d.action_prev),
-            ("Next pass", "]", d.action_next_pass),
-            ("Previous pass", "[", d.action_prev_pass),
-            ("Continue to the next breakpoint", "c", d.action_continue),
-            ("Continue back to the previous breakpoint", "C", d.action_continue_back),
-            ("Go to the start", "g", d.action_start),
-            ("Go to the end", "G", d.action_end),
-            ("Toggle a breakpoint on the selected node", "b", d.action_breakpoint),
-            ("Find a node by label", "/", d.action_find),
-            ("Reload the scenario", "r", self.action_reload),
-            ("Show the source pane", "t", partial(d.show_tab, "tab-source")),
-            ("Show the lesson notes", "t", partial(d.show_tab, "tab-notes")),
-            ("Show the scenario's output", "t", partial(d.show_tab, "tab-output")),
-            ("Check the gradients (the doctor)", "d", d.action_checks),
-            ("Open another scenario", "picker", self.action_pick),
-            ("Help", "?", d.action_help),
-        ]:
-            yield SystemCommand(title, help_, callback)
+        for title, keys, action in palette_rows(self.keymap):
+            yield SystemCommand(title, keys, partial(self.debugger.run_action, action))
 
 
 def run_app(path: Path | None, step: int | None = None, seed: int = 0,

@@ -1,4 +1,5 @@
-"""Messages shared across the app: what the loading worker and the picker report."""
+"""Messages shared across the app: what the loading and doctor workers report, what the
+picker asks for, and the debugger's request to run the doctor."""
 
 from __future__ import annotations
 
@@ -70,3 +71,7 @@ class ChecksFailed(Message):
     def __init__(self, message: str) -> None:
         super().__init__()
         self.message = message
+
+
+class RunChecks(Message):
+    """Run the gradient doctor on the trace on screen (once per trace)."""

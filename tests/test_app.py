@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sys
 from array import array
@@ -17,7 +18,13 @@ from mgtui.widgets.topo_list import TopoList
 
 from conftest import SCENARIOS
 
-pytestmark = pytest.mark.usefixtures("clean_env")
+pytestmark = pytest.mark.usefixtures("clean_env", "no_user_config")
+
+
+@pytest.fixture
+def no_user_config(monkeypatch, tmp_path):
+    """The default keys, whatever the developer's own ~/.config/mgtui holds."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
 async def loaded(pilot, timeout: float = 20.0) -> DebuggerScreen:
@@ -161,13 +168,13 @@ async def test_pass_keys_and_start_end():
         assert screen.position == 1  # the first step of the first pass
         await pilot.press("right_square_bracket")
         assert screen.position == trace.passes[1].start + 1
-        assert screen.timeline.pass_.kind == "zero_grad"
+        assert screen.session.timeline.pass_.kind == "zero_grad"
         await pilot.press("n", "left_square_bracket")
         assert screen.position == trace.passes[1].start + 1  # back to this pass's start
         await pilot.press("left_square_bracket")
         assert screen.position == 1
         await pilot.press("G")
-        assert screen.position == screen.total and screen.timeline.at_end
+        assert screen.position == screen.total and screen.session.timeline.at_end
         await pilot.press("g")
         assert screen.position == 0
 
@@ -183,7 +190,7 @@ async def test_breakpoint_and_continue_both_ways():
         a = trace.find("a")[0]
         screen.query_one(NodeTable).set_cursor(screen.query_one(NodeTable).view.row_of(a, trace.node_count))
         await pilot.press("b")
-        assert a in screen.breakpoints
+        assert a in screen.session.breakpoints
         assert table_line(screen, a).startswith("◆")
         await pilot.press("c")
         event = trace.event(screen.position - 1)
@@ -198,7 +205,7 @@ async def test_breakpoint_and_continue_both_ways():
         assert screen.position == 0
         screen.query_one(NodeTable).set_cursor(screen.query_one(NodeTable).view.row_of(a, trace.node_count))
         await pilot.press("b")
-        assert not screen.breakpoints
+        assert not screen.session.breakpoints
 
 
 async def test_find_a_node_by_label():
@@ -517,7 +524,7 @@ async def test_stepping_200_forward_and_back_returns_the_exact_state():
         table = screen.query_one(NodeTable)
 
         def state():
-            tl = screen.timeline
+            tl = screen.session.timeline
             return (screen.position, array("d", tl.data), array("d", tl.grad), tl.created,
                     detail(screen), table.selected_node, dict(table.marks),
                     screen.query_one(SourceView).text)
@@ -634,3 +641,18 @@ async def test_an_empty_scenario_says_so(write_scenario):
         screen = await loaded(pilot)
         await pilot.press("n", "G", "c", "b", "right_square_bracket")
         assert screen.total == 0 and "no Values" in detail(screen)
+
+
+async def test_quick_tab_changes_settle_on_the_last_one():
+    """Tab changes right after start-up, before the compact layout's side tabs are in:
+    the stale TabActivated events must not flip the tab back and forth."""
+    app = MgtuiApp(SCENARIOS / "chain.py")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.debugger
+        while screen.trace is None:
+            await pilot.pause(0.01)
+        await asyncio.wait_for(pilot.press("t", "t"), timeout=10)  # it never settled
+        await pilot.pause(0.3)
+        assert screen.query_one("#side").active == "tab-output"
+        assert screen.session.position.tab == "output"
+        assert "L  data   -8.0" in str(screen.query_one("#output").content)

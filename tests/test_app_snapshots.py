@@ -13,7 +13,23 @@ from mgtui.app import MgtuiApp
 
 from conftest import SCENARIOS
 
-pytestmark = pytest.mark.usefixtures("clean_env")
+pytestmark = pytest.mark.usefixtures("clean_env", "highlighted", "no_user_config")
+
+
+@pytest.fixture(scope="module")
+def highlighted():
+    """Source panes highlighted, as in every accepted snapshot. The app warms the
+    highlighter only after a recording in its worker, so without this a snapshot would
+    depend on which tests ran before it in the same process."""
+    from mgtui.widgets.source_view import warm_highlighter
+
+    warm_highlighter()
+
+
+@pytest.fixture
+def no_user_config(monkeypatch, tmp_path):
+    """The default keys, whatever the developer's own ~/.config/mgtui holds."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 

@@ -1,61 +1,45 @@
-"""The debugger screen: the panes of one trace and the keys that move through its steps.
+"""The debugger screen: the panes of one trace, and the keys that move through its steps.
 
-The screen owns the `Timeline`. Every move goes through `goto`, which moves the timeline
-and then hands each pane the state it shows; panes never read the trace on their own.
+The screen turns keys into calls on a headless `Session`; each call returns a
+`StepState`, which the screen's `state` reactive hands to every pane. Panes never read
+the trace on their own.
 """
 
 from __future__ import annotations
 
-import math
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
-from mgtui.explain import explain
-from mgtui.timeline import Timeline
-from mgtui.trace import EventKind, Trace
+from mgtui.bindings import DEBUGGER_KEYS, help_rows
+from mgtui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
+from mgtui.session import Header, Session, StepState
+from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
-from mgtui.widgets.graph_view import GraphView, views_for
+from mgtui.widgets.deferred import Deferred
+from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
-from mgtui.widgets.source_view import SourceView, short_path
-from mgtui.widgets.step_detail import StepDetail, render_error, render_explanation, render_start
+from mgtui.widgets.source_view import SourceView
+from mgtui.widgets.step_detail import StepDetail
 from mgtui.widgets.step_header import StepHeader
 from mgtui.widgets.topo_list import TopoList
 
-SIDE_TABS = ("tab-source", "tab-notes", "tab-output", "tab-checks")
+NOT_RUN = "The gradient doctor has not run on this trace: press d to run it."
 
-# Actions that move through time, and which end of the trace stops them.
-FORWARD_ACTIONS = {"next", "continue", "end", "next_pass"}
-BACKWARD_ACTIONS = {"prev", "continue_back", "start", "prev_pass"}
-
-
-HELP = {
-    "next": "next step (forward in time)",
-    "prev": "previous step (back in time)",
-    "next_pass": "first step of the next pass",
-    "prev_pass": "first step of this pass, then of the previous one",
-    "continue": "continue to the next breakpoint, or the end",
-    "continue_back": "continue backwards to the previous breakpoint, or the start",
-    "start": "go to the start (step 0)",
-    "end": "go to the end (the last step)",
-    "breakpoint": "breakpoint on the selected node: stops when its _backward runs or its grad changes",
-    "find": "find a node of the current graph by label",
-    "app.reload": "reload the scenario after editing it, staying at this step",
-    "toggle_panes": "show or hide the topo list and source/notes/output (small terminals)",
-    "next_tab": "next side tab: source, lesson notes, the scenario's output, checks",
-    "checks": "run the gradient doctor: its findings go to the Checks tab, enter on one "
-              "goes to its step",
-    "app.focus_next": "move the focus to the next pane",
-    "app.focus_previous": "move the focus to the previous pane",
-    "help": "this help",
-    "app.quit": "quit",
+# The session's moves, by action name.
+MOVES = {
+    "next": Session.next, "prev": Session.prev, "start": Session.start, "end": Session.end,
+    "next_pass": Session.next_pass, "prev_pass": Session.prev_pass,
+    "continue": Session.continue_forward, "continue_back": Session.continue_back,
+    "breakpoint": Session.toggle_breakpoint,
 }
 
 
@@ -66,42 +50,21 @@ class DebuggerScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
-    BINDINGS = [
-        Binding("n", "next", "Next", id="next"),
-        Binding("right,space", "next", "Next", show=False, priority=True, id="next.alt"),
-        Binding("p", "prev", "Prev", id="prev"),
-        Binding("left", "prev", "Prev", show=False, priority=True, id="prev.alt"),
-        Binding("right_square_bracket", "next_pass", "Pass", key_display="]", id="next_pass"),
-        Binding("left_square_bracket", "prev_pass", "Prev pass", key_display="[", show=False,
-                id="prev_pass"),
-        Binding("c", "continue", "Cont", id="continue"),
-        Binding("C", "continue_back", "Cont back", show=False, id="continue_back"),
-        Binding("g", "start", "Start", show=False, id="start"),
-        Binding("G", "end", "End", show=False, id="end"),
-        Binding("b", "breakpoint", "Break", id="breakpoint"),
-        Binding("slash", "find", "Find", key_display="/", id="find"),
-        Binding("r", "app.reload", "Reload", show=False, id="reload"),
-        Binding("v", "toggle_panes", "Panes", id="toggle_panes"),
-        Binding("t", "next_tab", "Tab", show=False, id="next_tab"),
-        Binding("d", "checks", "Checks", show=False, id="checks"),
-        Binding("tab", "app.focus_next", "Focus", show=False, id="focus_next"),
-        Binding("shift+tab", "app.focus_previous", "Focus back", show=False, id="focus_previous"),
-        Binding("question_mark", "help", "Help", key_display="?", id="help"),
-        Binding("q", "app.quit", "Quit", id="quit"),
-    ]
+    BINDINGS = bindings_of(DEBUGGER_KEYS)
 
-    position: reactive[int] = reactive(0, init=False, repaint=False)
+    state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
     panes_open: reactive[bool] = reactive(False, init=False)
 
-    def __init__(self) -> None:
+    def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(id="debugger")
-        self.trace: Trace | None = None
-        self.timeline: Timeline | None = None
-        self.breakpoints: set[int] = set()
-        self._views: dict[tuple[int, int], GraphView] = {}
+        self.keymap = keymap or {}  # the user's keys by binding id, for the help
+        self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._notes_shown: Trace | None = None
-        self._shown = -10  # the position the panes show
+        self._mounted = False
+        self._key_state: tuple | None = None  # what the footer's greying was worked out from
+        self._checks_status: Callable[[ChecksPane], None] = partial(
+            ChecksPane.show_unavailable, reason=NOT_RUN)
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -113,14 +76,16 @@ class DebuggerScreen(Screen[None]):
             chosen = [name for limit, name in breakpoints if value >= limit][-1:]
             for _, name in breakpoints:
                 self.set_class(name in chosen, name, update=False)
+        # The panes hidden in the compact layout (80×24) come in after the first paint.
+        later = Deferred if not self._full_layout() else lambda widget: widget
         yield StepHeader(id="header")
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
-            yield TopoList(id="topo")
+            yield later(TopoList(id="topo"))
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
-            with TabbedContent(id="side"):
+            with later(TabbedContent(id="side")):
                 with TabPane("Source", id="tab-source"):
                     yield SourceView(id="source")
                 with TabPane("Notes", id="tab-notes"):
@@ -133,18 +98,46 @@ class DebuggerScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        # The tab strip would take ←/→ for itself; the panes are switched with `t`.
-        for tabs in self.query(Tabs):
-            tabs.can_focus = False
+        self._mounted = True
+        self._side_panes_in()
         if self._pending is not None:
             self._load_pending()
-        elif self.trace is None:  # a trace may have arrived already: then keep it
-            self.query_one(StepDetail).show(Text("No trace loaded.", style="dim"))
+        elif self.session is None:  # a trace may have arrived already: then keep it
+            self.query_one(StepDetail).show_message(Text("No trace loaded.", style="dim"))
+
+    def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
+        event.stop()
+        self._side_panes_in()
+        if self.state is not None:
+            self._show_side(self.state, single=False)
+
+    def _side_panes_in(self) -> None:
+        """Set up the side panes once they are mounted: they show the trace's output and
+        the doctor's status, and the tab strip leaves ←/→ alone (`t` switches tabs)."""
+        for tabs in self.query(Tabs):
+            tabs.can_focus = False
+        trace, output = self.trace, self.query_one_optional("#output", Static)
+        if trace is None or output is None:
+            return
+        output.update(Text(trace.output or "(the scenario printed nothing)"))
+        self._show_checks(self._checks_status)
+
+    def _show_checks(self, show: Callable[[ChecksPane], None]) -> None:
+        """Show the doctor's status in the Checks pane: now, or once it is mounted."""
+        self._checks_status = show
+        pane = self.query_one_optional(ChecksPane)
+        if pane is not None:
+            show(pane)
+
+    def preload(self, trace: Trace, position: int = 0) -> None:
+        """Show `trace` from the first paint on: called before the screen is mounted."""
+        self._pending = (trace, position, None)
 
     def show_loading(self, path) -> None:
-        if self.query(StepDetail) and self.trace is None:
-            self.query_one(StepDetail).show(Text(f"Recording {Path(path).name} …", style="dim"))
-            self.query_one(StepHeader).show(Path(path).name, "loading")
+        if self.query(StepDetail) and self.session is None:
+            self.query_one(StepDetail).show_message(Text(f"Recording {Path(path).name} …",
+                                                         style="dim"))
+            self.query_one(StepHeader).header = Header(Path(path).name, "loading")
 
     def _load_pending(self) -> None:
         if self._pending is not None:
@@ -152,428 +145,184 @@ class DebuggerScreen(Screen[None]):
             self._pending = None
             self.load_trace(trace, position, select)
 
-    # -- the trace -------------------------------------------------------------------------
+    # -- what tests, the palette and the app read -----------------------------------------------
+    @property
+    def trace(self) -> Trace | None:
+        return self.session.trace if self.session is not None else None
+
+    @property
+    def position(self) -> int:
+        return self.state.step if self.state is not None else 0
+
     @property
     def total(self) -> int:
-        """The number of steps: one per event, plus the error as a last step if it raised."""
-        if self.trace is None:
-            return 0
-        return len(self.trace) + (1 if self.trace.error is not None else 0)
+        return self.session.total if self.session is not None else 0
 
     @property
     def at_error(self) -> bool:
-        return self.trace is not None and self.trace.error is not None and self.position > len(self.trace)
+        return self.state is not None and self.state.at_error
 
+    @property
+    def selected(self) -> int | None:
+        return self.state.node if self.state is not None else None
+
+    # -- the trace -------------------------------------------------------------------------
     def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:
         """Show `trace` at step `position` (clamped), keeping breakpoints that still exist."""
-        if not self.query("#output"):  # the panes are not composed yet: try once they are
+        if not self._mounted:  # the panes are not mounted yet: try once they are
             self._pending = (trace, position, select)
             self.call_after_refresh(self._load_pending)
             return
-        self.trace = trace
-        self.timeline = Timeline(trace)
-        self._views.clear()
-        self.breakpoints = {n for n in self.breakpoints if n < trace.node_count}
-        self.query_one(NodeTable).breakpoints = self.breakpoints
+        old = self.session
+        tab = old.position.tab if old is not None else "source"
+        self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
         self._notes_shown = None
-        if self.query_one("#side", TabbedContent).active == "tab-notes":
+        if tab == "notes":
             self.call_later(self.show_notes)
         else:  # off the path to the first paint: Markdown is slow to import and parse
             self.set_timer(0.5, self.show_notes)
-        self.query_one(NodeTable).flagged = set()
-        self.query_one(ChecksPane).show_unavailable(
-            "The gradient doctor has not run on this trace: press d to run it.")
-        if self.query_one("#side", TabbedContent).active == "tab-checks":
+        self.query_one(NodeTable).flagged = frozenset()
+        self._checks_status = partial(ChecksPane.show_unavailable, reason=NOT_RUN)
+        self._side_panes_in()
+        if tab == "checks":
             self.call_later(self.action_checks)
-        output = trace.output or "(the scenario printed nothing)"
-        self.query_one("#output", Static).update(Text(output))
-        self.position = -1  # force the watcher
-        self._shown = -10
-        self.goto(position, select=select)
+        self.state = None  # every pane draws the new trace in full
+        self.state = self.session.goto(position, select=select)
 
     async def show_notes(self) -> None:
         """Render the lesson notes (the scenario docstring after its title) as Markdown."""
-        trace = self.trace
-        if trace is None or self._notes_shown is trace:
+        trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
+        if trace is None or scroll is None or self._notes_shown is trace:
             return
         self._notes_shown = trace
         from textual.widgets import Markdown
 
-        scroll = self.query_one("#notes-scroll", VerticalScroll)
         await scroll.remove_children()
         await scroll.mount(Markdown(
             trace.notes or "*This scenario has no lesson notes: write them in its docstring, "
             "after the title line.*", id="notes"))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "tab-notes":
+        if event.tabbed_content.active != event.pane.id:
+            return  # stale: another tab was chosen since (else two tabs would ping-pong)
+        tab = (event.pane.id or "").removeprefix("tab-")
+        if self.session is not None and self.session.position.tab != tab:
+            self.state = self.session.show_tab(tab)
+        if tab == "notes":
             self.call_later(self.show_notes)
-        elif event.pane.id == "tab-checks":
+        elif tab == "checks":
             self.call_later(self.action_checks)
 
-    # -- the gradient doctor -----------------------------------------------------------------
-    def action_checks(self) -> None:
-        """Show the Checks tab, and run the doctor on this trace's scenario once."""
-        if self.trace is None:
+    # -- handing a state to the panes -------------------------------------------------------
+    def watch_state(self, old: StepState | None, new: StepState | None) -> None:
+        if new is None:
             return
-        if self.query_one("#side", TabbedContent).active != "tab-checks":
-            self.show_tab("tab-checks")
-        start_checks = getattr(self.app, "start_checks", None)
-        if start_checks is not None:
-            start_checks()
-
-    def show_checks(self, report) -> None:
-        self.query_one(ChecksPane).show_report(report)
-        table = self.query_one(NodeTable)
-        table.flagged = {n for n in report.nodes if self.trace and n < self.trace.node_count}
-        table.refresh()
-
-    def on_checks_pane_finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
-        finding = event.finding
-        if self.trace is None:
-            return
-        self.goto(min(finding.step + 1, self.total), select=finding.node)
-        self.show_tab("tab-source")
-        self._show_finding_source(finding)
-        self.notify(f"{finding.title}: {finding.message}", timeout=8)
-
-    def _show_finding_source(self, finding) -> None:
-        """The source pane at the finding's own line, marked `!`: the scenario's line, or
-        the line of the `_backward` closure it names."""
-        trace = self.trace
-        if not finding.line:
-            return
-        where = f"{short_path(finding.file)}:{finding.line}  {finding.title}"
-        if Path(finding.file).resolve() == Path(trace.scenario).resolve():
-            self.query_one(SourceView).show(("finding", finding.line), where,
-                                            tuple(trace.source.splitlines()), 1,
-                                            {finding.line: "!"})
-            return
-        for closure in trace.closures:
-            last = closure.first_line + len(closure.lines)
-            if closure.filename == finding.file and closure.first_line <= finding.line < last:
-                self.query_one(SourceView).show(("finding", finding.file, finding.line), where,
-                                                closure.lines, closure.first_line,
-                                                {finding.line: "!"})
-                return
-
-    def view_at(self, pass_index: int) -> GraphView | None:
-        forward, backward = views_for(self.trace, pass_index)
-        if forward is None and backward is None:
-            return None
-        key = (forward.index if forward else -1, backward.index if backward else -1)
-        view = self._views.get(key)
-        if view is None:
-            view = GraphView.build(self.trace, forward, backward)
-            if len(self._views) > 8:
-                self._views.clear()
-            self._views[key] = view
-        return view
-
-    # -- moving ------------------------------------------------------------------------------
-    def goto(self, position: int, select: int | None = None) -> None:
-        if self.trace is None:
-            return
-        position = max(0, min(position, self.total))
-        self._select = select
-        if position == self.position:
-            self.watch_position(position)
-        self.position = position
-
-    def watch_position(self, position: int) -> None:
-        if self.trace is None or self.timeline is None or position < 0:
-            return
-        trace, timeline = self.trace, self.timeline
-        timeline.seek(min(position, len(trace)))
-        event_index = timeline.position - 1 if timeline.position else None
-        pass_ = timeline.pass_
-        pass_index = pass_.index if pass_ is not None else 0
-        view = self.view_at(pass_index)
-        marks: dict[int, str] = {}
-        follow = getattr(self, "_select", None)
-        self._select = None
-        error = self.at_error
-        if event_index is not None and not error:
-            kind = trace.kind(event_index)
-            nid = trace.event_node(event_index)
-            if kind is EventKind.BACKWARD:
-                for w in trace.writes(event_index):
-                    marks[w.node] = "acc"
-                marks[nid] = "run"
-            else:
-                marks[nid] = "new" if kind is EventKind.CREATE else "set"
-            if follow is None:
-                follow = nid
-        running = (event_index is not None and not error
-                   and trace.kind(event_index) is EventKind.BACKWARD)
-        single = abs(position - self._shown) == 1
-        self._shown = position
-        self.query_one(NodeTable).show(view, timeline.data, timeline.grad, timeline.created,
-                                       marks, follow, single)
-        self.query_one(TopoList).show(view, timeline.position, running, marks, timeline.grad,
-                                      single)
-        self.query_one(PassBar).show(trace, pass_index, error)
-        self._show_header(pass_, event_index)
-        self._show_detail(event_index)
-        self._show_source(event_index)
+        single = old is not None and abs(new.step - old.step) <= 1
+        self.query_one(NodeTable).show(new, single)
+        self.query_one(PassBar).passes = new.passes
+        self.query_one(StepHeader).header = new.header
+        self.query_one(StepDetail).detail = new.detail
+        self._show_side(new, single)
+        if new.notice is not None:
+            self.notify(new.notice.text, severity=new.notice.severity,
+                        timeout=new.notice.timeout)
         self._refresh_keys()
+
+    def _show_side(self, state: StepState, single: bool) -> None:
+        """The topo list and the side tabs, once they are mounted."""
+        topo = self.query_one_optional(TopoList)
+        if topo is not None:
+            topo.show(state, single)
+        source = self.query_one_optional(SourceView)
+        if source is not None:
+            source.source = state.source
+        side = self.query_one_optional("#side", TabbedContent)
+        if side is not None and side.active != f"tab-{state.position.tab}":
+            switching = bool(side.active)  # not the first tab of panes just mounted
+            side.active = f"tab-{state.position.tab}"
+            if switching:  # a tab the user asked for: show it in the compact layout too
+                self.panes_open = self.panes_open or not self._full_layout()
+
+    def _move(self, state: StepState) -> None:
+        self.state = state
 
     def _refresh_keys(self) -> None:
         """Grey out the keys that cannot run, redrawing the footer only when that changes."""
-        state = (self.position <= 0, self.position >= self.total, self._next_pass_start() is None,
-                 self.query_one(NodeTable).selected_node is None, self.classes)
-        if state != getattr(self, "_key_state", None):
-            self._key_state = state
+        keys = (self.state.enabled if self.state is not None else None, self.classes)
+        if keys != self._key_state:
+            self._key_state = keys
             self.refresh_bindings()
 
-    def _show_header(self, pass_, event_index: int | None) -> None:
-        trace = self.trace
-        short = ""
-        if self.at_error:
-            where = f"✗ {trace.error.type} · step {self.position}/{self.total}"
-        elif pass_ is None or event_index is None:
-            where = f"start · step 0/{self.total}"
-        else:
-            where = (f"{pass_.kind} pass {pass_.index + 1}/{len(trace.passes)} · "
-                     f"{event_index - pass_.start + 1}/{len(pass_)} in pass · "
-                     f"step {self.position}/{self.total}")
-            short = f"{pass_.kind} {pass_.index + 1}/{len(trace.passes)} · {self.position}/{self.total}"
-        self.query_one(StepHeader).show(trace.title or Path(trace.scenario).name, where, short)
-
-    def _show_detail(self, event_index: int | None) -> None:
-        trace, timeline = self.trace, self.timeline
-        detail = self.query_one(StepDetail)
-        if self.at_error:
-            detail.show(render_error(self.position, self.total, trace.error))
-        elif event_index is None:
-            detail.show(render_start(self.total, trace.title))
-        else:
-            exp = explain(trace, timeline.data, timeline.grad, event_index)
-            closure = trace.closure_of(event_index)
-            closure_file = Path(closure.filename).name if closure is not None else ""
-            text = render_explanation(self.position, self.total, exp,
-                                      trace.line_of(event_index), closure_file)
-            touched = [exp.node] + [c.target for c in exp.contributions]
-            for nid in dict.fromkeys(touched):
-                for name, value in (("data", timeline.data[nid]), ("grad", timeline.grad[nid])):
-                    if not math.isfinite(value):
-                        text.append(f"\n  ⚠ {trace.label(nid)}.{name} is {value}: not a finite "
-                                    "number, and everything computed from it will not be either",
-                                    style="bold reverse")
-            detail.show(text)
+    def _full_layout(self) -> bool:
+        return self.has_class("-wide") and self.has_class("-tall")
 
     def redraw_source(self) -> None:
-        if self.trace is None or self.timeline is None:
-            return
-        self.query_one(SourceView).redraw()
-        self._show_source(self.timeline.position - 1 if self.timeline.position else None)
-
-    def _show_source(self, event_index: int | None) -> None:
-        trace = self.trace
-        source = self.query_one(SourceView)
-        lines = tuple(trace.source.splitlines())
-        name = Path(trace.scenario).name
-        if not lines:
-            source.show("none", f"{name}: no source in this trace", (), 1, {})
-            return
-        if self.at_error:
-            line = trace.error.line
-            marked = {line: "✗"} if line else {}
-            source.show(("error", line), f"{name}:{line or '?'}  raised {trace.error.type}",
-                        lines, 1, marked)
-            return
-        if event_index is None:
-            source.show("start", name, lines, 1, {})
-            return
-        kind = trace.kind(event_index)
-        closure_index = trace.closure_index(event_index)
-        if kind is EventKind.BACKWARD and closure_index is not None:
-            closure = trace.closures[closure_index]
-            marked = {w.line: "▶" for w in trace.writes(event_index) if w.line}
-            nid = trace.event_node(event_index)
-            op = trace.op(nid)
-            title = (f"{trace.label(nid)}._backward ({op or 'leaf'}) · "
-                     f"{short_path(closure.filename)}:{closure.first_line}")
-            if closure.default:
-                title += "  (the default no-op)"
-            source.show(("closure", closure_index, tuple(sorted(marked))), title,
-                        closure.lines, closure.first_line, marked)
-            return
-        line = trace.line_of(event_index)
-        marked = {line: "▶"} if line else {}
-        what = {EventKind.CREATE: "made here", EventKind.GRAD: "seeded here"}.get(kind, "written here")
-        source.show(("scenario", line), f"{name}:{line or '?'}  {what}", lines, 1, marked)
+        source = self.query_one_optional(SourceView)
+        if source is not None:
+            source.redraw()
 
     # -- actions -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in FORWARD_ACTIONS | BACKWARD_ACTIONS | {"breakpoint", "find", "checks"}:
-            if self.trace is None:
-                return None
-            if action in FORWARD_ACTIONS and self.position >= self.total:
-                return None
-            if action in BACKWARD_ACTIONS and self.position <= 0:
-                return None
-            if action == "next_pass" and self._next_pass_start() is None:
-                return None
-            if action == "breakpoint" and self.query_one(NodeTable).selected_node is None:
-                return None
+        if action in MOVES or action in ("find", "checks"):
+            return True if self.state is not None and self.state.can(action) else None
         if action == "toggle_panes":
-            return not self.has_class("-wide") or not self.has_class("-tall")
+            return not self._full_layout()
         return True
 
+    def _on_move(self, name: str) -> None:
+        if self.session is not None:
+            self._move(MOVES[name](self.session))
+
     def action_next(self) -> None:
-        self.goto(self.position + 1)
+        self._on_move("next")
 
     def action_prev(self) -> None:
-        self.goto(self.position - 1)
+        self._on_move("prev")
 
     def action_start(self) -> None:
-        self.goto(0)
+        self._on_move("start")
 
     def action_end(self) -> None:
-        self.goto(self.total)
-
-    def _next_pass_start(self) -> int | None:
-        trace = self.trace
-        if trace is None:
-            return None
-        if self.position == 0:
-            return 1 if len(trace) else None
-        current = trace.pass_at(min(self.position, len(trace)) - 1)
-        nxt = current.index + 1 if current is not None else len(trace.passes)
-        if nxt < len(trace.passes):
-            return trace.passes[nxt].start + 1
-        return self.total if self.at_error is False and trace.error is not None else None
+        self._on_move("end")
 
     def action_next_pass(self) -> None:
-        target = self._next_pass_start()
-        if target is not None:
-            self.goto(target)
+        self._on_move("next_pass")
 
     def action_prev_pass(self) -> None:
-        trace = self.trace
-        if trace is None or self.position == 0:
-            return
-        current = trace.pass_at(min(self.position, len(trace)) - 1)
-        if current is None:
-            self.goto(0)
-            return
-        first = current.start + 1
-        if self.position > first:
-            self.goto(first)
-        elif current.index > 0:
-            self.goto(trace.passes[current.index - 1].start + 1)
-        else:
-            self.goto(0)
-
-    def _hits(self, i: int) -> bool:
-        """Does event `i` touch a breakpoint: its `_backward` runs or its grad is written?"""
-        trace, bps = self.trace, self.breakpoints
-        kind = trace.kind(i)
-        if kind in (EventKind.BACKWARD, EventKind.GRAD) and trace.event_node(i) in bps:
-            return True
-        return kind is EventKind.BACKWARD and any(n in bps for n in trace.grad_targets(i))
+        self._on_move("prev_pass")
 
     def action_continue(self) -> None:
-        if self.trace is None:
-            return
-        if self.breakpoints:
-            for i in range(self.position, len(self.trace)):
-                if self._hits(i):
-                    self.goto(i + 1)
-                    return
-        self.goto(self.total)
-        self.notify("No breakpoint ahead: ran to the end." if self.breakpoints
-                    else "No breakpoints set (b sets one): ran to the end.", timeout=3)
+        self._on_move("continue")
 
     def action_continue_back(self) -> None:
-        if self.trace is None:
-            return
-        if self.breakpoints:
-            for i in range(min(self.position, len(self.trace)) - 2, -1, -1):
-                if self._hits(i):
-                    self.goto(i + 1)
-                    return
-        self.goto(0)
-        self.notify("No breakpoint behind: back at the start.", timeout=3)
+        self._on_move("continue_back")
 
     def action_breakpoint(self) -> None:
-        table = self.query_one(NodeTable)
-        nid = table.selected_node
-        if nid is None or self.trace is None:
-            return
-        label = self.trace.label(nid)
-        if nid in self.breakpoints:
-            self.breakpoints.discard(nid)
-            self.notify(f"Breakpoint on {label} removed.", timeout=2)
-        else:
-            self.breakpoints.add(nid)
-            self.notify(f"Breakpoint on {label}: c stops when its _backward runs or its grad "
-                        "changes.", timeout=3)
-        table.refresh()
+        self._on_move("breakpoint")
+
+    def goto(self, step: int, select: int | None = None) -> None:
+        if self.session is not None:
+            self._move(self.session.goto(step, select=select))
+
+    def goto_node(self, nid: int) -> None:
+        """Select node `nid`; if it is not in the current graph, go to the step that made it."""
+        if self.session is not None:
+            self._move(self.session.goto_node(nid))
 
     def action_find(self) -> None:
-        if self.trace is not None:
+        if self.session is not None:
             from mgtui.widgets.dialogs import FindScreen
 
             self.app.push_screen(FindScreen(), self.find)
 
-    def find(self, query: str | None) -> bool:
-        """Select the next node of the current graph labelled `query` (exactly, else
-        containing it, case-insensitively). Returns whether one was found."""
-        if not query or self.trace is None:
-            return False
-        table = self.query_one(NodeTable)
-        view, rows = table.view, table.row_count
-        created = self.trace.node_count  # every row, made yet or not
-        if view is None or not rows:
-            return False
-        trace = self.trace
-        order = [(table.cursor + 1 + k) % rows for k in range(rows)]
-        needle = query.lower()
-        for test in (lambda s: s == query, lambda s: needle in s.lower()):
-            for row in order:
-                if test(trace.label(view.row_node(row, created))):
-                    table.set_cursor(row, center=True)
-                    return True
-        elsewhere = trace.find(query)
-        if elsewhere:
-            self.notify(f"{query} is not in the current graph: it is node {elsewhere[0]} "
-                        "(ctrl+p → go to node takes you there).", severity="warning")
-        else:
-            self.notify(f"No node labelled {query!r} here.", severity="warning")
-        return False
-
-    def goto_node(self, nid: int) -> None:
-        """Select node `nid`; if it is not in the current graph, go to the step that made it."""
-        table = self.query_one(NodeTable)
-        row = table.view.row_of(nid, self.trace.node_count) if table.view is not None else None
-        if row is not None:
-            table.set_cursor(row, center=True)
-            return
-        made = self.trace.created_at(nid)
-        if made is not None:
-            self.goto(made + 1, select=nid)
+    def find(self, query: str | None) -> None:
+        if self.session is not None and query:
+            self._move(self.session.find(query))
 
     def action_help(self) -> None:
-        """The help screen, built from BINDINGS: the keys of each action on one line."""
-        keys: dict[str, list[str]] = {}
-        for binding in self.BINDINGS:
-            shown = (binding.key_display or binding.key).replace("_", " ").replace(",", " / ")
-            keys.setdefault(binding.action, []).append(shown)
-        rows = []
-        seen = set()
-        for binding in self.BINDINGS:
-            if binding.action in seen:
-                continue
-            seen.add(binding.action)
-            rows.append((" / ".join(keys[binding.action]),
-                         HELP.get(binding.action, binding.description)))
-        rows.append(("ctrl+p", "command palette: every action; go to step N, pass N, node"))
-        rows.append(("↑ ↓ pgup pgdn", "move the selection in the node table (when focused)"))
         from mgtui.widgets.dialogs import HelpScreen
 
-        self.app.push_screen(HelpScreen(rows))
+        self.app.push_screen(HelpScreen(help_rows(self.keymap)))
 
     def action_toggle_panes(self) -> None:
         self.panes_open = not self.panes_open
@@ -582,19 +331,60 @@ class DebuggerScreen(Screen[None]):
         self.set_class(open_, "-panes")
 
     def action_next_tab(self) -> None:
-        side = self.query_one("#side", TabbedContent)
-        current = side.active if side.active in SIDE_TABS else SIDE_TABS[0]
-        side.active = SIDE_TABS[(SIDE_TABS.index(current) + 1) % len(SIDE_TABS)]
-        if not (self.has_class("-wide") and self.has_class("-tall")):
-            self.panes_open = True
+        if self.session is not None:
+            self._move(self.session.next_tab())
+        self.panes_open = self.panes_open or not self._full_layout()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.show_tab(f"tab-{tab}")
 
     def show_tab(self, tab: str) -> None:
-        self.query_one("#side", TabbedContent).active = tab
-        if not (self.has_class("-wide") and self.has_class("-tall")):
-            self.panes_open = True
+        """Show a side tab (`tab-source`, `tab-notes`, …), opening the panes if they are hidden."""
+        side = self.query_one_optional("#side", TabbedContent)
+        if self.session is not None:
+            self._move(self.session.show_tab(tab.removeprefix("tab-")))
+        elif side is not None:
+            side.active = tab
+        self.panes_open = self.panes_open or not self._full_layout()
 
     def on_resize(self) -> None:
         self._refresh_keys()
 
     def on_node_table_selected(self, event: NodeTable.Selected) -> None:
-        self._refresh_keys()
+        if self.session is not None:
+            self.set_reactive(DebuggerScreen.state, self.session.select(event.nid))
+            self._refresh_keys()
+
+    # -- the gradient doctor -----------------------------------------------------------------
+    def action_checks(self) -> None:
+        """Show the Checks tab, and ask the app to run the doctor on this trace once."""
+        if self.session is None:
+            return
+        if self.session.position.tab != "checks":
+            self.show_tab("tab-checks")
+        self.post_message(RunChecks())
+
+    def on_checks_progress(self, message: ChecksProgress) -> None:
+        message.stop()
+        self._show_checks(partial(ChecksPane.show_running, done=message.done,
+                                  total=message.total, phase=message.phase))
+
+    def on_checks_done(self, message: ChecksDone) -> None:
+        message.stop()
+        report = message.report
+        self._show_checks(partial(ChecksPane.show_report, report=report))
+        count = self.trace.node_count if self.trace is not None else 0
+        self.query_one(NodeTable).flagged = frozenset(n for n in report.nodes if n < count)
+        n = len(report.findings)
+        self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
+                    else "Checks: no problems found.", severity="warning" if n else "information",
+                    timeout=4)
+
+    def on_checks_failed(self, message: ChecksFailed) -> None:
+        # not stopped: the app hears it too, and lets the doctor run again
+        self._show_checks(partial(ChecksPane.show_unavailable, reason=message.message))
+
+    def on_checks_pane_finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
+        if self.session is not None:
+            self._move(self.session.goto_finding(event.finding))
+            self.panes_open = self.panes_open or not self._full_layout()

@@ -11,7 +11,6 @@ import math
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -19,8 +18,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mgtui.bindings import TABLE_KEYS
 from mgtui.explain import fmt
-from mgtui.widgets.graph_view import GraphView
+from mgtui.session import StepState
+from mgtui.view import GraphView
+from mgtui.widgets.keys import bindings_of
 
 # The row marks. Each is text, so it reads without colour (NO_COLOR, 16 colours).
 MARKS = {
@@ -51,14 +53,7 @@ class NodeTable(ScrollView, can_focus=True):
     """Rows are the current graph's nodes; the cursor row is the selected node."""
 
     inherit_bindings = False
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="table.up"),
-        Binding("down,j", "cursor(1)", "Down", show=False, id="table.down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="table.pageup"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="table.pagedown"),
-        Binding("home", "cursor_to(0)", "First row", show=False, id="table.home"),
-        Binding("end", "cursor_to(-1)", "Last row", show=False, id="table.end"),
-    ]
+    BINDINGS = bindings_of(TABLE_KEYS)
     COMPONENT_CLASSES = {
         "node-table--header",
         "node-table--cursor",
@@ -92,6 +87,8 @@ class NodeTable(ScrollView, can_focus=True):
     """
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
+    breakpoints: reactive[frozenset[int]] = reactive(frozenset, init=False)
+    flagged: reactive[frozenset[int]] = reactive(frozenset, init=False)  # the doctor's nodes
 
     class Selected(Message):
         """The user moved the cursor to a node (by key or mouse)."""
@@ -112,30 +109,24 @@ class NodeTable(ScrollView, can_focus=True):
         self.grad = None
         self.created = 0
         self.marks: dict[int, str] = {}
-        self.breakpoints: set[int] = set()
-        self.flagged: set[int] = set()  # nodes with a finding of the gradient doctor
         self._rows = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._widths: tuple[int, ...] = ()
 
-    # -- state from the app --------------------------------------------------------------
-    def show(self, view: GraphView | None, data, grad, created: int, marks: dict[int, str],
-             follow: int | None = None, single_step: bool = False) -> None:
-        """Show the state of one step. `follow` is the node the cursor should move to.
-        After a `single_step` only the rows that step touched are drawn again."""
+    # -- state from the session ------------------------------------------------------------
+    def show(self, state: StepState, single_step: bool = False) -> None:
+        """Show the state of one step, the cursor on its selected node. After a
+        `single_step` only the rows that step touched are drawn again."""
+        view = state.view
         old_marks, old_cursor = self.marks, self.cursor
         full = view is not self.view or not single_step
         if view is not self.view:
-            self.view = view
-            self._cache.clear()
-            self._widths = self._column_widths()
-            # Every row of the graph, made yet or not: a fixed size, so a step needs no
-            # layout pass. Rows not made yet are drawn dim.
-            self._rows = view.row_count(view.trace.node_count) if view is not None else 0
-            self.virtual_size = Size(sum(self._widths) + len(self._widths), self._rows + 1)
-        self.data, self.grad, self.created, self.marks = data, grad, created, marks
-        if follow is not None and view is not None:
-            row = view.row_of(follow, created)
+            self._show_view(view)
+        self.data, self.grad, self.created, self.marks = (state.data, state.grad,
+                                                          state.created, state.marks)
+        self.breakpoints = state.breakpoints  # a change redraws every row
+        if state.node is not None and view is not None:
+            row = view.row_of(state.node, view.trace.node_count)
             if row is not None:
                 self.set_cursor(row, center=True, notify=False, repaint=False)
         if full or view is None:
@@ -143,15 +134,24 @@ class NodeTable(ScrollView, can_focus=True):
             if view is not None:  # a new virtual size applies after this refresh
                 self.call_after_refresh(self.scroll_to_row, self.cursor, center=True)
             return
-        # Only the rows whose mark, numbers or cursor changed are drawn again (a scroll
-        # repaints everything by itself).
+        # Only the rows whose mark, numbers, breakpoint or cursor changed are drawn again
+        # (a scroll repaints everything by itself).
         everything = view.trace.node_count
-        for nid in old_marks.keys() | marks.keys():
+        for nid in old_marks.keys() | state.marks.keys():
             row = view.row_of(nid, everything)
             if row is not None:
                 self.refresh_line(row + 1)
         for row in {old_cursor, self.cursor}:
             self.refresh_line(row + 1)
+
+    def _show_view(self, view: GraphView | None) -> None:
+        self.view = view
+        self._cache.clear()
+        self._widths = self._column_widths()
+        # Every row of the graph, made yet or not: a fixed size, so a step needs no
+        # layout pass. Rows not made yet are drawn dim.
+        self._rows = view.row_count(view.trace.node_count) if view is not None else 0
+        self.virtual_size = Size(sum(self._widths) + len(self._widths), self._rows + 1)
 
     @property
     def row_count(self) -> int:

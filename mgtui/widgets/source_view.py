@@ -4,10 +4,11 @@ ran, with the lines that wrote each grad marked `▶` (a mark, not only a colour
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from rich.text import Text
+from textual.reactive import reactive
 
+from mgtui.session import Source
 from mgtui.widgets.text_pane import TextPane
 
 
@@ -42,16 +43,6 @@ def highlighted_lines(code: str) -> tuple[Text, ...]:
     return tuple(text.split("\n", allow_blank=True))
 
 
-def short_path(filename: str) -> str:
-    """A path as a pane title: relative to the working directory when it is under it,
-    else its last two parts (`micrograd/engine.py`)."""
-    p = Path(filename)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return "/".join(p.parts[-2:]) if len(p.parts) > 1 else filename
-
-
 def render_source(title: str, lines: tuple[str, ...], first_line: int,
                   marked: dict[int, str]) -> Text:
     """`lines` numbered from `first_line`; `marked` maps a line number to its mark glyph."""
@@ -80,19 +71,16 @@ class SourceView(TextPane):
 
     WRAP = False
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self._key: object = None
+    source: reactive[Source | None] = reactive(None, init=False, repaint=False)
+
+    def watch_source(self, source: Source | None) -> None:
+        self.redraw()
 
     def redraw(self) -> None:
-        """Draw the same content again (once the highlighter is ready)."""
-        self._key = None
-
-    def show(self, key: object, title: str, lines: tuple[str, ...], first_line: int,
-             marked: dict[int, str]) -> None:
-        """Show `lines`; `key` identifies the content, so an unchanged pane costs nothing."""
-        if key == self._key:
+        """Draw the source again (once the highlighter is ready, say)."""
+        source = self.source
+        if source is None:
             return
-        self._key = key
-        rows = [n - first_line for n in marked if n >= first_line] or [0]
-        self.set_text(render_source(title, lines, first_line, marked), focus_line=min(rows) + 1)
+        rows = [n - source.first_line for n in source.marked if n >= source.first_line] or [0]
+        self.set_text(render_source(source.title, source.lines, source.first_line,
+                                    source.marked), focus_line=min(rows) + 1)

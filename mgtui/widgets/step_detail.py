@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.reactive import reactive
 
 from mgtui.explain import Explanation, fmt
+from mgtui.session import Detail
 from mgtui.trace import TraceError
 from mgtui.widgets.text_pane import TextPane
 
@@ -13,6 +15,19 @@ ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 
 def ordinal(n: int) -> str:
     return ORDINAL.get(n, f"{n}th")
+
+
+def render_detail(detail: Detail) -> Text:
+    """The start, the error step, or one event's working with its warnings."""
+    if detail.error is not None:
+        return render_error(detail.step, detail.total, detail.error)
+    if detail.explanation is None:
+        return render_start(detail.total, detail.title)
+    text = render_explanation(detail.step, detail.total, detail.explanation, detail.line,
+                              detail.closure_file)
+    for warning in detail.warnings:
+        text.append("\n  " + warning, style="bold reverse")
+    return text
 
 
 def render_explanation(step: int, total: int, exp: Explanation, line: int | None,
@@ -34,30 +49,34 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
             text.append(exp.local + "\n")
         text.append("  " + exp.equation + "\n", style="dim")
         for c in exp.contributions:
-            text.append("  • ", style="bold")
-            text.append(c.formula)
-            if c.numbers:
-                text.append(" = " + c.numbers)
-            text.append("\n     ")
-            text.append(c.change, style="bold reverse" if c.mismatch else "bold")
-            if c.nth > 1:
-                text.append(f"  ← {ordinal(c.nth)} contribution to {c.label}.grad",
-                            style="bold italic")
-            elif c.uses > 1:
-                text.append(f"  ({ordinal(c.nth)} of {c.uses} uses)", style="italic")
-            if c.line:
-                text.append(f"  ({closure_file}:{c.line})" if closure_file else f"  (line {c.line})",
-                            style="dim")
-            text.append("\n")
-            if c.mismatch and c.expected is not None:
-                text.append(f"     ⚠ expected {fmt(c.expected)} from the op's derivative\n",
-                            style="bold")
+            render_contribution(text, c, closure_file)
     else:
         text.append("  " + exp.equation + "\n", style="bold")
     for note in exp.notes:
         text.append("  • " + note + "\n", style="italic")
     text.rstrip()
     return text
+
+
+def render_contribution(text: Text, c, closure_file: str) -> None:
+    """One grad a `_backward` wrote: the formula, the numbers, `before → after (+delta)`."""
+    text.append("  • ", style="bold")
+    text.append(c.formula)
+    if c.numbers:
+        text.append(" = " + c.numbers)
+    text.append("\n     ")
+    text.append(c.change, style="bold reverse" if c.mismatch else "bold")
+    if c.nth > 1:
+        text.append(f"  ← {ordinal(c.nth)} contribution to {c.label}.grad", style="bold italic")
+    elif c.uses > 1:
+        text.append(f"  ({ordinal(c.nth)} of {c.uses} uses)", style="italic")
+    if c.line:
+        text.append(f"  ({closure_file}:{c.line})" if closure_file else f"  (line {c.line})",
+                    style="dim")
+    text.append("\n")
+    if c.mismatch and c.expected is not None:
+        text.append(f"     ⚠ expected {fmt(c.expected)} from the op's derivative\n",
+                    style="bold")
 
 
 def render_error(step: int, total: int, error: TraceError) -> Text:
@@ -88,5 +107,13 @@ def render_start(total: int, title: str) -> Text:
 class StepDetail(TextPane):
     """The working of the current step. Wraps; scrolls when focused if it is long."""
 
-    def show(self, text: Text) -> None:
+    detail: reactive[Detail | None] = reactive(None, init=False, repaint=False)
+
+    def watch_detail(self, detail: Detail | None) -> None:
+        if detail is not None:
+            self.set_text(render_detail(detail))
+
+    def show_message(self, text: Text) -> None:
+        """A message in place of a step (no trace yet)."""
+        self.set_reactive(StepDetail.detail, None)
         self.set_text(text)

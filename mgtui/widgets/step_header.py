@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
+
+from mgtui.session import Header
 
 
 class StepHeader(Widget):
@@ -11,26 +14,19 @@ class StepHeader(Widget):
     StepHeader { height: 1; background: $primary; color: $text; }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.title_text = "mgtui"
-        self.where = ""
+    header: reactive[Header] = reactive(Header("mgtui", ""))
 
-    short = ""
-
-    def show(self, title: str, where: str, short: str = "") -> None:
-        """`short` replaces `where` when the line is too narrow for it."""
-        if (title, where, short) != (self.title_text, self.where, self.short):
-            self.title_text, self.where, self.short = title, where, short
-            self.refresh()
+    @property
+    def where(self) -> str:
+        return self.header.where
 
     def render(self) -> Text:
         width = self.size.width
-        where = self.where
-        if self.short and len(where) + 12 > width:
-            where = self.short
+        where = self.header.where
+        if self.header.short and len(where) + 12 > width:
+            where = self.header.short
         room = max(width - len(where) - 3, 0)
-        title = self.title_text
+        title = self.header.title
         if len(title) > room:
             title = title[: max(room - 1, 0)] + "…" if room > 1 else ""
         line = Text(" ")

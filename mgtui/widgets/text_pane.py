@@ -10,19 +10,15 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
-from textual.binding import Binding
 from textual.events import MouseScrollDown, MouseScrollUp
 from textual.widget import Widget
 
+from mgtui.bindings import TEXT_KEYS
+from mgtui.widgets.keys import bindings_of
+
 
 class TextPane(Widget, can_focus=True):
-    BINDINGS = [
-        Binding("up,k", "scroll_lines(-1)", "Scroll up", show=False),
-        Binding("down,j", "scroll_lines(1)", "Scroll down", show=False),
-        Binding("pageup", "scroll_lines(-8)", "Page up", show=False),
-        Binding("pagedown", "scroll_lines(8)", "Page down", show=False),
-        Binding("home", "scroll_lines(-100000)", "Top", show=False),
-    ]
+    BINDINGS = bindings_of(TEXT_KEYS)
     DEFAULT_CSS = """
     TextPane { height: 1fr; overflow: hidden; }
     """

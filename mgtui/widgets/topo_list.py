@@ -8,25 +8,22 @@ has run are ticked, the one running now is marked `▶`, and the nodes it accumu
 from __future__ import annotations
 
 from rich.segment import Segment
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mgtui.bindings import TOPO_KEYS
 from mgtui.explain import fmt
-from mgtui.widgets.graph_view import GraphView
+from mgtui.session import StepState
+from mgtui.view import GraphView
 from mgtui.widgets.node_table import MARKS, clip
+from mgtui.widgets.keys import bindings_of
 
 
 class TopoList(ScrollView, can_focus=True):
     inherit_bindings = False
-    BINDINGS = [
-        Binding("up,k", "scroll_by(-1)", "Up", show=False, id="topo.up"),
-        Binding("down,j", "scroll_by(1)", "Down", show=False, id="topo.down"),
-        Binding("pageup", "scroll_by(-10)", "Page up", show=False, id="topo.pageup"),
-        Binding("pagedown", "scroll_by(10)", "Page down", show=False, id="topo.pagedown"),
-    ]
+    BINDINGS = bindings_of(TOPO_KEYS)
     COMPONENT_CLASSES = {
         "topo-list--header",
         "topo-list--run",
@@ -50,8 +47,10 @@ class TopoList(ScrollView, can_focus=True):
         self.grad = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
 
-    def show(self, view: GraphView | None, position: int, running: bool,
-             marks: dict[int, str], grad, single_step: bool = False) -> None:
+    def show(self, state: StepState, single_step: bool = False) -> None:
+        """Show the walk at one step. After a `single_step` only the rows it touched are
+        drawn again."""
+        view = state.view
         old_walked, old_marks = self.walked, self.marks
         full = view is not self.view
         if view is not self.view:
@@ -59,10 +58,8 @@ class TopoList(ScrollView, can_focus=True):
             self._cache.clear()
             n = len(view.topo) if view is not None else 0
             self.virtual_size = Size(0, n + 1)  # rows are clipped: no sideways scrolling
-        self.grad = grad
-        self.marks = marks
-        self.walked = view.walked(position) if view is not None else 0
-        self.running = self.walked - 1 if running else None
+        self.grad, self.marks, self.walked = state.grad, state.marks, state.walked
+        self.running = self.walked - 1 if state.running else None
         if view is not None and view.topo:
             n = len(view.topo)
             # the walk runs from the last row up: keep the next row to run in view
@@ -76,7 +73,8 @@ class TopoList(ScrollView, can_focus=True):
         n = len(view.topo)
         rows = {n - 1 - w for w in range(min(old_walked, self.walked) - 1,
                                          max(old_walked, self.walked) + 1)}
-        rows |= {view.topo_of[nid] for nid in old_marks.keys() | marks.keys() if nid in view.topo_of}
+        rows |= {view.topo_of[nid] for nid in old_marks.keys() | self.marks.keys()
+                 if nid in view.topo_of}
         for row in rows:
             if 0 <= row < n:
                 self.refresh_line(row + 1)

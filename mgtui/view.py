@@ -1,4 +1,4 @@
-"""What the widgets show for one forward pass: its rows, its topological order and the
+"""What the panes show for one forward pass: its rows, its topological order and the
 backward walk over it. Built once per pass and cached, so a step only does lookups."""
 
 from __future__ import annotations

@@ -1,0 +1,164 @@
+"""The one table of the debugger's keys. The footer (`BINDINGS`), the help screen and the
+command palette are all made from it, and a user keymap rebinds its entries by id.
+
+Plain data: it imports no textual, so the config loader can check ids against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Key:
+    """One binding. `keys` are Textual key names, comma-separated ("" for a command that
+    is only in the palette). `footer` is the footer's short word, `help` the help
+    screen's line and `palette` the command palette's title ("" keeps it out)."""
+
+    id: str
+    keys: str
+    action: str
+    footer: str
+    help: str = ""
+    palette: str = ""
+    show: bool = True
+    display: str | None = None  # how the key is shown, e.g. "]" for right_square_bracket
+    priority: bool = False
+    via: str = ""  # for a palette-only command: the id of the key that also reaches it
+
+
+DEBUGGER_KEYS: tuple[Key, ...] = (
+    Key("next", "n", "next", "Next", "next step (forward in time)", "Next step"),
+    Key("next.alt", "right,space", "next", "Next", show=False, priority=True),
+    Key("prev", "p", "prev", "Prev", "previous step (back in time)", "Previous step"),
+    Key("prev.alt", "left", "prev", "Prev", show=False, priority=True),
+    Key("next_pass", "right_square_bracket", "next_pass", "Pass", "first step of the next pass",
+        "Next pass", display="]"),
+    Key("prev_pass", "left_square_bracket", "prev_pass", "Prev pass",
+        "first step of this pass, then of the previous one", "Previous pass", show=False,
+        display="["),
+    Key("continue", "c", "continue", "Cont", "continue to the next breakpoint, or the end",
+        "Continue to the next breakpoint"),
+    Key("continue_back", "C", "continue_back", "Cont back",
+        "continue backwards to the previous breakpoint, or the start",
+        "Continue back to the previous breakpoint", show=False),
+    Key("start", "g", "start", "Start", "go to the start (step 0)", "Go to the start", show=False),
+    Key("end", "G", "end", "End", "go to the end (the last step)", "Go to the end", show=False),
+    Key("breakpoint", "b", "breakpoint", "Break",
+        "breakpoint on the selected node: stops when its _backward runs or its grad changes",
+        "Toggle a breakpoint on the selected node"),
+    Key("find", "slash", "find", "Find", "find a node of the current graph by label",
+        "Find a node by label", display="/"),
+    Key("reload", "r", "app.reload", "Reload",
+        "reload the scenario after editing it, staying at this step", "Reload the scenario",
+        show=False),
+    Key("toggle_panes", "v", "toggle_panes", "Panes",
+        "show or hide the topo list and source/notes/output (small terminals)"),
+    Key("next_tab", "t", "next_tab", "Tab",
+        "next side tab: source, lesson notes, the scenario's output, checks", show=False),
+    Key("tab.source", "", "show_tab('source')", "", palette="Show the source pane", via="next_tab"),
+    Key("tab.notes", "", "show_tab('notes')", "", palette="Show the lesson notes", via="next_tab"),
+    Key("tab.output", "", "show_tab('output')", "", palette="Show the scenario's output",
+        via="next_tab"),
+    Key("checks", "d", "checks", "Checks",
+        "run the gradient doctor: its findings go to the Checks tab, enter on one goes to its "
+        "step", "Check the gradients (the doctor)", show=False),
+    Key("pick", "", "app.pick", "", palette="Open another scenario"),
+    Key("focus_next", "tab", "app.focus_next", "Focus", "move the focus to the next pane",
+        show=False),
+    Key("focus_previous", "shift+tab", "app.focus_previous", "Focus back",
+        "move the focus to the previous pane", show=False),
+    Key("help", "question_mark", "help", "Help", "this help", "Help", display="?"),
+    Key("quit", "q", "app.quit", "Quit", "quit"),
+)
+
+APP_KEYS: tuple[Key, ...] = (
+    Key("cancel_loading", "ctrl+c", "cancel_loading", "Stop recording", show=False,
+        priority=True),
+)
+
+# The panes' own keys, active while a pane has the focus. A user keymap that gives one
+# of their keys to a debugger action takes it from the pane too (see `with_panes`).
+TABLE_KEYS: tuple[Key, ...] = (
+    Key("table.up", "up,k", "cursor(-1)", "Up", show=False),
+    Key("table.down", "down,j", "cursor(1)", "Down", show=False),
+    Key("table.pageup", "pageup", "page(-1)", "Page up", show=False),
+    Key("table.pagedown", "pagedown", "page(1)", "Page down", show=False),
+    Key("table.home", "home", "cursor_to(0)", "First row", show=False),
+    Key("table.end", "end", "cursor_to(-1)", "Last row", show=False),
+)
+TOPO_KEYS: tuple[Key, ...] = (
+    Key("topo.up", "up,k", "scroll_by(-1)", "Up", show=False),
+    Key("topo.down", "down,j", "scroll_by(1)", "Down", show=False),
+    Key("topo.pageup", "pageup", "scroll_by(-10)", "Page up", show=False),
+    Key("topo.pagedown", "pagedown", "scroll_by(10)", "Page down", show=False),
+)
+TEXT_KEYS: tuple[Key, ...] = (
+    Key("text.up", "up,k", "scroll_lines(-1)", "Scroll up", show=False),
+    Key("text.down", "down,j", "scroll_lines(1)", "Scroll down", show=False),
+    Key("text.pageup", "pageup", "scroll_lines(-8)", "Page up", show=False),
+    Key("text.pagedown", "pagedown", "scroll_lines(8)", "Page down", show=False),
+    Key("text.home", "home", "scroll_lines(-100000)", "Top", show=False),
+)
+PANE_KEYS = TABLE_KEYS + TOPO_KEYS + TEXT_KEYS
+
+# Help lines for keys that are not in the table: Textual's own, and the panes'.
+MORE_HELP = (
+    ("ctrl+p", "command palette: every action; go to step N, pass N, node"),
+    ("↑ ↓ pgup pgdn", "move the selection in the node table (when focused)"),
+)
+
+ALL_KEYS = DEBUGGER_KEYS + APP_KEYS + PANE_KEYS
+IDS = frozenset(k.id for k in ALL_KEYS if k.keys)  # what a keymap may rebind
+BY_ID = {k.id: k for k in ALL_KEYS}
+
+
+def with_panes(keymap: Mapping[str, str]) -> dict[str, str]:
+    """`keymap` plus what it takes from the panes: a key the user gives to an action is
+    dropped from a pane binding that has it by default (`next = "j"` must step even
+    while the node table, whose `j` moves down, has the focus)."""
+    taken = {k for keys in keymap.values() for k in keys.split(",")}
+    out = {}
+    for key in PANE_KEYS:
+        defaults = key.keys.split(",")
+        left = [k for k in defaults if k not in taken]
+        if key.id not in keymap and left and len(left) < len(defaults):
+            out[key.id] = ",".join(left)
+    return {**out, **keymap}
+
+
+def shown_keys(key: Key, keymap: Mapping[str, str]) -> str:
+    """The keys of `key` as the help shows them, the user's own if the keymap rebinds it."""
+    if key.id in keymap:
+        keys = keymap[key.id]
+    else:
+        keys = key.display or key.keys
+    return keys.replace("_", " ").replace(",", " / ")
+
+
+def help_rows(keymap: Mapping[str, str] = {}) -> list[tuple[str, str]]:
+    """(keys, meaning) for the help screen: the keys of each action on one line."""
+    keys: dict[str, list[str]] = {}
+    for key in DEBUGGER_KEYS:
+        if key.keys:
+            keys.setdefault(key.action, []).append(shown_keys(key, keymap))
+    rows = []
+    for key in DEBUGGER_KEYS:
+        if key.help and key.keys:
+            rows.append((" / ".join(keys[key.action]), key.help))
+    return rows + list(MORE_HELP)
+
+
+def palette_rows(keymap: Mapping[str, str] = {}) -> list[tuple[str, str, str]]:
+    """(title, keys, action) for the command palette, in the table's order."""
+    keys: dict[str, list[str]] = {}
+    for key in DEBUGGER_KEYS:
+        if key.keys:
+            keys.setdefault(key.action, []).append(shown_keys(key, keymap))
+    rows = []
+    for key in DEBUGGER_KEYS:
+        if key.palette:
+            reach = BY_ID[key.via].action if key.via else key.action
+            rows.append((key.palette, " / ".join(keys.get(reach, [""])), key.action))
+    return rows

@@ -1,0 +1,153 @@
+"""The user keymap: `$XDG_CONFIG_HOME/mgtui/config.toml` rebinds the debugger's keys by
+binding id; a file that cannot be used gives one message and the default keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mgtui.bindings import IDS, help_rows, palette_rows
+from mgtui.config import config_path, load_config
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+@pytest.fixture
+def config_home(tmp_path, monkeypatch):
+    """An empty XDG config home; write(text) puts a config.toml in it."""
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+
+    def write(text: str) -> Path:
+        path = home / "mgtui" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+# -- where the file is, and what it may say ------------------------------------------------------
+
+def test_the_file_is_under_xdg_config_home(tmp_path):
+    assert config_path({"XDG_CONFIG_HOME": str(tmp_path), "HOME": "/home/x"}) == (
+        tmp_path / "mgtui" / "config.toml")
+
+
+def test_without_xdg_config_home_it_is_under_dot_config():
+    expected = Path("/home/x/.config/mgtui/config.toml")
+    assert config_path({"HOME": "/home/x"}) == expected
+    assert config_path({"HOME": "/home/x", "XDG_CONFIG_HOME": ""}) == expected
+    # the XDG spec: a relative XDG_CONFIG_HOME is ignored
+    assert config_path({"HOME": "/home/x", "XDG_CONFIG_HOME": "rel/dir"}) == expected
+
+
+def test_no_file_means_the_defaults_and_no_message(config_home):
+    config = load_config()
+    assert config.keymap == {} and config.problem == ""
+
+
+def test_a_keymap_is_read(config_home):
+    config_home('[keymap]\nnext = "l"\nprev = "h, backspace"\n')
+    config = load_config()
+    assert config.keymap == {"next": "l", "prev": "h,backspace"} and not config.problem
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[keymap\nnext = 'l'", "is not valid TOML"),
+    ('[keymap]\nnxet = "l"\n', "no binding with the id 'nxet' (did you mean 'next'?)"),
+    ("[keymap]\nnext = 3\n", "keymap.next must be a string"),
+    ('[keymap]\nnext = ""\n', "keymap.next must be a string"),
+    ('keymap = "next=l"\n', "keymap must be a table"),
+    ('[keymaps]\nnext = "l"\n', "unknown setting 'keymaps'"),
+])
+def test_a_bad_file_gives_one_message_and_the_defaults(config_home, text, problem):
+    path = config_home(text)
+    config = load_config()
+    assert config.keymap == {}
+    assert config.problem.startswith(str(path)) and problem in config.problem
+    assert "default keys" in config.problem
+
+
+# -- the one table ---------------------------------------------------------------------------------
+
+def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
+    from mgtui.bindings import ALL_KEYS
+
+    ids = [k.id for k in ALL_KEYS]
+    assert len(ids) == len(set(ids)) and IDS <= set(ids)
+    rows = dict(help_rows())
+    assert rows["n / right / space"] == "next step (forward in time)"
+    assert rows["]"] == "first step of the next pass"
+    titles = {title: keys for title, keys, _ in palette_rows()}
+    assert titles["Next step"] == "n / right / space"
+    assert titles["Show the lesson notes"] == "t"  # reached with the tab key
+
+
+def test_a_users_key_is_taken_from_the_panes_that_have_it():
+    from mgtui.bindings import with_panes
+
+    keymap = with_panes({"next": "j", "prev": "k"})
+    assert keymap["next"] == "j" and keymap["table.down"] == "down"
+    assert keymap["topo.up"] == "up" and keymap["text.down"] == "down"
+    assert "table.pageup" not in keymap
+    assert with_panes({"table.down": "j,down", "next": "j"})["table.down"] == "j,down"
+
+
+def test_the_help_shows_the_users_keys():
+    rows = dict(help_rows({"next": "l", "find": "ctrl+f"}))
+    assert rows["l / right / space"] == "next step (forward in time)"
+    assert rows["ctrl+f"] == "find a node of the current graph by label"
+
+
+# -- in the app --------------------------------------------------------------------------------------
+
+async def loaded(pilot):
+    app = pilot.app
+    for _ in range(500):
+        await pilot.pause(0.02)
+        if not app.loading and app.debugger.trace is not None:
+            break
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return app.debugger
+
+
+async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(config_home):
+    from mgtui.app import MgtuiApp
+
+    config_home('[keymap]\nnext = "j"\nprev = "k"\n')  # the node table's own keys
+    app = MgtuiApp(SCENARIOS / "chain.py")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        assert type(app.focused).__name__ == "NodeTable"
+        await pilot.press("j", "j")
+        assert screen.position == 2
+        await pilot.press("n")  # no longer bound
+        assert screen.position == 2
+        await pilot.press("k")
+        assert screen.position == 1
+        await pilot.press("right")  # the other keys of "next" stay
+        assert screen.position == 2
+        footer = {key.key: key.action for key in screen.query("FooterKey")}
+        assert footer.get("j") == "next" and "n" not in footer
+        await pilot.press("question_mark")
+        assert ("j / right / space", "next step (forward in time)") in app.screen.keys
+        assert not app._notifications
+
+
+async def test_a_bad_file_gives_a_notification_and_the_default_keys(config_home):
+    from mgtui.app import MgtuiApp
+
+    path = config_home("[keymap]\nnext = [1, 2]\n")
+    app = MgtuiApp(SCENARIOS / "chain.py")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1
+        assert str(path) in messages[0] and "keymap.next must be a string" in messages[0]
+        await pilot.press("n")
+        assert screen.position == 1

@@ -14,9 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
-CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.runner", "mgtui.runner_child", "mgtui.trace", "mgtui.timeline",
-        "mgtui.explain", "mgtui.doctor", "mgtui.export", "mgtui.tracefile", "mgtui.bundled",
-        "mgtui.safe")
+CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.runner", "mgtui.runner_child",
+        "mgtui.trace", "mgtui.timeline", "mgtui.session", "mgtui.view", "mgtui.explain", "mgtui.doctor", "mgtui.export",
+        "mgtui.tracefile", "mgtui.bundled", "mgtui.bindings", "mgtui.config", "mgtui.safe")
 
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ import re
 # to some terminals), and the bidirectional overrides and isolates that can make shown
 # text read differently from what it is.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+UNSAFE_LINE = _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 

@@ -2,7 +2,8 @@
 that can be asked of it.
 
 A trace holds only ids, floats, strings and line numbers, in flat arrays, never the live
-`Value` objects. This is the only module that knows that layout: everything else asks
+`Value` objects. Its strings come from code and files mgtui did not write, so they are
+made inert (`mgtui.safe`) as the trace is built: no control character gets into one. This is the only module that knows that layout: everything else asks
 named questions (`writes(i)`, `backward_calls(p)`, `created_at(nid)`) and gets small
 frozen records back. A `TraceBuilder` is the one way to make a trace, for the recorder
 and the file loaders alike; it only ever appends.
@@ -13,12 +14,14 @@ from __future__ import annotations
 import math
 import re
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import eq, le, lt, sub
 from typing import Iterable, Iterator, Literal, Sequence
+
+from mgtui.safe import UNSAFE_LINE, inert, inert_line
 
 PassKind = Literal["forward", "backward", "zero_grad", "update", "other"]
 PASS_KINDS: tuple[PassKind, ...] = ("forward", "backward", "zero_grad", "update", "other")
@@ -846,12 +849,12 @@ class TraceBuilder:
         write_start.append(len(self.wr_node))
         final_data, final_grad = self._final_state(write_start)
         trace = Trace(
-            scenario=self.scenario,
-            title=self.title,
-            notes=self.notes,
-            source=self.source,
-            _label=tuple(self.labels),
-            _op=tuple(self.ops),
+            scenario=inert_line(self.scenario),
+            title=inert_line(self.title),
+            notes=inert(self.notes),
+            source=inert(self.source),
+            _label=_inert_names(self.labels),
+            _op=_inert_names(self.ops),
             node_data=array("d", self.node_data),
             _line=array("i", self.node_line),
             _child_start=array("q", self.child_start),
@@ -870,9 +873,10 @@ class TraceBuilder:
             _wr_before=array("d", self.wr_before),
             _wr_after=array("d", self.wr_after),
             _wr_line=array("i", self.wr_line),
-            closures=tuple(self.closures),
-            error=error,
-            output=output,
+            closures=tuple(map(_inert_closure, self.closures)),
+            error=None if error is None else replace(
+                error, type=inert_line(error.type), message=inert(error.message)),
+            output=inert(output),
         )
         if passes is None:
             found = split_passes(trace)
@@ -915,6 +919,21 @@ class TraceBuilder:
         for nid, value in datas.items():
             final_data[nid] = value
         return final_data, final_grad
+
+
+def _inert_names(names: list[str]) -> tuple[str, ...]:
+    """Labels or ops made inert (`mgtui.safe`); checked all at once, as most have nothing
+    to change."""
+    try:
+        clean = not UNSAFE_LINE.search("".join(names))
+    except TypeError:  # not all strings: validate() has not been run on them
+        clean = False
+    return tuple(names) if clean else tuple(inert_line(x) for x in names)
+
+
+def _inert_closure(c: Closure) -> Closure:
+    return replace(c, name=inert_line(c.name), filename=inert_line(c.filename),
+                   lines=tuple(inert_line(x) for x in c.lines))
 
 
 def _check_line(where: str, line: int) -> None:

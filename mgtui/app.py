@@ -3,10 +3,7 @@ to the debugger screen. `run_app` is what `mgtui FILE` calls."""
 
 from __future__ import annotations
 
-import gc
-import io
 import sys
-import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -18,6 +15,7 @@ from textual.worker import WorkerState
 
 from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
+from mgtui.safe import inert
 from mgtui.messages import (
     ChecksDone,
     ChecksFailed,
@@ -39,7 +37,6 @@ DEFAULT_MAX_NODES = 2_000_000
 
 
 QUICK_RECORDING = 0.2  # seconds: a scenario recorded within this is shown at once
-QUICK_STOPPED = "taking longer than a moment: recording again with progress"
 
 
 class ChecksCancelled(BaseException):
@@ -68,19 +65,23 @@ class MgtuiApp(App[int]):
     BINDINGS = bindings_of(APP_KEYS)
 
     def __init__(self, path: Path | None = None, *, step: int | None = None, seed: int = 0,
-                 max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None) -> None:
+                 max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None,
+                 max_memory: int | None = None, run=None) -> None:
+        """`run` is a `mgtui.runner.Run` of `path` already started (the command line
+        starts it before it imports the app, so the two start up side by side)."""
         super().__init__()
         self.path = Path(path) if path is not None else None
         self.start_step = step
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
+        self.max_memory = max_memory
         self.loading = False
-        self._recorder = None  # the Recorder while one runs
+        self._run = run  # the runner's Run while a recording goes on
+        if run is not None:
+            run.on_progress = self._progress
         self._last_progress = 0.0
         self._loading_timer = None
-        self._idle = threading.Event()  # set while no recording runs
-        self._idle.set()
         self._position = 0
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
         self.config = load_config()
@@ -92,29 +93,34 @@ class MgtuiApp(App[int]):
         return self.debugger
 
     def on_load(self) -> None:
-        """Record a quick scenario before the first paint, so the first screen already
-        shows it. One that takes longer than QUICK_RECORDING is stopped and recorded
-        again in a worker, with progress and ctrl+c (so its code runs twice)."""
+        """Start recording at once, and show a scenario that is recorded within
+        QUICK_RECORDING in the first frame. A slower one goes on in its child process,
+        and the loading worker takes it from there."""
         self._quick: Trace | None = None
-        if self.path is None or self.path.suffix == ".json" or not self.path.is_file():
+        self._quick_stopped = ""
+        if self.path is None or not is_scenario(self.path):
             return
-        from mgtui.recorder import Recorder, ScenarioLoadError, load_scenario
-
-        try:
-            scenario = load_scenario(self.path)
-        except ScenarioLoadError:
-            return  # the worker reports it, on the error screen
+        run = self._run or self._start_run(self.path)
         budget = min(QUICK_RECORDING, self.timeout or QUICK_RECORDING)
-        recorder = Recorder(scenario, seed=self.seed, max_nodes=self.max_nodes)
-        timer = threading.Timer(budget, recorder.cancel, (QUICK_STOPPED,))
-        timer.start()
+        if not run.done_within(budget):
+            return
         try:
-            trace = recorder.run()
-        finally:
-            timer.cancel()
-        if recorder.stop_reason != QUICK_STOPPED:
-            self._quick = trace
-            self.debugger.preload(trace, self.start_step or 0)  # in the first frame
+            result = run.wait()
+        except Exception:  # noqa: BLE001 - ScenarioLoadError: the worker reports it
+            return
+        self._run = None
+        trace, self._quick_stopped = result.trace, result.message
+        self._quick = trace
+        self.debugger.preload(trace, self.start_step or 0)  # in the first frame
+
+    def _start_run(self, path: Path):
+        from mgtui.runner import Run, RunSpec
+
+        spec = RunSpec(str(path), seed=self.seed, max_nodes=self.max_nodes,
+                       timeout=self.timeout, **({"max_memory": self.max_memory}
+                                                if self.max_memory else {}))
+        self._run = Run(spec, on_progress=self._progress).start()
+        return self._run
 
     def on_mount(self) -> None:
         if self.config.problem:
@@ -126,7 +132,7 @@ class MgtuiApp(App[int]):
             trace, self._quick = self._quick, None
             self.loading = True
             self._position = self.start_step or 0
-            self.post_message(TraceLoaded(trace, self.path))
+            self.post_message(TraceLoaded(trace, self.path, stopped=self._quick_stopped))
         else:
             self.open_path(self.path, position=self.start_step or 0)
 
@@ -157,36 +163,28 @@ class MgtuiApp(App[int]):
 
     @work(thread=True, exclusive=True, group="load")
     def record(self, path: Path, reload: bool) -> None:
-        """Record (or read) the trace off the UI thread and report it as a message."""
-        self._idle.clear()
-        from mgtui.recorder import Recorder, ScenarioLoadError, load_scenario
+        """Record (in a child process) or read the trace, off the UI thread, and report
+        it as a message."""
+        from mgtui.recorder import ScenarioLoadError
 
         try:
-            if path.suffix == ".json":
+            if is_scenario(path):
+                run = self._run if self._run is not None else self._start_run(path)
+                try:
+                    result = run.wait()
+                finally:
+                    self._run = None
+                trace, stopped = result.trace, result.message
+            else:
                 from mgtui.export import load
 
-                trace = load(path)
-            else:
-                scenario = load_scenario(path)
-                self._recorder = Recorder(scenario, seed=self.seed, max_nodes=self.max_nodes,
-                                          timeout=self.timeout, on_progress=self._progress)
-                try:
-                    trace = self._recorder.run()
-                finally:
-                    self._recorder = None
-            # build the derived indexes here, not on the first backward step
-            trace.build_indexes()
-            if trace.node_count > 20_000:
-                # The scenario's Values are cyclic garbage now (closures hold their
-                # `out`); free them here, or a full collection on the UI thread pauses.
-                gc.collect()
-            self.post_message(TraceLoaded(trace, path, reload))
+                trace, stopped = load(path), ""
+            trace.build_indexes()  # here, not on the first backward step
+            self.post_message(TraceLoaded(trace, path, reload, stopped))
         except ScenarioLoadError as exc:
             self.post_message(LoadFailed(path, exc.message, exc.detail))
         except BaseException as exc:  # noqa: BLE001 - shown to the user, never a traceback
             self.post_message(LoadFailed(path, f"{path}: {type(exc).__name__}: {exc}"))
-        finally:
-            self._idle.set()
         if not highlighter_ready():
             # pygments builds its lexer on first use: do that after the first paint
             try:
@@ -207,7 +205,7 @@ class MgtuiApp(App[int]):
         trace = self.debugger.trace
         if trace is None or self.path is None or self.loading:
             return
-        if self.path.suffix == ".json":
+        if not is_scenario(self.path):
             self.debugger.post_message(ChecksFailed(
                 "The gradient doctor re-runs the scenario, and a saved trace has no code to "
                 "run: open the scenario's .py file."))
@@ -272,12 +270,15 @@ class MgtuiApp(App[int]):
             if keep is not None and keep >= trace.node_count:
                 keep = None
             self.debugger.load_trace(trace, self.debugger.position, select=keep)
-            self.notify(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
+            self.say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
         elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
             self.debugger.load_trace(trace, self._position)
-        if trace.error is not None:
-            self.notify(f"The scenario stopped: {trace.error}. The trace up to there is "
-                        "shown; the error is the last step.", severity="warning", timeout=6)
+        if message.stopped:
+            self.say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
+                     severity="warning", timeout=6)
+        elif trace.error is not None:
+            self.say(f"The scenario stopped: {trace.error}. The trace up to there is shown; "
+                     "the error is the last step.", severity="warning", timeout=6)
         self.refresh_bindings()
 
     async def on_load_failed(self, message: LoadFailed) -> None:
@@ -292,9 +293,13 @@ class MgtuiApp(App[int]):
         self.open_path(message.path)
 
     def action_cancel_loading(self) -> None:
-        recorder = self._recorder
-        if recorder is not None:
-            recorder.cancel("cancelled with ctrl+c")
+        run = self._run
+        if run is not None:
+            run.cancel("cancelled with ctrl+c")
+
+    def say(self, text: str, *, severity: str = "information", timeout: float = 4) -> None:
+        """A notification: scenario text in it is shown inert, never read as markup."""
+        self.notify(inert(text), severity=severity, timeout=timeout, markup=False)
 
     # -- app-wide actions ------------------------------------------------------------------------
     def action_reload(self) -> None:
@@ -314,8 +319,7 @@ class MgtuiApp(App[int]):
         self.exit(0)
 
     async def stop_loading(self) -> None:
-        """Cancel a recording in progress and wait for its thread, so that the recorder
-        has put sys.stdout back before the app restores its own."""
+        """Stop a recording in progress and the doctor, and wait for their workers."""
         self.action_cancel_loading()
         for worker in list(self.workers):
             if worker.group == "checks":
@@ -328,15 +332,15 @@ class MgtuiApp(App[int]):
                     pass
 
     def stop_recording_now(self) -> None:
-        """After the app has ended, however it ended: stop a recording still running and
-        wait for it, then make sure sys.stdout and sys.stderr are the real ones again
-        (the recorder swaps them while it runs, and restores what it found)."""
-        self.action_cancel_loading()
-        self._idle.wait(timeout=10)
-        if sys.stdout is not sys.__stdout__ and not isinstance(sys.stdout, io.TextIOWrapper):
-            sys.stdout = sys.__stdout__
-        if sys.stderr is not sys.__stderr__ and not isinstance(sys.stderr, io.TextIOWrapper):
-            sys.stderr = sys.__stderr__
+        """After the app has ended, however it ended: a child still recording is stopped
+        (its whole process group ends a moment later)."""
+        run = self._run
+        if run is not None and run.started:
+            run.cancel("the debugger was closed")
+            try:
+                run.wait()
+            except Exception:  # noqa: BLE001 - nothing is shown any more
+                pass
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_loading":
@@ -354,10 +358,21 @@ class MgtuiApp(App[int]):
             yield SystemCommand(title, keys, partial(self.debugger.run_action, action))
 
 
+def is_scenario(path: Path) -> bool:
+    """A scenario to run, rather than a saved trace to read."""
+    if path.suffix in (".json", ".mgtrace"):
+        return False
+    from mgtui.tracefile import is_trace_file
+
+    return not is_trace_file(path)
+
+
 def run_app(path: Path | None, step: int | None = None, seed: int = 0,
-            max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None) -> int:
+            max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None,
+            max_memory: int | None = None, run=None) -> int:
     """Run the debugger until the user quits. Returns the exit code."""
-    app = MgtuiApp(path, step=step, seed=seed, max_nodes=max_nodes, timeout=timeout)
+    app = MgtuiApp(path, step=step, seed=seed, max_nodes=max_nodes, timeout=timeout,
+                   max_memory=max_memory, run=run)
     try:
         code = app.run()
     finally:

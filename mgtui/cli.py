@@ -260,12 +260,19 @@ def launch_app(path: Path | None, args: argparse.Namespace) -> int:
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         return fail("the debugger needs a terminal; for output without one use "
                     "--print, --export json|dot or --check")
+    run = None
+    if path is not None and path.is_file() and not is_saved_trace(path):
+        # Start the scenario's child now: it records while this process imports the app.
+        from mgtui.runner import Run, RunSpec
+
+        run = Run(RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes,
+                          timeout=args.timeout, max_memory=args.max_memory)).start()
     try:
         from mgtui.app import run_app
     except ImportError:  # pragma: no cover - the app ships with the package
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
-                   timeout=args.timeout)
+                   timeout=args.timeout, max_memory=args.max_memory, run=run)
 
 
 def entry() -> None:

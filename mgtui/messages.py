@@ -19,13 +19,15 @@ class LoadProgress(Message):
 
 
 class TraceLoaded(Message):
-    """A trace is ready. `reload` is True when it replaces the one on screen."""
+    """A trace is ready. `reload` is True when it replaces the one on screen; `stopped`
+    says why a recording did not finish ("" when it did)."""
 
-    def __init__(self, trace: Trace, path: Path, reload: bool = False) -> None:
+    def __init__(self, trace: Trace, path: Path, reload: bool = False, stopped: str = "") -> None:
         super().__init__()
         self.trace = trace
         self.path = path
         self.reload = reload
+        self.stopped = stopped
 
 
 class LoadFailed(Message):

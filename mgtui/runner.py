@@ -179,6 +179,22 @@ class Run:
     def run(self) -> RunResult:
         return self.start().wait()
 
+    @property
+    def started(self) -> bool:
+        return self._proc is not None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, which is also its process group's."""
+        return self._proc.pid if self._proc is not None else None
+
+    def done_within(self, seconds: float) -> bool:
+        """Has the child sent all it will send, waiting up to `seconds` for it?"""
+        if self._reader is None:
+            return False
+        self._reader.join(seconds)
+        return not self._reader.is_alive()
+
     # -- the stream ----------------------------------------------------------------------------
     def _read(self, fd: int) -> None:
         """Read the trace stream and the output pipe until both close."""

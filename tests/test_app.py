@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import sys
 from array import array
 
@@ -332,9 +333,12 @@ async def test_check_action_greys_out_what_cannot_run():
 def test_run_app_has_the_cli_signature():
     from mgtui import app, recorder
 
+    from mgtui import cli, runner
+
     params = inspect.signature(run_app).parameters
-    assert list(params) == ["path", "step", "seed", "max_nodes", "timeout"]
+    assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run"]
     assert app.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
+    assert cli.DEFAULT_MAX_MEMORY == runner.DEFAULT_MAX_MEMORY
 
 
 async def test_open_at_a_given_step():
@@ -484,18 +488,21 @@ async def test_timeout_stops_the_recording(write_scenario):
         assert "timed out" in screen.trace.error.message
 
 
-async def test_quitting_while_loading_restores_stdout(write_scenario):
+async def test_quitting_while_loading_ends_the_scenarios_process(write_scenario):
     path = write_scenario("forever", INFINITE)
     app = MgtuiApp(path)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.4)
         assert app.loading
+        pid = app._run.pid  # the child recording the scenario, and its process group
+        os.killpg(pid, 0)  # alive
         await pilot.press("q")  # cancels the recording, waits for it, then quits
         await pilot.pause()
-        assert app._idle.is_set()  # the recorder has put sys.stdout back
     assert app.return_code == 0
     app.stop_recording_now()
-    assert type(sys.stdout).__name__ != "StringIO"
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)  # the whole group has gone
+    assert sys.stdout is sys.__stdout__ or type(sys.stdout).__name__ != "StringIO"
 
 
 # -- layout and robustness ---------------------------------------------------------------------

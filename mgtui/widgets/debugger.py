@@ -20,6 +20,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from mgtui.bindings import DEBUGGER_KEYS, help_rows
 from mgtui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
+from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
@@ -224,8 +225,8 @@ class DebuggerScreen(Screen[None]):
         self.query_one(StepDetail).detail = new.detail
         self._show_side(new, single)
         if new.notice is not None:
-            self.notify(new.notice.text, severity=new.notice.severity,
-                        timeout=new.notice.timeout)
+            self.notify(inert(new.notice.text), severity=new.notice.severity,
+                        timeout=new.notice.timeout, markup=False)
         self._refresh_keys()
 
     def _show_side(self, state: StepState, single: bool) -> None:

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Input, Label, OptionList, ProgressBar, Stati
 from textual.widgets.option_list import Option
 
 from mgtui.messages import OpenScenario
+from mgtui.safe import inert, inert_line
 from mgtui.widgets.node_table import BREAKPOINT, MARKS
 
 
@@ -101,9 +102,9 @@ class ErrorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         text = Text()
         text.append("✗ mgtui could not load this scenario\n\n", style="bold reverse")
-        text.append(self.message + "\n", style="bold")
+        text.append(inert(self.message) + "\n", style="bold")
         if self.detail:
-            text.append("\n" + self.detail + "\n")
+            text.append("\n" + inert(self.detail) + "\n")
         text.append("\nFix the file and press r to try again, o to open another scenario, "
                     "or q to quit.", style="italic")
         with VerticalScroll(id="error-body"):
@@ -128,7 +129,7 @@ class PickerScreen(Screen[None]):
         yield Label(" mgtui · pick a scenario to step through (enter opens it)", id="picker-title")
         width = max([len(name) for name, _, _ in self.scenarios] + [8])
         options = [
-            Option(Text.assemble((f"{name:<{width}}  ", "bold"), title), id=str(path))
+            Option(Text.assemble((f"{name:<{width}}  ", "bold"), inert_line(title)), id=str(path))
             for name, path, title in self.scenarios
         ]
         yield OptionList(*options, id="picker-list")
@@ -153,7 +154,7 @@ class LoadingScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="loading-box"):
-            yield Label(f"Recording {self.path.name} …", id="loading-title")
+            yield Label(Text(f"Recording {inert_line(self.path.name)} …"), id="loading-title")
             yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="loading-bar")
             yield Label("0 nodes", id="loading-count")
             yield Label("ctrl+c stops the recording and shows the trace so far", id="loading-hint")

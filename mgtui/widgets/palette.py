@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from functools import partial
 
+from rich.text import Text
 from textual.command import Hit, Hits, Provider
+from textual.markup import escape
 
 
 class GoToProvider(Provider):
@@ -40,8 +42,10 @@ class GoToProvider(Provider):
             name = trace.label(nid)
             if needle in name.lower():
                 score = matcher.match(f"node {name}") or 0.5
-                yield Hit(score, f"Go to node {name}", partial(screen.goto_node, nid),
-                          help=f"node {nid}, op {trace.op(nid) or 'leaf'}")
+                # a label is scenario text: a Text prompt, escaped help, never markup
+                yield Hit(score, Text(f"Go to node {name}"), partial(screen.goto_node, nid),
+                          text=f"Go to node {name}",
+                          help=escape(f"node {nid}, op {trace.op(nid) or 'leaf'}"))
                 found += 1
                 if found >= 20:
                     break

@@ -1,0 +1,133 @@
+"""The app against scenarios and traces that try to hang, crash or fool it (issue 8),
+driven as a person would with Pilot: it stays usable, shows the trace so far, and says
+what happened in words that are never read as markup."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from mgtui.app import MgtuiApp
+from mgtui.widgets.node_table import NodeTable
+from mgtui.widgets.step_detail import StepDetail
+
+from conftest import SCENARIOS
+from test_app import loaded, table_line
+
+pytestmark = pytest.mark.usefixtures("clean_env", "no_user_config")
+
+
+@pytest.fixture
+def no_user_config(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_a_call_blocked_in_c_stops_at_the_timeout_and_the_app_stays_usable(write_scenario):
+    path = write_scenario("sleeps", """
+        import time
+        from engine import Value
+        a = Value(1.0, label="a")
+        b = a * 2; b.label = "b"
+        time.sleep(1000)
+    """)
+    app = MgtuiApp(path, timeout=1.0)
+    start = time.monotonic()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        assert time.monotonic() - start < 8
+        assert screen.trace.error.type == "Stopped" and len(screen.trace) == 3
+        assert any("timed out after 1 s" in n for n in notices(app))
+        await pilot.press("g", "n")
+        assert screen.position == 1
+
+
+async def test_os_exit_in_the_scenario_leaves_the_app_running(write_scenario):
+    path = write_scenario("exits", """
+        import os
+        from engine import Value
+        a = Value(1.0, label="a")
+        os._exit(0)
+    """)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        assert len(screen.trace) == 1
+        assert any("os._exit(0)" in n for n in notices(app))
+        await pilot.press("g", "n")
+        assert screen.position == 1
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+HOSTILE = "[/]x[i][@click=app.quit]\x1b[2J\x1b]52;c;aGk=\x07"
+
+
+async def test_markup_and_escapes_in_labels_errors_and_searches_are_inert(write_scenario):
+    path = write_scenario("hostile", f"""
+        from engine import Value
+        a = Value(2.0, label={HOSTILE!r})
+        b = a * a; b.label = "[/]"
+        b.backward()
+        print({HOSTILE!r})
+        raise ValueError({HOSTILE!r})
+    """)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        assert app.is_running
+        row = table_line(screen, 0)
+        assert "\x1b" not in row and "[/]x[i][@click=ap" in row
+        table = screen.query_one(NodeTable)
+        table.focus()
+        table.set_cursor(0)
+        await pilot.press("b")  # a breakpoint on the node labelled with markup
+        await pilot.pause()
+        assert 0 in screen.session.breakpoints
+        await pilot.press("slash", *"[/]", "enter")  # and a search for markup
+        await pilot.pause()
+        assert screen.trace.label(table.selected_node) == "[/]"
+        await pilot.press("ctrl+p", *"node [/]")
+        await pilot.pause(0.3)
+        await pilot.press("escape")
+        assert app.is_running
+        assert all("\x1b" not in n for n in notices(app))
+        assert any("[/]x[i][@click=app.quit]" in n for n in notices(app))
+        await pilot.press("G")
+        assert "\x1b" not in screen.query_one(StepDetail).text
+
+
+async def test_ten_megabytes_of_output_load_and_stay_responsive(write_scenario):
+    path = write_scenario("loud", """
+        from engine import Value
+        a = Value(1.0, label="a")
+        for k in range(200_000):
+            print(f"line {k} " + "x" * 45)
+    """)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot, timeout=60)
+        assert len(screen.trace.output) < 500_000 and "left out here" in screen.trace.output
+        start = time.monotonic()
+        await pilot.press("n", "p", "t", "t")
+        assert time.monotonic() - start < 5
+
+
+async def test_a_corrupt_saved_trace_gets_an_error_screen_naming_the_field(tmp_path):
+    from mgtui.export import dumps
+    from mgtui.recorder import record
+
+    doc = json.loads(dumps(record(SCENARIOS / "chain.py")))
+    doc["nodes"][2]["children"] = [7]  # a node made later: a cycle
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    app = MgtuiApp(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        assert type(app.screen).__name__ == "ErrorScreen"
+        assert "nodes[2].children[0]" in app.screen.text

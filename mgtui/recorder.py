@@ -3,9 +3,14 @@
 The recorder observes from outside. Any class whose `__init__` sets `data`, `grad`,
 `_prev`, `_op` and `_backward` is instrumented for the length of the run: its `__init__`
 is wrapped to number each new node, and setter-only descriptors on `grad`, `data` and
-`_backward` see every write while reads still go straight to the instance dict (a
-descriptor without `__get__` does not slow reads down). Every `_backward` closure is
-wrapped on assignment, so calls made by `backward()` and calls made by hand are both seen.
+`label` see every write while reads still go straight to the instance dict (a descriptor
+without `__get__` does not slow reads down). A node's `_backward` is wrapped as it is
+read, so calls made by `backward()` and calls made by hand are both seen.
+
+A class that keeps these fields in `__slots__` has no instance dict to read or to hold a
+node id, so it gets hooks of its own: properties that wrap each slot's own descriptor
+(reads go to it at C speed), with nodes numbered by address (`NodeIds`). The hooks given
+to a caller see such a node through a `SlotsNode`, a small mapping over its slots.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import threading
 import tokenize
 import traceback
 import types
+import weakref
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +47,7 @@ CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
 ID = "_mgtui_id"
 NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS = 5, 7, 5
 REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
+HOOKED = ("grad", "data", "_backward", "label")  # the fields with a recorder descriptor
 DEFAULT_MAX_NODES = 2_000_000
 GC_GEN0_THRESHOLD = 100_000
 
@@ -236,6 +243,7 @@ class Recorder:
         self.classes: list[type] = []
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
+        self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
         self._make_hooks()
 
     # -- control -----------------------------------------------------------------------
@@ -283,9 +291,10 @@ class Recorder:
     def _make_hooks(self) -> None:
         """Build the hooks shared by every instrumented class."""
         scenario_line = self.scenario_line = self._line_finder()
+        run_backward = self.run_backward = self._backward_runner(scenario_line)
         self._hooks = (self._write_hook("grad", Field.GRAD.code, GRAD, scenario_line),
                        self._write_hook("data", Field.DATA.code, DATA, scenario_line),
-                       self._backward_hook(scenario_line), self._label_hook())
+                       self._backward_hook(run_backward), self._label_hook())
 
     def _line_finder(self) -> Callable[[types.FrameType], int | None]:
         """`scenario_line(frame)`: the innermost scenario line on the stack from `frame`,
@@ -337,9 +346,9 @@ class Recorder:
             for nid in [n for n in self.late_labels if n >= first]:
                 del self.late_labels[nid]
 
-    def _backward_hook(self, scenario_line):
-        """The `_backward` descriptor: a read returns the closure bound to `run_backward`,
-        which records the call (and runs `before_backward` first)."""
+    def _backward_runner(self, scenario_line):
+        """`run_backward(d, fn)`: records the call of `fn`, the `_backward` of the node
+        whose dict (or `SlotsNode`) is `d`, runs `before_backward` first, then `fn`."""
         rec = self
         before = self.before_backward
         events, writes, codes, stack = self.events, self.writes, self.codes, self.stack
@@ -373,6 +382,11 @@ class Recorder:
                     for made in made_inside:
                         events.extend((CREATE, made, 0.0, 0.0, 0, -1, len(writes)))
                     made_inside.clear()
+
+        return run_backward
+
+    def _backward_hook(self, run_backward):
+        """The `_backward` descriptor: a read returns the closure bound to `run_backward`."""
 
         class BackwardHook:
             """`_backward` reads return the closure bound to the recorder; writes store it."""
@@ -479,6 +493,119 @@ class Recorder:
         __init__.__wrapped__ = orig_init
         return __init__
 
+    # -- instrumentation of `__slots__` classes ----------------------------------------
+    # The same records as the hooks above, for a class whose instances have no __dict__:
+    # each hook wraps the field's own descriptor (a slot's `member_descriptor`), which
+    # still holds the value, and nodes are numbered by address in `slots_ids`.
+    def _slots_hooks(self, cls: type, init) -> list[tuple[str, object]]:
+        """(name, hook) for each field `cls` can hold, and its wrapped `__init__`."""
+        layout = self.slots_ids.layout(cls)
+        makers = (("grad", partial(self._slots_write_hook, Field.GRAD.code, GRAD)),
+                  ("data", partial(self._slots_write_hook, Field.DATA.code, DATA)),
+                  ("_backward", self._slots_backward_hook),
+                  ("label", self._slots_label_hook))
+        hooks: list[tuple[str, object]] = [("__init__", self._slots_init_wrapper(init))]
+        for name, make in makers:
+            raw = layout.raw(name)
+            if raw is not None:  # else no instance can hold it, hooked or not
+                hooks.append((name, make(raw)))
+        return hooks
+
+    def _slots_write_hook(self, field: int, kind: int, raw) -> SlotsField:
+        """`_write_hook` for a field kept in a slot: reads go to `raw` unrecorded."""
+        events, writes, stack = self.events, self.writes, self.stack
+        ids_get, scenario_line = self.slots_ids.get, self.scenario_line
+        get, put = raw.__get__, raw.__set__
+        getframe = sys._getframe
+
+        def write(obj, value):
+            nid = ids_get(id(obj))
+            if nid is None:
+                put(obj, value)
+                return
+            try:
+                before = get(obj)
+            except AttributeError:
+                before = 0.0
+            put(obj, value)
+            if stack:
+                writes.extend((nid, field, before, value, getframe(1).f_lineno))
+            else:
+                events.extend((kind, nid, before, value, scenario_line(getframe(1)),
+                               -1, len(writes)))
+
+        return SlotsField(get, write, raw, self.slots_ids)
+
+    def _slots_backward_hook(self, raw) -> SlotsField:
+        """`_backward_hook` for a slot: a read returns the closure bound to `run_backward`
+        with the node's `SlotsNode`."""
+        run_backward, ids = self.run_backward, self.slots_ids
+        ids_get, layout_of, get = ids.get, ids.layout, raw.__get__
+
+        def read(obj):
+            node = SlotsNode(obj, layout_of(type(obj)), ids_get(id(obj)))
+            return partial(run_backward, node, get(obj))
+
+        return SlotsField(read, raw.__set__, raw, ids)
+
+    def _slots_label_hook(self, raw) -> SlotsField:
+        """`_label_hook` for a slot."""
+        late_labels, ids_get, put = self.late_labels, self.slots_ids.get, raw.__set__
+
+        def write(obj, value):
+            put(obj, value)
+            nid = ids_get(id(obj))
+            if nid is not None:
+                late_labels[nid] = value
+
+        return SlotsField(raw.__get__, write, raw, self.slots_ids)
+
+    def _slots_init_wrapper(self, orig_init):
+        """`_init_wrapper` for a `__slots__` class: the node is read through a
+        `SlotsNode` and numbered in `slots_ids`."""
+        rec = self
+        nodes, events, writes, kids = self.nodes, self.events, self.writes, self.kids
+        stack, made_inside = self.stack, self.made_inside
+        max_nodes, on_progress, on_create = self.max_nodes, self.on_progress, self.on_create
+        ids, scenario_line = self.slots_ids, self.scenario_line
+        ids_get, layout_of = ids.get, ids.layout
+        getframe = sys._getframe
+
+        def node_id(c) -> int:
+            nid = ids_get(id(c))
+            return getattr(c, ID, -1) if nid is None else nid
+
+        def __init__(self, *args, **kwargs):
+            orig_init(self, *args, **kwargs)
+            if id(self) in ids:  # a subclass's __init__ already chained up through this one
+                return
+            nid = len(nodes) // NODE_FIELDS
+            if nid >= max_nodes or rec.stop_reason:
+                if rec.stop_reason is None:
+                    rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
+                raise StopRecording(rec.stop_reason)
+            layout = layout_of(type(self))
+            d = SlotsNode(self, layout, None)
+            prev = d.get("_prev", ())
+            if isinstance(prev, (set, frozenset)):
+                prev = d["_prev"] = ordered(prev, args, kwargs, node_id)
+            kids.extend(map(node_id, prev))
+            if on_create is not None:
+                on_create(nid, d)
+            ids.add(self, nid, layout.weak)
+            d.nid = nid
+            nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
+                          scenario_line(getframe(1))))
+            if stack:  # made inside a `_backward`: its step follows that call's writes
+                made_inside.append(nid)
+            else:
+                events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+            if on_progress is not None and not nid & 0x3FFF:
+                on_progress(nid)
+
+        __init__.__wrapped__ = orig_init
+        return __init__
+
     def instrument(self, cls: type) -> None:
         if cls in self.classes:
             return
@@ -490,14 +617,14 @@ class Recorder:
         for klass in cls.__mro__:
             self.class_codes.update(
                 f.__code__ for f in vars(klass).values() if hasattr(f, "__code__"))
-        grad_hook, data_hook, backward_hook, label_hook = self._hooks
-        for name, value in (
-            ("__init__", self._init_wrapper(self.scenario_line, init)),
-            ("grad", grad_hook),
-            ("data", data_hook),
-            ("_backward", backward_hook),
-            ("label", label_hook),
-        ):
+        if keeps_fields_in_slots(cls):
+            hooks = self._slots_hooks(cls, init)
+        else:
+            grad_hook, data_hook, backward_hook, label_hook = self._hooks
+            hooks = [("__init__", self._init_wrapper(self.scenario_line, init)),
+                     ("grad", grad_hook), ("data", data_hook),
+                     ("_backward", backward_hook), ("label", label_hook)]
+        for name, value in hooks:
             self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
             setattr(cls, name, value)
 
@@ -530,7 +657,10 @@ class Recorder:
         main_module = self._main_module()
         with self._scenario_interpreter(main_module, out), self._limits_armed():
             error = self._execute(main_module.__dict__)
-        return self.finish(error, out.getvalue())
+        try:
+            return self.finish(error, out.getvalue())
+        finally:
+            self.slots_ids.release()
 
     def _main_module(self) -> types.ModuleType:
         """A fresh `__main__` for the scenario, as `python FILE` would give it."""
@@ -676,8 +806,11 @@ class Recorder:
         for nid, label in self.late_labels.items():
             if isinstance(label, str) and nid < len(labels):
                 labels[nid] = label
+        slots_ids = self.slots_ids
         for name, value in list(self.globals.items()):
             nid = getattr(value, "__dict__", {}).get(ID) if hasattr(value, "__dict__") else None
+            if nid is None:
+                nid = slots_ids.get(id(value))
             if isinstance(nid, int) and nid < len(labels) and not labels[nid] \
                     and not name.startswith("_"):
                 labels[nid] = name
@@ -688,23 +821,214 @@ _MISSING = object()
 _ONE_AT_A_TIME = threading.RLock()
 
 
+# -- nodes of `__slots__` classes ----------------------------------------------------------
+
+
+def class_attribute(cls: type, name: str) -> object:
+    """`name` as `cls` or its bases define it (no descriptor called), with the recorder's
+    own `SlotsField` taken off; `_MISSING` if none does."""
+    for klass in cls.__mro__:
+        value = klass.__dict__.get(name, _MISSING)
+        if value is not _MISSING:
+            return value.original if isinstance(value, SlotsField) else value
+    return _MISSING
+
+
+def keeps_fields_in_slots(cls: type) -> bool:
+    """Do the instances of `cls` lack a `__dict__`, or keep a hooked field in a slot?
+    Then the recorder gives it its `__slots__` hooks."""
+    return not cls.__dictoffset__ or any(
+        isinstance(class_attribute(cls, name), types.MemberDescriptorType) for name in HOOKED)
+
+
+def node_dict(obj: object):
+    """A node as the recorder's hooks see it: its instance dict, or a `SlotsNode` for an
+    instance of an instrumented `__slots__` class; None for anything else."""
+    field = getattr(type(obj), "grad", None)
+    if isinstance(field, SlotsField):
+        return field.ids.view(obj)
+    d = getattr(obj, "__dict__", None)
+    return d if isinstance(d, dict) else None
+
+
+class SlotsField(property):
+    """The recorder's descriptor for a field of a `__slots__` class. It wraps the class's
+    own descriptor for the field (`original`, which `uninstrument()` puts back): a read is
+    `original.__get__`, called from C, and `fset` records a write and passes it on."""
+
+    def __init__(self, fget, fset, original, ids: NodeIds) -> None:
+        super().__init__(fget, fset, original.__delete__, "a field the recorder observes")
+        self.original = original
+        self.ids = ids
+
+
+class InstanceDictField:
+    """A field kept in the instance `__dict__` of a class that keeps others in slots, read
+    and written like a slot's descriptor."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, name: str, default: object) -> None:
+        self.name = name
+        self.default = default  # what the class itself defines under the name, if anything
+
+    def __get__(self, obj, owner=None):
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            if self.default is _MISSING:
+                raise AttributeError(self.name) from None
+            get = getattr(type(self.default), "__get__", None)
+            return self.default if get is None else get(self.default, obj, type(obj))
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.name] = value
+
+    def __delete__(self, obj) -> None:
+        try:
+            del obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+
+class SlotsLayout:
+    """Where the instances of a class keep each field: behind a data descriptor of the
+    class (a slot's `member_descriptor`, or a property), else in their `__dict__`."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.weak = bool(cls.__weakrefoffset__)  # its instances take weak references
+        self._raw: dict[str, object] = {}
+
+    def raw(self, name: str):
+        """The descriptor that reads and writes `name` past the recorder's hooks, or None
+        if no instance can hold `name`."""
+        try:
+            return self._raw[name]
+        except KeyError:
+            pass
+        found = class_attribute(self.cls, name)
+        if hasattr(type(found), "__set__"):
+            raw = found
+        elif self.cls.__dictoffset__:
+            raw = InstanceDictField(name, found)
+        else:
+            raw = None
+        self._raw[name] = raw
+        return raw
+
+
+class SlotsNode:
+    """A node without a `__dict__` as the hooks see a node dict: `get`, `[]`, `in` and
+    `pop` read and write its fields through its class's own descriptors (past the
+    recorder's), and `ID` gives its node id (absent until it is numbered)."""
+
+    __slots__ = ("node", "layout", "nid")
+
+    def __init__(self, node: object, layout: SlotsLayout, nid: int | None) -> None:
+        self.node = node
+        self.layout = layout
+        self.nid = nid
+
+    def get(self, key: str, default=None):
+        if key == ID:
+            return default if self.nid is None else self.nid
+        raw = self.layout.raw(key)
+        if raw is None:
+            return default
+        try:
+            return raw.__get__(self.node)
+        except AttributeError:
+            return default
+
+    def __getitem__(self, key: str):
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def __setitem__(self, key: str, value) -> None:
+        raw = None if key == ID else self.layout.raw(key)
+        if raw is None:
+            raise KeyError(key)
+        raw.__set__(self.node, value)
+
+    def pop(self, key: str, default=_MISSING):
+        value = self.get(key, _MISSING)
+        if value is _MISSING or key == ID:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        self.layout.raw(key).__delete__(self.node)
+        return value
+
+    def __repr__(self) -> str:
+        return f"SlotsNode(#{self.nid} {type(self.node).__name__})"
+
+
+class NodeIds(dict):
+    """Node ids by address (`id(node)`) for nodes without a `__dict__` to hold one, and
+    the `SlotsLayout` of each of their classes.
+
+    An address may only be reused once its node is gone. A node whose class takes weak
+    references is forgotten as it dies, so the nodes a scenario drops are freed as in
+    the dict case; any other node is kept alive until the run ends (`release()`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list = []
+        self.refs: dict[int, weakref.ref] = {}
+        self.layouts: dict[type, SlotsLayout] = {}
+
+    def layout(self, cls: type) -> SlotsLayout:
+        layout = self.layouts.get(cls)
+        if layout is None:
+            layout = self.layouts[cls] = SlotsLayout(cls)
+        return layout
+
+    def add(self, node: object, nid: int, weak: bool) -> None:
+        addr = id(node)
+        if weak:
+            self.refs[addr] = weakref.ref(node, partial(self.forget, addr))
+        else:
+            self.kept.append(node)
+        self[addr] = nid
+
+    def forget(self, addr: int, _ref: object = None) -> None:
+        self.pop(addr, None)
+        self.refs.pop(addr, None)
+
+    def view(self, node: object) -> SlotsNode:
+        return SlotsNode(node, self.layout(type(node)), self.get(id(node)))
+
+    def release(self) -> None:
+        self.clear()
+        self.kept.clear()
+        self.refs.clear()
+        self.layouts.clear()
+
+
 def no_input(prompt: object = "") -> str:
     """`input()` while a scenario runs."""
     raise EOFError("input() is not available: mgtui records scenarios without a terminal")
 
 
-def ordered(prev, args: tuple, kwargs: dict):
+def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | None = None):
     """A set of children as a set-like keys view in a fixed order.
 
     A set iterates in address order, which changes from run to run; keep the order the
-    children were passed to `__init__`, else sort them by node id."""
+    children were passed to `__init__`, else sort them by node id (`node_id(child)`)."""
     given = args[1] if len(args) > 1 else kwargs.get("_children", ())
     try:
         order = [c for c in dict.fromkeys(given) if c in prev]
     except TypeError:
         order = []
     if len(order) != len(prev):
-        order = sorted(prev, key=lambda c: getattr(c, ID, -1))
+        order = sorted(prev, key=node_id or (lambda c: getattr(c, ID, -1)))
     return dict.fromkeys(order).keys()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-from mgtui.recorder import ID
+from mgtui.recorder import ID, SlotsNode, node_dict
 
 
 class Overwrite(NamedTuple):
@@ -56,13 +56,13 @@ class OverwriteProbe:
 
 
 def input_dicts(d: dict) -> list[dict]:
-    """The instance dicts of a node's inputs, each once."""
+    """The node dicts of a node's inputs (see `node_dict`), each once."""
     inputs = []
     seen = set()
     for c in d.get("_prev") or ():
-        cd = getattr(c, "__dict__", None)
-        if cd is not None and id(cd) not in seen:
-            seen.add(id(cd))
+        cd = node_dict(c)
+        if cd is not None and id(c) not in seen:
+            seen.add(id(c))
             inputs.append(cd)
     return inputs
 
@@ -96,31 +96,37 @@ def assigned(g0: object, start: float, gs: object) -> bool:
 
 def reachable(d: dict, inputs: list[dict], fn) -> list[tuple[dict, object, object]]:
     """The grad and data of every node the closure can reach: the node, its inputs,
-    the Values in its closure cells, and the global Values it names."""
-    dicts = {id(d): d}
+    the Values in its closure cells, and the global Values it names. (Keyed by node: a
+    `__slots__` node's dict is a view, made anew each time.)"""
+    dicts = {node_key(d): d}
     for cd in inputs:
-        dicts[id(cd)] = cd
+        dicts[node_key(cd)] = cd
     fn = getattr(fn, "__wrapped__", fn)
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             obj = cell.cell_contents
         except ValueError:
             continue
-        od = getattr(obj, "__dict__", None)
-        if isinstance(od, dict) and "grad" in od:
-            dicts[id(od)] = od
+        od = node_dict(obj)
+        if od is not None and "grad" in od:
+            dicts[node_key(od)] = od
     code = getattr(fn, "__code__", None)
     glob = getattr(fn, "__globals__", None)
     if code is not None and glob is not None:
         for name in code.co_names:
-            od = getattr(glob.get(name), "__dict__", None)
-            if isinstance(od, dict) and "grad" in od:
-                dicts[id(od)] = od
+            od = node_dict(glob.get(name))
+            if od is not None and "grad" in od:
+                dicts[node_key(od)] = od
     missing = _MISSING
     return [(od, od.get("grad", missing), od.get("data", missing)) for od in dicts.values()]
 
 
 _MISSING = object()
+
+
+def node_key(od) -> int:
+    """One key per node, for its instance dict or its `SlotsNode` alike."""
+    return id(od.node if isinstance(od, SlotsNode) else od)
 
 
 def restore(saved: list[tuple[dict, object, object]]) -> None:

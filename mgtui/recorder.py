@@ -648,19 +648,23 @@ class Recorder:
 
     # -- running -----------------------------------------------------------------------
     def run(self) -> Trace:
-        """Run the scenario once. Recordings take turns: the hooks are class-wide."""
-        with _ONE_AT_A_TIME:
-            return self._run()
-
-    def _run(self) -> Trace:
-        out = io.StringIO()
-        main_module = self._main_module()
-        with self._scenario_interpreter(main_module, out), self._limits_armed():
-            error = self._execute(main_module.__dict__)
+        """Run the scenario once and build its trace."""
+        error, output = self.execute()
         try:
-            return self.finish(error, out.getvalue())
+            return self.finish(error, output)
         finally:
             self.slots_ids.release()
+
+    def execute(self) -> tuple[TraceError | None, str]:
+        """Run the scenario once, leaving its records here: (the error, its output).
+        The runner's child streams the records and never builds a trace of its own.
+        Recordings take turns: the hooks are class-wide."""
+        with _ONE_AT_A_TIME:
+            out = io.StringIO()
+            main_module = self._main_module()
+            with self._scenario_interpreter(main_module, out), self._limits_armed():
+                error = self._execute(main_module.__dict__)
+            return error, out.getvalue()
 
     def _main_module(self) -> types.ModuleType:
         """A fresh `__main__` for the scenario, as `python FILE` would give it."""

@@ -301,6 +301,7 @@ class Run:
             return self._checked(None, "")
 
     def _checked(self, error: TraceError | None, output: str) -> Trace | None:
+        self._builder.trim()  # a child killed in the middle of a flush
         try:
             self._builder.validate(None, error)
         except TraceFormatError as exc:

@@ -200,18 +200,18 @@ def serve(spec: RunSpec, fd: int) -> None:
 
     os._exit = scenario_exit
     flusher.start()
-    trace = recorder.run()
+    error, output = recorder.execute()
     os._exit = real_exit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     flusher.stop()
-    labels = [trace.label(n) if trace.has_label(n) else "" for n in range(trace.node_count)]
-    late = flusher.late_labels(labels)
+    late = flusher.late_labels(recorder.resolve_labels())
+    recorder.slots_ids.release()
     end = []
     if late:
         end.append(tracefile.encode_json(b"L", late))
     if job is not None:
         end.append(tracefile.encode_json(b"R", job.result()))
-    end.append(tracefile.encode_end(trace.error, trace.output, None))
+    end.append(tracefile.encode_end(error, output, None))
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -726,6 +726,18 @@ class TraceBuilder:
         else:
             self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
 
+    def trim(self) -> None:
+        """Drop events at the end whose writes never arrived (a stream cut off in the
+        middle of a flush), so that what is left is a consistent trace."""
+        keep = len(self.ev_write_start)
+        w = len(self.wr_node)
+        while keep and self.ev_write_start[keep - 1] > w:
+            keep -= 1
+        if keep < len(self.ev_write_start):
+            for column in (self.ev_kind, self.ev_node, self.ev_before, self.ev_after,
+                           self.ev_line, self.ev_closure, self.ev_write_start):
+                del column[keep:]
+
     # -- checking what was added -----------------------------------------------------------
     def validate(self, passes: Sequence[tuple[str, int, int]] | None = None,
                  error: TraceError | None = None) -> None:

@@ -90,6 +90,9 @@ MINIMAL = textwrap.dedent("""
 MGTUI = textwrap.dedent("""
     import time
     from pathlib import Path
+    # as `mgtui FILE` does: the scenario's child process starts before the app is imported
+    from mgtui.runner import Run, RunSpec
+    run = Run(RunSpec({path!r})).start()
     from mgtui.app import MgtuiApp
 
     class FirstPaint(MgtuiApp):
@@ -108,7 +111,7 @@ MGTUI = textwrap.dedent("""
                 print(time.time())
                 self.exit()
 
-    FirstPaint(Path({path!r})).run(headless=True)
+    FirstPaint(Path({path!r}), run=run).run(headless=True)
 """)
 
 

@@ -24,6 +24,7 @@ from mgtui.messages import (
     LoadProgress,
     OpenScenario,
     RunChecks,
+    TraceGrowing,
     TraceLoaded,
 )
 from mgtui.trace import Trace
@@ -37,6 +38,9 @@ DEFAULT_MAX_NODES = 2_000_000
 
 
 QUICK_RECORDING = 0.2  # seconds: a scenario recorded within this is shown at once
+FIRST_STEPS = 0.3  # seconds before the first steps of a longer recording are shown
+GROWING_EVERY = 1.0  # seconds between the trace's updates while it still records
+LOADING_SCREEN_AFTER = 0.6  # seconds before a recording with no steps yet says so
 
 
 class ChecksCancelled(BaseException):
@@ -84,6 +88,7 @@ class MgtuiApp(App[int]):
         self._loading_timer = None
         self._position = 0
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
+        self._growing = False  # the trace on screen is one still being recorded
         self.config = load_config()
         self.keymap = self.config.keymap  # the user's keys, by binding id
         self.set_keymap(with_panes(self.keymap))
@@ -140,11 +145,12 @@ class MgtuiApp(App[int]):
     def open_path(self, path: Path, position: int = 0, reload: bool = False) -> None:
         self.path = Path(path)
         self.loading = True
+        self._growing = False  # the first steps of this load are not on screen yet
         self._position = position
         if self.debugger.trace is None:
             self.debugger.show_loading(self.path)
         # A quick load never shows the loading screen: it would only cost a frame.
-        self._loading_timer = self.set_timer(0.25, self._show_loading)
+        self._loading_timer = self.set_timer(LOADING_SCREEN_AFTER, self._show_loading)
         self.record(self.path, reload)
 
     def _show_loading(self) -> None:
@@ -171,7 +177,7 @@ class MgtuiApp(App[int]):
             if is_scenario(path):
                 run = self._run if self._run is not None else self._start_run(path)
                 try:
-                    result = run.wait()
+                    result = self._steps_while_recording(run, path, show=not reload)
                 finally:
                     self._run = None
                 trace, stopped = result.trace, result.message
@@ -192,6 +198,34 @@ class MgtuiApp(App[int]):
                 self.call_from_thread(self.debugger.redraw_source)
             except Exception:  # noqa: BLE001 - the app has gone; plain source is fine
                 pass
+
+    def _steps_while_recording(self, run, path: Path, show: bool):
+        """Wait for the run, showing the trace recorded so far every GROWING_EVERY
+        seconds, so its first steps can be stepped through while it still records."""
+        shown, wait = 0, FIRST_STEPS
+        while not run.done_within(wait):
+            wait = GROWING_EVERY
+            trace = run.snapshot() if show else None
+            if trace is not None and len(trace) > shown:
+                shown = len(trace)
+                self.post_message(TraceGrowing(trace, path))
+        return run.wait()
+
+    async def on_trace_growing(self, message: TraceGrowing) -> None:
+        if not self.loading or message.path != self.path:
+            return  # the whole trace is here already, or another file is loading
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        if showing(self.screen, "LoadingScreen"):
+            await self.pop_screen()
+        d = self.debugger
+        if not self._growing:
+            await self._clear_to_debugger()  # the picker or an error screen: not the user's
+            d.load_trace(message.trace, self._position)
+            self._growing = True
+        else:
+            d.load_trace(message.trace, d.position, select=d.selected)
+        d.show_recording(f"recording… {len(message.trace):,} steps")
 
     def _progress(self, nodes: int) -> None:
         now = time.monotonic()
@@ -263,7 +297,10 @@ class MgtuiApp(App[int]):
 
     async def on_trace_loaded(self, message: TraceLoaded) -> None:
         await self._hide_loading()
-        await self._clear_to_debugger()
+        self.debugger.show_recording("")
+        grown, self._growing = self._growing, False
+        if not grown:
+            await self._clear_to_debugger()
         trace = message.trace
         if message.reload and self.debugger.trace is not None:
             keep = self.debugger.selected
@@ -271,6 +308,9 @@ class MgtuiApp(App[int]):
                 keep = None
             self.debugger.load_trace(trace, self.debugger.position, select=keep)
             self.say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
+        elif grown:
+            # the first steps were shown while it recorded: stay where the user is
+            self.debugger.load_trace(trace, self.debugger.position, select=self.debugger.selected)
         elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
             self.debugger.load_trace(trace, self._position)
         if message.stopped:

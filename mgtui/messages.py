@@ -30,6 +30,15 @@ class TraceLoaded(Message):
         self.stopped = stopped
 
 
+class TraceGrowing(Message):
+    """The trace recorded so far, while the scenario still runs: it can be stepped."""
+
+    def __init__(self, trace: Trace, path: Path) -> None:
+        super().__init__()
+        self.trace = trace
+        self.path = path
+
+
 class LoadFailed(Message):
     """The file could not be run or read at all (no trace)."""
 

@@ -131,3 +131,32 @@ async def test_a_corrupt_saved_trace_gets_an_error_screen_naming_the_field(tmp_p
         await loaded(pilot)
         assert type(app.screen).__name__ == "ErrorScreen"
         assert "nodes[2].children[0]" in app.screen.text
+
+
+async def test_the_first_steps_of_a_long_recording_can_be_stepped_while_it_goes_on(write_scenario):
+    path = write_scenario("long", """
+        import time
+        from engine import Value
+        a = Value(1.0, label="a")
+        b = a * 2.0; b.label = "b"
+        for k in range(40):
+            time.sleep(0.05)
+            b = b + 1.0
+    """)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        for _ in range(100):  # until the first steps are on screen
+            await pilot.pause(0.05)
+            if screen.trace is not None:
+                break
+        assert app.loading and screen.trace is not None
+        assert "recording…" in screen.query_one("StepHeader").render().plain
+        first = len(screen.trace)
+        await pilot.press("g", "n", "n")
+        assert screen.position == 2  # stepping while it records
+        screen = await loaded(pilot)
+        assert not app.loading and len(screen.trace) > first
+        assert screen.position == 2  # the passes settled, the user stayed where they were
+        assert "recording…" not in screen.query_one("StepHeader").render().plain
+        assert [p.kind for p in screen.trace.passes] == ["forward"]

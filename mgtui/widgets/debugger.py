@@ -167,6 +167,11 @@ class DebuggerScreen(Screen[None]):
     def selected(self) -> int | None:
         return self.state.node if self.state is not None else None
 
+    def show_recording(self, text: str) -> None:
+        """Say in the header how far a recording still going on has got ("" when done)."""
+        for header in self.query(StepHeader):
+            header.recording = text
+
     # -- the trace -------------------------------------------------------------------------
     def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:
         """Show `trace` at step `position` (clamped), keeping breakpoints that still exist."""

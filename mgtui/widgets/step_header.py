@@ -15,6 +15,7 @@ class StepHeader(Widget):
     """
 
     header: reactive[Header] = reactive(Header("mgtui", ""))
+    recording: reactive[str] = reactive("")  # how far a recording still going on has got
 
     @property
     def where(self) -> str:
@@ -23,8 +24,10 @@ class StepHeader(Widget):
     def render(self) -> Text:
         width = self.size.width
         where = self.header.where
+        if self.recording:
+            where = f"{self.recording} · {where}"
         if self.header.short and len(where) + 12 > width:
-            where = self.header.short
+            where = f"{self.recording} · {self.header.short}" if self.recording else self.header.short
         room = max(width - len(where) - 3, 0)
         title = self.header.title
         if len(title) > room:

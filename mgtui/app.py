@@ -103,11 +103,17 @@ class MgtuiApp(App[int]):
         and the loading worker takes it from there."""
         self._quick: Trace | None = None
         self._quick_stopped = ""
+        self._first_steps = False  # the first steps of a longer recording are preloaded
         if self.path is None or not is_scenario(self.path):
             return
         run = self._run or self._start_run(self.path)
         budget = min(QUICK_RECORDING, self.timeout or QUICK_RECORDING)
         if not run.done_within(budget):
+            # a longer one: its first steps are in the first frame all the same
+            first_steps = run.snapshot()
+            if first_steps is not None and len(first_steps):
+                self._first_steps = True
+                self.debugger.preload(first_steps, self.start_step or 0)
             return
         try:
             result = run.wait()
@@ -140,6 +146,9 @@ class MgtuiApp(App[int]):
             self.post_message(TraceLoaded(trace, self.path, stopped=self._quick_stopped))
         else:
             self.open_path(self.path, position=self.start_step or 0)
+            if self._first_steps:
+                self._growing = True
+                self.debugger.show_recording("recording…")
 
     # -- loading -----------------------------------------------------------------------------
     def open_path(self, path: Path, position: int = 0, reload: bool = False) -> None:

@@ -100,6 +100,7 @@ class DebuggerScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._mounted = True
+        self.show_recording(self._recording)
         self._side_panes_in()
         if self._pending is not None:
             self._load_pending()
@@ -167,8 +168,11 @@ class DebuggerScreen(Screen[None]):
     def selected(self) -> int | None:
         return self.state.node if self.state is not None else None
 
+    _recording = ""  # what the header says about a recording still going on
+
     def show_recording(self, text: str) -> None:
         """Say in the header how far a recording still going on has got ("" when done)."""
+        self._recording = text
         for header in self.query(StepHeader):
             header.recording = text
 

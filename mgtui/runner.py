@@ -314,6 +314,9 @@ class Run:
             raise ScenarioLoadError(self._load_error["message"], self._load_error.get("detail", ""))
         end = self._end
         output = (end.get("output", "") if end is not None else "") + self.output
+        if self._builder is not None:
+            with self._lock:
+                self._builder.trim()  # a child killed in the middle of a flush
         if self._builder is None:
             why = self._ending(returncode, end)
             raise ScenarioLoadError(f"{self.spec.path}: the scenario's process ended before it "

@@ -390,3 +390,22 @@ def test_the_session_imports_no_textual_or_rich():
     """)
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_two_hundred_steps_forward_and_back_return_the_exact_state(mlp):
+    """Back in time is exact: every value, mark and explanation as it was, step by step
+    (the app test presses fewer keys; this walks 200 steps each way headless)."""
+    s = Session(mlp)
+    backward = next(p for p in mlp.passes if p.kind == "backward")
+    s.goto(backward.start - 60)  # across forward, zero_grad and backward steps
+
+    def snapshot(state):
+        return (state.step, list(state.data), list(state.grad), state.created,
+                dict(state.marks), state.detail.explanation, state.source)
+
+    states = [snapshot(s.state)]
+    for _ in range(200):
+        states.append(snapshot(s.next()))
+    assert states[-1][0] == states[0][0] + 200 and states[-1][2] != states[0][2]
+    for expected in reversed(states[:-1]):
+        assert snapshot(s.prev()) == expected

@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from mgtui.bindings import DEBUGGER_KEYS, help_rows
 from mgtui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
-from mgtui.safe import inert
+from mgtui.safe import bounded, inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
@@ -42,6 +42,9 @@ MOVES = {
     "continue": Session.continue_forward, "continue_back": Session.continue_back,
     "breakpoint": Session.toggle_breakpoint,
 }
+
+
+OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
 
 
 class DebuggerScreen(Screen[None]):
@@ -121,7 +124,9 @@ class DebuggerScreen(Screen[None]):
         trace, output = self.trace, self.query_one_optional("#output", Static)
         if trace is None or output is None:
             return
-        output.update(Text(trace.output or "(the scenario printed nothing)"))
+        # a pane of text wraps and measures every line it holds: keep it to a budget
+        output.update(Text(bounded(trace.output, OUTPUT_PANE_BUDGET)
+                           or "(the scenario printed nothing)"))
         self._show_checks(self._checks_status)
 
     def _show_checks(self, show: Callable[[ChecksPane], None]) -> None:
@@ -249,7 +254,11 @@ class DebuggerScreen(Screen[None]):
         side = self.query_one_optional("#side", TabbedContent)
         if side is not None and side.active != f"tab-{state.position.tab}":
             switching = bool(side.active)  # not the first tab of panes just mounted
-            side.active = f"tab-{state.position.tab}"
+            try:
+                side.active = f"tab-{state.position.tab}"
+            except ValueError:  # its tab strip is still being mounted: once it is
+                self.call_after_refresh(self._show_side, state, single)
+                return
             if switching:  # a tab the user asked for: show it in the compact layout too
                 self.panes_open = self.panes_open or not self._full_layout()
 

@@ -106,6 +106,7 @@ class MgtuiApp(App[int]):
         self._first_steps = False  # the first steps of a longer recording are preloaded
         if self.path is None or not is_scenario(self.path):
             return
+        self.loading = True  # from the start: a preloaded first frame is not the whole trace
         run = self._run or self._start_run(self.path)
         budget = min(QUICK_RECORDING, self.timeout or QUICK_RECORDING)
         if not run.done_within(budget):

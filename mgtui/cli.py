@@ -15,10 +15,13 @@ from pathlib import Path
 
 from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
-from mgtui.recorder import DEFAULT_MAX_NODES, ScenarioLoadError
+from mgtui.errors import ScenarioLoadError
 from mgtui.safe import inert
 
-DEFAULT_MAX_MEMORY = 8 << 30  # mgtui.runner's, without importing it for --help
+# mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
+# child starts (a test checks they agree)
+DEFAULT_MAX_NODES = 2_000_000
+DEFAULT_MAX_MEMORY = 8 << 30
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
 

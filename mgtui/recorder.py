@@ -40,6 +40,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Sequence
 
+from mgtui.errors import ScenarioLoadError
 from mgtui.trace import Closure, EventKind, Field, Trace, TraceBuilder, TraceError
 
 CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
@@ -50,15 +51,6 @@ REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
 HOOKED = ("grad", "data", "_backward", "label")  # the fields with a recorder descriptor
 DEFAULT_MAX_NODES = 2_000_000
 GC_GEN0_THRESHOLD = 100_000
-
-
-class ScenarioLoadError(Exception):
-    """The scenario could not run at all: missing file, not Python, syntax error."""
-
-    def __init__(self, message: str, detail: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail = detail
 
 
 class ThreadOutput(io.TextIOBase):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from mgtui import tracefile
-from mgtui.recorder import ScenarioLoadError
+from mgtui.errors import ScenarioLoadError
 from mgtui.safe import bounded
 from mgtui.trace import Closure, Trace, TraceBuilder, TraceError, TraceFormatError
 

@@ -339,6 +339,7 @@ def test_run_app_has_the_cli_signature():
     assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run"]
     assert app.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
     assert cli.DEFAULT_MAX_MEMORY == runner.DEFAULT_MAX_MEMORY
+    assert cli.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
 
 
 async def test_open_at_a_given_step():

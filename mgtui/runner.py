@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -132,17 +132,39 @@ class Run:
 
     def wait(self) -> RunResult:
         """Wait for the child to end (ending it at the time limit, or a moment after
-        `cancel()`), then end its whole process group and give the result."""
+        `cancel()`), then end its whole process group and give the result. On the main
+        thread, ctrl+c meanwhile cancels the run instead of raising: its trace is kept."""
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGINT, self._interrupted) if main else None
+        try:
+            self._wait_for_child()
+            if self._progress_error is not None:
+                raise self._progress_error
+            result = self._result(self._proc.returncode)
+            if result.finished and self._stop_reason is not None:
+                result = self._stopped_late(result)
+            return result
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, old)
+
+    def _stopped_late(self, result: RunResult) -> RunResult:
+        """ctrl+c while the finished trace was being built: the run counts as stopped."""
+        message = self._stop_reason or "interrupted"
+        error = TraceError("Stopped", f"recording stopped: {message}", None, len(result.trace))
+        return RunResult(replace(result.trace, error=error), False, message, result.job_result)
+
+    def _interrupted(self, signum, frame) -> None:
+        self.cancel("interrupted")
+
+    def _wait_for_child(self) -> None:
         proc = self._proc
         assert proc is not None and self._reader is not None
         limit = self.spec.timeout
         soft = None if limit is None else time.monotonic() + limit + GRACE
         hard: float | None = None
         while self._reader.is_alive():
-            try:
-                self._reader.join(0.05)
-            except KeyboardInterrupt:  # ctrl+c in the parent: stop the child, keep its trace
-                self.cancel("interrupted")
+            self._reader.join(0.05)
             now = time.monotonic()
             if hard is None and self._stop_reason is not None:
                 hard = now + GRACE  # cancelled: the child has a moment to send what it has
@@ -163,18 +185,6 @@ class Run:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zombie that will not go
             pass
-        # A second ctrl+c now would lose the trace in the middle of building it: hold
-        # it until the result is made (the run has already been stopped).
-        masked = threading.current_thread() is threading.main_thread()
-        if masked:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            if self._progress_error is not None:
-                raise self._progress_error
-            return self._result(proc.returncode)
-        finally:
-            if masked:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def run(self) -> RunResult:
         return self.start().wait()

@@ -220,10 +220,6 @@ class Trace:
     def label(self, nid: int) -> str:
         return self._label[nid] or f"#{nid}"
 
-    def has_label(self, nid: int) -> bool:
-        """Did the scenario name this node (a `label`, or a variable holding it)?"""
-        return bool(self._label[nid])
-
     def op(self, nid: int) -> str:
         return self._op[nid]
 

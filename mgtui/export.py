@@ -8,18 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mgtui.recorder import ScenarioLoadError
-from mgtui import tracefile
-from mgtui.trace import (
-    MAX_LINE,
-    Closure,
-    EventKind,
-    Field,
-    Trace,
-    TraceBuilder,
-    TraceError,
-    TraceFormatError,
-)
+from mgtui import fields, tracefile
+from mgtui.errors import ScenarioLoadError
+from mgtui.trace import EventKind, Field, Trace, TraceBuilder, TraceFormatError
 
 FORMAT = "mgtui-trace"
 VERSION = 1
@@ -138,39 +129,29 @@ def from_json(doc: dict[str, Any]) -> Trace:
         raise TraceFormatError("format", f'must be "{FORMAT}"')
     if doc.get("version") != VERSION:
         raise TraceFormatError("version", f"{doc.get('version')!r} (this mgtui reads {VERSION})")
-    builder = TraceBuilder(*(_text(doc.get(k), k) for k in ("scenario", "title", "notes", "source")))
-    for i, n in enumerate(_list(doc.get("nodes"), "nodes")):
-        _node(builder, _obj(n, f"nodes[{i}]"), i)
-    for i, e in enumerate(_list(doc.get("events"), "events")):
-        _event(builder, _obj(e, f"events[{i}]"), i)
-    for k, c in enumerate(_list(doc.get("closures", []), "closures")):
-        c = _obj(c, f"closures[{k}]")
-        lines = _list(c.get("lines"), f"closures[{k}].lines")
-        builder.add_closure(Closure(_text(c.get("name"), f"closures[{k}].name"),
-                                    _text(c.get("filename"), f"closures[{k}].filename"),
-                                    _line(c.get("first_line"), f"closures[{k}].first_line"),
-                                    tuple(_text(x, f"closures[{k}].lines") for x in lines),
-                                    bool(c.get("default", False))))
-    passes = []
-    for k, p in enumerate(_list(doc.get("passes"), "passes")):
-        p = _obj(p, f"passes[{k}]")
-        passes.append((_text(p.get("kind"), f"passes[{k}].kind"),
-                       _int(p.get("start"), f"passes[{k}].start"),
-                       _int(p.get("end"), f"passes[{k}].end")))
-    error = _error(doc.get("error"), builder.event_count)
+    builder = TraceBuilder(*(fields.text(doc.get(k), k)
+                             for k in ("scenario", "title", "notes", "source")))
+    for i, n in enumerate(fields.seq(doc.get("nodes"), "nodes")):
+        _node(builder, fields.obj(n, f"nodes[{i}]"), i)
+    for i, e in enumerate(fields.seq(doc.get("events"), "events")):
+        _event(builder, fields.obj(e, f"events[{i}]"), i)
+    for k, c in enumerate(fields.seq(doc.get("closures", []), "closures")):
+        builder.add_closure(fields.closure(c, f"closures[{k}]"))
+    passes = fields.passes(doc.get("passes"))
+    error = fields.error(doc.get("error"), builder.event_count)
     builder.validate(passes, error)
-    return builder.build(error, _text(doc.get("output"), "output"), passes)
+    return builder.build(error, fields.text(doc.get("output"), "output"), passes)
 
 
 def _node(builder: TraceBuilder, n: dict, i: int) -> None:
     if n.get("id") != i:
         raise TraceFormatError(f"nodes[{i}].id", f"{n.get('id')!r}: ids follow creation order")
-    children = [_int(c, f"nodes[{i}].children") for c in _list(n.get("children"),
-                                                                 f"nodes[{i}].children")]
-    label = _text(n.get("label"), f"nodes[{i}].label")
-    builder.add_node("" if label == f"#{i}" else label, _text(n.get("op"), f"nodes[{i}].op"),
+    where = f"nodes[{i}].children"
+    children = [fields.index(c, where) for c in fields.seq(n.get("children"), where)]
+    label = fields.text(n.get("label"), f"nodes[{i}].label")
+    builder.add_node("" if label == f"#{i}" else label, fields.text(n.get("op"), f"nodes[{i}].op"),
                      children, _num(n.get("data"), f"nodes[{i}].data"),
-                     _line(n.get("line"), f"nodes[{i}].line"))
+                     fields.line(n.get("line"), f"nodes[{i}].line"))
 
 
 def _event(builder: TraceBuilder, e: dict, i: int) -> None:
@@ -178,73 +159,27 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
         kind = EventKind(e.get("kind"))
     except ValueError:
         raise TraceFormatError(f"events[{i}].kind", f"{e.get('kind')!r} is not a kind") from None
-    node = _int(e.get("node"), f"events[{i}].node")
+    node = fields.index(e.get("node"), f"events[{i}].node")
     lone = kind in (EventKind.GRAD, EventKind.DATA)
     closure = e.get("closure")
     builder.add_event(kind, node,
                       _num(e.get("before"), f"events[{i}].before") if lone else 0.0,
                       _num(e.get("after"), f"events[{i}].after") if lone else 0.0,
-                      _line(e.get("line"), f"events[{i}].line"),
-                      _int(closure, f"events[{i}].closure") if closure is not None else -1)
+                      fields.line(e.get("line"), f"events[{i}].line"),
+                      fields.index(closure, f"events[{i}].closure") if closure is not None else -1)
     if kind is not EventKind.BACKWARD:
         return
-    for k, w in enumerate(_list(e.get("writes"), f"events[{i}].writes")):
+    for k, w in enumerate(fields.seq(e.get("writes"), f"events[{i}].writes")):
         where = f"events[{i}].writes[{k}]"
-        w = _obj(w, where)
+        w = fields.obj(w, where)
         try:
             fld = Field(w.get("field", "grad"))
         except ValueError:
             raise TraceFormatError(f"{where}.field", "must be grad or data") from None
-        builder.add_write(_int(w.get("node"), f"{where}.node"), fld,
+        builder.add_write(fields.index(w.get("node"), f"{where}.node"), fld,
                           _num(w.get("before"), f"{where}.before"),
-                          _num(w.get("after"), f"{where}.after"), _line(w.get("line"), f"{where}.line"))
-
-
-def _error(err: Any, events: int) -> TraceError | None:
-    if err is None:
-        return None
-    err = _obj(err, "error")
-    line = err.get("line")
-    return TraceError(_text(err.get("type"), "error.type"), _text(err.get("message"), "error.message"),
-                      _line(line, "error.line") or None,
-                      _int(err.get("after_event", events), "error.after_event"))
-
-
-# -- checked fields --------------------------------------------------------------------
-
-
-def _obj(x: Any, where: str) -> dict:
-    if not isinstance(x, dict):
-        raise TraceFormatError(where, "must be an object")
-    return x
-
-
-def _list(x: Any, where: str) -> list:
-    if not isinstance(x, list):
-        raise TraceFormatError(where, "must be a list")
-    return x
-
-
-def _text(x: Any, where: str) -> str:
-    if x is None:
-        return ""
-    if not isinstance(x, str):
-        raise TraceFormatError(where, "must be a string")
-    return x
-
-
-def _int(x: Any, where: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or not -1 <= x < 1 << 62:
-        raise TraceFormatError(where, f"{x!r} is not an index")
-    return x
-
-
-def _line(x: Any, where: str) -> int:
-    if x is None:
-        return 0
-    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_LINE:
-        raise TraceFormatError(where, f"{x!r} is not a line number")
-    return x
+                          _num(w.get("after"), f"{where}.after"),
+                          fields.line(w.get("line"), f"{where}.line"))
 
 
 def _num(x: Any, where: str) -> float:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from mgtui import tracefile
+from mgtui import fields, tracefile
 from mgtui.errors import ScenarioLoadError
 from mgtui.safe import bounded
-from mgtui.trace import Closure, Trace, TraceBuilder, TraceError, TraceFormatError
+from mgtui.trace import Trace, TraceBuilder, TraceError, TraceFormatError
 
 GRACE = 1.0  # seconds a child gets to send what it has before its group is killed
 DEFAULT_MAX_MEMORY = 8 << 30  # bytes of address space for a child (--max-memory)
@@ -274,22 +274,22 @@ class Run:
             return
         with self._lock:
             if tag == "H":
-                head = json.loads(payload)
-                self._builder = TraceBuilder(head["scenario"], head["title"], head["notes"],
-                                             head["source"])
+                head = fields.obj(json.loads(payload), "header")
+                self._builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
+                                               for k in ("scenario", "title", "notes", "source")))
             elif self._builder is None:
                 raise TraceFormatError(f"record {tag}", "comes before the header")
             elif tag == "C":
-                c = json.loads(payload)
-                self._builder.add_closure(Closure(c["name"], c["filename"], c["first_line"],
-                                                  tuple(c["lines"]), c["default"]))
+                self._builder.add_closure(fields.closure(
+                    json.loads(payload), f"closures[{len(self._builder.closures)}]"))
             elif tag in ("N", "E", "W"):
                 self._builder.add(tracefile.decode_chunk(tag, payload))
             elif tag == "L":
-                for nid, label in json.loads(payload):
+                for pair in fields.seq(json.loads(payload), "labels"):
+                    nid, label = fields.seq(pair, "labels")[:2]
                     self._builder.relabel(nid, label)
             elif tag == "Z":
-                self._end = json.loads(payload)
+                self._end = fields.obj(json.loads(payload), "end")
         if tag == "N" and self.on_progress is not None and self._progress_error is None:
             try:
                 self.on_progress(self._builder.node_count)
@@ -323,7 +323,7 @@ class Run:
         if self._load_error is not None:
             raise ScenarioLoadError(self._load_error["message"], self._load_error.get("detail", ""))
         end = self._end
-        output = (end.get("output", "") if end is not None else "") + self.output
+        output = (fields.text(end.get("output"), "output") if end else "") + self.output
         if self._builder is not None:
             with self._lock:
                 self._builder.trim()  # a child killed in the middle of a flush
@@ -331,7 +331,7 @@ class Run:
             why = self._ending(returncode, end)
             raise ScenarioLoadError(f"{self.spec.path}: the scenario's process ended before it "
                               f"started recording: {why}", output.strip()[-2000:])
-        error = _trace_error(end.get("error")) if end is not None else None
+        error = fields.error(end.get("error"), self._builder.event_count) if end else None
         stopped = error is not None and error.type == "Stopped"  # a limit, or ctrl+c
         finished = (end is not None and not stopped and self._stop_reason is None
                     and self._stream_error is None)
@@ -366,12 +366,6 @@ class Run:
             return f"its process crashed ({sig or f'signal {-returncode}'})"
         return (f"the scenario ended its process with os._exit({returncode}) before it "
                 "finished" if returncode else "the scenario's process ended before it finished")
-
-
-def _trace_error(err: dict | None) -> TraceError | None:
-    if err is None:
-        return None
-    return TraceError(err["type"], err["message"], err["line"], err["after_event"])
 
 
 def run(path: str | os.PathLike, **options) -> RunResult:

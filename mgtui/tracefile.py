@@ -33,6 +33,7 @@ from array import array
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from mgtui import fields
 from mgtui.trace import (
     Chunk,
     Closure,
@@ -267,26 +268,27 @@ def read(f: BinaryIO) -> Trace:
     end = None
     for tag, payload in records(f):
         if tag == "H":
-            head = _dict(_Payload(tag, payload).json(), "header")
-            builder = TraceBuilder(*(_text(head.get(k), f"header.{k}")
+            head = fields.obj(_Payload(tag, payload).json(), "header")
+            builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
                                      for k in ("scenario", "title", "notes", "source")))
             continue
         if builder is None:
             raise TraceFormatError(f"record {tag}", "comes before the header")
         if tag == "C":
-            builder.add_closure(_closure(_Payload(tag, payload).json(), len(builder.closures)))
+            builder.add_closure(fields.closure(_Payload(tag, payload).json(),
+                                               f"closures[{len(builder.closures)}]"))
         elif tag in ("N", "E", "W"):
             builder.add(decode_chunk(tag, payload))
         elif tag == "Z":
-            end = _dict(_Payload(tag, payload).json(), "end")
+            end = fields.obj(_Payload(tag, payload).json(), "end")
         else:
             raise TraceFormatError("record", f"unknown tag {tag!r}")
     if builder is None or end is None:
         raise TraceFormatError("file", "is cut short: no header or no end record")
-    error = _error(end.get("error"))
-    passes = _passes(end.get("passes"))
+    error = fields.error(end.get("error"), builder.event_count)
+    passes = None if end.get("passes") is None else fields.passes(end.get("passes"))
     builder.validate(passes, error)
-    return builder.build(error, _text(end.get("output"), "output"), passes)
+    return builder.build(error, fields.text(end.get("output"), "output"), passes)
 
 
 def loadb(data: bytes) -> Trace:
@@ -296,63 +298,3 @@ def loadb(data: bytes) -> Trace:
 def load(path: str | os.PathLike) -> Trace:
     with Path(path).open("rb") as f:
         return read(f)
-
-
-# -- checked pieces of JSON ------------------------------------------------------------
-
-
-def _dict(x: object, where: str) -> dict:
-    if not isinstance(x, dict):
-        raise TraceFormatError(where, "must be an object")
-    return x
-
-
-def _text(x: object, where: str) -> str:
-    if x is None:
-        return ""
-    if not isinstance(x, str):
-        raise TraceFormatError(where, "must be a string")
-    return x
-
-
-def _int(x: object, where: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise TraceFormatError(where, f"{x!r} is not an integer")
-    return x
-
-
-def _closure(x: object, k: int) -> Closure:
-    c = _dict(x, f"closures[{k}]")
-    lines = c.get("lines")
-    if not isinstance(lines, list) or not all(isinstance(s, str) for s in lines):
-        raise TraceFormatError(f"closures[{k}].lines", "must be a list of strings")
-    first = _int(c.get("first_line"), f"closures[{k}].first_line")
-    if not 0 <= first <= 10_000_000:
-        raise TraceFormatError(f"closures[{k}].first_line", f"{first} is not a line number")
-    return Closure(_text(c.get("name"), f"closures[{k}].name"),
-                   _text(c.get("filename"), f"closures[{k}].filename"), first, tuple(lines),
-                   bool(c.get("default", False)))
-
-
-def _error(x: object) -> TraceError | None:
-    if x is None:
-        return None
-    e = _dict(x, "error")
-    line = e.get("line")
-    return TraceError(_text(e.get("type"), "error.type"), _text(e.get("message"), "error.message"),
-                      None if line is None else _int(line, "error.line"),
-                      _int(e.get("after_event", 0), "error.after_event"))
-
-
-def _passes(x: object) -> list[tuple[str, int, int]] | None:
-    if x is None:
-        return None
-    if not isinstance(x, list):
-        raise TraceFormatError("passes", "must be a list")
-    out = []
-    for k, p in enumerate(x):
-        if not isinstance(p, list) or len(p) != 3:
-            raise TraceFormatError(f"passes[{k}]", "must be [kind, start, end]")
-        out.append((_text(p[0], f"passes[{k}].kind"), _int(p[1], f"passes[{k}].start"),
-                    _int(p[2], f"passes[{k}].end")))
-    return out

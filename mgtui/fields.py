@@ -1,0 +1,80 @@
+"""The fields of a saved or streamed trace, read from JSON and checked one by one.
+
+Both file formats (`mgtui.export`, `mgtui.tracefile`) and the runner's stream read their
+JSON parts through these, so that a wrong type anywhere gives a `TraceFormatError`
+naming the field, never a KeyError or TypeError from deep inside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mgtui.trace import MAX_LINE, Closure, TraceError, TraceFormatError
+
+
+def obj(x: Any, where: str) -> dict:
+    if not isinstance(x, dict):
+        raise TraceFormatError(where, "must be an object")
+    return x
+
+
+def seq(x: Any, where: str) -> list:
+    if not isinstance(x, list):
+        raise TraceFormatError(where, "must be a list")
+    return x
+
+
+def text(x: Any, where: str) -> str:
+    """A string ("" for a missing one)."""
+    if x is None:
+        return ""
+    if not isinstance(x, str):
+        raise TraceFormatError(where, "must be a string")
+    return x
+
+
+def index(x: Any, where: str) -> int:
+    """An id, a step or a count (-1 allowed: a child made before the recording)."""
+    if isinstance(x, bool) or not isinstance(x, int) or not -1 <= x < 1 << 62:
+        raise TraceFormatError(where, f"{x!r} is not an index")
+    return x
+
+
+def line(x: Any, where: str) -> int:
+    """A line number (0 for a missing one)."""
+    if x is None:
+        return 0
+    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_LINE:
+        raise TraceFormatError(where, f"{x!r} is not a line number")
+    return x
+
+
+def closure(x: Any, where: str) -> Closure:
+    c = obj(x, where)
+    lines = tuple(text(s, f"{where}.lines") for s in seq(c.get("lines"), f"{where}.lines"))
+    return Closure(text(c.get("name"), f"{where}.name"), text(c.get("filename"), f"{where}.filename"),
+                   line(c.get("first_line"), f"{where}.first_line"), lines,
+                   bool(c.get("default", False)))
+
+
+def error(x: Any, events: int) -> TraceError | None:
+    """The scenario's error; `events` stands in for a missing `after_event`."""
+    if x is None:
+        return None
+    e = obj(x, "error")
+    return TraceError(text(e.get("type"), "error.type"), text(e.get("message"), "error.message"),
+                      line(e.get("line"), "error.line") or None,
+                      index(e.get("after_event", events), "error.after_event"))
+
+
+def passes(x: Any) -> list[tuple[str, int, int]]:
+    """[[kind, start, end], …] or [{"kind", "start", "end"}, …]."""
+    out = []
+    for k, p in enumerate(seq(x, "passes")):
+        if isinstance(p, dict):
+            p = [p.get("kind"), p.get("start"), p.get("end")]
+        if not isinstance(p, list) or len(p) != 3:
+            raise TraceFormatError(f"passes[{k}]", "must be a kind, a start and an end")
+        out.append((text(p[0], f"passes[{k}].kind"), index(p[1], f"passes[{k}].start"),
+                    index(p[2], f"passes[{k}].end")))
+    return out

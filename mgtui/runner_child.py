@@ -170,6 +170,9 @@ def job_hooks(spec: RunSpec) -> tuple[dict, object]:
 
 def serve(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
+    # Leave no bytecode in the user's project: a module edited and run again within the
+    # same second, at the same size, would otherwise be read from a stale .pyc.
+    sys.dont_write_bytecode = True
     stream = Stream(fd)
     limit_memory(spec.max_memory)
     try:

@@ -135,9 +135,9 @@ class MgtuiApp(App[int]):
         return self._run
 
     def on_mount(self) -> None:
-        if self.config.problem:
-            self.notify(self.config.problem, title="mgtui settings", severity="error",
-                        timeout=10)
+        if self.config.problem:  # (its text quotes the user's file: never markup)
+            self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
+                        timeout=10, markup=False)
         if self.path is None:
             self.action_pick()
         elif self._quick is not None:
@@ -181,7 +181,7 @@ class MgtuiApp(App[int]):
     def record(self, path: Path, reload: bool) -> None:
         """Record (in a child process) or read the trace, off the UI thread, and report
         it as a message."""
-        from mgtui.recorder import ScenarioLoadError
+        from mgtui.errors import ScenarioLoadError
 
         try:
             if is_scenario(path):
@@ -266,7 +266,7 @@ class MgtuiApp(App[int]):
         from textual.worker import get_current_worker
 
         from mgtui.doctor import diagnose
-        from mgtui.recorder import ScenarioLoadError
+        from mgtui.errors import ScenarioLoadError
 
         worker, screen = get_current_worker(), self.debugger
         last = [0.0]

@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.probe import Overwrite
+from mgtui.safe import inert_line
 from mgtui.trace import EventKind, Field, Pass, Trace, Write
 
 Where = tuple[str, int | None, str]  # a file, a line in it, and that line's text
@@ -101,7 +102,7 @@ class CheckContext:
         filename = closure.filename
         if os.path.abspath(filename) == str(Path(t.scenario).resolve()):
             return self.scenario_where(line)
-        return filename, line, linecache.getline(filename, line).strip()
+        return filename, line, inert_line(linecache.getline(filename, line).strip())
 
     def grad_write_line(self, event: int, target: int) -> int | None:
         """The line of the first write of event `event` to `target`'s grad."""

@@ -160,3 +160,18 @@ async def test_the_first_steps_of_a_long_recording_can_be_stepped_while_it_goes_
         assert screen.position == 2  # the passes settled, the user stayed where they were
         assert "recording…" not in screen.query_one("StepHeader").render().plain
         assert [p.kind for p in screen.trace.passes] == ["forward"]
+
+
+@pytest.mark.parametrize("name", ["neuron.mgtrace", "no_suffix"])
+async def test_a_saved_binary_trace_opens_without_running_code(tmp_path, name):
+    from mgtui.recorder import record
+    from mgtui.tracefile import dumpb
+
+    saved = tmp_path / name  # told apart by its suffix, or by its magic bytes
+    saved.write_bytes(dumpb(record(SCENARIOS / "neuron.py")))
+    app = MgtuiApp(saved, step=12)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        assert app._run is None  # nothing was run
+        assert screen.total == 21
+        assert "n.grad: 0.0 → 0.5 (+0.5)" in screen.query_one(StepDetail).text

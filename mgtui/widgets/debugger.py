@@ -64,7 +64,7 @@ class DebuggerScreen(Screen[None]):
         self.keymap = keymap or {}  # the user's keys by binding id, for the help
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
-        self._notes_shown: Trace | None = None
+        self._notes_shown: str | None = None  # the notes on screen (not their trace)
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self._checks_status: Callable[[ChecksPane], None] = partial(
@@ -204,12 +204,22 @@ class DebuggerScreen(Screen[None]):
         self.state = None  # every pane draws the new trace in full
         self.state = self.session.goto(position, select=select)
 
+    def grow_trace(self, trace: Trace) -> None:
+        """Show `trace`, the run on screen recorded further, at the same step and node:
+        the session goes on from where it is instead of starting again."""
+        if self.session is None or not self._mounted or self._pending is not None:
+            self.load_trace(trace, self.position, select=self.selected)
+            return
+        state = self.session.grow(trace)
+        self.state = None  # every pane draws the longer trace in full
+        self.state = state
+
     async def show_notes(self) -> None:
         """Render the lesson notes (the scenario docstring after its title) as Markdown."""
         trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
-        if trace is None or scroll is None or self._notes_shown is trace:
+        if trace is None or scroll is None or self._notes_shown == trace.notes:
             return
-        self._notes_shown = trace
+        self._notes_shown = trace.notes
         from textual.widgets import Markdown
 
         await scroll.remove_children()

@@ -16,6 +16,7 @@ from pathlib import Path
 from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
 from mgtui.errors import ScenarioLoadError
+from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 
 # mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
@@ -92,6 +93,7 @@ def say(message: str, detail: str = "") -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    return_freed_memory()
     if args.list:
         for name, path in bundled():
             print(f"{name:24s} {title_of(path)}")

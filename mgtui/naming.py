@@ -164,18 +164,28 @@ class Namer:
         self.made = self._made_hook()
 
     def _made_hook(self) -> Callable[[int, types.FrameType], None]:
-        spots_get, class_codes, candidate = self.spots.get, self.class_codes, self._candidate
+        # Codes are looked up by id: hashing a code object hashes its constants, every
+        # time. The scenario's codes live as long as the recorder's scenario does, and
+        # the Value classes' as long as their classes.
+        spots_get = {id(code): here for code, here in self.spots.items()}.get
+        class_codes, candidate = self.class_codes, self._candidate
+        class_ids: set[int] = set()
+        known = [-1]  # len(class_codes) when class_ids was made: classes come in as they load
 
         def made(nid: int, f: types.FrameType) -> None:
             """Is this node made straight under an assignment's value? Up through the
             Value class's own methods (`a - b` is `a + (-b)`), then the scenario's frame."""
+            if len(class_codes) != known[0]:
+                class_ids.clear()
+                class_ids.update(map(id, list(class_codes)))
+                known[0] = len(class_codes)
             code = f.f_code
-            while code in class_codes:
+            while id(code) in class_ids:
                 f = f.f_back
                 if f is None:
                     return
                 code = f.f_code
-            spots = spots_get(code)
+            spots = spots_get(id(code))
             if spots is not None:
                 spot = spots.get(f.f_lasti)
                 if spot is not None:
@@ -288,12 +298,16 @@ def _steps(obj: object) -> Iterator[tuple[str, object]]:
 
 def shorten(name: str, width: int) -> str:
     """A name cut to `width` columns, keeping its end: a path's middle attributes go to
-    their first letter (`model.l[0].n[1].w[0]`), then its start goes (`…n[1].w[0]`)."""
+    their first letter (`model.l[0].n[1].w[0]`), then its first steps (`…n[1].w[0]`)."""
     if len(name) <= width:
         return name
     if "." in name:
         head, *middle, last = name.split(".")
-        short = ".".join([head, *(_initial(m) for m in middle if m), last])
+        steps = [head, *(_initial(m) for m in middle if m), last]
+        short = ".".join(steps)
+        while len(short) > width and len(steps) > 1:  # then the steps it starts with
+            steps.pop(0)
+            short = "…" + ".".join(steps)
         if len(short) <= width:
             return short
         name = short

@@ -243,3 +243,12 @@ def test_the_doctor_names_an_unlabelled_op_by_its_assignment(tmp_path, capsys):
     out = capsys.readouterr().out
     # `out = Value(s, (x,), 'sigmoid')` made the node; `n = xw + b` its input
     assert "node   out (#5, op sigmoid" in out and "to n.grad" in out
+
+
+def test_a_path_reads_in_a_formula_without_brackets():
+    from mgtui.explain import name
+
+    assert name("n.layers[0].neurons[1].w[0]") == "n.layers[0].neurons[1].w[0]"
+    assert name("params['w']") == "params['w']"
+    assert name("x1*w1 + x2*w2") == "(x1*w1 + x2*w2)"
+    assert name("a.b + c") == "(a.b + c)"

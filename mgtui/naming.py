@@ -319,3 +319,10 @@ def shorten(name: str, width: int) -> str:
 def _initial(step: str) -> str:
     """`neurons[1]` -> `n[1]`, `layer` -> `l`."""
     return step[0] + step[step.index("["):] if "[" in step else step[0]
+
+
+def fitted_name(trace, nid: int, width: int) -> str:
+    """What node `nid` of `trace` is called, a path shortened to `width` (`shorten`);
+    a label the script gave is left whole, for the caller to cut at its end."""
+    label = trace.label(nid)
+    return shorten(label, width) if trace.derived_name(nid) else label

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from mgtui.naming import shorten
+from mgtui.naming import fitted_name
 from mgtui.trace import Pass, Trace
 
 INPUT_NAME = 16  # columns an input's name takes at most in the inputs column
@@ -78,7 +78,7 @@ class GraphView:
         return None
 
     def inputs_text(self, nid: int) -> str:
-        return ", ".join(shorten(self.trace.label(c), INPUT_NAME) for c in self.trace.children(nid))
+        return ", ".join(fitted_name(self.trace, c, INPUT_NAME) for c in self.trace.children(nid))
 
     # -- the backward walk -----------------------------------------------------------------
     def walked(self, position: int) -> int:

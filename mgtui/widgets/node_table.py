@@ -20,7 +20,7 @@ from textual.strip import Strip
 
 from mgtui.bindings import TABLE_KEYS
 from mgtui.explain import fmt
-from mgtui.naming import shorten
+from mgtui.naming import fitted_name
 from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.keys import bindings_of
@@ -293,7 +293,8 @@ class NodeTable(ScrollView, can_focus=True):
             ((BREAKPOINT if bp else " ") + MARKS.get(mark, "  "),
              self.get_component_rich_style("node-table--breakpoint") if bp and not mark else None),
             (str(nid).rjust(w[1]), None),
-            (clip(shorten(FLAGGED + trace.label(nid) if flag else trace.label(nid), w[2]), w[2]),
+            (clip(FLAGGED + fitted_name(trace, nid, w[2] - 1) if flag
+                  else fitted_name(trace, nid, w[2]), w[2]),
              self.get_component_rich_style("node-table--flagged") if flag else None),
             (clip(trace.op(nid), w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),

@@ -17,7 +17,7 @@ from mgtui.bindings import TOPO_KEYS
 from mgtui.explain import fmt
 from mgtui.session import StepState
 from mgtui.view import GraphView
-from mgtui.naming import shorten
+from mgtui.naming import fitted_name
 from mgtui.widgets.node_table import MARKS, clip
 from mgtui.widgets.keys import bindings_of
 
@@ -130,7 +130,7 @@ class TopoList(ScrollView, can_focus=True):
         if strip is None:
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
-            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(shorten(trace.label(nid), view.label_width), view.label_width)}"
+            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
                     f"  {trace.op(nid)}")
             style = self.rich_style
             if state:

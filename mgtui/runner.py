@@ -291,6 +291,8 @@ class Run:
                     json.loads(payload), f"closures[{len(self._builder.closures)}]"))
             elif tag in ("N", "E", "W"):
                 self._builder.add(tracefile.decode_chunk(tag, payload))
+            elif tag == "M":
+                tracefile.add_names(self._builder, json.loads(payload))
             elif tag == "L":
                 for pair in fields.seq(json.loads(payload), "labels"):
                     nid, label = fields.seq(pair, "labels")[:2]

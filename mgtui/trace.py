@@ -201,6 +201,8 @@ class Trace:
     error: TraceError | None = None
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
+    # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
+    _name: tuple[str, ...] = ()
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -218,7 +220,14 @@ class Trace:
 
     # -- nodes -------------------------------------------------------------------------
     def label(self, nid: int) -> str:
-        return self._label[nid] or f"#{nid}"
+        """What a node is called: its `.label`, else the variable or path it was named
+        by (`mgtui.naming`), else `#id`."""
+        return self._label[nid] or self._name[nid] or f"#{nid}"
+
+    def derived_name(self, nid: int) -> str:
+        """The name the node goes by when it has no `.label` of its own ("" if it has one,
+        or has no name either)."""
+        return "" if self._label[nid] else self._name[nid]
 
     def op(self, nid: int) -> str:
         return self._op[nid]
@@ -579,6 +588,7 @@ class NodeChunk:
     lines: array  # 'i'
     child_ends: array  # 'q'
     child_ids: array  # 'q'
+    names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
 
 
 @dataclass(frozen=True)
@@ -616,9 +626,10 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
     for lo in range(0, t.node_count, size):
         hi = min(lo + size, t.node_count)
         base = t._child_start[lo]
+        names = t._name[lo:hi]
         yield NodeChunk(t._label[lo:hi], t._op[lo:hi], t.node_data[lo:hi], t._line[lo:hi],
                         array("q", (e - base for e in t._child_start[lo + 1 : hi + 1])),
-                        t._child_ids[base : t._child_start[hi]])
+                        t._child_ids[base : t._child_start[hi]], names if any(names) else ())
     w = 0
     for lo in range(0, len(t), size):
         hi = min(lo + size, len(t))
@@ -644,6 +655,7 @@ class TraceBuilder:
     def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
         self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
         self.labels: list[str] = []
+        self.names: dict[int, str] = {}  # the nodes `mgtui.naming` named, by id
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("i")
@@ -724,6 +736,13 @@ class TraceBuilder:
         if nid < len(self._inert_labels):
             self._inert_labels[nid] = inert_line(label)
 
+    def add_name(self, nid: int, name: str) -> None:
+        """The name a node goes by when it has no label: the variable it was bound to,
+        or its path from a global object (`mgtui.naming`)."""
+        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
+            raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
+        self.names[nid] = name
+
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
         return len(self.closures) - 1
@@ -764,8 +783,12 @@ class TraceBuilder:
 
     def add(self, chunk: Chunk) -> None:
         if isinstance(chunk, NodeChunk):
+            base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
+            for k, name in enumerate(chunk.names):
+                if name:
+                    self.add_name(base + k, name)
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
@@ -965,6 +988,7 @@ class TraceBuilder:
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
+            _name=_inert_names(self._names_column()),
         )
         if passes is None:
             found = split_passes(trace)
@@ -973,6 +997,13 @@ class TraceBuilder:
                      for i, (kind, start, end) in enumerate(passes)]
         object.__setattr__(trace, "passes", tuple(found))
         return trace
+
+    def _names_column(self) -> list[str]:
+        names = [""] * len(self.ops)
+        for nid, name in self.names.items():
+            if nid < len(names):
+                names[nid] = name
+        return names
 
     def _catch_up_names(self) -> None:
         """Labels and ops made inert, for the nodes added since the last build (later

@@ -7,7 +7,10 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from mgtui.naming import fitted_name
 from mgtui.trace import Pass, Trace
+
+INPUT_NAME = 16  # columns an input's name takes at most in the inputs column
 
 
 @dataclass
@@ -83,7 +86,7 @@ class GraphView:
         return None
 
     def inputs_text(self, nid: int) -> str:
-        return ", ".join(self.trace.label(c) for c in self.trace.children(nid))
+        return ", ".join(fitted_name(self.trace, c, INPUT_NAME) for c in self.trace.children(nid))
 
     # -- the backward walk -----------------------------------------------------------------
     def walked(self, position: int) -> int:

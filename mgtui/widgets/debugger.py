@@ -333,10 +333,11 @@ class DebuggerScreen(Screen[None]):
         if self.session is not None:
             self._move(self.session.goto(step, select=select))
 
-    def goto_node(self, nid: int) -> None:
-        """Select node `nid`; if it is not in the current graph, go to the step that made it."""
+    def goto_node(self, nid: int, to: str = "here") -> None:
+        """Select node `nid`; if it is not in the current graph, go to the step that made it
+        (`to`: "made" the step that made it, "backward" the step its `_backward` ran)."""
         if self.session is not None:
-            self._move(self.session.goto_node(nid))
+            self._move(self.session.goto_node(nid, to))  # type: ignore[arg-type]
 
     def action_find(self) -> None:
         if self.session is not None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from grandalf.graphs import Edge as GEdge
-from grandalf.graphs import Graph as GGraph
 from grandalf.graphs import Vertex as GVertex
+from grandalf.graphs import graph_core
 from grandalf.layouts import DummyVertex, SugiyamaLayout
 
 from mgtui.explain import fmt
@@ -215,6 +215,7 @@ class _Unit:
     across: int  # extent across them (v)
     axis: int  # offset of its ports from its v start
     nid: int | None = None
+    glyph: str = ""  # its op, as drawn: `(*)`
     stub: str = ""
     dummy: bool = False
     layer: int = 0
@@ -243,9 +244,9 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     for n in drawn:
         bw, g = box_width(n), glyph(n)
         if lr:
-            units[n] = _Unit(n, (len(g) + 1 if g else 0) + bw, 3, 1, nid=n)
+            units[n] = _Unit(n, (len(g) + 1 if g else 0) + bw, 3, 1, nid=n, glyph=g)
         else:
-            units[n] = _Unit(n, 3 + (1 if g else 0), bw, bw // 2, nid=n)
+            units[n] = _Unit(n, 3 + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
     links = list(dict.fromkeys(edges))
     for n, (ins, uses) in sorted(cut.items()):
         for count, side in ((ins, "in"), (uses, "out")):
@@ -269,7 +270,7 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     succ: dict[object, list[object]] = {}
     for a, b in chains:
         succ.setdefault(a, []).append(b)
-    channels = [_route(layers[r], layers[r + 1], succ) for r in range(len(layers) - 1)]
+    channels = [_route(layers[r], layers[r + 1], succ, lr) for r in range(len(layers) - 1)]
     starts, u = [], 0
     for r, layer in enumerate(layers):
         starts.append(u)
@@ -316,16 +317,15 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     for r, (_, tracks) in enumerate(channels):
         cs = starts[r] + extent[r]  # the channel's first cell
         ce = starts[r + 1] - 1  # its last: the targets' in-ports
-        for (a, b), t in tracks.items():
-            va, vb = int(a.v) + a.axis, int(b.v) + b.axis
+        for (a, b), (t, (ev, off, into)) in tracks.items():
+            va = int(a.v) + a.axis
             out_u = starts[r] if a.dummy else starts[r] + a.along
-            pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, vb), (ce, vb)] if t >= 0 \
-                else [(out_u, va), (ce, vb)]
-            if a.dummy:
-                pts[0] = (starts[r], va)
+            eu = ce if off < 0 else starts[r + 1] + off
+            pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, ev), (eu, ev)] if t >= 0 \
+                else [(out_u, va), (eu, ev)]
             cells = polyline(pts)
-            mark(pts[0][0], va, U_MINUS)  # it leaves a box (or carries on a dummy's line)
-            mark(ce, vb, U_PLUS)  # and enters an op glyph, a box or a dummy's line
+            mark(out_u, va, U_MINUS)  # it leaves a box (or carries on a dummy's line)
+            mark(eu, ev, into)  # and enters an op glyph, a box or a dummy's line
             for key in chains.get((a.key, b.key), ()):
                 link_cells.setdefault(key, []).extend(cells)
             has_out.add(a.key)
@@ -411,10 +411,13 @@ def _rank_and_order(units: dict[object, _Unit], links: list[tuple]) -> tuple[lis
     vertex = {key: GVertex(key) for key in units}
     for key, v in vertex.items():
         v.view = _View(units[key].across, units[key].along)
-    graph = GGraph(list(vertex.values()), [GEdge(vertex[a], vertex[b]) for a, b in links])
     layers: list[list[_Unit]] = []
     chains: dict[tuple, list[tuple]] = {}
-    for core in graph.C:
+    for keys, component in _components(list(units), links):
+        # (grandalf's own Graph gathers a component's edges in a set, whose order, and so
+        # the layout, would change from run to run: each component is made here, in order)
+        core = graph_core([vertex[k] for k in keys],
+                          [GEdge(vertex[a], vertex[b]) for a, b in component])
         sug = SugiyamaLayout(core)
         sug.init_all(roots=[v for v in core.sV if not v.e_in()], optimize=True)
         for _ in sug.ordering_step():
@@ -443,6 +446,28 @@ def _rank_and_order(units: dict[object, _Unit], links: list[tuple]) -> tuple[lis
                 chains.setdefault((p.key, q.key), []).append((a, b))
     # ranks start at 0 in every component: the layers line up by rank
     return layers, chains
+
+
+def _components(keys: list, links: list[tuple]) -> list[tuple[list, list[tuple]]]:
+    """The connected components of a graph, each its keys and its links, in order."""
+    root = {k: k for k in keys}
+
+    def find(k):
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+
+    for a, b in links:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            root[rb] = ra
+    groups: dict[object, tuple[list, list]] = {}
+    for k in keys:
+        groups.setdefault(find(k), ([], []))[0].append(k)
+    for a, b in links:
+        groups[find(a)][1].append((a, b))
+    return list(groups.values())
 
 
 class _View:
@@ -495,6 +520,16 @@ def _place_across(layers: list[list[_Unit]], chains: dict, gap: int) -> None:
     for layer in layers:
         for u in layer:
             u.v -= lowest
+    # A unit whose port is on the same line as the port of a unit before it that is not
+    # its input would have its incoming line run into that unit's outgoing one: move it on.
+    for r in range(1, len(layers)):
+        for k, u in enumerate(layers[r]):
+            inputs = {p.key for p in preds.get(u.key, [])}
+            before = {int(p.v) + p.axis: p.key for p in layers[r - 1]}
+            while (row := int(u.v) + u.axis) in before and before[row] not in inputs:
+                u.v += 1
+            for prev, nxt in zip(layers[r][k:], layers[r][k + 1:]):
+                nxt.v = max(nxt.v, prev.v + prev.across + gap)
 
 
 def _isotonic(layer: list[_Unit], want: list[float], weight: list[float], gap: int) -> list[float]:
@@ -517,54 +552,104 @@ def _isotonic(layer: list[_Unit], want: list[float], weight: list[float], gap: i
     return [q + off for q, off in zip(out, offsets)]
 
 
-def _route(left: list[_Unit], right: list[_Unit], succ: dict) -> tuple[int, dict]:
-    """Tracks for the channel between two layers: one vertical track per target (its
-    inputs meet on it), none for a straight link. A source's row must not run into a
-    target's row on the same line, so such a source's track goes left of that target's.
-    Returns the number of tracks and, per (source, target) pair, its track (-1: straight)."""
+def _entries(unit: _Unit, lr: bool) -> list[tuple[int, int, int]]:
+    """The cells where lines may enter a unit's op glyph, as (v, u offset from the
+    layer's start, the direction into the glyph): the main one in front of it (offset
+    -1: the channel's last cell), and for an op glyph its two sides, so that two inputs
+    meet only at the op they feed, never on a shared wire."""
+    axis = int(unit.v) + unit.axis
+    main = (axis, -1, U_PLUS)
+    if not unit.glyph:
+        return [main]
+    g = unit.glyph
+    if lr:  # above and below the op's middle character
+        return [(axis - 1, len(g) // 2, V_PLUS), main, (axis + 1, len(g) // 2, V_MINUS)]
+    left = axis - (len(g) - 1) // 2 - 1  # beside the op, on its line
+    return [(left, 0, V_PLUS), main, (left + len(g) + 1, 0, V_MINUS)]
+
+
+def _choose(sources: list[_Unit], entries: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Entries for `sources` (in order down the channel), in the same order: the
+    nearest for one, else spread out from the first and last, the middle ones sharing."""
+    if len(sources) == 1:
+        row = int(sources[0].v) + sources[0].axis
+        return [min(entries, key=lambda e: (abs(e[0] - row), e[1] >= 0))]
+    if len(entries) >= len(sources):
+        if len(sources) == 2 and len(entries) == 3:
+            upper, lower = (int(a.v) + a.axis for a in sources)
+            top, main, bottom = entries
+            axis = main[0]
+            return ([main, bottom] if upper >= axis else [top, main] if lower <= axis
+                    else [top, bottom])
+        return entries[:len(sources)]
+    main = next(e for e in entries if e[1] < 0)  # more inputs than entries: they share
+    return [entries[0]] + [main] * (len(sources) - 2) + [entries[-1]]
+
+
+def _route(left: list[_Unit], right: list[_Unit], succ: dict, lr: bool) -> tuple[int, dict]:
+    """Tracks for the channel between two layers. Each source's lines (its fan-out) make
+    one net on one vertical track; each input enters its op by an entry of its own, so
+    the nets of different sources only ever cross. A source's row must not run into
+    another net's entry row on the same line, so such a source's track goes left of
+    that net's. Returns the number of tracks and, per (source, target) pair, its track
+    (-1: a straight line) and its entry."""
     target = {u.key: u for u in right}
-    pairs = [(a, target[k]) for a in left for k in succ.get(a.key, ()) if k in target]
-    nets: dict[object, list[_Unit]] = {}
-    for a, b in pairs:
-        nets.setdefault(b.key, []).append(a)
+    inputs: dict[object, list[_Unit]] = {}
+    for a in left:
+        for k in succ.get(a.key, ()):
+            if k in target:
+                inputs.setdefault(k, []).append(a)
+    entry: dict[tuple[_Unit, _Unit], tuple[int, int, int]] = {}
+    rows_out = {int(a.v) + a.axis for a in left if a.key in succ}
+    for key, sources in inputs.items():
+        b = target[key]
+        rows = sorted(sources, key=lambda a: int(a.v) + a.axis)
+        # an entry on the row another source leaves on would meet that source's line
+        foreign = rows_out - {int(a.v) + a.axis for a in sources}
+        every = _entries(b, lr)
+        free = [e for e in every if e[0] not in foreign]
+        for a, e in zip(rows, _choose(rows, free if len(free) >= len(rows) else every)):
+            entry[(a, b)] = e
+    # a source's lines up and its lines down go on tracks of their own: a `┼` would
+    # read as two lines crossing, never as one line branching four ways
+    nets: dict[tuple[_Unit, int], list[tuple[_Unit, tuple[int, int, int]]]] = {}
+    for (a, b), e in entry.items():
+        src = int(a.v) + a.axis
+        if e[0] != src:
+            nets.setdefault((a, -1 if e[0] < src else 1), []).append((b, e))
     span = {}
-    for key, sources in nets.items():
-        vb = int(target[key].v) + target[key].axis
-        rows = [int(a.v) + a.axis for a in sources] + [vb]
-        span[key] = (min(rows), max(rows))
-    straight = {key for key, (lo, hi) in span.items() if lo == hi}
-    src_rows: dict[int, set] = {}  # row -> nets whose sources leave on it
-    for key, sources in nets.items():
-        for a in sources:
-            src_rows.setdefault(int(a.v) + a.axis, set()).add(key)
-    before: dict[object, set] = {key: set() for key in nets}  # nets that must be left of it
-    for key in nets:
-        if key in straight:
-            continue
-        row = int(target[key].v) + target[key].axis
-        for other in src_rows.get(row, ()):
-            if other != key and other not in straight:
-                before[key].add(other)
-    todo = sorted((k for k in nets if k not in straight), key=lambda k: span[k])
-    track_of: dict[object, int] = {}
+    for (a, part), outs in nets.items():
+        rows = [int(a.v) + a.axis] + [e[0] for _, e in outs]
+        span[(a, part)] = (min(rows), max(rows))
+    source_row: dict[int, list[tuple[_Unit, int]]] = {}
+    for net in nets:
+        source_row.setdefault(int(net[0].v) + net[0].axis, []).append(net)
+    before: dict[tuple[_Unit, int], set] = {net: set() for net in nets}  # nets left of it
+    for net, outs in nets.items():
+        for _, (row, _, _) in outs:
+            before[net] |= {other for other in source_row.get(row, ()) if other[0] is not net[0]}
+    todo = sorted(nets, key=lambda net: span[net])
+    track_of: dict[tuple[_Unit, int], int] = {}
     t = 0
     while todo:
         used: list[tuple[int, int]] = []
         placed = []
-        for key in todo:
-            lo, hi = span[key]
-            if any(not (hi < a or lo > b) for a, b in used):
+        for net in todo:
+            lo, hi = span[net]
+            if any(not (hi < x or lo > y) for x, y in used):
                 continue
-            if any(p not in track_of or track_of[p] >= t for p in before[key] if p in nets):
+            if any(p not in track_of or track_of[p] >= t for p in before[net]):
                 continue
             used.append((lo, hi))
-            placed.append(key)
-            track_of[key] = t
+            placed.append(net)
+            track_of[net] = t
         if not placed:  # a cycle of constraints: break it
             track_of[todo[0]] = t
             placed.append(todo[0])
-        todo = [k for k in todo if k not in placed]
+        todo = [net for net in todo if net not in placed]
         t += 1
-    tracks = {(a, target[key]): -1 if key in straight else track_of[key]
-              for key, sources in nets.items() for a in sources}
-    return t, tracks
+    routes = {}
+    for (a, b), e in entry.items():
+        src = int(a.v) + a.axis
+        routes[(a, b)] = (-1 if e[0] == src else track_of[(a, -1 if e[0] < src else 1)], e)
+    return t, routes

@@ -176,3 +176,26 @@ def paint(picture: Picture, light: Lighting, styles: Mapping[str, Style] = DEFAU
             text.append(chunk, style)
         lines.append(text)
     return lines
+
+
+def graph_svg(trace) -> str:
+    """The Graph pane's picture of the last forward pass at the end of the trace (every
+    final data and grad, no step's marks), as an SVG document: `--export svg`."""
+    import io
+
+    from rich.console import Console
+
+    from mgtui.graph_layout import GraphModel
+    from mgtui.view import GraphView, views_for
+
+    forward, backward = views_for(trace, len(trace.passes) - 1)
+    view = GraphView.build(trace, forward, backward) if forward is not None else None
+    nodes = view.used + view.made if view is not None else list(range(trace.node_count))
+    model = GraphModel(trace, nodes)
+    picture = model.picture(model.root, "LR")
+    light = Lighting(trace.final_data, trace.final_grad, trace.node_count, {})
+    console = Console(record=True, width=max(picture.width, 20), file=io.StringIO(),
+                      color_system="truecolor", force_terminal=True, legacy_windows=False)
+    for line in paint(picture, light):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return console.export_svg(title=trace.title or "mgtui")

@@ -133,19 +133,11 @@ class GraphModel:
         self.members = set(nodes)
         self.whole = len(nodes) <= whole_limit
         self.root = nodes[-1] if nodes else None
-        self._parents: dict[int, list[int]] | None = None
         self._pictures: dict[tuple, Picture] = {}
 
     def parents(self, nid: int) -> list[int]:
-        """The nodes of this graph that use `nid` (built once, on first use)."""
-        if self._parents is None:
-            parents: dict[int, list[int]] = {}
-            children = self.trace.children
-            for n in self.nodes:
-                for c in dict.fromkeys(children(n)):
-                    parents.setdefault(c, []).append(n)
-            self._parents = parents
-        return self._parents.get(nid, [])
+        """The nodes of this graph that use `nid`."""
+        return [p for p in self.trace.users(nid) if p in self.members]
 
     def inputs(self, nid: int) -> list[int]:
         return [c for c in dict.fromkeys(self.trace.children(nid)) if c in self.members]

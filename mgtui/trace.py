@@ -470,6 +470,34 @@ class Trace:
         return uses
 
     @cached_property
+    def _users(self) -> tuple[array, array]:
+        """The inverse of `children`: each node's users (each once, in creation order),
+        as offsets into one array of ids."""
+        count = self.node_count
+        start = array("q", bytes(8 * (count + 1)))
+        total = 0
+        uses = self.uses
+        for nid in range(count):
+            start[nid] = total
+            total += uses[nid]
+        start[count] = total
+        ids = array("q", bytes(8 * total))
+        fill = start[:-1]
+        first, kids = self._child_start, self._child_ids
+        for nid in range(count):
+            lo, hi = first[nid], first[nid + 1]
+            for c in (kids[lo:hi] if hi - lo < 2 else dict.fromkeys(kids[lo:hi])):
+                if c >= 0:
+                    ids[fill[c]] = nid
+                    fill[c] += 1
+        return start, ids
+
+    def users(self, nid: int) -> tuple[int, ...]:
+        """The nodes that take node `nid` as an input, each once, in creation order."""
+        start, ids = self._users
+        return tuple(ids[start[nid]:start[nid + 1]])
+
+    @cached_property
     def _earlier_write(self) -> array:
         """Per write inside a `_backward`, the index of the previous write to the same
         node's same field within the same backward pass, or -1 for its first one."""
@@ -486,7 +514,7 @@ class Trace:
 
     def build_indexes(self) -> None:
         """Build the derived indexes now (off the UI thread), not on first use."""
-        self.uses, self._earlier_write  # noqa: B018
+        self.uses, self._earlier_write, self._users  # noqa: B018
 
     def contribution(self, write: Write) -> int:
         """1 for the first write to a node's field in its backward pass, 2 for the second…"""

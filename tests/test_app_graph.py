@@ -168,3 +168,41 @@ async def test_a_huge_screen_shows_the_graph_beside_the_table():
         assert graph.display and screen.query_one("#top").display
         assert graph.size.height >= 20
         assert "▶ n" in "\n".join(screen_text(graph))
+
+
+async def test_the_graph_pane_survives_a_tiny_terminal_and_back():
+    app = MgtuiApp(SCENARIOS / "neuron_exp.py", step=24)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        for size in ((40, 12), (20, 8), (120, 40), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            await pilot.press("n", "o", "j", "L", "K")
+            await pilot.pause()
+        graph = screen.query_one(GraphPane)
+        assert graph.display and screen.selected in graph.picture.boxes
+        await pilot.press("enter")  # the cursor's box, chosen: back on screen
+        await pilot.pause()
+        assert on_screen(graph, screen.selected)
+
+
+async def test_hostile_labels_are_drawn_inert(write_scenario):
+    path = write_scenario("hostile", '''
+        """Hostile labels"""
+        from engine import Value
+        a = Value(1.0, label='[bold red]x[/]')
+        b = Value(2.0, label='\\x1b[2Jboom')
+        c = a * b; c.label = 'c'
+        c.backward()
+    ''')
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        graph = screen.query_one(GraphPane)
+        text = "\n".join(screen_text(graph))
+        assert "[bold red]x[/]" in text  # shown as text, not as markup
+        assert "\x1b" not in text

@@ -221,6 +221,7 @@ class GraphPane(ScrollView, can_focus=True):
 
     def action_choose(self) -> None:
         if self.cursor is not None:
+            self.scroll_to_box(self.cursor)
             self.post_message(self.Selected(self, self.cursor))
 
     def action_pan(self, dx: int, dy: int) -> None:

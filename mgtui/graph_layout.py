@@ -103,14 +103,9 @@ class Picture:
     ops: dict[int, tuple[int, int, str]]  # node -> x, y, its op glyph `(*)`
     edges: dict[tuple[int, int], tuple[tuple[int, int], ...]]  # (input, result) -> cells
     rows: list[tuple[int, ...]]  # per line: the boxes that cover it
-    label_width: int
     num_width: int
     center: int | None = None  # the node a neighbourhood is around; None: the whole graph
     inner: frozenset[int] = field(default_factory=frozenset)  # selecting one keeps it
-
-    @property
-    def nodes(self) -> list[int]:
-        return list(self.boxes)
 
     def box_at(self, x: int, y: int) -> int | None:
         if not 0 <= y < self.height:
@@ -223,7 +218,6 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
                                          trace.final_grad[n])]
     num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)])
     num_w = min(num_w, 7)  # a rare longer number is squeezed into it
-    label_w = min(max([1] + [len(trace.label(n)) for n in drawn]), LABEL_WIDTH)
 
     def box_width(nid: int) -> int:
         return min(len(trace.label(nid)), LABEL_WIDTH) + 2 * num_w + 11
@@ -305,7 +299,7 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
 
     # each link's path: out of its source, through each channel, into its target
     link_cells: dict[tuple, list[tuple[int, int]]] = {}
-    has_out, has_in = set(), set()
+    has_out = set()
     for r, (_, tracks) in enumerate(channels):
         cs = starts[r] + extent[r]  # the channel's first cell
         ce = starts[r + 1] - 1  # its last: the targets' in-ports
@@ -321,7 +315,6 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
             for key in chains.get((a.key, b.key), ()):
                 link_cells.setdefault(key, []).extend(cells)
             has_out.add(a.key)
-            has_in.add(b.key)
 
     # the static text: op glyphs, their connectors, stubs
     grid = [[" "] * width for _ in range(height)]
@@ -331,7 +324,7 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
         for unit in layer:
             u0, v0 = starts[r], int(unit.v)
             if unit.stub:
-                x, y = cell(u0, v0) if lr else (v0, u0)
+                x, y = cell(u0, v0)
                 for k, ch in enumerate(unit.stub):
                     grid[y][x + k] = ch
                 continue
@@ -345,17 +338,10 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
                 if g:
                     ops[n] = (u0, v0 + 1, g)
                     grid[v0 + 1][bx - 1] = "─"
-                # a shorter unit than its layer: carry the line to the layer's end
-                if unit.key in has_out:
-                    for x in range(bx + bw, starts[r] + extent[r]):
-                        grid[v0 + 1][x] = "─"
             else:
                 bx, by = v0, u0 + (1 if g else 0)
                 if g:
                     ops[n] = (v0 + unit.axis - (len(g) - 1) // 2, u0, g)
-                if unit.key in has_out:
-                    for y in range(by + 3, starts[r] + extent[r]):
-                        grid[y][v0 + unit.axis] = "│"
             boxes[n] = _frame(n, bx, by, bw, trace.label(n), num_w, lr,
                               port_in=bool(g), port_out=unit.key in has_out)
     for (x, y), b in bits.items():
@@ -371,7 +357,7 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     edges_out = {key: tuple(dict.fromkeys(cells)) for key, cells in link_cells.items()
                  if isinstance(key[0], int) and isinstance(key[1], int)}
     return Picture(orientation, width, height, ["".join(row) for row in grid], boxes, ops,
-                   edges_out, [tuple(r) for r in rows], label_w, num_w)
+                   edges_out, [tuple(r) for r in rows], num_w)
 
 
 def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,

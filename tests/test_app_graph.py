@@ -31,6 +31,13 @@ async def loaded(pilot):
     return app.debugger
 
 
+async def settle(pilot) -> None:
+    """Let the pane redraw and scroll after a key (it scrolls after its refresh)."""
+    await pilot.pause()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
 def screen_text(graph: GraphPane) -> list[str]:
     """What the pane shows, line by line."""
     return [graph.render_line(y).text for y in range(graph.scrollable_content_region.height)]
@@ -50,7 +57,7 @@ async def test_m_shows_the_graph_lit_by_the_step():
         graph = screen.query_one(GraphPane)
         assert not graph.display and graph.picture is None  # hidden: nothing laid out
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         assert graph.display and graph.has_focus
         assert not screen.query_one("#top").display  # in place of the table
         trace = screen.trace
@@ -64,7 +71,7 @@ async def test_m_shows_the_graph_lit_by_the_step():
         pages = -(-graph.picture.width // width) * -(-graph.picture.height // height)
         assert pages <= 2
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         assert not graph.display and screen.query_one(NodeTable).has_focus
         assert trace is screen.trace
 
@@ -74,11 +81,11 @@ async def test_the_graph_follows_the_selection():
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         for _ in range(10):  # the backward pass, node by node
             await pilot.press("n")
-            await pilot.pause()
+            await settle(pilot)
             node = screen.selected
             assert graph.light.selected == node and graph.cursor == node
             assert on_screen(graph, node)
@@ -91,21 +98,21 @@ async def test_choosing_a_box_with_keys_selects_it_in_the_table():
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         start = screen.selected
         await pilot.press("l")  # the cursor moves to a box nearer the root
-        await pilot.pause()
+        await settle(pilot)
         chosen = graph.cursor
         assert chosen is not None and chosen != start
         assert screen.selected == start  # not chosen yet
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         assert screen.selected == chosen
         assert screen.query_one(NodeTable).selected_node == chosen
         # and b sets a breakpoint on it: the Graph pane's choice is the session's
         await pilot.press("b")
-        await pilot.pause()
+        await settle(pilot)
         assert chosen in screen.state.breakpoints
 
 
@@ -114,7 +121,7 @@ async def test_clicking_a_box_selects_it():
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         trace = screen.trace
         target = next(n for n in graph.picture.boxes
@@ -122,7 +129,7 @@ async def test_clicking_a_box_selects_it():
         box = graph.picture.boxes[target]
         offset = (box.x - round(graph.scroll_x) + 2, box.row - round(graph.scroll_y))
         await pilot.click(GraphPane, offset=offset)
-        await pilot.pause()
+        await settle(pilot)
         assert screen.selected == target, trace.label(target)
         assert screen.query_one(NodeTable).selected_node == target
 
@@ -132,11 +139,11 @@ async def test_o_turns_the_picture():
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         before = graph.picture.orientation
         await pilot.press("o")
-        await pilot.pause()
+        await settle(pilot)
         assert graph.picture.orientation != before
         assert on_screen(graph, screen.selected)
 
@@ -148,14 +155,14 @@ async def test_a_big_graph_shows_the_neighbourhood_of_the_selection():
         backward = next(p for p in screen.trace.passes if p.kind == "backward")
         screen.goto(backward.start + 5)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         node = screen.selected
         assert graph.picture.center == node
         assert len(graph.picture.boxes) < len(screen.state.view.made)
         assert "more" in "\n".join(graph.picture.lines)  # "+N more" where it cuts
         await pilot.press("n")
-        await pilot.pause()
+        await settle(pilot)
         assert screen.selected in graph.picture.boxes
 
 
@@ -163,7 +170,7 @@ async def test_a_huge_screen_shows_the_graph_beside_the_table():
     app = MgtuiApp(SCENARIOS / "neuron.py", step=13)
     async with app.run_test(size=(200, 60)) as pilot:
         screen = await loaded(pilot)
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         assert graph.display and screen.query_one("#top").display
         assert graph.size.height >= 20
@@ -175,16 +182,16 @@ async def test_the_graph_pane_survives_a_tiny_terminal_and_back():
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         for size in ((40, 12), (20, 8), (120, 40), (80, 24)):
             await pilot.resize_terminal(*size)
-            await pilot.pause()
+            await settle(pilot)
             await pilot.press("n", "o", "j", "L", "K")
-            await pilot.pause()
+            await settle(pilot)
         graph = screen.query_one(GraphPane)
         assert graph.display and screen.selected in graph.picture.boxes
         await pilot.press("enter")  # the cursor's box, chosen: back on screen
-        await pilot.pause()
+        await settle(pilot)
         assert on_screen(graph, screen.selected)
 
 
@@ -201,7 +208,7 @@ async def test_hostile_labels_are_drawn_inert(write_scenario):
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         graph = screen.query_one(GraphPane)
         text = "\n".join(screen_text(graph))
         assert "[bold red]x[/]" in text  # shown as text, not as markup

@@ -3,9 +3,11 @@ node, laid out once as a grid of box-drawing characters in micrograd's `draw_dot
 with a slot in every box for the numbers each step fills in.
 
 grandalf (a pure-Python Sugiyama layout) ranks the nodes and orders each layer to cut
-crossings; it draws nothing, so the grid is ours: units placed on whole cells (a least-
-squares placement that keeps each layer's order), and edges routed orthogonally in the
-channels between layers, one vertical track per target, so no edge runs through a box.
+crossings; it draws nothing, so the grid is ours, written here because no library lays
+out on character cells: units placed on whole cells (a least-squares placement that
+keeps each layer's order), and edges routed orthogonally in the channels between
+layers, each source's lines on tracks of their own and each input into its op by a
+side of its own, so lines cross but never merge and no edge runs through a box.
 bench/graph_layout.py measured grandalf against netext, which was far slower.
 """
 
@@ -565,8 +567,8 @@ def _choose(sources: list[_Unit], entries: list[tuple[int, int, int]]) -> list[t
 
 
 def _route(left: list[_Unit], right: list[_Unit], succ: dict, lr: bool) -> tuple[int, dict]:
-    """Tracks for the channel between two layers. Each source's lines (its fan-out) make
-    one net on one vertical track; each input enters its op by an entry of its own, so
+    """Tracks for the channel between two layers. Each source's lines (its fan-out) go
+    up on one track and down on another; each input enters its op by an entry of its own, so
     the nets of different sources only ever cross. A source's row must not run into
     another net's entry row on the same line, so such a source's track goes left of
     that net's. Returns the number of tracks and, per (source, target) pair, its track

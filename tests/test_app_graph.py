@@ -83,9 +83,11 @@ async def test_the_graph_follows_the_selection():
         await pilot.press("m")
         await settle(pilot)
         graph = screen.query_one(GraphPane)
+        laid_out = graph.picture
         for _ in range(10):  # the backward pass, node by node
             await pilot.press("n")
             await settle(pilot)
+            assert graph.picture is laid_out  # laid out once; a step only repaints
             node = screen.selected
             assert graph.light.selected == node and graph.cursor == node
             assert on_screen(graph, node)

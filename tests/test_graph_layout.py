@@ -190,6 +190,8 @@ def random_trace(seed: int, size: int):
         else:
             k = rng.choice((1, 2, 2))
             children = rng.sample(range(nid), min(k, nid))
+            if rng.random() < 0.1:
+                children = [children[0], children[0]]  # a + a
             builder.add_node(f"v{nid}", rng.choice(("+", "*", "tanh")), children, 1.0)
         builder.add_event(EventKind.CREATE, nid)
     return builder.build()
@@ -337,3 +339,13 @@ def test_painting_is_text_without_markup():
     assert all(line.plain == painted for line, painted in
                zip(lines, painted_text(picture, Lighting(state.data, state.grad,
                                                         state.created, state.marks)).splitlines()))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_users_are_the_inverse_of_children(seed):
+    trace = random_trace(seed, 40)
+    expected = {n: [p for p in range(trace.node_count) if n in trace.children(p)]
+                    for n in range(trace.node_count)}
+    for nid, users in expected.items():
+        assert list(trace.users(nid)) == users  # each once (a + a uses a once), in order
+        assert len(users) == trace.uses[nid]

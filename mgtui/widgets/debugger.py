@@ -46,7 +46,7 @@ MOVES = {
 
 
 OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
-HUGE = (160, 48)  # from this size on, the Graph pane is shown beside the table
+HUGE = (160, 48)  # from this size on, the Graph pane is always shown, below the table
 
 
 class DebuggerScreen(Screen[None]):

@@ -223,7 +223,7 @@ class MgtuiApp(App[int]):
             wait = GROWING_EVERY
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
-                trace.build_indexes(older=shown)  # here, from the last one's
+                trace.build_indexes(older=shown, users=False)  # from the last one's
                 shown = self._last_shown = trace
                 self.post_message(TraceGrowing(trace, path))
         return run.wait()

@@ -478,15 +478,18 @@ class Trace:
                     uses[c] += 1
         return uses
 
-    def build_indexes(self, older: Trace | None = None) -> None:
+    def build_indexes(self, older: Trace | None = None, users: bool = True) -> None:
         """Build the derived indexes now (off the UI thread), not on first use.
 
         `older` is this run as it was recorded so far, earlier (a prefix of this trace):
-        its indexes are extended by what was added since, not built again."""
+        its indexes are extended by what was added since, not built again. `users`
+        (the Graph pane's) cannot be extended: False leaves it to its first use."""
         if older is not None and older.node_count <= self.node_count \
                 and len(older) <= len(self) and "uses" in older.__dict__:
             self._extend_indexes(older)
         self.uses, self._created_at, self._earlier_write  # noqa: B018
+        if users:
+            self._users  # noqa: B018
 
     def _extend_indexes(self, older: Trace) -> None:
         d = self.__dict__
@@ -512,6 +515,34 @@ class Trace:
             else:
                 upto = older.write_count
             d["_earlier_write"] = self._earlier_writes(older._earlier_write[:upto], upto)
+
+    @cached_property
+    def _users(self) -> tuple[array, array]:
+        """The inverse of `children`: each node's users (each once, in creation order),
+        as offsets into one array of ids."""
+        count = self.node_count
+        start = array("q", bytes(8 * (count + 1)))
+        total = 0
+        uses = self.uses
+        for nid in range(count):
+            start[nid] = total
+            total += uses[nid]
+        start[count] = total
+        ids = array("q", bytes(8 * total))
+        fill = start[:-1]
+        first, kids = self._child_start, self._child_ids
+        for nid in range(count):
+            lo, hi = first[nid], first[nid + 1]
+            for c in (kids[lo:hi] if hi - lo < 2 else dict.fromkeys(kids[lo:hi])):
+                if c >= 0:
+                    ids[fill[c]] = nid
+                    fill[c] += 1
+        return start, ids
+
+    def users(self, nid: int) -> tuple[int, ...]:
+        """The nodes that take node `nid` as an input, each once, in creation order."""
+        start, ids = self._users
+        return tuple(ids[start[nid]:start[nid + 1]])
 
     @cached_property
     def _earlier_write(self) -> array:

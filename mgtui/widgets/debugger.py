@@ -25,6 +25,7 @@ from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
 from mgtui.widgets.deferred import Deferred
+from mgtui.widgets.graph import GraphPane
 from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
@@ -45,6 +46,7 @@ MOVES = {
 
 
 OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
+HUGE = (160, 48)  # from this size on, the Graph pane is always shown, below the table
 
 
 class DebuggerScreen(Screen[None]):
@@ -80,6 +82,7 @@ class DebuggerScreen(Screen[None]):
             chosen = [name for limit, name in breakpoints if value >= limit][-1:]
             for _, name in breakpoints:
                 self.set_class(name in chosen, name, update=False)
+        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge", update=False)
         # The panes hidden in the compact layout (80×24) come in after the first paint.
         later = Deferred if not self._full_layout() else lambda widget: widget
         yield StepHeader(id="header")
@@ -87,6 +90,7 @@ class DebuggerScreen(Screen[None]):
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
             yield later(TopoList(id="topo"))
+        yield GraphPane(id="graph")
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
             with later(TabbedContent(id="side")):
@@ -244,6 +248,7 @@ class DebuggerScreen(Screen[None]):
             return
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
+        self.query_one(GraphPane).show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
@@ -354,6 +359,16 @@ class DebuggerScreen(Screen[None]):
 
         self.app.push_screen(HelpScreen(help_rows(self.keymap)))
 
+    def action_toggle_graph(self) -> None:
+        """The Graph pane in place of the node table (on a huge screen: the table off)."""
+        shown = not self.has_class("-graph")
+        self.set_class(shown, "-graph")  # the pane draws once it is shown (or resized)
+        (self.query_one(GraphPane) if shown else self.query_one(NodeTable)).focus()
+
+    def on_graph_pane_selected(self, event: GraphPane.Selected) -> None:
+        if self.session is not None:
+            self.state = self.session.select(event.nid)
+
     def action_toggle_panes(self) -> None:
         self.panes_open = not self.panes_open
 
@@ -378,6 +393,8 @@ class DebuggerScreen(Screen[None]):
         self.panes_open = self.panes_open or not self._full_layout()
 
     def on_resize(self) -> None:
+        width, height = self.app.size
+        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
         self._refresh_keys()
 
     def on_node_table_selected(self, event: NodeTable.Selected) -> None:

@@ -141,7 +141,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
     passes = fields.passes(doc.get("passes"))
     error = fields.error(doc.get("error"), builder.event_count)
     builder.validate(passes, error)
-    return builder.build(error, fields.text(doc.get("output"), "output"), passes)
+    return builder.build(error, fields.text(doc.get("output"), "output"), passes, last=True)
 
 
 def _node(builder: TraceBuilder, n: dict, i: int) -> None:

@@ -322,7 +322,8 @@ class Run:
             self._shown = self._checked(None, "", trim=False)
             return self._shown
 
-    def _checked(self, error: TraceError | None, output: str, trim: bool = True) -> Trace | None:
+    def _checked(self, error: TraceError | None, output: str, trim: bool = True,
+                 last: bool = False) -> Trace | None:
         if trim:
             self._builder.trim()  # a child killed in the middle of a flush
         try:
@@ -330,7 +331,7 @@ class Run:
         except TraceFormatError as exc:
             self._stream_error = self._stream_error or str(exc)
             return None
-        return self._builder.build(error, output)
+        return self._builder.build(error, output, last=last)
 
     def _result(self, returncode: int) -> RunResult:
         if self._load_error is not None:
@@ -356,7 +357,7 @@ class Run:
             error = TraceError("Stopped", f"recording stopped: {message}", None,
                                self._builder.event_count)
         with self._lock:
-            trace = self._checked(error, output)
+            trace = self._checked(error, output, last=True)
             if trace is not None:
                 self._final = trace
                 self._builder = None  # its columns are the trace's now: not kept twice

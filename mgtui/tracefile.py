@@ -294,7 +294,7 @@ def read(f: BinaryIO) -> Trace:
     error = fields.error(end.get("error"), builder.event_count)
     passes = None if end.get("passes") is None else fields.passes(end.get("passes"))
     builder.validate(passes, error)
-    return builder.build(error, fields.text(end.get("output"), "output"), passes)
+    return builder.build(error, fields.text(end.get("output"), "output"), passes, last=True)
 
 
 def add_names(builder: TraceBuilder, pairs: object) -> None:

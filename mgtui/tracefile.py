@@ -26,6 +26,8 @@ for interchange; this one is for saving and loading big traces.
 from __future__ import annotations
 
 import io
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 import json
 import os
 import struct
@@ -267,10 +269,36 @@ def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
 
 
 def read(f: BinaryIO) -> Trace:
-    """Read a whole binary trace, checked before it is built."""
+    """Read a whole binary trace, checked before it is built.
+
+    Chunks are inflated a few records ahead in a thread (zlib lets go of the GIL), while
+    this one checks those that came before."""
+    with ThreadPoolExecutor(1, thread_name_prefix="mgtui-inflate") as pool:
+        return _read(_decoded_ahead(records(f), pool))
+
+
+def _decoded_ahead(recs: Iterator[tuple[str, bytes]], pool: ThreadPoolExecutor,
+                   ahead: int = 3) -> Iterator[tuple[str, object]]:
+    """(tag, payload) with the payloads of N, E and W records decoded to chunks, each
+    started `ahead` records early."""
+    pending: deque = deque()
+    for tag, payload in recs:
+        pending.append((tag, pool.submit(decode_chunk, tag, payload)
+                        if tag in ("N", "E", "W") else payload))
+        if len(pending) > ahead:
+            yield _ready(*pending.popleft())
+    while pending:
+        yield _ready(*pending.popleft())
+
+
+def _ready(tag: str, item: object) -> tuple[str, object]:
+    return tag, item.result() if isinstance(item, Future) else item
+
+
+def _read(recs: Iterator[tuple[str, object]]) -> Trace:
     builder: TraceBuilder | None = None
     end = None
-    for tag, payload in records(f):
+    for tag, payload in recs:
         if tag == "H":
             head = fields.obj(_Payload(tag, payload).json(), "header")
             builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
@@ -282,7 +310,9 @@ def read(f: BinaryIO) -> Trace:
             builder.add_closure(fields.closure(_Payload(tag, payload).json(),
                                                f"closures[{len(builder.closures)}]"))
         elif tag in ("N", "E", "W"):
-            builder.add(decode_chunk(tag, payload))
+            builder.add(payload)
+            if tag != "N" and builder.consistent:
+                builder.validate()  # what came so far (the rest is inflated meanwhile)
         elif tag == "M":
             add_names(builder, _Payload(tag, payload).json())
         elif tag == "Z":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from array import array
 from copy import copy
 from dataclasses import dataclass, field, replace
@@ -69,7 +70,7 @@ class TraceFormatError(ValueError):
         self.problem = problem
 
 
-MAX_LINE = 10_000_000  # no source file has more lines; a larger one is a corrupt trace
+MAX_LINE = 2**24 - 1  # no source file has more lines; a larger one is a corrupt trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -790,7 +791,7 @@ class TraceBuilder:
         self.node_data.extend(data)
         self.node_line.extend(lines)
         self.child_ids.extend(child_ids)
-        self.child_start.extend(child_ends if base == 0 else (base + e for e in child_ends))
+        self.child_start.extend(child_ends if base == 0 else map(base.__add__, child_ends))
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
@@ -818,9 +819,9 @@ class TraceBuilder:
             base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
-            for k, name in enumerate(chunk.names):
-                if name:
-                    self.add_name(base + k, name)
+            names = chunk.names
+            for k in compress(range(len(names)), names):  # (most nodes have none)
+                self.add_name(base + k, names[k])
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
@@ -916,30 +917,33 @@ class TraceBuilder:
         if kind_bytes.translate(None, _KIND_BYTES):  # (bytes at C speed: 400k events)
             bad = e0 + next(i for i, k in enumerate(kinds) if not 0 <= k <= _DATA)
             raise TraceFormatError(f"events[{bad}].kind", f"{self.ev_kind[bad]} is not a kind")
-        if max(nodes) >= n or min(nodes) < 0:
-            bad = e0 + next(i for i, x in enumerate(nodes) if not 0 <= x < n)
-            raise TraceFormatError(f"events[{bad}].node",
-                                   f"{self.ev_node[bad]} is not a node (there are {n})")
+        # Nodes are made in id order, and an event names a node only once it is made
+        # (which also keeps every node below the count: no max() over 400k events).
+        made0 = self._made
+        creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
+        made = array("q", compress(nodes, creating))
+        if _negative(nodes) or not all(map(lt, nodes,
+                                           islice(accumulate(creating, initial=made0), 1, None))):
+            existing = islice(accumulate(creating, initial=made0), 1, None)
+            i = next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < m)
+            nid, i = nodes[i], e0 + i
+            if not 0 <= nid < n:
+                raise TraceFormatError(f"events[{i}].node", f"{nid} is not a node (there are {n})")
+            if creating[i - e0]:
+                raise TraceFormatError(f"events[{i}].node", f"makes node {nid}, but the next "
+                                       f"node to be made is {made0 + creating[:i - e0].count(1)}")
+            raise TraceFormatError(f"events[{i}].node", f"node {nid} is used before it is made")
+        if made != array("q", range(made0, made0 + len(made))):
+            k = next(k for k, nid in enumerate(made) if nid != made0 + k)
+            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
+            raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
+                                   f"node to be made is {made0 + k}")
         closures = len(self.closures)
         if max(closure) >= closures or min(closure) < -1:
             bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
             raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
                                    f"one of the {closures} closures")
         _check_lines("events", self.ev_line, e0)
-        # Nodes are made in id order, and an event names a node only once it is made.
-        made0 = self._made
-        creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
-        made = array("q", compress(nodes, creating))
-        if made != array("q", range(made0, made0 + len(made))):
-            k = next(k for k, nid in enumerate(made) if nid != made0 + k)
-            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
-            raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
-                                   f"node to be made is {made0 + k}")
-        if not all(map(lt, nodes, islice(accumulate(creating, initial=made0), 1, None))):
-            existing = islice(accumulate(creating, initial=made0), 1, None)
-            i = e0 + next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if nid >= m)
-            raise TraceFormatError(f"events[{i}].node", f"node {self.ev_node[i]} is used "
-                                   "before it is made")
         return made0 + len(made)
 
     def _validate_writes(self, w0: int, e0: int) -> None:
@@ -959,7 +963,7 @@ class TraceBuilder:
         if not self.ev_write_start and w:
             raise TraceFormatError("writes", f"{w} writes belong to no _backward call")
         nodes, fields = self.wr_node[w0:], self.wr_field[w0:]
-        if nodes and (max(nodes) >= n or min(nodes) < 0):
+        if nodes and (max(nodes) >= n or _negative(nodes)):
             bad = w0 + next(k for k, x in enumerate(nodes) if not 0 <= x < n)
             raise TraceFormatError(f"writes[{bad}].node", f"{self.wr_node[bad]} is not a node")
         if fields and fields.tobytes().translate(None, b"\0\1"):
@@ -1114,11 +1118,28 @@ def _check_line(where: str, line: int) -> None:
 
 
 def _check_lines(what: str, lines: array, start: int = 0) -> None:
-    """Lines `start` on are line numbers (or 0)."""
+    """Lines `start` on are line numbers (or 0): 32-bit ints whose top byte is 0, which
+    is checked a byte string at a time."""
     part = lines[start:]
-    if part and (max(part) > MAX_LINE or min(part) < 0):
+    if part and _top_bytes(part).strip(b"\0"):
         bad = start + next(k for k, x in enumerate(part) if not 0 <= x <= MAX_LINE)
         raise TraceFormatError(f"{what}[{bad}].line", f"{lines[bad]} is not a line number")
+
+
+def _top_bytes(column: array) -> bytes:
+    """The most significant byte of each number of an int array: all 0 when every
+    number is in [0, 2**(8 * (itemsize - 1)))."""
+    size = column.itemsize
+    top = size - 1 if sys.byteorder == "little" else 0
+    return memoryview(column).cast("B")[top::size].tobytes()
+
+
+def _negative(column: array) -> bool:
+    """Does an int array hold a negative number? (Their top bytes have the sign bit.)"""
+    return bool(_top_bytes(column).translate(None, _NON_NEGATIVE))
+
+
+_NON_NEGATIVE = bytes(range(0x80))
 
 
 def split_passes(trace: Trace) -> list[Pass]:

@@ -213,8 +213,14 @@ def test_a_bad_record_in_a_later_chunk_is_named_by_its_index_in_the_whole_trace(
     b.add_event(EventKind.BACKWARD, later)
     with pytest.raises(TraceFormatError, match=rf"events\[{checked + 1}\]\.node"):
         b.validate()
+    b = TraceBuilder(t.scenario)
+    for c in t.closures:
+        b.add_closure(c)
+    for what, lo, hi in steps[:4]:
+        add_records(b, t, what, lo, hi)
+    b.validate()
     b.add_event(EventKind.BACKWARD, b.node_count + 3)  # and no such node at all
-    with pytest.raises(TraceFormatError, match=rf"events\[{checked + 2}\]\.node: "
+    with pytest.raises(TraceFormatError, match=rf"events\[{checked}\]\.node: "
                        rf"{b.node_count + 3} is not a node"):
         b.validate()
 

@@ -110,8 +110,9 @@ class CheckContext:
                      if w.node == target and w.field is Field.GRAD), None)
 
     def finding(self, kind: str, nid: int, step: int, where: Where, message: str,
-                numerical: float | None = None, recorded: float | None = None) -> Finding:
+                numerical: float | None = None, recorded: float | None = None,
+                input: int | None = None, local: float | None = None) -> Finding:
         file, line, text = where
         t = self.trace
         return Finding(kind, nid, t.label(nid), t.op(nid), step, file, line, text, message,
-                       numerical, recorded)
+                       numerical, recorded, input, local)

@@ -51,16 +51,33 @@ class Reruns:
         """Re-run the scenario with `nudge` added to nodes' data at their creation,
         stopping before `_backward` call number `stop_after + 1`: just before the
         checked pass."""
+        return self.pair((nudge,), stop_after, (on_progress,))[0]
+
+    def pair(self, nudges: tuple[dict[int, float], ...], stop_after: int,
+             on_progress: tuple[Callable[[int], None] | None, ...]) -> list[Trace]:
+        """Re-runs as `__call__` makes them, one per nudge, side by side (each in a
+        process of its own: two cores do a pair in the time of one)."""
         from mgtui.runner import Run, RunSpec
 
-        self.count += 1
-        spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                       timeout=self.timeout, job="mgtui.doctor.jobs:rerun",
-                       job_args={"nudge": {str(k): v for k, v in nudge.items()},
-                                 "stop_after": stop_after})
-        trace = Run(spec, on_progress=on_progress).run().trace
-        raise_if_interrupted(trace)
-        return trace
+        runs = []
+        for nudge, progress in zip(nudges, on_progress):
+            self.count += 1
+            spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
+                           timeout=self.timeout, job="mgtui.doctor.jobs:rerun",
+                           job_args={"nudge": {str(k): v for k, v in nudge.items()},
+                                     "stop_after": stop_after})
+            runs.append(Run(spec, on_progress=progress).start())
+        traces = []
+        try:
+            for run in runs:
+                traces.append(run.wait().trace)
+                raise_if_interrupted(traces[-1])
+        except BaseException:
+            for run in runs[len(traces):]:
+                run.cancel("the doctor stopped")
+                run.wait()
+            raise
+        return traces
 
 
 def raise_if_interrupted(trace: Trace) -> None:

@@ -88,8 +88,7 @@ class ChecksPane(Vertical):
     def _prompt(finding) -> Text:
         text = Text()
         text.append(f"! {finding.title}", style="bold")
-        op = f", {finding.op}" if finding.op else ""
-        text.append(f"  {finding.label} (#{finding.node}{op}) · step {finding.step + 1}")
+        text.append(f"  {finding.node_name} · step {finding.step + 1}")
         if finding.line:
             where = finding.file.rsplit("/", 1)[-1]
             text.append(f"\n  {where}:{finding.line}: {finding.text.strip()}", style="italic")

@@ -243,9 +243,12 @@ class NumericalCheck:
                 self.progress(done[0] + done[1], 2 * size, phase)
             return report
 
+        # the op nodes' own nudges are taken back as their pass's backward starts
+        restore = {plan.stop_after: [n for n in plan.direction if not self.trace.is_leaf(n)]
+                   for plan in plans[:-1]}
         plus, minus = self.reruns.pair(({n: H * v for n, v in u.items()},
                                         {n: -H * v for n, v in u.items()}),
-                                       last.stop_after, (progress(0), progress(1)))
+                                       last.stop_after, (progress(0), progress(1)), restore)
         self.progress(2 * size, 2 * size, phase)
         if len(plus) != last.first or len(minus) != last.first:
             self.notes.append("the nudged runs took another path than the recorded one, "

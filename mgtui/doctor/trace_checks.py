@@ -100,18 +100,12 @@ def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """A `_backward` that wrote to a node other than its op's inputs (its first such write)."""
     t = trace
     found = []
-    for i in t.events_of(EventKind.BACKWARD):
+    for i, w in t.foreign_writes():
         closure = t.closure_of(i)
         if closure is not None and closure.default:
             continue
         nid = t.event_node(i)
         inputs = t.children(nid)
-        grads = t.grad_targets(i)  # cheaper than the writes; data writes are rare
-        if len(grads) == t.write_count_of(i) and set(inputs).issuperset(grads):
-            continue
-        w = next((w for w in t.writes(i) if w.node not in inputs), None)
-        if w is None:
-            continue
         ctx.explained.add(i)
         found.append(ctx.finding(
             "foreign-write", nid, i, ctx.closure_where(i, w.line),

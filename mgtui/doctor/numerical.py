@@ -335,13 +335,12 @@ class NumericalCheck:
         if any(close(num, recorded, max(abs(num), abs(recorded)))
                for num in (central, forward, backward)):
             return []
-        where = ctx.scenario_where(t.event_line(plan.first))
         skipped = [n for n in plan.nodes if not t.is_leaf(n) and n not in ran
                    and final[n] - start_grad[n] != 0]
         if skipped:  # an op node that got a grad but never passed it on
             nid = skipped[-1]
             return [ctx.finding(
-                "topo-order", nid, plan.first, where,
+                "topo-order", nid, plan.first, ctx.order_where(plan.first),
                 f"{ctx.op_text(nid)} is in the graph of {ctx.node_text(root)} and got a grad "
                 f"({final[nid] - start_grad[nid]:.6g}) but its _backward never ran in this "
                 f"pass: the topological order leaves it out ({len(skipped)} node(s) like it). "
@@ -349,7 +348,7 @@ class NumericalCheck:
                 f"rate numerical {central:.6g}, recorded {recorded:.6g}",
                 numerical=central, recorded=recorded)]
         return [ctx.finding(
-            "wrong-gradient", root, plan.first, where,
+            "wrong-gradient", root, plan.first, ctx.scenario_where(t.event_line(plan.first)),
             f"nudging all {len(u)} nodes of the graph of {ctx.node_text(root)} along a random "
             f"direction moves it at the rate numerical {central:.6g}, recorded "
             f"{recorded:.6g}, and no single _backward call explains it",

@@ -159,12 +159,15 @@ def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
         nid, i = early
         j, user = last_user[nid]
         ctx.explained_passes.add(p.index)
+        where = ctx.order_where(i)
+        built = (f"; the order is built at line {where[1]}"
+                 if where[1] and where[1] != t.event_line(i) else "")
         found.append(ctx.finding(
-            "topo-order", nid, i, ctx.scenario_where(t.event_line(i)),
+            "topo-order", nid, i, where,
             f"the _backward of {ctx.node_text(nid)} ran at step {i + 1}, before the "
             f"_backward of {ctx.node_text(user)} (step {j + 1}), which uses it: "
             f"{t.label(nid)} passed on a grad that was not complete yet (the "
-            f"topological sort must add a node after all of its inputs)"))
+            f"topological sort must add a node after all of its inputs{built})"))
     return found
 
 

@@ -3,9 +3,11 @@ values move with the grads its `_backward` calls applied.
 
 How it stays fast on large graphs (written here rather than taken from a library,
 because every run is a re-run of a user's script, not a call of a function): one pair of
-runs (run side by side, one process each) nudges every node of the checked graphs at
-once, by ±h along a seeded random direction `u`, and stops as soon as the last checked
-backward pass is about to start. Every checked pass reads its nodes' moves from the same
+runs nudges every node of the checked graphs at once, by ±h along a seeded random
+direction `u`, and stops as soon as the last checked backward pass is about to start.
+The run nudged up is made first: its one-sided difference from the recording clears a
+right pass; the run nudged down is made only when a pass seems wrong, for central
+differences (and the one-sided ones at a kink). Every checked pass reads its nodes' moves from the same
 two runs, at the step its backward pass starts: a pass later on costs only its own
 checking, not more runs.
 
@@ -73,12 +75,18 @@ class Plan:
 
 @dataclass
 class Moves:
-    """Every node's data as the checked pass found it, and in the two nudged runs."""
+    """Every node's data as the checked pass found it, and in the two nudged runs (or in
+    the one nudged up, `minus` then being `base`: a one-sided difference)."""
 
     base: array
     plus: array
     minus: array
     start_grad: array  # every grad as the checked pass found it
+    span: float = 2 * H  # plus - minus, in units of the direction: 2H, or H one-sided
+
+    @property
+    def two_sided(self) -> bool:
+        return self.minus is not self.base
 
 
 @dataclass
@@ -127,17 +135,33 @@ class NumericalCheck:
             return earlier
         rng = random.Random(self.reruns.seed)
         plans = [self.plan(p, sample, rng) for p in wanted]
-        runs = self.nudged_runs(plans)
+        runs = self.nudged_runs(plans, (1,))
         if runs is None:
             return earlier
+        (plus,) = runs
+        minus: Trace | None = None
         found = list(earlier)
         sampled = passes is None
         for k, plan in enumerate(spread(plans)):
             if (sampled and k >= 2
                     and time.perf_counter() - started > self.budget):
                 break
-            moves = self.moves_at(plan, *runs)
-            found = self.check_pass(plan, moves, found)
+            # One run nudged up tells a right pass from a wrong one; the run nudged down
+            # is made only for a pass that seems wrong (a kink, or a fault to localise).
+            if minus is None:
+                counts = self.checked_calls, self.kinks
+                checked = self.check_pass(plan, self.moves_at(plan, plus, None), found, False)
+                if checked is not None:
+                    found = checked
+                    continue
+                self.checked_calls, self.kinks = counts
+                self.checked.pop()
+                self.checked_nodes -= len(plan.nodes)
+                more = self.nudged_runs(plans, (-1,))
+                if more is None:
+                    break
+                (minus,) = more
+            found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
         self.checked.sort(key=lambda p: p.index)
         left = len(plans) - len(self.checked)
         if left:
@@ -150,20 +174,27 @@ class NumericalCheck:
                               f"directional derivative was left out where they were")
         return [f for f in found if not (f.kind == "no-backward" and f.step in self.flat)]
 
-    def check_pass(self, plan: Plan, moves: Moves, found: list[Finding]) -> list[Finding]:
+    def check_pass(self, plan: Plan, moves: Moves, found: list[Finding],
+                   final: bool) -> list[Finding] | None:
         """One backward pass: each `_backward` call, then (if none is at fault) the root's
-        directional derivative."""
+        directional derivative. Not `final` (one-sided moves): None if anything seems
+        off, for the caller to check again on both sides."""
         self.checked.append(plan.pass_)
         self.checked_nodes += len(plan.nodes)
         kinks = self.kinks
         with collector_paused():
             suspects = self.check_calls(plan, moves)
+        if suspects and not final:
+            return None
         found = found + self.localise(plan, suspects, moves.start_grad)
         p = plan.pass_
         if (p.index in self.ctx.explained_passes or suspects or self.kinks > kinks
                 or any(f.step in p for f in found)):
             return found
-        return found + self.check_direction(plan, moves)
+        direction = self.check_direction(plan, moves)
+        if direction and not final:
+            return None
+        return found + direction
 
     # -- the phases --------------------------------------------------------------------------
     def checkable_passes(self) -> list[Pass]:
@@ -222,9 +253,10 @@ class NumericalCheck:
         stop_after = len(t.events_of(EventKind.BACKWARD, 0, first))
         return Plan(p, first, stop_after, root, nodes, leaves, direction)
 
-    def nudged_runs(self, plans: list[Plan]) -> tuple[Trace, Trace] | None:
-        """The two runs nudged by ±H along the direction, up to the last checked pass, side
-        by side. A node in the graphs of several passes (a parameter) gets one nudge."""
+    def nudged_runs(self, plans: list[Plan], signs: tuple[int, ...]) -> list[Trace] | None:
+        """The runs nudged by `sign` × H along the direction, up to the last checked
+        pass, side by side. A node in the graphs of several passes (a parameter) gets
+        one nudge."""
         u: dict[int, float] = {}
         for plan in plans:
             for n, v in plan.direction.items():
@@ -234,41 +266,47 @@ class NumericalCheck:
         last = plans[-1]
         size = max(plan.root for plan in plans) + 1  # the nodes each run makes at least
         phase = "numerical check"
-        self.progress(0, 2 * size, phase)
-        done = [0, 0]
+        total = len(signs) * size
+        self.progress(0, total, phase)
+        done = [0] * len(signs)
 
         def progress(side: int):
             def report(nid: int) -> None:
                 done[side] = min(nid, size)
-                self.progress(done[0] + done[1], 2 * size, phase)
+                self.progress(sum(done), total, phase)
             return report
 
         # the op nodes' own nudges are taken back as their pass's backward starts
         restore = {plan.stop_after: [n for n in plan.direction if not self.trace.is_leaf(n)]
                    for plan in plans[:-1]}
-        plus, minus = self.reruns.pair(({n: H * v for n, v in u.items()},
-                                        {n: -H * v for n, v in u.items()}),
-                                       last.stop_after, (progress(0), progress(1)), restore)
-        self.progress(2 * size, 2 * size, phase)
-        if len(plus) != last.first or len(minus) != last.first:
+        runs = self.reruns.pair(tuple({n: sign * H * v for n, v in u.items()} for sign in signs),
+                                last.stop_after, tuple(map(progress, range(len(signs)))),
+                                restore)
+        self.progress(total, total, phase)
+        if any(len(run) != last.first for run in runs):
             self.notes.append("the nudged runs took another path than the recorded one, "
                               "so the numerical check was skipped")
             return None
-        return plus, minus
+        return runs
 
-    def moves_at(self, plan: Plan, plus: Trace, minus: Trace) -> Moves:
+    def moves_at(self, plan: Plan, plus: Trace, minus: Trace | None) -> Moves:
         """Every node's data when pass `plan` starts: as recorded, and in the nudged runs.
         A leaf's nudge becomes how far it really moved (an update since its creation,
         itself moved by the nudges of earlier passes, counts too)."""
         start = plan.pass_.start
         at_start = Timeline(self.trace, start)
         dp = plus.final_data if len(plus) == start else Timeline(plus, start).data
-        dm = minus.final_data if len(minus) == start else Timeline(minus, start).data
+        base = at_start.data
+        if minus is None:
+            dm, span = base, H
+        else:
+            dm = minus.final_data if len(minus) == start else Timeline(minus, start).data
+            span = 2 * H
         u = plan.direction
         for n in plan.leaves:
             if n in u:
-                u[n] = (dp[n] - dm[n]) / (2 * H)
-        return Moves(at_start.data, dp, dm, array("d", at_start.grad))
+                u[n] = (dp[n] - dm[n]) / span
+        return Moves(base, dp, dm, array("d", at_start.grad), span)
 
     def check_calls(self, plan: Plan, moves: Moves) -> list[Suspect]:
         """Each `_backward` call of the pass, checked on its own: the calls whose local
@@ -294,11 +332,12 @@ class NumericalCheck:
             if not inputs or nid >= len(dp) or nid >= len(dm):
                 continue
             closure = t.closure_of(i)
-            if closure is not None and closure.default and not depends(nid, inputs, u, dp, dm):
+            if (closure is not None and closure.default
+                    and not depends(nid, inputs, u, dp, dm, moves.span)):
                 self.flat.add(i)  # a step-like op: no `_backward` is the right derivative, 0
             if i in ctx.explained or not finite_call(nid, inputs, g, contrib, base, dp, dm):
                 continue
-            ok, kinked = local_ok(nid, inputs, g, contrib, u, base, dp, dm)
+            ok, kinked = local_ok(nid, inputs, g, contrib, u, base, dp, dm, moves.span)
             self.checked_calls += 1
             self.kinks += kinked
             if not ok:
@@ -327,9 +366,9 @@ class NumericalCheck:
             return []  # the pass goes on into another root's graph (`l1.backward(); l2.backward()`)
         final = Timeline(t, p.end).grad
         recorded = sum(v * (final[n] - start_grad[n]) for n, v in u.items())
-        central = (dp[root] - dm[root]) / (2 * H)
+        central = (dp[root] - dm[root]) / moves.span
         forward = (dp[root] - base[root]) / H
-        backward = (base[root] - dm[root]) / H
+        backward = (base[root] - dm[root]) / H if moves.two_sided else central
         if not math.isfinite(recorded) or not math.isfinite(central):
             return []
         if any(close(num, recorded, max(abs(num), abs(recorded)))
@@ -502,25 +541,26 @@ def finite_call(nid: int, inputs: tuple[int, ...], g: float, contrib: dict[int, 
 
 
 def depends(nid: int, inputs: tuple[int, ...], u: dict[int, float], dp: array,
-            dm: array) -> bool:
+            dm: array, span: float = 2 * H) -> bool:
     """Does the op's value move at all when its inputs move?"""
-    rate = (dp[nid] - dm[nid]) / (2 * H) - u.get(nid, 0.0)
-    moves = [abs(dp[c] - dm[c]) / (2 * H) for c in inputs]
+    rate = (dp[nid] - dm[nid]) / span - u.get(nid, 0.0)
+    moves = [abs(dp[c] - dm[c]) / span for c in inputs]
     return not all(math.isfinite(x) for x in moves) or abs(rate) > ATOL + RTOL * max(moves)
 
 
 def local_ok(nid: int, inputs: tuple[int, ...], g: float, contrib: dict[int, float],
-             u: dict[int, float], base: array, dp: array, dm: array) -> tuple[bool, bool]:
+             u: dict[int, float], base: array, dp: array, dm: array,
+             span: float = 2 * H) -> tuple[bool, bool]:
     """Does `g * dN == sum_k contrib_k * dc_k` hold, centrally or (at a kink) on one side?
     Returns (ok, only one-sided)."""
     own = u.get(nid, 0.0)
     sides = (
-        (dp, dm, 2 * H),  # central
-        (dp, base, H),    # forward
-        (base, dm, H),    # backward
-    )
+        (dp, dm, span),  # central (or, with no run nudged down, forward)
+        (dp, base, H),   # forward
+        (base, dm, H),   # backward
+    ) if dm is not base else ((dp, base, H),)
     for k, (hi, lo, step) in enumerate(sides):
-        shift = own * (2 * H if k == 0 else H)
+        shift = own * step
         lhs = g * (hi[nid] - lo[nid] - shift) / step
         terms = [contrib.get(c, 0.0) * (hi[c] - lo[c]) / step for c in inputs]
         rhs = sum(terms)

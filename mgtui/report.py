@@ -61,6 +61,8 @@ def step_lines(trace: Trace, timeline: Timeline, index: int) -> list[Text]:
     pad = " " * len(head)
     if ex.kind == "backward":
         out = [Text(f"{head}{ex.title}{where}")]
+        if ex.values:
+            out.append(Text(f"{pad}values at this call: {ex.values}"))
         if ex.local:
             out.append(Text(f"{pad}local derivative: {ex.local}"))
         for c in ex.contributions:

@@ -284,6 +284,9 @@ class Run:
                     json.loads(payload), f"closures[{len(self._builder.closures)}]"))
             elif tag in ("N", "E", "W"):
                 self._builder.add(tracefile.decode_chunk(tag, payload))
+            elif tag == "V":
+                for event, pairs in fields.call_values(json.loads(payload)):
+                    self._builder.add_values(event, pairs)
             elif tag == "L":
                 for pair in fields.seq(json.loads(payload), "labels"):
                     nid, label = fields.seq(pair, "labels")[:2]

@@ -202,6 +202,8 @@ class Session:
         self._passes = Passes(tuple(p.kind for p in trace.passes), 0, False,
                               trace.error is not None, values, sparkline(values))
         self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
+        # the doctor's numerical local derivatives: event -> input -> d node / d input
+        self.numerical: dict[int, dict[int, float]] = {}
         self.state = self.goto(0)
 
     # -- where we are ---------------------------------------------------------------------
@@ -406,6 +408,17 @@ class Session:
         return self.goto(finding.step + 1, select=finding.node, source=source,
                          notice=Notice(f"{finding.title}: {finding.message}", timeout=8))
 
+    def set_findings(self, findings) -> StepState:
+        """Take in the doctor's findings (`Finding`s, of a recording of the same file):
+        a step whose `_backward` the doctor measured shows its numerical local derivative
+        next to the one the writes imply."""
+        self.numerical = {}
+        for f in findings:
+            if getattr(f, "local", None) is not None and f.input is not None \
+                    and 0 <= f.step < len(self.trace):
+                self.numerical.setdefault(f.step, {})[f.input] = f.local
+        return self.goto(self.step, select=self.node)
+
     def _finding_source(self, finding) -> Source | None:
         """The finding's own line, marked `!`: in the scenario, or in the `_backward`
         closure that holds it."""
@@ -514,7 +527,7 @@ class Session:
             return replace(detail, error=trace.error)
         if event is None:
             return detail
-        exp = explain(trace, tl.data, tl.grad, event)
+        exp = explain(trace, tl.data, tl.grad, event, self.numerical.get(event))
         closure = trace.closure_of(event)
         warnings = []
         for nid in dict.fromkeys([exp.node] + [c.target for c in exp.contributions]):

@@ -202,6 +202,8 @@ class Trace:
     error: TraceError | None = None
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
+    # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
+    _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -352,6 +354,16 @@ class Trace:
             if not out or out[-1][0] != i:
                 out.append((i, self._writes(w, w + 1)[0]))
         return out
+
+    def values_at(self, index: int) -> tuple[tuple[str, float], ...]:
+        """(name, value) of what the `_backward` call of event `index` read from its
+        closure as it began (`s`, `out.grad`): recorded for ops the engine does not
+        define (see `mgtui.call_values`); () for the others, and in older traces."""
+        return self._values.get(index, ())
+
+    def values_recorded(self) -> Iterator[tuple[int, tuple[tuple[str, float], ...]]]:
+        """(event, values) for every call that has them, in order (for the file formats)."""
+        return iter(sorted(self._values.items()))
 
     def event(self, index: int) -> Event:
         kind = self._ev_kind[index]
@@ -659,6 +671,7 @@ class TraceBuilder:
         self.wr_after = array("d")
         self.wr_line = array("i")
         self.closures: list[Closure] = []
+        self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
     def node_count(self) -> int:
@@ -708,6 +721,21 @@ class TraceBuilder:
         if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
             raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
         self.labels[nid] = label
+
+    def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
+        """What the `_backward` call of event `event` read as it began: (name, value)
+        pairs. It may come before the event itself (the stream sends it first); one
+        for an event that never arrives is dropped when the trace is built."""
+        if not isinstance(event, int) or isinstance(event, bool) or event < 0:
+            raise TraceFormatError("values", f"{event!r} is not an event")
+        checked = []
+        for pair in pairs:
+            name, value = pair
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
+                raise TraceFormatError(f"values[{event}]", f"{pair!r} is not a name and a number")
+            checked.append((name, float(value)))
+        self.values[event] = tuple(checked)
 
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
@@ -921,6 +949,10 @@ class TraceBuilder:
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
         )
+        n, kinds = self.event_count, self.ev_kind
+        object.__setattr__(trace, "_values", {
+            i: tuple((inert_line(name), value) for name, value in pairs)
+            for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD})
         if passes is None:
             found = split_passes(trace)
         else:

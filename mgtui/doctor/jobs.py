@@ -33,5 +33,6 @@ def rerun(nudge: dict[str, float], stop_after: int,
     back = {int(k): [int(n) for n in v] for k, v in (restore or {}).items()}
     nudger = Nudge({int(k): float(v) for k, v in nudge.items()},
                    {n for nids in back.values() for n in nids})
-    hooks = {"on_create": nudger, "before_backward": StopBeforeCall(stop_after, nudger, back)}
+    hooks = {"on_create": nudger, "before_backward": StopBeforeCall(stop_after, nudger, back),
+             "call_values": False}  # only the nodes' data is read from a re-run
     return hooks, None

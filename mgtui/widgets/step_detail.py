@@ -44,6 +44,9 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
             text.append("  local derivative: ", style="dim")
             text.append(exp.local + "\n")
     elif exp.kind == "backward":
+        if exp.values:
+            text.append("  values at this call: ", style="dim")
+            text.append(exp.values + "\n")
         if exp.local:
             text.append("  local derivative: ", style="dim")
             text.append(exp.local + "\n")

@@ -103,3 +103,29 @@ def test_cli_rejects_a_bad_pass_list(bad, capsys):
         main([str(LATE), "--check", "--passes", bad])
     assert exc.value.code == 2
     assert "not a list of passes" in capsys.readouterr().err
+
+
+async def test_the_checks_pane_says_which_passes_were_checked():
+    from textual.widgets import OptionList
+
+    from mgtui.app import MgtuiApp
+    from mgtui.widgets.checks import ChecksPane
+
+    app = MgtuiApp(LATE)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        for _ in range(400):
+            if screen.trace is not None:
+                break
+            await pilot.pause(0.05)
+        await pilot.press("d")
+        pane = screen.query_one(ChecksPane)
+        for _ in range(600):
+            if pane.findings:
+                break
+            await pilot.pause(0.05)
+        (f,) = pane.findings
+        assert "numerically, backward passes 1, 2, 3 of 3" in pane.status
+        assert f.label == "out"
+        prompt = pane.query_one(OptionList).get_option_at_index(0).prompt
+        assert f"step {f.step + 1} · backward pass 3/3" in str(prompt)

@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --check: the backward passes to check numerically, by "
                         "number from 1, or all (default: the first, the last, and those "
                         "between them that fit in the time budget)")
-    parser.add_argument("--budget", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--budget", type=float, metavar="SECONDS",
                         help="with --check: the time the default sampling of backward passes "
                         "may take (default 10)")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
@@ -125,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--timeout must be a positive number of seconds")
     if args.max_nodes <= 0:
         return fail("--max-nodes must be a positive number")
-    if (args.passes is not None or args.budget != 10.0) and not args.check:
+    if (args.passes is not None or args.budget is not None) and not args.check:
         return fail("--passes and --budget go with --check")
-    if args.budget <= 0:
+    if args.budget is not None and args.budget <= 0:
         return fail("--budget must be a positive number of seconds")
     if args.json and not args.check:
         return fail("--json goes with --check (for the trace as JSON, use --export json)")
@@ -236,8 +236,9 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
 
     progress = Progress(sys.stderr)
     try:
+        budget = {} if args.budget is None else {"budget": args.budget}
         report = diagnose(path, seed=args.seed, sample=args.sample, passes=args.passes,
-                          budget=args.budget, max_nodes=args.max_nodes,
+                          max_nodes=args.max_nodes, **budget,
                           timeout=args.timeout, on_progress=progress)
     except ScenarioLoadError as exc:
         progress.done()

@@ -4,35 +4,21 @@ that the step can be worked out with its numbers (`s = 0.5744, out.grad = 1.0`).
 `CallValues` is a recorder `before_backward` hook. For each closure code it works out
 once, from the bytecode, which of its closure variables it reads: a number (`s`), or
 the `data`/`grad` of a node (`out.grad`; the `x.grad` that `x.grad += …` reads only to
-add to is left out). At each call it reads just those. Ops of the project's engine and
-of PyPI micrograd are explained from their known formulas (`mgtui.explain`) and are
-skipped after one dictionary lookup, which keeps the cost of a big training run low.
+add to is left out). At each call it reads just those. Ops that `mgtui.explain` works out
+from their formulas (`+`, `*`, `tanh`…, by their `_op`) are skipped after one lookup,
+which keeps the cost of a big training run low.
 """
 
 from __future__ import annotations
 
 import dis
-import os
 from typing import Callable
 
+from mgtui.explain import known_op
 from mgtui.recorder import EVENT_FIELDS, node_dict
 
 Reads = tuple[tuple[str, int, str], ...]  # (shown name, closure cell index, "" | "data" | "grad")
 MAX_VALUES = 12  # values kept per call: a closure over a whole model shows its first ones
-
-
-def known_dirs() -> tuple[str, ...]:
-    """The directories of the engines whose ops `mgtui.explain` knows."""
-    dirs = []
-    for name in ("engine", "micrograd"):
-        try:
-            module = __import__(name)
-        except Exception:  # noqa: BLE001 - not installed, or it will not import: unknown
-            continue
-        path = getattr(module, "__file__", None)
-        if path:
-            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
-    return tuple(dirs)
 
 
 def reads_of(code) -> Reads:
@@ -63,22 +49,20 @@ class CallValues:
         self.recorder = None  # set once the recorder exists: its event count is the index
         self.found: list[tuple[int, tuple[tuple[str, float], ...]]] = []
         self.plans: dict[object, Reads | None] = {}
-        self.skip = known_dirs()
 
     def plan(self, fn) -> Reads | None:
         code = getattr(fn, "__code__", None)
         plan = self.plans.get(code, False)
         if plan is False:
             plan = None
-            if code is not None and not code.co_filename.startswith(self.skip) \
-                    and code.co_freevars:
+            if code is not None and code.co_freevars:
                 plan = reads_of(code) or None
             self.plans[code] = plan
         return plan  # type: ignore[return-value]
 
     def __call__(self, d: dict, fn: Callable[[], object]) -> None:
         rec = self.recorder
-        if rec is None:
+        if rec is None or known_op(d.get("_op")):
             return
         plan = self.plan(fn)
         if plan is None:

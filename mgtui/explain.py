@@ -87,6 +87,14 @@ class Explanation:
     values: str = ""  # a custom op's: what its `_backward` read as it began
 
 
+KNOWN_OPS = frozenset({"+", "*", "tanh", "exp", "ReLU", "relu"})  # and "**k"
+
+
+def known_op(op: object) -> bool:
+    """Is `op` one whose local derivative this module writes out from its formula?"""
+    return op in KNOWN_OPS or (isinstance(op, str) and op.startswith("**"))
+
+
 def local_derivative(op: str, out: str, ins: list[str]) -> str:
     a = ins[0] if ins else "x"
     b = ins[1] if len(ins) > 1 else a

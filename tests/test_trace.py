@@ -171,3 +171,17 @@ def test_a_timeline_over_a_built_trace_walks_both_ways():
     assert tl.data[n["a"]] == 1.94 and tl.at_end
     tl.seek(7)
     assert tl.created == 7 and not any(tl.grad)
+
+
+def test_state_at_is_the_timeline_at_that_step():
+    """`Trace.state_at(k)`, replayed in bulk, is what stepping a Timeline to k gives."""
+    from mgtui.recorder import record
+    from mgtui.timeline import Timeline
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    for name in ("mlp.py", "bugs/foreign_write.py", "bugs/late_pass.py"):
+        trace = record(root / name)
+        for k in sorted({0, 1, len(trace) // 3, len(trace) // 2, len(trace) - 1, len(trace)}):
+            data, grad = trace.state_at(k)
+            at = Timeline(trace, k)
+            assert list(data) == list(at.data) and list(grad) == list(at.grad), (name, k)

@@ -41,7 +41,6 @@ from typing import Callable
 from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
-from mgtui.timeline import Timeline
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
@@ -294,19 +293,18 @@ class NumericalCheck:
         A leaf's nudge becomes how far it really moved (an update since its creation,
         itself moved by the nudges of earlier passes, counts too)."""
         start = plan.pass_.start
-        at_start = Timeline(self.trace, start)
-        dp = plus.final_data if len(plus) == start else Timeline(plus, start).data
-        base = at_start.data
+        base, start_grad = self.trace.state_at(start)
+        dp = plus.final_data if len(plus) == start else plus.state_at(start)[0]
         if minus is None:
             dm, span = base, H
         else:
-            dm = minus.final_data if len(minus) == start else Timeline(minus, start).data
+            dm = minus.final_data if len(minus) == start else minus.state_at(start)[0]
             span = 2 * H
         u = plan.direction
         for n in plan.leaves:
             if n in u:
                 u[n] = (dp[n] - dm[n]) / span
-        return Moves(base, dp, dm, array("d", at_start.grad), span)
+        return Moves(base, dp, dm, start_grad, span)
 
     def check_calls(self, plan: Plan, moves: Moves) -> list[Suspect]:
         """Each `_backward` call of the pass, checked on its own: the calls whose local
@@ -364,7 +362,7 @@ class NumericalCheck:
         ran = set(t.backward_order(p))
         if not ran.issubset(plan.nodes):
             return []  # the pass goes on into another root's graph (`l1.backward(); l2.backward()`)
-        final = Timeline(t, p.end).grad
+        final = t.state_at(p.end)[1]
         recorded = sum(v * (final[n] - start_grad[n]) for n, v in u.items())
         central = (dp[root] - dm[root]) / moves.span
         forward = (dp[root] - base[root]) / H
@@ -433,7 +431,7 @@ class NumericalCheck:
         on its inputs alone, so its local derivatives are still exact: they solve
         `dN_j = sum_k (dN/dc_k) dc_kj` over the runs `j`, one per input."""
         t = self.trace
-        final = Timeline(t, plan.pass_.end).grad
+        final = t.state_at(plan.pass_.end)[1]
         phase = "working out the numbers"
         moves: list[list[float]] = []  # per run: how each input moved
         node_moves: list[float] = []

@@ -4,6 +4,7 @@ traces whose answers are known, and by a JSON round trip of a recorded one."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from array import array
 
 import pytest

@@ -62,12 +62,19 @@ def diagnose(
 
     progress(0, 0, "checking the trace")
     ctx = CheckContext(trace, hits)
-    with collector_paused():
-        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
-
     reruns = Reruns(scenario, seed, max_nodes, timeout)
     numerical = NumericalCheck(trace, ctx, reruns, progress, budget)
-    found = numerical.run(passes, sample, found)
+    seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
+    with collector_paused():
+        found = seeds(trace, ctx)
+    numerical.begin(passes, sample)  # its nudged run records while the others run
+    try:
+        with collector_paused():
+            found += [f for check in others for f in check(trace, ctx)]
+    except BaseException:
+        reruns.wait_quietly(numerical.pending)
+        raise
+    found = numerical.run(found)
     return Report(
         findings=one_per_line(found),
         trace=trace,

@@ -116,33 +116,47 @@ class NumericalCheck:
         self.seconds = 0.0
         self.notes: list[str] = []
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
+        self.sampled = True
+        self.plans: list[Plan] = []
+        self.pending: list = []  # the run nudged up, started by `begin`
+        self.started = 0.0
+        self.quiet = True  # its progress is not shown until `run` waits for it
 
-    def run(self, passes: PassChoice, sample: int | None,
-            earlier: list[Finding]) -> list[Finding]:
+    def begin(self, passes: PassChoice, sample: int | None) -> None:
+        """Choose the passes and start the run nudged up: it records while the trace
+        checks go on (the missing-seed check must have run: a seedless pass is left out)."""
+        self.started = time.perf_counter()
+        self.sampled = passes is None
+        wanted = self.choose(passes)
+        if wanted:
+            rng = random.Random(self.reruns.seed)
+            self.plans = [self.plan(p, sample, rng) for p in wanted]
+            self.pending = self.start_nudged(self.plans, (1,))
+        self.seconds = time.perf_counter() - self.started
+
+    def run(self, earlier: list[Finding]) -> list[Finding]:
         """The findings so far (`earlier`, from the trace checks), less the no-backward
         ones the numbers show to be right (a flat op), plus the numerical check's own."""
-        started = time.perf_counter()
+        resumed = time.perf_counter()
+        self.quiet = False
         try:
-            return self._run(passes, sample, earlier, started)
+            return self._run(earlier)
         finally:
-            self.seconds = time.perf_counter() - started
+            self.seconds += time.perf_counter() - resumed
 
-    def _run(self, passes: PassChoice, sample: int | None, earlier: list[Finding],
-             started: float) -> list[Finding]:
-        wanted = self.choose(passes)
-        if not wanted:
+    def _run(self, earlier: list[Finding]) -> list[Finding]:
+        plans = self.plans
+        if not plans:
             return earlier
-        rng = random.Random(self.reruns.seed)
-        plans = [self.plan(p, sample, rng) for p in wanted]
-        runs = self.nudged_runs(plans, (1,))
+        runs = self.finish_nudged(plans, self.pending)
         if runs is None:
             return earlier
         (plus,) = runs
         minus: Trace | None = None
+        started = time.perf_counter() - self.seconds  # as if the check had run alone
         found = list(earlier)
-        sampled = passes is None
         for k, plan in enumerate(spread(plans)):
-            if (sampled and k >= 2
+            if (self.sampled and k >= 2
                     and time.perf_counter() - started > self.budget):
                 break
             # One run nudged up tells a right pass from a wrong one; the run nudged down
@@ -156,7 +170,7 @@ class NumericalCheck:
                 self.checked_calls, self.kinks = counts
                 self.checked.pop()
                 self.checked_nodes -= len(plan.nodes)
-                more = self.nudged_runs(plans, (-1,))
+                more = self.finish_nudged(plans, self.start_nudged(plans, (-1,)))
                 if more is None:
                     break
                 (minus,) = more
@@ -252,10 +266,10 @@ class NumericalCheck:
         stop_after = len(t.events_of(EventKind.BACKWARD, 0, first))
         return Plan(p, first, stop_after, root, nodes, leaves, direction)
 
-    def nudged_runs(self, plans: list[Plan], signs: tuple[int, ...]) -> list[Trace] | None:
+    def start_nudged(self, plans: list[Plan], signs: tuple[int, ...]) -> list:
         """The runs nudged by `sign` × H along the direction, up to the last checked
-        pass, side by side. A node in the graphs of several passes (a parameter) gets
-        one nudge."""
+        pass, side by side, started. A node in the graphs of several passes (a
+        parameter) gets one nudge."""
         u: dict[int, float] = {}
         for plan in plans:
             for n, v in plan.direction.items():
@@ -266,22 +280,27 @@ class NumericalCheck:
         size = max(plan.root for plan in plans) + 1  # the nodes each run makes at least
         phase = "numerical check"
         total = len(signs) * size
-        self.progress(0, total, phase)
         done = [0] * len(signs)
 
         def progress(side: int):
             def report(nid: int) -> None:
                 done[side] = min(nid, size)
-                self.progress(sum(done), total, phase)
+                if not self.quiet:
+                    self.progress(sum(done), total, phase)
             return report
 
         # the op nodes' own nudges are taken back as their pass's backward starts
         restore = {plan.stop_after: [n for n in plan.direction if not self.trace.is_leaf(n)]
                    for plan in plans[:-1]}
-        runs = self.reruns.pair(tuple({n: sign * H * v for n, v in u.items()} for sign in signs),
-                                last.stop_after, tuple(map(progress, range(len(signs)))),
-                                restore)
-        self.progress(total, total, phase)
+        return self.reruns.start(
+            tuple({n: sign * H * v for n, v in u.items()} for sign in signs),
+            last.stop_after, tuple(map(progress, range(len(signs)))), restore)
+
+    def finish_nudged(self, plans: list[Plan], started: list) -> list[Trace] | None:
+        """The traces of the nudged runs, if they took the recorded path."""
+        self.progress(0, 0, "numerical check")
+        runs = self.reruns.wait(started)
+        last = plans[-1]
         if any(len(run) != last.first for run in runs):
             self.notes.append("the nudged runs took another path than the recorded one, "
                               "so the numerical check was skipped")

@@ -80,6 +80,12 @@ class Reruns:
         """Re-runs as `__call__` makes them, one per nudge, side by side (each in a
         process of its own: two cores do a pair in the time of one). `restore` maps a
         number of `_backward` calls to the nodes whose own nudge is taken back then."""
+        return self.wait(self.start(nudges, stop_after, on_progress, restore))
+
+    def start(self, nudges: tuple[dict[int, float], ...], stop_after: int,
+              on_progress: tuple[Callable[[int], None] | None, ...],
+              restore: dict[int, list[int]] | None = None) -> list:
+        """The re-runs of `pair`, started: `wait` gives their traces."""
         from mgtui.runner import Run, RunSpec
 
         runs = []
@@ -91,6 +97,22 @@ class Reruns:
                                      "stop_after": stop_after,
                                      "restore": {str(k): v for k, v in (restore or {}).items()}})
             runs.append(Run(spec, on_progress=progress).start())
+        return runs
+
+    @staticmethod
+    def wait_quietly(runs: list) -> None:
+        """Stop started re-runs that are no longer wanted, and wait for them to end."""
+        for run in runs:
+            run.cancel("the doctor stopped")
+        for run in runs:
+            try:
+                run.wait()
+            except BaseException:  # noqa: BLE001 - it is being thrown away
+                pass
+
+    @staticmethod
+    def wait(runs: list) -> list[Trace]:
+        """The traces of started re-runs; ctrl+c (or an error) in one stops them all."""
         traces = []
         try:
             for run in runs:

@@ -253,11 +253,11 @@ def backward_number(t: Trace, index: int) -> int:
 
 
 TRACE_CHECKS: tuple[Check, ...] = (
+    check_missing_seed,  # first: the numerical check leaves out the passes it explains
     check_non_finite,
     check_overwrite,
     check_no_backward,
     check_foreign_write,
-    check_missing_seed,
     check_topo_order,
     check_missing_zero_grad,
 )

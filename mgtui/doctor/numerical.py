@@ -2,14 +2,16 @@
 values move with the grads its `_backward` calls applied.
 
 How it stays fast on large graphs (written here rather than taken from a library,
-because every run is a re-run of a user's script, not a call of a function): one pair of
-runs nudges every node of the checked graphs at once, by ±h along a seeded random
-direction `u`, and stops as soon as the last checked backward pass is about to start.
-The run nudged up is made first: its one-sided difference from the recording clears a
-right pass; the run nudged down is made only when a pass seems wrong, for central
-differences (and the one-sided ones at a kink). Every checked pass reads its nodes' moves from the same
-two runs, at the step its backward pass starts: a pass later on costs only its own
-checking, not more runs.
+because every run is a re-run of a user's script, not a call of a function): one run
+nudges every node of the checked graphs at once, by +h along a seeded random direction
+`u`, and stops as soon as the last checked backward pass is about to start. It records
+while the trace checks run. Every checked pass reads its nodes' moves from that run, at
+the step its backward pass starts, so a later pass costs only its own checking. The
+one-sided difference from the recording clears a right pass; only for a pass that
+seems wrong is a second run made, nudged by -h, for central differences (and the
+one-sided ones on either side of a kink). An op node's own nudge is taken back as its
+pass's backward begins, so that later passes move smoothly (a ReLU output nudged off 0
+would switch its `_backward` on).
 
 - The output moves by `h * sum(u_i * grad_i)`: gradcheck's fast mode, a directional
   derivative of the root, compared with the recorded grads.

@@ -550,9 +550,20 @@ class Trace:
     def state_at(self, position: int) -> tuple[array, array]:
         """Every node's data and grad after the first `position` events (a `Timeline`
         at `position`), replayed in bulk: much faster than stepping there."""
-        return replay_state(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
-                            self._wr_node, self._wr_field, self._wr_after, self.node_data,
-                            max(0, min(position, len(self))))
+        data = array("d", self.node_data)
+        grad = array("d", bytes(8 * self.node_count))
+        self.replay(0, position, data, grad)
+        return data, grad
+
+    def replay(self, start: int, end: int, data: array, grad: array) -> None:
+        """Write the effects of events [start, end) into `data` and `grad`, as `apply`
+        would one by one, in bulk."""
+        n = len(self)
+        start, end = max(0, min(start, n)), max(0, min(end, n))
+        if start < end:
+            replay_into(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
+                        self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
+                        start, end, data, grad)
 
     def first_non_finite(self) -> int | None:
         """The first event that stores a nan or an inf: a node created with one, or a
@@ -970,44 +981,44 @@ class TraceBuilder:
 
     def _final_state(self, write_start: array) -> tuple[array, array]:
         """Every node's data and grad at the end: each write replayed once, in order."""
-        return replay_state(self.ev_kind, self.ev_node, self.ev_after, write_start,
-                            self.wr_node, self.wr_field, self.wr_after, self.node_data,
-                            len(self.ev_kind))
+        data = array("d", self.node_data)
+        grad = array("d", bytes(8 * len(self.node_data)))
+        replay_into(self.ev_kind, self.ev_node, self.ev_after, write_start, self.wr_node,
+                    self.wr_field, self.wr_after, 1 not in self.wr_field, 0,
+                    len(self.ev_kind), data, grad)
+        return data, grad
 
 
-def replay_state(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
-                 wr_node: array, wr_field: array, wr_after: array, node_data: array,
-                 position: int) -> tuple[array, array]:
-    """Every node's data and grad after the first `position` events, each write replayed
-    once, in order. Writes inside `_backward` calls are merged a run at a time with
-    `dict.update`, and only the few writes outside them are visited one by one."""
+def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
+                wr_node: array, wr_field: array, wr_after: array, only_grads: bool,
+                start: int, end: int, data: array, grad: array) -> None:
+    """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
+    each write replayed once, in order. Writes inside `_backward` calls are merged a run
+    at a time with `dict.update`, and only the few writes outside them are visited one
+    by one."""
     grads: dict[int, float] = {}
     datas: dict[int, float] = {}
-    only_grads = 1 not in wr_field
-    w = 0
+    w = write_start[start]
 
-    def apply(end: int) -> None:
+    def apply(stop: int) -> None:
         if only_grads:
-            grads.update(zip(wr_node[w:end], wr_after[w:end]))
+            grads.update(zip(wr_node[w:stop], wr_after[w:stop]))
         else:
-            for k in range(w, end):
+            for k in range(w, stop):
                 (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
 
-    kinds = ev_kind.tobytes()[:position]
+    kinds = ev_kind.tobytes()[start:end]
     for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), kinds):
-        i = match.start()
-        end = write_start[i]
-        apply(end)
-        w = end
+        i = start + match.start()
+        stop = write_start[i]
+        apply(stop)
+        w = stop
         (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
-    apply(write_start[position])
-    final_data = array("d", node_data)
-    final_grad = array("d", bytes(8 * len(node_data)))
+    apply(write_start[end])
     for nid, value in grads.items():
-        final_grad[nid] = value
+        grad[nid] = value
     for nid, value in datas.items():
-        final_data[nid] = value
-    return final_data, final_grad
+        data[nid] = value
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:

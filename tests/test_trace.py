@@ -186,3 +186,20 @@ def test_state_at_is_the_timeline_at_that_step():
             data, grad = trace.state_at(k)
             at = Timeline(trace, k)
             assert list(data) == list(at.data) and list(grad) == list(at.grad), (name, k)
+
+
+def test_replay_of_a_span_is_applying_its_events():
+    from array import array
+
+    from mgtui.recorder import record
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    for name in ("mlp.py", "bugs/no_zero_grad.py"):
+        trace = record(root / name)
+        for p in trace.passes:
+            data, grad = trace.state_at(p.start)
+            want_data, want_grad = array("d", data), array("d", grad)
+            for i in p.steps:
+                trace.apply(i, want_data, want_grad)
+            trace.replay(p.start, p.end, data, grad)
+            assert data == want_data and grad == want_grad, (name, p)

@@ -194,8 +194,11 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
                 found.append(zero_grad_finding(t, ctx, p, calls, stale, grad, ends, last_update))
             ends[p.index] = p.end
             roots[p.index] = t.backward_root(p)
+        if p.kind == "backward":
+            t.replay(p.start, p.end, data, grad)  # in bulk: a backward pass is long
         for i in p.steps:
-            t.apply(i, data, grad)
+            if p.kind != "backward":
+                t.apply(i, data, grad)
             written = calls.get(i)
             if written is not None:
                 held.update(dict.fromkeys(written, p.index))

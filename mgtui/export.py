@@ -65,6 +65,8 @@ def to_json(trace: Trace) -> dict[str, Any]:
                 ],
                 "line": e.line,
                 "closure": e.closure,
+                **({"values": [[name, num(v)] for name, v in values]}
+                   if (values := trace.values_at(e.index)) else {}),
             })
         else:
             events.append({"kind": e.kind, "node": e.node, "before": num(e.before),
@@ -174,6 +176,9 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
                       fields.index(closure, f"events[{i}].closure") if closure is not None else -1)
     if kind is not EventKind.BACKWARD:
         return
+    if e.get("values") is not None:  # optional: what the call read as it began
+        ((_, pairs),) = fields.call_values([[i, e["values"]]], f"events[{i}].values")
+        builder.add_values(i, pairs)
     for k, w in enumerate(fields.seq(e.get("writes"), f"events[{i}].writes")):
         where = f"events[{i}].writes[{k}]"
         w = fields.obj(w, where)

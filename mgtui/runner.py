@@ -293,6 +293,9 @@ class Run:
                 self._builder.add(tracefile.decode_chunk(tag, payload))
             elif tag == "M":
                 tracefile.add_names(self._builder, json.loads(payload))
+            elif tag == "V":
+                for event, pairs in fields.call_values(json.loads(payload)):
+                    self._builder.add_values(event, pairs)
             elif tag == "L":
                 for pair in fields.seq(json.loads(payload), "labels"):
                     nid, label = fields.seq(pair, "labels")[:2]

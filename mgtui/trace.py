@@ -15,12 +15,13 @@ import math
 import re
 import sys
 from array import array
+from bisect import bisect_right
 from copy import copy
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import le, lt, sub
+from operator import add, le, lt, mul, sub
 from typing import Iterable, Iterator, Literal, Sequence
 
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
@@ -205,6 +206,8 @@ class Trace:
     passes: tuple[Pass, ...] = field(default=())
     # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
     _name: tuple[str, ...] = ()
+    # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
+    _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -239,7 +242,15 @@ class Trace:
         return self._line[nid] or None
 
     def children(self, nid: int) -> tuple[int, ...]:
-        return tuple(self._child_ids[self._child_start[nid] : self._child_start[nid + 1]])
+        start = self._child_start
+        return self._children_flat[start[nid] : start[nid + 1]]
+
+    @cached_property
+    def _children_flat(self) -> tuple[int, ...]:
+        """Every node's children, one after another, as one tuple: a slice of it is the
+        tuple `children()` gives, three times faster than a tuple made from an array
+        slice (the doctor asks for the children of every `_backward` call)."""
+        return tuple(self._child_ids)
 
     def is_leaf(self, nid: int) -> bool:
         return self._child_start[nid] == self._child_start[nid + 1]
@@ -323,9 +334,47 @@ class Trace:
             return [self._ev_node[index]]
         if kind != _BACKWARD:
             return []
+        lo, hi = self._ev_write_start[index], self._ev_write_start[index + 1]
+        if self._grad_writes_only:
+            return self._wr_node[lo:hi].tolist()
         node, fld = self._wr_node, self._wr_field
-        return [node[w] for w in range(self._ev_write_start[index],
-                                       self._ev_write_start[index + 1]) if fld[w] == 0]
+        return [node[w] for w in range(lo, hi) if fld[w] == 0]
+
+    @cached_property
+    def _grad_writes_only(self) -> bool:
+        """No `_backward` wrote a `data` (the usual case: its writes are all grads)."""
+        return self._wr_field.tobytes().find(b"\x01") < 0
+
+    def foreign_writes(self) -> list[tuple[int, Write]]:
+        """(event, write) for each `_backward` call's first write to a node that is not
+        one of its node's inputs. Every write is looked up at once, as a number
+        `owner * nodes + target`, in the set of the graph's edges."""
+        n = self.node_count
+        start, ids, ws = self._child_start, self._child_ids, self._ev_write_start
+        parents = chain.from_iterable(map(repeat, range(n), map(sub, start[1:], start[:-1])))
+        edges = set(map(add, map(mul, parents, repeat(n)), ids))
+        counts = list(map(sub, ws[1:], ws[:-1]))
+        owners = chain.from_iterable(map(repeat, self._ev_node, counts))
+        keys = list(map(add, map(mul, owners, repeat(n)), self._wr_node))
+        if edges.issuperset(keys):
+            return []
+        bad = [w for w, key in enumerate(keys) if key not in edges]
+        out: list[tuple[int, Write]] = []
+        for w in bad:
+            i = bisect_right(ws, w) - 1  # the event whose writes hold write w
+            if not out or out[-1][0] != i:
+                out.append((i, self._writes(w, w + 1)[0]))
+        return out
+
+    def values_at(self, index: int) -> tuple[tuple[str, float], ...]:
+        """(name, value) of what the `_backward` call of event `index` read from its
+        closure as it began (`s`, `out.grad`): recorded for ops the engine does not
+        define (see `mgtui.call_values`); () for the others, and in older traces."""
+        return self._values.get(index, ())
+
+    def values_recorded(self) -> Iterator[tuple[int, tuple[tuple[str, float], ...]]]:
+        """(event, values) for every call that has them, in order (for the file formats)."""
+        return iter(sorted(self._values.items()))
 
     def event(self, index: int) -> Event:
         kind = self._ev_kind[index]
@@ -578,11 +627,27 @@ class Trace:
         return n
 
     # -- queries the doctor asks -----------------------------------------------------------
+    def state_at(self, position: int) -> tuple[array, array]:
+        """Every node's data and grad after the first `position` events (a `Timeline`
+        at `position`), replayed in bulk: much faster than stepping there."""
+        data = array("d", self.node_data)
+        grad = array("d", bytes(8 * self.node_count))
+        self.replay(0, position, data, grad)
+        return data, grad
+
+    def replay(self, start: int, end: int, data: array, grad: array) -> None:
+        """Write the effects of events [start, end) into `data` and `grad`, as `apply`
+        would one by one, in bulk."""
+        n = len(self)
+        start, end = max(0, min(start, n)), max(0, min(end, n))
+        if start < end:
+            replay_into(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
+                        self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
+                        start, end, data, grad)
+
     def first_non_finite(self) -> int | None:
         """The first event that stores a nan or an inf: a node created with one, or a
         write (inside a `_backward` or not) of one."""
-        from bisect import bisect_right
-
         found = []
         nid = self._first_non_finite(self.node_data)
         if nid is not None:
@@ -717,6 +782,7 @@ class TraceBuilder:
         self._final_data = array("d")
         self._final_grad = array("d")
         self._final_events = self._final_writes = 0  # replayed into the final state
+        self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
     def node_count(self) -> int:
@@ -775,6 +841,21 @@ class TraceBuilder:
         if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
             raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
         self.names[nid] = name
+
+    def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
+        """What the `_backward` call of event `event` read as it began: (name, value)
+        pairs. It may come before the event itself (the stream sends it first); one
+        for an event that never arrives is dropped when the trace is built."""
+        if not isinstance(event, int) or isinstance(event, bool) or event < 0:
+            raise TraceFormatError("values", f"{event!r} is not an event")
+        checked = []
+        for pair in pairs:
+            name, value = pair
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
+                raise TraceFormatError(f"values[{event}]", f"{pair!r} is not a name and a number")
+            checked.append((name, float(value)))
+        self.values[event] = tuple(checked)
 
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
@@ -1030,6 +1111,10 @@ class TraceBuilder:
             output=inert(output),
             _name=_inert_names(self._names_column()),
         )
+        n, kinds = self.event_count, self.ev_kind
+        object.__setattr__(trace, "_values", {
+            i: tuple((inert_line(name), value) for name, value in pairs)
+            for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD})
         if passes is None:
             found = split_passes(trace)
         else:
@@ -1095,6 +1180,38 @@ class TraceBuilder:
         for nid, value in datas.items():
             final_data[nid] = value
         self._final_events, self._final_writes = len(ev_kind), len(wr_node)
+
+
+def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
+                wr_node: array, wr_field: array, wr_after: array, only_grads: bool,
+                start: int, end: int, data: array, grad: array) -> None:
+    """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
+    each write replayed once, in order. Writes inside `_backward` calls are merged a run
+    at a time with `dict.update`, and only the few writes outside them are visited one
+    by one."""
+    grads: dict[int, float] = {}
+    datas: dict[int, float] = {}
+    w = write_start[start]
+
+    def apply(stop: int) -> None:
+        if only_grads:
+            grads.update(zip(wr_node[w:stop], wr_after[w:stop]))
+        else:
+            for k in range(w, stop):
+                (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+
+    kinds = ev_kind.tobytes()[start:end]
+    for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), kinds):
+        i = start + match.start()
+        stop = write_start[i]
+        apply(stop)
+        w = stop
+        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
+    apply(write_start[end])
+    for nid, value in grads.items():
+        grad[nid] = value
+    for nid, value in datas.items():
+        data[nid] = value
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:

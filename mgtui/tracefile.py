@@ -13,6 +13,9 @@ an 8-byte little-endian length and a payload:
                closures i32, write_starts i64 (each [count])
     W  writes (zlib): u32 count; nodes i64, fields i8, before f64, after f64, lines i32
     M  names given late, while a scenario still runs: JSON [[id, name], ...]
+    V  values read by `_backward` calls as they began (optional; older files have none):
+               JSON [[event, [[name, value], ...]], ...], a value that is not finite as
+               "nan", "inf" or "-inf"
     Z  end:    JSON {"error": null | {"type", "message", "line", "after_event"},
                "output": str, "passes": [[kind, start, end], ...]}
 
@@ -128,6 +131,12 @@ def encode_json(tag: bytes, obj: object) -> bytes:
     return _record(tag, _json(obj))
 
 
+def encode_values(entries: list[tuple[int, tuple[tuple[str, float], ...]]]) -> bytes:
+    """A V record: what some `_backward` calls read as they began."""
+    return _record(b"V", _json([[event, [[name, fields.json_number(v)] for name, v in pairs]]
+                                for event, pairs in entries]))
+
+
 def encode_end(error: TraceError | None, output: str,
                passes: list[tuple[str, int, int]] | None) -> bytes:
     err = None if error is None else {"type": error.type, "message": error.message,
@@ -141,6 +150,9 @@ def write(trace: Trace, f: BinaryIO) -> None:
         f.write(encode_closure(c))
     for chunk in chunks_of(trace):
         f.write(encode_chunk(chunk))
+    values = list(trace.values_recorded())
+    if values:
+        f.write(encode_values(values))
     f.write(encode_end(trace.error, trace.output,
                        [(p.kind, p.start, p.end) for p in trace.passes]))
 
@@ -315,6 +327,9 @@ def _read(recs: Iterator[tuple[str, object]]) -> Trace:
                 builder.validate()  # what came so far (the rest is inflated meanwhile)
         elif tag == "M":
             add_names(builder, _Payload(tag, payload).json())
+        elif tag == "V":
+            for event, pairs in fields.call_values(_Payload(tag, payload).json()):
+                builder.add_values(event, pairs)
         elif tag == "Z":
             end = fields.obj(_Payload(tag, payload).json(), "end")
         else:

@@ -4,6 +4,7 @@ traces whose answers are known, and by a JSON round trip of a recorded one."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from array import array
 
 import pytest
@@ -240,3 +241,34 @@ def test_indexes_extended_from_an_earlier_prefix_equal_indexes_built_afresh():
             for w in prefix.writes(i):
                 assert prefix.contribution(w) == again.contribution(w)
         older = prefix
+
+
+def test_state_at_is_the_timeline_at_that_step():
+    """`Trace.state_at(k)`, replayed in bulk, is what stepping a Timeline to k gives."""
+    from mgtui.recorder import record
+    from mgtui.timeline import Timeline
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    for name in ("mlp.py", "bugs/foreign_write.py", "bugs/late_pass.py"):
+        trace = record(root / name)
+        for k in sorted({0, 1, len(trace) // 3, len(trace) // 2, len(trace) - 1, len(trace)}):
+            data, grad = trace.state_at(k)
+            at = Timeline(trace, k)
+            assert list(data) == list(at.data) and list(grad) == list(at.grad), (name, k)
+
+
+def test_replay_of_a_span_is_applying_its_events():
+    from array import array
+
+    from mgtui.recorder import record
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    for name in ("mlp.py", "bugs/no_zero_grad.py"):
+        trace = record(root / name)
+        for p in trace.passes:
+            data, grad = trace.state_at(p.start)
+            want_data, want_grad = array("d", data), array("d", grad)
+            for i in p.steps:
+                trace.apply(i, want_data, want_grad)
+            trace.replay(p.start, p.end, data, grad)
+            assert data == want_data and grad == want_grad, (name, p)

@@ -29,6 +29,7 @@ from mgtui.widgets.keys import bindings_of
 MARKS = {
     "run": "▶ ",  # this node's _backward is running
     "acc": "+=",  # the running _backward accumulated into this node's grad
+    "assign": "= ",  # the running _backward assigned this node's grad (`x.grad = …`)
     "new": "● ",  # created by this (forward) step
     "set": "= ",  # written outside a _backward (seed, zero_grad, update)
     "err": "✗ ",
@@ -60,6 +61,7 @@ class NodeTable(ScrollView, can_focus=True):
         "node-table--cursor",
         "node-table--run",
         "node-table--acc",
+        "node-table--assign",
         "node-table--new",
         "node-table--set",
         "node-table--changed",
@@ -79,6 +81,7 @@ class NodeTable(ScrollView, can_focus=True):
     NodeTable:focus > .node-table--cursor { background: $accent 60%; }
     NodeTable > .node-table--run { text-style: bold reverse; color: $warning; }
     NodeTable > .node-table--acc { text-style: bold; color: $success; }
+    NodeTable > .node-table--assign { text-style: bold; color: $error; }
     NodeTable > .node-table--new { text-style: bold; color: $primary; }
     NodeTable > .node-table--set { text-style: bold; color: $secondary; }
     NodeTable > .node-table--changed { text-style: bold reverse; color: $success; }
@@ -282,11 +285,11 @@ class NodeTable(ScrollView, can_focus=True):
             row_style = base + self.get_component_rich_style("node-table--dim")
         elif mark:
             row_style = base + self.get_component_rich_style(f"node-table--{mark}")
-        if is_cursor and mark in ("run", "acc", "new", "set"):
+        if is_cursor and mark in ("run", "acc", "assign", "new", "set"):
             row_style = row_style + Style(underline=True)  # keep the mark's own colours
         elif is_cursor:
             row_style = row_style + self.get_component_rich_style("node-table--cursor")
-        changed = self.get_component_rich_style("node-table--changed") if mark in ("acc", "set") else None
+        changed = self.get_component_rich_style("node-table--changed") if mark in ("acc", "assign", "set") else None
         topo = view.topo_of.get(nid)
         nonfinite = self.get_component_rich_style("node-table--nonfinite")
         cells: list[tuple[str, Style | None]] = [

@@ -11,13 +11,20 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 from textual.events import MouseScrollDown, MouseScrollUp
+from textual.geometry import Region
 from textual.widget import Widget
 
 from mgtui.bindings import TEXT_KEYS
 from mgtui.widgets.keys import bindings_of
+from mgtui.widgets.strips import CompactLines
 
 
-class TextPane(Widget, can_focus=True):
+def line_key(line: Text) -> tuple:
+    """What a line shows: its text and its styles."""
+    return (line.plain, str(line.style), tuple(line.spans))
+
+
+class TextPane(CompactLines, Widget, can_focus=True):
     BINDINGS = bindings_of(TEXT_KEYS)
     DEFAULT_CSS = """
     TextPane { height: 1fr; overflow: hidden; }
@@ -31,6 +38,8 @@ class TextPane(Widget, can_focus=True):
         self._lines: list[Text] | None = None
         self._lines_width = -1
         self.offset_y = 0
+        self._drawn: list[tuple] | None = None  # the lines last drawn, as `line_key`s
+        self._drawn_size = (0, 0)
 
     def set_text(self, text: Text, focus_line: int | None = None) -> None:
         """Show `text`, from the top, or scrolled so that `focus_line` sits a third of the
@@ -39,7 +48,20 @@ class TextPane(Widget, can_focus=True):
         self._lines = None
         self.offset_y = 0
         self._focus_line = focus_line
-        self.refresh()
+        self.refresh_changed()
+
+    def refresh_changed(self) -> None:
+        """Draw again only the lines whose text is not what is on screen (the step
+        detail keeps most of its lines from one step to the next)."""
+        width, height = self.content_size
+        if self._drawn is None or self._drawn_size != (width, height):
+            self.refresh()
+            return
+        old = self._drawn
+        new = [line_key(line) for line in self._shown(width, height)]
+        for y in range(height):
+            if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None):
+                self.refresh(Region(0, y, width, 1))
 
     _focus_line: int | None = None
 
@@ -72,8 +94,9 @@ class TextPane(Widget, can_focus=True):
         self.action_scroll_lines(-2)
         event.stop()
 
-    def render(self) -> Text:
-        width, height = self.content_size
+    def _shown(self, width: int, height: int) -> list[Text]:
+        """The lines on screen at this size: the text from `offset_y`, with a line that
+        says what is above or below."""
         lines = self.lines(width)
         if self._focus_line is not None and height:
             self.offset_y = max(self._focus_line - height // 3, 0)
@@ -85,7 +108,14 @@ class TextPane(Widget, can_focus=True):
             shown = shown[:-1] + [Text(f"↓ {more} more lines (tab here, then ↓)", style="dim italic")]
         if top > 0 and shown and height >= 3:
             shown = [Text(f"↑ {top} lines above", style="dim italic")] + shown[1:]
-        out = Text("\n").join(line if self.WRAP else self._crop(line, width) for line in shown)
+        return [line if self.WRAP else self._crop(line, width) for line in shown]
+
+    def render(self) -> Text:
+        width, height = self.content_size
+        shown = self._shown(width, height)
+        self._drawn = [line_key(line) for line in shown]
+        self._drawn_size = (width, height)
+        out = Text("\n").join(shown)
         out.no_wrap = True
         out.overflow = "crop"
         return out

@@ -1,0 +1,79 @@
+"""Strips with as few style changes as they can have: the bytes a step sends over SSH.
+
+Textual writes every segment of a strip with its whole SGR code and a reset after it,
+so a row cut into 18 segments of the same colours costs 18 codes. `compact` merges
+adjacent segments that look the same, including blanks whose style differs only in what
+a blank does not show (its foreground colour, bold, italic, dim), and ignoring the meta
+Textual keeps in a style for the mouse (it is never sent). `CompactLines` does it to
+every line a widget renders for the screen; `render_line`, which Textual's text
+selection reads, keeps its segments.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Region
+from textual.strip import Strip
+
+
+def _look(style: Style | None) -> tuple:
+    """What a style sends to the terminal: its colours, attributes and link. (Not its
+    meta, which Textual keeps for the mouse and never sends.)"""
+    if style is None:
+        return (None, None, 0, None)
+    return (style._color, style._bgcolor, style._attributes & style._set_attributes, style._link)
+
+
+def _blank_look(style: Style | None) -> tuple | None:
+    """What a run of spaces in `style` looks like, or None if it shows more than a
+    background (underline, strike, overline, reverse video, a link)."""
+    if style is None:
+        return (None,)
+    if (style.underline or style.underline2 or style.strike or style.overline
+            or style.reverse or style._link):
+        return None
+    return (style._bgcolor,)
+
+
+def _blank(text: str) -> bool:
+    return not text.strip(" ")
+
+
+def compact(strip: Strip) -> Strip:
+    """`strip` with adjacent segments that render alike merged into one."""
+    segments = strip._segments
+    if len(segments) < 2:
+        return strip
+    out: list[list] = []  # [text, style, look] triples, and control segments as they are
+    for text, style, control in segments:
+        if control:
+            out.append(Segment(text, style, control))
+            continue
+        if not text:
+            continue
+        look = _look(style)
+        if out and isinstance(last := out[-1], list):
+            last_text, last_style, last_look = last
+            if last_look == look:
+                last[0] = last_text + text
+                continue
+            if _blank(text) or _blank(last_text):
+                blank = _blank_look(style)
+                if blank is not None and blank == _blank_look(last_style):
+                    last[0] = last_text + text
+                    if _blank(last_text):  # the run takes the style of what shows
+                        last[1], last[2] = style, look
+                    continue
+        out.append([text, style, look])
+    if len(out) == len(segments):
+        return strip
+    return Strip([s if isinstance(s, Segment) else Segment(s[0], s[1]) for s in out],
+                 strip.cell_length)
+
+
+class CompactLines:
+    """A widget mixin: every line it renders is `compact`."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        return [compact(strip) for strip in super().render_lines(crop)]  # type: ignore[misc]

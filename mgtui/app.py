@@ -28,6 +28,7 @@ from mgtui.messages import (
     TraceLoaded,
 )
 from mgtui.trace import Trace
+from mgtui.view import prepare as prepare_views
 from mgtui.widgets.debugger import DebuggerScreen
 from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
@@ -196,6 +197,7 @@ class MgtuiApp(App[int]):
 
                 trace, stopped = load(path), ""
             trace.build_indexes()  # here, not on the first backward step
+            prepare_views(trace, (self._position, self.debugger.position, 0, len(trace) + 1))
             self.post_message(TraceLoaded(trace, path, reload, stopped))
         except ScenarioLoadError as exc:
             self.post_message(LoadFailed(path, exc.message, exc.detail))
@@ -218,6 +220,7 @@ class MgtuiApp(App[int]):
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > shown:
                 shown = len(trace)
+                prepare_views(trace, (self._position, self.debugger.position, 0))
                 self.post_message(TraceGrowing(trace, path))
         return run.wait()
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from mgtui.explain import Explanation, explain
 from mgtui.timeline import Timeline
 from mgtui.trace import EventKind, Trace, TraceError
-from mgtui.view import GraphView, views_for
+from mgtui.view import GraphView, take_prepared, view_key
 
 TABS = ("source", "notes", "output", "checks")
 BARS = "▁▂▃▄▅▆▇█"
@@ -193,7 +193,7 @@ class Session:
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
         self.total = len(trace) + (1 if trace.error is not None else 0)
-        self._views: dict[tuple[int, int], GraphView] = {}
+        self._views = take_prepared(trace)  # built off the UI thread, if they were
         losses = trace.losses()
         self._loss_passes = [index for index, _ in losses]
         values = tuple(v for _, v in losses)
@@ -217,10 +217,9 @@ class Session:
 
     def view_at(self, pass_index: int) -> GraphView | None:
         """The graph shown during pass `pass_index` (built once, then cached)."""
-        forward, backward = views_for(self.trace, pass_index)
+        key, forward, backward = view_key(self.trace, pass_index)
         if forward is None and backward is None:
             return None
-        key = (forward.index if forward else -1, backward.index if backward else -1)
         view = self._views.get(key)
         if view is None:
             view = GraphView.build(self.trace, forward, backward)

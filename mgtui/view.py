@@ -1,12 +1,44 @@
 """What the panes show for one forward pass: its rows, its topological order and the
-backward walk over it. Built once per pass and cached, so a step only does lookups."""
+backward walk over it. Built once per pass and cached, so a step only does lookups.
+
+Building one costs in proportion to the graph (about a second for a million nodes), so
+the app builds the ones it will show first off the UI thread (`prepare`), and the
+session takes them from there (`take_prepared`)."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from mgtui.trace import Pass, Trace
+
+
+class TopoIndex(Mapping[int, int]):
+    """Node id -> its place in a topological order: an array indexed by id (a dict of
+    a million entries would cost ten times the memory and time)."""
+
+    def __init__(self, topo: Sequence[int], node_count: int) -> None:
+        at = array("q", [-1]) * node_count
+        for k, nid in enumerate(topo):
+            at[nid] = k
+        self._at, self._len = at, len(topo)
+
+    def __getitem__(self, nid: int) -> int:
+        k = self._at[nid] if 0 <= nid < len(self._at) else -1
+        if k < 0:
+            raise KeyError(nid)
+        return k
+
+    def __contains__(self, nid: object) -> bool:
+        return isinstance(nid, int) and 0 <= nid < len(self._at) and self._at[nid] >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return (nid for nid, k in enumerate(self._at) if k >= 0)
+
+    def __len__(self) -> int:
+        return self._len
 
 
 @dataclass
@@ -17,11 +49,11 @@ class GraphView:
     trace: Trace
     forward: Pass | None
     backward: Pass | None
-    used: list[int] = field(default_factory=list)  # earlier nodes it uses, sorted ids
-    made: list[int] = field(default_factory=list)  # nodes the pass made, increasing ids
-    topo: list[int] = field(default_factory=list)  # topological order (leaves first)
-    topo_of: dict[int, int] = field(default_factory=dict)
-    walk_events: list[int] = field(default_factory=list)  # BACKWARD event indices of `backward`
+    used: Sequence[int] = field(default_factory=list)  # earlier nodes it uses, sorted ids
+    made: Sequence[int] = field(default_factory=list)  # nodes the pass made, increasing ids
+    topo: Sequence[int] = field(default_factory=list)  # topological order (leaves first)
+    topo_of: Mapping[int, int] = field(default_factory=dict)
+    walk_events: Sequence[int] = field(default_factory=list)  # BACKWARD event indices of `backward`
     label_width: int = 5
     inputs_width: int = 6
 
@@ -29,19 +61,19 @@ class GraphView:
     def build(cls, trace: Trace, forward: Pass | None, backward: Pass | None) -> GraphView:
         view = cls(trace, forward, backward)
         if forward is not None:
-            rows = trace.graph(forward)
-            made = set(trace.made_in(forward))
-            view.used = [n for n in rows if n not in made]
-            view.made = [n for n in rows if n in made]
+            view.made = trace.made_ids(forward)
+            view.used = trace.inputs_before(forward)
         if backward is not None:
-            view.walk_events = trace.backward_calls(backward)
-            view.topo = [trace.event_node(i) for i in reversed(view.walk_events)]
+            view.walk_events = array("q", trace.backward_calls(backward))
+            order = array("q", trace.backward_order(backward))
+            order.reverse()
+            view.topo = order
         else:
-            view.topo = view.used + view.made
-        view.topo_of = {nid: k for k, nid in enumerate(view.topo)}
-        sample = view.used + view.made
-        if len(sample) > 4000:  # widths from a sample: labels are alike in big graphs
-            sample = sample[:2000] + sample[-2000:]
+            view.topo = array("q", view.used)
+            view.topo.extend(view.made)
+        view.topo_of = TopoIndex(view.topo, trace.node_count)
+        sample = list(view.used[:2000]) + list(view.used[-2000:]) + list(view.made[:2000]) \
+            + list(view.made[-2000:])  # widths from a sample: labels are alike in big graphs
         view.label_width = max([5] + [len(trace.label(n)) for n in sample])
         view.label_width = min(view.label_width, 18)
         widest = max([6] + [len(view.inputs_text(n)) for n in sample])
@@ -112,3 +144,37 @@ def views_for(trace: Trace, index: int) -> tuple[Pass | None, Pass | None]:
     if index < len(passes) and passes[index].kind == "backward":
         backward = passes[index]
     return forward, backward
+
+
+def view_key(trace: Trace, pass_index: int) -> tuple[tuple[int, int], Pass | None, Pass | None]:
+    """The cache key of the graph shown during pass `pass_index`, and its passes."""
+    forward, backward = views_for(trace, pass_index)
+    return (forward.index if forward else -1, backward.index if backward else -1), forward, backward
+
+
+# Views built off the UI thread for the next session of one trace (see `prepare`).
+_prepared: tuple[Trace, dict[tuple[int, int], GraphView]] | None = None
+
+
+def prepare(trace: Trace, steps: Iterable[int]) -> None:
+    """Build the views shown at `steps` (say the first step, the last and the one the
+    app opens at), in the thread that calls this, for the next `Session` of `trace` to
+    take. Views prepared for another trace are dropped."""
+    global _prepared
+    views: dict[tuple[int, int], GraphView] = {}
+    for step in steps:
+        p = trace.pass_at(max(min(step, len(trace)) - 1, 0))
+        key, forward, backward = view_key(trace, p.index if p is not None else 0)
+        if key != (-1, -1) and key not in views:
+            views[key] = GraphView.build(trace, forward, backward)
+    _prepared = (trace, views)
+
+
+def take_prepared(trace: Trace) -> dict[tuple[int, int], GraphView]:
+    """The views `prepare` built for `trace` (handed over once), else none."""
+    global _prepared
+    ready = _prepared
+    if ready is None or ready[0] is not trace:
+        return {}
+    _prepared = None
+    return dict(ready[1])

@@ -8,7 +8,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from mgtui.widgets.strips import compact
+from mgtui.widgets.strips import changed_width, compact
 
 STYLES = [
     None,
@@ -83,3 +83,14 @@ def test_what_a_blank_shows_is_kept():
                   Style(bgcolor="green")):
         strip = Strip([Segment("ab", Style(color="red", bgcolor="blue")), Segment("  ", other)])
         assert len(compact(strip)) == 2
+
+
+def test_a_line_is_sent_only_as_far_as_it_changed():
+    red, blue = Style(color="red"), Style(color="blue", bgcolor="black")
+    old = [Segment("step 41/99  ", red), Segment("x.grad", blue)]
+    assert changed_width(old, [Segment("step 42/99  ", red), Segment("x.grad", blue)], 30) == 7
+    assert changed_width(old, [Segment("step 41/99  ", red), Segment("x.grad", red)], 30) == 18
+    assert changed_width(old, old, 30) == 0
+    assert changed_width(old, [Segment("step 41/99", red)], 30) == 18  # what went away, too
+    assert changed_width(None, old, 30) == 30  # nothing known of what is on screen
+    assert changed_width(old, [Segment("step 41/99  ", red), Segment("漢字", blue)], 30) == 30

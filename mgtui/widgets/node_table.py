@@ -23,7 +23,7 @@ from mgtui.explain import fmt
 from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.keys import bindings_of
-from mgtui.widgets.strips import CompactLines
+from mgtui.widgets.strips import CompactLines, changed_width
 
 # The row marks. Each is text, so it reads without colour (NO_COLOR, 16 colours).
 MARKS = {
@@ -113,7 +113,7 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         self._rows = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._widths: tuple[int, ...] = ()
-        self._drawn: dict[int, tuple | None] = {}  # line on screen -> the key of its row
+        self._drawn: dict[int, tuple] = {}  # line on screen -> (its row's key, its strip)
 
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState, single_step: bool = False) -> None:
@@ -138,16 +138,23 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         self.refresh_changed()
 
     def refresh_changed(self) -> None:
-        """Draw again only the lines on screen whose row is not what was drawn there
-        (a scroll repaints everything by itself)."""
-        top = round(self.scroll_y)
+        """Draw again only the lines on screen whose row is not what was drawn there,
+        and of each only as far as it changed (a scroll repaints everything by itself)."""
+        top, scroll_x = round(self.scroll_y), round(self.scroll_x)
         drawn = self._drawn
         width, height = self.scrollable_content_region.size
         for y in range(1, height):
             row = top + y - 1
             key = self._row_key(row) if 0 <= row < self._rows else None
-            if y not in drawn or drawn[y] != key:
-                self.refresh(Region(0, y, width, 1))  # not the scrollbar beside it
+            old_key, old_strip = drawn.get(y, (False, None))
+            if old_key == key:
+                continue
+            cut = width
+            if key is not None and old_strip is not None:
+                strip = self._row(row, key).crop_extend(scroll_x, scroll_x + width, self.rich_style)
+                cut = changed_width(old_strip, strip, width)
+            if cut:
+                self.refresh(Region(0, y, cut, 1))  # not the scrollbar beside it
 
     def _show_view(self, view: GraphView | None) -> None:
         self.view = view
@@ -235,10 +242,12 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         else:
             row = round(self.scroll_y) + y - 1
             if self.view is None or not 0 <= row < self._rows:
-                self._drawn[y] = None
+                self._drawn[y] = (None, None)
                 return Strip.blank(width, self.rich_style)
-            self._drawn[y] = self._row_key(row)
-            strip = self._row(row, self._drawn[y])
+            key = self._row_key(row)
+            strip = self._row(row, key).crop_extend(scroll_x, scroll_x + width, self.rich_style)
+            self._drawn[y] = (key, strip)
+            return strip
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def _header(self) -> Strip:

@@ -11,6 +11,9 @@ selection reads, keeps its segments.
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
@@ -77,3 +80,34 @@ class CompactLines:
 
     def render_lines(self, crop: Region) -> list[Strip]:
         return [compact(strip) for strip in super().render_lines(crop)]  # type: ignore[misc]
+
+
+def cells(segments: Iterable[Segment]) -> list[tuple]:
+    """What each cell of a line shows (a blank: only what `_blank_look` says)."""
+    out = []
+    for text, style, control in segments:
+        if control:
+            continue
+        look, blank = _look(style), _blank_look(style)
+        blank_cell = (" ", blank) if blank is not None else (" ", look)
+        out.extend(blank_cell if ch == " " else (ch, look) for ch in text)
+    return out
+
+
+def changed_width(old: Iterable[Segment] | None, new: Iterable[Segment], width: int) -> int:
+    """How many cells from the left of a line of `width` hold every difference between
+    what was drawn (`old`) and what is to be drawn (`new`): Textual sends a partly
+    refreshed line from its left edge to the refreshed region's right edge, so the
+    rest of a line that did not change need not be sent."""
+    if old is None:
+        return width
+    a, b = cells(old), cells(new)
+    if max(len(a), len(b)) > width or any(cell_len(c[0]) != 1 for c in a + b):
+        return width  # wide characters: cells are not characters
+    blank = (" ", (None,))
+    a += [blank] * (width - len(a))
+    b += [blank] * (width - len(b))
+    for x in range(width - 1, -1, -1):
+        if a[x] != b[x]:
+            return x + 1
+    return 0

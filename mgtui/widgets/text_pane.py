@@ -16,12 +16,20 @@ from textual.widget import Widget
 
 from mgtui.bindings import TEXT_KEYS
 from mgtui.widgets.keys import bindings_of
-from mgtui.widgets.strips import CompactLines
+from mgtui.widgets.strips import CompactLines, changed_width
 
 
 def line_key(line: Text) -> tuple:
     """What a line shows: its text and its styles."""
     return (line.plain, str(line.style), tuple(line.spans))
+
+
+_STYLES = Console(width=10_000, legacy_windows=False)  # resolves a line's style names
+
+
+def segments(line: Text) -> list:
+    """A line as segments, its styles resolved (to compare what two lines show)."""
+    return list(line.render(_STYLES))
 
 
 class TextPane(CompactLines, Widget, can_focus=True):
@@ -38,7 +46,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
         self._lines: list[Text] | None = None
         self._lines_width = -1
         self.offset_y = 0
-        self._drawn: list[tuple] | None = None  # the lines last drawn, as `line_key`s
+        self._drawn: list[tuple] | None = None  # the lines last drawn: (line_key, segments)
         self._drawn_size = (0, 0)
 
     def set_text(self, text: Text, focus_line: int | None = None) -> None:
@@ -58,10 +66,17 @@ class TextPane(CompactLines, Widget, can_focus=True):
             self.refresh()
             return
         old = self._drawn
-        new = [line_key(line) for line in self._shown(width, height)]
+        new = self._shown(width, height)
         for y in range(height):
-            if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None):
-                self.refresh(Region(0, y, width, 1))
+            before = old[y] if y < len(old) else None
+            after = new[y] if y < len(new) else None
+            if (before and before[0]) == (after and line_key(after)):
+                continue
+            cut = width
+            if before is not None and after is not None:
+                cut = changed_width(before[1], segments(after), width)
+            if cut:
+                self.refresh(Region(0, y, cut, 1))
 
     _focus_line: int | None = None
 
@@ -113,7 +128,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
     def render(self) -> Text:
         width, height = self.content_size
         shown = self._shown(width, height)
-        self._drawn = [line_key(line) for line in shown]
+        self._drawn = [(line_key(line), segments(line)) for line in shown]
         self._drawn_size = (width, height)
         out = Text("\n").join(shown)
         out.no_wrap = True

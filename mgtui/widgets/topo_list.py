@@ -19,7 +19,7 @@ from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.node_table import MARKS, clip
 from mgtui.widgets.keys import bindings_of
-from mgtui.widgets.strips import CompactLines
+from mgtui.widgets.strips import CompactLines, changed_width
 
 
 class TopoList(CompactLines, ScrollView, can_focus=True):
@@ -47,7 +47,7 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
         self.marks: dict[int, str] = {}
         self.grad = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
-        self._drawn: dict[int, tuple | None] = {}  # line on screen -> the key of its row
+        self._drawn: dict[int, tuple] = {}  # line on screen -> (its row's key, its strip)
 
     def show(self, state: StepState, single_step: bool = False) -> None:
         """Show the walk at one step. Within the same graph only the lines whose row
@@ -76,8 +76,14 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
         width, height = self.scrollable_content_region.size
         for y in range(1, height):
             key = self._line_key(top + y - 1, width)
-            if y not in self._drawn or self._drawn[y] != key:
-                self.refresh(Region(0, y, width, 1))  # not the scrollbar beside it
+            old_key, old_strip = self._drawn.get(y, (False, None))
+            if old_key == key:
+                continue
+            cut = width
+            if key is not None and old_strip is not None:
+                cut = changed_width(old_strip, self._strip(key), width)
+            if cut:
+                self.refresh(Region(0, y, cut, 1))  # not the scrollbar beside it
 
     _walk_row = 0
 
@@ -107,16 +113,22 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
             title += "     grad  (walked bottom-up)" if view is not None and view.ordered() else ""
             return Strip([Segment(clip(title, width), self.get_component_rich_style("topo-list--header"))])
         if view is None:
-            self._drawn[y] = None
+            self._drawn[y] = (None, None)
             return Strip.blank(width, self.rich_style)
-        k = round(self.scroll_y) + y - 1
-        key = self._line_key(k, width)
-        self._drawn[y] = key
+        key = self._line_key(round(self.scroll_y) + y - 1, width)
         if key is None:
+            self._drawn[y] = (None, None)
             return Strip.blank(width, self.rich_style)
+        strip = self._strip(key)
+        self._drawn[y] = (key, strip)
+        return strip
+
+    def _strip(self, key: tuple) -> Strip:
+        """The line of the order that `key` (from `_line_key`) describes, cached."""
         strip = self._cache.get(key)
         if strip is None:
-            _, nid, state, grad, _ = key
+            view = self.view
+            k, nid, state, grad, width = key
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
             text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(trace.label(nid), view.label_width)}"

@@ -7,13 +7,14 @@ import json
 import math
 import os
 import re
+from functools import partial
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from mgtui import fields, tracefile
 from mgtui.errors import ScenarioLoadError
-from mgtui.trace import EventKind, Field, Trace, TraceBuilder, TraceFormatError
+from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
 
 FORMAT = "mgtui-trace"
 VERSION = 1
@@ -167,9 +168,82 @@ class _NotStreamable(Exception):
 
 
 CHUNK = 1 << 20  # characters read at a time
-# A creation event exactly as `write_json` writes it: read without a dict.
-_CREATE_EVENT = re.compile(r'\{"kind": "create", "node": (0|[1-9][0-9]{0,17})\}')
 _SPACE = re.compile(r"[ \t\n\r]*")
+
+
+# Records exactly as `write_json` writes them are read with one regular expression each,
+# without a dict; anything else (other spacing, a field more, a bad value) is read by
+# `json`'s decoder and checked field by field as before.
+_INT = r"(0|[1-9][0-9]{0,17})"
+_NUM = r'(-?(?:0|[1-9][0-9]{0,20})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?|"nan"|"inf"|"-inf")'
+_LINE = r"(null|0|[1-9][0-9]{0,7})"
+_STR = r'"((?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*)"'
+_WRITE = (rf'\{{"node": {_INT}, "before": {_NUM}, "after": {_NUM}, "line": {_LINE}'
+          r'(?:, "field": "(grad|data)")?\}')
+_END = r"[ \t\n\r]*([,\]])"  # the separator after a record, or the end of the list
+
+
+def _bare(pattern: str) -> str:
+    return pattern.replace("(", "(?:").replace("(?:?:", "(?:")
+
+
+_WRITE_RECORD = re.compile(_WRITE)
+_EVENT_RECORD = re.compile(
+    r"[ \t\n\r]*(?:"
+    rf'\{{"kind": "create", "node": {_INT}\}}'
+    rf'|\{{"kind": "backward", "node": {_INT}, "writes": \[((?:{_bare(_WRITE)}'
+    rf'(?:, {_bare(_WRITE)})*)?)\], "line": {_LINE}, "closure": (null|{_bare(_INT)})\}}'
+    rf'|\{{"kind": "(grad|data)", "node": {_INT}, "before": {_NUM}, "after": {_NUM}, '
+    rf'"line": {_LINE}\}})' + _END)
+_NODE_RECORD = re.compile(
+    rf'[ \t\n\r]*\{{"id": {_INT}, "label": {_STR}, "op": {_STR}, '
+    rf'"children": \[((?:-1|{_bare(_INT)})(?:, (?:-1|{_bare(_INT)}))*)?\], "data": {_NUM}, '
+    rf'"line": {_LINE}, "final_data": {_bare(_NUM)}, "final_grad": {_bare(_NUM)}\}}' + _END)
+
+
+def _text(raw: str) -> str:
+    return json.loads(f'"{raw}"') if "\\" in raw else raw
+
+
+def _value(raw: str) -> float:
+    return float(raw.strip('"'))
+
+
+def _line_no(raw: str) -> int:
+    return 0 if raw == "null" else int(raw)
+
+
+def _node_record(builder: TraceBuilder, m: re.Match, i: int) -> bool:
+    nid, label, op, children, data, line = m.group(1, 2, 3, 4, 5, 6)
+    if int(nid) != i or _line_no(line) > MAX_LINE:
+        return False  # read again the slow way, which says what is wrong
+    label = _text(label)
+    builder.add_node("" if label == f"#{i}" else label, _text(op),
+                     [int(c) for c in children.split(", ")] if children else (),
+                     _value(data), _line_no(line))
+    return True
+
+
+def _event_record(builder: TraceBuilder, m: re.Match, i: int) -> bool:
+    (created, caller, writes, line, closure, kind, node, before, after,
+     lone_line) = m.group(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    if created is not None:
+        builder.add_event(EventKind.CREATE, int(created))
+    elif caller is not None:
+        found = [w.group(1, 2, 3, 4, 5) for w in _WRITE_RECORD.finditer(writes or "")]
+        if _line_no(line) > MAX_LINE or any(_line_no(w[3]) > MAX_LINE for w in found):
+            return False
+        builder.add_event(EventKind.BACKWARD, int(caller), 0.0, 0.0, _line_no(line),
+                          -1 if closure == "null" else int(closure))
+        for w_node, w_before, w_after, w_line, w_field in found:
+            builder.add_write(int(w_node), Field.DATA if w_field == "data" else Field.GRAD,
+                              _value(w_before), _value(w_after), _line_no(w_line))
+    else:
+        if _line_no(lone_line) > MAX_LINE:
+            return False
+        builder.add_event(EventKind(kind), int(node), _value(before), _value(after),
+                          _line_no(lone_line))
+    return True
 
 
 class _JSONStream:
@@ -217,34 +291,35 @@ class _JSONStream:
                 if not self._more():
                     raise _NotStreamable() from None
 
-    def match(self, pattern: re.Pattern) -> re.Match | None:
-        if len(self.buf) - self.pos < 4096:
-            self._more()
-        m = pattern.match(self.buf, self.pos)
-        if m is not None:
-            self.pos = m.end()
-        return m
-
-    def items(self) -> Iterator[None]:
-        """Step through a list: yields at each item, for the caller to read it."""
+    def records(self, pattern: re.Pattern, fast, slow) -> None:
+        """Read a list of records: each matched by `pattern` goes to `fast(match, i)`
+        (which may decline it), any other to `slow(value, i)`."""
         self.expect("[")
         if self.peek() == "]":
             self.pos += 1
             return
+        i = 0
         while True:
-            yield
-            c = self.peek()
-            self.pos += 1
-            if c == "]":
+            if len(self.buf) - self.pos < 65536:
+                self._more()
+            m = pattern.match(self.buf, self.pos)
+            if m is not None and fast(m, i):
+                self.pos, end = m.end(), m.group(m.lastindex)
+            else:
+                slow(self.value(), i)
+                end = self.peek()
+                self.pos += 1
+            i += 1
+            if end == "]":
                 return
-            if c != ",":
+            if end != ",":
                 raise _NotStreamable()
 
 
 def read_json(path: Path) -> Trace:
     """A JSON trace read as a stream: its nodes and events go into the builder one at a
-    time, so no document of the whole trace is built, and a creation event as
-    `write_json` writes it is read without even a dict. Raises `_NotStreamable` for a
+    time, so no document of the whole trace is built, and a record as `write_json`
+    writes it is read without even a dict. Raises `_NotStreamable` for a
     file that is not an object with "format" and "version" before its nodes and events."""
     head: dict[str, Any] = {}
     builder: TraceBuilder | None = None
@@ -264,16 +339,13 @@ def read_json(path: Path) -> Trace:
                 if key in head:
                     raise _NotStreamable()
                 head[key] = True
+                b = builder
                 if key == "nodes":
-                    for i, _ in enumerate(s.items()):
-                        _node(builder, fields.obj(s.value(), f"nodes[{i}]"), i)
+                    s.records(_NODE_RECORD, partial(_node_record, b),
+                              lambda n, i: _node(b, fields.obj(n, f"nodes[{i}]"), i))
                 else:
-                    for i, _ in enumerate(s.items()):
-                        m = s.match(_CREATE_EVENT)
-                        if m is not None:
-                            builder.add_event(EventKind.CREATE, int(m.group(1)))
-                        else:
-                            _event(builder, fields.obj(s.value(), f"events[{i}]"), i)
+                    s.records(_EVENT_RECORD, partial(_event_record, b),
+                              lambda e, i: _event(b, fields.obj(e, f"events[{i}]"), i))
             else:
                 head[key] = s.value()
             if s.peek() == ",":

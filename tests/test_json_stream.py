@@ -108,3 +108,35 @@ def test_a_bad_creation_event_is_not_read_by_the_fast_path(tmp_path):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ScenarioLoadError, match=r"events\[\d+\]\.node"):
         load(path)
+
+
+def test_records_read_without_a_dict_are_checked_like_the_others(tmp_path):
+    text = dumps(MLP)
+    path = tmp_path / "t.json"
+    backward = next(line for line in text.splitlines() if '"kind": "backward"' in line)
+    bad_line = backward.replace('"closure"', '"closure"', 1)
+    head, sep, tail = bad_line.rpartition('"line": ')
+    bad_line = head + sep + "99999999" + tail[tail.index(","):]
+    path.write_text(text.replace(backward, bad_line, 1), encoding="utf-8")
+    with pytest.raises(ScenarioLoadError, match=r"events\[\d+\]\.line"):
+        load(path)
+    node = next(line for line in text.splitlines() if line.startswith('{"id": 5,'))
+    path.write_text(text.replace(node, node.replace('"id": 5', '"id": 6'), 1), encoding="utf-8")
+    with pytest.raises(ScenarioLoadError, match=r"nodes\[5\]\.id"):
+        load(path)
+
+
+def test_escaped_labels_read_back_as_written(tmp_path, write_scenario):
+    path = write_scenario("labels", """
+        from engine import Value
+        a = Value(2.0, label='é "q" \\\\ \\x07 ≠')
+        b = a * a
+        b.label = '漢字\\tx'
+        b.backward()
+    """)
+    trace = record(path)
+    saved = tmp_path / "t.json"
+    saved.write_text(dumps(trace), encoding="utf-8")
+    back = export.read_json(saved)
+    same_trace(trace, back)
+    assert back.label(0) == trace.label(0) and "é" in back.label(0)

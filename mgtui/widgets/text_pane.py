@@ -72,9 +72,8 @@ class TextPane(CompactLines, Widget, can_focus=True):
             after = new[y] if y < len(new) else None
             if (before and before[0]) == (after and line_key(after)):
                 continue
-            cut = width
-            if before is not None and after is not None:
-                cut = changed_width(before[1], segments(after), width)
+            cut = changed_width(before[1] if before else [],  # no line: blank cells
+                                segments(after) if after else [], width)
             if cut:
                 self.refresh(Region(0, y, cut, 1))
 

@@ -11,6 +11,7 @@ selection reads, keeps its segments.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Iterable
 
 from rich.cells import cell_len
@@ -25,7 +26,13 @@ def _look(style: Style | None) -> tuple:
     meta, which Textual keeps for the mouse and never sends.)"""
     if style is None:
         return (None, None, 0, None)
-    return (style._color, style._bgcolor, style._attributes & style._set_attributes, style._link)
+    look = _LOOKS.get(style)
+    if look is None:
+        if len(_LOOKS) > 4096:
+            _LOOKS.clear()
+        look = _LOOKS[style] = (style._color, style._bgcolor,
+                                style._attributes & style._set_attributes, style._link)
+    return look
 
 
 def _blank_look(style: Style | None) -> tuple | None:
@@ -33,10 +40,18 @@ def _blank_look(style: Style | None) -> tuple | None:
     background (underline, strike, overline, reverse video, a link)."""
     if style is None:
         return (None,)
-    if (style.underline or style.underline2 or style.strike or style.overline
-            or style.reverse or style._link):
-        return None
-    return (style._bgcolor,)
+    look = _BLANK_LOOKS.get(style, False)
+    if look is False:
+        if len(_BLANK_LOOKS) > 4096:
+            _BLANK_LOOKS.clear()
+        shows = (style.underline or style.underline2 or style.strike or style.overline
+                 or style.reverse or style._link)
+        look = _BLANK_LOOKS[style] = None if shows else (style._bgcolor,)
+    return look
+
+
+_LOOKS: dict[Style, tuple] = {}
+_BLANK_LOOKS: dict[Style, tuple | None] = {}
 
 
 def _blank(text: str) -> bool:
@@ -79,19 +94,44 @@ class CompactLines:
     """A widget mixin: every line it renders is `compact`."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        return [compact(strip) for strip in super().render_lines(crop)]  # type: ignore[misc]
+        return [_compacted(strip) for strip in super().render_lines(crop)]  # type: ignore[misc]
 
 
-def cells(segments: Iterable[Segment]) -> list[tuple]:
-    """What each cell of a line shows (a blank: only what `_blank_look` says)."""
-    out = []
+# Textual hands back the same Strip for a line that did not change (its own caches), so
+# each is compacted once: by identity, the strip itself kept so that its id stays its own.
+_COMPACTED: dict[int, tuple[Strip, Strip]] = {}
+
+
+def _compacted(strip: Strip) -> Strip:
+    done = _COMPACTED.get(id(strip))
+    if done is not None and done[0] is strip:
+        return done[1]
+    small = compact(strip)
+    if len(_COMPACTED) > 4096:
+        _COMPACTED.clear()
+    _COMPACTED[id(strip)] = (strip, small)
+    return small
+
+
+def cells(segments: Iterable[Segment]) -> tuple[str, list[tuple]]:
+    """A line's characters, and what each of its cells shows (a blank: only what
+    `_blank_look` says)."""
+    chars: list[str] = []
+    looks: list[tuple] = []
     for text, style, control in segments:
-        if control:
+        if control or not text:
             continue
-        look, blank = _look(style), _blank_look(style)
-        blank_cell = (" ", blank) if blank is not None else (" ", look)
-        out.extend(blank_cell if ch == " " else (ch, look) for ch in text)
-    return out
+        chars.append(text)
+        look = _look(style)
+        blank = _blank_look(style) or look
+        if " " in text and blank != look:
+            looks.extend(blank if ch == " " else look for ch in text)
+        else:
+            looks.extend(repeat(look, len(text)))
+    return "".join(chars), looks
+
+
+_NO_CELL = (None,)  # the look of a blank past the end of a line
 
 
 def changed_width(old: Iterable[Segment] | None, new: Iterable[Segment], width: int) -> int:
@@ -101,13 +141,18 @@ def changed_width(old: Iterable[Segment] | None, new: Iterable[Segment], width: 
     rest of a line that did not change need not be sent."""
     if old is None:
         return width
-    a, b = cells(old), cells(new)
-    if max(len(a), len(b)) > width or any(cell_len(c[0]) != 1 for c in a + b):
+    return last_change(*cells(old), *cells(new), width)
+
+
+def last_change(a: str, a_looks: list, b: str, b_looks: list, width: int) -> int:
+    """One past the last cell where two lines (their characters and each cell's look)
+    differ, within `width` cells; `width` when characters are not all one cell wide."""
+    if max(len(a), len(b)) > width or cell_len(a) != len(a) or cell_len(b) != len(b):
         return width  # wide characters: cells are not characters
-    blank = (" ", (None,))
-    a += [blank] * (width - len(a))
-    b += [blank] * (width - len(b))
+    a, b = a.ljust(width), b.ljust(width)
+    a_looks = a_looks + [_NO_CELL] * (width - len(a_looks))
+    b_looks = b_looks + [_NO_CELL] * (width - len(b_looks))
     for x in range(width - 1, -1, -1):
-        if a[x] != b[x]:
+        if a[x] != b[x] or a_looks[x] != b_looks[x]:
             return x + 1
     return 0

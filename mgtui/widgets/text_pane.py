@@ -16,7 +16,7 @@ from textual.widget import Widget
 
 from mgtui.bindings import TEXT_KEYS
 from mgtui.widgets.keys import bindings_of
-from mgtui.widgets.strips import CompactLines, changed_width
+from mgtui.widgets.strips import CompactLines, last_change
 
 
 def line_key(line: Text) -> tuple:
@@ -24,12 +24,15 @@ def line_key(line: Text) -> tuple:
     return (line.plain, str(line.style), tuple(line.spans))
 
 
-_STYLES = Console(width=10_000, legacy_windows=False)  # resolves a line's style names
-
-
-def segments(line: Text) -> list:
-    """A line as segments, its styles resolved (to compare what two lines show)."""
-    return list(line.render(_STYLES))
+def text_cells(line: Text) -> tuple[str, list[tuple]]:
+    """A line's characters and, for each, the styles on it (by name, unresolved: two
+    cells alike in their names look alike; a difference only ever sends more)."""
+    plain = line.plain
+    looks: list[tuple] = [(line.style,)] * len(plain)
+    for start, end, style in line.spans:
+        for i in range(max(start, 0), min(end, len(plain))):
+            looks[i] = looks[i] + (style,)
+    return plain, looks
 
 
 class TextPane(CompactLines, Widget, can_focus=True):
@@ -46,7 +49,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
         self._lines: list[Text] | None = None
         self._lines_width = -1
         self.offset_y = 0
-        self._drawn: list[tuple] | None = None  # the lines last drawn: (line_key, segments)
+        self._drawn: list[tuple] | None = None  # the lines last drawn: (line_key, Text)
         self._drawn_size = (0, 0)
 
     def set_text(self, text: Text, focus_line: int | None = None) -> None:
@@ -72,8 +75,8 @@ class TextPane(CompactLines, Widget, can_focus=True):
             after = new[y] if y < len(new) else None
             if (before and before[0]) == (after and line_key(after)):
                 continue
-            cut = changed_width(before[1] if before else [],  # no line: blank cells
-                                segments(after) if after else [], width)
+            cut = last_change(*(text_cells(before[1]) if before else ("", [])),
+                              *(text_cells(after) if after else ("", [])), width)
             if cut:
                 self.refresh(Region(0, y, cut, 1))
 
@@ -127,7 +130,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
     def render(self) -> Text:
         width, height = self.content_size
         shown = self._shown(width, height)
-        self._drawn = [(line_key(line), segments(line)) for line in shown]
+        self._drawn = [(line_key(line), line) for line in shown]
         self._drawn_size = (width, height)
         out = Text("\n").join(shown)
         out.no_wrap = True

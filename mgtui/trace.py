@@ -349,7 +349,15 @@ class Trace:
         kinds = self._ev_kind
         stop = len(kinds) if stop is None else stop
         if stop - start > 256:  # a scan of the kind bytes at C speed
-            return list(compress(range(start, stop), self._is_kind(code, start, stop)))
+            kind_bytes, byte = self._kind_bytes, bytes((code,))
+            if kind_bytes.count(byte, start, stop) * 8 > stop - start:  # many: sift them all
+                return list(compress(range(start, stop), self._is_kind(code, start, stop)))
+            out = []  # few: jump from one to the next
+            i = kind_bytes.find(byte, start, stop)
+            while i >= 0:
+                out.append(i)
+                i = kind_bytes.find(byte, i + 1, stop)
+            return out
         return [i for i in range(start, stop) if kinds[i] == code]
 
     def _is_kind(self, code: int, start: int, stop: int) -> Iterator[bool]:

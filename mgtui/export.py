@@ -10,7 +10,7 @@ import re
 from functools import partial
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 from mgtui import fields, tracefile
 from mgtui.errors import ScenarioLoadError

@@ -118,7 +118,8 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState, single_step: bool = False) -> None:
         """Show the state of one step, the cursor on its selected node. Within the same
-        graph only the lines whose row changed are drawn again, however far the move."""
+        graph only the lines whose row changed are drawn again, however far the move
+        (so `single_step` is no longer needed; callers may still pass it)."""
         view = state.view
         new_view = view is not self.view
         if new_view:
@@ -181,7 +182,6 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         if not self._rows:
             return
         row = max(0, min(row, self._rows - 1))
-        old = self.cursor
         self.set_reactive(NodeTable.cursor, row)
         self.scroll_to_row(row, center=center)
         if repaint:

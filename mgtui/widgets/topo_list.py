@@ -51,7 +51,7 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
 
     def show(self, state: StepState, single_step: bool = False) -> None:
         """Show the walk at one step. Within the same graph only the lines whose row
-        changed are drawn again, however far the move."""
+        changed are drawn again, however far the move (`single_step` is not needed)."""
         view = state.view
         new_view = view is not self.view
         if new_view:

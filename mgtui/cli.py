@@ -200,9 +200,9 @@ def save_trace(trace, path: Path) -> None:
 def write_trace(trace, args: argparse.Namespace) -> None:
     out = InertStream(sys.stdout)
     if args.export == "json":
-        from mgtui.export import dumps
+        from mgtui.export import write_json
 
-        sys.stdout.write(dumps(trace) + "\n")  # JSON escapes every control character
+        write_json(trace, sys.stdout)  # as a stream; JSON escapes every control character
     elif args.export == "dot":
         from mgtui.export import to_dot
 

@@ -16,7 +16,7 @@ from mgtui.assigns import assigning_lines
 from mgtui.explain import Explanation, explain
 from mgtui.timeline import Timeline
 from mgtui.trace import EventKind, Trace, TraceError
-from mgtui.view import GraphView, views_for
+from mgtui.view import GraphView, take_prepared, view_key
 
 TABS = ("source", "notes", "output", "checks")
 BARS = "▁▂▃▄▅▆▇█"
@@ -194,7 +194,7 @@ class Session:
         self.timeline = Timeline(trace)
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
-        self._views: dict[tuple[int, int], GraphView] = {}
+        self._views = take_prepared(trace)  # built off the UI thread, if they were
         self._summarise(trace)
         self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
         # the doctor's numerical local derivatives: event -> input -> d node / d input
@@ -221,9 +221,9 @@ class Session:
         self.timeline.grow(trace)
         same = {p.index for p in trace.passes[: len(old.passes)]
                 if p == old.passes[p.index]}
-        views = {}
+        views = take_prepared(trace)  # those the app's worker built for this trace
         for key, view in self._views.items():
-            if all(k in same for k in key if k >= 0):
+            if key not in views and all(k in same for k in key if k >= 0):
                 views[key] = view.rebind(trace)
         self._views = views
         self._summarise(trace)
@@ -244,10 +244,9 @@ class Session:
 
     def view_at(self, pass_index: int) -> GraphView | None:
         """The graph shown during pass `pass_index` (built once, then cached)."""
-        forward, backward = views_for(self.trace, pass_index)
+        key, forward, backward = view_key(self.trace, pass_index)
         if forward is None and backward is None:
             return None
-        key = (forward.index if forward else -1, backward.index if backward else -1)
         view = self._views.get(key)
         if view is None:
             view = GraphView.build(self.trace, forward, backward)

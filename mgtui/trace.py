@@ -409,14 +409,19 @@ class Trace:
         kinds = self._ev_kind
         stop = len(kinds) if stop is None else stop
         if stop - start > 256:  # a scan of the kind bytes at C speed
-            found = self._kind_bytes.find
-            out = []
-            i = found(bytes((code,)), start, stop)
+            kind_bytes, byte = self._kind_bytes, bytes((code,))
+            if kind_bytes.count(byte, start, stop) * 8 > stop - start:  # many: sift them all
+                return list(compress(range(start, stop), self._is_kind(code, start, stop)))
+            out = []  # few: jump from one to the next
+            i = kind_bytes.find(byte, start, stop)
             while i >= 0:
                 out.append(i)
-                i = found(bytes((code,)), i + 1, stop)
+                i = kind_bytes.find(byte, i + 1, stop)
             return out
         return [i for i in range(start, stop) if kinds[i] == code]
+
+    def _is_kind(self, code: int, start: int, stop: int) -> Iterator[bool]:
+        return map(code.__eq__, self._ev_kind[start:stop])
 
     def backward_calls(self, p: Pass) -> list[int]:
         """The `_backward` events of pass `p`, in the order they ran."""
@@ -429,7 +434,24 @@ class Trace:
 
     def made_in(self, p: Pass) -> list[int]:
         """The nodes a (forward) pass made, in creation order."""
-        return [self._ev_node[i] for i in self.events_of(EventKind.CREATE, p.start, p.end)]
+        return list(self.made_ids(p))
+
+    def made_ids(self, p: Pass) -> range:
+        """The nodes pass `p` made: consecutive ids, as creations make the next id."""
+        first = self._kind_bytes.find(bytes((_CREATE,)), p.start, p.end)
+        if first < 0:
+            return range(0)
+        lo = self._ev_node[first]
+        return range(lo, lo + self._kind_bytes.count(bytes((_CREATE,)), first, p.end))
+
+    def inputs_before(self, p: Pass) -> list[int]:
+        """The nodes made before pass `p` that its nodes take as inputs, by id."""
+        made = self.made_ids(p)
+        if not made:
+            return []
+        start = self._child_start
+        lo = made.start
+        return sorted(c for c in set(self._child_ids[start[lo]:start[made.stop]]) if 0 <= c < lo)
 
     @cached_property
     def _kind_bytes(self) -> bytes:
@@ -491,10 +513,7 @@ class Trace:
 
     def graph(self, forward: Pass) -> list[int]:
         """The nodes of a forward pass plus the earlier nodes (leaves) they use, by id."""
-        made = self.made_in(forward)
-        inside = set(made)
-        used = {c for n in made for c in self.children(n) if c not in inside and c >= 0}
-        return sorted(used) + made
+        return self.inputs_before(forward) + self.made_in(forward)
 
     def backward_root(self, backward: Pass) -> int | None:
         """The node a backward pass starts from: the seeded node, else the first caller."""
@@ -516,7 +535,8 @@ class Trace:
     def backward_order(self, backward: Pass) -> list[int]:
         """The nodes whose `_backward` ran in a backward pass, in the order they ran:
         the reverse of the topological order the pass walked."""
-        return [self._ev_node[i] for i in self.backward_calls(backward)]
+        return list(compress(self._ev_node[backward.start:backward.end],
+                             self._is_kind(_BACKWARD, backward.start, backward.end)))
 
     # -- derived indexes, built once on first use ------------------------------------------
     @cached_property

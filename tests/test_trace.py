@@ -272,3 +272,22 @@ def test_replay_of_a_span_is_applying_its_events():
                 trace.apply(i, want_data, want_grad)
             trace.replay(p.start, p.end, data, grad)
             assert data == want_data and grad == want_grad, (name, p)
+
+
+def test_the_queries_views_use_answer_as_a_plain_scan_would():
+    """events_of, made_ids, inputs_before and backward_order (issue 12: C-speed scans)
+    against the same questions asked one event at a time."""
+    t = record("scenarios/mlp.py")
+    for kind in EventKind:
+        for start, stop in ((0, len(t)), (5, 300), (len(t) // 3, len(t) // 2)):
+            expected = [i for i in range(start, stop) if t.kind(i) is kind]
+            assert t.events_of(kind, start, stop) == expected
+    for p in t.passes:
+        made = [t.event_node(i) for i in p.steps if t.kind(i) is EventKind.CREATE]
+        assert list(t.made_ids(p)) == made
+        inside = set(made)
+        used = sorted({c for n in made for c in t.children(n) if c not in inside and c >= 0})
+        assert t.inputs_before(p) == used
+        calls = [t.event_node(i) for i in p.steps if t.kind(i) is EventKind.BACKWARD]
+        assert t.backward_order(p) == calls
+    assert any(t.inputs_before(p) for p in t.passes if p.kind == "forward")

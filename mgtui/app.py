@@ -244,7 +244,7 @@ class MgtuiApp(App[int]):
             d.load_trace(message.trace, self._position)
             self._growing = True
         else:
-            d.grow_trace(message.trace)
+            d.grow_trace(message.trace, wanted=self._position)
         d.show_recording(f"recording… {len(message.trace):,} steps")
 
     def _progress(self, nodes: int) -> None:
@@ -330,7 +330,7 @@ class MgtuiApp(App[int]):
             self.say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
         elif grown:
             # the first steps were shown while it recorded: stay where the user is
-            self.debugger.grow_trace(trace)
+            self.debugger.grow_trace(trace, wanted=self._position)
         elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
             self.debugger.load_trace(trace, self._position)
         if message.stopped:

@@ -116,3 +116,4 @@ def prefixes_of(trace, size: int):
         if what != "nodes" and b.consistent:  # (as the runner does: see Run.snapshot)
             b.validate()
             yield b.build()
+

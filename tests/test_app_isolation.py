@@ -165,6 +165,33 @@ async def test_the_first_steps_of_a_long_recording_can_be_stepped_while_it_goes_
         assert [p.kind for p in screen.trace.passes] == ["forward"]
 
 
+async def test_a_step_asked_for_beyond_the_first_steps_is_reached_once_recorded(write_scenario):
+    """`--step N` on a scenario that records for a while: the first steps on screen do
+    not reach N yet, and the app must still end at N (it used to stay at the first
+    steps' end)."""
+    path = write_scenario("slow", """
+        import time
+        from engine import Value
+        b = Value(1.0, label="b")
+        for k in range(40):
+            time.sleep(0.02)
+            b = b + 1.0
+    """)
+    app = MgtuiApp(path, step=70)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        seen_short = False
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if screen.trace is not None and app.loading and len(screen.trace) < 70:
+                seen_short = True
+            if not app.loading and screen.trace is not None:
+                break
+        screen = await loaded(pilot)
+        assert seen_short  # it did show a shorter trace first
+        assert len(screen.trace) > 70 and screen.position == 70
+
+
 @pytest.mark.parametrize("name", ["neuron.mgtrace", "no_suffix"])
 async def test_a_saved_binary_trace_opens_without_running_code(tmp_path, name):
     from mgtui.recorder import record

@@ -50,7 +50,10 @@ async def show_graph(pilot) -> None:
             break
     await app.workers.wait_for_complete()
     await pilot.press("m")
-    await pilot.pause()
+    # the pane scrolls to its node after its first refresh, and paints after that
+    for _ in range(3):
+        await pilot.pause(0.1)
+        await app.workers.wait_for_complete()
     await pilot.pause()
 
 

@@ -208,15 +208,29 @@ class DebuggerScreen(Screen[None]):
         self.state = None  # every pane draws the new trace in full
         self.state = self.session.goto(position, select=select)
 
-    def grow_trace(self, trace: Trace) -> None:
+    def grow_trace(self, trace: Trace, wanted: int | None = None) -> None:
         """Show `trace`, the run on screen recorded further, at the same step and node:
-        the session goes on from where it is instead of starting again."""
+        the session goes on from where it is instead of starting again. `wanted` is the
+        step the user asked to open at, which a shorter trace could not reach yet: it is
+        gone to if the user has not moved since."""
+        if wanted is not None and self.position != min(wanted, self._reachable()):
+            wanted = None  # the user has moved: stay with them
         if self.session is None or not self._mounted or self._pending is not None:
-            self.load_trace(trace, self.position, select=self.selected)
+            self.load_trace(trace, self.position if wanted is None else wanted,
+                            select=self.selected)
             return
         state = self.session.grow(trace)
+        if wanted is not None and wanted != state.position.step:
+            state = self.session.goto(wanted)
         self.state = None  # every pane draws the longer trace in full
         self.state = state
+
+    def _reachable(self) -> int:
+        """The last step of the trace on screen (or about to be)."""
+        trace = self._pending[0] if self._pending is not None else self.trace
+        if trace is None:
+            return 0
+        return len(trace) + (1 if trace.error is not None else 0)
 
     async def show_notes(self) -> None:
         """Render the lesson notes (the scenario docstring after its title) as Markdown."""

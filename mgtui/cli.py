@@ -60,7 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sample", type=int, metavar="N",
                         help="with --check: how many non-leaf nodes to check numerically")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
+    parser.epilog = ("Arguments after -- go to the script, as its sys.argv[1:]: "
+                     "mgtui train.py -- --lr 0.5")
     return parser
+
+
+def split_script_args(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """mgtui's own arguments, and the script's: everything after the first `--`."""
+    if "--" not in argv:
+        return argv, ()
+    i = argv.index("--")
+    return argv[:i], tuple(argv[i + 1:])
 
 
 def memory_size(text: str) -> int:
@@ -91,7 +101,15 @@ def say(message: str, detail: str = "") -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    own, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
+    args, unknown = parser.parse_known_args(own)
+    if unknown:
+        hint = (f" (to pass them to the script, put them after --: mgtui {args.file} -- "
+                f"{' '.join(unknown)})" if args.file else "")
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    args.script_args = script_args
+    if script_args and args.file is None:
+        return fail("arguments after -- go to a scenario: give its FILE first")
     if args.list:
         for name, path in bundled():
             print(f"{name:24s} {title_of(path)}")
@@ -152,7 +170,7 @@ def record_trace(path: Path, args: argparse.Namespace):
     from mgtui.runner import run
 
     result = run(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
-                 max_memory=args.max_memory)
+                 max_memory=args.max_memory, argv=args.script_args)
     return result.trace, result.message
 
 
@@ -208,7 +226,7 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
     try:
         report = diagnose(path, seed=args.seed, sample=args.sample, max_nodes=args.max_nodes,
-                          timeout=args.timeout, on_progress=progress)
+                          timeout=args.timeout, on_progress=progress, argv=args.script_args)
     except ScenarioLoadError as exc:
         progress.done()
         return fail(exc.message, exc.detail)
@@ -269,13 +287,15 @@ def launch_app(path: Path | None, args: argparse.Namespace) -> int:
         from mgtui.runner import Run, RunSpec
 
         run = Run(RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes,
-                          timeout=args.timeout, max_memory=args.max_memory)).start()
+                          timeout=args.timeout, max_memory=args.max_memory,
+                          argv=args.script_args)).start()
     try:
         from mgtui.app import run_app
     except ImportError:  # pragma: no cover - the app ships with the package
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
-                   timeout=args.timeout, max_memory=args.max_memory, run=run)
+                   timeout=args.timeout, max_memory=args.max_memory, run=run,
+                   argv=args.script_args)
 
 
 def entry() -> None:

@@ -236,6 +236,10 @@ class Recorder:
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
+        self._adopters: dict[bool, Callable] = {}  # see `adopt`, by slots or not
+        # Number a node's children made before the recording started, as it is made
+        # (`mgtui.record()`: a block that uses parameters made before it).
+        self.adopt_strangers = False
         self._make_hooks()
 
     # -- control -----------------------------------------------------------------------
@@ -469,6 +473,11 @@ class Recorder:
                 kids.extend(map(getid, prev))
             except AttributeError:  # a child made before the recording started
                 del kids[n_before:]
+                if rec.adopt_strangers:  # (an in-process block) recorded as made now
+                    for c in prev:
+                        if ID not in getattr(c, "__dict__", {ID: 0}) and hasattr(c, "_prev"):
+                            rec.adopt(c)
+                    nid, n_before = len(nodes) // NODE_FIELDS, len(kids)
                 kids.extend(getattr(c, ID, -1) for c in prev)
             if on_create is not None:
                 on_create(nid, d)
@@ -619,6 +628,22 @@ class Recorder:
         for name, value in hooks:
             self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
             setattr(cls, name, value)
+
+    def adopt(self, node: object) -> None:
+        """Record `node`, an instance made without its class's `__init__` (a copy of a
+        node, for `mgtui.show`), as a node made now: its children must be adopted first."""
+        cls = type(node)
+        for klass in cls.__mro__:  # the class whose `__init__` makes the node
+            if looks_like_value(klass):
+                self.instrument(klass)
+                break
+        slots = keeps_fields_in_slots(cls)
+        numbered = self._adopters.get(slots)
+        if numbered is None:
+            numbered = self._adopters[slots] = (
+                self._slots_init_wrapper(_made_already) if slots
+                else self._init_wrapper(self.scenario_line, _made_already))
+        numbered(node)
 
     def uninstrument(self) -> None:
         for cls, name, old in reversed(self._restore):
@@ -815,6 +840,10 @@ class Recorder:
 
 _MISSING = object()
 _ONE_AT_A_TIME = threading.RLock()
+
+
+def _made_already(node: object) -> None:
+    """The `__init__` of a node `Recorder.adopt` records: it is made already."""
 
 
 # -- nodes of `__slots__` classes ----------------------------------------------------------

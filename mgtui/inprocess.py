@@ -1,0 +1,425 @@
+"""Recording in the caller's own process, for the in-code API (`mgtui.api`): a block of
+code, a function, or a copy of a graph that exists already.
+
+The command line and the app record a scenario file in a child process
+(`mgtui.runner`); these record where the user's objects live instead, with the same
+`Recorder` hooks, installed for the length of the recording and removed after it. They
+also leave the user's objects as they found them: the recorder's node ids are taken off
+again, and `record_graph` works on a copy. Headless: no textual or rich.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import functools
+import linecache
+import random
+import sys
+import time
+import types
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from mgtui.recorder import (
+    _ONE_AT_A_TIME,
+    ID,
+    Recorder,
+    Scenario,
+    StopRecording,
+    looks_like_value,
+)
+from mgtui.trace import Trace, TraceError
+
+NO_LIMIT = sys.maxsize  # nodes: the user's own process, the user's own memory
+NO_FILE = "<mgtui.show>"  # the "scenario" of a copied graph: no line of it is known
+KEYS_VIEW = type({}.keys())
+
+
+# -- the hooks on and off ----------------------------------------------------------------
+
+
+@contextmanager
+def instrumented(rec: Recorder) -> Iterator[None]:
+    """The recorder's hooks on every Value-like class loaded, and on each one defined
+    meanwhile, until the block ends. Recordings take turns: the hooks are class-wide."""
+    with _ONE_AT_A_TIME:
+        build_class = builtins.__build_class__
+
+        def build_and_instrument(*args: Any, **kwargs: Any) -> Any:
+            cls = build_class(*args, **kwargs)
+            if looks_like_value(cls):
+                rec.instrument(cls)
+            return cls
+
+        try:
+            rec.instrument_loaded()
+            builtins.__build_class__ = build_and_instrument
+            yield
+        finally:
+            builtins.__build_class__ = build_class
+            rec.uninstrument()
+
+
+def scenario_of(filename: str, title: str, notes: str = "") -> Scenario:
+    """A `Scenario` for code that is not a scenario file: lines are looked up in
+    `filename` (a module, a test, a notebook cell), and nothing is run from it."""
+    source = "".join(linecache.getlines(filename)) if not filename.startswith("<") else ""
+    return Scenario(Path(filename), source, None, title, notes)
+
+
+def names_in(frame: types.FrameType | None) -> dict[str, object]:
+    """The variables a frame sees, its locals first, to label nodes by: `w` for a node
+    held in `w`, and `xs[0]` for the first of a short list `xs`."""
+    names: dict[str, object] = {}
+    if frame is None:
+        return names
+    for scope in (frame.f_locals, frame.f_globals):
+        for name, value in list(scope.items()):
+            if not name.startswith("_"):
+                names.setdefault(name, value)
+    for name, value in list(names.items()):  # a plain name first, an item of a list after
+        if isinstance(value, (list, tuple)) and len(value) <= 100:
+            for k, item in enumerate(value):
+                names.setdefault(f"{name}[{k}]", item)
+    return names
+
+
+class MadeNodes:
+    """An `on_create` hook that keeps each node the recording numbers, so that its id
+    (and the recorder's ordered `_prev`) can be taken off it afterwards."""
+
+    def __init__(self, then: Callable[[int, Any], None] | None = None) -> None:
+        self.nodes: list[Any] = []
+        self.then = then
+
+    def __call__(self, nid: int, d: Any) -> None:
+        self.nodes.append(d)
+        if self.then is not None:
+            self.then(nid, d)
+
+    def forget(self) -> None:
+        for d in self.nodes:
+            d.pop(ID, None)
+            prev = d.get("_prev")
+            if isinstance(prev, KEYS_VIEW):  # a set the recorder put in a fixed order
+                d["_prev"] = set(prev)
+        self.nodes.clear()
+
+
+def error_of(rec: Recorder, exc: BaseException) -> TraceError:
+    if isinstance(exc, StopRecording):
+        return rec._error(exc, "Stopped", f"recording stopped: {exc}")
+    return rec._error(exc, type(exc).__name__, str(exc))
+
+
+def build(rec: Recorder, error: TraceError | None, names: dict[str, object]) -> Trace:
+    """The recording's trace, with nodes labelled from `names` where they have none."""
+    rec.globals = names
+    try:
+        return rec.finish(error, "")
+    finally:
+        rec.slots_ids.release()
+
+
+# -- a block: `with mgtui.record():` -------------------------------------------------------
+
+
+class BlockRecorder:
+    """Records the code between `start()` and `stop()`, run by the caller's `frame`.
+
+    `probe` runs the doctor's `=`-for-`+=` probe around each `_backward` call (it
+    replays the closure twice and puts back every grad and data it touched)."""
+
+    def __init__(self, frame: types.FrameType, *, probe: bool = True) -> None:
+        from mgtui.doctor.probe import OverwriteProbe
+
+        self.frame = frame
+        filename, line = frame.f_code.co_filename, frame.f_lineno
+        self.probe = OverwriteProbe() if probe else None
+        self.made = MadeNodes()
+        title = f"mgtui.record() in {Path(filename).name}, line {line}"
+        self.rec = Recorder(scenario_of(filename, title), max_nodes=NO_LIMIT,
+                            capture_output=False, on_create=self.made,
+                            before_backward=self.probe)
+        self.rec.adopt_strangers = True
+        self._hooks: Any = None
+
+    def start(self) -> None:
+        self._hooks = instrumented(self.rec)
+        self._hooks.__enter__()
+
+    def stop(self, exc: BaseException | None) -> Trace:
+        error = None if exc is None else error_of(self.rec, exc)
+        self._hooks.__exit__(None, None, None)
+        try:
+            return build(self.rec, error, names_in(self.frame))
+        finally:
+            self.made.forget()
+            self.frame = None  # type: ignore[assignment]
+
+    @property
+    def hits(self) -> list:
+        return list(self.probe.hits) if self.probe is not None else []
+
+
+# -- a function: `mgtui.check(fn)` ---------------------------------------------------------
+
+
+def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
+                on_create: Callable[[int, Any], None] | None = None,
+                before_backward: Callable | None = None) -> tuple[Trace, list]:
+    """Call `fn()` under the recorder, with `random` seeded (and its state put back
+    after): its trace, and the `=`-for-`+=` probe's hits if `probe`. An exception from
+    `fn` is the trace's error."""
+    from mgtui.doctor.probe import OverwriteProbe
+
+    code = getattr(fn, "__code__", None)
+    filename = code.co_filename if code is not None else NO_FILE
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    probe_hook = OverwriteProbe() if probe else None
+    made = MadeNodes(on_create)
+    rec = Recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)), max_nodes=NO_LIMIT,
+                   capture_output=False, on_create=made,
+                   before_backward=probe_hook or before_backward)
+    state = random.getstate()
+    error = None
+    try:
+        with instrumented(rec):
+            random.seed(seed)
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - the function's error is data
+                error = error_of(rec, exc)
+            except StopRecording as exc:  # a re-run that has what it needs
+                error = error_of(rec, exc)
+        return build(rec, error, {}), list(probe_hook.hits) if probe_hook else []
+    finally:
+        random.setstate(state)
+        made.forget()
+
+
+def inspect_doc(fn: Callable) -> str:
+    doc = getattr(fn, "__doc__", None)
+    return doc.strip() if isinstance(doc, str) else ""
+
+
+@dataclass
+class CallReruns:
+    """The doctor's re-runs (`mgtui.doctor.reruns.Reruns`) of a function, in-process."""
+
+    fn: Callable[[], object]
+    seed: int
+    count: int = 0
+
+    def __call__(self, nudge: dict[int, float], stop_after: int,
+                 on_progress: Callable[[int], None] | None = None) -> Trace:
+        from mgtui.doctor.reruns import Nudge, StopBeforeCall
+
+        self.count += 1
+        trace, _ = record_call(self.fn, seed=self.seed, on_create=Nudge(nudge),
+                               before_backward=StopBeforeCall(stop_after))
+        return trace
+
+
+def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None):
+    """The doctor on a function that builds a graph and runs backward: every check of
+    `mgtui.doctor.diagnose`, each run a call of `fn` in this process."""
+    from mgtui.doctor import Report
+    from mgtui.doctor.context import CheckContext, collector_paused
+    from mgtui.doctor.findings import one_per_line
+    from mgtui.doctor.numerical import NumericalCheck
+    from mgtui.doctor.probe import Overwrite
+    from mgtui.doctor.trace_checks import TRACE_CHECKS
+
+    started = time.perf_counter()
+    trace, hits = record_call(fn, seed=seed, probe=True)
+    ctx = CheckContext(trace, [Overwrite(*h) for h in hits])
+    with collector_paused():
+        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
+    reruns = CallReruns(fn, seed)
+    numerical = NumericalCheck(trace, ctx, reruns, lambda done, total, phase: None)
+    found = numerical.run(sample, found)
+    return Report(findings=one_per_line(found), trace=trace, error=trace.error,
+                  checked_pass=numerical.checked, checked_nodes=numerical.checked_nodes,
+                  checked_calls=numerical.checked_calls, runs=1 + reruns.count,
+                  seconds=time.perf_counter() - started, notes=numerical.notes)
+
+
+def diagnose_recorded(trace: Trace, hits: list):
+    """The doctor's checks of a recorded block's trace. A block cannot be run again, so
+    its gradients are not checked numerically (a function can be: `diagnose_call`)."""
+    from mgtui.doctor import Report
+    from mgtui.doctor.context import CheckContext, collector_paused
+    from mgtui.doctor.findings import one_per_line
+    from mgtui.doctor.probe import Overwrite
+    from mgtui.doctor.trace_checks import TRACE_CHECKS
+
+    started = time.perf_counter()
+    ctx = CheckContext(trace, [Overwrite(*h) for h in hits])
+    with collector_paused():
+        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
+    note = ("a recorded block cannot be run again, so no gradient was checked numerically: "
+            "give mgtui.check a function that builds the graph for that")
+    return Report(findings=one_per_line(found), trace=trace, error=trace.error,
+                  seconds=time.perf_counter() - started, notes=[note])
+
+
+# -- a graph that exists: `mgtui.show(root)` -----------------------------------------------
+
+
+class NotAGraph(TypeError):
+    """`mgtui.show` was given something that is not a micrograd-style node."""
+
+
+def graph_of(root: object) -> list[object]:
+    """The nodes behind `root`, each after its children (an iterative depth-first
+    walk, as `backward()` builds its order, so a deep chain needs no recursion)."""
+    order: list[object] = []
+    seen: set[int] = set()
+    stack: list[tuple[object, bool]] = [(root, False)]
+    while stack:
+        v, done = stack.pop()
+        if done:
+            order.append(v)
+            continue
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        stack.append((v, True))
+        stack.extend((c, False) for c in reversed(list(getattr(v, "_prev", ()) or ())))
+    return order
+
+
+def is_node(obj: object) -> bool:
+    return any(looks_like_value(k) for k in type(obj).__mro__)
+
+
+@dataclass
+class GraphCopy:
+    """Fresh instances of a graph's nodes, with their `_prev` and their `_backward`
+    closures pointing at each other instead of at the user's objects."""
+
+    originals: list[object]
+    copies: dict[int, object] = field(default_factory=dict)  # id(original) -> copy
+    named: list[object] = field(default_factory=list)  # global nodes a closure names
+    _functions: dict[int, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for v in self.originals:
+            self.copies[id(v)] = copy.copy(v)
+        for v in self.originals:
+            c = self.copies[id(v)]
+            d = getattr(c, "__dict__", None)
+            if isinstance(d, dict):
+                d.pop(ID, None)  # a node from a `mgtui.record()` block is not yet numbered
+            prev = getattr(v, "_prev", ()) or ()
+            kids = [self.copies.get(id(p), p) for p in prev]
+            c._prev = (type(prev)(kids) if type(prev) in (set, frozenset, tuple, list)  # type: ignore[attr-defined]
+                       else tuple(kids))
+            c.grad = 0  # type: ignore[attr-defined]
+            c._backward = self.remap(v._backward)  # type: ignore[attr-defined]
+
+    def of(self, original: object) -> object:
+        return self.copies[id(original)]
+
+    def remap(self, obj: Any) -> Any:
+        """`obj` with every node of the graph in it replaced by its copy: a closure is
+        made anew over new cells; a node outside the graph becomes a lone copy, so
+        nothing the replay does can reach the user's objects."""
+        found = self.copies.get(id(obj))
+        if found is not None:
+            return found
+        if isinstance(obj, types.FunctionType):
+            return self._function(obj)
+        if isinstance(obj, types.MethodType):
+            return types.MethodType(self.remap(obj.__func__), self.remap(obj.__self__))
+        if isinstance(obj, functools.partial):
+            return functools.partial(self.remap(obj.func), *map(self.remap, obj.args),
+                                     **{k: self.remap(v) for k, v in obj.keywords.items()})
+        if type(obj) in (list, tuple):
+            return type(obj)(self.remap(x) for x in obj)
+        if type(obj) is dict:
+            return {k: self.remap(v) for k, v in obj.items()}
+        if is_node(obj):  # captured, but not in the graph: copied alone
+            self.copies[id(obj)] = lone = copy.copy(obj)
+            return lone
+        return obj
+
+    def _function(self, fn: types.FunctionType) -> types.FunctionType:
+        for name in fn.__code__.co_names:  # a global node cannot be copied: it is put back
+            value = fn.__globals__.get(name)
+            if is_node(value):
+                self.named.append(value)
+        if not fn.__closure__:
+            return fn
+        done = self._functions.get(id(fn))
+        if done is not None:
+            return done  # type: ignore[return-value]
+        cells = tuple(types.CellType() for _ in fn.__closure__)
+        new = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                 cells)
+        new.__kwdefaults__ = fn.__kwdefaults__
+        new.__qualname__ = fn.__qualname__
+        new.__dict__.update(fn.__dict__)
+        self._functions[id(fn)] = new  # before the cells: a closure may hold itself
+        for old, cell in zip(fn.__closure__, cells):
+            try:
+                cell.cell_contents = self.remap(old.cell_contents)
+            except ValueError:  # an empty cell stays empty
+                pass
+        return new
+
+
+def saved_state(nodes: list[object]) -> list[tuple[object, object, object]]:
+    return [(v, getattr(v, "data", None), getattr(v, "grad", None)) for v in nodes]
+
+
+def put_back(saved: list[tuple[object, object, object]]) -> None:
+    """Every data and grad as it was (a closure may name a global node of the user's)."""
+    for v, data, grad in saved:
+        if getattr(v, "data", None) is not data:
+            v.data = data  # type: ignore[attr-defined]
+        if getattr(v, "grad", None) is not grad:
+            v.grad = grad  # type: ignore[attr-defined]
+
+
+def record_graph(root: object, names: dict[str, object], title: str, notes: str) -> Trace:
+    """The trace of the graph behind `root`: each node made, children first, then its
+    backward pass (`root.backward()`, or micrograd's loop where there is none), replayed
+    on a copy from zero grads. The user's nodes are left exactly as they were."""
+    if not is_node(root):
+        raise NotAGraph(f"mgtui.show needs a micrograd-style Value (with data, grad, _prev, "
+                        f"_op and _backward), not {type(root).__name__}")
+    originals = graph_of(root)
+    saved = saved_state(originals)
+    graph = GraphCopy(originals)
+    saved += saved_state(graph.named)
+    rec = Recorder(Scenario(Path(NO_FILE), "", None, title, notes), max_nodes=NO_LIMIT,
+                   capture_output=False)
+    error = None
+    try:
+        with instrumented(rec):
+            for v in originals:
+                rec.adopt(graph.of(v))
+            try:
+                run_backward(graph.of(root))
+            except Exception as exc:  # noqa: BLE001 - the user's backward's error is data
+                error = error_of(rec, exc)
+        labels = {name: graph.copies[id(v)] for name, v in names.items() if id(v) in graph.copies}
+        return build(rec, error, labels)
+    finally:
+        put_back(saved)
+
+
+def run_backward(root: Any) -> None:
+    backward = getattr(root, "backward", None)
+    if callable(backward):
+        backward()
+        return
+    topo = graph_of(root)  # the lecture's loop, for a class with no backward()
+    root.grad = 1.0
+    for v in reversed(topo):
+        v._backward()

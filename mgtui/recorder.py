@@ -126,6 +126,8 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         raise ScenarioLoadError(f"no such file: {path}")
     if p.is_dir():
         raise ScenarioLoadError(f"{path} is a directory, not a scenario file")
+    if p.suffix == ".ipynb":
+        return load_notebook(p)
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -151,6 +153,28 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
     doc = ast.get_docstring(tree) or ""
     title, _, notes = doc.partition("\n")
     return Scenario(p, source, code, title.strip() or p.stem, notes.strip())
+
+
+def load_notebook(p: Path) -> Scenario:
+    """A Jupyter notebook's code cells, in order, as one scenario (`mgtui.notebook`)."""
+    from mgtui import notebook
+
+    try:
+        nb = notebook.read(p)
+    except ValueError as exc:
+        raise ScenarioLoadError(str(exc)) from None
+    except OSError as exc:
+        raise ScenarioLoadError(f"cannot read {p}: {exc.strerror}") from None
+    filename = str(p.resolve())
+    try:
+        code = compile(nb.source, filename, "exec")
+    except SyntaxError as exc:
+        raise ScenarioLoadError(f"{p}, {notebook.where(nb.source, exc.lineno)}: SyntaxError: "
+                                f"{exc.msg}", caret(exc)) from None
+    # Lines read back by file name (a closure's source, a traceback) are the script's,
+    # not the notebook's JSON. (An entry with no mtime is never checked against the file.)
+    linecache.cache[filename] = (len(nb.source), None, nb.source.splitlines(True), filename)
+    return Scenario(p, nb.source, code, nb.title, nb.notes)
 
 
 def syntax_message(path: str | os.PathLike, exc: SyntaxError) -> str:

@@ -21,6 +21,7 @@ from itertools import accumulate, chain, compress, islice, repeat
 from operator import eq, le, lt, sub
 from typing import Iterable, Iterator, Literal, Sequence
 
+from mgtui import notebook
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 
 PassKind = Literal["forward", "backward", "zero_grad", "update", "other"]
@@ -342,6 +343,25 @@ class Trace:
         if self._ev_kind[index] == _CREATE:
             return self._line[self._ev_node[index]] or None
         return self._ev_line[index] or None
+
+    def where(self, line: int | None) -> str:
+        """A scenario line as the user knows it: `line 12`, or `cell 3, line 2` in a
+        notebook (`mgtui.notebook`); "" for no line."""
+        return notebook.where(self.source, line)
+
+    def place(self, filename: str, line: int | None, shown: str | None = None) -> str:
+        """A line of `filename` as the user knows it, `neuron.py:12` or
+        `lecture.ipynb, cell 3, line 2`, with the file `shown` as given."""
+        shown = filename if shown is None else shown
+        if not line:
+            return shown
+        if notebook.cells_of(self.source) and _same_file(filename, self.scenario):
+            return f"{shown}, {self.where(line)}"
+        return f"{shown}:{line}"
+
+    def line_number(self, line: int) -> str:
+        """A scenario line's number for a gutter: `12`, or `3:2` in a notebook."""
+        return notebook.number(self.source, line)
 
     def events_of(self, kind: EventKind, start: int = 0, stop: int | None = None) -> list[int]:
         """The indices of the events of one kind in [start, stop)."""
@@ -1001,3 +1021,9 @@ def split_passes(trace: Trace) -> list[Pass]:
 
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    return a == b or os.path.realpath(a) == os.path.realpath(b)

@@ -79,20 +79,24 @@ class ChecksPane(Vertical):
         for note in getattr(report, "notes", [])[:3]:
             summary.append(f"\nnote: {note}", style="dim")
         self._status(summary)
-        options.add_options(Option(self._prompt(f), id=f"finding-{i}")
+        options.add_options(Option(self._prompt(f, report.trace), id=f"finding-{i}")
                             for i, f in enumerate(self.findings))
         if self.findings:
             options.highlighted = 0
 
     @staticmethod
-    def _prompt(finding) -> Text:
+    def _prompt(finding, trace=None) -> Text:
         text = Text()
         text.append(f"! {finding.title}", style="bold")
         op = f", {finding.op}" if finding.op else ""
         text.append(f"  {finding.label} (#{finding.node}{op}) · step {finding.step + 1}")
         if finding.line:
             where = finding.file.rsplit("/", 1)[-1]
-            text.append(f"\n  {where}:{finding.line}: {finding.text.strip()}", style="italic")
+            if trace is not None:
+                where = trace.place(finding.file, finding.line, where)
+            else:
+                where = f"{where}:{finding.line}"
+            text.append(f"\n  {where}: {finding.text.strip()}", style="italic")
         text.append(f"\n  {finding.message}")
         return text
 

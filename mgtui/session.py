@@ -530,6 +530,10 @@ class Session:
         lines = tuple(trace.source.splitlines())
         name = Path(trace.scenario).name
         numbers = trace.line_number
+        if event is not None and not self.at_error():
+            closure_index = trace.closure_index(event)
+            if trace.kind(event) is EventKind.BACKWARD and closure_index is not None:
+                return self._closure_source(event, closure_index)  # (from the closure's file)
         if not lines:
             return Source(("none",), f"{name}: no source in this trace")
         if self.at_error():
@@ -538,9 +542,7 @@ class Session:
                           lines, 1, {line: "✗"} if line else {}, numbers)
         if event is None:
             return Source(("start",), name, lines, numbers=numbers)
-        kind, closure_index = trace.kind(event), trace.closure_index(event)
-        if kind is EventKind.BACKWARD and closure_index is not None:
-            return self._closure_source(event, closure_index)
+        kind = trace.kind(event)
         line = trace.line_of(event)
         what = {EventKind.CREATE: "made here", EventKind.GRAD: "seeded here"}.get(kind, "written here")
         return Source(("scenario", line), f"{self._at(line)}  {what}", lines, 1,

@@ -408,3 +408,16 @@ def test_help_reads_well():
     for name in ("show(root", "record(*", "check(target", "Findings", "Recording"):
         assert name in text, name
     assert (ROOT / "mgtui" / "py.typed").exists()
+
+
+def test_a_shown_graph_has_its_closures_source_at_backward_steps(capsys):
+    from mgtui.session import Session
+
+    o, _ = lecture_neuron()
+    trace = load(mgtui.show(o))
+    session = Session(trace)
+    first_call = next(i for i in range(len(trace)) if trace.kind(i).value == "backward")
+    source = session.goto(first_call + 1).source  # the step that applies that event
+    assert source.title != "<mgtui.show>: no source in this trace"
+    assert "o._backward (tanh)" in source.title and "value.py" in source.title
+    assert any("1 - t**2" in line for line in source.lines)  # engine's tanh

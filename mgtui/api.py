@@ -45,8 +45,9 @@ class Recording:
 
         if self._recorder is not None or self._trace is not None:
             raise RuntimeError("a Recording records one block: call mgtui.record() again")
-        self._recorder = BlockRecorder(sys._getframe(1), probe=self._probe)
-        self._recorder.start()
+        recorder = BlockRecorder(sys._getframe(1), probe=self._probe)
+        recorder.start()
+        self._recorder = recorder
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None,
@@ -116,6 +117,10 @@ class Findings(list):  # list["Finding"]
     """The gradient doctor's findings, a list of `mgtui.doctor.Finding`, so a test can
     `assert not mgtui.check(...)`. It is also true when the checked code raised
     (`error`), and `str()` of it is the doctor's report, as `mgtui FILE --check` prints it.
+
+    Each finding has its `kind` (`wrong-derivative`, `overwrite`, `missing-zero-grad`,
+    ...), the node (`node`, `label`, `op`), where it is (`file`, `line`, `text`), a
+    `message` with the numbers, and `numerical` and `recorded` grads where known.
     """
 
     def __init__(self, report: Report) -> None:

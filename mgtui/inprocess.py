@@ -29,6 +29,7 @@ from mgtui.recorder import (
     Recorder,
     Scenario,
     StopRecording,
+    REQUIRED,
     looks_like_value,
 )
 from mgtui.trace import Trace, TraceError
@@ -40,12 +41,25 @@ KEYS_VIEW = type({}.keys())
 
 # -- the hooks on and off ----------------------------------------------------------------
 
+_recording: list[Recorder] = []  # the in-process recording under way (one at a time)
+
+
+class RecordingError(RuntimeError):
+    """A recording started while another one was under way in this process."""
+
+
 
 @contextmanager
 def instrumented(rec: Recorder) -> Iterator[None]:
     """The recorder's hooks on every Value-like class loaded, and on each one defined
-    meanwhile, until the block ends. Recordings take turns: the hooks are class-wide."""
+    meanwhile, until the block ends. Recordings take turns: the hooks are class-wide, so
+    one cannot start inside another in the same thread."""
     with _ONE_AT_A_TIME:
+        if _recording:
+            raise RecordingError("mgtui is recording here already (a mgtui.record() block, "
+                                 "or mgtui.check or mgtui.show running): record one at a "
+                                 "time, e.g. show or check after the block")
+        _recording.append(rec)
         build_class = builtins.__build_class__
 
         def build_and_instrument(*args: Any, **kwargs: Any) -> Any:
@@ -61,6 +75,7 @@ def instrumented(rec: Recorder) -> Iterator[None]:
         finally:
             builtins.__build_class__ = build_class
             rec.uninstrument()
+            _recording.clear()
 
 
 def scenario_of(filename: str, title: str, notes: str = "") -> Scenario:
@@ -294,7 +309,15 @@ def graph_of(root: object) -> list[object]:
 
 
 def is_node(obj: object) -> bool:
-    return any(looks_like_value(k) for k in type(obj).__mro__)
+    """Is `obj` a micrograd-style node (its class's `__init__`, or one it inherits, sets
+    the autograd fields; also while the recorder's hooks wrap that `__init__`)?"""
+    for klass in type(obj).__mro__:
+        init = klass.__dict__.get("__init__")
+        init = getattr(init, "__wrapped__", init)
+        code = getattr(init, "__code__", None)
+        if code is not None and REQUIRED <= set(code.co_names):
+            return True
+    return False
 
 
 @dataclass
@@ -390,6 +413,9 @@ def record_graph(root: object, names: dict[str, object], title: str, notes: str)
     """The trace of the graph behind `root`: each node made, children first, then its
     backward pass (`root.backward()`, or micrograd's loop where there is none), replayed
     on a copy from zero grads. The user's nodes are left exactly as they were."""
+    if _recording:
+        raise RecordingError("mgtui.show inside a mgtui.record() block (or a check): show "
+                             "after the block, one at a time")
     if not is_node(root):
         raise NotAGraph(f"mgtui.show needs a micrograd-style Value (with data, grad, _prev, "
                         f"_op and _backward), not {type(root).__name__}")

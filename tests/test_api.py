@@ -421,3 +421,20 @@ def test_a_shown_graph_has_its_closures_source_at_backward_steps(capsys):
     assert source.title != "<mgtui.show>: no source in this trace"
     assert "o._backward (tanh)" in source.title and "value.py" in source.title
     assert any("1 - t**2" in line for line in source.lines)  # engine's tanh
+
+
+def test_recordings_do_not_nest_and_say_so():
+    from mgtui.inprocess import RecordingError
+
+    with mgtui.record() as outer:
+        a = Value(1.0)
+        with pytest.raises(RecordingError, match="one at a time"):
+            with mgtui.record():
+                pass
+        with pytest.raises(RecordingError):
+            mgtui.show(a)
+        b = a * 3
+    assert outer.trace.node_count == 3  # a, 3, b: the outer block went on
+    with mgtui.record() as again:  # and the next one records
+        Value(2.0)
+    assert again.trace.node_count == 1

@@ -359,6 +359,12 @@ class Trace:
             return f"{shown}, {self.where(line)}"
         return f"{shown}:{line}"
 
+    def line_in(self, filename: str, line: int) -> str:
+        """A line of `filename`: `line 9`, or `cell 3, line 5` for the notebook's own."""
+        if notebook.cells_of(self.source) and _same_file(filename, self.scenario):
+            return self.where(line)
+        return f"line {line}"
+
     def line_number(self, line: int) -> str:
         """A scenario line's number for a gutter: `12`, or `3:2` in a notebook."""
         return notebook.number(self.source, line)

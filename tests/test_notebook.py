@@ -118,6 +118,21 @@ def test_a_finding_in_a_notebook_names_its_cell_and_line(tmp_path):
     assert closure["lines"][0].strip() == "def _backward():"
 
 
+def test_a_custom_op_defined_in_a_cell_is_explained_with_its_cell(tmp_path):
+    path = write_notebook(tmp_path / "sig.ipynb", [
+        "md:# A sigmoid of my own",
+        "import math\nfrom engine import Value",
+        "def sigmoid(x):\n    s = 1 / (1 + math.exp(-x.data))\n"
+        "    out = Value(s, (x,), 'sigmoid')\n    def _backward():\n"
+        "        x.grad += s * (1 - s) * out.grad\n    out._backward = _backward\n    return out",
+        "z = Value(0.3, label='z')\ny = sigmoid(z); y.label = 'y'\ny.backward()",
+    ])
+    proc = mgtui(str(path), "--print")
+    assert proc.returncode == 0, proc.stderr
+    assert "cell 3, line 5: x.grad += s * (1 - s) * out.grad" in proc.stdout
+    assert "(line " not in proc.stdout and "line 9" not in proc.stdout
+
+
 def test_a_bad_notebook_gets_a_message(tmp_path):
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{not json", encoding="utf-8")

@@ -48,3 +48,29 @@ def test_a_broken_derivative_fails_the_example_at_its_line(tmp_path):
     assert proc.returncode == 1
     assert "1 failed, 2 passed" in proc.stdout
     assert f"wrong-derivative at test_my_op.py:{line}" in proc.stdout
+
+
+def test_record_and_check_under_pdb(tmp_path):
+    """pdb steps through code with sys.settrace, as every Python debugger does."""
+    script = tmp_path / "debug_me.py"
+    script.write_text(
+        "import sys\n"
+        "import mgtui\n"
+        "from test_my_op import train_step, neuron, Value\n"
+        "assert sys.gettrace() is not None, 'not under the debugger'\n"
+        "with mgtui.record() as rec:\n"
+        "    y = neuron(Value(-0.5), Value(0.25))\n"
+        "    y.backward()\n"
+        "print('RECORDED', rec.trace.node_count, len(rec.trace))\n"
+        "print('CHECKED', len(mgtui.check(train_step)), len(mgtui.check(rec)))\n",
+        encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(EXAMPLE.parent)]))
+    # a breakpoint that never stops keeps pdb tracing after `continue`
+    proc = subprocess.run([sys.executable, "-m", "pdb", "-c", "break 9, 0", "-c", "continue",
+                           str(script)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+                          stdin=subprocess.DEVNULL)
+    # 8 nodes (w1, w2, x1, x2, two products, their sum, the sigmoid); 17 steps: 8 made,
+    # the seed, and 8 `_backward` calls
+    assert "RECORDED 8 17" in proc.stdout, proc.stdout + proc.stderr
+    assert "CHECKED 0 0" in proc.stdout, proc.stdout + proc.stderr

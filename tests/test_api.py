@@ -248,7 +248,10 @@ def test_show_runs_the_app_under_pilot_and_returns_when_it_quits(monkeypatch, tm
         seen["position"] = screen.position
         seen["steps"] = len(screen.trace)
         await pilot.press("d")  # the doctor explains it needs code to re-run
-        await pilot.pause(0.1)
+        await pilot.pause(0.3)
+        from mgtui.widgets.checks import ChecksPane
+
+        seen["checks"] = screen.query_one(ChecksPane).status
         await pilot.press("q")
 
     monkeypatch.setattr(mgtui.api, "no_terminal", lambda: None)
@@ -260,6 +263,7 @@ def test_show_runs_the_app_under_pilot_and_returns_when_it_quits(monkeypatch, tm
     assert mgtui.show(o) is None  # returned once the app quit
     assert seen["title"] == "mgtui.show(o)"
     assert seen["position"] == seen["steps"]
+    assert "mgtui.check" in seen["checks"]
     assert state(nodes) == before
 
 

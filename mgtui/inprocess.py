@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import copy
 import functools
+import gc
 import linecache
 import random
 import sys
@@ -25,6 +26,7 @@ from typing import Any, Callable, Iterator
 
 from mgtui.recorder import (
     _ONE_AT_A_TIME,
+    GC_GEN0_THRESHOLD,
     ID,
     Recorder,
     Scenario,
@@ -61,6 +63,7 @@ def instrumented(rec: Recorder) -> Iterator[None]:
                                  "time, e.g. show or check after the block")
         _recording.append(rec)
         build_class = builtins.__build_class__
+        gc_threshold = gc.get_threshold()
 
         def build_and_instrument(*args: Any, **kwargs: Any) -> Any:
             cls = build_class(*args, **kwargs)
@@ -71,8 +74,12 @@ def instrumented(rec: Recorder) -> Iterator[None]:
         try:
             rec.instrument_loaded()
             builtins.__build_class__ = build_and_instrument
+            # as for a scenario (`Recorder._scenario_interpreter`): every node is in a
+            # cycle with its closure, and a big graph makes the collector rescan the heap
+            gc.set_threshold(max(gc_threshold[0], GC_GEN0_THRESHOLD), *gc_threshold[1:])
             yield
         finally:
+            gc.set_threshold(*gc_threshold)
             builtins.__build_class__ = build_class
             rec.uninstrument()
             _recording.clear()
@@ -329,10 +336,11 @@ class GraphCopy:
     copies: dict[int, object] = field(default_factory=dict)  # id(original) -> copy
     named: list[object] = field(default_factory=list)  # global nodes a closure names
     _functions: dict[int, object] = field(default_factory=dict)
+    _codes_seen: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
         for v in self.originals:
-            self.copies[id(v)] = copy.copy(v)
+            self.copies[id(v)] = shallow_copy(v)
         for v in self.originals:
             c = self.copies[id(v)]
             d = getattr(c, "__dict__", None)
@@ -372,10 +380,11 @@ class GraphCopy:
         return obj
 
     def _function(self, fn: types.FunctionType) -> types.FunctionType:
-        for name in fn.__code__.co_names:  # a global node cannot be copied: it is put back
-            value = fn.__globals__.get(name)
-            if is_node(value):
-                self.named.append(value)
+        code = fn.__code__
+        if code not in self._codes_seen:  # a global node cannot be copied: it is put back
+            self._codes_seen.add(code)
+            glob = fn.__globals__
+            self.named.extend(glob[n] for n in code.co_names if is_node(glob.get(n)))
         if not fn.__closure__:
             return fn
         done = self._functions.get(id(fn))
@@ -394,6 +403,27 @@ class GraphCopy:
             except ValueError:  # an empty cell stays empty
                 pass
         return new
+
+
+def shallow_copy(v: object) -> object:
+    """`copy.copy(v)`, with a quick way for the usual node: a plain class whose fields
+    are all in its instance dict."""
+    cls = type(v)
+    if plain_class(cls):
+        new = object.__new__(cls)
+        new.__dict__.update(v.__dict__)
+        return new
+    return copy.copy(v)
+
+
+@functools.lru_cache(maxsize=64)
+def plain_class(cls: type) -> bool:
+    """Does `copy.copy` of an instance of `cls` just copy its instance dict?"""
+    return (cls.__new__ is object.__new__ and bool(cls.__dictoffset__)
+            and not any("__slots__" in k.__dict__ for k in cls.__mro__)
+            and cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__
+            and not hasattr(cls, "__copy__")
+            and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None))
 
 
 def saved_state(nodes: list[object]) -> list[tuple[object, object, object]]:
@@ -419,6 +449,11 @@ def record_graph(root: object, names: dict[str, object], title: str, notes: str)
     if not is_node(root):
         raise NotAGraph(f"mgtui.show needs a micrograd-style Value (with data, grad, _prev, "
                         f"_op and _backward), not {type(root).__name__}")
+    with collector_paused():  # many new objects, and no garbage until the copy is dropped
+        return _record_graph(root, names, title, notes)
+
+
+def _record_graph(root: object, names: dict[str, object], title: str, notes: str) -> Trace:
     originals = graph_of(root)
     saved = saved_state(originals)
     graph = GraphCopy(originals)
@@ -438,6 +473,17 @@ def record_graph(root: object, names: dict[str, object], title: str, notes: str)
         return build(rec, error, labels)
     finally:
         put_back(saved)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def run_backward(root: Any) -> None:

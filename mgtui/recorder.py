@@ -260,7 +260,7 @@ class Recorder:
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
-        self._adopters: dict[bool, Callable] = {}  # see `adopt`, by slots or not
+        self._adopters: dict[type, Callable] = {}  # see `adopt`, by class
         # Number a node's children made before the recording started, as it is made
         # (`mgtui.record()`: a block that uses parameters made before it).
         self.adopt_strangers = False
@@ -343,7 +343,8 @@ class Recorder:
                 walked.append(f)
                 f = f.f_back
             else:
-                return 0
+                line = 0  # no scenario frame on the stack (remembered too: a graph copied
+                #           for `mgtui.show` has no scenario lines, node after node)
             if walked:
                 if len(memo) > 256:
                     memo.clear()
@@ -657,15 +658,14 @@ class Recorder:
         """Record `node`, an instance made without its class's `__init__` (a copy of a
         node, for `mgtui.show`), as a node made now: its children must be adopted first."""
         cls = type(node)
-        for klass in cls.__mro__:  # the class whose `__init__` makes the node
-            if looks_like_value(klass):
-                self.instrument(klass)
-                break
-        slots = keeps_fields_in_slots(cls)
-        numbered = self._adopters.get(slots)
+        numbered = self._adopters.get(cls)
         if numbered is None:
-            numbered = self._adopters[slots] = (
-                self._slots_init_wrapper(_made_already) if slots
+            for klass in cls.__mro__:  # the class whose `__init__` makes the node
+                if looks_like_value(klass):
+                    self.instrument(klass)
+                    break
+            numbered = self._adopters[cls] = (
+                self._slots_init_wrapper(_made_already) if keeps_fields_in_slots(cls)
                 else self._init_wrapper(self.scenario_line, _made_already))
         numbered(node)
 

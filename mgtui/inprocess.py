@@ -311,14 +311,20 @@ def graph_of(root: object) -> list[object]:
             continue
         seen.add(id(v))
         stack.append((v, True))
-        stack.extend((c, False) for c in reversed(list(getattr(v, "_prev", ()) or ())))
+        stack.extend((c, False) for c in reversed(list(getattr(v, "_prev", ()) or ()))
+                     if is_node(c))
     return order
 
 
 def is_node(obj: object) -> bool:
     """Is `obj` a micrograd-style node (its class's `__init__`, or one it inherits, sets
     the autograd fields; also while the recorder's hooks wrap that `__init__`)?"""
-    for klass in type(obj).__mro__:
+    return _node_class(type(obj))
+
+
+@functools.lru_cache(maxsize=256)
+def _node_class(cls: type) -> bool:
+    for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
         init = getattr(init, "__wrapped__", init)
         code = getattr(init, "__code__", None)

@@ -442,3 +442,37 @@ def test_recordings_do_not_nest_and_say_so():
     with mgtui.record() as again:  # and the next one records
         Value(2.0)
     assert again.trace.node_count == 1
+
+
+def test_show_a_recording_and_a_graph_with_plain_numbers_among_its_inputs(capsys):
+    with mgtui.record() as rec:
+        o, _ = lecture_neuron()
+        o.backward()
+    assert load(rec.show()).node_count == 10
+    a = Value(2.0, label="a")
+    odd = Value(5.0, (a, 3.0), "+")  # a number among the children: not a node, left out
+
+    def _backward():
+        a.grad += odd.grad
+    odd._backward = _backward
+    with pytest.raises(AttributeError):
+        odd.backward()  # its own backward() walks into the number's _prev
+    odd.grad = 0.0
+    trace = load(mgtui.show(odd))  # no crash: the same error, kept as the trace's
+    assert [trace.label(i) for i in range(trace.node_count)] == ["a", "odd"]
+    assert trace.error.type == "AttributeError"
+
+
+def test_check_a_file_with_script_arguments(write_scenario):
+    path = write_scenario("args", '''
+        import sys
+        from engine import Value
+        scale = float(sys.argv[1])
+        a = Value(2.0, label="a")
+        b = a * scale; b.label = "b"
+        b.backward()
+        assert a.grad == scale
+    ''')
+    assert not mgtui.check(path, argv=("4",))
+    found = mgtui.check(path)  # no argument: the script raises IndexError
+    assert len(found) == 0 and found.error.type == "IndexError"

@@ -8,15 +8,14 @@ first used), because every `mgtui` process, the scenario's child included, impor
 from __future__ import annotations
 
 import os
-import shlex
 import sys
-import tempfile
 import types
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 if TYPE_CHECKING:
-    from mgtui.doctor import Finding, Report
+    from pathlib import Path
+
+    from mgtui.doctor import Finding, Report  # noqa: F401
     from mgtui.inprocess import BlockRecorder
     from mgtui.trace import Trace
 
@@ -73,6 +72,8 @@ class Recording:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the trace to a binary `.mgtrace` file (or JSON if `path` ends in
         `.json`), which `mgtui PATH` opens without running anything."""
+        from pathlib import Path
+
         return _save(self.trace, Path(path))
 
     def check(self) -> Findings:
@@ -148,7 +149,7 @@ class Findings(list):  # list["Finding"]
 
 
 def _where(f: Finding) -> str:
-    name = Path(f.file).name if f.file else "?"
+    name = os.path.basename(f.file) if f.file else "?"
     return f"{name}:{f.line}" if f.line else name
 
 
@@ -231,7 +232,7 @@ def _trace_of(root: object, frame: types.FrameType, name: str | None) -> Trace:
         or getattr(root, "label", None) or "root"
     if name:
         names = {name: root, **names}
-    where = f"{Path(frame.f_code.co_filename).name}, line {frame.f_lineno}"
+    where = f"{os.path.basename(frame.f_code.co_filename)}, line {frame.f_lineno}"
     notes = (f"The graph behind `{root_name}`, as `mgtui.show` found it ({where}): each "
              f"node made, its inputs first, then `{root_name}.backward()` replayed on a copy "
              f"of the graph from zero grads. Your own Values were not changed. The lines "
@@ -240,6 +241,8 @@ def _trace_of(root: object, frame: types.FrameType, name: str | None) -> Trace:
 
 
 def _show_trace(trace: Trace) -> Path | None:
+    import shlex
+
     problem = no_terminal()
     if problem is None:
         _run_app(trace)
@@ -291,6 +294,9 @@ def in_notebook() -> bool:
 
 
 def _trace_file(trace: Trace) -> Path:
+    import tempfile
+    from pathlib import Path
+
     stem = "".join(c if c.isalnum() else "-" for c in trace.title).strip("-")[:40] or "trace"
     fd, name = tempfile.mkstemp(prefix=f"mgtui-{stem}-", suffix=".mgtrace")
     os.close(fd)

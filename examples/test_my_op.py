@@ -4,8 +4,8 @@ Run it with `python -m pytest examples/test_my_op.py` (also under `--cov`, or a
 debugger). `mgtui.check` returns the gradient doctor's findings, an empty list when all
 is well; when it is not, the assertion message names the op's line:
 
-    AssertionError: assert not Findings(
-      wrong-derivative at test_my_op.py:23: #4.grad: numerical 0.2350, recorded 0.3775. ...
+    AssertionError: assert not Findings(wrong-derivative at test_my_op.py:22: #6.grad:
+    numerical 0.173105, recorded 0.2227. The _backward of y (#7, op sigmoid) added ...)
 """
 
 import math

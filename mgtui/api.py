@@ -142,10 +142,11 @@ class Findings(list):  # list["Finding"]
     def __repr__(self) -> str:
         if not self:
             return "Findings(no problems found)"
+        # one line: pytest shows it in a failed `assert not mgtui.check(...)`
         lines = [f"{f.kind} at {_where(f)}: {f.message}" for f in self]
         if self.error is not None:
             lines.append(f"the checked code raised: {self.error}")
-        return "Findings(\n  " + "\n  ".join(lines) + "\n)"
+        return "Findings(" + "; ".join(lines) + ")"
 
 
 def _where(f: Finding) -> str:

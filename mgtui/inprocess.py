@@ -111,16 +111,29 @@ def names_in(frame: types.FrameType | None) -> dict[str, object]:
 
 class MadeNodes:
     """An `on_create` hook that keeps each node the recording numbers, so that its id
-    (and the recorder's ordered `_prev`) can be taken off it afterwards."""
+    (and the recorder's ordered `_prev`) can be taken off it afterwards. Given the code
+    of a function, it also keeps that function's frame, as the first node is made: its
+    variables name the nodes once it has returned."""
 
-    def __init__(self, then: Callable[[int, Any], None] | None = None) -> None:
+    def __init__(self, then: Callable[[int, Any], None] | None = None,
+                 code: types.CodeType | None = None) -> None:
         self.nodes: list[Any] = []
         self.then = then
+        self.code = code
+        self.frame: types.FrameType | None = None
 
     def __call__(self, nid: int, d: Any) -> None:
         self.nodes.append(d)
+        if self.code is not None:
+            self._find_frame()
         if self.then is not None:
             self.then(nid, d)
+
+    def _find_frame(self) -> None:
+        f = sys._getframe(2)
+        while f is not None and f.f_code is not self.code:
+            f = f.f_back
+        self.frame, self.code = f, None  # looked for once
 
     def forget(self) -> None:
         for d in self.nodes:
@@ -202,7 +215,7 @@ def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
     filename = code.co_filename if code is not None else NO_FILE
     name = getattr(fn, "__qualname__", None) or repr(fn)
     probe_hook = OverwriteProbe() if probe else None
-    made = MadeNodes(on_create)
+    made = MadeNodes(on_create, code)
     rec = Recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)), max_nodes=NO_LIMIT,
                    capture_output=False, on_create=made,
                    before_backward=probe_hook or before_backward)
@@ -217,10 +230,12 @@ def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
                 error = error_of(rec, exc)
             except StopRecording as exc:  # a re-run that has what it needs
                 error = error_of(rec, exc)
-        return build(rec, error, {}), list(probe_hook.hits) if probe_hook else []
+        names = names_in(made.frame) if made.frame is not None else {}
+        return build(rec, error, names), list(probe_hook.hits) if probe_hook else []
     finally:
         random.setstate(state)
         made.forget()
+        made.frame = None
 
 
 def inspect_doc(fn: Callable) -> str:

@@ -359,7 +359,8 @@ def test_record_and_check_under_sys_settrace():
 def neuron_with_bad_sigmoid():
     x = Value(0.4, label="x")
     w = Value(-1.5, label="w")
-    y = bad_sigmoid(x * w)
+    z = x * w  # no label: named by the function's variable
+    y = bad_sigmoid(z)
     y.label = "y"
     y.backward()
 
@@ -374,6 +375,7 @@ def test_check_a_function_finds_the_wrong_derivative_at_its_line():
     s = 1 / (1 + math.exp(0.6))
     assert f.numerical == pytest.approx(s * (1 - s), rel=1e-4)
     assert f.recorded == pytest.approx(s)  # what the bug gave
+    assert f.message.startswith("z.grad: numerical")
     assert "wrong-derivative at test_api.py:" in repr(found)
     assert "1 problem found." in str(found)
 

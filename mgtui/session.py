@@ -569,4 +569,4 @@ class Session:
     def _numbers(self, filename: str) -> Callable[[int], str] | None:
         """The gutter numbers of a file's lines: the notebook's own, in cells."""
         trace = self.trace
-        return trace.line_number if trace.place(filename, 1) != f"{filename}:1" else None
+        return trace.line_number if trace.in_cells(filename) else None

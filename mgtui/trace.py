@@ -355,15 +355,15 @@ class Trace:
         shown = filename if shown is None else shown
         if not line:
             return shown
-        if notebook.cells_of(self.source) and _same_file(filename, self.scenario):
-            return f"{shown}, {self.where(line)}"
-        return f"{shown}:{line}"
+        return f"{shown}, {self.where(line)}" if self.in_cells(filename) else f"{shown}:{line}"
+
+    def in_cells(self, filename: str) -> bool:
+        """Are the lines of `filename` in cells? (It is this trace's notebook.)"""
+        return bool(notebook.cells_of(self.source)) and _same_file(filename, self.scenario)
 
     def line_in(self, filename: str, line: int) -> str:
         """A line of `filename`: `line 9`, or `cell 3, line 5` for the notebook's own."""
-        if notebook.cells_of(self.source) and _same_file(filename, self.scenario):
-            return self.where(line)
-        return f"line {line}"
+        return self.where(line) if self.in_cells(filename) else f"line {line}"
 
     def line_number(self, line: int) -> str:
         """A scenario line's number for a gutter: `12`, or `3:2` in a notebook."""

@@ -145,7 +145,7 @@ class Findings(list):  # list["Finding"]
         # one line: pytest shows it in a failed `assert not mgtui.check(...)`
         lines = [f"{f.kind} at {_where(f)}: {f.message}" for f in self]
         if self.error is not None:
-            lines.append(f"the checked code raised: {self.error}")
+            lines.append(f"the checked code raised: {self.report.trace.error_text()}")
         return "Findings(" + "; ".join(lines) + ")"
 
 
@@ -353,7 +353,7 @@ def compact_view(trace: Trace, rows: int = MAX_VIEW_ROWS):
         if len(backward) > rows:
             parts.append(Text(f"… and {len(backward) - rows} more steps", style="dim"))
     if trace.error is not None:
-        parts.append(Text(f"error: {trace.error}"))
+        parts.append(Text(f"error: {trace.error_text()}"))
     return Group(*parts)
 
 

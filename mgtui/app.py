@@ -343,7 +343,7 @@ class MgtuiApp(App[int]):
             self.say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
                      severity="warning", timeout=6)
         elif trace.error is not None:
-            self.say(f"The scenario stopped: {trace.error}. The trace up to there is shown; "
+            self.say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
                      "the error is the last step.", severity="warning", timeout=6)
         self.refresh_bindings()
 

@@ -47,8 +47,7 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
     print_nodes(trace, console)
     if trace.error is not None:
         console.print()
-        console.print(Text(f"error after step {trace.error.after_event}: {trace.error}"
-                           + (f" ({trace.where(trace.error.line)})" if trace.error.line else "")))
+        console.print(Text(f"error after step {trace.error.after_event}: {trace.error_text()}"))
     if trace.output:
         console.print()
         console.print(Text("scenario output:", style="bold"))
@@ -129,7 +128,7 @@ def format_report(report: Report) -> str:
         out.append(f"  {f.message}")
         out.append("")
     if report.error is not None:
-        out.append(f"the scenario raised: {report.error} (checked up to there)")
+        out.append(f"the scenario raised: {t.error_text()} (checked up to there)")
     n = len(report.findings)
     out.append("no problems found." if n == 0 else f"{n} problem{'s' if n != 1 else ''} found.")
     out.append(f"({report.seconds:.1f} s)")

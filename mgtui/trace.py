@@ -357,6 +357,17 @@ class Trace:
             return shown
         return f"{shown}, {self.where(line)}" if self.in_cells(filename) else f"{shown}:{line}"
 
+    def error_text(self) -> str:
+        """The error as `str(error)` says it, its line as the user knows it (a notebook's
+        `cell 3, line 2`); "" if the run did not raise."""
+        e = self.error
+        if e is None:
+            return ""
+        if not (e.line and self.in_cells(self.scenario)):
+            return str(e)
+        where = f" at {self.where(e.line)}"
+        return f"{e.type}{where}: {e.message}" if e.message else f"{e.type}{where}"
+
     def in_cells(self, filename: str) -> bool:
         """Are the lines of `filename` in cells? (It is this trace's notebook.)"""
         return bool(notebook.cells_of(self.source)) and _same_file(filename, self.scenario)

@@ -169,3 +169,16 @@ async def test_the_app_shows_cells_in_the_source_pane_and_the_step(monkeypatch, 
         assert "neuron_notebook.ipynb, cell 4, line 1  made here" in source
         assert "▶ 4:1" in source  # the gutter numbers lines within their cell
         assert "(cell 4, line 1)" in screen.query_one(StepDetail).text
+
+
+def test_an_error_in_a_cell_is_reported_at_its_cell(tmp_path):
+    path = write_notebook(tmp_path / "raises.ipynb", [
+        "from engine import Value",
+        "md:Now it breaks.",
+        "a = Value(1.0, label='a')\nb = a / 0",
+    ])
+    proc = mgtui(str(path), "--print")
+    assert proc.returncode == 1
+    assert "ZeroDivisionError at cell 3, line 2" in proc.stderr
+    assert "ZeroDivisionError at cell 3, line 2" in proc.stdout
+    assert "at line " not in proc.stdout + proc.stderr

@@ -75,7 +75,7 @@ class ChecksPane(Vertical):
         else:
             summary.append("✓ no problems found", style="bold")
         if report.error is not None:
-            summary.append(f"\nchecked up to the error: {report.error}")
+            summary.append(f"\nchecked up to the error: {report.trace.error_text()}")
         for note in getattr(report, "notes", [])[:3]:
             summary.append(f"\nnote: {note}", style="dim")
         self._status(summary)

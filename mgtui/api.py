@@ -50,12 +50,12 @@ class Recording:
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None,
-                 tb: types.TracebackType | None) -> bool:
+                 tb: types.TracebackType | None) -> None:
         recorder, self._recorder = self._recorder, None
         assert recorder is not None
         self._trace = recorder.stop(exc)
         self._hits = recorder.hits
-        return False  # an exception from the block goes on; the trace keeps it as its error
+        # an exception from the block goes on (None: not swallowed); the trace keeps it
 
     @property
     def trace(self) -> Trace:

@@ -22,7 +22,7 @@ import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 from mgtui.recorder import (
     _ONE_AT_A_TIME,
@@ -38,7 +38,7 @@ from mgtui.trace import Trace, TraceError
 
 NO_LIMIT = sys.maxsize  # nodes: the user's own process, the user's own memory
 NO_FILE = "<mgtui.show>"  # the "scenario" of a copied graph: no line of it is known
-KEYS_VIEW = type({}.keys())
+KEYS_VIEW = type({0: 0}.keys())
 
 
 # -- the hooks on and off ----------------------------------------------------------------
@@ -130,7 +130,7 @@ class MadeNodes:
             self.then(nid, d)
 
     def _find_frame(self) -> None:
-        f = sys._getframe(2)
+        f: types.FrameType | None = sys._getframe(2)
         while f is not None and f.f_code is not self.code:
             f = f.f_back
         self.frame, self.code = f, None  # looked for once
@@ -171,7 +171,7 @@ class BlockRecorder:
     def __init__(self, frame: types.FrameType, *, probe: bool = True) -> None:
         from mgtui.doctor.probe import OverwriteProbe
 
-        self.frame = frame
+        self.frame: types.FrameType | None = frame
         filename, line = frame.f_code.co_filename, frame.f_lineno
         self.probe = OverwriteProbe() if probe else None
         self.made = MadeNodes()
@@ -193,7 +193,7 @@ class BlockRecorder:
             return build(self.rec, error, names_in(self.frame))
         finally:
             self.made.forget()
-            self.frame = None  # type: ignore[assignment]
+            self.frame = None
 
     @property
     def hits(self) -> list:
@@ -269,6 +269,7 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     from mgtui.doctor.findings import one_per_line
     from mgtui.doctor.numerical import NumericalCheck
     from mgtui.doctor.probe import Overwrite
+    from mgtui.doctor.reruns import Reruns
     from mgtui.doctor.trace_checks import TRACE_CHECKS
 
     started = time.perf_counter()
@@ -277,7 +278,8 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     with collector_paused():
         found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
     reruns = CallReruns(fn, seed)
-    numerical = NumericalCheck(trace, ctx, reruns, lambda done, total, phase: None)
+    numerical = NumericalCheck(trace, ctx, cast(Reruns, reruns),  # the same calls
+                               lambda done, total, phase: None)
     found = numerical.run(sample, found)
     return Report(findings=one_per_line(found), trace=trace, error=trace.error,
                   checked_pass=numerical.checked, checked_nodes=numerical.checked_nodes,
@@ -334,18 +336,21 @@ def graph_of(root: object) -> list[object]:
 def is_node(obj: object) -> bool:
     """Is `obj` a micrograd-style node (its class's `__init__`, or one it inherits, sets
     the autograd fields; also while the recorder's hooks wrap that `__init__`)?"""
-    return _node_class(type(obj))
+    cls = type(obj)
+    found = _NODE_CLASSES.get(cls)
+    if found is None:
+        found = _NODE_CLASSES[cls] = any(_sets_fields(k) for k in cls.__mro__)
+    return found
 
 
-@functools.lru_cache(maxsize=256)
-def _node_class(cls: type) -> bool:
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        init = getattr(init, "__wrapped__", init)
-        code = getattr(init, "__code__", None)
-        if code is not None and REQUIRED <= set(code.co_names):
-            return True
-    return False
+_NODE_CLASSES: dict[type, bool] = {}
+
+
+def _sets_fields(klass: type) -> bool:
+    init = klass.__dict__.get("__init__")
+    init = getattr(init, "__wrapped__", init)
+    code = getattr(init, "__code__", None)
+    return code is not None and REQUIRED <= set(code.co_names)
 
 
 @dataclass
@@ -369,8 +374,9 @@ class GraphCopy:
                 d.pop(ID, None)  # a node from a `mgtui.record()` block is not yet numbered
             prev = getattr(v, "_prev", ()) or ()
             kids = [self.copies.get(id(p), p) for p in prev]
-            c._prev = (type(prev)(kids) if type(prev) in (set, frozenset, tuple, list)  # type: ignore[attr-defined]
-                       else tuple(kids))
+            kind = type(prev)
+            c._prev = (set(kids) if kind is set else frozenset(kids) if kind is frozenset  # type: ignore[attr-defined]
+                       else kids if kind is list else tuple(kids))
             c.grad = 0  # type: ignore[attr-defined]
             c._backward = self.remap(v._backward)  # type: ignore[attr-defined]
 
@@ -430,14 +436,19 @@ def shallow_copy(v: object) -> object:
     """`copy.copy(v)`, with a quick way for the usual node: a plain class whose fields
     are all in its instance dict."""
     cls = type(v)
-    if plain_class(cls):
+    plain = _PLAIN_CLASSES.get(cls)
+    if plain is None:
+        plain = _PLAIN_CLASSES[cls] = plain_class(cls)
+    if plain:
         new = object.__new__(cls)
         new.__dict__.update(v.__dict__)
         return new
     return copy.copy(v)
 
 
-@functools.lru_cache(maxsize=64)
+_PLAIN_CLASSES: dict[type, bool] = {}
+
+
 def plain_class(cls: type) -> bool:
     """Does `copy.copy` of an instance of `cls` just copy its instance dict?"""
     return (cls.__new__ is object.__new__ and bool(cls.__dictoffset__)
@@ -512,7 +523,7 @@ def run_backward(root: Any) -> None:
     if callable(backward):
         backward()
         return
-    topo = graph_of(root)  # the lecture's loop, for a class with no backward()
+    topo: list[Any] = graph_of(root)  # the lecture's loop, for a class with no backward()
     root.grad = 1.0
     for v in reversed(topo):
         v._backward()

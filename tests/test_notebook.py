@@ -182,3 +182,11 @@ def test_an_error_in_a_cell_is_reported_at_its_cell(tmp_path):
     assert "ZeroDivisionError at cell 3, line 2" in proc.stderr
     assert "ZeroDivisionError at cell 3, line 2" in proc.stdout
     assert "at line " not in proc.stdout + proc.stderr
+
+
+def test_the_doctor_finds_nothing_wrong_with_the_bundled_notebook():
+    import mgtui
+
+    found = mgtui.check("neuron_notebook")
+    assert not found, repr(found)
+    assert found.report.checked_nodes == 10

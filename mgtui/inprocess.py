@@ -245,7 +245,8 @@ def inspect_doc(fn: Callable) -> str:
 
 @dataclass
 class CallReruns:
-    """The doctor's re-runs (`mgtui.doctor.reruns.Reruns`) of a function, in-process."""
+    """The doctor's re-runs (`mgtui.doctor.reruns.Reruns`) of a function, in-process,
+    with the same hooks a re-run's child process makes (`mgtui.doctor.jobs.rerun`)."""
 
     fn: Callable[[], object]
     seed: int
@@ -253,12 +254,26 @@ class CallReruns:
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
-        from mgtui.doctor.reruns import Nudge, StopBeforeCall
+        return self.pair((nudge,), stop_after, (on_progress,))[0]
 
-        self.count += 1
-        trace, _ = record_call(self.fn, seed=self.seed, on_create=Nudge(nudge),
-                               before_backward=StopBeforeCall(stop_after))
-        return trace
+    def pair(self, nudges: tuple[dict[int, float], ...], stop_after: int,
+             on_progress: tuple[Callable[[int], None] | None, ...] = (),
+             restore: dict[int, list[int]] | None = None) -> list[Trace]:
+        """One re-run per nudge, one after the other (`Reruns.pair`)."""
+        from mgtui.doctor import jobs
+
+        traces = []
+        for nudge in nudges:
+            self.count += 1
+            job_args: dict[str, Any] = {"nudge": {str(k): v for k, v in nudge.items()},
+                                        "stop_after": stop_after}
+            if restore:
+                job_args["restore"] = {str(k): v for k, v in restore.items()}
+            hooks, _ = jobs.rerun(**job_args)
+            trace, _ = record_call(self.fn, seed=self.seed, on_create=hooks.get("on_create"),
+                                   before_backward=hooks.get("before_backward"))
+            traces.append(trace)
+        return traces
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None):

@@ -89,7 +89,13 @@ def scenario_of(filename: str, title: str, notes: str = "") -> Scenario:
     """A `Scenario` for code that is not a scenario file: lines are looked up in
     `filename` (a module, a test, a notebook cell), and nothing is run from it."""
     source = "".join(linecache.getlines(filename)) if not filename.startswith("<") else ""
-    return Scenario(Path(filename), source, None, title, notes)
+    return Scenario(Path(filename), source, nothing_to_run(filename), title, notes)
+
+
+def nothing_to_run(filename: str) -> types.CodeType:
+    """The code of an in-process recording's `Scenario`: empty, for it is never run (the
+    recorder's helpers that read a scenario's code find nothing in it)."""
+    return compile("", filename, "exec")
 
 
 def names_in(frame: types.FrameType | None) -> dict[str, object]:
@@ -505,7 +511,8 @@ def _record_graph(root: object, names: dict[str, object], title: str, notes: str
     saved = saved_state(originals)
     graph = GraphCopy(originals)
     saved += saved_state(graph.named)
-    rec = Recorder(Scenario(Path(NO_FILE), "", None, title, notes), max_nodes=NO_LIMIT,
+    rec = Recorder(Scenario(Path(NO_FILE), "", nothing_to_run(NO_FILE), title, notes),
+                   max_nodes=NO_LIMIT,
                    capture_output=False)
     error = None
     try:

@@ -85,6 +85,13 @@ def instrumented(rec: Recorder) -> Iterator[None]:
             _recording.clear()
 
 
+def in_process_recorder(scenario: Scenario, **hooks: Any) -> Recorder:
+    """A `Recorder` for the caller's own process: no node limit (its memory is the
+    user's own), its output left alone, and only hooks on the classes (the user's live
+    objects and classes are never rewritten)."""
+    return Recorder(scenario, max_nodes=NO_LIMIT, capture_output=False, **hooks)
+
+
 def scenario_of(filename: str, title: str, notes: str = "") -> Scenario:
     """A `Scenario` for code that is not a scenario file: lines are looked up in
     `filename` (a module, a test, a notebook cell), and nothing is run from it."""
@@ -182,9 +189,8 @@ class BlockRecorder:
         self.probe = OverwriteProbe() if probe else None
         self.made = MadeNodes()
         title = f"mgtui.record() in {Path(filename).name}, line {line}"
-        self.rec = Recorder(scenario_of(filename, title), max_nodes=NO_LIMIT,
-                            capture_output=False, on_create=self.made,
-                            before_backward=self.probe)
+        self.rec = in_process_recorder(scenario_of(filename, title), on_create=self.made,
+                                       before_backward=self.probe)
         self.rec.adopt_strangers = True
         self._hooks: Any = None
 
@@ -222,9 +228,8 @@ def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
     name = getattr(fn, "__qualname__", None) or repr(fn)
     probe_hook = OverwriteProbe() if probe else None
     made = MadeNodes(on_create, code)
-    rec = Recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)), max_nodes=NO_LIMIT,
-                   capture_output=False, on_create=made,
-                   before_backward=probe_hook or before_backward)
+    rec = in_process_recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)),
+                              on_create=made, before_backward=probe_hook or before_backward)
     state = random.getstate()
     error = None
     try:
@@ -511,9 +516,8 @@ def _record_graph(root: object, names: dict[str, object], title: str, notes: str
     saved = saved_state(originals)
     graph = GraphCopy(originals)
     saved += saved_state(graph.named)
-    rec = Recorder(Scenario(Path(NO_FILE), "", nothing_to_run(NO_FILE), title, notes),
-                   max_nodes=NO_LIMIT,
-                   capture_output=False)
+    rec = in_process_recorder(Scenario(Path(NO_FILE), "", nothing_to_run(NO_FILE), title,
+                                       notes))
     error = None
     try:
         with instrumented(rec):

@@ -158,6 +158,7 @@ CheckTarget = Union[str, "os.PathLike[str]", Recording, Callable[[], object]]
 
 
 def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
+          passes: str | list[int] | None = None, budget: float | None = None,
           argv: tuple[str, ...] = ()) -> Findings:
     """Run the gradient doctor and return its findings (empty when all is well).
 
@@ -170,7 +171,9 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
     - a `Recording` from `mgtui.record()`: the checks that need no re-run (`=` for
       `+=`, zero_grad, seed, topological order, writes, missing `_backward`, nan).
 
-    `sample` limits the non-leaf nodes nudged one by one in the numerical check. In a
+    `passes` picks the backward passes checked numerically (by default the first, the
+    last, and those between them that fit in `budget` seconds; "all"; or a list of
+    pass numbers from 1), and `sample` limits the non-leaf nodes nudged one by one. In a
     test: `assert not mgtui.check(build_and_backprop)`; the assertion's message lists
     each finding with its file and line, and `str(findings)` is the whole report.
     Raises `mgtui.errors.ScenarioLoadError` for a file that cannot run at all.
@@ -183,12 +186,14 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
         from mgtui.bundled import resolve
         from mgtui.doctor import diagnose
 
+        options: dict[str, Any] = {} if budget is None else {"budget": budget}
         return Findings(diagnose(resolve(os.fspath(target)), seed=seed, sample=sample,
-                                 argv=tuple(argv)))
+                                 passes=passes, argv=tuple(argv), **options))
     if callable(target):
         from mgtui.inprocess import diagnose_call
 
-        return Findings(diagnose_call(target, seed=seed, sample=sample))
+        return Findings(diagnose_call(target, seed=seed, sample=sample, passes=passes,
+                                      budget=budget))
     raise TypeError(f"mgtui.check takes a scenario file, a function or a Recording, "
                     f"not {type(target).__name__}")
 

@@ -270,7 +270,21 @@ class CallReruns:
     def pair(self, nudges: tuple[dict[int, float], ...], stop_after: int,
              on_progress: tuple[Callable[[int], None] | None, ...] = (),
              restore: dict[int, list[int]] | None = None) -> list[Trace]:
-        """One re-run per nudge, one after the other (`Reruns.pair`)."""
+        return self.wait(self.start(nudges, stop_after, on_progress, restore))
+
+    @staticmethod
+    def wait(runs: list) -> list[Trace]:
+        return list(runs)  # run as they were started: they are traces already
+
+    @staticmethod
+    def wait_quietly(runs: list) -> None:
+        pass
+
+    def start(self, nudges: tuple[dict[int, float], ...], stop_after: int,
+              on_progress: tuple[Callable[[int], None] | None, ...] = (),
+              restore: dict[int, list[int]] | None = None) -> list[Trace]:
+        """One re-run per nudge, one after the other, at once (`Reruns.start`: the
+        process's own function cannot run in a child)."""
         from mgtui.doctor import jobs
 
         traces = []
@@ -287,13 +301,15 @@ class CallReruns:
         return traces
 
 
-def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None):
+def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
+                  passes: Any = None, budget: float | None = None):
     """The doctor on a function that builds a graph and runs backward: every check of
-    `mgtui.doctor.diagnose`, each run a call of `fn` in this process."""
+    `mgtui.doctor.diagnose` (its `passes`, `sample` and `budget` too), each run a call of
+    `fn` in this process."""
     from mgtui.doctor import Report
     from mgtui.doctor.context import CheckContext, collector_paused
     from mgtui.doctor.findings import one_per_line
-    from mgtui.doctor.numerical import NumericalCheck
+    from mgtui.doctor.numerical import BUDGET, NumericalCheck
     from mgtui.doctor.probe import Overwrite
     from mgtui.doctor.reruns import Reruns
     from mgtui.doctor.trace_checks import TRACE_CHECKS
@@ -301,14 +317,21 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     started = time.perf_counter()
     trace, hits = record_call(fn, seed=seed, probe=True)
     ctx = CheckContext(trace, [Overwrite(*h) for h in hits])
-    with collector_paused():
-        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
+    budget = BUDGET if budget is None else budget
     reruns = CallReruns(fn, seed)
     numerical = NumericalCheck(trace, ctx, cast(Reruns, reruns),  # the same calls
-                               lambda done, total, phase: None)
-    found = numerical.run(sample, found)
+                               lambda done, total, phase: None, budget)
+    seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
+    with collector_paused():
+        found = seeds(trace, ctx)
+    numerical.begin(passes, sample)
+    with collector_paused():
+        found += [f for check in others for f in check(trace, ctx)]
+    found = numerical.run(found)
     return Report(findings=one_per_line(found), trace=trace, error=trace.error,
-                  checked_pass=numerical.checked, checked_nodes=numerical.checked_nodes,
+                  checked_passes=numerical.checked, checkable_passes=len(numerical.checkable),
+                  passes_asked="sampled" if passes is None else passes, budget=budget,
+                  numerical_seconds=numerical.seconds, checked_nodes=numerical.checked_nodes,
                   checked_calls=numerical.checked_calls, runs=1 + reruns.count,
                   seconds=time.perf_counter() - started, notes=numerical.notes)
 

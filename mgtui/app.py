@@ -72,9 +72,12 @@ class MgtuiApp(App[int]):
 
     def __init__(self, path: Path | None = None, *, step: int | None = None, seed: int = 0,
                  max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None,
-                 max_memory: int | None = None, run=None) -> None:
+                 max_memory: int | None = None, run=None, argv: tuple[str, ...] = (),
+                 trace: Trace | None = None) -> None:
         """`run` is a `mgtui.runner.Run` of `path` already started (the command line
-        starts it before it imports the app, so the two start up side by side)."""
+        starts it before it imports the app, so the two start up side by side). `argv`
+        is the script's `sys.argv[1:]`, for every run and reload. `trace` is one made
+        already (`mgtui.show`): it is shown, with no path to run or reload."""
         super().__init__()
         return_freed_memory()  # a big trace, built again as it grows, must not stay twice
         self.path = Path(path) if path is not None else None
@@ -83,6 +86,8 @@ class MgtuiApp(App[int]):
         self.max_nodes = max_nodes
         self.timeout = timeout
         self.max_memory = max_memory
+        self.argv = tuple(argv)
+        self._given = trace
         self.loading = False
         self._run = run  # the runner's Run while a recording goes on
         if run is not None:
@@ -108,6 +113,11 @@ class MgtuiApp(App[int]):
         self._quick: Trace | None = None
         self._quick_stopped = ""
         self._first_steps = False  # the first steps of a longer recording are preloaded
+        if self._given is not None:
+            self._quick, self._given = self._given, None
+            self.loading = True
+            self.debugger.preload(self._quick, self.start_step or 0)
+            return
         if self.path is None or not is_scenario(self.path):
             return
         self.loading = True  # from the start: a preloaded first frame is not the whole trace
@@ -133,7 +143,7 @@ class MgtuiApp(App[int]):
         from mgtui.runner import Run, RunSpec
 
         spec = RunSpec(str(path), seed=self.seed, max_nodes=self.max_nodes,
-                       timeout=self.timeout, **({"max_memory": self.max_memory}
+                       timeout=self.timeout, argv=self.argv, **({"max_memory": self.max_memory}
                                                 if self.max_memory else {}))
         self._run = Run(spec, on_progress=self._progress).start()
         return self._run
@@ -142,7 +152,7 @@ class MgtuiApp(App[int]):
         if self.config.problem:  # (its text quotes the user's file: never markup)
             self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
                         timeout=10, markup=False)
-        if self.path is None:
+        if self.path is None and self._quick is None:
             self.action_pick()
         elif self._quick is not None:
             trace, self._quick = self._quick, None
@@ -257,6 +267,12 @@ class MgtuiApp(App[int]):
     def on_run_checks(self, message: RunChecks) -> None:
         """Run the doctor on the scenario on screen, once per trace, in a worker."""
         trace = self.debugger.trace
+        if trace is not None and self.path is None and not self.loading:
+            self.debugger.post_message(ChecksFailed(
+                "The gradient doctor re-runs a scenario, and this graph came from your own "
+                "code (mgtui.show): check it there with mgtui.check(a function that builds "
+                "it), or open a scenario file."))
+            return
         if trace is None or self.path is None or self.loading:
             return
         if not is_scenario(self.path):
@@ -337,7 +353,7 @@ class MgtuiApp(App[int]):
             self.say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
                      severity="warning", timeout=6)
         elif trace.error is not None:
-            self.say(f"The scenario stopped: {trace.error}. The trace up to there is shown; "
+            self.say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
                      "the error is the last step.", severity="warning", timeout=6)
         self.refresh_bindings()
 
@@ -429,10 +445,10 @@ def is_scenario(path: Path) -> bool:
 
 def run_app(path: Path | None, step: int | None = None, seed: int = 0,
             max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None,
-            max_memory: int | None = None, run=None) -> int:
+            max_memory: int | None = None, run=None, argv: tuple[str, ...] = ()) -> int:
     """Run the debugger until the user quits. Returns the exit code."""
     app = MgtuiApp(path, step=step, seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   max_memory=max_memory, run=run)
+                   max_memory=max_memory, run=run, argv=argv)
     try:
         code = app.run()
     finally:

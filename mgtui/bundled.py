@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-LESSON_ORDER = ("chain", "neuron", "neuron_exp", "mlp", "moons")
+LESSON_ORDER = ("chain", "neuron", "neuron_notebook", "neuron_exp", "mlp", "moons")
 
 
 def bundled_dir() -> Path:
@@ -21,6 +21,7 @@ def bundled() -> list[tuple[str, Path]]:
     """(name, path) of every bundled scenario: the lessons, then the bugs."""
     root = bundled_dir()
     found = [(p.stem, p) for p in sorted(root.glob("*.py")) if p.stem != "__init__"]
+    found += [(p.stem, p) for p in sorted(root.glob("*.ipynb"))]
     found += [(f"bugs/{p.stem}", p) for p in sorted((root / "bugs").glob("*.py"))
               if p.stem != "__init__"]
 
@@ -32,7 +33,12 @@ def bundled() -> list[tuple[str, Path]]:
 
 
 def title_of(path: Path) -> str:
-    """The first line of a scenario's docstring, read without running it."""
+    """The first line of a scenario's docstring (a notebook's first markdown line),
+    read without running it."""
+    if path.suffix == ".ipynb":
+        from mgtui.notebook import title_of as notebook_title
+
+        return notebook_title(path)
     try:
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
@@ -46,7 +52,7 @@ def resolve(target: str) -> Path:
     if p.exists():
         return p
     names = dict(bundled())
-    name = target.removesuffix(".py")
+    name = target.removesuffix(".py").removesuffix(".ipynb")
     for candidate in (name, f"bugs/{name}"):
         if candidate in names:
             return names[candidate]

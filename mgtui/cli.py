@@ -69,7 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --check: the time the default sampling of backward passes "
                         "may take (default 10)")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
+    parser.epilog = ("Arguments after -- go to the script, as its sys.argv[1:]: "
+                     "mgtui train.py -- --lr 0.5")
     return parser
+
+
+def split_script_args(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """mgtui's own arguments, and the script's: everything after the first `--`."""
+    if "--" not in argv:
+        return argv, ()
+    i = argv.index("--")
+    return argv[:i], tuple(argv[i + 1:])
 
 
 def memory_size(text: str) -> int:
@@ -118,7 +128,15 @@ def say(message: str, detail: str = "") -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    own, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
+    args, unknown = parser.parse_known_args(own)
+    if unknown:
+        hint = (f" (to pass them to the script, put them after --: mgtui {args.file} -- "
+                f"{' '.join(unknown)})" if args.file else "")
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    args.script_args = script_args
+    if script_args and args.file is None:
+        return fail("arguments after -- go to a scenario: give its FILE first")
     return_freed_memory()
     if args.list:
         for name, path in bundled():
@@ -162,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"{path}: recording stopped: {stopped} (the trace up to there was kept)")
         return EXIT_FAILED
     if trace.error is not None:
-        say(f"{path}: {trace.error} (the trace up to there was kept)")
+        say(f"{path}: {trace.error_text()} (the trace up to there was kept)")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -184,7 +202,7 @@ def record_trace(path: Path, args: argparse.Namespace):
     from mgtui.runner import run
 
     result = run(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
-                 max_memory=args.max_memory)
+                 max_memory=args.max_memory, argv=args.script_args)
     return result.trace, result.message
 
 
@@ -246,7 +264,7 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
         budget = {} if args.budget is None else {"budget": args.budget}
         report = diagnose(path, seed=args.seed, sample=args.sample, passes=args.passes,
                           max_nodes=args.max_nodes, **budget,
-                          timeout=args.timeout, on_progress=progress)
+                          timeout=args.timeout, on_progress=progress, argv=args.script_args)
     except ScenarioLoadError as exc:
         progress.done()
         return fail(exc.message, exc.detail)
@@ -258,7 +276,7 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
         InertStream(sys.stdout).write(format_report(report))
     sys.stdout.flush()
     if report.error is not None:
-        say(f"{path}: {report.error} (checked up to there)")
+        say(f"{path}: {report.trace.error_text()} (checked up to there)")
     return EXIT_OK if report.clean else EXIT_FAILED
 
 
@@ -318,13 +336,15 @@ def launch_app(path: Path | None, args: argparse.Namespace) -> int:
         from mgtui.runner import Run, RunSpec
 
         run = Run(RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes,
-                          timeout=args.timeout, max_memory=args.max_memory)).start()
+                          timeout=args.timeout, max_memory=args.max_memory,
+                          argv=args.script_args)).start()
     try:
         from mgtui.app import run_app
     except ImportError:  # pragma: no cover - the app ships with the package
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
-                   timeout=args.timeout, max_memory=args.max_memory, run=run)
+                   timeout=args.timeout, max_memory=args.max_memory, run=run,
+                   argv=args.script_args)
 
 
 def entry() -> None:

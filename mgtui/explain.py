@@ -203,7 +203,7 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
             trace, data, op, nid, out, g, w.node, tl, operands, k)
         known = known or bool(formula)
         if not formula:
-            formula = _source_formula(closure, w.line) or f"{tl}.{w.field} written"
+            formula = _source_formula(closure, w.line, trace) or f"{tl}.{w.field} written"
         nth = trace.contribution(w) if w.field is Field.GRAD else 1
         c = Contribution(w.node, tl, w.field.value, w.before, w.after, w.line,
                          formula, numbers, nth, trace.uses[w.node], expected)
@@ -296,11 +296,12 @@ def _formula(trace, data, op, nid, out, g, target, tl, operands, k):
     return "", "", None
 
 
-def _source_formula(closure, line: int | None) -> str:
+def _source_formula(closure, line: int | None, trace: Trace | None = None) -> str:
     """The closure's own source line that made a write: how a custom op is explained."""
     if closure is None or line is None:
         return ""
     i = line - closure.first_line
     if 0 <= i < len(closure.lines):
-        return f"line {line}: {closure.lines[i].strip()}"
+        where = trace.line_in(closure.filename, line) if trace is not None else f"line {line}"
+        return f"{where}: {closure.lines[i].strip()}"
     return ""

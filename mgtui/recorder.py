@@ -127,6 +127,8 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         raise ScenarioLoadError(f"no such file: {path}")
     if p.is_dir():
         raise ScenarioLoadError(f"{path} is a directory, not a scenario file")
+    if p.suffix == ".ipynb":
+        return load_notebook(p)
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -152,6 +154,28 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
     doc = ast.get_docstring(tree) or ""
     title, _, notes = doc.partition("\n")
     return Scenario(p, source, code, title.strip() or p.stem, notes.strip())
+
+
+def load_notebook(p: Path) -> Scenario:
+    """A Jupyter notebook's code cells, in order, as one scenario (`mgtui.notebook`)."""
+    from mgtui import notebook
+
+    try:
+        nb = notebook.read(p)
+    except ValueError as exc:
+        raise ScenarioLoadError(str(exc)) from None
+    except OSError as exc:
+        raise ScenarioLoadError(f"cannot read {p}: {exc.strerror}") from None
+    filename = str(p.resolve())
+    try:
+        code = compile(nb.source, filename, "exec")
+    except SyntaxError as exc:
+        raise ScenarioLoadError(f"{p}, {notebook.where(nb.source, exc.lineno)}: SyntaxError: "
+                                f"{exc.msg}", caret(exc)) from None
+    # Lines read back by file name (a closure's source, a traceback) are the script's,
+    # not the notebook's JSON. (An entry with no mtime is never checked against the file.)
+    linecache.cache[filename] = (len(nb.source), None, nb.source.splitlines(True), filename)
+    return Scenario(p, nb.source, code, nb.title, nb.notes)
 
 
 def syntax_message(path: str | os.PathLike, exc: SyntaxError) -> str:
@@ -238,6 +262,10 @@ class Recorder:
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
         self.namer = Namer(scenario.code, scenario.source, self.class_codes, self.node_id)
+        self._adopters: dict[type, Callable] = {}  # see `adopt`, by class
+        # Number a node's children made before the recording started, as it is made
+        # (`mgtui.record()`: a block that uses parameters made before it).
+        self.adopt_strangers = False
         self._make_hooks()
 
     # -- control -----------------------------------------------------------------------
@@ -317,7 +345,8 @@ class Recorder:
                 walked.append(f)
                 f = f.f_back
             else:
-                return 0
+                line = 0  # no scenario frame on the stack (remembered too: a graph copied
+                #           for `mgtui.show` has no scenario lines, node after node)
             if walked:
                 if len(memo) > 256:
                     memo.clear()
@@ -472,6 +501,11 @@ class Recorder:
                 kids.extend(map(getid, prev))
             except AttributeError:  # a child made before the recording started
                 del kids[n_before:]
+                if rec.adopt_strangers:  # (an in-process block) recorded as made now
+                    for c in prev:
+                        if ID not in getattr(c, "__dict__", {ID: 0}) and hasattr(c, "_prev"):
+                            rec.adopt(c)
+                    nid, n_before = len(nodes) // NODE_FIELDS, len(kids)
                 kids.extend(getattr(c, ID, -1) for c in prev)
             if on_create is not None:
                 on_create(nid, d)
@@ -627,6 +661,21 @@ class Recorder:
         for name, value in hooks:
             self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
             setattr(cls, name, value)
+
+    def adopt(self, node: object) -> None:
+        """Record `node`, an instance made without its class's `__init__` (a copy of a
+        node, for `mgtui.show`), as a node made now: its children must be adopted first."""
+        cls = type(node)
+        numbered = self._adopters.get(cls)
+        if numbered is None:
+            for klass in cls.__mro__:  # the class whose `__init__` makes the node
+                if looks_like_value(klass):
+                    self.instrument(klass)
+                    break
+            numbered = self._adopters[cls] = (
+                self._slots_init_wrapper(_made_already) if keeps_fields_in_slots(cls)
+                else self._init_wrapper(self.scenario_line, _made_already))
+        numbered(node)
 
     def uninstrument(self) -> None:
         for cls, name, old in reversed(self._restore):
@@ -844,6 +893,10 @@ class Recorder:
 
 _MISSING = object()
 _ONE_AT_A_TIME = threading.RLock()
+
+
+def _made_already(node: object) -> None:
+    """The `__init__` of a node `Recorder.adopt` records: it is made already."""
 
 
 # -- nodes of `__slots__` classes ----------------------------------------------------------

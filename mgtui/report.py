@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mgtui.explain import explain, fmt
+from mgtui.notebook import cells_of
 from mgtui.timeline import Timeline
 from mgtui.trace import Trace
 
@@ -46,7 +47,7 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
     print_nodes(trace, console)
     if trace.error is not None:
         console.print()
-        console.print(Text(f"error after step {trace.error.after_event}: {trace.error}"))
+        console.print(Text(f"error after step {trace.error.after_event}: {trace.error_text()}"))
     if trace.output:
         console.print()
         console.print(Text("scenario output:", style="bold"))
@@ -56,7 +57,7 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
 def step_lines(trace: Trace, timeline: Timeline, index: int) -> list[Text]:
     ex = explain(trace, timeline.data, timeline.grad, index)
     line = trace.line_of(index)
-    where = f"  (line {line})" if line else ""
+    where = f"  ({trace.where(line)})" if line else ""
     head = f"  step {index + 1:>4}  "
     pad = " " * len(head)
     if ex.kind == "backward":
@@ -80,13 +81,14 @@ def step_lines(trace: Trace, timeline: Timeline, index: int) -> list[Text]:
 def print_nodes(trace: Trace, console: Console) -> None:
     count = trace.node_count
     table = Table(title=f"Nodes at the end ({count:,})", title_justify="left")
-    for name in ("id", "label", "op", "data", "grad", "inputs", "line"):
-        table.add_column(name, justify="right" if name in ("id", "data", "grad", "line") else "left")
+    line = "cell:line" if cells_of(trace.source) else "line"  # a notebook's lines are in cells
+    for name in ("id", "label", "op", "data", "grad", "inputs", line):
+        table.add_column(name, justify="right" if name in ("id", "data", "grad", line) else "left")
     for nid in range(min(count, MAX_TABLE_ROWS)):
         table.add_row(
             str(nid), trace.label(nid), trace.op(nid), fmt(trace.final_data[nid]),
             fmt(trace.final_grad[nid]), ", ".join(trace.label(c) for c in trace.children(nid)),
-            str(trace.line(nid) or ""))
+            trace.line_number(trace.line(nid)) if trace.line(nid) else "")
     console.print(table)
     if count > MAX_TABLE_ROWS:
         console.print(Text(f"… and {count - MAX_TABLE_ROWS:,} more nodes", style="dim"))
@@ -119,11 +121,11 @@ def format_report(report: Report) -> str:
         out.append(f"{f.kind}: {f.title}")
         out.append(f"  node   {f.node_name}{where}")
         if f.line:
-            out.append(f"  at     {display_path(f.file)}:{f.line}: {f.text}")
+            out.append(f"  at     {t.place(f.file, f.line, display_path(f.file))}: {f.text}")
         out.append(f"  {f.message}")
         out.append("")
     if report.error is not None:
-        out.append(f"the scenario raised: {report.error} (checked up to there)")
+        out.append(f"the scenario raised: {t.error_text()} (checked up to there)")
     n = len(report.findings)
     out.append("no problems found." if n == 0 else f"{n} problem{'s' if n != 1 else ''} found.")
     out.append(f"({report.seconds:.1f} s)")

@@ -10,7 +10,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from mgtui.assigns import assigning_lines
 from mgtui.explain import Explanation, explain
@@ -91,6 +91,7 @@ class Source:
     lines: tuple[str, ...] = ()
     first_line: int = 1
     marked: dict[int, str] = field(default_factory=dict)
+    numbers: Callable[[int], str] | None = None  # a line's gutter number (a notebook's 3:2)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Detail:
     title: str  # the scenario's title
     explanation: Explanation | None = None
     line: int | None = None  # the scenario line of the event
+    where: Callable[[int | None], str] = lambda line: f"line {line}" if line else ""
     closure_file: str = ""  # the file of the `_backward` that ran
     warnings: tuple[str, ...] = ()  # non-finite values among the nodes the step touched
     error: TraceError | None = None  # set on the error step
@@ -447,15 +449,16 @@ class Session:
         trace = self.trace
         if not finding.line:
             return None
-        where = f"{short_path(finding.file)}:{finding.line}  {finding.title}"
+        where = f"{trace.place(finding.file, finding.line, short_path(finding.file))}  {finding.title}"
         marked = {finding.line: "!"}
+        numbers = self._numbers(finding.file)
         if Path(finding.file).resolve() == Path(trace.scenario).resolve():
             return Source(("finding", finding.line), where, tuple(trace.source.splitlines()),
-                          1, marked)
+                          1, marked, numbers)
         for closure in trace.closures:
             if closure.covers(finding.file, finding.line):
                 return Source(("finding", finding.file, finding.line), where, closure.lines,
-                              closure.first_line, marked)
+                              closure.first_line, marked, numbers)
         return None
 
     # -- the side tab, and a whole position -------------------------------------------------
@@ -544,7 +547,7 @@ class Session:
 
     def _detail(self, event: int | None) -> Detail:
         trace, tl = self.trace, self.timeline
-        detail = Detail(self.step, self.total, trace.title)
+        detail = Detail(self.step, self.total, trace.title, where=trace.where)
         if self.at_error():
             return replace(detail, error=trace.error)
         if event is None:
@@ -568,21 +571,30 @@ class Session:
         trace = self.trace
         lines = tuple(trace.source.splitlines())
         name = Path(trace.scenario).name
+        numbers = trace.line_number
+        if event is not None and not self.at_error():
+            closure_index = trace.closure_index(event)
+            if trace.kind(event) is EventKind.BACKWARD and closure_index is not None:
+                return self._closure_source(event, closure_index)  # (from the closure's file)
         if not lines:
             return Source(("none",), f"{name}: no source in this trace")
         if self.at_error():
             line = trace.error.line
-            return Source(("error", line), f"{name}:{line or '?'}  raised {trace.error.type}",
-                          lines, 1, {line: "✗"} if line else {})
+            return Source(("error", line), f"{self._at(line)}  raised {trace.error.type}",
+                          lines, 1, {line: "✗"} if line else {}, numbers)
         if event is None:
-            return Source(("start",), name, lines)
-        kind, closure_index = trace.kind(event), trace.closure_index(event)
-        if kind is EventKind.BACKWARD and closure_index is not None:
-            return self._closure_source(event, closure_index)
+            return Source(("start",), name, lines, numbers=numbers)
+        kind = trace.kind(event)
         line = trace.line_of(event)
         what = {EventKind.CREATE: "made here", EventKind.GRAD: "seeded here"}.get(kind, "written here")
-        return Source(("scenario", line), f"{name}:{line or '?'}  {what}", lines, 1,
-                      {line: "▶"} if line else {})
+        return Source(("scenario", line), f"{self._at(line)}  {what}", lines, 1,
+                      {line: "▶"} if line else {}, numbers)
+
+    def _at(self, line: int | None) -> str:
+        """`neuron.py:12`, or `lecture.ipynb, cell 3, line 2`."""
+        trace = self.trace
+        return trace.place(trace.scenario, line or None, Path(trace.scenario).name) \
+            + ("" if line else ":?")
 
     def _closure_source(self, event: int, closure_index: int) -> Source:
         trace = self.trace
@@ -591,8 +603,13 @@ class Session:
         marked = {w.line: "!" if w.line in assigns else "▶" for w in trace.writes(event) if w.line}
         nid = trace.event_node(event)
         title = (f"{trace.label(nid)}._backward ({trace.op(nid) or 'leaf'}) · "
-                 f"{short_path(closure.filename)}:{closure.first_line}")
+                 f"{trace.place(closure.filename, closure.first_line, short_path(closure.filename))}")
         if closure.default:
             title += "  (the default no-op)"
         return Source(("closure", closure_index, tuple(sorted(marked))), title,
-                      closure.lines, closure.first_line, marked)
+                      closure.lines, closure.first_line, marked, self._numbers(closure.filename))
+
+    def _numbers(self, filename: str) -> Callable[[int], str] | None:
+        """The gutter numbers of a file's lines: the notebook's own, in cells."""
+        trace = self.trace
+        return trace.line_number if trace.in_cells(filename) else None

@@ -125,7 +125,7 @@ def test_list_and_version(capsys):
     code, out, _ = run(capsys, "--list")
     assert code == 0
     names = [line.split()[0] for line in out.splitlines()]
-    assert names[:5] == ["chain", "neuron", "neuron_exp", "mlp", "moons"]
+    assert names[:6] == ["chain", "neuron", "neuron_notebook", "neuron_exp", "mlp", "moons"]
     assert "One neuron with a tanh activation" in out
     with pytest.raises(SystemExit) as info:
         main(["--version"])

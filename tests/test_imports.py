@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
 CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.naming", "mgtui.runner", "mgtui.runner_child",
         "mgtui.trace", "mgtui.timeline", "mgtui.session", "mgtui.view", "mgtui.explain", "mgtui.doctor", "mgtui.export",
-        "mgtui.tracefile", "mgtui.bundled", "mgtui.bindings", "mgtui.config", "mgtui.safe")
+        "mgtui.tracefile", "mgtui.bundled", "mgtui.bindings", "mgtui.config", "mgtui.safe", "mgtui.inprocess", "mgtui.notebook")
 
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess:

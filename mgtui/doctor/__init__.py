@@ -37,6 +37,7 @@ def diagnose(
     max_nodes: int = DEFAULT_MAX_NODES,
     timeout: float | None = None,
     on_progress: ProgressFn | None = None,
+    argv: tuple[str, ...] = (),
 ) -> Report:
     """Record the scenario, run every check, and return the findings.
 
@@ -45,7 +46,8 @@ def diagnose(
     less than `budget` seconds; "all"; or a list of backward pass numbers, counted from
     1. `sample` limits the non-leaf nodes nudged on their own in the numerical runs
     (leaves are always nudged; by default every node is). `on_progress(done, total, phase)` is
-    called as the work goes (total 0: not known). Raises ScenarioLoadError if the
+    called as the work goes (total 0: not known). `argv` is the script's
+    `sys.argv[1:]`, for every run. Raises ScenarioLoadError if the
     scenario cannot run at all.
     """
     started = time.perf_counter()
@@ -54,7 +56,7 @@ def diagnose(
     progress = on_progress or (lambda done, total, phase: None)
     progress(0, 0, "recording")
     spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   job="mgtui.doctor.jobs:probe")
+                   argv=tuple(argv), job="mgtui.doctor.jobs:probe")
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     trace = result.trace
     raise_if_interrupted(trace)
@@ -62,7 +64,7 @@ def diagnose(
 
     progress(0, 0, "checking the trace")
     ctx = CheckContext(trace, hits)
-    reruns = Reruns(scenario, seed, max_nodes, timeout)
+    reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv))
     numerical = NumericalCheck(trace, ctx, reruns, progress, budget)
     seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
     with collector_paused():

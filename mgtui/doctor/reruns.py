@@ -66,6 +66,7 @@ class Reruns:
     max_nodes: int
     timeout: float | None
     count: int = 0
+    argv: tuple[str, ...] = ()  # the script's sys.argv[1:]
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
@@ -92,7 +93,7 @@ class Reruns:
         for nudge, progress in zip(nudges, on_progress):
             self.count += 1
             spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                           timeout=self.timeout, job="mgtui.doctor.jobs:rerun",
+                           timeout=self.timeout, argv=self.argv, job="mgtui.doctor.jobs:rerun",
                            job_args={"nudge": {str(k): v for k, v in nudge.items()},
                                      "stop_after": stop_after,
                                      "restore": {str(k): v for k, v in (restore or {}).items()}})

@@ -75,7 +75,7 @@ class ChecksPane(Vertical):
         else:
             summary.append("✓ no problems found", style="bold")
         if report.error is not None:
-            summary.append(f"\nchecked up to the error: {report.error}")
+            summary.append(f"\nchecked up to the error: {report.trace.error_text()}")
         if hasattr(report, "checked_passes"):
             from mgtui.report import numerically
 
@@ -83,7 +83,7 @@ class ChecksPane(Vertical):
         for note in getattr(report, "notes", [])[:3]:
             summary.append(f"\nnote: {note}", style="dim")
         self._status(summary)
-        options.add_options(Option(self._prompt(f, self._pass_of(report, f)), id=f"finding-{i}")
+        options.add_options(Option(self._prompt(f, self._pass_of(report, f), report.trace), id=f"finding-{i}")
                             for i, f in enumerate(self.findings))
         if self.findings:
             options.highlighted = 0
@@ -97,13 +97,17 @@ class ChecksPane(Vertical):
         return f" · backward pass {report.backward_number(p)}/{report.backward_count}"
 
     @staticmethod
-    def _prompt(finding, pass_text: str = "") -> Text:
+    def _prompt(finding, pass_text: str = "", trace=None) -> Text:
         text = Text()
         text.append(f"! {finding.title}", style="bold")
         text.append(f"  {finding.node_name} · step {finding.step + 1}{pass_text}")
         if finding.line:
             where = finding.file.rsplit("/", 1)[-1]
-            text.append(f"\n  {where}:{finding.line}: {finding.text.strip()}", style="italic")
+            if trace is not None:
+                where = trace.place(finding.file, finding.line, where)
+            else:
+                where = f"{where}:{finding.line}"
+            text.append(f"\n  {where}: {finding.text.strip()}", style="italic")
         text.append(f"\n  {finding.message}")
         return text
 

@@ -4,6 +4,7 @@ ran, with the lines that wrote each grad marked `▶` (a mark, not only a colour
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -44,17 +45,19 @@ def highlighted_lines(code: str) -> tuple[Text, ...]:
 
 
 def render_source(title: str, lines: tuple[str, ...], first_line: int,
-                  marked: dict[int, str]) -> Text:
-    """`lines` numbered from `first_line`; `marked` maps a line number to its mark glyph."""
+                  marked: dict[int, str], numbers: Callable[[int], str] | None = None) -> Text:
+    """`lines` numbered from `first_line`; `marked` maps a line number to its mark glyph;
+    `numbers` gives the number shown for a line (a notebook's `cell:line`)."""
     code = "\n".join(lines)
     body = source_lines(code) if code.strip() else ()
-    width = len(str(first_line + len(lines)))
+    shown = numbers or str
+    width = max((len(shown(first_line + k)) for k in range(len(lines))), default=1)
     out = Text()
     out.append(title + "\n", style="bold")
     for k, line in enumerate(body):
         number = first_line + k
         mark = marked.get(number)
-        gutter = f"{mark or ' '} {number:>{width}} "
+        gutter = f"{mark or ' '} {shown(number):>{width}} "
         out.append(gutter, style="bold reverse" if mark else "dim")
         out.append(" ")
         if mark:
@@ -85,4 +88,4 @@ class SourceView(TextPane):
             return
         rows = [n - source.first_line for n in source.marked if n >= source.first_line] or [0]
         self.set_text(render_source(source.title, source.lines, source.first_line,
-                                    source.marked), focus_line=min(rows) + 1)
+                                    source.marked, source.numbers), focus_line=min(rows) + 1)

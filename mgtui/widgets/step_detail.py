@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.text import Text
 from textual.reactive import reactive
 
@@ -13,6 +15,10 @@ from mgtui.widgets.text_pane import TextPane
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 
 
+def line_text(line: int | None) -> str:
+    return f"line {line}" if line else ""
+
+
 def ordinal(n: int) -> str:
     return ORDINAL.get(n, f"{n}th")
 
@@ -20,21 +26,23 @@ def ordinal(n: int) -> str:
 def render_detail(detail: Detail) -> Text:
     """The start, the error step, or one event's working with its warnings."""
     if detail.error is not None:
-        return render_error(detail.step, detail.total, detail.error)
+        return render_error(detail.step, detail.total, detail.error, detail.where)
     if detail.explanation is None:
         return render_start(detail.total, detail.title)
     text = render_explanation(detail.step, detail.total, detail.explanation, detail.line,
-                              detail.closure_file)
+                              detail.closure_file, detail.where)
     for warning in detail.warnings:
         text.append("\n  " + warning, style="bold reverse")
     return text
 
 
 def render_explanation(step: int, total: int, exp: Explanation, line: int | None,
-                       closure_file: str = "") -> Text:
-    """An explanation as text. Marks are words and glyphs, so they read without colour."""
+                       closure_file: str = "", lines: Callable[[int | None], str] = line_text
+                       ) -> Text:
+    """An explanation as text. Marks are words and glyphs, so they read without colour.
+    `lines` names a scenario line (`line 12`, or a notebook's `cell 3, line 2`)."""
     text = Text()
-    where = f"  (line {line})" if line else ""
+    where = f"  ({lines(line)})" if line else ""
     text.append(f"step {step}/{total}  ", style="dim")
     text.append(exp.title, style="bold")
     text.append(where + "\n", style="dim")
@@ -55,7 +63,7 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
             text.append(exp.local + "\n")
         text.append("  " + exp.equation + "\n", style="dim")
         for c in exp.contributions:
-            render_contribution(text, c, closure_file)
+            render_contribution(text, c, closure_file, lines)
     else:
         text.append("  " + exp.equation + "\n", style="bold")
     if exp.kind != "backward":
@@ -65,7 +73,8 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
     return text
 
 
-def render_contribution(text: Text, c, closure_file: str) -> None:
+def render_contribution(text: Text, c, closure_file: str,
+                        lines: Callable[[int | None], str] = line_text) -> None:
     """One grad a `_backward` wrote: the formula, the numbers, `before → after (+delta)`."""
     text.append("  • ", style="bold")
     text.append(c.formula)
@@ -78,20 +87,24 @@ def render_contribution(text: Text, c, closure_file: str) -> None:
     elif c.uses > 1:
         text.append(f"  ({ordinal(c.nth)} of {c.uses} uses)", style="italic")
     if c.line:
-        text.append(f"  ({closure_file}:{c.line})" if closure_file else f"  (line {c.line})",
-                    style="dim")
+        if closure_file.endswith(".ipynb"):  # a closure of the notebook: in its cells
+            place = f"{closure_file}, {lines(c.line)}"
+        else:
+            place = f"{closure_file}:{c.line}" if closure_file else lines(c.line)
+        text.append(f"  ({place})", style="dim")
     text.append("\n")
     if c.mismatch and c.expected is not None:
         text.append(f"     ⚠ expected {fmt(c.expected)} from the op's derivative\n",
                     style="bold")
 
 
-def render_error(step: int, total: int, error: TraceError) -> Text:
+def render_error(step: int, total: int, error: TraceError,
+                 lines: Callable[[int | None], str] = line_text) -> Text:
     text = Text()
     text.append(f"step {step}/{total}  ", style="dim")
     text.append(f"✗ the scenario raised {error.type}", style="bold reverse")
     if error.line:
-        text.append(f"  (line {error.line})", style="dim")
+        text.append(f"  ({lines(error.line)})", style="dim")
     text.append("\n  " + (error.message or error.type) + "\n", style="bold")
     text.append("  The trace stops here: every step before this one is what the scenario "
                 "did up to the error.", style="italic")

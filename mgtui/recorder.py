@@ -182,6 +182,8 @@ class Recorder:
       with the node's dict and the closure about to run. Whatever it records (it may
       call `fn`) is discarded, and raising `StopRecording` from it ends the run there.
 
+    `inline=False` records every class through the hooks, never rewriting code.
+
     `capture_output=False` leaves the scenario's stdout and stderr where they are (the
     runner's child sends them to the parent on a pipe of their own), and `argv` is what
     follows the script's path in its `sys.argv`.
@@ -199,6 +201,7 @@ class Recorder:
         before_backward: BeforeBackward | None = None,
         capture_output: bool = True,
         argv: Sequence[str] = (),
+        inline: bool = True,
     ) -> None:
         self.scenario = scenario
         self.capture_output = capture_output
@@ -236,7 +239,14 @@ class Recorder:
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
+        # The recording inlined into the classes whose source it can rewrite
+        # (`mgtui.inline`); the hooks below are for the others, or for all if not inline.
+        self.inliner = None
         self._make_hooks()
+        if inline:
+            from mgtui.inline import Inliner
+
+            self.inliner = Inliner(self, self.record_call, self.run_backward)
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -349,7 +359,14 @@ class Recorder:
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
-            if nid is None or rec.stop_reason:
+            if nid is None:
+                return fn()
+            return record_call(nid, d, fn, getframe(1))
+
+        def record_call(nid: int, d, fn: Callable[[], object], frame):
+            """Record the call of `fn`, the `_backward` of node `nid` (its dict `d`),
+            made from `frame`, and make it."""
+            if rec.stop_reason:
                 return fn()
             if before is not None:  # whatever the hook records is forgotten
                 marks = len(writes), len(events), len(nodes), len(kids)
@@ -364,7 +381,7 @@ class Recorder:
             if ci is None:
                 ci = codes[code] = len(codes)
             events.extend(
-                (BACKWARD, nid, 0.0, 0.0, scenario_line(getframe(1)), ci, len(writes)))
+                (BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
             stack.append(nid)
             try:
                 return fn()
@@ -375,6 +392,7 @@ class Recorder:
                         events.extend((CREATE, made, 0.0, 0.0, 0, -1, len(writes)))
                     made_inside.clear()
 
+        self.record_call = record_call
         return run_backward
 
     def _backward_hook(self, run_backward):
@@ -404,6 +422,7 @@ class Recorder:
         call is one of that call's writes, any other write is an event of its own."""
         events, writes, stack = self.events, self.writes, self.stack
         getframe = sys._getframe
+        rec = self
 
         class WriteHook:
             __slots__ = ()
@@ -411,8 +430,9 @@ class Recorder:
             def __set__(self, obj, value):
                 d = obj.__dict__
                 nid = d.get(ID)
-                if nid is None:
-                    d[name] = value
+                if nid is None or (rec.inliner is not None
+                                   and getframe(1).f_code in rec.inliner.codes):
+                    d[name] = value  # (rewritten code records this write itself)
                     return
                 before = d.get(name, 0.0)
                 d[name] = value
@@ -602,6 +622,7 @@ class Recorder:
         if cls in self.classes:
             return
         self.classes.append(cls)
+        inline = self.inliner is not None and self.inliner.adopt(cls)
         init = cls.__dict__["__init__"]
         init_code = getattr(init, "__code__", None)
         if init_code is not None:
@@ -609,6 +630,8 @@ class Recorder:
         for klass in cls.__mro__:
             self.class_codes.update(
                 f.__code__ for f in vars(klass).values() if hasattr(f, "__code__"))
+        if inline:
+            return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):
             hooks = self._slots_hooks(cls, init)
         else:
@@ -621,6 +644,8 @@ class Recorder:
             setattr(cls, name, value)
 
     def uninstrument(self) -> None:
+        if self.inliner is not None:
+            self.inliner.stop()
         for cls, name, old in reversed(self._restore):
             if old is _MISSING:
                 try:
@@ -693,6 +718,8 @@ class Recorder:
         stderr = ThreadOutput(sys.stderr, out) if capture else sys.stderr
         try:
             self.instrument_loaded()
+            if self.inliner is not None:
+                self.inliner.start()
             builtins.__build_class__ = build_class
             builtins.input = no_input
             sys.stdout, sys.stderr = stdout, stderr
@@ -753,7 +780,10 @@ class Recorder:
                     self._thread_id = threading.get_ident()
                 if self.stop_reason:
                     raise StopRecording(self.stop_reason)
-                exec(self.scenario.code, module_globals)
+                code = self.scenario.code
+                if self.inliner is not None:
+                    code = self.inliner.scenario_code(module_globals)
+                exec(code, module_globals)
             finally:
                 self._disarm()
         except SystemExit as exc:
@@ -1101,12 +1131,13 @@ def record(
     on_progress: Callable[[int], None] | None = None,
     on_create: OnCreate | None = None,
     before_backward: BeforeBackward | None = None,
+    inline: bool = True,
 ) -> Trace:
     """Run the scenario and return its trace. Raises ScenarioLoadError if it cannot run.
-    The hooks are `Recorder`'s."""
+    The hooks and `inline` are `Recorder`'s."""
     scenario = path if isinstance(path, Scenario) else load_scenario(path)
     recorder = Recorder(
         scenario, seed=seed, max_nodes=max_nodes, timeout=timeout, on_progress=on_progress,
-        on_create=on_create, before_backward=before_backward,
+        on_create=on_create, before_backward=before_backward, inline=inline,
     )
     return recorder.run()

@@ -96,12 +96,20 @@ def _is_none(name: str) -> ast.Compare:
     return ast.Compare(_name(name), [ast.Is()], [ast.Constant(None)])
 
 
+def _read_id() -> ast.Try:
+    """`NID = OBJ._mgtui_id`, None if it has none: a plain read (specialised by 3.11)
+    for a node; anything else pays for the exception."""
+    return ast.Try([_assign(NID, ast.Attribute(_name(OBJ), ID, ast.Load()))],
+                   [ast.ExceptHandler(_name("AttributeError"), None,
+                                      [_assign(NID, ast.Constant(None))])], [], [])
+
+
 def store_then_record(attr: str, line: int) -> list[ast.stmt]:
     """`OBJ.attr = VALUE`, recorded: the statements after OBJ and VALUE are set."""
     if attr == "label":
         return [_store(attr, VALUE), ast.Expr(_call(LABEL, _name(OBJ), _name(VALUE)))]
     return [
-        _assign(NID, _getattr(OBJ, ID, ast.Constant(None))),
+        _read_id(),
         ast.If(_is_none(NID), [_store(attr, VALUE)], [
             _assign(BEFORE, _getattr(OBJ, attr, ast.Constant(0.0))),
             _store(attr, VALUE),
@@ -121,7 +129,7 @@ def augmented_then_record(attr: str, op: ast.operator, value: ast.expr, line: in
         return stmts + store_then_record(attr, line)
     return stmts + [
         _store(attr, VALUE),
-        _assign(NID, _getattr(OBJ, ID, ast.Constant(None))),
+        _read_id(),
         ast.If(ast.Compare(_name(NID), [ast.IsNot()], [ast.Constant(None)]),
                [_record(attr, line)], []),
     ]
@@ -346,7 +354,7 @@ class FileRewrite:
         self.code = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
         self.rewritten = code_index(self.code)
         self.made_inits = rewriter.made_inits
-        self.codes = set(self.rewritten.values())
+        self.codes = {id(c): c for c in self.rewritten.values()}
 
     def counterpart(self, code: types.CodeType) -> types.CodeType | None:
         """The rewritten code of a function whose code is `code`, if `code` is what this
@@ -359,6 +367,26 @@ class FileRewrite:
 
     def plain_of(self, code: types.CodeType) -> types.CodeType | None:
         return self.plain.get((code.co_qualname, code.co_firstlineno))
+
+
+_REWRITES: dict[tuple, FileRewrite] = {}  # by file name, source and flags, for reuse
+
+
+def rewrite_of(filename: str, source: str, flags: int = 0,
+               plain: types.CodeType | None = None) -> FileRewrite | None:
+    """The `FileRewrite` of a source (None if it does not compile), made once a process:
+    the code objects are immutable, and a later run may share them."""
+    key = (filename, source, flags)
+    found = _REWRITES.get(key)
+    if found is None:
+        try:
+            found = FileRewrite(filename, source, flags, plain)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if len(_REWRITES) >= 64:
+            _REWRITES.clear()
+        _REWRITES[key] = found
+    return found
 
 
 def read_source(filename: str) -> str | None:
@@ -379,7 +407,7 @@ class Inliner:
     def __init__(self, rec, record_call: Callable, run_backward: Callable) -> None:
         self.rec = rec
         self.files: dict[str, FileRewrite | None] = {}
-        self.codes: set[types.CodeType] = set()  # every rewritten code object in use
+        self.codes: dict[int, types.CodeType] = {}  # every rewritten code object, by id
         self.adopted: set[type] = set()
         self.patched: list[tuple[types.FunctionType, types.CodeType]] = []
         self.namespaces: list[dict] = []  # the globals given the helpers
@@ -397,13 +425,22 @@ class Inliner:
         max_nodes, on_progress, on_create = rec.max_nodes, rec.on_progress, rec.on_create
         before = rec.before_backward
         scenario_line = rec.scenario_line
-        from mgtui.recorder import CREATE, NODE_FIELDS, StopRecording, ordered
+        from mgtui.recorder import BACKWARD, CREATE, NODE_FIELDS, StopRecording, ordered
+
+        path, class_codes, code_ids = str(rec.scenario.path.resolve()), rec.class_codes, rec.code_ids
+        closure_index = rec.closure_index
 
         getid = attrgetter(ID)
         getframe = sys._getframe
+        # The last frame outside the scenario that `scenario_line` was asked about, and
+        # its answer, for node creations and for `_backward` calls: a library's loop
+        # (`model(x)`, `backward()`) asks about the same frame many times in a row.
+        # (`scenario_line` remembers such frames too; this spares the call.)
+        made_frame = made_line = called_frame = called_line = None
 
         def made(node, children) -> None:
             """Number and record a node at the end of its class's `__init__`."""
+            nonlocal made_frame, made_line
             if getattr(node, ID, None) is not None:  # a subclass's __init__ chained up
                 return
             nid = len(nodes) // NODE_FIELDS
@@ -424,8 +461,19 @@ class Inliner:
                 on_create(nid, node.__dict__)
             node._mgtui_id = nid
             frame = getframe(2)  # the caller of the class's __init__
+            code = frame.f_code
+            if id(code) in class_codes and frame.f_back is not None:
+                frame = frame.f_back  # made by an op of the class: its caller's line
+                code = frame.f_code
+            if code.co_filename == path and id(code) not in class_codes:
+                line = frame.f_lineno
+            elif frame is made_frame:
+                line = made_line
+            else:
+                line = made_line = scenario_line(frame)
+                made_frame = frame
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
-                          node.data, scenario_line(frame)))
+                          node.data, line))
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -434,13 +482,37 @@ class Inliner:
                 on_progress(nid)
 
         def call_backward(node):
-            """`node._backward()`, recorded."""
+            """`node._backward()`, recorded: `record_call`, with its common case here."""
+            nonlocal called_frame, called_line
             fn = node._backward
             nid = getattr(node, ID, None)
             if nid is None or (type(fn) is partial and fn.func is run_backward):
                 return fn()  # not a node, or one whose class has the hooks
-            return record_call(nid, node.__dict__ if before is not None else None, fn,
-                               getframe(1))
+            if before is not None or rec.stop_reason:
+                return record_call(nid, node.__dict__ if before is not None else None, fn,
+                                   getframe(1))
+            code = getattr(fn, "__code__", None)
+            found = code_ids.get(id(code))
+            ci = closure_index(code) if found is None else found[0]
+            frame = getframe(1)
+            code = frame.f_code
+            if code.co_filename == path and id(code) not in class_codes:
+                line = frame.f_lineno  # a call made by hand in the scenario
+            elif frame is called_frame:
+                line = called_line  # the same `backward()` as the last call
+            else:
+                line = called_line = scenario_line(frame)
+                called_frame = frame
+            events.extend((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
+            stack.append(nid)
+            try:
+                return fn()
+            finally:
+                stack.pop()
+                if made_inside and not stack:
+                    for made_ in made_inside:
+                        events.extend((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
+                    made_inside.clear()
 
         def backward_of(node):
             """`node._backward` read to be called later: bound to the recorder."""
@@ -475,10 +547,7 @@ class Inliner:
         scenario = self.rec.scenario
         filename = str(scenario.path.resolve())
         flags = scenario.code.co_flags & __future__.annotations.compiler_flag
-        try:
-            rewrite = FileRewrite(filename, scenario.source, flags, scenario.code)
-        except (SyntaxError, ValueError, RecursionError):
-            rewrite = None
+        rewrite = rewrite_of(filename, scenario.source, flags, scenario.code)
         self.files[filename] = rewrite
         if rewrite is not None:
             self.codes |= rewrite.codes
@@ -495,12 +564,7 @@ class Inliner:
         if filename in self.files:
             return self.files[filename]
         source = read_source(filename)
-        rewrite = None
-        if source is not None:
-            try:
-                rewrite = FileRewrite(filename, source)
-            except (SyntaxError, ValueError, RecursionError):
-                rewrite = None
+        rewrite = None if source is None else rewrite_of(filename, source)
         self.files[filename] = rewrite
         if rewrite is not None:
             self.codes |= rewrite.codes
@@ -531,7 +595,7 @@ class Inliner:
         rewrite = self._file(code.co_filename)
         if rewrite is None or code.co_firstlineno not in rewrite.made_inits:
             return False
-        if code not in rewrite.codes:
+        if id(code) not in rewrite.codes:
             new = rewrite.counterpart(code)
             if new is None:
                 return False
@@ -546,7 +610,7 @@ class Inliner:
     def _unmade(self, init) -> None:
         """A class that keeps the hooks does not number its nodes from its `__init__`."""
         code = getattr(init, "__code__", None)
-        if code is None or code not in self.codes:
+        if code is None or id(code) not in self.codes:
             return
         rewrite = self.files.get(code.co_filename)
         plain = rewrite.plain_of(code) if rewrite is not None else None
@@ -580,7 +644,7 @@ class Inliner:
             if not isinstance(fn, types.FunctionType):
                 continue
             code = fn.__code__
-            if code in self.codes:
+            if id(code) in self.codes:
                 continue
             rewrite = self._file(code.co_filename)
             if rewrite is None:

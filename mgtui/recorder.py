@@ -232,8 +232,13 @@ class Recorder:
         # Counts the starts and ends of `before_backward`: a reader in another thread
         # (the runner's flusher) takes the lengths only while it is even and unchanged.
         self.replays = 0
-        self.codes: dict[object, int] = {}
-        self.class_codes: set[object] = set()  # code of the Value classes' own methods
+        self.codes: dict[object, int] = {}  # each `_backward` closure's code: its index
+        # The same by the code object's id, which is kept alive in `codes` or here. (A
+        # code object does not cache its hash, and hashes all its constants, nested code
+        # included: looking a big one up by value on every node costs microseconds.)
+        self.code_ids: dict[int, tuple[int, object]] = {}
+        self.class_codes: dict[int, object] = {}  # code of the Value classes' own methods,
+        #                                           by id
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
@@ -311,7 +316,7 @@ class Recorder:
 
         def scenario_line(f) -> int | None:
             code = f.f_code
-            if code.co_filename == path and code not in class_codes:
+            if code.co_filename == path and id(code) not in class_codes:
                 return f.f_lineno  # made by the scenario's own line: the common case
             walked = []
             while f is not None:
@@ -319,7 +324,7 @@ class Recorder:
                 if line is not None:
                     break
                 code = f.f_code
-                if code.co_filename == path and code not in class_codes:
+                if code.co_filename == path and id(code) not in class_codes:
                     line = f.f_lineno
                     break
                 walked.append(f)
@@ -376,10 +381,7 @@ class Recorder:
                 finally:
                     rec.forget_since(*marks)
                     rec.replays += 1
-            code = getattr(fn, "__code__", None)
-            ci = codes.get(code)
-            if ci is None:
-                ci = codes[code] = len(codes)
+            ci = rec.closure_index(getattr(fn, "__code__", None))
             events.extend(
                 (BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
             stack.append(nid)
@@ -394,6 +396,17 @@ class Recorder:
 
         self.record_call = record_call
         return run_backward
+
+    def closure_index(self, code) -> int:
+        """The index of a `_backward` closure's code among those recorded."""
+        found = self.code_ids.get(id(code))
+        if found is not None:
+            return found[0]
+        ci = self.codes.get(code)
+        if ci is None:
+            ci = self.codes[code] = len(self.codes)
+        self.code_ids[id(code)] = (ci, code)
+        return ci
 
     def _backward_hook(self, run_backward):
         """The `_backward` descriptor: a read returns the closure bound to `run_backward`."""
@@ -431,7 +444,7 @@ class Recorder:
                 d = obj.__dict__
                 nid = d.get(ID)
                 if nid is None or (rec.inliner is not None
-                                   and getframe(1).f_code in rec.inliner.codes):
+                                   and id(getframe(1).f_code) in rec.inliner.codes):
                     d[name] = value  # (rewritten code records this write itself)
                     return
                 before = d.get(name, 0.0)
@@ -629,7 +642,8 @@ class Recorder:
             self.default_codes.update(c for c in init_code.co_consts if hasattr(c, "co_code"))
         for klass in cls.__mro__:
             self.class_codes.update(
-                f.__code__ for f in vars(klass).values() if hasattr(f, "__code__"))
+                (id(f.__code__), f.__code__) for f in vars(klass).values()
+                if hasattr(f, "__code__"))
         if inline:
             return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):
@@ -1050,7 +1064,10 @@ def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | 
     children were passed to `__init__`, else sort them by node id (`node_id(child)`)."""
     given = args[1] if len(args) > 1 else kwargs.get("_children", ())
     try:
-        order = [c for c in dict.fromkeys(given) if c in prev]
+        keys = dict.fromkeys(given).keys()
+        if keys == prev:  # the common case: the children given are the set
+            return keys
+        order = [c for c in keys if c in prev]
     except TypeError:
         order = []
     if len(order) != len(prev):

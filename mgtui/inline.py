@@ -38,10 +38,10 @@ import ast
 import linecache
 import os
 import sys
+import sysconfig
 import types
 from functools import partial
 from operator import attrgetter
-from pathlib import Path
 from typing import Callable
 
 from mgtui.trace import EventKind, Field
@@ -369,6 +369,11 @@ class FileRewrite:
         return self.plain.get((code.co_qualname, code.co_firstlineno))
 
 
+# Where Python's own library and installed packages live: never "beside the scenario",
+# even for a scenario at the top of the file system.
+_INSTALLED = tuple(sorted({os.path.join(path, "") for key, path in sysconfig.get_paths().items()
+                           if key in ("stdlib", "platstdlib", "purelib", "platlib")}))
+
 _REWRITES: dict[tuple, FileRewrite] = {}  # by file name, source and flags, for reuse
 
 
@@ -668,7 +673,7 @@ class Inliner:
             return False
         filename = getattr(module, "__file__", None) or ""
         if filename.startswith(self.home) and filename.endswith(".py") \
-                and "site-packages" not in filename:
+                and not filename.startswith(_INSTALLED):
             return True
         adopted = self.adopted
         return bool(adopted) and any(

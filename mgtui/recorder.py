@@ -1,7 +1,10 @@
 """Run a scenario file and record what it does to its `Value`s into a `Trace`.
 
 The recorder observes from outside. Any class whose `__init__` sets `data`, `grad`,
-`_prev`, `_op` and `_backward` is instrumented for the length of the run: its `__init__`
+`_prev`, `_op` and `_backward` is instrumented for the length of the run. Where its
+source can be rewritten, the recording is inlined into the code (`mgtui.inline`): the
+class keeps no hooks, and reads of its fields are the interpreter's own. Otherwise, or
+with `inline=False`, it gets the hooks below, which make the same records: its `__init__`
 is wrapped to number each new node, and setter-only descriptors on `grad`, `data` and
 `label` see every write while reads still go straight to the instance dict (a descriptor
 without `__get__` does not slow reads down). A node's `_backward` is wrapped as it is

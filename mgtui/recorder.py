@@ -361,7 +361,7 @@ class Recorder:
         whose dict (or `SlotsNode`) is `d`, runs `before_backward` first, then `fn`."""
         rec = self
         before = self.before_backward
-        events, writes, codes, stack = self.events, self.writes, self.codes, self.stack
+        events, writes, stack = self.events, self.writes, self.stack
         nodes, kids, made_inside = self.nodes, self.kids, self.made_inside
         getframe = sys._getframe
 

@@ -437,15 +437,13 @@ class Inliner:
 
         getid = attrgetter(ID)
         getframe = sys._getframe
-        # The last frame outside the scenario that `scenario_line` was asked about, and
-        # its answer, for node creations and for `_backward` calls: a library's loop
-        # (`model(x)`, `backward()`) asks about the same frame many times in a row.
-        # (`scenario_line` remembers such frames too; this spares the call.)
-        made_frame = made_line = called_frame = called_line = None
+        # The frames outside the scenario that `scenario_line` has walked, and their
+        # lines: a library's loop (`model(x)`, `backward()`) asks about the same frames
+        # over and over. Looking there first spares the call.
+        remembered = rec.line_memo.get
 
         def made(node, children) -> None:
             """Number and record a node at the end of its class's `__init__`."""
-            nonlocal made_frame, made_line
             if getattr(node, ID, None) is not None:  # a subclass's __init__ chained up
                 return
             nid = len(nodes) // NODE_FIELDS
@@ -454,8 +452,14 @@ class Inliner:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
             prev = getattr(node, "_prev", ())
-            if isinstance(prev, (set, frozenset)):
-                prev = node._prev = ordered(prev, (None, children), {})
+            if isinstance(prev, (set, frozenset)):  # in the order given (see `ordered`)
+                try:
+                    keys = dict.fromkeys(children).keys()
+                except TypeError:
+                    keys = None
+                if keys is None or keys != prev:
+                    keys = ordered(prev, (None, children), {})
+                prev = node._prev = keys
             n_before = len(kids)
             try:
                 kids.extend(map(getid, prev))
@@ -467,16 +471,17 @@ class Inliner:
             node._mgtui_id = nid
             frame = getframe(2)  # the caller of the class's __init__
             code = frame.f_code
-            if id(code) in class_codes and frame.f_back is not None:
-                frame = frame.f_back  # made by an op of the class: its caller's line
-                code = frame.f_code
+            if id(code) in class_codes:  # made by an op of the class: its caller's line
+                back = frame.f_back
+                if back is not None:
+                    frame = back
+                    code = back.f_code
             if code.co_filename == path and id(code) not in class_codes:
                 line = frame.f_lineno
-            elif frame is made_frame:
-                line = made_line
             else:
-                line = made_line = scenario_line(frame)
-                made_frame = frame
+                line = remembered(frame)
+                if line is None:
+                    line = scenario_line(frame)
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
                           node.data, line))
             if stack:  # made inside a `_backward`: its step follows that call's writes
@@ -488,7 +493,6 @@ class Inliner:
 
         def call_backward(node):
             """`node._backward()`, recorded: `record_call`, with its common case here."""
-            nonlocal called_frame, called_line
             fn = node._backward
             nid = getattr(node, ID, None)
             if nid is None or (type(fn) is partial and fn.func is run_backward):
@@ -503,11 +507,10 @@ class Inliner:
             code = frame.f_code
             if code.co_filename == path and id(code) not in class_codes:
                 line = frame.f_lineno  # a call made by hand in the scenario
-            elif frame is called_frame:
-                line = called_line  # the same `backward()` as the last call
             else:
-                line = called_line = scenario_line(frame)
-                called_frame = frame
+                line = remembered(frame)  # the same `backward()` as the last call
+                if line is None:
+                    line = scenario_line(frame)
             events.extend((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)
             try:

@@ -316,6 +316,7 @@ class Recorder:
         path = str(self.scenario.path.resolve())
         class_codes = self.class_codes
         memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.line_memo = memo  # (the inlined recording looks here before calling)
 
         def scenario_line(f) -> int | None:
             code = f.f_code

@@ -41,7 +41,6 @@ import sys
 import sysconfig
 import types
 from functools import partial
-from operator import attrgetter
 from typing import Callable
 
 from mgtui.trace import EventKind, Field
@@ -57,6 +56,7 @@ MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES = (
     "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
     "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__")
 OBJ, BEFORE, VALUE, NID, GIVEN = "__mgtui_o", "__mgtui_b", "__mgtui_v", "__mgtui_i", "__mgtui_g"
+ALL = "__mgtui_a"  # the value of an assignment to several targets
 
 
 # -- the rewrite ---------------------------------------------------------------------------
@@ -160,7 +160,8 @@ class Rewriter(ast.NodeTransformer):
     def __init__(self, value_inits: set[int]) -> None:
         self.value_inits = value_inits
         self.made_inits: set[int] = set()
-        self.epilogue: list[ast.stmt] | None = None  # in an __init__ that gets one
+        # in an __init__ that gets the end: the names of its node and of its children
+        self.epilogue: tuple[str, str | None] | None = None
         self.plain_self: str | None = None  # stores on it are not recorded (made below)
 
     # scopes
@@ -210,16 +211,12 @@ class Rewriter(ast.NodeTransformer):
             getattr(body[0], "value", None), ast.Constant) and isinstance(
             body[0].value.value, str) else 0
         prologue: list[ast.stmt] = []
-        given: ast.expr = ast.Tuple([], ast.Load())
-        if children is not None:
-            reassigned = any(isinstance(n, ast.Name) and n.id == children
-                             and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
-            if reassigned:
-                prologue = [ast.copy_location(_assign(GIVEN, _name(children)), body[start])]
-                given = _name(GIVEN)
-            else:
-                given = _name(children)
-        self.epilogue = [ast.Expr(_call(MADE, _name(me), given))]
+        if children is not None and any(
+                isinstance(n, ast.Name) and n.id == children and isinstance(n.ctx, ast.Store)
+                for n in ast.walk(node)):  # the body reassigns it: keep what was given
+            prologue = [ast.copy_location(_assign(GIVEN, _name(children)), body[start])]
+            children = GIVEN
+        self.epilogue = (me, children)
         new_body: list[ast.stmt] = list(body[:start]) + prologue
         self.plain_self = me  # until something may have numbered it: a super().__init__
         for stmt in body[start:]:
@@ -233,7 +230,11 @@ class Rewriter(ast.NodeTransformer):
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
 
     def _epilogue(self) -> list[ast.stmt]:
-        return [ast.Expr(_call(MADE, *s.value.args)) for s in self.epilogue]  # fresh nodes
+        """`__mgtui_made__(self, children)`, or with `()` for an `__init__` that takes no
+        children."""
+        me, children = self.epilogue
+        given = ast.Tuple([], ast.Load()) if children is None else _name(children)
+        return [ast.Expr(_call(MADE, _name(me), given))]
 
     def visit_Return(self, node):
         self.generic_visit(node)
@@ -250,9 +251,12 @@ class Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if not any(self._has_hooked(t) for t in node.targets):
             return node
-        out: list[ast.stmt] = [_assign(VALUE, node.value)]
-        for target in node.targets:
-            out.extend(self._assign_to(target))
+        if len(node.targets) == 1:
+            out: list[ast.stmt] = [_assign(VALUE, node.value), *self._assign_to(node.targets[0])]
+        else:  # `a.grad = b.grad = v`: each target from the one value
+            out = [_assign(ALL, node.value)]
+            for target in node.targets:
+                out += [_assign(VALUE, _name(ALL)), *self._assign_to(target)]
         return [self._located(s, node) for s in out]
 
     def _has_hooked(self, target: ast.expr) -> bool:
@@ -435,7 +439,7 @@ class Inliner:
         path, class_codes, code_ids = str(rec.scenario.path.resolve()), rec.class_codes, rec.code_ids
         closure_index = rec.closure_index
 
-        getid = attrgetter(ID)
+        add_kid = kids.append
         getframe = sys._getframe
         # The frames outside the scenario that `scenario_line` has walked, and their
         # lines: a library's loop (`model(x)`, `backward()`) asks about the same frames
@@ -462,7 +466,8 @@ class Inliner:
                 prev = node._prev = keys
             n_before = len(kids)
             try:
-                kids.extend(map(getid, prev))
+                for child in prev:  # (a loop: cheaper than a map for two children)
+                    add_kid(child._mgtui_id)
             except AttributeError:  # a child made before the recording started
                 del kids[n_before:]
                 kids.extend(getattr(c, ID, -1) for c in prev)

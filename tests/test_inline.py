@@ -81,6 +81,8 @@ BY_HAND = """
     a.grad, b.grad = 0.0, 0.0          # a tuple of stores
     a.data = b.data = 5.0              # two targets
     [c.grad, *rest] = [1.0, 2.0, 3.0]  # a starred list
+    (e.grad, d.data) = pair = c.grad = (7.0, 8.0)  # a tuple, then more targets
+    c.grad = 1.0
     a.data += 0.5
     a.label += '!'
 """
@@ -172,7 +174,9 @@ def test_figures_of_the_by_hand_scenario(tmp_path):
     assert trace.final_data[trace.find("a!")[0]] == 5.5
     assert trace.final_data[trace.find("b")[0]] == 5.0
     assert trace.final_grad[trace.find("c")[0]] == 1.0
-    assert kinds.count("grad") == 4 and kinds.count("data") == 3
+    assert trace.final_grad[trace.find("e")[0]] == 7.0
+    assert trace.final_data[trace.find("d")[0]] == 8.0
+    assert kinds.count("grad") == 7 and kinds.count("data") == 4
 
 
 def test_a_helper_module_beside_the_scenario_is_rewritten_too(tmp_path):

@@ -475,17 +475,16 @@ class Inliner:
                 on_create(nid, node.__dict__)
             node._mgtui_id = nid
             frame = getframe(2)  # the caller of the class's __init__
-            code = frame.f_code
-            if id(code) in class_codes:  # made by an op of the class: its caller's line
+            if id(frame.f_code) in class_codes:  # made by an op: its caller's line
                 back = frame.f_back
                 if back is not None:
                     frame = back
-                    code = back.f_code
-            if code.co_filename == path and id(code) not in class_codes:
-                line = frame.f_lineno
-            else:
-                line = remembered(frame)
-                if line is None:
+            line = remembered(frame)  # (never a frame of the scenario's own code)
+            if line is None:
+                code = frame.f_code
+                if code.co_filename == path and id(code) not in class_codes:
+                    line = frame.f_lineno
+                else:
                     line = scenario_line(frame)
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
                           node.data, line))

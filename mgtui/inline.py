@@ -302,6 +302,20 @@ class Rewriter(ast.NodeTransformer):
                *augmented_then_record(target.attr, node.op, node.value, target.lineno)]
         return [self._located(s, node) for s in out]
 
+    def visit_Expr(self, node):
+        """`setattr(x, 'grad', v)` as a statement is `x.grad = v`."""
+        self.generic_visit(node)
+        call = node.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id == "setattr" and len(call.args) == 3 and not call.keywords
+                and isinstance(call.args[1], ast.Constant)
+                and call.args[1].value in ("grad", "data", "label")):
+            return node
+        obj, name, value = call.args
+        out = [_assign(OBJ, obj), _assign(VALUE, value),
+               *store_then_record(name.value, node.lineno)]
+        return [self._located(s, node) for s in out]
+
     # expressions
     def visit_Call(self, node):
         func = node.func

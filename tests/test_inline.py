@@ -85,6 +85,8 @@ BY_HAND = """
     c.grad = 1.0
     a.data += 0.5
     a.label += '!'
+    setattr(c, 'grad', 4.0)            # a store by name
+    setattr(b, 'data', b.data * 2)
 """
 
 SUBCLASS = """
@@ -172,11 +174,11 @@ def test_figures_of_the_by_hand_scenario(tmp_path):
                                                                          ("b", 2.0)]
     assert trace.final_grad[trace.find("a!")[0]] == 0.0
     assert trace.final_data[trace.find("a!")[0]] == 5.5
-    assert trace.final_data[trace.find("b")[0]] == 5.0
-    assert trace.final_grad[trace.find("c")[0]] == 1.0
+    assert trace.final_data[trace.find("b")[0]] == 10.0
+    assert trace.final_grad[trace.find("c")[0]] == 4.0
     assert trace.final_grad[trace.find("e")[0]] == 7.0
     assert trace.final_data[trace.find("d")[0]] == 8.0
-    assert kinds.count("grad") == 7 and kinds.count("data") == 4
+    assert kinds.count("grad") == 8 and kinds.count("data") == 5
 
 
 def test_a_helper_module_beside_the_scenario_is_rewritten_too(tmp_path):

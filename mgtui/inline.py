@@ -18,23 +18,30 @@ rewrites the code instead, from its syntax tree, keeping every line number:
 The class keeps no descriptor, so reads of `grad` and `data` stay plain instance-dict
 reads, and nodes keep their id in an ordinary attribute (`ID`).
 
-What is rewritten: the scenario itself (compiled rewritten from its source), and, for the
-length of the run, the functions of every module that defines an adopted Value class,
-refers to one, or lives beside the scenario: their `__code__` is swapped for the
+What is rewritten: the scenario itself (compiled rewritten from its source); modules
+beside the scenario imported during the run (loaded rewritten, `BesideFinder`); and,
+for the length of the run, the functions of every module that defines an adopted Value
+class, refers to one, or lives beside the scenario: their `__code__` is swapped for the
 rewritten code compiled from the same file, only where the function's own code is the
 one that file compiles to, and put back afterwards. A class that cannot be adopted (no
 source, fields in `__slots__`, its own class attributes on the fields, an `__init__`
 taking `*args`) keeps the recorder's hooks; the hooks then leave to the rewritten code
 the writes it records itself.
 
-Not seen: writes made by code that is not rewritten (a module without source, module-
-level code of a module run while it is imported, closures made before the run).
+Not seen, where the hooks would see them: writes to an adopted class's nodes made by
+code that is not rewritten (a module without source; the module-level code of a module
+elsewhere, run as it is imported; closures made before the run; `exec` of a string;
+`setattr` other than as a statement). Also, a temporary of the rewrite keeps the last
+node written in a function alive until the function returns, and a proxy whose
+`__getattr__` answers `_mgtui_id` for a node it wraps has its own writes taken for the
+node's.
 """
 
 from __future__ import annotations
 
 import __future__
 import ast
+import importlib.machinery
 import linecache
 import os
 import sys
@@ -439,6 +446,7 @@ class Inliner:
         self.helpers = self._helpers(record_call, run_backward)
         self.scenario = self._scenario_rewrite()
         self._import = None
+        self._finder: BesideFinder | None = None
 
     # -- the helpers the rewritten code calls ----------------------------------------------
     def _helpers(self, record_call, run_backward) -> dict:
@@ -692,9 +700,7 @@ class Inliner:
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict) or namespace is self.rec.globals:
             return False
-        filename = getattr(module, "__file__", None) or ""
-        if filename.startswith(self.home) and filename.endswith(".py") \
-                and not filename.startswith(_INSTALLED):
+        if self.beside(getattr(module, "__file__", None) or ""):
             return True
         adopted = self.adopted
         return bool(adopted) and any(
@@ -738,6 +744,13 @@ class Inliner:
             return module
 
         builtins.__import__ = import_
+        self._finder = BesideFinder(self)
+        sys.meta_path.insert(0, self._finder)
+
+    def beside(self, filename: str) -> bool:
+        """Is this source file beside the scenario (and not Python's, nor installed)?"""
+        return (filename.startswith(self.home) and filename.endswith(".py")
+                and not filename.startswith(_INSTALLED))
 
     def stop(self) -> None:
         """Put every function's own code back; closures made during the run that outlive
@@ -747,6 +760,11 @@ class Inliner:
         if self._import is not None:
             builtins.__import__ = self._import
             self._import = None
+        if self._finder is not None:
+            if self._finder in sys.meta_path:
+                sys.meta_path.remove(self._finder)
+            self._finder.close()
+            self._finder = None
         for fn, code in reversed(self.patched):
             fn.__code__ = code
         self.patched.clear()
@@ -754,3 +772,53 @@ class Inliner:
         for namespace in self.namespaces:
             namespace.update(plain)
         self.namespaces.clear()
+
+
+class BesideFinder:
+    """A finder, first on `sys.meta_path` during a run, for the modules beside the
+    scenario: they are run rewritten from their first line, so that what their module-
+    level code does to nodes as they are imported is recorded too. (Other modules get
+    their functions' code swapped once they are imported.) It never writes bytecode."""
+
+    def __init__(self, inliner: Inliner) -> None:
+        self.inliner: Inliner | None = inliner
+        self.loaders: list[RewritingLoader] = []
+
+    def find_spec(self, name, path=None, target=None):
+        inliner = self.inliner
+        if inliner is None or name == "mgtui" or name.startswith("mgtui."):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if (spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader
+                or not inliner.beside(spec.origin or "")):
+            return None  # for the finders after this one, as if it were not there
+        loader = RewritingLoader(spec.loader.name, spec.loader.path)
+        loader.inliner = inliner
+        self.loaders.append(loader)
+        spec.loader = loader
+        return spec
+
+    def close(self) -> None:
+        """After the run, the modules it loaded are loaded plainly if reloaded."""
+        for loader in self.loaders:
+            loader.inliner = None
+        self.loaders.clear()
+        self.inliner = None
+
+
+class RewritingLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module's source rewritten (`BesideFinder`)."""
+
+    inliner: Inliner | None = None
+
+    def get_code(self, fullname):
+        inliner = self.inliner
+        rewrite = inliner._file(self.get_filename(fullname)) if inliner is not None else None
+        if rewrite is None:
+            return super().get_code(fullname)
+        return rewrite.code
+
+    def exec_module(self, module) -> None:
+        if self.inliner is not None:
+            self.inliner._give_helpers(module.__dict__)
+        super().exec_module(module)

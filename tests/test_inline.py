@@ -258,3 +258,36 @@ def test_the_same_trace_in_fresh_processes(tmp_path):
     assert outputs[0] == outputs[1]
     doc = json.loads(outputs[0])
     assert {p["kind"] for p in doc["passes"]} >= {"forward", "zero_grad", "backward", "update"}
+
+
+def test_what_a_module_beside_the_scenario_does_as_it_is_imported_is_recorded(tmp_path):
+    """Its module-level code runs rewritten from its first line (and no bytecode of the
+    rewritten code is left behind)."""
+    import sys
+
+    (tmp_path / "prepared.py").write_text(textwrap.dedent("""
+        from engine import Value
+        w = Value(3.0, label='w')
+        loss = w * w
+        loss.backward()
+        w.data -= 0.5 * w.grad   # an update, at import
+        w.grad = 0.0
+    """))
+    path = tmp_path / "uses.py"
+    path.write_text("import prepared\nprepared.w.grad = 1.0\n")
+    runs = []
+    for inline in (False, True):
+        sys.modules.pop("prepared", None)
+        runs.append(raw_records(path, inline=inline)[0])
+    sys.modules.pop("prepared", None)
+    for name, a, b in zip(("nodes", "kids", "events", "writes"), *runs):
+        assert same(a, b), name
+    sys.modules.pop("prepared", None)
+    trace = record(path)
+    sys.modules.pop("prepared", None)
+    assert [p.kind for p in trace.passes] == ["forward", "backward", "update", "zero_grad",
+                                              "other"]
+    w = trace.find("w")[0]
+    assert trace.final_data[w] == 3.0 - 0.5 * 6.0
+    assert not list(tmp_path.glob("__pycache__/prepared*.pyc")) or all(
+        b"__mgtui" not in pyc.read_bytes() for pyc in tmp_path.glob("__pycache__/*.pyc"))

@@ -40,6 +40,7 @@ def to_json(trace: Trace) -> dict[str, Any]:
         {
             "id": n.id,
             "label": n.label,
+            **({"name": name} if (name := trace.derived_name(n.id)) else {}),
             "op": n.op,
             "children": list(n.children),
             "data": num(n.data),
@@ -64,6 +65,8 @@ def to_json(trace: Trace) -> dict[str, Any]:
                 ],
                 "line": e.line,
                 "closure": e.closure,
+                **({"values": [[name, num(v)] for name, v in values]}
+                   if (values := trace.values_at(e.index)) else {}),
             })
         else:
             events.append({"kind": e.kind, "node": e.node, "before": num(e.before),
@@ -140,7 +143,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
     passes = fields.passes(doc.get("passes"))
     error = fields.error(doc.get("error"), builder.event_count)
     builder.validate(passes, error)
-    return builder.build(error, fields.text(doc.get("output"), "output"), passes)
+    return builder.build(error, fields.text(doc.get("output"), "output"), passes, last=True)
 
 
 def _node(builder: TraceBuilder, n: dict, i: int) -> None:
@@ -149,9 +152,13 @@ def _node(builder: TraceBuilder, n: dict, i: int) -> None:
     where = f"nodes[{i}].children"
     children = [fields.index(c, where) for c in fields.seq(n.get("children"), where)]
     label = fields.text(n.get("label"), f"nodes[{i}].label")
-    builder.add_node("" if label == f"#{i}" else label, fields.text(n.get("op"), f"nodes[{i}].op"),
+    name = fields.text(n.get("name"), f"nodes[{i}].name")  # a name, not a label it was given
+    builder.add_node("" if label in (f"#{i}", name) else label,
+                     fields.text(n.get("op"), f"nodes[{i}].op"),
                      children, _num(n.get("data"), f"nodes[{i}].data"),
                      fields.line(n.get("line"), f"nodes[{i}].line"))
+    if name:
+        builder.add_name(i, name)
 
 
 def _event(builder: TraceBuilder, e: dict, i: int) -> None:
@@ -169,6 +176,9 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
                       fields.index(closure, f"events[{i}].closure") if closure is not None else -1)
     if kind is not EventKind.BACKWARD:
         return
+    if e.get("values") is not None:  # optional: what the call read as it began
+        ((_, pairs),) = fields.call_values([[i, e["values"]]], f"events[{i}].values")
+        builder.add_values(i, pairs)
     for k, w in enumerate(fields.seq(e.get("writes"), f"events[{i}].writes")):
         where = f"events[{i}].writes[{k}]"
         w = fields.obj(w, where)

@@ -419,6 +419,13 @@ def rewrite_of(filename: str, source: str, flags: int = 0,
     return found
 
 
+def scenario_rewrite(scenario) -> FileRewrite | None:
+    """The rewrite of a scenario (`mgtui.recorder.Scenario`), compiled as it was."""
+    filename = str(scenario.path.resolve())
+    flags = scenario.code.co_flags & __future__.annotations.compiler_flag
+    return rewrite_of(filename, scenario.source, flags, scenario.code)
+
+
 def read_source(filename: str) -> str | None:
     if not filename or filename.startswith("<") or not os.path.isfile(filename):
         return None
@@ -434,7 +441,8 @@ class Inliner:
     """The inlined recording of one run: rewrites code, adopts Value classes, and gives
     the rewritten code its helpers, which record into the recorder's lists."""
 
-    def __init__(self, rec, record_call: Callable, run_backward: Callable) -> None:
+    def __init__(self, rec, record_call: Callable, run_backward: Callable,
+                 scenario: FileRewrite | None) -> None:
         self.rec = rec
         self.files: dict[str, FileRewrite | None] = {}
         self.codes: dict[int, types.CodeType] = {}  # every rewritten code object, by id
@@ -443,8 +451,11 @@ class Inliner:
         self.namespaces: list[dict] = []  # the globals given the helpers
         self.known_modules: set[str] = set()
         self.home = str(rec.scenario.path.resolve().parent) + os.sep
+        self.scenario = scenario  # the scenario's rewrite (`scenario_rewrite`)
+        if scenario is not None:
+            self.files[str(rec.scenario.path.resolve())] = scenario
+            self.codes |= scenario.codes
         self.helpers = self._helpers(record_call, run_backward)
-        self.scenario = self._scenario_rewrite()
         self._import = None
         self._finder: BesideFinder | None = None
 
@@ -456,6 +467,7 @@ class Inliner:
         max_nodes, on_progress, on_create = rec.max_nodes, rec.on_progress, rec.on_create
         before = rec.before_backward
         scenario_line = rec.scenario_line
+        named = rec.namer.made  # (`mgtui.naming`: the variable a node is bound to)
         from mgtui.recorder import BACKWARD, CREATE, NODE_FIELDS, StopRecording, ordered
 
         path, class_codes, code_ids = str(rec.scenario.path.resolve()), rec.class_codes, rec.code_ids
@@ -496,7 +508,7 @@ class Inliner:
             if on_create is not None:
                 on_create(nid, node.__dict__)
             node._mgtui_id = nid
-            frame = getframe(2)  # the caller of the class's __init__
+            frame = caller = getframe(2)  # the caller of the class's __init__
             if id(frame.f_code) in class_codes:  # made by an op: its caller's line
                 back = frame.f_back
                 if back is not None:
@@ -510,6 +522,7 @@ class Inliner:
                     line = scenario_line(frame)
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
                           node.data, line))
+            named(nid, caller)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -577,16 +590,6 @@ class Inliner:
                 LABEL: lambda node, value: None, STACK: [], WRITES: []}
 
     # -- the code ---------------------------------------------------------------------------
-    def _scenario_rewrite(self) -> FileRewrite | None:
-        scenario = self.rec.scenario
-        filename = str(scenario.path.resolve())
-        flags = scenario.code.co_flags & __future__.annotations.compiler_flag
-        rewrite = rewrite_of(filename, scenario.source, flags, scenario.code)
-        self.files[filename] = rewrite
-        if rewrite is not None:
-            self.codes |= rewrite.codes
-        return rewrite
-
     def scenario_code(self, namespace: dict):
         """The scenario's code to run in `namespace`: rewritten, with the helpers."""
         if self.scenario is None:

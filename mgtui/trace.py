@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from array import array
+from bisect import bisect_right
+from copy import copy
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import eq, le, lt, sub
+from operator import add, le, lt, mul, sub
 from typing import Iterable, Iterator, Literal, Sequence
 
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
@@ -68,7 +71,7 @@ class TraceFormatError(ValueError):
         self.problem = problem
 
 
-MAX_LINE = 10_000_000  # no source file has more lines; a larger one is a corrupt trace
+MAX_LINE = 2**24 - 1  # no source file has more lines; a larger one is a corrupt trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +204,10 @@ class Trace:
     error: TraceError | None = None
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
+    # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
+    _name: tuple[str, ...] = ()
+    # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
+    _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -218,7 +225,14 @@ class Trace:
 
     # -- nodes -------------------------------------------------------------------------
     def label(self, nid: int) -> str:
-        return self._label[nid] or f"#{nid}"
+        """What a node is called: its `.label`, else the variable or path it was named
+        by (`mgtui.naming`), else `#id`."""
+        return self._label[nid] or self._name[nid] or f"#{nid}"
+
+    def derived_name(self, nid: int) -> str:
+        """The name the node goes by when it has no `.label` of its own ("" if it has one,
+        or has no name either)."""
+        return "" if self._label[nid] else self._name[nid]
 
     def op(self, nid: int) -> str:
         return self._op[nid]
@@ -228,7 +242,15 @@ class Trace:
         return self._line[nid] or None
 
     def children(self, nid: int) -> tuple[int, ...]:
-        return tuple(self._child_ids[self._child_start[nid] : self._child_start[nid + 1]])
+        start = self._child_start
+        return self._children_flat[start[nid] : start[nid + 1]]
+
+    @cached_property
+    def _children_flat(self) -> tuple[int, ...]:
+        """Every node's children, one after another, as one tuple: a slice of it is the
+        tuple `children()` gives, three times faster than a tuple made from an array
+        slice (the doctor asks for the children of every `_backward` call)."""
+        return tuple(self._child_ids)
 
     def is_leaf(self, nid: int) -> bool:
         return self._child_start[nid] == self._child_start[nid + 1]
@@ -312,9 +334,47 @@ class Trace:
             return [self._ev_node[index]]
         if kind != _BACKWARD:
             return []
+        lo, hi = self._ev_write_start[index], self._ev_write_start[index + 1]
+        if self._grad_writes_only:
+            return self._wr_node[lo:hi].tolist()
         node, fld = self._wr_node, self._wr_field
-        return [node[w] for w in range(self._ev_write_start[index],
-                                       self._ev_write_start[index + 1]) if fld[w] == 0]
+        return [node[w] for w in range(lo, hi) if fld[w] == 0]
+
+    @cached_property
+    def _grad_writes_only(self) -> bool:
+        """No `_backward` wrote a `data` (the usual case: its writes are all grads)."""
+        return self._wr_field.tobytes().find(b"\x01") < 0
+
+    def foreign_writes(self) -> list[tuple[int, Write]]:
+        """(event, write) for each `_backward` call's first write to a node that is not
+        one of its node's inputs. Every write is looked up at once, as a number
+        `owner * nodes + target`, in the set of the graph's edges."""
+        n = self.node_count
+        start, ids, ws = self._child_start, self._child_ids, self._ev_write_start
+        parents = chain.from_iterable(map(repeat, range(n), map(sub, start[1:], start[:-1])))
+        edges = set(map(add, map(mul, parents, repeat(n)), ids))
+        counts = list(map(sub, ws[1:], ws[:-1]))
+        owners = chain.from_iterable(map(repeat, self._ev_node, counts))
+        keys = list(map(add, map(mul, owners, repeat(n)), self._wr_node))
+        if edges.issuperset(keys):
+            return []
+        bad = [w for w, key in enumerate(keys) if key not in edges]
+        out: list[tuple[int, Write]] = []
+        for w in bad:
+            i = bisect_right(ws, w) - 1  # the event whose writes hold write w
+            if not out or out[-1][0] != i:
+                out.append((i, self._writes(w, w + 1)[0]))
+        return out
+
+    def values_at(self, index: int) -> tuple[tuple[str, float], ...]:
+        """(name, value) of what the `_backward` call of event `index` read from its
+        closure as it began (`s`, `out.grad`): recorded for ops the engine does not
+        define (see `mgtui.call_values`); () for the others, and in older traces."""
+        return self._values.get(index, ())
+
+    def values_recorded(self) -> Iterator[tuple[int, tuple[tuple[str, float], ...]]]:
+        """(event, values) for every call that has them, in order (for the file formats)."""
+        return iter(sorted(self._values.items()))
 
     def event(self, index: int) -> Event:
         kind = self._ev_kind[index]
@@ -377,7 +437,7 @@ class Trace:
 
     @cached_property
     def _created_at(self) -> array:
-        at = array("q", [-1]) * self.node_count
+        at = array("i", [-1]) * self.node_count  # (int32: indexes are kept small)
         for i in self.events_of(EventKind.CREATE):
             at[self._ev_node[i]] = i
         return at
@@ -462,31 +522,100 @@ class Trace:
     @cached_property
     def uses(self) -> array:
         """Per node, how many nodes take it as an input (its fan-out)."""
-        uses = array("q", bytes(8 * self.node_count))
+        uses = array("i", bytes(4 * self.node_count))
         for nid in range(self.node_count):
             for c in set(self.children(nid)):
                 if c >= 0:
                     uses[c] += 1
         return uses
 
+    def build_indexes(self, older: Trace | None = None, users: bool = True) -> None:
+        """Build the derived indexes now (off the UI thread), not on first use.
+
+        `older` is this run as it was recorded so far, earlier (a prefix of this trace):
+        its indexes are extended by what was added since, not built again. `users`
+        (the Graph pane's) cannot be extended: False leaves it to its first use."""
+        if older is not None and older.node_count <= self.node_count \
+                and len(older) <= len(self) and "uses" in older.__dict__:
+            self._extend_indexes(older)
+        self.uses, self._created_at, self._earlier_write  # noqa: B018
+        if users:
+            self._users  # noqa: B018
+
+    def _extend_indexes(self, older: Trace) -> None:
+        d = self.__dict__
+        n0, n = older.node_count, self.node_count
+        uses = array("i", older.uses)
+        uses.frombytes(bytes(4 * (n - n0)))
+        for nid in range(n0, n):
+            for c in set(self.children(nid)):
+                if c >= 0:
+                    uses[c] += 1
+        d["uses"] = uses
+        if "_created_at" in older.__dict__:
+            at = array("i", older._created_at)
+            at.extend(repeat(-1, n - n0))
+            for i in self.events_of(EventKind.CREATE, len(older), len(self)):
+                at[self._ev_node[i]] = i
+            d["_created_at"] = at
+        if "_earlier_write" in older.__dict__:
+            # passes that ended before the older trace did are the same in both
+            kept = next((p for p in older.passes if p.end == len(older)), None)
+            if kept is not None and kept.kind == "backward":
+                upto = self._ev_write_start[kept.start]
+            else:
+                upto = older.write_count
+            d["_earlier_write"] = self._earlier_writes(older._earlier_write[:upto], upto)
+
+    @cached_property
+    def _users(self) -> tuple[array, array]:
+        """The inverse of `children`: each node's users (each once, in creation order),
+        as offsets into one array of ids."""
+        count = self.node_count
+        start = array("q", bytes(8 * (count + 1)))
+        total = 0
+        uses = self.uses
+        for nid in range(count):
+            start[nid] = total
+            total += uses[nid]
+        start[count] = total
+        ids = array("q", bytes(8 * total))
+        fill = start[:-1]
+        first, kids = self._child_start, self._child_ids
+        for nid in range(count):
+            lo, hi = first[nid], first[nid + 1]
+            for c in (kids[lo:hi] if hi - lo < 2 else dict.fromkeys(kids[lo:hi])):
+                if c >= 0:
+                    ids[fill[c]] = nid
+                    fill[c] += 1
+        return start, ids
+
+    def users(self, nid: int) -> tuple[int, ...]:
+        """The nodes that take node `nid` as an input, each once, in creation order."""
+        start, ids = self._users
+        return tuple(ids[start[nid]:start[nid + 1]])
+
     @cached_property
     def _earlier_write(self) -> array:
         """Per write inside a `_backward`, the index of the previous write to the same
         node's same field within the same backward pass, or -1 for its first one."""
-        out = array("q", [-1]) * len(self._wr_node)
+        return self._earlier_writes(array("i"), 0)
+
+    def _earlier_writes(self, known: array, upto: int) -> array:
+        """`_earlier_write`, knowing it for the writes before `upto` (which starts a pass
+        or ends the writes)."""
+        out = known
+        out.extend(repeat(-1, len(self._wr_node) - upto))
         for p in self.passes:
-            if p.kind != "backward":
+            if p.kind != "backward" or self._ev_write_start[p.end] <= upto:
                 continue
             last: dict[tuple[int, int], int] = {}
-            for w in range(self._ev_write_start[p.start], self._ev_write_start[p.end]):
+            for w in range(max(self._ev_write_start[p.start], upto),
+                           self._ev_write_start[p.end]):
                 key = (self._wr_node[w], self._wr_field[w])
                 out[w] = last.get(key, -1)
                 last[key] = w
         return out
-
-    def build_indexes(self) -> None:
-        """Build the derived indexes now (off the UI thread), not on first use."""
-        self.uses, self._earlier_write  # noqa: B018
 
     def contribution(self, write: Write) -> int:
         """1 for the first write to a node's field in its backward pass, 2 for the second…"""
@@ -498,11 +627,27 @@ class Trace:
         return n
 
     # -- queries the doctor asks -----------------------------------------------------------
+    def state_at(self, position: int) -> tuple[array, array]:
+        """Every node's data and grad after the first `position` events (a `Timeline`
+        at `position`), replayed in bulk: much faster than stepping there."""
+        data = array("d", self.node_data)
+        grad = array("d", bytes(8 * self.node_count))
+        self.replay(0, position, data, grad)
+        return data, grad
+
+    def replay(self, start: int, end: int, data: array, grad: array) -> None:
+        """Write the effects of events [start, end) into `data` and `grad`, as `apply`
+        would one by one, in bulk."""
+        n = len(self)
+        start, end = max(0, min(start, n)), max(0, min(end, n))
+        if start < end:
+            replay_into(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
+                        self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
+                        start, end, data, grad)
+
     def first_non_finite(self) -> int | None:
         """The first event that stores a nan or an inf: a node created with one, or a
         write (inside a `_backward` or not) of one."""
-        from bisect import bisect_right
-
         found = []
         nid = self._first_non_finite(self.node_data)
         if nid is not None:
@@ -541,6 +686,7 @@ class NodeChunk:
     lines: array  # 'i'
     child_ends: array  # 'q'
     child_ids: array  # 'q'
+    names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
 
 
 @dataclass(frozen=True)
@@ -578,9 +724,10 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
     for lo in range(0, t.node_count, size):
         hi = min(lo + size, t.node_count)
         base = t._child_start[lo]
+        names = t._name[lo:hi]
         yield NodeChunk(t._label[lo:hi], t._op[lo:hi], t.node_data[lo:hi], t._line[lo:hi],
                         array("q", (e - base for e in t._child_start[lo + 1 : hi + 1])),
-                        t._child_ids[base : t._child_start[hi]])
+                        t._child_ids[base : t._child_start[hi]], names if any(names) else ())
     w = 0
     for lo in range(0, len(t), size):
         hi = min(lo + size, len(t))
@@ -606,6 +753,7 @@ class TraceBuilder:
     def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
         self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
         self.labels: list[str] = []
+        self.names: dict[int, str] = {}  # the nodes `mgtui.naming` named, by id
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("i")
@@ -624,6 +772,17 @@ class TraceBuilder:
         self.wr_after = array("d")
         self.wr_line = array("i")
         self.closures: list[Closure] = []
+        # What validate() has checked and build() has derived so far: a trace that grows
+        # while its scenario records is checked and built a chunk at a time, not in full
+        # on every update.
+        self._checked_nodes = self._checked_events = self._checked_writes = 0
+        self._made = 0  # nodes made by the checked events
+        self._inert_labels: list[str] = []
+        self._inert_ops: list[str] = []
+        self._final_data = array("d")
+        self._final_grad = array("d")
+        self._final_events = self._final_writes = 0  # replayed into the final state
+        self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
     def node_count(self) -> int:
@@ -673,6 +832,30 @@ class TraceBuilder:
         if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
             raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
         self.labels[nid] = label
+        if nid < len(self._inert_labels):
+            self._inert_labels[nid] = inert_line(label)
+
+    def add_name(self, nid: int, name: str) -> None:
+        """The name a node goes by when it has no label: the variable it was bound to,
+        or its path from a global object (`mgtui.naming`)."""
+        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
+            raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
+        self.names[nid] = name
+
+    def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
+        """What the `_backward` call of event `event` read as it began: (name, value)
+        pairs. It may come before the event itself (the stream sends it first); one
+        for an event that never arrives is dropped when the trace is built."""
+        if not isinstance(event, int) or isinstance(event, bool) or event < 0:
+            raise TraceFormatError("values", f"{event!r} is not an event")
+        checked = []
+        for pair in pairs:
+            name, value = pair
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
+                raise TraceFormatError(f"values[{event}]", f"{pair!r} is not a name and a number")
+            checked.append((name, float(value)))
+        self.values[event] = tuple(checked)
 
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
@@ -689,7 +872,7 @@ class TraceBuilder:
         self.node_data.extend(data)
         self.node_line.extend(lines)
         self.child_ids.extend(child_ids)
-        self.child_start.extend(child_ends if base == 0 else (base + e for e in child_ends))
+        self.child_start.extend(child_ends if base == 0 else map(base.__add__, child_ends))
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
@@ -714,20 +897,31 @@ class TraceBuilder:
 
     def add(self, chunk: Chunk) -> None:
         if isinstance(chunk, NodeChunk):
+            base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
+            names = chunk.names
+            for k in compress(range(len(names)), names):  # (most nodes have none)
+                self.add_name(base + k, names[k])
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
         else:
             self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
 
+    @property
+    def consistent(self) -> bool:
+        """Have the writes that the events added so far start at arrived? (Between a
+        chunk of events and the chunk of their writes, they have not.)"""
+        return not self.ev_write_start or self.ev_write_start[-1] <= len(self.wr_node)
+
     def trim(self) -> None:
         """Drop events at the end whose writes never arrived (a stream cut off in the
-        middle of a flush), so that what is left is a consistent trace."""
+        middle of a flush), so that what is left is a consistent trace. Only for the
+        end of a stream: in the middle of one, their writes are on their way."""
         keep = len(self.ev_write_start)
         w = len(self.wr_node)
-        while keep and self.ev_write_start[keep - 1] > w:
+        while keep > self._checked_events and self.ev_write_start[keep - 1] > w:
             keep -= 1
         if keep < len(self.ev_write_start):
             for column in (self.ev_kind, self.ev_node, self.ev_before, self.ev_after,
@@ -739,10 +933,15 @@ class TraceBuilder:
                  error: TraceError | None = None) -> None:
         """Check every reference and bound, so that no query of the trace can fail or
         loop: raise TraceFormatError naming the first bad field. A trace from a file or
-        from another process is checked before it is built."""
-        self._validate_nodes()
-        self._validate_events()
-        self._validate_writes()
+        from another process is checked before it is built.
+
+        Records are append-only, so only those added since the last successful check
+        are checked: a trace that grows while it records costs a chunk's check per
+        update, not the whole trace's."""
+        n, e, w = self.node_count, self.event_count, len(self.wr_node)
+        self._validate_nodes(self._checked_nodes)
+        made = self._validate_events(self._checked_events)
+        self._validate_writes(self._checked_writes, self._checked_events)
         if passes is not None:
             self._validate_passes(passes)
         if error is not None:
@@ -750,8 +949,10 @@ class TraceBuilder:
                 raise TraceFormatError("error.after_event", f"{error.after_event} is not a step "
                                        f"of this trace (0…{self.event_count})")
             _check_line("error.line", error.line or 0)
+        self._checked_nodes, self._checked_events, self._checked_writes = n, e, w
+        self._made = made
 
-    def _validate_nodes(self) -> None:
+    def _validate_nodes(self, n0: int) -> None:
         n = self.node_count
         for name, column in (("label", self.labels), ("data", self.node_data),
                              ("line", self.node_line)):
@@ -759,61 +960,74 @@ class TraceBuilder:
                 raise TraceFormatError(f"nodes.{name}", f"{len(column)} values for {n} nodes")
         if len(self.child_start) != n + 1 or self.child_start[-1] != len(self.child_ids):
             raise TraceFormatError("nodes.children", "the children do not add up")
-        if n and not all(isinstance(x, str) for x in (*self.labels, *self.ops)):
-            bad = next(k for k in range(n)
+        labels, ops = self.labels[n0:], self.ops[n0:]
+        if not (set(map(type, labels)) | set(map(type, ops))) <= {str} and not all(
+                isinstance(x, str) for x in chain(labels, ops)):
+            bad = next(k for k in range(n0, n)
                        if not isinstance(self.labels[k], str) or not isinstance(self.ops[k], str))
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
-        _check_lines("nodes", self.node_line)
+        _check_lines("nodes", self.node_line, n0)
         # Every child was made before its node (ids follow creation order), so a trace
         # has no cycles. Checked a column at a time, at C speed: moons has 400k inputs.
-        start, ids = self.child_start, self.child_ids
-        counts = array("q", map(sub, start[1:], start[:-1]))
+        start = self.child_start
+        first = start[n0]
+        ids = self.child_ids[first:]
+        counts = array("q", map(sub, start[n0 + 1:], start[n0:-1]))
         if counts and min(counts) < 0:
             raise TraceFormatError("nodes.children", "a node's children end before they start")
-        owners = chain.from_iterable(map(repeat, range(n), counts))
+        owners = chain.from_iterable(map(repeat, range(n0, n), counts))
         if ids and (min(ids) < -1 or not all(map(lt, ids, owners))):
-            owners = chain.from_iterable(map(repeat, range(n), counts))
-            j, nid = next((j, o) for j, (c, o) in enumerate(zip(ids, owners)) if not -1 <= c < o)
+            owners = chain.from_iterable(map(repeat, range(n0, n), counts))
+            j, nid = next((first + j, o) for j, (c, o) in enumerate(zip(ids, owners))
+                          if not -1 <= c < o)
             raise TraceFormatError(f"nodes[{nid}].children[{j - start[nid]}]",
-                                   f"{ids[j]} is not a node made before node {nid}")
+                                   f"{self.child_ids[j]} is not a node made before node {nid}")
 
-    def _validate_events(self) -> None:
+    def _validate_events(self, e0: int) -> int:
+        """Check events `e0` on; the number of nodes made by all the events."""
         e, n = self.event_count, self.node_count
         for name, column in (("node", self.ev_node), ("before", self.ev_before),
                              ("after", self.ev_after), ("line", self.ev_line),
                              ("closure", self.ev_closure), ("writes", self.ev_write_start)):
             if len(column) != e:
                 raise TraceFormatError(f"events.{name}", f"{len(column)} values for {e} events")
-        if not e:
-            return
-        if max(self.ev_kind) > _DATA or min(self.ev_kind) < 0:
-            bad = next(i for i, k in enumerate(self.ev_kind) if not 0 <= k <= _DATA)
+        if e0 >= e:
+            return self._made
+        kinds, nodes, closure = self.ev_kind[e0:], self.ev_node[e0:], self.ev_closure[e0:]
+        kind_bytes = kinds.tobytes()
+        if kind_bytes.translate(None, _KIND_BYTES):  # (bytes at C speed: 400k events)
+            bad = e0 + next(i for i, k in enumerate(kinds) if not 0 <= k <= _DATA)
             raise TraceFormatError(f"events[{bad}].kind", f"{self.ev_kind[bad]} is not a kind")
-        if max(self.ev_node) >= n or min(self.ev_node) < 0:
-            bad = next(i for i, x in enumerate(self.ev_node) if not 0 <= x < n)
-            raise TraceFormatError(f"events[{bad}].node",
-                                   f"{self.ev_node[bad]} is not a node (there are {n})")
+        # Nodes are made in id order, and an event names a node only once it is made
+        # (which also keeps every node below the count: no max() over 400k events).
+        made0 = self._made
+        creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
+        made = array("q", compress(nodes, creating))
+        if _negative(nodes) or not all(map(lt, nodes,
+                                           islice(accumulate(creating, initial=made0), 1, None))):
+            existing = islice(accumulate(creating, initial=made0), 1, None)
+            i = next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < m)
+            nid, i = nodes[i], e0 + i
+            if not 0 <= nid < n:
+                raise TraceFormatError(f"events[{i}].node", f"{nid} is not a node (there are {n})")
+            if creating[i - e0]:
+                raise TraceFormatError(f"events[{i}].node", f"makes node {nid}, but the next "
+                                       f"node to be made is {made0 + creating[:i - e0].count(1)}")
+            raise TraceFormatError(f"events[{i}].node", f"node {nid} is used before it is made")
+        if made != array("q", range(made0, made0 + len(made))):
+            k = next(k for k, nid in enumerate(made) if nid != made0 + k)
+            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
+            raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
+                                   f"node to be made is {made0 + k}")
         closures = len(self.closures)
-        if max(self.ev_closure) >= closures or min(self.ev_closure) < -1:
-            bad = next(i for i, x in enumerate(self.ev_closure) if not -1 <= x < closures)
+        if max(closure) >= closures or min(closure) < -1:
+            bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
             raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
                                    f"one of the {closures} closures")
-        _check_lines("events", self.ev_line)
-        # Nodes are made in id order, and an event names a node only once it is made.
-        creating = array("b", map(eq, self.ev_kind, repeat(_CREATE)))
-        made = array("q", compress(self.ev_node, creating))
-        if made != array("q", range(len(made))):
-            k = next(k for k, nid in enumerate(made) if nid != k)
-            i = next(islice(compress(range(e), creating), k, None))
-            raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
-                                   f"node to be made is {k}")
-        if not all(map(lt, self.ev_node, accumulate(creating))):
-            i = next(i for i, (nid, m) in enumerate(zip(self.ev_node, accumulate(creating)))
-                     if nid >= m)
-            raise TraceFormatError(f"events[{i}].node", f"node {self.ev_node[i]} is used "
-                                   "before it is made")
+        _check_lines("events", self.ev_line, e0)
+        return made0 + len(made)
 
-    def _validate_writes(self) -> None:
+    def _validate_writes(self, w0: int, e0: int) -> None:
         w, n = len(self.wr_node), self.node_count
         for name, column in (("field", self.wr_field), ("before", self.wr_before),
                              ("after", self.wr_after), ("line", self.wr_line)):
@@ -821,20 +1035,22 @@ class TraceBuilder:
                 raise TraceFormatError(f"writes.{name}", f"{len(column)} values for {w} writes")
         # Writes follow their events in order. (They belong to `_backward` calls; a
         # `_backward` that makes Values has its later writes after those creations.)
-        ends = self.ev_write_start[1:]
+        starts = self.ev_write_start[max(e0 - 1, 0):]
+        ends = starts[1:]
         ends.append(w)
-        starts = self.ev_write_start
-        if starts and (starts[0] != 0 or not all(map(le, starts, ends)) or ends[-1] > w):
+        if starts and ((e0 <= 1 and starts[0] != 0) or not all(map(le, starts, ends))
+                       or ends[-1] > w):
             raise TraceFormatError("events.writes", "the writes of the events are not in order")
-        if not starts and w:
+        if not self.ev_write_start and w:
             raise TraceFormatError("writes", f"{w} writes belong to no _backward call")
-        if w and (max(self.wr_node) >= n or min(self.wr_node) < 0):
-            bad = next(k for k, x in enumerate(self.wr_node) if not 0 <= x < n)
+        nodes, fields = self.wr_node[w0:], self.wr_field[w0:]
+        if nodes and (max(nodes) >= n or _negative(nodes)):
+            bad = w0 + next(k for k, x in enumerate(nodes) if not 0 <= x < n)
             raise TraceFormatError(f"writes[{bad}].node", f"{self.wr_node[bad]} is not a node")
-        if w and (max(self.wr_field) > 1 or min(self.wr_field) < 0):
-            bad = next(k for k, x in enumerate(self.wr_field) if x not in (0, 1))
+        if fields and fields.tobytes().translate(None, b"\0\1"):
+            bad = w0 + next(k for k, x in enumerate(fields) if x not in (0, 1))
             raise TraceFormatError(f"writes[{bad}].field", "must be grad or data")
-        _check_lines("writes", self.wr_line)
+        _check_lines("writes", self.wr_line, w0)
 
     def _validate_passes(self, passes: Sequence[tuple[str, int, int]]) -> None:
         at = 0
@@ -850,83 +1066,152 @@ class TraceBuilder:
 
     # -- the trace -------------------------------------------------------------------------
     def build(self, error: TraceError | None = None, output: str = "",
-              passes: Sequence[tuple[str, int, int]] | None = None) -> Trace:
+              passes: Sequence[tuple[str, int, int]] | None = None, *,
+              last: bool = False) -> Trace:
         """The trace of everything added so far. `passes`, as (kind, start, end), are
-        taken as given (a saved trace's); else they are found from the events."""
-        write_start = array("q", self.ev_write_start)
+        taken as given (a saved trace's); else they are found from the events.
+
+        What is derived (inert names, the final state) is kept and carried forward, so a
+        trace built again after more records were added costs those records, plus
+        copying the columns. The `last` build hands its columns over to the trace
+        instead of copying them (a file's load): the builder is empty after it."""
+        self._catch_up_names()
+        self._catch_up_final()
+        keep = (lambda column: column) if last else copy
+        write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
-        final_data, final_grad = self._final_state(write_start)
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
             notes=inert(self.notes),
             source=inert(self.source),
-            _label=_inert_names(self.labels),
-            _op=_inert_names(self.ops),
-            node_data=array("d", self.node_data),
-            _line=array("i", self.node_line),
-            _child_start=array("q", self.child_start),
-            _child_ids=array("q", self.child_ids),
-            final_data=final_data,
-            final_grad=final_grad,
-            _ev_kind=array("b", self.ev_kind),
-            _ev_node=array("q", self.ev_node),
-            _ev_before=array("d", self.ev_before),
-            _ev_after=array("d", self.ev_after),
-            _ev_line=array("i", self.ev_line),
-            _ev_closure=array("i", self.ev_closure),
+            _label=tuple(self._inert_labels),
+            _op=tuple(self._inert_ops),
+            node_data=keep(self.node_data),
+            _line=keep(self.node_line),
+            _child_start=keep(self.child_start),
+            _child_ids=keep(self.child_ids),
+            final_data=keep(self._final_data),
+            final_grad=keep(self._final_grad),
+            _ev_kind=keep(self.ev_kind),
+            _ev_node=keep(self.ev_node),
+            _ev_before=keep(self.ev_before),
+            _ev_after=keep(self.ev_after),
+            _ev_line=keep(self.ev_line),
+            _ev_closure=keep(self.ev_closure),
             _ev_write_start=write_start,
-            _wr_node=array("q", self.wr_node),
-            _wr_field=array("b", self.wr_field),
-            _wr_before=array("d", self.wr_before),
-            _wr_after=array("d", self.wr_after),
-            _wr_line=array("i", self.wr_line),
+            _wr_node=keep(self.wr_node),
+            _wr_field=keep(self.wr_field),
+            _wr_before=keep(self.wr_before),
+            _wr_after=keep(self.wr_after),
+            _wr_line=keep(self.wr_line),
             closures=tuple(map(_inert_closure, self.closures)),
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
+            _name=_inert_names(self._names_column()),
         )
+        n, kinds = self.event_count, self.ev_kind
+        object.__setattr__(trace, "_values", {
+            i: tuple((inert_line(name), value) for name, value in pairs)
+            for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD})
         if passes is None:
             found = split_passes(trace)
         else:
             found = [Pass(i, kind, start, end)  # type: ignore[arg-type]
                      for i, (kind, start, end) in enumerate(passes)]
         object.__setattr__(trace, "passes", tuple(found))
+        if last:
+            self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace
 
-    def _final_state(self, write_start: array) -> tuple[array, array]:
-        """Every node's data and grad at the end: each write replayed once, in order.
+    def _names_column(self) -> list[str]:
+        names = [""] * len(self.ops)
+        for nid, name in self.names.items():
+            if nid < len(names):
+                names[nid] = name
+        return names
+
+    def _catch_up_names(self) -> None:
+        """Labels and ops made inert, for the nodes added since the last build (later
+        labels are made inert by `relabel`). Equal names share one string."""
+        k = len(self._inert_labels)
+        one = {}.setdefault  # equal names, one string
+        labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
+        self._inert_labels.extend(map(one, labels, labels))
+        self._inert_ops.extend(map(one, ops, ops))
+
+    def _catch_up_final(self) -> None:
+        """Every node's data and grad at the end of what was added: the writes and
+        events since the last build replayed, once each, in order.
 
         Writes inside `_backward` calls are merged a run at a time with `dict.update`, and
         only the few writes outside them are visited one by one."""
+        final_data, final_grad = self._final_data, self._final_grad
+        k, n = len(final_data), self.node_count
+        if k < n:
+            final_data.extend(self.node_data[k:n])
+            final_grad.frombytes(bytes(8 * (n - k)))
         wr_node, wr_field, wr_after = self.wr_node, self.wr_field, self.wr_after
         ev_kind, ev_node, ev_after = self.ev_kind, self.ev_node, self.ev_after
+        ev_write_start = self.ev_write_start
         grads: dict[int, float] = {}
         datas: dict[int, float] = {}
-        only_grads = 1 not in wr_field
-        w = 0
+        w, e0 = self._final_writes, self._final_events
+        only_grads = 1 not in wr_field[w:]
 
         def apply(end: int) -> None:
             if only_grads:
                 grads.update(zip(wr_node[w:end], wr_after[w:end]))
             else:
-                for k in range(w, end):
-                    (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+                for j in range(w, end):
+                    (grads if wr_field[j] == 0 else datas)[wr_node[j]] = wr_after[j]
 
-        for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), ev_kind.tobytes()):
+        outside = re.compile(bytes((ord("["), _GRAD, _DATA, ord("]"))))
+        for match in outside.finditer(ev_kind.tobytes(), e0):
             i = match.start()
-            end = write_start[i]
+            end = ev_write_start[i]
             apply(end)
             w = end
             (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
         apply(len(wr_node))
-        final_data = array("d", self.node_data)
-        final_grad = array("d", bytes(8 * len(self.node_data)))
         for nid, value in grads.items():
             final_grad[nid] = value
         for nid, value in datas.items():
             final_data[nid] = value
-        return final_data, final_grad
+        self._final_events, self._final_writes = len(ev_kind), len(wr_node)
+
+
+def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
+                wr_node: array, wr_field: array, wr_after: array, only_grads: bool,
+                start: int, end: int, data: array, grad: array) -> None:
+    """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
+    each write replayed once, in order. Writes inside `_backward` calls are merged a run
+    at a time with `dict.update`, and only the few writes outside them are visited one
+    by one."""
+    grads: dict[int, float] = {}
+    datas: dict[int, float] = {}
+    w = write_start[start]
+
+    def apply(stop: int) -> None:
+        if only_grads:
+            grads.update(zip(wr_node[w:stop], wr_after[w:stop]))
+        else:
+            for k in range(w, stop):
+                (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+
+    kinds = ev_kind.tobytes()[start:end]
+    for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), kinds):
+        i = start + match.start()
+        stop = write_start[i]
+        apply(stop)
+        w = stop
+        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
+    apply(write_start[end])
+    for nid, value in grads.items():
+        grad[nid] = value
+    for nid, value in datas.items():
+        data[nid] = value
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:
@@ -949,10 +1234,29 @@ def _check_line(where: str, line: int) -> None:
         raise TraceFormatError(where, f"{line!r} is not a line number")
 
 
-def _check_lines(what: str, lines: array) -> None:
-    if lines and (max(lines) > MAX_LINE or min(lines) < 0):
-        bad = next(k for k, x in enumerate(lines) if not 0 <= x <= MAX_LINE)
+def _check_lines(what: str, lines: array, start: int = 0) -> None:
+    """Lines `start` on are line numbers (or 0): 32-bit ints whose top byte is 0, which
+    is checked a byte string at a time."""
+    part = lines[start:]
+    if part and _top_bytes(part).strip(b"\0"):
+        bad = start + next(k for k, x in enumerate(part) if not 0 <= x <= MAX_LINE)
         raise TraceFormatError(f"{what}[{bad}].line", f"{lines[bad]} is not a line number")
+
+
+def _top_bytes(column: array) -> bytes:
+    """The most significant byte of each number of an int array: all 0 when every
+    number is in [0, 2**(8 * (itemsize - 1)))."""
+    size = column.itemsize
+    top = size - 1 if sys.byteorder == "little" else 0
+    return memoryview(column).cast("B")[top::size].tobytes()
+
+
+def _negative(column: array) -> bool:
+    """Does an int array hold a negative number? (Their top bytes have the sign bit.)"""
+    return bool(_top_bytes(column).translate(None, _NON_NEGATIVE))
+
+
+_NON_NEGATIVE = bytes(range(0x80))
 
 
 def split_passes(trace: Trace) -> list[Pass]:
@@ -999,5 +1303,8 @@ def split_passes(trace: Trace) -> list[Pass]:
     return [Pass(index, kind, start, end)  # type: ignore[arg-type]
             for index, (kind, start, end) in enumerate(spans)]
 
+
+_KIND_BYTES = bytes(range(_DATA + 1))
+_CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}

@@ -20,6 +20,7 @@ from textual.strip import Strip
 
 from mgtui.bindings import TABLE_KEYS
 from mgtui.explain import fmt
+from mgtui.naming import fitted_name
 from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.keys import bindings_of
@@ -28,6 +29,7 @@ from mgtui.widgets.keys import bindings_of
 MARKS = {
     "run": "▶ ",  # this node's _backward is running
     "acc": "+=",  # the running _backward accumulated into this node's grad
+    "assign": "= ",  # the running _backward assigned this node's grad (`x.grad = …`)
     "new": "● ",  # created by this (forward) step
     "set": "= ",  # written outside a _backward (seed, zero_grad, update)
     "err": "✗ ",
@@ -59,6 +61,7 @@ class NodeTable(ScrollView, can_focus=True):
         "node-table--cursor",
         "node-table--run",
         "node-table--acc",
+        "node-table--assign",
         "node-table--new",
         "node-table--set",
         "node-table--changed",
@@ -73,10 +76,12 @@ class NodeTable(ScrollView, can_focus=True):
         scrollbar-size-vertical: 1;
     }
     NodeTable > .node-table--header { text-style: bold; color: $text-muted; background: $panel; }
+    NodeTable:focus > .node-table--header { text-style: bold reverse; }
     NodeTable > .node-table--cursor { background: $accent 35%; text-style: underline; }
     NodeTable:focus > .node-table--cursor { background: $accent 60%; }
     NodeTable > .node-table--run { text-style: bold reverse; color: $warning; }
     NodeTable > .node-table--acc { text-style: bold; color: $success; }
+    NodeTable > .node-table--assign { text-style: bold; color: $error; }
     NodeTable > .node-table--new { text-style: bold; color: $primary; }
     NodeTable > .node-table--set { text-style: bold; color: $secondary; }
     NodeTable > .node-table--changed { text-style: bold reverse; color: $success; }
@@ -280,18 +285,19 @@ class NodeTable(ScrollView, can_focus=True):
             row_style = base + self.get_component_rich_style("node-table--dim")
         elif mark:
             row_style = base + self.get_component_rich_style(f"node-table--{mark}")
-        if is_cursor and mark in ("run", "acc", "new", "set"):
+        if is_cursor and mark in ("run", "acc", "assign", "new", "set"):
             row_style = row_style + Style(underline=True)  # keep the mark's own colours
         elif is_cursor:
             row_style = row_style + self.get_component_rich_style("node-table--cursor")
-        changed = self.get_component_rich_style("node-table--changed") if mark in ("acc", "set") else None
+        changed = self.get_component_rich_style("node-table--changed") if mark in ("acc", "assign", "set") else None
         topo = view.topo_of.get(nid)
         nonfinite = self.get_component_rich_style("node-table--nonfinite")
         cells: list[tuple[str, Style | None]] = [
             ((BREAKPOINT if bp else " ") + MARKS.get(mark, "  "),
              self.get_component_rich_style("node-table--breakpoint") if bp and not mark else None),
             (str(nid).rjust(w[1]), None),
-            (clip(FLAGGED + trace.label(nid) if flag else trace.label(nid), w[2]),
+            (clip(FLAGGED + fitted_name(trace, nid, w[2] - 1) if flag
+                  else fitted_name(trace, nid, w[2]), w[2]),
              self.get_component_rich_style("node-table--flagged") if flag else None),
             (clip(trace.op(nid), w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),

@@ -89,7 +89,7 @@ def in_process_recorder(scenario: Scenario, **hooks: Any) -> Recorder:
     """A `Recorder` for the caller's own process: no node limit (its memory is the
     user's own), its output left alone, and only hooks on the classes (the user's live
     objects and classes are never rewritten)."""
-    return Recorder(scenario, max_nodes=NO_LIMIT, capture_output=False, **hooks)
+    return Recorder(scenario, max_nodes=NO_LIMIT, capture_output=False, inline=False, **hooks)
 
 
 def scenario_of(filename: str, title: str, notes: str = "") -> Scenario:

@@ -1,7 +1,10 @@
 """Run a scenario file and record what it does to its `Value`s into a `Trace`.
 
 The recorder observes from outside. Any class whose `__init__` sets `data`, `grad`,
-`_prev`, `_op` and `_backward` is instrumented for the length of the run: its `__init__`
+`_prev`, `_op` and `_backward` is instrumented for the length of the run. Where its
+source can be rewritten, the recording is inlined into the code (`mgtui.inline`): the
+class keeps no hooks, and reads of its fields are the interpreter's own. Otherwise, or
+with `inline=False`, it gets the hooks below, which make the same records: its `__init__`
 is wrapped to number each new node, and setter-only descriptors on `grad`, `data` and
 `label` see every write while reads still go straight to the instance dict (a descriptor
 without `__get__` does not slow reads down). A node's `_backward` is wrapped as it is
@@ -207,6 +210,8 @@ class Recorder:
       with the node's dict and the closure about to run. Whatever it records (it may
       call `fn`) is discarded, and raising `StopRecording` from it ends the run there.
 
+    `inline=False` records every class through the hooks, never rewriting code.
+
     `capture_output=False` leaves the scenario's stdout and stderr where they are (the
     runner's child sends them to the parent on a pipe of their own), and `argv` is what
     follows the script's path in its `sys.argv`.
@@ -224,6 +229,7 @@ class Recorder:
         before_backward: BeforeBackward | None = None,
         capture_output: bool = True,
         argv: Sequence[str] = (),
+        inline: bool = True,
     ) -> None:
         self.scenario = scenario
         self.capture_output = capture_output
@@ -254,19 +260,37 @@ class Recorder:
         # Counts the starts and ends of `before_backward`: a reader in another thread
         # (the runner's flusher) takes the lengths only while it is even and unchanged.
         self.replays = 0
-        self.codes: dict[object, int] = {}
-        self.class_codes: set[object] = set()  # code of the Value classes' own methods
+        self.codes: dict[object, int] = {}  # each `_backward` closure's code: its index
+        # The same by the code object's id, which is kept alive in `codes` or here. (A
+        # code object does not cache its hash, and hashes all its constants, nested code
+        # included: looking a big one up by value on every node costs microseconds.)
+        self.code_ids: dict[int, tuple[int, object]] = {}
+        self.class_codes: dict[int, object] = {}  # code of the Value classes' own methods,
+        #                                           by id
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
-        self.namer = Namer(scenario.code, scenario.source, self.class_codes, self.node_id)
+        self._plain_id_types: dict[type, bool] = {}  # (`node_id`)
+        # The recording inlined into the classes whose source it can rewrite
+        # (`mgtui.inline`); the hooks below are for the others, or for all if not inline.
+        self.inliner = None
+        rewrite = None
+        if inline:
+            from mgtui.inline import Inliner, scenario_rewrite
+
+            rewrite = scenario_rewrite(scenario)
+        # the namer reads the code that runs: the scenario's, rewritten or not
+        self.namer = Namer(scenario.code if rewrite is None else rewrite.code,
+                           scenario.source, self.class_codes.values(), self.node_id)
         self._adopters: dict[type, Callable] = {}  # see `adopt`, by class
         # Number a node's children made before the recording started, as it is made
         # (`mgtui.record()`: a block that uses parameters made before it).
         self.adopt_strangers = False
         self._make_hooks()
+        if inline:
+            self.inliner = Inliner(self, self.record_call, self.run_backward, rewrite)
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -328,10 +352,11 @@ class Recorder:
         path = str(self.scenario.path.resolve())
         class_codes = self.class_codes
         memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.line_memo = memo  # (the inlined recording looks here before calling)
 
         def scenario_line(f) -> int | None:
             code = f.f_code
-            if code.co_filename == path and code not in class_codes:
+            if code.co_filename == path and id(code) not in class_codes:
                 return f.f_lineno  # made by the scenario's own line: the common case
             walked = []
             while f is not None:
@@ -339,7 +364,7 @@ class Recorder:
                 if line is not None:
                     break
                 code = f.f_code
-                if code.co_filename == path and code not in class_codes:
+                if code.co_filename == path and id(code) not in class_codes:
                     line = f.f_lineno
                     break
                 walked.append(f)
@@ -374,13 +399,20 @@ class Recorder:
         whose dict (or `SlotsNode`) is `d`, runs `before_backward` first, then `fn`."""
         rec = self
         before = self.before_backward
-        events, writes, codes, stack = self.events, self.writes, self.codes, self.stack
+        events, writes, stack = self.events, self.writes, self.stack
         nodes, kids, made_inside = self.nodes, self.kids, self.made_inside
         getframe = sys._getframe
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
-            if nid is None or rec.stop_reason:
+            if nid is None:
+                return fn()
+            return record_call(nid, d, fn, getframe(1))
+
+        def record_call(nid: int, d, fn: Callable[[], object], frame):
+            """Record the call of `fn`, the `_backward` of node `nid` (its dict `d`),
+            made from `frame`, and make it."""
+            if rec.stop_reason:
                 return fn()
             if before is not None:  # whatever the hook records is forgotten
                 marks = len(writes), len(events), len(nodes), len(kids)
@@ -390,12 +422,9 @@ class Recorder:
                 finally:
                     rec.forget_since(*marks)
                     rec.replays += 1
-            code = getattr(fn, "__code__", None)
-            ci = codes.get(code)
-            if ci is None:
-                ci = codes[code] = len(codes)
+            ci = rec.closure_index(getattr(fn, "__code__", None))
             events.extend(
-                (BACKWARD, nid, 0.0, 0.0, scenario_line(getframe(1)), ci, len(writes)))
+                (BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
             stack.append(nid)
             try:
                 return fn()
@@ -406,7 +435,19 @@ class Recorder:
                         events.extend((CREATE, made, 0.0, 0.0, 0, -1, len(writes)))
                     made_inside.clear()
 
+        self.record_call = record_call
         return run_backward
+
+    def closure_index(self, code) -> int:
+        """The index of a `_backward` closure's code among those recorded."""
+        found = self.code_ids.get(id(code))
+        if found is not None:
+            return found[0]
+        ci = self.codes.get(code)
+        if ci is None:
+            ci = self.codes[code] = len(self.codes)
+        self.code_ids[id(code)] = (ci, code)
+        return ci
 
     def _backward_hook(self, run_backward):
         """The `_backward` descriptor: a read returns the closure bound to `run_backward`."""
@@ -435,6 +476,7 @@ class Recorder:
         call is one of that call's writes, any other write is an event of its own."""
         events, writes, stack = self.events, self.writes, self.stack
         getframe = sys._getframe
+        rec = self
 
         class WriteHook:
             __slots__ = ()
@@ -442,8 +484,9 @@ class Recorder:
             def __set__(self, obj, value):
                 d = obj.__dict__
                 nid = d.get(ID)
-                if nid is None:
-                    d[name] = value
+                if nid is None or (rec.inliner is not None
+                                   and id(getframe(1).f_code) in rec.inliner.codes):
+                    d[name] = value  # (rewritten code records this write itself)
                     return
                 before = d.get(name, 0.0)
                 d[name] = value
@@ -644,13 +687,17 @@ class Recorder:
         if cls in self.classes:
             return
         self.classes.append(cls)
+        inline = self.inliner is not None and self.inliner.adopt(cls)
         init = cls.__dict__["__init__"]
         init_code = getattr(init, "__code__", None)
         if init_code is not None:
             self.default_codes.update(c for c in init_code.co_consts if hasattr(c, "co_code"))
         for klass in cls.__mro__:
             self.class_codes.update(
-                f.__code__ for f in vars(klass).values() if hasattr(f, "__code__"))
+                (id(f.__code__), f.__code__) for f in vars(klass).values()
+                if hasattr(f, "__code__"))
+        if inline:
+            return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):
             hooks = self._slots_hooks(cls, init)
         else:
@@ -678,6 +725,8 @@ class Recorder:
         numbered(node)
 
     def uninstrument(self) -> None:
+        if self.inliner is not None:
+            self.inliner.stop()
         for cls, name, old in reversed(self._restore):
             if old is _MISSING:
                 try:
@@ -750,6 +799,8 @@ class Recorder:
         stderr = ThreadOutput(sys.stderr, out) if capture else sys.stderr
         try:
             self.instrument_loaded()
+            if self.inliner is not None:
+                self.inliner.start()
             builtins.__build_class__ = build_class
             builtins.input = no_input
             sys.stdout, sys.stderr = stdout, stderr
@@ -810,7 +861,10 @@ class Recorder:
                     self._thread_id = threading.get_ident()
                 if self.stop_reason:
                     raise StopRecording(self.stop_reason)
-                exec(self.scenario.code, module_globals)
+                code = self.scenario.code
+                if self.inliner is not None:
+                    code = self.inliner.scenario_code(module_globals)
+                exec(code, module_globals)
             finally:
                 self._disarm()
         except SystemExit as exc:
@@ -873,12 +927,19 @@ class Recorder:
         return [(nid, name) for nid, name in self.namer.names if nid < count]
 
     def node_id(self, obj: object) -> int | None:
-        """The id of a recorded node, None for anything else; runs no code of `obj`'s."""
-        try:
-            d = object.__getattribute__(obj, "__dict__")
-        except AttributeError:
-            d = None
-        nid = d.get(ID) if type(d) is dict else None
+        """The id of a recorded node, None for anything else; runs no code of `obj`'s.
+        (It reads the id as an attribute: asking for `__dict__` would make Python build
+        the node's dict, and slow down every later read of its fields.)"""
+        cls = type(obj)
+        plain = self._plain_id_types.get(cls)
+        if plain is None:  # no class on the way defines the name: nothing of theirs runs
+            plain = self._plain_id_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
+        nid = None
+        if plain:
+            try:
+                nid = object.__getattribute__(obj, ID)
+            except (AttributeError, TypeError):
+                nid = None
         if nid is None:
             nid = self.slots_ids.get(id(obj))
         return nid if type(nid) is int else None
@@ -1102,7 +1163,10 @@ def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | 
     children were passed to `__init__`, else sort them by node id (`node_id(child)`)."""
     given = args[1] if len(args) > 1 else kwargs.get("_children", ())
     try:
-        order = [c for c in dict.fromkeys(given) if c in prev]
+        keys = dict.fromkeys(given).keys()
+        if keys == prev:  # the common case: the children given are the set
+            return keys
+        order = [c for c in keys if c in prev]
     except TypeError:
         order = []
     if len(order) != len(prev):
@@ -1183,12 +1247,13 @@ def record(
     on_progress: Callable[[int], None] | None = None,
     on_create: OnCreate | None = None,
     before_backward: BeforeBackward | None = None,
+    inline: bool = True,
 ) -> Trace:
     """Run the scenario and return its trace. Raises ScenarioLoadError if it cannot run.
-    The hooks are `Recorder`'s."""
+    The hooks and `inline` are `Recorder`'s."""
     scenario = path if isinstance(path, Scenario) else load_scenario(path)
     recorder = Recorder(
         scenario, seed=seed, max_nodes=max_nodes, timeout=timeout, on_progress=on_progress,
-        on_create=on_create, before_backward=before_backward,
+        on_create=on_create, before_backward=before_backward, inline=inline,
     )
     return recorder.run()

@@ -64,7 +64,9 @@ DEBUGGER_KEYS: tuple[Key, ...] = (
     Key("checks", "d", "checks", "Checks",
         "run the gradient doctor: its findings go to the Checks tab, enter on one goes to its "
         "step", "Check the gradients (the doctor)", show=False),
-    Key("pick", "", "app.pick", "", palette="Open another scenario"),
+    Key("pick", "o", "app.pick", "Open",
+        "open another lesson: the lesson directory's files, else the bundled scenarios",
+        "Open another scenario", show=False),
     Key("focus_next", "tab", "app.focus_next", "Focus", "move the focus to the next pane",
         show=False),
     Key("focus_previous", "shift+tab", "app.focus_previous", "Focus back",

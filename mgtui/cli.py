@@ -90,6 +90,11 @@ def say(message: str, detail: str = "") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        from mgtui.serve.cli import main as serve_main
+
+        return serve_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.list:
@@ -108,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
             return fail("this mode needs a FILE (see mgtui --list for the bundled scenarios)")
         return launch_app(None, args)
     path = resolve(args.file)
+    if path.is_dir():
+        if headless or args.save:
+            return fail(f"{path} is a directory: --print, --export, --check and --save take "
+                        "one lesson file")
+        return launch_app(None, args, lesson_dir=path)
     if not headless and not args.save:
         return launch_app(path, args)
     saved = is_saved_trace(path)
@@ -259,7 +269,8 @@ class Progress:
             self.stream.flush()
 
 
-def launch_app(path: Path | None, args: argparse.Namespace) -> int:
+def launch_app(path: Path | None, args: argparse.Namespace,
+               lesson_dir: Path | None = None) -> int:
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         return fail("the debugger needs a terminal; for output without one use "
                     "--print, --export json|dot or --check")
@@ -275,7 +286,8 @@ def launch_app(path: Path | None, args: argparse.Namespace) -> int:
     except ImportError:  # pragma: no cover - the app ships with the package
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
-                   timeout=args.timeout, max_memory=args.max_memory, run=run)
+                   timeout=args.timeout, max_memory=args.max_memory, run=run,
+                   lesson_dir=lesson_dir)
 
 
 def entry() -> None:

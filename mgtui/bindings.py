@@ -61,6 +61,9 @@ DEBUGGER_KEYS: tuple[Key, ...] = (
     Key("tab.notes", "", "show_tab('notes')", "", palette="Show the lesson notes", via="next_tab"),
     Key("tab.output", "", "show_tab('output')", "", palette="Show the scenario's output",
         via="next_tab"),
+    Key("notes_view", "N", "notes_view", "Notes",
+        "the notes full screen: this step's #: notes, then the lesson notes",
+        "Show the notes full screen", show=False),
     Key("checks", "d", "checks", "Checks",
         "run the gradient doctor: its findings go to the Checks tab, enter on one goes to its "
         "step", "Check the gradients (the doctor)", show=False),

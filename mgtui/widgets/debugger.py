@@ -338,6 +338,16 @@ class DebuggerScreen(Screen[None]):
         if self.session is not None and query:
             self._move(self.session.find(query))
 
+    def action_notes_view(self) -> None:
+        """The step's `#:` notes and the lesson notes, full screen."""
+        if self.session is None or self.state is None:
+            return
+        from mgtui.widgets.notes_view import NotesScreen
+
+        trace = self.session.trace
+        self.app.push_screen(NotesScreen(trace.title or Path(trace.scenario).name,
+                                         self.state.step, self.state.detail.notes, trace.notes))
+
     def action_help(self) -> None:
         from mgtui.widgets.dialogs import HelpScreen
 

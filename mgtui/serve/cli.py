@@ -122,7 +122,7 @@ def setup_log(teach: bool) -> str:
 
 async def serve_ssh(lessons: dict, auth, args) -> int:
     from mgtui.serve.auth import AuthError, host_key
-    from mgtui.serve.server import Class, Limits, start_server
+    from mgtui.serve.server import Class, Limits, start_server, warm_up
 
     try:
         key = host_key()
@@ -130,6 +130,8 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         return fail(str(exc))
     klass = Class(lessons, auth, Limits(max_sessions=args.max_sessions,
                                         idle_timeout=args.idle_timeout * 60))
+    await warm_up(lessons)
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     port = 2222 if args.port is None else args.port
     try:
         server = await start_server(klass, args.host, port, key)

@@ -75,6 +75,18 @@ class ChannelDriver(Driver):
     def stop_application_mode(self) -> None:
         self.disable_input()
         self.write(LEAVE)
+        self._forget_input()
+
+    def _forget_input(self) -> None:
+        """Let the app go when its session ends. Textual's parser caches the keys it
+        parsed (in an lru_cache on the class, keyed by the parser) and its generator
+        keeps the last one; each key holds its app as sender. One parser per process
+        never notices; a server with a parser per session would keep every ended
+        session's app alive."""
+        self._parser._gen.close()
+        parse_extended_key = getattr(XTermParser, "_parse_extended_key", None)
+        if hasattr(parse_extended_key, "cache_clear"):
+            parse_extended_key.cache_clear()
 
     # -- input, from the connection -------------------------------------------------------------
     def feed(self, data: str) -> None:

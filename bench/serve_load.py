@@ -44,6 +44,11 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def step_of(client: ScreenClient) -> int | None:
     match = re.search(r"step (\d+)/\d+", client.text())
     return int(match.group(1)) if match else None
@@ -115,11 +120,16 @@ async def main(clients: int, lesson: str) -> None:
             students.append(student)
         assert all(await asyncio.gather(*(s.wait_for("step 0/", WAIT) for s in students)))
         all_in = await settle(server.pid)
-        followed = 0
+        followed, class_steps = 0, []
         for k in range(1, 21):  # the teacher leads 20 steps; every screen must show each
+            start = time.perf_counter()
             teacher.send("n")
             shown = await asyncio.gather(*(at_step(s, k) for s in students))
-            assert all(shown), f"after the teacher's step {k}, {shown.count(False)} screens lag"
+            class_steps.append(time.perf_counter() - start)
+            if not all(shown):
+                lagging = [s for s, ok in zip(students, shown) if not ok]
+                raise AssertionError(f"after the teacher's step {k}, {len(lagging)} screens "
+                                     f"lag; one shows:\n{lagging[0].text()}")
             followed += len(shown)
         # each detaches (p: its own move), then steps 30 times on its own, all at once
         for s in students:
@@ -135,8 +145,10 @@ async def main(clients: int, lesson: str) -> None:
             return times
 
         # 30 steps each at a person's pace (a key about every second, all 30 students)
+        cpu_before = cpu_seconds(server.pid)
         together = [t for ts in await asyncio.gather(*(own_steps(s, 20, 30, True)
                                                        for s in students)) for t in ts]
+        cpu_per_step = (cpu_seconds(server.pid) - cpu_before) / len(together)
         # then 10 more each, every student at once as fast as the screens come back
         burst = [t for ts in await asyncio.gather(*(own_steps(s, 50, 10, False)
                                                     for s in students)) for t in ts]
@@ -154,7 +166,6 @@ async def main(clients: int, lesson: str) -> None:
             refused = True
         check = await ScreenClient.connect(port, password=PASSWORD)
         assert await check.wait_for("step ", WAIT)
-        check.send("p")
         check.send("n")
         served_after = await at_step(check, 21)  # it joined on the teacher's step 20
         students.append(tiny)
@@ -184,6 +195,10 @@ async def main(clients: int, lesson: str) -> None:
               f"{clients} sessions {1000 * p95(together):.1f} ms "
               f"(ratio {p95(together) / p95(alone):.2f}); median "
               f"{1000 * statistics.median(alone):.1f} / {1000 * statistics.median(together):.1f} ms")
+        print(f"server CPU per session step (paced phase): {1000 * cpu_per_step:.1f} ms; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"teacher's step until all {clients} screens show it: median "
+              f"{1000 * statistics.median(class_steps):.0f} ms, p95 {1000 * p95(class_steps):.0f} ms")
         print(f"step latency with all {clients} pressing n at once, as fast as their screens "
               f"come back: p95 {1000 * p95(burst):.1f} ms, median "
               f"{1000 * statistics.median(burst):.1f} ms")

@@ -92,6 +92,16 @@ class ClassScreen(DebuggerScreen):
     def action_rejoin(self) -> None:
         self.app.rejoin()
 
+    def action_help(self) -> None:
+        """The debugger's help, with the follow mode's key for a student."""
+        from mgtui.bindings import help_rows
+        from mgtui.widgets.dialogs import HelpScreen
+
+        rows = help_rows(self.keymap)
+        if not self.app.teacher:
+            rows.insert(0, ("f", "follow the teacher again, after your own moves paused it"))
+        self.app.push_screen(HelpScreen(rows))
+
 
 class ServedApp(MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a

@@ -4,6 +4,7 @@ classroom), and the server answering a browser on loopback."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -67,9 +68,30 @@ def test_the_web_server_answers_on_loopback(tmp_path):
             except OSError:
                 time.sleep(0.3)
         assert "mgtui" in page and re.search(r"ws://127\.0\.0\.1:\d+/ws", page), page[:500]
+        # a browser's session: its own process, drawing the lesson over the websocket
+        assert asyncio.run(browser_sees(port, b"step 0/15")), "no lesson in the browser"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def browser_sees(port: int, text: bytes) -> bool:
+    import aiohttp
+
+    got = b""
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24") as ws:
+            await ws.send_str(json.dumps(["resize", {"width": 80, "height": 24}]))
+            try:
+                async with asyncio.timeout(30):
+                    async for message in ws:
+                        data = message.data
+                        got += data if isinstance(data, bytes) else data.encode()
+                        if text in got:
+                            return True
+            except TimeoutError:
+                pass
+    return False
 
 
 class socket_port:

@@ -106,7 +106,7 @@ def serve_web(lessons: dict, args) -> int:
             hub = Hub(classroom)
             self._hub = await asyncio.start_unix_server(hub.visitor, path=hub_path)
             os.chmod(hub_path, 0o600)
-            print(f"mgtui serve: {len(lessons)} lessons at http://{args.host}:{port} "
+            print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} at http://{args.host}:{port} "
                   "(ctrl+c stops)", file=sys.__stderr__, flush=True)
             if args.teach:
                 self._teacher = asyncio.get_running_loop().create_task(self._teach())

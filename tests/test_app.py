@@ -336,7 +336,8 @@ def test_run_app_has_the_cli_signature():
     from mgtui import cli, runner
 
     params = inspect.signature(run_app).parameters
-    assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run"]
+    assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run",
+                            "lesson_dir"]
     assert app.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
     assert cli.DEFAULT_MAX_MEMORY == runner.DEFAULT_MAX_MEMORY
     assert cli.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES

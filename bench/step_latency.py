@@ -5,12 +5,13 @@
    (about 65k nodes per graph) and of `chain.py`. Both apps run at once and the presses
    alternate between them, so machine noise hits both. The wall time includes Textual's
    frame pacing, so the CPU time of the process per press is printed too.
-   Target: moons / chain at most 1.2.
+   Target: moons / chain at most 1.2. With --graph, both apps show the Graph pane (m):
+   chain's graph drawn whole, moons' as the neighbourhood of the selected node.
 2. Start-up to first paint: `mgtui scenarios/chain.py` against a minimal Textual app,
    each a fresh process run headless (80×24), alternating. For mgtui it is the first
    paint that shows the trace. Target: at most 1.3.
 
-    python bench/step_latency.py [--presses 60] [--starts 7]
+    python bench/step_latency.py [--presses 60] [--starts 7] [--graph]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
 
 
-async def step_latency(presses: int) -> tuple[float, float]:
+async def step_latency(presses: int, graph: bool = False) -> tuple[float, float]:
     from mgtui.app import MgtuiApp
 
     async def middle_of_backward(app: MgtuiApp) -> int:
@@ -46,6 +47,9 @@ async def step_latency(presses: int) -> tuple[float, float]:
         await app.workers.wait_for_complete()
         app.debugger.goto(await middle_of_backward(app))
         await pilot.pause()
+        if graph:
+            await pilot.press("m")
+            await pilot.pause()
 
     async with chain.run_test(size=(120, 40)) as chain_pilot:
         # one recording at a time: the recorder swaps sys.stdout while it runs, and so
@@ -138,17 +142,23 @@ def main() -> None:
     parser.add_argument("--presses", type=int, default=60)
     parser.add_argument("--starts", type=int, default=7)
     parser.add_argument("--start-only", action="store_true", help="measure only the start-up")
+    parser.add_argument("--graph", action="store_true",
+                        help="step with the Graph pane open, and skip the start-up")
     args = parser.parse_args()
 
     if not args.start_only:
-        print_step_latency(args.presses)
+        print_step_latency(args.presses, args.graph)
+    if args.graph:
+        return
     minimal, mgtui = start_up(args.starts)
     print(f"first paint   minimal  {minimal * 1000:7.0f} ms   chain.py {mgtui * 1000:7.0f} ms   "
           f"ratio {mgtui / minimal:.2f}  (target ≤ 1.3)")
 
 
-def print_step_latency(presses: int) -> None:
-    chain, moons, chain_cpu, moons_cpu = asyncio.run(step_latency(presses))
+def print_step_latency(presses: int, graph: bool = False) -> None:
+    chain, moons, chain_cpu, moons_cpu = asyncio.run(step_latency(presses, graph))
+    if graph:
+        print("with the Graph pane open:")
     print(f"step latency  chain.py {chain * 1000:7.1f} ms   moons.py {moons * 1000:7.1f} ms   "
           f"ratio {moons / chain:.2f}  (target ≤ 1.2)")
     print(f"  CPU a step  chain.py {chain_cpu * 1000:7.1f} ms   moons.py {moons_cpu * 1000:7.1f} ms   "

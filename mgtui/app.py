@@ -15,6 +15,7 @@ from textual.worker import WorkerState
 
 from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
+from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 from mgtui.messages import (
     ChecksDone,
@@ -74,6 +75,7 @@ class MgtuiApp(App[int]):
         """`run` is a `mgtui.runner.Run` of `path` already started (the command line
         starts it before it imports the app, so the two start up side by side)."""
         super().__init__()
+        return_freed_memory()  # a big trace, built again as it grows, must not stay twice
         self.path = Path(path) if path is not None else None
         self.lesson_dir: Path | None = None  # `mgtui lessons/`: what `o` and the picker list
         self.start_step = step
@@ -90,6 +92,7 @@ class MgtuiApp(App[int]):
         self._position = 0
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
         self._growing = False  # the trace on screen is one still being recorded
+        self._last_shown: Trace | None = None  # the last of those, in the loading worker
         self.config = load_config()
         self.keymap = self.config.keymap  # the user's keys, by binding id
         self.set_keymap(with_panes(self.keymap))
@@ -196,7 +199,9 @@ class MgtuiApp(App[int]):
                 from mgtui.export import load
 
                 trace, stopped = load(path), ""
-            trace.build_indexes()  # here, not on the first backward step
+            # here, not on the first backward step; from those shown while it recorded
+            trace.build_indexes(older=self._last_shown if is_scenario(path) else None)
+            self._last_shown = None
             self.post_message(TraceLoaded(trace, path, reload, stopped))
         except ScenarioLoadError as exc:
             self.post_message(LoadFailed(path, exc.message, exc.detail))
@@ -213,12 +218,14 @@ class MgtuiApp(App[int]):
     def _steps_while_recording(self, run, path: Path, show: bool):
         """Wait for the run, showing the trace recorded so far every GROWING_EVERY
         seconds, so its first steps can be stepped through while it still records."""
-        shown, wait = 0, FIRST_STEPS
+        shown, wait = None, FIRST_STEPS
+        self._last_shown = None
         while not run.done_within(wait):
             wait = GROWING_EVERY
             trace = run.snapshot() if show else None
-            if trace is not None and len(trace) > shown:
-                shown = len(trace)
+            if trace is not None and len(trace) > (len(shown) if shown else 0):
+                trace.build_indexes(older=shown, users=False)  # from the last one's
+                shown = self._last_shown = trace
                 self.post_message(TraceGrowing(trace, path))
         return run.wait()
 
@@ -235,7 +242,7 @@ class MgtuiApp(App[int]):
             d.load_trace(message.trace, self._position)
             self._growing = True
         else:
-            d.load_trace(message.trace, d.position, select=d.selected)
+            d.grow_trace(message.trace)
         d.show_recording(f"recording… {len(message.trace):,} steps")
 
     def _progress(self, nodes: int) -> None:
@@ -321,7 +328,7 @@ class MgtuiApp(App[int]):
             self.say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
         elif grown:
             # the first steps were shown while it recorded: stay where the user is
-            self.debugger.load_trace(trace, self.debugger.position, select=self.debugger.selected)
+            self.debugger.grow_trace(trace)
         elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
             self.debugger.load_trace(trace, self._position)
         if message.stopped:

@@ -53,6 +53,9 @@ DEBUGGER_KEYS: tuple[Key, ...] = (
     Key("reload", "r", "app.reload", "Reload",
         "reload the scenario after editing it, staying at this step", "Reload the scenario",
         show=False),
+    Key("graph", "m", "toggle_graph", "Graph",
+        "the Graph pane: draw_dot's picture of the graph, lit by the step, in place of the "
+        "node table (beside it on a big screen)", "Show or hide the Graph pane"),
     Key("toggle_panes", "v", "toggle_panes", "Panes",
         "show or hide the topo list and source/notes/output (small terminals)"),
     Key("next_tab", "t", "next_tab", "Tab",
@@ -106,12 +109,26 @@ TEXT_KEYS: tuple[Key, ...] = (
     Key("text.pagedown", "pagedown", "scroll_lines(8)", "Page down", show=False),
     Key("text.home", "home", "scroll_lines(-100000)", "Top", show=False),
 )
-PANE_KEYS = TABLE_KEYS + TOPO_KEYS + TEXT_KEYS
+GRAPH_KEYS: tuple[Key, ...] = (
+    Key("graph.up", "up,k", "move(0,-1)", "Up", show=False),
+    Key("graph.down", "down,j", "move(0,1)", "Down", show=False),
+    Key("graph.left", "h", "move(-1,0)", "Left", show=False),
+    Key("graph.right", "l", "move(1,0)", "Right", show=False),
+    Key("graph.choose", "enter", "choose", "Select", show=False),
+    Key("graph.flip", "o", "flip", "Flip", show=False),
+    Key("graph.pan_left", "H", "pan(-1,0)", "Pan left", show=False),
+    Key("graph.pan_right", "L", "pan(1,0)", "Pan right", show=False),
+    Key("graph.pan_up", "K,pageup", "pan(0,-1)", "Pan up", show=False),
+    Key("graph.pan_down", "J,pagedown", "pan(0,1)", "Pan down", show=False),
+)
+PANE_KEYS = TABLE_KEYS + TOPO_KEYS + TEXT_KEYS + GRAPH_KEYS
 
 # Help lines for keys that are not in the table: Textual's own, and the panes'.
 MORE_HELP = (
     ("ctrl+p", "command palette: every action; go to step N, pass N, node"),
     ("↑ ↓ pgup pgdn", "move the selection in the node table (when focused)"),
+    ("↑ ↓ h l  enter", "in the Graph pane: move from box to box; enter (or a click) selects it"),
+    ("H J K L  o", "in the Graph pane: pan; o turns it left-to-right / top-to-bottom"),
 )
 
 ALL_KEYS = DEBUGGER_KEYS + APP_KEYS + PANE_KEYS

@@ -16,6 +16,7 @@ from pathlib import Path
 from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
 from mgtui.errors import ScenarioLoadError
+from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 
 # mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
@@ -37,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", dest="print_",
                       help="print the trace as text and exit")
-    mode.add_argument("--export", choices=("json", "dot"),
-                      help="write the trace as JSON or the final graph as Graphviz DOT to stdout")
+    mode.add_argument("--export", choices=("json", "dot", "svg"),
+                      help="write the trace as JSON, or the final graph as Graphviz DOT or "
+                      "as the Graph pane's picture in SVG (no Graphviz needed), to stdout")
     mode.add_argument("--check", action="store_true",
                       help="run the gradient doctor and report what it finds")
     mode.add_argument("--list", action="store_true", help="list the bundled scenarios")
@@ -97,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    return_freed_memory()
     if args.list:
         for name, path in bundled():
             print(f"{name:24s} {title_of(path)}")
@@ -185,6 +188,10 @@ def write_trace(trace, args: argparse.Namespace) -> None:
         from mgtui.export import to_dot
 
         out.write(to_dot(trace))
+    elif args.export == "svg":
+        from mgtui.graph_paint import graph_svg
+
+        sys.stdout.write(graph_svg(trace))  # XML-escaped text: nothing reaches a terminal raw
     elif args.print_:
         from mgtui.report import print_trace
 

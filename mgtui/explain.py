@@ -10,6 +10,7 @@ and `before → after (+delta)`. `data` and `grad` are the node state after the 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from mgtui.trace import EventKind, Field, Trace
@@ -30,8 +31,14 @@ def fmt(x: float) -> str:
 
 
 def name(label: str) -> str:
-    """A label as it reads inside a formula: `(x1*w1 + x2*w2)` rather than `x1*w1 + x2*w2`."""
-    return label if label.replace("_", "a").replace("#", "a").isalnum() else f"({label})"
+    """A label as it reads inside a formula: `(x1*w1 + x2*w2)` rather than `x1*w1 + x2*w2`;
+    a path such as `n.layers[0].w[1]` binds tighter than any op and needs no brackets."""
+    plain = label.replace("_", "a").replace("#", "a").isalnum()
+    return label if plain or _ATOM.fullmatch(label) else f"({label})"
+
+
+# a name, `#id`, or a path of attributes and indices from a name
+_ATOM = re.compile(r"#\d+|[^\W\d]\w*(?:\.[^\W\d]\w*|\[-?\d+\]|\['[^'\\]*'\])*")
 
 
 def signed(x: float) -> str:

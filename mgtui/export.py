@@ -40,6 +40,7 @@ def to_json(trace: Trace) -> dict[str, Any]:
         {
             "id": n.id,
             "label": n.label,
+            **({"name": name} if (name := trace.derived_name(n.id)) else {}),
             "op": n.op,
             "children": list(n.children),
             "data": num(n.data),
@@ -149,9 +150,13 @@ def _node(builder: TraceBuilder, n: dict, i: int) -> None:
     where = f"nodes[{i}].children"
     children = [fields.index(c, where) for c in fields.seq(n.get("children"), where)]
     label = fields.text(n.get("label"), f"nodes[{i}].label")
-    builder.add_node("" if label == f"#{i}" else label, fields.text(n.get("op"), f"nodes[{i}].op"),
+    name = fields.text(n.get("name"), f"nodes[{i}].name")  # a name, not a label it was given
+    builder.add_node("" if label in (f"#{i}", name) else label,
+                     fields.text(n.get("op"), f"nodes[{i}].op"),
                      children, _num(n.get("data"), f"nodes[{i}].data"),
                      fields.line(n.get("line"), f"nodes[{i}].line"))
+    if name:
+        builder.add_name(i, name)
 
 
 def _event(builder: TraceBuilder, e: dict, i: int) -> None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from mgtui.errors import ScenarioLoadError
+from mgtui.naming import Namer
 from mgtui.trace import Closure, EventKind, Field, Trace, TraceBuilder, TraceError
 
 CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
@@ -236,6 +237,7 @@ class Recorder:
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
+        self.namer = Namer(scenario.code, scenario.source, self.class_codes, self.node_id)
         self._make_hooks()
 
     # -- control -----------------------------------------------------------------------
@@ -450,6 +452,7 @@ class Recorder:
         max_nodes, on_progress, on_create = self.max_nodes, self.on_progress, self.on_create
         getid = attrgetter(ID)
         getframe = sys._getframe
+        named = self.namer.made
 
         def __init__(self, *args, **kwargs):
             orig_init(self, *args, **kwargs)
@@ -473,8 +476,10 @@ class Recorder:
             if on_create is not None:
                 on_create(nid, d)
             d[ID] = nid
+            caller = getframe(1)
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
-                          scenario_line(getframe(1))))
+                          scenario_line(caller)))
+            named(nid, caller)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -562,6 +567,7 @@ class Recorder:
         ids, scenario_line = self.slots_ids, self.scenario_line
         ids_get, layout_of = ids.get, ids.layout
         getframe = sys._getframe
+        named = self.namer.made
 
         def node_id(c) -> int:
             nid = ids_get(id(c))
@@ -586,8 +592,10 @@ class Recorder:
                 on_create(nid, d)
             ids.add(self, nid, layout.weak)
             d.nid = nid
+            caller = getframe(1)
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
-                          scenario_line(getframe(1))))
+                          scenario_line(caller)))
+            named(nid, caller)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -791,26 +799,47 @@ class Recorder:
                            [w // W for w in events[6::E]])
         builder.add_writes(writes[0::W], writes[1::W], floats(writes[2::W]),
                            floats(writes[3::W]), ints(writes[4::W]))
+        for nid, name in self.resolve_names():
+            builder.add_name(nid, name)
         for code in self.codes:
             builder.add_closure(closure_source(code, code in self.default_codes))
         return builder.build(error, output)
 
     def resolve_labels(self) -> list[str]:
-        """The `label` attribute (as made, or as set later), else the name of the
-        scenario's global variable that holds the node."""
+        """The `label` attribute of each node, as made or as set later."""
         labels = [x if isinstance(x, str) else "" for x in self.nodes[2::NODE_FIELDS]]
         for nid, label in self.late_labels.items():
             if isinstance(label, str) and nid < len(labels):
                 labels[nid] = label
-        slots_ids = self.slots_ids
-        for name, value in list(self.globals.items()):
-            nid = getattr(value, "__dict__", {}).get(ID) if hasattr(value, "__dict__") else None
-            if nid is None:
-                nid = slots_ids.get(id(value))
-            if isinstance(nid, int) and nid < len(labels) and not labels[nid] \
-                    and not name.startswith("_"):
-                labels[nid] = name
         return labels
+
+    def resolve_names(self) -> list[tuple[int, str]]:
+        """(id, name) of every node named by the variable it was bound to or by its path
+        from a global object (`mgtui.naming`); call once, after the run."""
+        try:
+            self.namer.finish(self.globals, self.is_leaf)
+        except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
+            pass
+        count = len(self.nodes) // NODE_FIELDS
+        return [(nid, name) for nid, name in self.namer.names if nid < count]
+
+    def node_id(self, obj: object) -> int | None:
+        """The id of a recorded node, None for anything else; runs no code of `obj`'s."""
+        try:
+            d = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            d = None
+        nid = d.get(ID) if type(d) is dict else None
+        if nid is None:
+            nid = self.slots_ids.get(id(obj))
+        return nid if type(nid) is int else None
+
+    def is_leaf(self, nid: int) -> bool:
+        nodes, N = self.nodes, NODE_FIELDS
+        if not 0 <= nid < len(nodes) // N:
+            return False
+        start = nodes[(nid - 1) * N] if nid else 0
+        return nodes[nid * N] == start
 
 
 _MISSING = object()

@@ -81,7 +81,7 @@ class Run:
         self.spec = spec
         self.on_progress = on_progress
         self._builder: TraceBuilder | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._end: dict | None = None
         self._load_error: dict | None = None
         self._job_result: object = None
@@ -93,6 +93,9 @@ class Run:
         self._exit_code: object = None  # what the scenario passed to os._exit
         self._stop_reason: str | None = None
         self._proc: subprocess.Popen | None = None
+        self._final: Trace | None = None  # the whole trace, once built
+        self._shown: Trace | None = None  # the last snapshot
+        self._outcome: RunResult | None = None
         self._reader: threading.Thread | None = None
 
     # -- control ---------------------------------------------------------------------------
@@ -134,6 +137,8 @@ class Run:
         """Wait for the child to end (ending it at the time limit, or a moment after
         `cancel()`), then end its whole process group and give the result. On the main
         thread, ctrl+c meanwhile cancels the run instead of raising: its trace is kept."""
+        if self._outcome is not None:
+            return self._outcome
         main = threading.current_thread() is threading.main_thread()
         old = signal.signal(signal.SIGINT, self._interrupted) if main else None
         try:
@@ -143,6 +148,7 @@ class Run:
             result = self._result(self._proc.returncode)
             if result.finished and self._stop_reason is not None:
                 result = self._stopped_late(result)
+            self._outcome = result
             return result
         finally:
             if main:
@@ -225,7 +231,8 @@ class Run:
                     self._keep_output(chunk)
                 else:
                     pending += chunk
-                    self._take_records(pending)
+                    with self._lock:  # a snapshot sees whole reads: events with their writes
+                        self._take_records(pending)
         os.close(fd)
 
     def _keep_output(self, chunk: bytes) -> None:
@@ -284,6 +291,8 @@ class Run:
                     json.loads(payload), f"closures[{len(self._builder.closures)}]"))
             elif tag in ("N", "E", "W"):
                 self._builder.add(tracefile.decode_chunk(tag, payload))
+            elif tag == "M":
+                tracefile.add_names(self._builder, json.loads(payload))
             elif tag == "L":
                 for pair in fields.seq(json.loads(payload), "labels"):
                     nid, label = fields.seq(pair, "labels")[:2]
@@ -307,11 +316,15 @@ class Run:
         """The trace of what has arrived so far, checked."""
         with self._lock:
             if self._builder is None:
-                return None
-            return self._checked(None, "")
+                return self._final
+            if not self._builder.consistent:  # a chunk of events whose writes are coming
+                return self._shown  # (the next update will show them)
+            self._shown = self._checked(None, "", trim=False)
+            return self._shown
 
-    def _checked(self, error: TraceError | None, output: str) -> Trace | None:
-        self._builder.trim()  # a child killed in the middle of a flush
+    def _checked(self, error: TraceError | None, output: str, trim: bool = True) -> Trace | None:
+        if trim:
+            self._builder.trim()  # a child killed in the middle of a flush
         try:
             self._builder.validate(None, error)
         except TraceFormatError as exc:
@@ -344,6 +357,9 @@ class Run:
                                self._builder.event_count)
         with self._lock:
             trace = self._checked(error, output)
+            if trace is not None:
+                self._final = trace
+                self._builder = None  # its columns are the trace's now: not kept twice
         if trace is None:
             raise ScenarioLoadError(f"{self.spec.path}: the recording could not be read: "
                               f"{self._stream_error}")

@@ -64,6 +64,8 @@ class Flusher:
         self.nodes = self.events = self.writes = self.closures = 0  # records sent
         self.kids = 0
         self.labels: list[str] = []  # as sent
+        self.names = 0  # of the recorder's names (`Namer.names`), those looked at
+        self.held: list = []  # names of nodes not sent yet
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True, name="mgtui-flusher")
@@ -103,8 +105,19 @@ class Flusher:
                 out.append(self._events(n_events))
             if n_writes > self.writes:
                 out.append(self._writes(n_writes))
+            names = self._names()
+            if names:
+                out.append(tracefile.encode_json(b"M", names))
             if out:
                 self.stream.send(b"".join(out))
+
+    def _names(self) -> list[list]:
+        """The names confirmed since the last flush, of nodes already sent."""
+        found = self.rec.namer.names
+        new = self.held + found[self.names : len(found)]
+        self.names += len(new) - len(self.held)
+        self.held = [pair for pair in new if pair[0] >= self.nodes]
+        return [[nid, name] for nid, name in new if nid < self.nodes]
 
     def _closures(self, out: list) -> None:
         codes = list(self.rec.codes)
@@ -206,6 +219,7 @@ def serve(spec: RunSpec, fd: int) -> None:
     error, output = recorder.execute()
     os._exit = real_exit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    recorder.resolve_names()
     flusher.stop()
     late = flusher.late_labels(recorder.resolve_labels())
     recorder.slots_ids.release()

@@ -194,16 +194,39 @@ class Session:
         self.timeline = Timeline(trace)
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
-        self.total = len(trace) + (1 if trace.error is not None else 0)
         self._views: dict[tuple[int, int], GraphView] = {}
         self._notes: dict[str, dict[int, str]] | None = None  # file -> line -> `#:` note
+        self._summarise(trace)
+        self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
+        self.state = self.goto(0)
+
+    def _summarise(self, trace: Trace) -> None:
+        self.total = len(trace) + (1 if trace.error is not None else 0)
         losses = trace.losses()
         self._loss_passes = [index for index, _ in losses]
         values = tuple(v for _, v in losses)
         self._passes = Passes(tuple(p.kind for p in trace.passes), 0, False,
                               trace.error is not None, values, sparkline(values))
-        self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
-        self.state = self.goto(0)
+
+    def grow(self, trace: Trace) -> StepState:
+        """Go on with `trace`, the same run recorded further (the one it had, with more
+        records after them), at the same step and selection.
+
+        What was worked out for the shorter trace is kept: the timeline stays where it
+        is, and the views of passes that have not changed are carried over, so an update
+        while a big scenario records costs what was added, not a replay to the step."""
+        old = self.trace
+        self.trace = trace
+        self.timeline.grow(trace)
+        same = {p.index for p in trace.passes[: len(old.passes)]
+                if p == old.passes[p.index]}
+        views = {}
+        for key, view in self._views.items():
+            if all(k in same for k in key if k >= 0):
+                views[key] = view.rebind(trace)
+        self._views = views
+        self._summarise(trace)
+        return self.goto(self.step, select=self.node)
 
     # -- where we are ---------------------------------------------------------------------
     @property

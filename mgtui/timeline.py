@@ -21,6 +21,15 @@ class Timeline:
         self.position = 0
         self.seek(position)
 
+    def grow(self, trace: Trace) -> None:
+        """Go on over `trace`, the same run recorded further, from where this is: its
+        new nodes are not made yet at this position, so they start as made."""
+        known = len(self.data)
+        self.trace = trace
+        if trace.node_count > known:
+            self.data.extend(trace.node_data[known:])
+            self.grad.frombytes(bytes(8 * (trace.node_count - known)))
+
     def __len__(self) -> int:
         return len(self.trace)
 

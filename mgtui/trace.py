@@ -201,6 +201,8 @@ class Trace:
     error: TraceError | None = None
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
+    # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
+    _name: tuple[str, ...] = ()
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -218,7 +220,14 @@ class Trace:
 
     # -- nodes -------------------------------------------------------------------------
     def label(self, nid: int) -> str:
-        return self._label[nid] or f"#{nid}"
+        """What a node is called: its `.label`, else the variable or path it was named
+        by (`mgtui.naming`), else `#id`."""
+        return self._label[nid] or self._name[nid] or f"#{nid}"
+
+    def derived_name(self, nid: int) -> str:
+        """The name the node goes by when it has no `.label` of its own ("" if it has one,
+        or has no name either)."""
+        return "" if self._label[nid] else self._name[nid]
 
     def op(self, nid: int) -> str:
         return self._op[nid]
@@ -377,7 +386,7 @@ class Trace:
 
     @cached_property
     def _created_at(self) -> array:
-        at = array("q", [-1]) * self.node_count
+        at = array("i", [-1]) * self.node_count  # (int32: indexes are kept small)
         for i in self.events_of(EventKind.CREATE):
             at[self._ev_node[i]] = i
         return at
@@ -462,31 +471,100 @@ class Trace:
     @cached_property
     def uses(self) -> array:
         """Per node, how many nodes take it as an input (its fan-out)."""
-        uses = array("q", bytes(8 * self.node_count))
+        uses = array("i", bytes(4 * self.node_count))
         for nid in range(self.node_count):
             for c in set(self.children(nid)):
                 if c >= 0:
                     uses[c] += 1
         return uses
 
+    def build_indexes(self, older: Trace | None = None, users: bool = True) -> None:
+        """Build the derived indexes now (off the UI thread), not on first use.
+
+        `older` is this run as it was recorded so far, earlier (a prefix of this trace):
+        its indexes are extended by what was added since, not built again. `users`
+        (the Graph pane's) cannot be extended: False leaves it to its first use."""
+        if older is not None and older.node_count <= self.node_count \
+                and len(older) <= len(self) and "uses" in older.__dict__:
+            self._extend_indexes(older)
+        self.uses, self._created_at, self._earlier_write  # noqa: B018
+        if users:
+            self._users  # noqa: B018
+
+    def _extend_indexes(self, older: Trace) -> None:
+        d = self.__dict__
+        n0, n = older.node_count, self.node_count
+        uses = array("i", older.uses)
+        uses.frombytes(bytes(4 * (n - n0)))
+        for nid in range(n0, n):
+            for c in set(self.children(nid)):
+                if c >= 0:
+                    uses[c] += 1
+        d["uses"] = uses
+        if "_created_at" in older.__dict__:
+            at = array("i", older._created_at)
+            at.extend(repeat(-1, n - n0))
+            for i in self.events_of(EventKind.CREATE, len(older), len(self)):
+                at[self._ev_node[i]] = i
+            d["_created_at"] = at
+        if "_earlier_write" in older.__dict__:
+            # passes that ended before the older trace did are the same in both
+            kept = next((p for p in older.passes if p.end == len(older)), None)
+            if kept is not None and kept.kind == "backward":
+                upto = self._ev_write_start[kept.start]
+            else:
+                upto = older.write_count
+            d["_earlier_write"] = self._earlier_writes(older._earlier_write[:upto], upto)
+
+    @cached_property
+    def _users(self) -> tuple[array, array]:
+        """The inverse of `children`: each node's users (each once, in creation order),
+        as offsets into one array of ids."""
+        count = self.node_count
+        start = array("q", bytes(8 * (count + 1)))
+        total = 0
+        uses = self.uses
+        for nid in range(count):
+            start[nid] = total
+            total += uses[nid]
+        start[count] = total
+        ids = array("q", bytes(8 * total))
+        fill = start[:-1]
+        first, kids = self._child_start, self._child_ids
+        for nid in range(count):
+            lo, hi = first[nid], first[nid + 1]
+            for c in (kids[lo:hi] if hi - lo < 2 else dict.fromkeys(kids[lo:hi])):
+                if c >= 0:
+                    ids[fill[c]] = nid
+                    fill[c] += 1
+        return start, ids
+
+    def users(self, nid: int) -> tuple[int, ...]:
+        """The nodes that take node `nid` as an input, each once, in creation order."""
+        start, ids = self._users
+        return tuple(ids[start[nid]:start[nid + 1]])
+
     @cached_property
     def _earlier_write(self) -> array:
         """Per write inside a `_backward`, the index of the previous write to the same
         node's same field within the same backward pass, or -1 for its first one."""
-        out = array("q", [-1]) * len(self._wr_node)
+        return self._earlier_writes(array("i"), 0)
+
+    def _earlier_writes(self, known: array, upto: int) -> array:
+        """`_earlier_write`, knowing it for the writes before `upto` (which starts a pass
+        or ends the writes)."""
+        out = known
+        out.extend(repeat(-1, len(self._wr_node) - upto))
         for p in self.passes:
-            if p.kind != "backward":
+            if p.kind != "backward" or self._ev_write_start[p.end] <= upto:
                 continue
             last: dict[tuple[int, int], int] = {}
-            for w in range(self._ev_write_start[p.start], self._ev_write_start[p.end]):
+            for w in range(max(self._ev_write_start[p.start], upto),
+                           self._ev_write_start[p.end]):
                 key = (self._wr_node[w], self._wr_field[w])
                 out[w] = last.get(key, -1)
                 last[key] = w
         return out
-
-    def build_indexes(self) -> None:
-        """Build the derived indexes now (off the UI thread), not on first use."""
-        self.uses, self._earlier_write  # noqa: B018
 
     def contribution(self, write: Write) -> int:
         """1 for the first write to a node's field in its backward pass, 2 for the second…"""
@@ -541,6 +619,7 @@ class NodeChunk:
     lines: array  # 'i'
     child_ends: array  # 'q'
     child_ids: array  # 'q'
+    names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
 
 
 @dataclass(frozen=True)
@@ -578,9 +657,10 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
     for lo in range(0, t.node_count, size):
         hi = min(lo + size, t.node_count)
         base = t._child_start[lo]
+        names = t._name[lo:hi]
         yield NodeChunk(t._label[lo:hi], t._op[lo:hi], t.node_data[lo:hi], t._line[lo:hi],
                         array("q", (e - base for e in t._child_start[lo + 1 : hi + 1])),
-                        t._child_ids[base : t._child_start[hi]])
+                        t._child_ids[base : t._child_start[hi]], names if any(names) else ())
     w = 0
     for lo in range(0, len(t), size):
         hi = min(lo + size, len(t))
@@ -606,6 +686,7 @@ class TraceBuilder:
     def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
         self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
         self.labels: list[str] = []
+        self.names: dict[int, str] = {}  # the nodes `mgtui.naming` named, by id
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("i")
@@ -624,6 +705,16 @@ class TraceBuilder:
         self.wr_after = array("d")
         self.wr_line = array("i")
         self.closures: list[Closure] = []
+        # What validate() has checked and build() has derived so far: a trace that grows
+        # while its scenario records is checked and built a chunk at a time, not in full
+        # on every update.
+        self._checked_nodes = self._checked_events = self._checked_writes = 0
+        self._made = 0  # nodes made by the checked events
+        self._inert_labels: list[str] = []
+        self._inert_ops: list[str] = []
+        self._final_data = array("d")
+        self._final_grad = array("d")
+        self._final_events = self._final_writes = 0  # replayed into the final state
 
     @property
     def node_count(self) -> int:
@@ -673,6 +764,15 @@ class TraceBuilder:
         if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
             raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
         self.labels[nid] = label
+        if nid < len(self._inert_labels):
+            self._inert_labels[nid] = inert_line(label)
+
+    def add_name(self, nid: int, name: str) -> None:
+        """The name a node goes by when it has no label: the variable it was bound to,
+        or its path from a global object (`mgtui.naming`)."""
+        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
+            raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
+        self.names[nid] = name
 
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
@@ -714,20 +814,31 @@ class TraceBuilder:
 
     def add(self, chunk: Chunk) -> None:
         if isinstance(chunk, NodeChunk):
+            base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
+            for k, name in enumerate(chunk.names):
+                if name:
+                    self.add_name(base + k, name)
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
         else:
             self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
 
+    @property
+    def consistent(self) -> bool:
+        """Have the writes that the events added so far start at arrived? (Between a
+        chunk of events and the chunk of their writes, they have not.)"""
+        return not self.ev_write_start or self.ev_write_start[-1] <= len(self.wr_node)
+
     def trim(self) -> None:
         """Drop events at the end whose writes never arrived (a stream cut off in the
-        middle of a flush), so that what is left is a consistent trace."""
+        middle of a flush), so that what is left is a consistent trace. Only for the
+        end of a stream: in the middle of one, their writes are on their way."""
         keep = len(self.ev_write_start)
         w = len(self.wr_node)
-        while keep and self.ev_write_start[keep - 1] > w:
+        while keep > self._checked_events and self.ev_write_start[keep - 1] > w:
             keep -= 1
         if keep < len(self.ev_write_start):
             for column in (self.ev_kind, self.ev_node, self.ev_before, self.ev_after,
@@ -739,10 +850,15 @@ class TraceBuilder:
                  error: TraceError | None = None) -> None:
         """Check every reference and bound, so that no query of the trace can fail or
         loop: raise TraceFormatError naming the first bad field. A trace from a file or
-        from another process is checked before it is built."""
-        self._validate_nodes()
-        self._validate_events()
-        self._validate_writes()
+        from another process is checked before it is built.
+
+        Records are append-only, so only those added since the last successful check
+        are checked: a trace that grows while it records costs a chunk's check per
+        update, not the whole trace's."""
+        n, e, w = self.node_count, self.event_count, len(self.wr_node)
+        self._validate_nodes(self._checked_nodes)
+        made = self._validate_events(self._checked_events)
+        self._validate_writes(self._checked_writes, self._checked_events)
         if passes is not None:
             self._validate_passes(passes)
         if error is not None:
@@ -750,8 +866,10 @@ class TraceBuilder:
                 raise TraceFormatError("error.after_event", f"{error.after_event} is not a step "
                                        f"of this trace (0…{self.event_count})")
             _check_line("error.line", error.line or 0)
+        self._checked_nodes, self._checked_events, self._checked_writes = n, e, w
+        self._made = made
 
-    def _validate_nodes(self) -> None:
+    def _validate_nodes(self, n0: int) -> None:
         n = self.node_count
         for name, column in (("label", self.labels), ("data", self.node_data),
                              ("line", self.node_line)):
@@ -759,61 +877,70 @@ class TraceBuilder:
                 raise TraceFormatError(f"nodes.{name}", f"{len(column)} values for {n} nodes")
         if len(self.child_start) != n + 1 or self.child_start[-1] != len(self.child_ids):
             raise TraceFormatError("nodes.children", "the children do not add up")
-        if n and not all(isinstance(x, str) for x in (*self.labels, *self.ops)):
-            bad = next(k for k in range(n)
+        labels, ops = self.labels[n0:], self.ops[n0:]
+        if not (set(map(type, labels)) | set(map(type, ops))) <= {str} and not all(
+                isinstance(x, str) for x in chain(labels, ops)):
+            bad = next(k for k in range(n0, n)
                        if not isinstance(self.labels[k], str) or not isinstance(self.ops[k], str))
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
-        _check_lines("nodes", self.node_line)
+        _check_lines("nodes", self.node_line, n0)
         # Every child was made before its node (ids follow creation order), so a trace
         # has no cycles. Checked a column at a time, at C speed: moons has 400k inputs.
-        start, ids = self.child_start, self.child_ids
-        counts = array("q", map(sub, start[1:], start[:-1]))
+        start = self.child_start
+        first = start[n0]
+        ids = self.child_ids[first:]
+        counts = array("q", map(sub, start[n0 + 1:], start[n0:-1]))
         if counts and min(counts) < 0:
             raise TraceFormatError("nodes.children", "a node's children end before they start")
-        owners = chain.from_iterable(map(repeat, range(n), counts))
+        owners = chain.from_iterable(map(repeat, range(n0, n), counts))
         if ids and (min(ids) < -1 or not all(map(lt, ids, owners))):
-            owners = chain.from_iterable(map(repeat, range(n), counts))
-            j, nid = next((j, o) for j, (c, o) in enumerate(zip(ids, owners)) if not -1 <= c < o)
+            owners = chain.from_iterable(map(repeat, range(n0, n), counts))
+            j, nid = next((first + j, o) for j, (c, o) in enumerate(zip(ids, owners))
+                          if not -1 <= c < o)
             raise TraceFormatError(f"nodes[{nid}].children[{j - start[nid]}]",
-                                   f"{ids[j]} is not a node made before node {nid}")
+                                   f"{self.child_ids[j]} is not a node made before node {nid}")
 
-    def _validate_events(self) -> None:
+    def _validate_events(self, e0: int) -> int:
+        """Check events `e0` on; the number of nodes made by all the events."""
         e, n = self.event_count, self.node_count
         for name, column in (("node", self.ev_node), ("before", self.ev_before),
                              ("after", self.ev_after), ("line", self.ev_line),
                              ("closure", self.ev_closure), ("writes", self.ev_write_start)):
             if len(column) != e:
                 raise TraceFormatError(f"events.{name}", f"{len(column)} values for {e} events")
-        if not e:
-            return
-        if max(self.ev_kind) > _DATA or min(self.ev_kind) < 0:
-            bad = next(i for i, k in enumerate(self.ev_kind) if not 0 <= k <= _DATA)
+        if e0 >= e:
+            return self._made
+        kinds, nodes, closure = self.ev_kind[e0:], self.ev_node[e0:], self.ev_closure[e0:]
+        if max(kinds) > _DATA or min(kinds) < 0:
+            bad = e0 + next(i for i, k in enumerate(kinds) if not 0 <= k <= _DATA)
             raise TraceFormatError(f"events[{bad}].kind", f"{self.ev_kind[bad]} is not a kind")
-        if max(self.ev_node) >= n or min(self.ev_node) < 0:
-            bad = next(i for i, x in enumerate(self.ev_node) if not 0 <= x < n)
+        if max(nodes) >= n or min(nodes) < 0:
+            bad = e0 + next(i for i, x in enumerate(nodes) if not 0 <= x < n)
             raise TraceFormatError(f"events[{bad}].node",
                                    f"{self.ev_node[bad]} is not a node (there are {n})")
         closures = len(self.closures)
-        if max(self.ev_closure) >= closures or min(self.ev_closure) < -1:
-            bad = next(i for i, x in enumerate(self.ev_closure) if not -1 <= x < closures)
+        if max(closure) >= closures or min(closure) < -1:
+            bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
             raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
                                    f"one of the {closures} closures")
-        _check_lines("events", self.ev_line)
+        _check_lines("events", self.ev_line, e0)
         # Nodes are made in id order, and an event names a node only once it is made.
-        creating = array("b", map(eq, self.ev_kind, repeat(_CREATE)))
-        made = array("q", compress(self.ev_node, creating))
-        if made != array("q", range(len(made))):
-            k = next(k for k, nid in enumerate(made) if nid != k)
-            i = next(islice(compress(range(e), creating), k, None))
+        made0 = self._made
+        creating = array("b", map(eq, kinds, repeat(_CREATE)))
+        made = array("q", compress(nodes, creating))
+        if made != array("q", range(made0, made0 + len(made))):
+            k = next(k for k, nid in enumerate(made) if nid != made0 + k)
+            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
             raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
-                                   f"node to be made is {k}")
-        if not all(map(lt, self.ev_node, accumulate(creating))):
-            i = next(i for i, (nid, m) in enumerate(zip(self.ev_node, accumulate(creating)))
-                     if nid >= m)
+                                   f"node to be made is {made0 + k}")
+        if not all(map(lt, nodes, islice(accumulate(creating, initial=made0), 1, None))):
+            existing = islice(accumulate(creating, initial=made0), 1, None)
+            i = e0 + next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if nid >= m)
             raise TraceFormatError(f"events[{i}].node", f"node {self.ev_node[i]} is used "
                                    "before it is made")
+        return made0 + len(made)
 
-    def _validate_writes(self) -> None:
+    def _validate_writes(self, w0: int, e0: int) -> None:
         w, n = len(self.wr_node), self.node_count
         for name, column in (("field", self.wr_field), ("before", self.wr_before),
                              ("after", self.wr_after), ("line", self.wr_line)):
@@ -821,20 +948,22 @@ class TraceBuilder:
                 raise TraceFormatError(f"writes.{name}", f"{len(column)} values for {w} writes")
         # Writes follow their events in order. (They belong to `_backward` calls; a
         # `_backward` that makes Values has its later writes after those creations.)
-        ends = self.ev_write_start[1:]
+        starts = self.ev_write_start[max(e0 - 1, 0):]
+        ends = starts[1:]
         ends.append(w)
-        starts = self.ev_write_start
-        if starts and (starts[0] != 0 or not all(map(le, starts, ends)) or ends[-1] > w):
+        if starts and ((e0 <= 1 and starts[0] != 0) or not all(map(le, starts, ends))
+                       or ends[-1] > w):
             raise TraceFormatError("events.writes", "the writes of the events are not in order")
-        if not starts and w:
+        if not self.ev_write_start and w:
             raise TraceFormatError("writes", f"{w} writes belong to no _backward call")
-        if w and (max(self.wr_node) >= n or min(self.wr_node) < 0):
-            bad = next(k for k, x in enumerate(self.wr_node) if not 0 <= x < n)
+        nodes, fields = self.wr_node[w0:], self.wr_field[w0:]
+        if nodes and (max(nodes) >= n or min(nodes) < 0):
+            bad = w0 + next(k for k, x in enumerate(nodes) if not 0 <= x < n)
             raise TraceFormatError(f"writes[{bad}].node", f"{self.wr_node[bad]} is not a node")
-        if w and (max(self.wr_field) > 1 or min(self.wr_field) < 0):
-            bad = next(k for k, x in enumerate(self.wr_field) if x not in (0, 1))
+        if fields and (max(fields) > 1 or min(fields) < 0):
+            bad = w0 + next(k for k, x in enumerate(fields) if x not in (0, 1))
             raise TraceFormatError(f"writes[{bad}].field", "must be grad or data")
-        _check_lines("writes", self.wr_line)
+        _check_lines("writes", self.wr_line, w0)
 
     def _validate_passes(self, passes: Sequence[tuple[str, int, int]]) -> None:
         at = 0
@@ -852,23 +981,28 @@ class TraceBuilder:
     def build(self, error: TraceError | None = None, output: str = "",
               passes: Sequence[tuple[str, int, int]] | None = None) -> Trace:
         """The trace of everything added so far. `passes`, as (kind, start, end), are
-        taken as given (a saved trace's); else they are found from the events."""
+        taken as given (a saved trace's); else they are found from the events.
+
+        What is derived (inert names, the final state) is kept and carried forward, so a
+        trace built again after more records were added costs those records, plus
+        copying the columns."""
         write_start = array("q", self.ev_write_start)
         write_start.append(len(self.wr_node))
-        final_data, final_grad = self._final_state(write_start)
+        self._catch_up_names()
+        self._catch_up_final()
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
             notes=inert(self.notes),
             source=inert(self.source),
-            _label=_inert_names(self.labels),
-            _op=_inert_names(self.ops),
+            _label=tuple(self._inert_labels),
+            _op=tuple(self._inert_ops),
             node_data=array("d", self.node_data),
             _line=array("i", self.node_line),
             _child_start=array("q", self.child_start),
             _child_ids=array("q", self.child_ids),
-            final_data=final_data,
-            final_grad=final_grad,
+            final_data=array("d", self._final_data),
+            final_grad=array("d", self._final_grad),
             _ev_kind=array("b", self.ev_kind),
             _ev_node=array("q", self.ev_node),
             _ev_before=array("d", self.ev_before),
@@ -885,6 +1019,7 @@ class TraceBuilder:
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
+            _name=_inert_names(self._names_column()),
         )
         if passes is None:
             found = split_passes(trace)
@@ -894,39 +1029,61 @@ class TraceBuilder:
         object.__setattr__(trace, "passes", tuple(found))
         return trace
 
-    def _final_state(self, write_start: array) -> tuple[array, array]:
-        """Every node's data and grad at the end: each write replayed once, in order.
+    def _names_column(self) -> list[str]:
+        names = [""] * len(self.ops)
+        for nid, name in self.names.items():
+            if nid < len(names):
+                names[nid] = name
+        return names
+
+    def _catch_up_names(self) -> None:
+        """Labels and ops made inert, for the nodes added since the last build (later
+        labels are made inert by `relabel`). Equal names share one string."""
+        k = len(self._inert_labels)
+        one = {}.setdefault  # equal names, one string
+        labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
+        self._inert_labels.extend(map(one, labels, labels))
+        self._inert_ops.extend(map(one, ops, ops))
+
+    def _catch_up_final(self) -> None:
+        """Every node's data and grad at the end of what was added: the writes and
+        events since the last build replayed, once each, in order.
 
         Writes inside `_backward` calls are merged a run at a time with `dict.update`, and
         only the few writes outside them are visited one by one."""
+        final_data, final_grad = self._final_data, self._final_grad
+        k, n = len(final_data), self.node_count
+        if k < n:
+            final_data.extend(self.node_data[k:n])
+            final_grad.frombytes(bytes(8 * (n - k)))
         wr_node, wr_field, wr_after = self.wr_node, self.wr_field, self.wr_after
         ev_kind, ev_node, ev_after = self.ev_kind, self.ev_node, self.ev_after
+        ev_write_start = self.ev_write_start
         grads: dict[int, float] = {}
         datas: dict[int, float] = {}
-        only_grads = 1 not in wr_field
-        w = 0
+        w, e0 = self._final_writes, self._final_events
+        only_grads = 1 not in wr_field[w:]
 
         def apply(end: int) -> None:
             if only_grads:
                 grads.update(zip(wr_node[w:end], wr_after[w:end]))
             else:
-                for k in range(w, end):
-                    (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+                for j in range(w, end):
+                    (grads if wr_field[j] == 0 else datas)[wr_node[j]] = wr_after[j]
 
-        for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), ev_kind.tobytes()):
+        outside = re.compile(bytes((ord("["), _GRAD, _DATA, ord("]"))))
+        for match in outside.finditer(ev_kind.tobytes(), e0):
             i = match.start()
-            end = write_start[i]
+            end = ev_write_start[i]
             apply(end)
             w = end
             (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
         apply(len(wr_node))
-        final_data = array("d", self.node_data)
-        final_grad = array("d", bytes(8 * len(self.node_data)))
         for nid, value in grads.items():
             final_grad[nid] = value
         for nid, value in datas.items():
             final_data[nid] = value
-        return final_data, final_grad
+        self._final_events, self._final_writes = len(ev_kind), len(wr_node)
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:
@@ -949,9 +1106,11 @@ def _check_line(where: str, line: int) -> None:
         raise TraceFormatError(where, f"{line!r} is not a line number")
 
 
-def _check_lines(what: str, lines: array) -> None:
-    if lines and (max(lines) > MAX_LINE or min(lines) < 0):
-        bad = next(k for k, x in enumerate(lines) if not 0 <= x <= MAX_LINE)
+def _check_lines(what: str, lines: array, start: int = 0) -> None:
+    """Lines `start` on are line numbers (or 0)."""
+    part = lines[start:]
+    if part and (max(part) > MAX_LINE or min(part) < 0):
+        bad = start + next(k for k, x in enumerate(part) if not 0 <= x <= MAX_LINE)
         raise TraceFormatError(f"{what}[{bad}].line", f"{lines[bad]} is not a line number")
 
 

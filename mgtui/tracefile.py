@@ -8,9 +8,11 @@ an 8-byte little-endian length and a payload:
     C  one `_backward` closure's source: JSON {"name", "filename", "first_line", "lines", "default"}
     N  nodes (zlib):  u32 count, u32 children; data f64[count], lines i32[count],
                child_ends i64[count], child_ids i64[children]; JSON [labels, ops]
+               or [labels, ops, names] (the names of `mgtui.naming`; older files have none)
     E  events (zlib): u32 count; kinds i8, nodes i64, before f64, after f64, lines i32,
                closures i32, write_starts i64 (each [count])
     W  writes (zlib): u32 count; nodes i64, fields i8, before f64, after f64, lines i32
+    M  names given late, while a scenario still runs: JSON [[id, name], ...]
     Z  end:    JSON {"error": null | {"type", "message", "line", "after_event"},
                "output": str, "passes": [[kind, start, end], ...]}
 
@@ -93,7 +95,7 @@ def encode_chunk(chunk: Chunk) -> bytes:
         payload = b"".join((
             _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
             _le(chunk.data), _le(chunk.lines), _le(chunk.child_ends), _le(chunk.child_ids),
-            _json([list(chunk.labels), list(chunk.ops)])))
+            _json([list(chunk.labels), list(chunk.ops), *([list(chunk.names)] if chunk.names else [])])))
         return _record(b"N", zlib.compress(payload, 1))
     if isinstance(chunk, EventChunk):
         columns = (chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
@@ -118,7 +120,8 @@ def encode_closure(c: Closure) -> bytes:
 
 
 def encode_json(tag: bytes, obj: object) -> bytes:
-    """A record of JSON: L (labels set late, [[id, label], ...]), R (a job's result),
+    """A record of JSON: L (labels set late, [[id, label], ...]), M (names found late,
+    [[id, name], ...]), R (a job's result),
     X (the scenario could not run: {"message", "detail"})."""
     return _record(tag, _json(obj))
 
@@ -202,12 +205,13 @@ def decode_chunk(tag: str, data: bytes) -> Chunk:
         numbers = (p.column("d", count), p.column("i", count), p.column("q", count),
                    p.column("q", children))
         strings = p.json()
-        if (not isinstance(strings, list) or len(strings) != 2
+        if (not isinstance(strings, list) or len(strings) not in (2, 3)
                 or not all(isinstance(x, list) and len(x) == count for x in strings)):
             raise TraceFormatError("record N", f"needs [labels, ops] for {count} nodes")
-        labels, ops = strings
+        labels, ops, *names = strings
         data_, lines, ends, ids = numbers
-        return NodeChunk(tuple(labels), tuple(ops), data_, lines, ends, ids)
+        return NodeChunk(tuple(labels), tuple(ops), data_, lines, ends, ids,
+                         tuple(names[0]) if names else ())
     if tag == "E":
         (count,) = p.unpack(_COUNT)
         chunk = EventChunk(*(p.column(t, count) for t in "bqddiiq"))
@@ -279,6 +283,8 @@ def read(f: BinaryIO) -> Trace:
                                                f"closures[{len(builder.closures)}]"))
         elif tag in ("N", "E", "W"):
             builder.add(decode_chunk(tag, payload))
+        elif tag == "M":
+            add_names(builder, _Payload(tag, payload).json())
         elif tag == "Z":
             end = fields.obj(_Payload(tag, payload).json(), "end")
         else:
@@ -289,6 +295,13 @@ def read(f: BinaryIO) -> Trace:
     passes = None if end.get("passes") is None else fields.passes(end.get("passes"))
     builder.validate(passes, error)
     return builder.build(error, fields.text(end.get("output"), "output"), passes)
+
+
+def add_names(builder: TraceBuilder, pairs: object) -> None:
+    """The names of an M record, [[id, name], ...], checked."""
+    for pair in fields.seq(pairs, "names"):
+        nid, name = (list(fields.seq(pair, "names")) + [None, None])[:2]
+        builder.add_name(nid, name)
 
 
 def loadb(data: bytes) -> Trace:

@@ -3,10 +3,14 @@ backward walk over it. Built once per pass and cached, so a step only does looku
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from mgtui.naming import fitted_name
 from mgtui.trace import Pass, Trace
+
+INPUT_NAME = 16  # columns an input's name takes at most in the inputs column
 
 
 @dataclass
@@ -17,11 +21,12 @@ class GraphView:
     trace: Trace
     forward: Pass | None
     backward: Pass | None
-    used: list[int] = field(default_factory=list)  # earlier nodes it uses, sorted ids
-    made: list[int] = field(default_factory=list)  # nodes the pass made, increasing ids
-    topo: list[int] = field(default_factory=list)  # topological order (leaves first)
-    topo_of: dict[int, int] = field(default_factory=dict)
-    walk_events: list[int] = field(default_factory=list)  # BACKWARD event indices of `backward`
+    # Flat arrays, not lists of ints: moons' graph has 65,000 nodes.
+    used: array = field(default_factory=lambda: array("q"))  # earlier nodes it uses, sorted
+    made: array = field(default_factory=lambda: array("q"))  # nodes the pass made, increasing
+    topo: array = field(default_factory=lambda: array("q"))  # topological order, leaves first
+    topo_of: Positions = field(default_factory=lambda: Positions(array("q")))
+    walk_events: array = field(default_factory=lambda: array("q"))  # its `_backward` events
     label_width: int = 5
     inputs_width: int = 6
 
@@ -31,15 +36,15 @@ class GraphView:
         if forward is not None:
             rows = trace.graph(forward)
             made = set(trace.made_in(forward))
-            view.used = [n for n in rows if n not in made]
-            view.made = [n for n in rows if n in made]
+            view.used = array("q", (n for n in rows if n not in made))
+            view.made = array("q", (n for n in rows if n in made))
         if backward is not None:
-            view.walk_events = trace.backward_calls(backward)
-            view.topo = [trace.event_node(i) for i in reversed(view.walk_events)]
+            view.walk_events = array("q", trace.backward_calls(backward))
+            view.topo = array("q", map(trace.event_node, reversed(view.walk_events)))
         else:
             view.topo = view.used + view.made
-        view.topo_of = {nid: k for k, nid in enumerate(view.topo)}
-        sample = view.used + view.made
+        view.topo_of = Positions(view.topo)
+        sample = list(view.used + view.made)
         if len(sample) > 4000:  # widths from a sample: labels are alike in big graphs
             sample = sample[:2000] + sample[-2000:]
         view.label_width = max([5] + [len(trace.label(n)) for n in sample])
@@ -47,6 +52,12 @@ class GraphView:
         widest = max([6] + [len(view.inputs_text(n)) for n in sample])
         view.inputs_width = min(widest, 22)
         return view
+
+    def rebind(self, trace: Trace) -> GraphView:
+        """This view over `trace`, the same run recorded further, in which this view's
+        passes are unchanged (so no older trace is kept alive by a view)."""
+        self.trace = trace
+        return self
 
     # -- rows of the node table ----------------------------------------------------------
     def visible(self, created: int) -> tuple[int, int]:
@@ -75,7 +86,7 @@ class GraphView:
         return None
 
     def inputs_text(self, nid: int) -> str:
-        return ", ".join(self.trace.label(c) for c in self.trace.children(nid))
+        return ", ".join(fitted_name(self.trace, c, INPUT_NAME) for c in self.trace.children(nid))
 
     # -- the backward walk -----------------------------------------------------------------
     def walked(self, position: int) -> int:
@@ -85,6 +96,47 @@ class GraphView:
     def ordered(self) -> bool:
         """True when `topo` comes from a real backward pass, not from creation order."""
         return self.backward is not None
+
+
+class Positions:
+    """Where each node stands in a sequence of distinct node ids: a read-only mapping
+    from id to index, kept as one flat array over the span of ids (a graph's nodes are
+    mostly a run of consecutive ids), not as a dict of 65,000 entries."""
+
+    def __init__(self, ids: array) -> None:
+        self._lo = min(ids) if ids else 0
+        self._at = array("q", [-1]) * ((max(ids) - self._lo + 1) if ids else 0)
+        at, lo = self._at, self._lo
+        for k, nid in enumerate(ids):
+            at[nid - lo] = k
+        self._len = len(ids)
+
+    def get(self, nid: int, default: int | None = None) -> int | None:
+        k = nid - self._lo
+        if 0 <= k < len(self._at):
+            at = self._at[k]
+            if at >= 0:
+                return at
+        return default
+
+    def __contains__(self, nid: object) -> bool:
+        return isinstance(nid, int) and self.get(nid) is not None
+
+    def __getitem__(self, nid: int) -> int:
+        at = self.get(nid)
+        if at is None:
+            raise KeyError(nid)
+        return at
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Positions):
+            return NotImplemented
+        return (self._lo, self._at) == (other._lo, other._at)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def views_for(trace: Trace, index: int) -> tuple[Pass | None, Pass | None]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from itertools import accumulate
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from mgtui.trace import EventKind, TraceBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -61,3 +64,55 @@ def add_self(write_scenario):
         b.backward()
         print("a.grad =", a.grad)
     ''')
+
+
+# -- a recorded trace, sent again as a recording sends it ---------------------------------
+
+
+def stream_of(trace, size: int):
+    """The trace's records in the order a recording sends them: the nodes an event
+    chunk needs, the chunk, then its writes."""
+    t = trace
+    nodes = 0
+    for lo in range(0, len(t), size):
+        hi = min(lo + size, len(t))
+        made = max([t.event_node(i) + 1 for i in range(lo, hi)
+                    if t.kind(i) is EventKind.CREATE] + [nodes])
+        if made > nodes:
+            yield ("nodes", nodes, made)
+            nodes = made
+        yield ("events", lo, hi)
+        if any(t.write_count_of(i) for i in range(lo, hi)):
+            yield ("writes", lo, hi)
+
+
+def add_records(builder: TraceBuilder, t, what: str, lo: int, hi: int) -> None:
+    if what == "nodes":
+        for nid in range(lo, hi):
+            n = t.node(nid)
+            builder.add_node(n.label if n.label != f"#{nid}" else "", n.op, t.children(nid),
+                             t.node_data[nid], n.line or 0)
+    elif what == "events":  # as the recorder sends them: each with where its writes start
+        events = [t.event(i) for i in range(lo, hi)]
+        starts = list(accumulate((t.write_count_of(i) for i in range(lo, hi - 1)),
+                                 initial=len(builder.wr_node)))  # the earlier ones came
+        builder.add_events([e.kind.code for e in events], [e.node for e in events],
+                           [e.before for e in events], [e.after for e in events],
+                           [t.event_line(i) or 0 for i in range(lo, hi)],
+                           [-1 if e.closure is None else e.closure for e in events], starts)
+    else:
+        for i in range(lo, hi):
+            for w in t.writes(i):
+                builder.add_write(w.node, w.field, w.before, w.after, w.line or 0)
+
+
+def prefixes_of(trace, size: int):
+    """The traces a growing recording of `trace` shows: built again after each chunk."""
+    b = TraceBuilder(trace.scenario, trace.title, trace.notes, trace.source)
+    for c in trace.closures:
+        b.add_closure(c)
+    for what, lo, hi in stream_of(trace, size):
+        add_records(b, trace, what, lo, hi)
+        if what != "nodes" and b.consistent:  # (as the runner does: see Run.snapshot)
+            b.validate()
+            yield b.build()

@@ -365,14 +365,33 @@ async def test_open_a_saved_trace_without_running_it(tmp_path):
         assert "n.grad: 0.0 → 0.5 (+0.5)" in detail(screen)
 
 
+def plain(renderable, width: int) -> str:
+    """A Rich renderable as the plain text it shows at `width` columns."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    console = Console(width=width, file=StringIO(), color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
 async def test_picker_lists_the_bundled_scenarios_and_opens_one():
     app = MgtuiApp(None)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert type(app.screen).__name__ == "PickerScreen"
         options = app.screen.query_one("#picker-list")
-        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert any("chain" in p and "chain rule" in p for p in prompts)
+        prompts = [plain(options.get_option_at_index(i).prompt, 80)
+                   for i in range(options.option_count)]
+        assert any(p.startswith("chain ") and "chain rule" in p for p in prompts)
+        # a title too long for its line wraps under itself, never back to column 0
+        wrapped = [p for p in prompts if "\n" in p.strip()]
+        assert wrapped, "no title wraps at 80 columns any more: pick a narrower width"
+        for p in wrapped:
+            first, *more = p.rstrip().split("\n")
+            column = first.index(first.split()[1])  # where the title starts
+            assert all(line[:column].strip() == "" and line[column] != " " for line in more)
         await pilot.press("enter")  # the first one: chain
         screen = await loaded(pilot)
         assert app.screen is screen

@@ -81,6 +81,7 @@ async def test_markup_and_escapes_in_labels_errors_and_searches_are_inert(write_
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
         assert app.is_running
+        seen = notices(app)  # (each is gone after a few seconds: kept as they come)
         row = table_line(screen, 0)
         assert "\x1b" not in row and "[/]x[i][@click=ap" in row
         table = screen.query_one(NodeTable)
@@ -88,6 +89,7 @@ async def test_markup_and_escapes_in_labels_errors_and_searches_are_inert(write_
         table.set_cursor(0)
         await pilot.press("b")  # a breakpoint on the node labelled with markup
         await pilot.pause()
+        seen += notices(app)
         assert 0 in screen.session.breakpoints
         await pilot.press("slash", *"[/]", "enter")  # and a search for markup
         await pilot.pause()
@@ -96,8 +98,9 @@ async def test_markup_and_escapes_in_labels_errors_and_searches_are_inert(write_
         await pilot.pause(0.3)
         await pilot.press("escape")
         assert app.is_running
-        assert all("\x1b" not in n for n in notices(app))
-        assert any("[/]x[i][@click=app.quit]" in n for n in notices(app))
+        seen += notices(app)
+        assert all("\x1b" not in n for n in seen)
+        assert any("[/]x[i][@click=app.quit]" in n for n in seen)
         await pilot.press("G")
         assert "\x1b" not in screen.query_one(StepDetail).text
 
@@ -139,7 +142,7 @@ async def test_the_first_steps_of_a_long_recording_can_be_stepped_while_it_goes_
         from engine import Value
         a = Value(1.0, label="a")
         b = a * 2.0; b.label = "b"
-        for k in range(40):
+        for k in range(100):  # 5 s: long enough for a loaded machine's first frame
             time.sleep(0.05)
             b = b + 1.0
     """)

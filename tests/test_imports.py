@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
-CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.runner", "mgtui.runner_child",
+CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.naming", "mgtui.runner", "mgtui.runner_child",
         "mgtui.trace", "mgtui.timeline", "mgtui.session", "mgtui.view", "mgtui.explain", "mgtui.doctor", "mgtui.export",
         "mgtui.tracefile", "mgtui.bundled", "mgtui.bindings", "mgtui.config", "mgtui.safe")
 

@@ -7,6 +7,7 @@ walks a graph, worked out by hand here, never from the code's own output.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -19,6 +20,8 @@ import pytest
 from mgtui.recorder import record
 from mgtui.session import Position, Session, sparkline
 from mgtui.trace import EventKind
+
+from conftest import SCENARIOS, prefixes_of
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -409,6 +412,41 @@ def test_two_hundred_steps_forward_and_back_return_the_exact_state(mlp):
     assert states[-1][0] == states[0][0] + 200 and states[-1][2] != states[0][2]
     for expected in reversed(states[:-1]):
         assert snapshot(s.prev()) == expected
+
+
+def test_a_session_that_grows_with_its_recording_shows_what_a_new_one_shows():
+    """While a scenario records, the session goes on over longer and longer traces of
+    the same run. At every update it must show what a session opened on that trace at
+    that step shows, while keeping its place and the views of passes that are done."""
+    t = record(SCENARIOS / "mlp.py")
+    grown, kept = None, 0
+    for k, prefix in enumerate(prefixes_of(t, 400)):
+        if grown is None:
+            grown = Session(prefix)
+            grown.goto(len(prefix) // 2)
+            continue
+        step = grown.step
+        before, passes = dict(grown._views), grown.trace.passes
+        state = grown.grow(prefix)
+        fresh = Session(prefix)
+        again = fresh.goto(step, select=grown.node)
+        for f in dataclasses.fields(state):  # (a StepState compares by identity)
+            assert getattr(state, f.name) == getattr(again, f.name), f.name
+        assert grown.step == step
+        assert list(grown.timeline.grad) == list(fresh.timeline.grad)
+        assert list(grown.timeline.data) == list(fresh.timeline.data)
+        done = {p.index for p in prefix.passes[: len(passes)] if p == passes[p.index]}
+        for key, view in grown._views.items():  # a view of passes that are done is kept
+            assert view.trace is prefix
+            if key in before and all(k in done for k in key if k >= 0):
+                assert view is before[key]
+                kept += 1
+        grown.goto(step + 150)  # the user steps on meanwhile
+    assert len(grown.trace) == len(t) and kept > 10
+    assert list(grown.trace.final_grad) == list(t.final_grad)
+    end, again = grown.end(), Session(grown.trace).end()
+    for f in dataclasses.fields(end):
+        assert getattr(end, f.name) == getattr(again, f.name), f.name
 
 
 def line_starting(trace, text: str) -> int:

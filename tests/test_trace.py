@@ -11,7 +11,9 @@ import pytest
 from mgtui.export import dumps, from_json
 from mgtui.recorder import record
 from mgtui.timeline import Timeline
-from mgtui.trace import EventKind, Field, TraceBuilder
+from mgtui.trace import EventKind, Field, TraceBuilder, TraceFormatError
+
+from conftest import add_records, stream_of
 
 CREATE, BACKWARD, GRAD, DATA = EventKind
 
@@ -171,3 +173,64 @@ def test_a_timeline_over_a_built_trace_walks_both_ways():
     assert tl.data[n["a"]] == 1.94 and tl.at_end
     tl.seek(7)
     assert tl.created == 7 and not any(tl.grad)
+
+
+def test_a_trace_checked_and_built_as_it_grows_matches_a_replay_of_each_prefix():
+    t = record("scenarios/mlp.py")
+    for size in (1, 37, 1000):
+        b = TraceBuilder(t.scenario)
+        for c in t.closures:
+            b.add_closure(c)
+        for what, lo, hi in stream_of(t, size):
+            add_records(b, t, what, lo, hi)
+            if what != "nodes" and b.consistent and (size > 1 or lo % 97 == 0):
+                b.validate()
+                grown = b.build()
+                replay = Timeline(grown)
+                while replay.step():  # one event at a time, never the final state
+                    pass
+                assert list(grown.final_grad) == list(replay.grad)
+                assert list(grown.final_data) == list(replay.data)
+        b.validate()
+        whole = b.build()
+        assert list(whole.final_grad) == list(t.final_grad)
+        assert whole.passes == t.passes and len(whole) == len(t)
+
+
+def test_a_bad_record_in_a_later_chunk_is_named_by_its_index_in_the_whole_trace():
+    t = record("scenarios/neuron.py")
+    b = TraceBuilder(t.scenario)
+    for c in t.closures:
+        b.add_closure(c)
+    steps = list(stream_of(t, 5))
+    for what, lo, hi in steps[:4]:
+        add_records(b, t, what, lo, hi)
+    b.validate()
+    checked = b.event_count
+    made = b.add_node("made", "", (), 1.0)
+    b.add_event(EventKind.CREATE, made)
+    later = b.add_node("later", "", (), 2.0)  # its creation has not come yet
+    b.add_event(EventKind.BACKWARD, later)
+    with pytest.raises(TraceFormatError, match=rf"events\[{checked + 1}\]\.node"):
+        b.validate()
+    b.add_event(EventKind.BACKWARD, b.node_count + 3)  # and no such node at all
+    with pytest.raises(TraceFormatError, match=rf"events\[{checked + 2}\]\.node: "
+                       rf"{b.node_count + 3} is not a node"):
+        b.validate()
+
+
+def test_indexes_extended_from_an_earlier_prefix_equal_indexes_built_afresh():
+    t = record("scenarios/mlp.py")
+    older = None
+    from conftest import prefixes_of
+
+    for prefix in prefixes_of(t, 700):
+        prefix.build_indexes(older=older)
+        again = from_json(json.loads(dumps(prefix)))
+        assert list(prefix.uses) == list(again.uses)
+        assert [prefix.created_at(n) for n in range(prefix.node_count)] == \
+            [again.created_at(n) for n in range(again.node_count)]
+        for i in range(len(prefix)):
+            for w in prefix.writes(i):
+                assert prefix.contribution(w) == again.contribution(w)
+        older = prefix

@@ -25,6 +25,7 @@ from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
 from mgtui.widgets.deferred import Deferred
+from mgtui.widgets.graph import GraphPane
 from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
@@ -45,6 +46,7 @@ MOVES = {
 
 
 OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
+HUGE = (160, 48)  # from this size on, the Graph pane is always shown, below the table
 
 
 class DebuggerScreen(Screen[None]):
@@ -64,7 +66,7 @@ class DebuggerScreen(Screen[None]):
         self.keymap = keymap or {}  # the user's keys by binding id, for the help
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
-        self._notes_shown: Trace | None = None
+        self._notes_shown: str | None = None  # the notes on screen (not their trace)
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self._checks_status: Callable[[ChecksPane], None] = partial(
@@ -80,6 +82,7 @@ class DebuggerScreen(Screen[None]):
             chosen = [name for limit, name in breakpoints if value >= limit][-1:]
             for _, name in breakpoints:
                 self.set_class(name in chosen, name, update=False)
+        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge", update=False)
         # The panes hidden in the compact layout (80×24) come in after the first paint.
         later = Deferred if not self._full_layout() else lambda widget: widget
         yield StepHeader(id="header")
@@ -87,6 +90,7 @@ class DebuggerScreen(Screen[None]):
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
             yield later(TopoList(id="topo"))
+        yield GraphPane(id="graph")
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
             with later(TabbedContent(id="side")):
@@ -204,12 +208,22 @@ class DebuggerScreen(Screen[None]):
         self.state = None  # every pane draws the new trace in full
         self.state = self.session.goto(position, select=select)
 
+    def grow_trace(self, trace: Trace) -> None:
+        """Show `trace`, the run on screen recorded further, at the same step and node:
+        the session goes on from where it is instead of starting again."""
+        if self.session is None or not self._mounted or self._pending is not None:
+            self.load_trace(trace, self.position, select=self.selected)
+            return
+        state = self.session.grow(trace)
+        self.state = None  # every pane draws the longer trace in full
+        self.state = state
+
     async def show_notes(self) -> None:
         """Render the lesson notes (the scenario docstring after its title) as Markdown."""
         trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
-        if trace is None or scroll is None or self._notes_shown is trace:
+        if trace is None or scroll is None or self._notes_shown == trace.notes:
             return
-        self._notes_shown = trace
+        self._notes_shown = trace.notes
         from textual.widgets import Markdown
 
         await scroll.remove_children()
@@ -234,6 +248,7 @@ class DebuggerScreen(Screen[None]):
             return
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
+        self.query_one(GraphPane).show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
@@ -323,10 +338,11 @@ class DebuggerScreen(Screen[None]):
         if self.session is not None:
             self._move(self.session.goto(step, select=select))
 
-    def goto_node(self, nid: int) -> None:
-        """Select node `nid`; if it is not in the current graph, go to the step that made it."""
+    def goto_node(self, nid: int, to: str = "here") -> None:
+        """Select node `nid`; if it is not in the current graph, go to the step that made it
+        (`to`: "made" the step that made it, "backward" the step its `_backward` ran)."""
         if self.session is not None:
-            self._move(self.session.goto_node(nid))
+            self._move(self.session.goto_node(nid, to))  # type: ignore[arg-type]
 
     def action_find(self) -> None:
         if self.session is not None:
@@ -353,6 +369,16 @@ class DebuggerScreen(Screen[None]):
 
         self.app.push_screen(HelpScreen(help_rows(self.keymap)))
 
+    def action_toggle_graph(self) -> None:
+        """The Graph pane in place of the node table (on a huge screen: the table off)."""
+        shown = not self.has_class("-graph")
+        self.set_class(shown, "-graph")  # the pane draws once it is shown (or resized)
+        (self.query_one(GraphPane) if shown else self.query_one(NodeTable)).focus()
+
+    def on_graph_pane_selected(self, event: GraphPane.Selected) -> None:
+        if self.session is not None:
+            self.state = self.session.select(event.nid)
+
     def action_toggle_panes(self) -> None:
         self.panes_open = not self.panes_open
 
@@ -377,6 +403,8 @@ class DebuggerScreen(Screen[None]):
         self.panes_open = self.panes_open or not self._full_layout()
 
     def on_resize(self) -> None:
+        width, height = self.app.size
+        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
         self._refresh_keys()
 
     def on_node_table_selected(self, event: NodeTable.Selected) -> None:

@@ -20,6 +20,20 @@ from mgtui.safe import inert, inert_line
 from mgtui.widgets.node_table import BREAKPOINT, MARKS
 
 
+COLUMN_HELP = (
+    ("id", "the node's number, in the order nodes were made"),
+    ("label", "its .label, else the variable it was assigned to, else its path from a "
+              "global (model.layers[0]…w[0], shortened to fit), else #id"),
+    ("op", "the op that made it (+, *, tanh, …); empty for a leaf"),
+    ("data grad", "its value and its gradient at the current step"),
+    ("inputs", "the nodes it was computed from"),
+    ("uses", "how many nodes use it as an input: its fan-out. A node used twice gets "
+             "two contributions to its grad, added with +="),
+    ("topo", "its place in the topological order; the backward pass runs _backward "
+             "from the highest topo number down to 0"),
+)
+
+
 class HelpScreen(ModalScreen[None]):
     """The keys (from the debugger's own bindings) and what the marks mean."""
 
@@ -51,6 +65,11 @@ class HelpScreen(ModalScreen[None]):
         ]
         for mark, meaning in legend:
             marks.add_row(mark, meaning)
+        columns = Table.grid(padding=(0, 2))
+        columns.add_column(style="bold", no_wrap=True)
+        columns.add_column()
+        for name, meaning in COLUMN_HELP:
+            columns.add_row(name, meaning)
         passes = Text.assemble(
             ("Pass bar letters: ", "bold"),
             "F forward · Z zero_grad · B backward · U update · ✗ the error; "
@@ -58,7 +77,9 @@ class HelpScreen(ModalScreen[None]):
         body = Group(
             Text("Keys", style="bold underline"), keys, Text(""),
             Text("Marks in the node table and the topological order", style="bold underline"),
-            marks, Text(""), passes)
+            marks, Text(""),
+            Text("Columns of the node table", style="bold underline"), columns, Text(""),
+            passes)
         with VerticalScroll(id="help-body"):
             yield Static(body)
         yield Label("press ? or escape to close", id="help-hint")
@@ -137,15 +158,23 @@ class PickerScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label(" mgtui · pick a scenario to step through (enter opens it)", id="picker-title")
         width = max([len(name) for name, _, _ in self.scenarios] + [8])
-        options = [
-            Option(Text.assemble((f"{name:<{width}}  ", "bold"), inert_line(title)), id=str(path))
-            for name, path, title in self.scenarios
-        ]
+        options = [Option(picker_row(name, title, width), id=str(path))
+                   for name, path, title in self.scenarios]
         yield OptionList(*options, id="picker-list")
         yield Footer(compact=True)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.app.post_message(OpenScenario(Path(event.option.id)))
+
+
+def picker_row(name: str, title: str, width: int) -> Table:
+    """A scenario's name and title side by side: a long title wraps under itself, not
+    under the name."""
+    row = Table.grid(padding=(0, 2))
+    row.add_column(width=width, no_wrap=True, style="bold")
+    row.add_column(ratio=1)
+    row.add_row(Text(name), Text(inert_line(title)))
+    return row
 
 
 class LoadingScreen(ModalScreen[None]):

@@ -20,6 +20,7 @@ from textual.strip import Strip
 
 from mgtui.bindings import TABLE_KEYS
 from mgtui.explain import fmt
+from mgtui.naming import fitted_name
 from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.keys import bindings_of
@@ -73,6 +74,7 @@ class NodeTable(ScrollView, can_focus=True):
         scrollbar-size-vertical: 1;
     }
     NodeTable > .node-table--header { text-style: bold; color: $text-muted; background: $panel; }
+    NodeTable:focus > .node-table--header { text-style: bold reverse; }
     NodeTable > .node-table--cursor { background: $accent 35%; text-style: underline; }
     NodeTable:focus > .node-table--cursor { background: $accent 60%; }
     NodeTable > .node-table--run { text-style: bold reverse; color: $warning; }
@@ -291,7 +293,8 @@ class NodeTable(ScrollView, can_focus=True):
             ((BREAKPOINT if bp else " ") + MARKS.get(mark, "  "),
              self.get_component_rich_style("node-table--breakpoint") if bp and not mark else None),
             (str(nid).rjust(w[1]), None),
-            (clip(FLAGGED + trace.label(nid) if flag else trace.label(nid), w[2]),
+            (clip(FLAGGED + fitted_name(trace, nid, w[2] - 1) if flag
+                  else fitted_name(trace, nid, w[2]), w[2]),
              self.get_component_rich_style("node-table--flagged") if flag else None),
             (clip(trace.op(nid), w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),

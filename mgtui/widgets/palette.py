@@ -38,14 +38,25 @@ class GoToProvider(Provider):
             return
         found = 0
         needle = label.lower()
+        session = screen.session
         for nid in range(trace.node_count):
             name = trace.label(nid)
             if needle in name.lower():
                 score = matcher.match(f"node {name}") or 0.5
+                what = f"node {nid}, op {trace.op(nid) or 'leaf'}"
                 # a label is scenario text: a Text prompt, escaped help, never markup
                 yield Hit(score, Text(f"Go to node {name}"), partial(screen.goto_node, nid),
-                          text=f"Go to node {name}",
-                          help=escape(f"node {nid}, op {trace.op(nid) or 'leaf'}"))
+                          text=f"Go to node {name}", help=escape(what))
+                made = trace.created_at(nid)
+                if made is not None:
+                    title = f"Go to node {name}: where it was made"
+                    yield Hit(score * 0.99, Text(title), partial(screen.goto_node, nid, "made"),
+                              text=title, help=escape(f"step {made + 1} · {what}"))
+                step = session.backward_step(nid) if session is not None else None
+                if step is not None:
+                    title = f"Go to node {name}: where its _backward ran"
+                    yield Hit(score * 0.98, Text(title), partial(screen.goto_node, nid, "backward"),
+                              text=title, help=escape(f"step {step} · {what}"))
                 found += 1
                 if found >= 20:
                     break

@@ -69,6 +69,8 @@ def render_source(title: str, lines: tuple[str, ...], first_line: int,
 class SourceView(TextPane):
     """Source lines, not wrapped; opens scrolled to the first marked line."""
 
+    NAME = "source"
+
     WRAP = False
 
     source: reactive[Source | None] = reactive(None, init=False, repaint=False)

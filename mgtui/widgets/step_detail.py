@@ -47,6 +47,9 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
             text.append("  local derivative: ", style="dim")
             text.append(exp.local + "\n")
     elif exp.kind == "backward":
+        # the lesson of the step first (a fan-out's `+=`), where a short pane shows it
+        for note in exp.notes:
+            text.append("  • " + note + "\n", style="italic")
         if exp.local:
             text.append("  local derivative: ", style="dim")
             text.append(exp.local + "\n")
@@ -55,8 +58,9 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
             render_contribution(text, c, closure_file)
     else:
         text.append("  " + exp.equation + "\n", style="bold")
-    for note in exp.notes:
-        text.append("  • " + note + "\n", style="italic")
+    if exp.kind != "backward":
+        for note in exp.notes:
+            text.append("  • " + note + "\n", style="italic")
     text.rstrip()
     return text
 
@@ -109,6 +113,8 @@ def render_start(total: int, title: str) -> Text:
 
 class StepDetail(TextPane):
     """The working of the current step. Wraps; scrolls when focused if it is long."""
+
+    NAME = "step detail"
 
     detail: reactive[Detail | None] = reactive(None, init=False, repaint=False)
 

@@ -24,6 +24,24 @@ class TextPane(Widget, can_focus=True):
     """
 
     WRAP = True
+    NAME = "text"  # what the pane is called where its focus is shown
+
+    def on_focus(self) -> None:
+        self._show_focus(f" ▼ {self.NAME} · ↑↓ scroll · tab: next pane ")
+
+    def on_blur(self) -> None:
+        self._show_focus("")
+
+    def _show_focus(self, title: str) -> None:
+        """Say on the rule above the pane that it has the focus: in words, so that it
+        reads without colour (`tab` otherwise changes nothing you can see)."""
+        self.refresh()  # its "↓ more lines" hint says how to scroll
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, Widget) and ancestor.styles.border_top[0]:
+                ancestor.border_title = title or None
+                right = self.region.x > ancestor.region.x + ancestor.region.width // 3
+                ancestor.styles.border_title_align = "right" if right else "left"
+                return
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -51,8 +69,7 @@ class TextPane(Widget, can_focus=True):
     def lines(self, width: int) -> list[Text]:
         if self._lines is None or width != self._lines_width:
             if self.WRAP:
-                console = Console(width=max(width, 1), color_system=None, legacy_windows=False)
-                self._lines = list(self._text.wrap(console, max(width, 1)))
+                self._lines = wrap_hanging(self._text, max(width, 1))
             else:
                 self._lines = self._text.split("\n", allow_blank=True)
             self._lines_width = width
@@ -82,7 +99,8 @@ class TextPane(Widget, can_focus=True):
         shown = lines[top : top + height]
         if top + height < len(lines) and height >= 2:
             more = len(lines) - (top + height) + 1
-            shown = shown[:-1] + [Text(f"↓ {more} more lines (tab here, then ↓)", style="dim italic")]
+            how = "↓ scrolls" if self.has_focus else "tab here, then ↓"
+            shown = shown[:-1] + [Text(f"↓ {more} more lines ({how})", style="dim italic")]
         if top > 0 and shown and height >= 3:
             shown = [Text(f"↑ {top} lines above", style="dim italic")] + shown[1:]
         out = Text("\n").join(line if self.WRAP else self._crop(line, width) for line in shown)
@@ -98,3 +116,22 @@ class TextPane(Widget, can_focus=True):
         line.truncate(max(width - 1, 0))
         line.append("…", style="dim")
         return line
+
+
+def wrap_hanging(text: Text, width: int) -> list[Text]:
+    """`text` wrapped to `width`, each line's continuations indented as far as the line
+    itself (and past its `• `), so a wrapped sentence never runs back to column 0."""
+    console = Console(width=width, color_system=None, legacy_windows=False)
+    out: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        plain = line.plain
+        indent = len(plain) - len(plain.lstrip(" "))
+        if plain.startswith("• ", indent):
+            indent += 2
+        if line.cell_len <= width or not 0 < indent <= width // 2:
+            out.extend(line.wrap(console, width) or [Text()])
+            continue
+        head, body = line[:indent], line[indent:]
+        for k, piece in enumerate(body.wrap(console, width - indent)):
+            out.append(Text.assemble(head if k == 0 else " " * indent, piece))
+    return out

@@ -17,6 +17,7 @@ from mgtui.bindings import TOPO_KEYS
 from mgtui.explain import fmt
 from mgtui.session import StepState
 from mgtui.view import GraphView
+from mgtui.naming import fitted_name
 from mgtui.widgets.node_table import MARKS, clip
 from mgtui.widgets.keys import bindings_of
 
@@ -33,6 +34,7 @@ class TopoList(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     TopoList { background: $surface; scrollbar-size-vertical: 1; overflow-x: hidden; }
     TopoList > .topo-list--header { text-style: bold; color: $text-muted; background: $panel; }
+    TopoList:focus > .topo-list--header { text-style: bold reverse; }
     TopoList > .topo-list--run { text-style: bold reverse; color: $warning; }
     TopoList > .topo-list--acc { text-style: bold; color: $success; }
     TopoList > .topo-list--done { color: $text-muted; }
@@ -128,7 +130,7 @@ class TopoList(ScrollView, can_focus=True):
         if strip is None:
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
-            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(trace.label(nid), view.label_width)}"
+            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
                     f"  {trace.op(nid)}")
             style = self.rich_style
             if state:

@@ -1,0 +1,30 @@
+"""Memory that mgtui frees goes back to the system.
+
+A trace is a few dozen flat arrays of a few megabytes each, and a trace that grows
+while its scenario records is built again at every update. glibc's malloc serves such
+big blocks with `mmap` and unmaps them when they are freed, but only until the first
+one is freed: it then raises its threshold to that block's size, and later blocks come
+from the heap, which keeps what is freed in the middle of it. After a big recording the
+debugger would hold several times its trace. Fixing the threshold keeps the first
+behaviour for good (setting it turns off glibc's adjustment).
+"""
+
+from __future__ import annotations
+
+import sys
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+BIG_BLOCK = 256 * 1024
+
+
+def return_freed_memory() -> bool:
+    """Have big blocks mapped on their own, and unmapped when freed. True if the C
+    library took it (glibc on Linux); elsewhere nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, BIG_BLOCK))
+    except (OSError, AttributeError):  # no glibc (musl has no mallopt)
+        return False

@@ -1,0 +1,328 @@
+"""Names for the nodes a scenario gives no `.label`: the variable an assignment bound a
+node to when it was made (`loss` in every training step), else, for a parameter, its
+path from a global object (`model.layers[0].neurons[1].w[0]`).
+
+Assignments are found without tracing. Before the run, each assignment's value span in
+the scenario's AST is matched to the instructions that compute it (`co_positions`): a
+node made by the Value class's own methods straight under such an instruction is a
+candidate for that target. Builtins like `sum(...)` make many candidates under one
+instruction, so a candidate is confirmed only once its frame has moved on, by reading
+the variable (`frame.f_locals`): only the node the variable holds gets its name.
+Loop variables (`for p in model.parameters()`) bind nodes they did not make, so they
+name nothing. Paths are found at the end of the run by a bounded walk of the
+scenario's globals that reads only lists, tuples, dicts and instance `__dict__`s, so no
+user code (no property, no `__getattr__`) runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from collections import deque
+from typing import Callable, Iterator
+
+Span = tuple  # (lineno, end_lineno, col, end_col), as co_positions and the AST give them
+MAX_DEPTH = 8  # steps of a parameter path
+MAX_OBJECTS = 200_000  # objects the path walk visits at most
+_ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), range, memoryview)
+_OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+           types.MethodType, types.FrameType, types.CodeType, types.GeneratorType,
+           types.CoroutineType, types.AsyncGeneratorType)
+
+
+# -- where assignments are, by instruction ------------------------------------------------------
+
+
+def _span(node: ast.AST) -> Span:
+    return (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset)
+
+
+def _name_of(target: ast.AST) -> str | None:
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def assignment_values(tree: ast.AST) -> dict[Span, tuple[str, Span]]:
+    """The span of each value an assignment binds to a plain name -> (the name, the span
+    of the whole statement). Tuple targets pair up with tuple values element by element;
+    `x += v` is found by the statement's own span, which its instruction carries."""
+    found: dict[Span, tuple[str, Span]] = {}
+
+    def bind(target: ast.AST, value: ast.AST, stmt: ast.AST) -> None:
+        name = _name_of(target)
+        if name is not None:
+            found.setdefault(_span(value), (name, _span(stmt)))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                bind(t, v, stmt)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            bind(node.targets[0], node.value, node)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            bind(node.target, node.value, node)
+        elif isinstance(node, ast.NamedExpr):
+            bind(node.target, node.value, node)
+        elif isinstance(node, ast.AugAssign) and _name_of(node.target):
+            found.setdefault(_span(node), (node.target.id, _span(node)))
+    return found
+
+
+def loop_names(tree: ast.Module) -> set[str]:
+    """The globals that module-level `for` and `with` statements bind: loop variables,
+    which hold whatever the loop left there, not a thing the script named."""
+    names: set[str] = set()
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        targets: list[ast.AST] = []
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            targets.append(stmt.target)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            targets.extend(item.optional_vars for item in stmt.items if item.optional_vars)
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(stmt, field, ()))
+        if isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                todo.extend(case.body)
+    return names
+
+
+def codes_in(code: types.CodeType) -> Iterator[types.CodeType]:
+    """`code` and every code object compiled inside it."""
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        yield c
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+
+Spots = dict  # code -> {instruction offset: (target, last offset of the statement)}
+
+
+def assignment_spots(code: types.CodeType, tree: ast.AST) -> Spots:
+    """For each code object of the scenario, the instructions whose value an assignment
+    binds, by offset (`frame.f_lasti`), with the target's name and where the statement
+    ends (its store)."""
+    values = assignment_values(tree)
+    spots: Spots = {}
+    for c in codes_in(code):
+        positions = list(c.co_positions())
+        here: dict[int, tuple[str, int]] = {}
+        for k, pos in enumerate(positions):
+            hit = values.get(pos)
+            if hit is None:
+                continue
+            name, stmt = hit
+            end = k
+            while end + 1 < len(positions) and _inside(positions[end + 1], stmt):
+                end += 1
+            here[2 * k] = (name, 2 * end)
+        if here:
+            spots[c] = here
+    return spots
+
+
+def _inside(pos: tuple, stmt: Span) -> bool:
+    line, end_line, col, end_col = pos
+    if line is None or end_line is None:
+        return False
+    s_line, s_end, s_col, s_end_col = stmt
+    after_start = (line, col if col is not None else 0) >= (s_line, s_col)
+    before_end = (end_line, end_col if end_col is not None else 0) <= (s_end, s_end_col)
+    return after_start and before_end
+
+
+# -- the namer --------------------------------------------------------------------------------
+
+
+class Namer:
+    """Names nodes as a recording runs. The recorder calls `made(nid, frame)` for each
+    node it numbers (`frame` is the caller of `__init__`), and `finish()` once;
+    `node_id(obj)` is the id of a recorded node, None for anything else.
+    `names` is every name confirmed so far, in the order confirmed (the runner's child
+    streams it as it grows); `name_of` is the same, by node id."""
+
+    def __init__(self, code: types.CodeType, source: str, class_codes: set,
+                 node_id: Callable[[object], int | None]) -> None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            tree = ast.Module(body=[], type_ignores=[])
+        self.spots = assignment_spots(code, tree)
+        self.loops = loop_names(tree) if isinstance(tree, ast.Module) else set()
+        self.class_codes = class_codes
+        self.node_id = node_id
+        # (frame, offset) -> (end, target, nid): no node is kept alive here
+        self.pending: dict[tuple, tuple] = {}
+        self.names: list[tuple[int, str]] = []
+        self.name_of: dict[int, str] = {}
+        self.made = self._made_hook()
+
+    def _made_hook(self) -> Callable[[int, types.FrameType], None]:
+        # Codes are looked up by id: hashing a code object hashes its constants, every
+        # time. The scenario's codes live as long as the recorder's scenario does, and
+        # the Value classes' as long as their classes.
+        spots_get = {id(code): here for code, here in self.spots.items()}.get
+        class_codes, candidate = self.class_codes, self._candidate
+        class_ids: set[int] = set()
+        known = [-1]  # len(class_codes) when class_ids was made: classes come in as they load
+
+        def made(nid: int, f: types.FrameType) -> None:
+            """Is this node made straight under an assignment's value? Up through the
+            Value class's own methods (`a - b` is `a + (-b)`), then the scenario's frame."""
+            if len(class_codes) != known[0]:
+                class_ids.clear()
+                class_ids.update(map(id, list(class_codes)))
+                known[0] = len(class_codes)
+            code = f.f_code
+            while id(code) in class_ids:
+                f = f.f_back
+                if f is None:
+                    return
+                code = f.f_code
+            spots = spots_get(id(code))
+            if spots is not None:
+                spot = spots.get(f.f_lasti)
+                if spot is not None:
+                    candidate(f, f.f_lasti, spot, nid)
+
+        return made
+
+    def _candidate(self, frame, offset: int, spot: tuple[str, int], nid: int) -> None:
+        pending = self.pending
+        for key in list(pending):
+            fr, at = key
+            end = pending[key][0]
+            if key == (frame, offset) or not at <= fr.f_lasti <= end:
+                # the same instruction again (a loop's next turn, or `sum` at work), or
+                # a frame that has stored its value and moved on
+                self._settle(fr, pending.pop(key))
+        target, end = spot
+        pending[(frame, offset)] = (end, target, nid)
+
+    def _settle(self, frame, entry: tuple) -> None:
+        """Name the pending node if its variable holds it."""
+        _, target, nid = entry
+        try:
+            held = self.node_id(frame.f_locals.get(target))
+        except Exception:  # noqa: BLE001 - a frame in a state that cannot be read
+            return
+        if held == nid and nid not in self.name_of:
+            self.name_of[nid] = target
+            self.names.append((nid, target))
+
+    def finish(self, scope: dict, is_leaf: Callable[[int], bool]) -> None:
+        """Settle what is pending, then name what the scenario's globals hold: a global
+        variable's node by its name (loop variables aside), and parameters (leaves) by
+        their path from a global object."""
+        pending, self.pending = self.pending, {}
+        for (frame, _), entry in pending.items():
+            self._settle(frame, entry)
+        node_id = self.node_id
+        roots = [(name, value) for name, value in list(scope.items())
+                 if not name.startswith("_") and name not in self.loops]
+        for name, value in roots:
+            nid = node_id(value)
+            if nid is not None:
+                self._give(nid, name)
+        for path, nid in parameter_paths(roots, node_id):
+            if is_leaf(nid):
+                self._give(nid, path)
+
+    def _give(self, nid: int, name: str) -> None:
+        if nid not in self.name_of:
+            self.name_of[nid] = name
+            self.names.append((nid, name))
+
+
+def parameter_paths(roots: list[tuple[str, object]], node_id: Callable[[object], int | None],
+                    max_depth: int = MAX_DEPTH, max_objects: int = MAX_OBJECTS
+                    ) -> Iterator[tuple[str, int]]:
+    """(path, node id) for each node reachable from `roots` by one or more steps through
+    lists, tuples, dicts (by str or int key) and instance attributes, shortest paths
+    first. Only containers' items and instance `__dict__`s are read: no user code runs."""
+    seen: set[int] = set()
+    queue: deque = deque()
+    for name, value in roots:
+        if node_id(value) is None and _walkable(value):
+            queue.append((name, value, 0))
+            seen.add(id(value))
+    visited = 0
+    while queue and visited < max_objects:
+        path, obj, depth = queue.popleft()
+        visited += 1
+        for step, child in _steps(obj):
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            nid = node_id(child)
+            if nid is not None:
+                yield path + step, nid
+            elif depth + 1 < max_depth and _walkable(child):
+                queue.append((path + step, child, depth + 1))
+
+
+def _walkable(obj: object) -> bool:
+    return not isinstance(obj, _ATOMS + _OPAQUE)
+
+
+def _steps(obj: object) -> Iterator[tuple[str, object]]:
+    if type(obj) in (list, tuple):
+        for k, item in enumerate(obj):
+            yield f"[{k}]", item
+    elif type(obj) is dict:
+        for key, item in list(obj.items()):
+            if type(key) is str:
+                yield f"[{key!r}]", item
+            elif type(key) is int:
+                yield f"[{key}]", item
+    else:
+        try:
+            attrs = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            return
+        if type(attrs) is not dict:
+            return
+        for key, item in list(attrs.items()):
+            if type(key) is str and key.isidentifier() and not key.startswith("__"):
+                yield f".{key}", item
+
+
+# -- shown where space is tight ----------------------------------------------------------------
+
+
+def shorten(name: str, width: int) -> str:
+    """A name cut to `width` columns, keeping its end: a path's middle attributes go to
+    their first letter (`model.l[0].n[1].w[0]`), then its first steps (`…n[1].w[0]`)."""
+    if len(name) <= width:
+        return name
+    if "." in name:
+        head, *middle, last = name.split(".")
+        steps = [head, *(_initial(m) for m in middle if m), last]
+        short = ".".join(steps)
+        while len(short) > width and len(steps) > 1:  # then the steps it starts with
+            steps.pop(0)
+            short = "…" + ".".join(steps)
+        if len(short) <= width:
+            return short
+        name = short
+    if width <= 1:
+        return name[-width:] if width > 0 else ""
+    return "…" + name[len(name) - width + 1:]
+
+
+def _initial(step: str) -> str:
+    """`neurons[1]` -> `n[1]`, `layer` -> `l`."""
+    return step[0] + step[step.index("["):] if "[" in step else step[0]
+
+
+def fitted_name(trace, nid: int, width: int) -> str:
+    """What node `nid` of `trace` is called, a path shortened to `width` (`shorten`);
+    a label the script gave is left whole, for the caller to cut at its end."""
+    label = trace.label(nid)
+    return shorten(label, width) if trace.derived_name(nid) else label

@@ -1,0 +1,217 @@
+"""Pilot tests of the Graph pane: shown with m, it draws the graph lit by the step,
+follows the selection, and choosing a box (keys and enter, or a click) selects that node
+in the node table."""
+
+from __future__ import annotations
+
+import pytest
+
+from mgtui.app import MgtuiApp
+from mgtui.widgets.graph import GraphPane
+from mgtui.widgets.node_table import NodeTable
+
+from conftest import SCENARIOS
+
+pytestmark = pytest.mark.usefixtures("clean_env", "no_user_config")
+
+
+@pytest.fixture
+def no_user_config(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+async def loaded(pilot):
+    app = pilot.app
+    for _ in range(1000):
+        await pilot.pause(0.02)
+        if not app.loading and app.debugger.trace is not None:
+            break
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return app.debugger
+
+
+async def settle(pilot) -> None:
+    """Let the pane redraw and scroll after a key (it scrolls after its refresh)."""
+    await pilot.pause()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+
+
+def screen_text(graph: GraphPane) -> list[str]:
+    """What the pane shows, line by line."""
+    return [graph.render_line(y).text for y in range(graph.scrollable_content_region.height)]
+
+
+def on_screen(graph: GraphPane, nid: int) -> bool:
+    box = graph.picture.boxes[nid]
+    width, height = graph.scrollable_content_region.size
+    x, y = round(graph.scroll_x), round(graph.scroll_y)
+    return x <= box.x and box.x + box.w <= x + width and y <= box.y and box.y + 3 <= y + height
+
+
+async def test_m_shows_the_graph_lit_by_the_step():
+    app = MgtuiApp(SCENARIOS / "neuron.py", step=15)  # (x1*w1 + x2*w2)._backward
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        graph = screen.query_one(GraphPane)
+        assert not graph.display and graph.picture is None  # hidden: nothing laid out
+        await pilot.press("m")
+        await settle(pilot)
+        assert graph.display and graph.has_focus
+        assert not screen.query_one("#top").display  # in place of the table
+        trace = screen.trace
+        assert sorted(graph.picture.boxes) == sorted(screen.state.view.used + screen.state.view.made)
+        text = "\n".join(screen_text(graph))
+        assert "▶ x1*w1 + x2*w2" in text
+        assert "+=x1*w1" in text and "+=x2*w2" in text
+        assert "━" in text or "┃" in text  # the edges the gradient flowed along
+        # at 120×40 the neuron graph needs at most one pan to see every node
+        width, height = graph.scrollable_content_region.size
+        pages = -(-graph.picture.width // width) * -(-graph.picture.height // height)
+        assert pages <= 2
+        await pilot.press("m")
+        await settle(pilot)
+        assert not graph.display and screen.query_one(NodeTable).has_focus
+        assert trace is screen.trace
+
+
+async def test_the_graph_follows_the_selection():
+    app = MgtuiApp(SCENARIOS / "neuron.py", step=10)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        laid_out = graph.picture
+        for _ in range(10):  # the backward pass, node by node
+            await pilot.press("n")
+            await settle(pilot)
+            assert graph.picture is laid_out  # laid out once; a step only repaints
+            node = screen.selected
+            assert graph.light.selected == node and graph.cursor == node
+            assert on_screen(graph, node)
+            row = graph.picture.boxes[node].row - round(graph.scroll_y)
+            assert "║" in screen_text(graph)[row]  # its frame is double: selected
+
+
+async def test_choosing_a_box_with_keys_selects_it_in_the_table():
+    app = MgtuiApp(SCENARIOS / "chain.py", step=15)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        start = screen.selected
+        await pilot.press("l")  # the cursor moves to a box nearer the root
+        await settle(pilot)
+        chosen = graph.cursor
+        assert chosen is not None and chosen != start
+        assert screen.selected == start  # not chosen yet
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.selected == chosen
+        assert screen.query_one(NodeTable).selected_node == chosen
+        # and b sets a breakpoint on it: the Graph pane's choice is the session's
+        await pilot.press("b")
+        await settle(pilot)
+        assert chosen in screen.state.breakpoints
+
+
+async def test_clicking_a_box_selects_it():
+    app = MgtuiApp(SCENARIOS / "neuron.py", step=21)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        trace = screen.trace
+        target = next(n for n in graph.picture.boxes
+                      if n != screen.selected and on_screen(graph, n))
+        box = graph.picture.boxes[target]
+        offset = (box.x - round(graph.scroll_x) + 2, box.row - round(graph.scroll_y))
+        await pilot.click(GraphPane, offset=offset)
+        await settle(pilot)
+        assert screen.selected == target, trace.label(target)
+        assert screen.query_one(NodeTable).selected_node == target
+
+
+async def test_o_turns_the_picture():
+    app = MgtuiApp(SCENARIOS / "chain.py", step=15)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        before = graph.picture.orientation
+        await pilot.press("o")
+        await settle(pilot)
+        assert graph.picture.orientation != before
+        assert on_screen(graph, screen.selected)
+
+
+async def test_a_big_graph_shows_the_neighbourhood_of_the_selection():
+    app = MgtuiApp(SCENARIOS / "mlp.py")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        backward = next(p for p in screen.trace.passes if p.kind == "backward")
+        screen.goto(backward.start + 5)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        node = screen.selected
+        assert graph.picture.center == node
+        assert len(graph.picture.boxes) < len(screen.state.view.made)
+        assert "more" in "\n".join(graph.picture.lines)  # "+N more" where it cuts
+        await pilot.press("n")
+        await settle(pilot)
+        assert screen.selected in graph.picture.boxes
+
+
+async def test_a_huge_screen_shows_the_graph_beside_the_table():
+    app = MgtuiApp(SCENARIOS / "neuron.py", step=13)
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = await loaded(pilot)
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        assert graph.display and screen.query_one("#top").display
+        assert graph.size.height >= 20
+        assert "▶ n" in "\n".join(screen_text(graph))
+
+
+async def test_the_graph_pane_survives_a_tiny_terminal_and_back():
+    app = MgtuiApp(SCENARIOS / "neuron_exp.py", step=24)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        for size in ((40, 12), (20, 8), (120, 40), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            await pilot.press("n", "o", "j", "L", "K")
+            await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        assert graph.display and screen.selected in graph.picture.boxes
+        await pilot.press("enter")  # the cursor's box, chosen: back on screen
+        await settle(pilot)
+        assert on_screen(graph, screen.selected)
+
+
+async def test_hostile_labels_are_drawn_inert(write_scenario):
+    path = write_scenario("hostile", '''
+        """Hostile labels"""
+        from engine import Value
+        a = Value(1.0, label='[bold red]x[/]')
+        b = Value(2.0, label='\\x1b[2Jboom')
+        c = a * b; c.label = 'c'
+        c.backward()
+    ''')
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        text = "\n".join(screen_text(graph))
+        assert "[bold red]x[/]" in text  # shown as text, not as markup
+        assert "\x1b" not in text

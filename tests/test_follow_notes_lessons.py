@@ -130,8 +130,10 @@ async def test_mgtui_on_a_directory_opens_its_picker_and_o_opens_it_again(tmp_pa
     app.lesson_dir = tmp_path
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        listed = str([str(o.prompt) for o in app.screen.query_one("#picker-list").options])
-        assert "First lesson" in listed and "Second lesson" in listed
+        options = app.screen.query_one("#picker-list").options
+        assert [o.id for o in options] == [str(tmp_path / "first.py"), str(tmp_path / "second.py")]
+        assert [(name, title) for name, _, title in app.screen.scenarios] == [
+            ("first.py", "First lesson"), ("second.py", "Second lesson")]
         await pilot.press("enter")
         for _ in range(50):
             await pilot.pause(0.1)

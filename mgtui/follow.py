@@ -64,8 +64,10 @@ class Follower:
 
     def moved(self, position: Position) -> bool:
         """The student is now at `position` by a move of their own. Returns True if
-        that paused the following (it was on, and this is not where the teacher is)."""
-        if not self.following or position == self.teacher:
+        that paused the following (it was on, a teacher leads, and this is not where
+        the teacher is). Before any teacher has moved, a student explores freely and
+        still follows the teacher's first move."""
+        if not self.following or self.teacher is None or position == self.teacher:
             return False
         self.following = False
         return True

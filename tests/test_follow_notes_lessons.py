@@ -21,6 +21,8 @@ def test_a_student_follows_until_their_own_move_then_rejoins_where_the_teacher_i
     student = Follower(room)
     heard = []
     room.subscribe(lambda p: heard.append(student.heard(p)))
+    assert not student.moved(Position(4))  # nobody leads yet: nothing to pause
+    assert student.following
     at2 = Position(2, 3, "source", "chain.py")
     room.publish(at2)
     assert heard == [at2] and student.following and student.status == ""

@@ -58,10 +58,17 @@ async def server(lessons, keys, clean_env):
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # (each app redirected them)
 
 
+PICKER = "pick a scenario to step through"
+
+
 async def join(server, **options) -> ScreenClient:
+    """Log in; on the picker of lessons (nobody leads yet), take the first one."""
     client = await ScreenClient.connect(server.port, **options)
     server.clients.append(client)
-    assert await client.wait_for("step ", 15), client.text()
+    assert await client.wait_for(lambda t: "step " in t or PICKER in t, 15), client.text()
+    if PICKER in client.text():
+        client.send("\r")
+    assert await client.wait_for(lambda t: "step " in t and PICKER not in t, 15), client.text()
     return client
 
 
@@ -150,6 +157,28 @@ async def test_the_step_notes_show_in_the_step_detail_and_full_screen(server):
 
 # -- follow the teacher ---------------------------------------------------------------------
 
+async def test_with_nobody_leading_a_student_picks_from_the_lessons_and_titles(server, keys):
+    client = await ScreenClient.connect(server.port, password=PASSWORD)
+    server.clients.append(client)
+    assert await client.wait_for(PICKER), client.text()
+    assert "The chain rule on a tiny expression" in client.text()
+    assert "One neuron with a tanh activation" in client.text()
+    client.send("\x1b[B\r")  # down to neuron.py, enter
+    assert await client.wait_for(lambda t: "One neuron with a tanh activation" in
+                                 client.screen.display[0] and PICKER not in t), client.text()
+    assert step_of(client) == 0
+
+
+async def test_the_teachers_first_move_takes_a_student_off_the_picker(server, keys):
+    student = await ScreenClient.connect(server.port, password=PASSWORD)
+    server.clients.append(student)
+    assert await student.wait_for(PICKER)
+    teacher = await join(server, key=keys["teacher"])
+    teacher.send("n")
+    assert await at_step(student, 1), student.text()
+    assert PICKER not in student.text()
+
+
 async def test_students_follow_detach_and_rejoin(server, keys):
     teacher = await join(server, key=keys["teacher"])
     student = await join(server, password=PASSWORD)
@@ -236,7 +265,7 @@ async def test_the_session_limit_turns_away_one_more(lessons, keys, clean_env):
     first = second = None
     try:
         first = await ScreenClient.connect(srv.port, password=PASSWORD)
-        assert await first.wait_for("step 0/")
+        assert await first.wait_for(PICKER)  # two lessons, nobody leading
         second = await ScreenClient.connect(srv.port, password=PASSWORD)
         assert await second.wait_for("the class is full")
     finally:
@@ -256,7 +285,7 @@ async def test_an_idle_session_is_ended(lessons, keys, clean_env, monkeypatch):
                              host_key(keys["dir"] / "state"))
     try:
         client = await ScreenClient.connect(srv.port, password=PASSWORD)
-        assert await client.wait_for("step 0/")
+        assert await client.wait_for(PICKER)
         await asyncio.wait_for(client.closed.wait(), 10)
         assert "idle" in client.text()
     finally:

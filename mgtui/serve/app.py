@@ -19,7 +19,7 @@ from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
 
-from mgtui.app import MgtuiApp
+from mgtui.app import MgtuiApp, showing
 from mgtui.follow import Classroom, Follower
 from mgtui.lessons import Lesson
 from mgtui.messages import OpenScenario, RunChecks
@@ -154,6 +154,8 @@ class ServedApp(MgtuiApp):
 
     def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()  # (MgtuiApp's would open the picker of bundled scenarios)
+        if self.classroom.position is None and len(self.lessons) > 1:
+            self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
         if self.teacher:
             self.notify("You are teaching: the class follows your step, node and tab.",
                         timeout=5)
@@ -182,6 +184,8 @@ class ServedApp(MgtuiApp):
             return
         other = target.lesson != self.lesson or self.debugger.session is None
         self.lesson = target.lesson
+        if showing(self.screen, "PickerScreen"):
+            self.pop_screen()  # the teacher has chosen
         self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
 
     def arrived(self, position: Position, own: bool) -> None:

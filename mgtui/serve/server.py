@@ -43,6 +43,7 @@ class Class:
     limits: Limits = field(default_factory=Limits)
     classroom: Classroom = field(default_factory=Classroom)
     sessions: set = field(default_factory=set)
+    connections: int = 0  # open, logged in or not
 
 
 def release_streams(app) -> None:
@@ -212,9 +213,16 @@ class ClassSSHServer(asyncssh.SSHServer):
         host, port = (conn.get_extra_info("peername") or ("?", 0))[:2]
         self.host = host
         self.peer = f"{host}:{port}"
+        klass = self.klass
+        klass.connections += 1
+        if klass.connections > 2 * klass.limits.max_sessions + 10:
+            log.info("too many connections: closed %s", self.peer)
+            conn.close()  # (a login flood: the class's own sessions are not affected)
+            return
         log.info("connect %s", self.peer)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.klass.connections -= 1
         log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
 
     def begin_auth(self, username: str) -> bool:

@@ -30,6 +30,8 @@ class ScreenClient:
         self.stream = pyte.Stream(self.screen)
         self.closed = asyncio.Event()
         self.received = 0  # characters of output so far
+        self._pending: list[str] = []  # output not yet run through the emulator
+        self._watched: list[str] = []  # the raw output since `watch()`
         self.changed = asyncio.Event()
         self.conn = None
         self.chan = None
@@ -49,12 +51,37 @@ class ScreenClient:
         return client
 
     def feed(self, data: str) -> None:
+        """Output from the server: kept, and run through the emulator when read (a
+        screen read once per check, not once per packet, keeps 30 clients light)."""
         self.received += len(data)
-        self.stream.feed(data)
+        self._pending.append(data)
+        self._watched.append(data)
         self.changed.set()
 
     def text(self) -> str:
+        if self._pending:
+            self.stream.feed("".join(self._pending))
+            self._pending.clear()
         return "\n".join(self.screen.display)
+
+    def watch(self) -> None:
+        """Collect the raw output from now on, for `wait_output`."""
+        self._watched = []
+
+    async def wait_output(self, text: str, timeout: float = 10.0) -> bool:
+        """Wait until `text` arrives in the raw output since `watch()` (cheap: no
+        emulation; read the screen with `text()` afterwards to check it)."""
+        deadline = time.monotonic() + timeout
+        while text not in "".join(self._watched):
+            left = deadline - time.monotonic()
+            if left <= 0 or self.closed.is_set():
+                return False
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), min(left, 0.5))
+            except asyncio.TimeoutError:
+                pass
+        return True
 
     def send(self, keys: str) -> None:
         self.chan.write(keys)

@@ -5,6 +5,7 @@ student reads theirs."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import sys
@@ -51,11 +52,28 @@ async def server(lessons, keys, clean_env):
     klass = Class(lessons, auth, Limits(max_sessions=10))
     srv = await start_server(klass, "127.0.0.1", 0, host_key(keys["dir"] / "state"))
     srv.clients = []
-    yield srv
-    for client in srv.clients:
-        await client.close()
-    await srv.close()
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # (each app redirected them)
+    failures = Failures()
+    logging.getLogger("mgtui.serve").addHandler(failures)
+    try:
+        yield srv
+        for client in srv.clients:
+            await client.close()
+        await srv.close()
+    finally:
+        logging.getLogger("mgtui.serve").removeHandler(failures)
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # (each app redirected them)
+    assert not failures.records, "a session failed:\n" + "\n".join(failures.records)
+
+
+class Failures(logging.Handler):
+    """The server's errors (a session whose app raised), kept for the test to check."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(self.format(record))
 
 
 PICKER = "pick a scenario to step through"
@@ -220,6 +238,20 @@ async def test_a_late_joiner_lands_on_the_teachers_step(server, keys):
     assert await at_step(teacher, 7)
     late = await join(server, password=PASSWORD)
     assert await at_step(late, 7), late.text()
+
+
+async def test_a_teacher_who_comes_back_lands_where_the_class_is(server, keys):
+    teacher = await join(server, key=keys["teacher"])
+    student = await join(server, password=PASSWORD)
+    teacher.send("nnnnn")
+    assert await at_step(student, 5)
+    await teacher.close()
+    again = await join(server, key=keys["teacher"])
+    assert await at_step(again, 5), again.text()
+    await asyncio.sleep(0.5)
+    assert step_of(student) == 5  # the class was not taken back to the start
+    again.send("n")
+    assert await at_step(student, 6)
 
 
 # -- terminals --------------------------------------------------------------------------------

@@ -146,7 +146,8 @@ class ServedApp(MgtuiApp):
     def on_load(self, event: events.Load) -> None:
         event.prevent_default()  # (MgtuiApp's would record a scenario)
         self._quick = None
-        position = self.classroom.position if self.follower is not None else None
+        position = self.classroom.position  # a teacher who comes back lands there too
+        self._nobody_leads = position is None
         if position is not None and position.lesson in self.lessons:
             self.lesson = position.lesson
         step = position.step if position is not None and position.lesson == self.lesson else 0
@@ -154,11 +155,13 @@ class ServedApp(MgtuiApp):
 
     def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()  # (MgtuiApp's would open the picker of bundled scenarios)
-        if self.classroom.position is None and len(self.lessons) > 1:
+        if self._nobody_leads and len(self.lessons) > 1:
             self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
         if self.teacher:
             self.notify("You are teaching: the class follows your step, node and tab.",
                         timeout=5)
+            if self.classroom.position is not None and not self._nobody_leads:
+                self.call_after_refresh(self.go_to, self.classroom.position)
         else:
             self._unsubscribe = self.classroom.subscribe(self._heard)
             self.notify("Following the teacher. Moving on your own pauses it; f rejoins.",
@@ -180,7 +183,12 @@ class ServedApp(MgtuiApp):
     def heard(self, position: Position) -> None:
         """The teacher moved: follow, unless paused."""
         target = self.follower.heard(position) if self.follower is not None else None
-        if target is None or target.lesson not in self.lessons:
+        if target is not None:
+            self.go_to(target)
+
+    def go_to(self, target: Position) -> None:
+        """Go where the class is, quietly (it is not a move of this session's own)."""
+        if target.lesson not in self.lessons:
             return
         other = target.lesson != self.lesson or self.debugger.session is None
         self.lesson = target.lesson
@@ -193,7 +201,10 @@ class ServedApp(MgtuiApp):
         move pauses the following."""
         position = replace(position, lesson=self.lesson)
         if self.teacher:
-            self.classroom.publish(position)
+            # the teacher's own moves lead; a teacher coming back, landing where the
+            # class is, does not take it back to the start
+            if own or self.classroom.position is None:
+                self.classroom.publish(position)
         elif own and self.follower is not None and self.follower.moved(position):
             self.debugger.show_status(self.follower.status)
 

@@ -125,6 +125,10 @@ class LessonSession(asyncssh.SSHServerSession):
     async def _run(self) -> None:
         try:
             await self.app.run_async(size=self.terminal_size())
+            failure = getattr(self.app, "_exception", None)  # (Textual keeps it, and ends)
+            if failure is not None:
+                log.error("session of %s@%s failed", self.user, self.peer,
+                          exc_info=(type(failure), failure, failure.__traceback__))
         except Exception:  # noqa: BLE001 - one session's failure ends that session only
             log.exception("session of %s@%s failed", self.user, self.peer)
         finally:

@@ -14,6 +14,8 @@ from typing import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
+from textual.widget import MountError
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
@@ -223,13 +225,19 @@ class DebuggerScreen(Screen[None]):
         trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
         if trace is None or scroll is None or self._notes_shown == trace.notes:
             return
+        if not scroll.is_mounted:  # the side panes are still coming in: once they are
+            self.call_after_refresh(self.show_notes)
+            return
         self._notes_shown = trace.notes
         from textual.widgets import Markdown
 
-        await scroll.remove_children()
-        await scroll.mount(Markdown(
-            trace.notes or "*This scenario has no lesson notes: write them in its docstring, "
-            "after the title line.*", id="notes"))
+        try:
+            await scroll.remove_children()
+            await scroll.mount(Markdown(
+                trace.notes or "*This scenario has no lesson notes: write them in its "
+                "docstring, after the title line.*", id="notes"))
+        except MountError:  # the pane went while this waited (the app is closing)
+            self._notes_shown = None
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.tabbed_content.active != event.pane.id:
@@ -271,7 +279,7 @@ class DebuggerScreen(Screen[None]):
             switching = bool(side.active)  # not the first tab of panes just mounted
             try:
                 side.active = f"tab-{state.position.tab}"
-            except ValueError:  # its tab strip is still being mounted: once it is
+            except (ValueError, NoMatches):  # its tab strip is still being mounted: once it is
                 self.call_after_refresh(self._show_side, state, single)
                 return
             if switching:  # a tab the user asked for: show it in the compact layout too

@@ -359,3 +359,25 @@ asyncio.run(main())
     assert "password accepted for class@127.0.0.1" in log
     assert "session end class@127.0.0.1" in log and "disconnect 127.0.0.1" in log
     assert "hunter2" not in log and PASSWORD not in log
+
+
+# -- the command line -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["chain"], "a class needs a way in"),
+    (["nope.py", "--password-file", "PW"], "nope.py: no such file or directory"),
+    (["chain", "--password-file", "MISSING"], "cannot read the password file"),
+    (["EMPTY", "--password-file", "PW"], "no lesson files there"),
+])
+def test_serve_says_what_is_wrong_in_one_line(tmp_path, capsys, monkeypatch, args, message):
+    from mgtui.cli import main
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pw = tmp_path / "pw"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    (tmp_path / "empty").mkdir()
+    names = {"PW": str(pw), "MISSING": str(tmp_path / "missing"), "EMPTY": str(tmp_path / "empty")}
+    assert main(["serve", *[names.get(a, a) for a in args]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mgtui serve: ") and message in err and len(err.splitlines()) == 1

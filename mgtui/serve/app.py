@@ -160,15 +160,24 @@ class ServedApp(MgtuiApp):
         if self.teacher:
             self.notify("You are teaching: the class follows your step, node and tab.",
                         timeout=5)
-            if self.classroom.position is not None and not self._nobody_leads:
-                self.call_after_refresh(self.go_to, self.classroom.position)
+            if not self._nobody_leads:
+                self.call_after_refresh(self._catch_up)
         else:
             self._unsubscribe = self.classroom.subscribe(self._heard)
             self.notify("Following the teacher. Moving on your own pauses it; f rejoins.",
                         timeout=5)
-            position = self.classroom.position
-            if position is not None:
-                self.call_after_refresh(self.heard, position)
+            self.call_after_refresh(self._catch_up)
+
+    def _catch_up(self) -> None:
+        """After the first frame: where the class is now (the preload had its step; this
+        brings its node and tab, or whatever the teacher has done since)."""
+        position = self.classroom.position
+        if position is None:
+            return
+        if self.teacher:
+            self.go_to(position)
+        else:
+            self.heard(position)
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:

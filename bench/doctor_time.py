@@ -1,26 +1,32 @@
-"""Time the gradient doctor on `moons.py`: SPEC section 6 wants it under a minute here.
+"""Time the gradient doctor on `moons.py`, side by side with the doctor of an earlier
+commit, in one run: issue 10 wants `moons --check` with the default sampling of backward
+passes in at most the time the doctor took before it (when it checked one pass
+numerically), and `--passes all` within a minute.
 
-Runs `diagnose()` on moons.py (and, with `--bug`, on a copy whose ReLU passes gradient
-for negative inputs, to time a run that has to localise a fault), prints the seconds of
-each phase, the number of recordings and the findings.
+Each doctor runs in a process of its own, from its own tree (the earlier one is
+`git archive`d into a temporary directory), in turns, so both see the same machine:
 
-    python bench/doctor_time.py [--seed N] [--sample N] [--bug]
+    python bench/doctor_time.py [--baseline REV] [--repeat N] [--bug]
+
+prints the seconds of each phase, the recordings and the findings of each, and the
+ratios of the totals. `--bug` also times a moons whose ReLU passes gradient for negative
+inputs (a run that has to localise a fault).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import sys
+import tarfile
 import tempfile
-import time
+from io import BytesIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # time this tree's doctor, not whichever mgtui is installed
-
-from mgtui.doctor import diagnose  # noqa: E402
-
-MOONS = ROOT / "scenarios" / "moons.py"
+BASELINE = "abfc056"  # main before issue 10: one backward pass checked numerically
 
 BUGGY_RELU = '''
 def relu(self):
@@ -33,41 +39,114 @@ Value.relu = relu
 
 '''
 
+# Runs in the child, with the tree to time as its working directory and first on its path.
+CHILD = r'''
+import inspect, json, sys, time
+sys.path.insert(0, ".")
+from mgtui.doctor import diagnose
+path, passes = sys.argv[1], json.loads(sys.argv[2])
+marks = []
+def progress(done, total, phase):
+    if not marks or marks[-1][0] != phase:
+        marks.append((phase, time.perf_counter()))
+kwargs = {"on_progress": progress}
+if passes is not None:
+    kwargs["passes"] = passes
+start = time.perf_counter()
+report = diagnose(path, **kwargs)
+end = time.perf_counter()
+phases = [(p, t1 - t0) for (p, t0), (_, t1) in zip(marks, marks[1:] + [("end", end)])]
+checked = getattr(report, "checked_passes", None)
+if checked is None:
+    checked = [report.checked_pass] if report.checked_pass is not None else []
+numbers = [sum(1 for q in report.trace.passes[:p.index] if q.kind == "backward") + 1
+           for p in checked]
+print(json.dumps({"total": end - start, "phases": phases, "runs": report.runs,
+                  "passes": numbers, "nodes": report.checked_nodes,
+                  "findings": [f"{f.kind} at {f.label}, line {f.line}" for f in report.findings]}))
+'''
 
-def timed(path: Path, seed: int, sample: int | None) -> None:
-    marks: list[tuple[str, float]] = []
 
-    def progress(done: int, total: int, phase: str) -> None:
-        if not marks or marks[-1][0] != phase:
-            marks.append((phase, time.perf_counter()))
+def baseline_tree(rev: str, into: Path) -> Path:
+    """The tree of commit `rev`, unpacked into `into`."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
-    start = time.perf_counter()
-    report = diagnose(path, seed=seed, sample=sample, on_progress=progress)
-    end = time.perf_counter()
-    print(f"{path.name}: {report.trace.node_count:,} nodes, {len(report.trace):,} steps, "
-          f"{report.runs} recordings, {report.checked_nodes:,} nodes checked numerically")
-    for (phase, t0), (_, t1) in zip(marks, marks[1:] + [("end", end)]):
-        print(f"  {phase:28s} {t1 - t0:6.1f} s")
-    print(f"  {'total':28s} {end - start:6.1f} s")
-    for f in report.findings:
-        print(f"  finding: {f.kind} at {f.label} (line {f.line}): {f.message[:100]}")
-    if not report.findings:
-        print("  no findings")
+
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(tree: Path, scenario: Path, passes) -> dict:
+    """One doctor run: its wall-clock phases, and the CPU seconds of its whole process
+    tree (every recording's child included), which a busy machine disturbs far less."""
+    cpu = cpu_of_children()
+    out = subprocess.run([sys.executable, "-c", CHILD, str(scenario), json.dumps(passes)],
+                         cwd=tree, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"the doctor in {tree} failed:\n{out.stderr[-2000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["cpu"] = cpu_of_children() - cpu
+    return result
+
+
+def show(name: str, result: dict) -> None:
+    print(f"{name}: {result['total']:.1f} s ({result['cpu']:.1f} s of CPU), "
+          f"{result['runs']} recordings, backward passes "
+          f"{result['passes']} checked numerically ({result['nodes']:,} nodes)")
+    for phase, seconds in result["phases"]:
+        print(f"    {phase:28s} {seconds:6.1f} s")
+    for f in result["findings"] or ["no findings"]:
+        print(f"    {f}")
+
+
+def compare(before: Path, after: Path, scenario_name: str, repeat: int,
+            source_edit=None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        scenarios = {}
+        for label, tree in (("before", before), ("after", after)):
+            path = tree / "scenarios" / scenario_name
+            if source_edit is not None:
+                path = Path(tmp) / f"{label}_{scenario_name}"
+                path.write_text(source_edit((tree / "scenarios" / scenario_name).read_text()))
+            scenarios[label] = path
+        runs = {"before (1 pass)": [], "after, default sampling": [], "after, --passes all": []}
+        for _ in range(repeat):  # in turns, so that a busy moment hits each alike
+            runs["before (1 pass)"].append(timed(before, scenarios["before"], None))
+            runs["after, default sampling"].append(timed(after, scenarios["after"], None))
+            runs["after, --passes all"].append(timed(after, scenarios["after"], "all"))
+        best, cpu = {}, {}
+        for name, results in runs.items():
+            result = min(results, key=lambda r: r["total"])
+            best[name] = result["total"]
+            cpu[name] = min(r["cpu"] for r in results)
+            show(name, result)
+        base, base_cpu = best["before (1 pass)"], cpu["before (1 pass)"]
+        default, every = "after, default sampling", "after, --passes all"
+        print(f"  wall clock: default/before {best[default] / base:.2f}, "
+              f"all/before {best[every] / base:.2f}; CPU: default/before "
+              f"{cpu[default] / base_cpu:.2f}, all/before {cpu[every] / base_cpu:.2f} "
+              f"(best of {repeat}; --passes all took {best[every]:.1f} s)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sample", type=int)
+    parser.add_argument("--baseline", default=BASELINE, help=f"commit (default {BASELINE})")
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--bug", action="store_true", help="also time a moons with a faulty ReLU")
     args = parser.parse_args()
-    timed(MOONS, args.seed, args.sample)
-    if args.bug:
-        source = MOONS.read_text().replace("\nfor k in range(3):", BUGGY_RELU + "for k in range(3):")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "moons_bug.py"
-            path.write_text(source)
-            timed(path, args.seed, args.sample)
+    with tempfile.TemporaryDirectory() as tmp:
+        before = baseline_tree(args.baseline, Path(tmp))
+        print(f"moons.py, before = {args.baseline}, after = this tree")
+        compare(before, ROOT, "moons.py", args.repeat)
+        if args.bug:
+            print("moons.py with a faulty ReLU")
+            compare(before, ROOT, "moons.py", args.repeat, lambda source: source.replace(
+                "\nfor k in range(3):", BUGGY_RELU + "for k in range(3):"))
     return 0
 
 

@@ -51,7 +51,7 @@ NETEXT = textwrap.dedent("""
 def last_graph(trace) -> list[int]:
     session = Session(trace)
     view = session.goto(session.total).view
-    return view.used + view.made
+    return [*view.used, *view.made]
 
 
 def ours(trace, nodes: list[int]) -> tuple[float, tuple[int, int]]:
@@ -90,7 +90,7 @@ def neighbourhoods(trace, count: int = 60) -> list[float]:
     session = Session(trace)
     backward = next(p for p in trace.passes if p.kind == "backward")
     state = session.goto(backward.start + 1)
-    model = GraphModel(trace, state.view.used + state.view.made)
+    model = GraphModel(trace, [*state.view.used, *state.view.made])
     assert not model.whole
     times = []
     for index in trace.backward_calls(backward)[:count]:

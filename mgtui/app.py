@@ -29,6 +29,7 @@ from mgtui.messages import (
     TraceLoaded,
 )
 from mgtui.trace import Trace
+from mgtui.view import prepare as prepare_views
 from mgtui.widgets.debugger import DebuggerScreen
 from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
@@ -202,6 +203,7 @@ class MgtuiApp(App[int]):
             # here, not on the first backward step; from those shown while it recorded
             trace.build_indexes(older=self._last_shown if is_scenario(path) else None)
             self._last_shown = None
+            prepare_views(trace, (self._position, self.debugger.position, 0, len(trace) + 1))
             self.post_message(TraceLoaded(trace, path, reload, stopped))
         except ScenarioLoadError as exc:
             self.post_message(LoadFailed(path, exc.message, exc.detail))
@@ -225,6 +227,7 @@ class MgtuiApp(App[int]):
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
                 trace.build_indexes(older=shown, users=False)  # from the last one's
+                prepare_views(trace, (self._position, self.debugger.position, 0))
                 shown = self._last_shown = trace
                 self.post_message(TraceGrowing(trace, path))
         return run.wait()

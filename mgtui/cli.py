@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
                         f"e.g. 512M or 4G (default {DEFAULT_MAX_MEMORY >> 30}G)")
     parser.add_argument("--sample", type=int, metavar="N",
                         help="with --check: how many non-leaf nodes to check numerically")
+    parser.add_argument("--passes", type=pass_list, metavar="all|N,M,…",
+                        help="with --check: the backward passes to check numerically, by "
+                        "number from 1, or all (default: the first, the last, and those "
+                        "between them that fit in the time budget)")
+    parser.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="with --check: the time the default sampling of backward passes "
+                        "may take (default 10)")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
     return parser
 
@@ -77,6 +84,24 @@ def memory_size(text: str) -> int:
     if size < 64 << 20:
         raise argparse.ArgumentTypeError(f"{text} is too little memory to run Python in")
     return int(size)
+
+
+def pass_list(text: str) -> str | list[int]:
+    """`all`, or backward pass numbers from 1: `3`, `1,3`, `2-4`."""
+    if text.strip().lower() == "all":
+        return "all"
+    numbers: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            first, last = int(lo), int(hi or lo)
+            if first < 1 or last < first:
+                raise ValueError
+            numbers.extend(range(first, last + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a list of passes: {text!r} (e.g. all, 3, 1,3 or 2-4; counted from 1)") from None
+    return sorted(set(numbers))
 
 
 def fail(message: str, detail: str = "") -> int:
@@ -108,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--timeout must be a positive number of seconds")
     if args.max_nodes <= 0:
         return fail("--max-nodes must be a positive number")
+    if (args.passes is not None or args.budget is not None) and not args.check:
+        return fail("--passes and --budget go with --check")
+    if args.budget is not None and args.budget <= 0:
+        return fail("--budget must be a positive number of seconds")
     if args.json and not args.check:
         return fail("--json goes with --check (for the trace as JSON, use --export json)")
     headless = args.print_ or args.export or args.check
@@ -181,9 +210,9 @@ def save_trace(trace, path: Path) -> None:
 def write_trace(trace, args: argparse.Namespace) -> None:
     out = InertStream(sys.stdout)
     if args.export == "json":
-        from mgtui.export import dumps
+        from mgtui.export import write_json
 
-        sys.stdout.write(dumps(trace) + "\n")  # JSON escapes every control character
+        write_json(trace, sys.stdout)  # as a stream; JSON escapes every control character
     elif args.export == "dot":
         from mgtui.export import to_dot
 
@@ -224,20 +253,33 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
 
     progress = Progress(sys.stderr)
     try:
-        report = diagnose(path, seed=args.seed, sample=args.sample, max_nodes=args.max_nodes,
+        budget = {} if args.budget is None else {"budget": args.budget}
+        report = diagnose(path, seed=args.seed, sample=args.sample, passes=args.passes,
+                          max_nodes=args.max_nodes, **budget,
                           timeout=args.timeout, on_progress=progress)
     except ScenarioLoadError as exc:
         progress.done()
         return fail(exc.message, exc.detail)
     progress.done()
     if args.json:
-        sys.stdout.write(json.dumps([f.to_json() for f in report.findings], indent=2) + "\n")
+        sys.stdout.write(json.dumps([finding_json(f, report) for f in report.findings],
+                                    indent=2) + "\n")
     else:
         InertStream(sys.stdout).write(format_report(report))
     sys.stdout.flush()
     if report.error is not None:
         say(f"{path}: {report.error} (checked up to there)")
     return EXIT_OK if report.clean else EXIT_FAILED
+
+
+def finding_json(finding, report) -> dict:
+    """A finding as JSON, with the backward pass it is in (numbered from 1, as the text
+    report numbers them) when it is in one."""
+    out = finding.to_json()
+    p = report.trace.pass_at(finding.step)
+    if p is not None and p.kind == "backward":
+        out["backward_pass"] = report.backward_number(p)
+    return out
 
 
 class Progress:

@@ -4,7 +4,10 @@
 forward step the equation (`e = a * b = 2.0 × -3.0 = -6.0`); for a backward step the
 op's local derivative and, for every grad it accumulated into, the formula, the numbers
 and `before → after (+delta)`. `data` and `grad` are the node state after the event (a
-`Timeline`'s arrays). Ops it does not know are explained from the closure's source line.
+`Timeline`'s arrays). Ops it does not know are explained from the closure's source line,
+the values the call read as it began (`s = 0.5744, out.grad = 1.0`, recorded in the
+trace), and the local derivative each write implies, `Δgrad / out.grad`, next to the
+numerical one when the gradient doctor measured it.
 """
 
 from __future__ import annotations
@@ -88,6 +91,15 @@ class Explanation:
     local: str = ""
     contributions: tuple[Contribution, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    values: str = ""  # a custom op's: what its `_backward` read as it began
+
+
+KNOWN_OPS = frozenset({"+", "*", "tanh", "exp", "ReLU", "relu"})  # and "**k"
+
+
+def known_op(op: object) -> bool:
+    """Is `op` one whose local derivative this module writes out from its formula?"""
+    return op in KNOWN_OPS or (isinstance(op, str) and op.startswith("**"))
 
 
 def local_derivative(op: str, out: str, ins: list[str]) -> str:
@@ -109,12 +121,15 @@ def local_derivative(op: str, out: str, ins: list[str]) -> str:
     return ""
 
 
-def explain(trace: Trace, data, grad, index: int) -> Explanation:
+def explain(trace: Trace, data, grad, index: int,
+            numerical: dict[int, float] | None = None) -> Explanation:
+    """`numerical`: for a `_backward` step, input -> d node / d input measured by the
+    gradient doctor, shown next to the one the writes imply."""
     kind = trace.kind(index)
     if kind is EventKind.CREATE:
         return _forward(trace, data, trace.event_node(index))
     if kind is EventKind.BACKWARD:
-        return _backward(trace, data, grad, index)
+        return _backward(trace, data, grad, index, numerical or {})
     return _lone_write(trace, grad, index, kind)
 
 
@@ -169,7 +184,7 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
                        local_derivative(op, name(label), names))
 
 
-def _backward(trace: Trace, data, grad, index: int) -> Explanation:
+def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:
     nid = trace.event_node(index)
     op = trace.op(nid)
     out = name(trace.label(nid))
@@ -181,10 +196,12 @@ def _backward(trace: Trace, data, grad, index: int) -> Explanation:
     closure = trace.closure_of(index)
     contributions = []
     notes: list[str] = []
+    known = False
     for k, w in enumerate(writes):
         tl = name(trace.label(w.node))
         formula, numbers, expected = _formula(
             trace, data, op, nid, out, g, w.node, tl, operands, k)
+        known = known or bool(formula)
         if not formula:
             formula = _source_formula(closure, w.line) or f"{tl}.{w.field} written"
         nth = trace.contribution(w) if w.field is Field.GRAD else 1
@@ -208,9 +225,38 @@ def _backward(trace: Trace, data, grad, index: int) -> Explanation:
     if g == 0 and kids:
         notes.append(f"{out}.grad is 0, so everything it passes back is 0.")
     title = f"backward: {out}._backward()" + (f"  ({op})" if op else "")
+    local = local_derivative(op, out, names)
+    values = trace.values_at(index)
+    if not known and not local and kids:
+        local = _implied(trace, nid, out, g, contributions, numerical)
     return Explanation("backward", nid, title,
-                       f"{out}.grad = {fmt(g)}", local_derivative(op, out, names),
-                       tuple(contributions), tuple(notes))
+                       f"{out}.grad = {fmt(g)}", local, tuple(contributions), tuple(notes),
+                       ", ".join(f"{n} = {fmt(v)}" for n, v in values))
+
+
+def _implied(trace: Trace, nid: int, out: str, g: float,
+             contributions: list[Contribution], numerical: dict[int, float]) -> str:
+    """The local derivative each input's grad writes imply, `Δgrad / out.grad`, for an op
+    whose formula is not known (and the numerical one, where the doctor measured it)."""
+    inputs = set(trace.children(nid))
+    delta: dict[int, float] = {}
+    labels: dict[int, str] = {}
+    for c in contributions:
+        if c.field == "grad" and c.target in inputs:
+            delta[c.target] = delta.get(c.target, 0.0) + c.delta
+            labels[c.target] = c.label
+    parts = []
+    for target, d in delta.items():
+        tl = labels[target]
+        if g == 0 or not math.isfinite(g):
+            part = f"∂{out}/∂{tl}: unknown, as {out}.grad = {fmt(g)}"
+        else:
+            part = (f"∂{out}/∂{tl} = Δ{tl}.grad / {out}.grad = {fmt(d)} / {fmt(g)} = "
+                    f"{fmt(d / g)}")
+        if target in numerical:
+            part += f" (numerically {fmt(numerical[target])})"
+        parts.append(part)
+    return "; ".join(parts)
 
 
 def _formula(trace, data, op, nid, out, g, target, tl, operands, k):

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import re
+from functools import partial
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mgtui import fields, tracefile
 from mgtui.errors import ScenarioLoadError
-from mgtui.trace import EventKind, Field, Trace, TraceBuilder, TraceFormatError
+from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
 
 FORMAT = "mgtui-trace"
 VERSION = 1
@@ -36,48 +40,73 @@ def unnum(x: Any) -> float:
 
 
 def to_json(trace: Trace) -> dict[str, Any]:
-    nodes = [
-        {
-            "id": n.id,
-            "label": n.label,
-            **({"name": name} if (name := trace.derived_name(n.id)) else {}),
-            "op": n.op,
-            "children": list(n.children),
-            "data": num(n.data),
-            "line": n.line,
-            "final_data": num(n.final_data),
-            "final_grad": num(n.final_grad),
-        }
-        for n in trace.nodes()
-    ]
-    events: list[dict[str, Any]] = []
-    for e in trace.events():
-        if e.kind == "create":
-            events.append({"kind": "create", "node": e.node})
-        elif e.kind == "backward":
-            events.append({
-                "kind": "backward",
-                "node": e.node,
-                "writes": [
-                    {"node": w.node, "before": num(w.before), "after": num(w.after),
-                     "line": w.line, **({"field": w.field} if w.field != "grad" else {})}
-                    for w in e.writes
-                ],
-                "line": e.line,
-                "closure": e.closure,
-            })
-        else:
-            events.append({"kind": e.kind, "node": e.node, "before": num(e.before),
-                           "after": num(e.after), "line": e.line})
+    """The trace's JSON document as Python objects (for tests and small traces: a big
+    trace is written with `write_json`, which builds no object per record)."""
+    return json.loads(dumps(trace))
+
+
+def dumps(trace: Trace) -> str:
+    out = io.StringIO()
+    write_json(trace, out)
+    return out.getvalue()
+
+
+BATCH = 4096  # records joined into one string per write
+
+
+def write_json(trace: Trace, out: TextIO) -> None:
+    """Write the trace as JSON (format version 1) to `out`, a record a line, as a
+    stream: each node and event is formatted straight to text, a batch at a time, so
+    the memory it takes does not grow with the trace."""
+    q, f = _quote, _float
     error = trace.error
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "scenario": trace.scenario,
-        "title": trace.title,
-        "notes": trace.notes,
-        "nodes": nodes,
-        "events": events,
+    out.write(f'{{"format": "{FORMAT}", "version": {VERSION}, "scenario": {q(trace.scenario)}, '
+              f'"title": {q(trace.title)}, "notes": {q(trace.notes)},\n"nodes": [')
+    final_data, final_grad = trace.final_data, trace.final_grad
+    sep = "\n"
+
+    def node(n: int) -> str:
+        line = trace.line(n)
+        name = trace.derived_name(n)
+        named = f', "name": {q(name)}' if name else ""
+        return (f'{{"id": {n}, "label": {q(trace.label(n))}{named}, "op": {q(trace.op(n))}, '
+                f'"children": [{", ".join(map(str, trace.children(n)))}], '
+                f'"data": {f(trace.node_data[n])}, "line": {"null" if line is None else line}, '
+                f'"final_data": {f(final_data[n])}, "final_grad": {f(final_grad[n])}}}')
+
+    for lo in range(0, trace.node_count, BATCH):
+        out.write(sep + ",\n".join(map(node, range(lo, min(lo + BATCH, trace.node_count)))))
+        sep = ",\n"
+    out.write('\n],\n"events": [')
+
+    def event(i: int) -> str:
+        kind = trace.kind(i)
+        if kind is EventKind.CREATE:
+            return f'{{"kind": "create", "node": {trace.event_node(i)}}}'
+        line = trace.event_line(i)
+        line = "null" if line is None else line
+        if kind is EventKind.BACKWARD:
+            writes = ", ".join(
+                f'{{"node": {w.node}, "before": {f(w.before)}, "after": {f(w.after)}, '
+                f'"line": {"null" if w.line is None else w.line}'
+                + ("}" if w.field == "grad" else f', "field": "{w.field}"}}')
+                for w in trace.writes(i))
+            closure = trace.closure_index(i)
+            values = trace.values_at(i)  # what a custom op's call read (few events have any)
+            read = (', "values": [' + ", ".join(f"[{q(name)}, {f(v)}]" for name, v in values)
+                    + "]") if values else ""
+            return (f'{{"kind": "backward", "node": {trace.event_node(i)}, "writes": [{writes}], '
+                    f'"line": {line}, "closure": {"null" if closure is None else closure}{read}}}')
+        before, after = trace.change(i)
+        return (f'{{"kind": "{kind.value}", "node": {trace.event_node(i)}, '
+                f'"before": {f(before)}, "after": {f(after)}, "line": {line}}}')
+
+    sep = "\n"
+    for lo in range(0, len(trace), BATCH):
+        out.write(sep + ",\n".join(map(event, range(lo, min(lo + BATCH, len(trace))))))
+        sep = ",\n"
+    out.write("\n],\n")
+    tail = {
         "passes": [{"kind": p.kind, "start": p.start, "end": p.end} for p in trace.passes],
         "error": None if error is None else {
             "type": error.type, "message": error.message, "line": error.line,
@@ -91,10 +120,17 @@ def to_json(trace: Trace) -> dict[str, Any]:
         "source": trace.source,
         "output": trace.output,
     }
+    out.write(",\n".join(f"{q(k)}: {json.dumps(v, allow_nan=False)}" for k, v in tail.items()))
+    out.write("}\n")
 
 
-def dumps(trace: Trace) -> str:
-    return json.dumps(to_json(trace), allow_nan=False)
+_quote = encode_basestring_ascii  # a JSON string, every control character escaped
+
+
+def _float(x: float) -> str:
+    """A float as JSON writes it; non-finite ones as the strings "nan", "inf", "-inf"."""
+    text = repr(x)
+    return text if text not in ("nan", "inf", "-inf") else f'"{text}"'
 
 
 def load(path: str | os.PathLike) -> Trace:
@@ -107,6 +143,10 @@ def load(path: str | os.PathLike) -> Trace:
     try:
         if tracefile.is_trace_file(p):
             return tracefile.load(p)
+        try:
+            return read_json(p)
+        except _NotStreamable:
+            pass
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
@@ -117,6 +157,9 @@ def load(path: str | os.PathLike) -> Trace:
         raise ScenarioLoadError(f"{path} is not an mgtui trace: nested too deeply") from None
     except (TraceFormatError, MemoryError) as exc:
         raise ScenarioLoadError(f"{path} is not an mgtui trace: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ScenarioLoadError(f"{path} is not an mgtui trace: {what}") from None
     try:
         return from_json(doc)
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
@@ -124,12 +167,219 @@ def load(path: str | os.PathLike) -> Trace:
         raise ScenarioLoadError(f"{path} is not an mgtui trace: {what}") from None
 
 
-def from_json(doc: dict[str, Any]) -> Trace:
-    """A trace from its JSON document, checked field by field (TraceFormatError)."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+class _NotStreamable(Exception):
+    """The file is not laid out as `write_json` lays it out (or is not valid JSON):
+    read it whole, with `json.loads`, which also gives the exact message for bad JSON."""
+
+
+CHUNK = 1 << 20  # characters read at a time
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+# Records exactly as `write_json` writes them are read with one regular expression each,
+# without a dict; anything else (other spacing, a field more, a bad value) is read by
+# `json`'s decoder and checked field by field as before.
+_INT = r"(0|[1-9][0-9]{0,17})"
+_NUM = r'(-?(?:0|[1-9][0-9]{0,20})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?|"nan"|"inf"|"-inf")'
+_LINE = r"(null|0|[1-9][0-9]{0,7})"
+_STR = r'"((?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*)"'
+_WRITE = (rf'\{{"node": {_INT}, "before": {_NUM}, "after": {_NUM}, "line": {_LINE}'
+          r'(?:, "field": "(grad|data)")?\}')
+_END = r"[ \t\n\r]*([,\]])"  # the separator after a record, or the end of the list
+
+
+def _bare(pattern: str) -> str:
+    return pattern.replace("(", "(?:").replace("(?:?:", "(?:")
+
+
+_WRITE_RECORD = re.compile(_WRITE)
+_EVENT_RECORD = re.compile(
+    r"[ \t\n\r]*(?:"
+    rf'\{{"kind": "create", "node": {_INT}\}}'
+    rf'|\{{"kind": "backward", "node": {_INT}, "writes": \[((?:{_bare(_WRITE)}'
+    rf'(?:, {_bare(_WRITE)})*)?)\], "line": {_LINE}, "closure": (null|{_bare(_INT)})\}}'
+    rf'|\{{"kind": "(grad|data)", "node": {_INT}, "before": {_NUM}, "after": {_NUM}, '
+    rf'"line": {_LINE}\}})' + _END)
+_NODE_RECORD = re.compile(
+    rf'[ \t\n\r]*\{{"id": {_INT}, "label": {_STR}, "op": {_STR}, '
+    rf'"children": \[((?:-1|{_bare(_INT)})(?:, (?:-1|{_bare(_INT)}))*)?\], "data": {_NUM}, '
+    rf'"line": {_LINE}, "final_data": {_bare(_NUM)}, "final_grad": {_bare(_NUM)}\}}' + _END)
+
+
+def _text(raw: str) -> str:
+    return json.loads(f'"{raw}"') if "\\" in raw else raw
+
+
+def _value(raw: str) -> float:
+    return float(raw.strip('"'))
+
+
+def _line_no(raw: str) -> int:
+    return 0 if raw == "null" else int(raw)
+
+
+def _node_record(builder: TraceBuilder, m: re.Match, i: int) -> bool:
+    nid, label, op, children, data, line = m.group(1, 2, 3, 4, 5, 6)
+    if int(nid) != i or _line_no(line) > MAX_LINE:
+        return False  # read again the slow way, which says what is wrong
+    label = _text(label)
+    builder.add_node("" if label == f"#{i}" else label, _text(op),
+                     [int(c) for c in children.split(", ")] if children else (),
+                     _value(data), _line_no(line))
+    return True
+
+
+def _event_record(builder: TraceBuilder, m: re.Match, i: int) -> bool:
+    (created, caller, writes, line, closure, kind, node, before, after,
+     lone_line) = m.group(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    if created is not None:
+        builder.add_event(EventKind.CREATE, int(created))
+    elif caller is not None:
+        found = [w.group(1, 2, 3, 4, 5) for w in _WRITE_RECORD.finditer(writes or "")]
+        if _line_no(line) > MAX_LINE or any(_line_no(w[3]) > MAX_LINE for w in found):
+            return False
+        builder.add_event(EventKind.BACKWARD, int(caller), 0.0, 0.0, _line_no(line),
+                          -1 if closure == "null" else int(closure))
+        for w_node, w_before, w_after, w_line, w_field in found:
+            builder.add_write(int(w_node), Field.DATA if w_field == "data" else Field.GRAD,
+                              _value(w_before), _value(w_after), _line_no(w_line))
+    else:
+        if _line_no(lone_line) > MAX_LINE:
+            return False
+        builder.add_event(EventKind(kind), int(node), _value(before), _value(after),
+                          _line_no(lone_line))
+    return True
+
+
+class _JSONStream:
+    """The text of a file, a megabyte at a time, read one JSON value after another with
+    `json`'s own decoder (so a value is parsed exactly as `json.loads` would)."""
+
+    def __init__(self, file: TextIO) -> None:
+        self.file, self.buf, self.pos, self.eof = file, "", 0, False
+        self.decode = json.JSONDecoder().raw_decode
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.file.read(CHUNK)
+        if not chunk:
+            self.eof = True
+            return False
+        cut = self.buf.rfind("\n", 0, self.pos)  # drop what was read, whole lines at a time
+        if cut > 0:
+            self.buf, self.pos = self.buf[cut + 1:], self.pos - cut - 1
+        self.buf += chunk
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        while True:
+            self.pos = _SPACE.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos: self.pos + 1]
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            raise _NotStreamable()
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            if len(self.buf) - self.pos < 4096 and self._more():
+                continue  # a number must not be cut at the end of the buffer
+            try:
+                value, self.pos = self.decode(self.buf, self.pos)
+                return value
+            except json.JSONDecodeError:
+                if not self._more():
+                    raise _NotStreamable() from None
+
+    def records(self, pattern: re.Pattern, fast, slow) -> None:
+        """Read a list of records: each matched by `pattern` goes to `fast(match, i)`
+        (which may decline it), any other to `slow(value, i)`."""
+        self.expect("[")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        i = 0
+        while True:
+            if len(self.buf) - self.pos < 65536:
+                self._more()
+            m = pattern.match(self.buf, self.pos)
+            if m is not None and fast(m, i):
+                self.pos, end = m.end(), m.group(m.lastindex)
+            else:
+                slow(self.value(), i)
+                end = self.peek()
+                self.pos += 1
+            i += 1
+            if end == "]":
+                return
+            if end != ",":
+                raise _NotStreamable()
+
+
+def read_json(path: Path) -> Trace:
+    """A JSON trace read as a stream: its nodes and events go into the builder one at a
+    time, so no document of the whole trace is built, and a record as `write_json`
+    writes it is read without even a dict. Raises `_NotStreamable` for a
+    file that is not an object with "format" and "version" before its nodes and events."""
+    head: dict[str, Any] = {}
+    builder: TraceBuilder | None = None
+    with open(path, encoding="utf-8") as file:
+        s = _JSONStream(file)
+        s.expect("{")
+        while s.peek() != "}":
+            key = s.value()
+            s.expect(":")
+            if key in ("nodes", "events"):
+                if builder is None:
+                    if "format" not in head or "version" not in head:
+                        raise _NotStreamable()
+                    _check_format(head)
+                    builder = TraceBuilder(*(fields.text(head.get(k), k)
+                                             for k in ("scenario", "title", "notes", "source")))
+                if key in head:
+                    raise _NotStreamable()
+                head[key] = True
+                b = builder
+                if key == "nodes":
+                    s.records(_NODE_RECORD, partial(_node_record, b),
+                              lambda n, i: _node(b, fields.obj(n, f"nodes[{i}]"), i))
+                else:
+                    s.records(_EVENT_RECORD, partial(_event_record, b),
+                              lambda e, i: _event(b, fields.obj(e, f"events[{i}]"), i))
+            else:
+                head[key] = s.value()
+            if s.peek() == ",":
+                s.pos += 1
+        s.pos += 1
+        if s.peek() != "" or builder is None or "nodes" not in head or "events" not in head:
+            raise _NotStreamable()
+    for k in ("scenario", "title", "notes", "source"):
+        setattr(builder, k, fields.text(head.get(k), k))
+    for k, c in enumerate(fields.seq(head.get("closures", []), "closures")):
+        builder.add_closure(fields.closure(c, f"closures[{k}]"))
+    passes = fields.passes(head.get("passes"))
+    error = fields.error(head.get("error"), builder.event_count)
+    builder.validate(passes, error)
+    return builder.build(error, fields.text(head.get("output"), "output"), passes)
+
+
+def _check_format(doc: dict[str, Any]) -> None:
+    if doc.get("format") != FORMAT:
         raise TraceFormatError("format", f'must be "{FORMAT}"')
     if doc.get("version") != VERSION:
         raise TraceFormatError("version", f"{doc.get('version')!r} (this mgtui reads {VERSION})")
+
+
+def from_json(doc: dict[str, Any]) -> Trace:
+    """A trace from its JSON document, checked field by field (TraceFormatError)."""
+    if not isinstance(doc, dict):
+        raise TraceFormatError("format", f'must be "{FORMAT}"')
+    _check_format(doc)
     builder = TraceBuilder(*(fields.text(doc.get(k), k)
                              for k in ("scenario", "title", "notes", "source")))
     for i, n in enumerate(fields.seq(doc.get("nodes"), "nodes")):
@@ -141,7 +391,7 @@ def from_json(doc: dict[str, Any]) -> Trace:
     passes = fields.passes(doc.get("passes"))
     error = fields.error(doc.get("error"), builder.event_count)
     builder.validate(passes, error)
-    return builder.build(error, fields.text(doc.get("output"), "output"), passes)
+    return builder.build(error, fields.text(doc.get("output"), "output"), passes, last=True)
 
 
 def _node(builder: TraceBuilder, n: dict, i: int) -> None:
@@ -174,6 +424,9 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
                       fields.index(closure, f"events[{i}].closure") if closure is not None else -1)
     if kind is not EventKind.BACKWARD:
         return
+    if e.get("values") is not None:  # optional: what the call read as it began
+        ((_, pairs),) = fields.call_values([[i, e["values"]]], f"events[{i}].values")
+        builder.add_values(i, pairs)
     for k, w in enumerate(fields.seq(e.get("writes"), f"events[{i}].writes")):
         where = f"events[{i}].writes[{k}]"
         w = fields.obj(w, where)

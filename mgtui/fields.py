@@ -78,3 +78,35 @@ def passes(x: Any) -> list[tuple[str, int, int]]:
         out.append((text(p[0], f"passes[{k}].kind"), index(p[1], f"passes[{k}].start"),
                     index(p[2], f"passes[{k}].end")))
     return out
+
+
+def number(x: Any, where: str) -> float:
+    """A float; one that is not finite written as "nan", "inf" or "-inf"."""
+    if x in ("nan", "inf", "-inf"):
+        return float(x)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TraceFormatError(where, f"{x!r} is not a number")
+    return float(x)
+
+
+def call_values(x: Any, where: str = "values") -> list[tuple[int, list[tuple[str, float]]]]:
+    """What `_backward` calls read as they began: `[[event, [[name, value], ...]], ...]`."""
+    out = []
+    for k, entry in enumerate(seq(x, where)):
+        at = f"{where}[{k}]"
+        entry = seq(entry, at)
+        if len(entry) != 2:
+            raise TraceFormatError(at, "must be [event, [[name, value], ...]]")
+        pairs = []
+        for j, pair in enumerate(seq(entry[1], f"{at}[1]")):
+            pair = seq(pair, f"{at}[1][{j}]")
+            if len(pair) != 2:
+                raise TraceFormatError(f"{at}[1][{j}]", "must be [name, value]")
+            pairs.append((text(pair[0], f"{at}[1][{j}]"), number(pair[1], f"{at}[1][{j}]")))
+        out.append((index(entry[0], f"{at}[0]"), pairs))
+    return out
+
+
+def json_number(x: float) -> float | str:
+    """A float for JSON: one that is not finite as "nan", "inf" or "-inf"."""
+    return x if x == x and abs(x) != float("inf") else str(x)

@@ -190,7 +190,7 @@ def graph_svg(trace) -> str:
 
     forward, backward = views_for(trace, len(trace.passes) - 1)
     view = GraphView.build(trace, forward, backward) if forward is not None else None
-    nodes = view.used + view.made if view is not None else list(range(trace.node_count))
+    nodes = [*view.used, *view.made] if view is not None else list(range(trace.node_count))
     model = GraphModel(trace, nodes)
     picture = model.picture(model.root, "LR")
     light = Lighting(trace.final_data, trace.final_grad, trace.node_count, {})

@@ -61,6 +61,8 @@ def step_lines(trace: Trace, timeline: Timeline, index: int) -> list[Text]:
     pad = " " * len(head)
     if ex.kind == "backward":
         out = [Text(f"{head}{ex.title}{where}")]
+        if ex.values:
+            out.append(Text(f"{pad}values at this call: {ex.values}"))
         if ex.local:
             out.append(Text(f"{pad}local derivative: {ex.local}"))
         for c in ex.contributions:
@@ -106,21 +108,16 @@ def format_report(report: Report) -> str:
     """The `--check` report: what was checked, each finding, and the verdict."""
     t = report.trace
     out = [f"{t.title}", f"{display_path(t.scenario)}: {t.node_count:,} nodes, {len(t):,} steps"]
-    p = report.checked_pass
-    if p is not None:
-        backward = [q.index for q in t.passes if q.kind == "backward"]
-        out.append(f"checked: every backward step; numerically, backward pass "
-                   f"{backward.index(p.index) + 1}/{len(backward)}: "
-                   f"{report.checked_nodes:,} nodes, {report.checked_calls:,} _backward calls, "
-                   f"{report.runs} runs")
-    else:
-        out.append("checked: every backward step; no backward pass to check numerically")
+    out.append(f"checked: every step of every pass; {numerically(report)}")
     out.extend(f"note: {n}" for n in report.notes)
     out.append("")
     for f in report.findings:
-        op = f" op {f.op}," if f.op else ""
+        p = t.pass_at(f.step)
+        where = f", step {f.step + 1}"
+        if p is not None and p.kind == "backward":
+            where += f", backward pass {report.backward_number(p)}/{report.backward_count}"
         out.append(f"{f.kind}: {f.title}")
-        out.append(f"  node   {f.label} (#{f.node},{op} step {f.step + 1})")
+        out.append(f"  node   {f.node_name}{where}")
         if f.line:
             out.append(f"  at     {display_path(f.file)}:{f.line}: {f.text}")
         out.append(f"  {f.message}")
@@ -131,3 +128,25 @@ def format_report(report: Report) -> str:
     out.append("no problems found." if n == 0 else f"{n} problem{'s' if n != 1 else ''} found.")
     out.append(f"({report.seconds:.1f} s)")
     return "\n".join(out) + "\n"
+
+
+def numerically(report: Report) -> str:
+    """Which backward passes the numerical check covered, and what it took."""
+    total = report.backward_count
+    checked = [report.backward_number(p) for p in report.checked_passes]
+    if not checked:
+        return "no backward pass to check numerically"
+    which = ("backward pass" if len(checked) == 1 else "backward passes") + " " + \
+        ", ".join(map(str, checked)) + f" of {total}"
+    if report.passes_asked == "sampled" and len(checked) < report.checkable_passes:
+        how = (f"sampled: the first, the last and those between them that fit in "
+               f"{report.budget:g} s")
+    elif report.passes_asked == "sampled":
+        how = f"all {len(checked)} within the {report.budget:g} s budget"
+    elif report.passes_asked == "all":
+        how = "all, as asked"
+    else:
+        how = "as asked"
+    return (f"numerically, {which} ({how}; {report.numerical_seconds:.1f} s): "
+            f"{report.checked_nodes:,} nodes, {report.checked_calls:,} _backward calls, "
+            f"{report.runs} runs")

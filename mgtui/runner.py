@@ -293,6 +293,9 @@ class Run:
                 self._builder.add(tracefile.decode_chunk(tag, payload))
             elif tag == "M":
                 tracefile.add_names(self._builder, json.loads(payload))
+            elif tag == "V":
+                for event, pairs in fields.call_values(json.loads(payload)):
+                    self._builder.add_values(event, pairs)
             elif tag == "L":
                 for pair in fields.seq(json.loads(payload), "labels"):
                     nid, label = fields.seq(pair, "labels")[:2]
@@ -322,7 +325,8 @@ class Run:
             self._shown = self._checked(None, "", trim=False)
             return self._shown
 
-    def _checked(self, error: TraceError | None, output: str, trim: bool = True) -> Trace | None:
+    def _checked(self, error: TraceError | None, output: str, trim: bool = True,
+                 last: bool = False) -> Trace | None:
         if trim:
             self._builder.trim()  # a child killed in the middle of a flush
         try:
@@ -330,7 +334,7 @@ class Run:
         except TraceFormatError as exc:
             self._stream_error = self._stream_error or str(exc)
             return None
-        return self._builder.build(error, output)
+        return self._builder.build(error, output, last=last)
 
     def _result(self, returncode: int) -> RunResult:
         if self._load_error is not None:
@@ -356,7 +360,7 @@ class Run:
             error = TraceError("Stopped", f"recording stopped: {message}", None,
                                self._builder.event_count)
         with self._lock:
-            trace = self._checked(error, output)
+            trace = self._checked(error, output, last=True)
             if trace is not None:
                 self._final = trace
                 self._builder = None  # its columns are the trace's now: not kept twice

@@ -16,6 +16,7 @@ import sys
 import threading
 
 from mgtui import tracefile
+from mgtui.call_values import CallValues, chained
 from mgtui.recorder import (
     EVENT_FIELDS,
     NODE_FIELDS,
@@ -58,9 +59,12 @@ class Flusher:
     """Sends the recorder's new records: nodes, then the events whose writes have all
     been made, then those writes, then any new closures."""
 
-    def __init__(self, recorder: Recorder, stream: Stream) -> None:
+    def __init__(self, recorder: Recorder, stream: Stream,
+                 values: CallValues | None = None) -> None:
         self.rec = recorder
         self.stream = stream
+        self.values = values  # what custom ops' `_backward` calls read (`mgtui.call_values`)
+        self.values_sent = 0
         self.nodes = self.events = self.writes = self.closures = 0  # records sent
         self.kids = 0
         self.labels: list[str] = []  # as sent
@@ -99,6 +103,10 @@ class Flusher:
                 n_events -= 1
             out = []
             self._closures(out)
+            if self.values is not None and len(self.values.found) > self.values_sent:
+                found = self.values.found[self.values_sent:]
+                self.values_sent += len(found)
+                out.append(tracefile.encode_values(found))
             if n_nodes > self.nodes:
                 out.append(self._nodes(n_nodes))
             if n_events > self.events:
@@ -195,8 +203,12 @@ def serve(spec: RunSpec, fd: int) -> None:
         stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
         os._exit(2)
     hooks, job = job_hooks(spec)
+    values = CallValues() if hooks.pop("call_values", True) else None
+    hooks["before_backward"] = chained(values, hooks.get("before_backward"))
     recorder = Recorder(scenario, seed=spec.seed, max_nodes=spec.max_nodes,
                         timeout=spec.timeout, capture_output=False, argv=spec.argv, **hooks)
+    if values is not None:
+        values.recorder = recorder
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 
@@ -205,7 +217,7 @@ def serve(spec: RunSpec, fd: int) -> None:
         raise StopRecording(recorder.stop_reason)
 
     signal.signal(signal.SIGINT, interrupted)
-    flusher = Flusher(recorder, stream)
+    flusher = Flusher(recorder, stream, values)
     real_exit = os._exit
 
     def scenario_exit(code: int = 0) -> None:

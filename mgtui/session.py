@@ -12,11 +12,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from mgtui.assigns import assigning_lines
 from mgtui.explain import Explanation, explain
 from mgtui.notes import notes_in
 from mgtui.timeline import Timeline
 from mgtui.trace import EventKind, Trace, TraceError
-from mgtui.view import GraphView, views_for
+from mgtui.view import GraphView, take_prepared, view_key
 
 TABS = ("source", "notes", "output", "checks")
 BARS = "▁▂▃▄▅▆▇█"
@@ -83,7 +84,8 @@ class Position:
 @dataclass(frozen=True)
 class Source:
     """The code the source pane shows: `lines` numbered from `first_line`, and the lines
-    marked with a glyph (`▶` wrote a grad, `✗` raised, `!` a finding)."""
+    marked with a glyph (`▶` wrote a grad, `✗` raised, `!` a finding or a line that
+    assigns a grad instead of adding to it)."""
 
     key: tuple
     title: str
@@ -194,10 +196,12 @@ class Session:
         self.timeline = Timeline(trace)
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
-        self._views: dict[tuple[int, int], GraphView] = {}
+        self._views = take_prepared(trace)  # built off the UI thread, if they were
         self._notes: dict[str, dict[int, str]] | None = None  # file -> line -> `#:` note
         self._summarise(trace)
         self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
+        # the doctor's numerical local derivatives: event -> input -> d node / d input
+        self.numerical: dict[int, dict[int, float]] = {}
         self.state = self.goto(0)
 
     def _summarise(self, trace: Trace) -> None:
@@ -220,9 +224,9 @@ class Session:
         self.timeline.grow(trace)
         same = {p.index for p in trace.passes[: len(old.passes)]
                 if p == old.passes[p.index]}
-        views = {}
+        views = take_prepared(trace)  # those the app's worker built for this trace
         for key, view in self._views.items():
-            if all(k in same for k in key if k >= 0):
+            if key not in views and all(k in same for k in key if k >= 0):
                 views[key] = view.rebind(trace)
         self._views = views
         self._summarise(trace)
@@ -243,10 +247,9 @@ class Session:
 
     def view_at(self, pass_index: int) -> GraphView | None:
         """The graph shown during pass `pass_index` (built once, then cached)."""
-        forward, backward = views_for(self.trace, pass_index)
+        key, forward, backward = view_key(self.trace, pass_index)
         if forward is None and backward is None:
             return None
-        key = (forward.index if forward else -1, backward.index if backward else -1)
         view = self._views.get(key)
         if view is None:
             view = GraphView.build(self.trace, forward, backward)
@@ -430,6 +433,17 @@ class Session:
         return self.goto(finding.step + 1, select=finding.node, source=source,
                          notice=Notice(f"{finding.title}: {finding.message}", timeout=8))
 
+    def set_findings(self, findings) -> StepState:
+        """Take in the doctor's findings (`Finding`s, of a recording of the same file):
+        a step whose `_backward` the doctor measured shows its numerical local derivative
+        next to the one the writes imply."""
+        self.numerical = {}
+        for f in findings:
+            if getattr(f, "local", None) is not None and f.input is not None \
+                    and 0 <= f.step < len(self.trace):
+                self.numerical.setdefault(f.step, {})[f.input] = f.local
+        return self.goto(self.step, select=self.node)
+
     def _finding_source(self, finding) -> Source | None:
         """The finding's own line, marked `!`: in the scenario, or in the `_backward`
         closure that holds it."""
@@ -497,14 +511,18 @@ class Session:
             enabled=self._enabled(), notice=notice)
 
     def _marks(self, event: int | None) -> dict[int, str]:
-        """`run` on the node whose `_backward` runs and `acc` on the nodes it wrote to;
-        `new` on a node just made; `set` on one written outside a `_backward`."""
+        """`run` on the node whose `_backward` runs and `acc` on the nodes it added to
+        (`assign` on those a line like `x.grad = …` assigned); `new` on a node just made;
+        `set` on one written outside a `_backward`."""
         if event is None:
             return {}
         trace = self.trace
         kind, nid = trace.kind(event), trace.event_node(event)
         if kind is EventKind.BACKWARD:
-            marks = {w.node: "acc" for w in trace.writes(event)}
+            closure = trace.closure_of(event)
+            assigns = assigning_lines(closure) if closure is not None else frozenset()
+            marks = {w.node: "assign" if w.line in assigns else "acc"
+                     for w in trace.writes(event)}
             marks[nid] = "run"
             return marks
         return {nid: "new" if kind is EventKind.CREATE else "set"}
@@ -534,7 +552,7 @@ class Session:
             return replace(detail, error=trace.error)
         if event is None:
             return detail
-        exp = explain(trace, tl.data, tl.grad, event)
+        exp = explain(trace, tl.data, tl.grad, event, self.numerical.get(event))
         closure = trace.closure_of(event)
         warnings = []
         for nid in dict.fromkeys([exp.node] + [c.target for c in exp.contributions]):
@@ -569,7 +587,8 @@ class Session:
 
     def _source(self, event: int | None) -> Source:
         """The scenario line of a forward step or a write; the `_backward` closure that ran,
-        with the lines that wrote marked `▶`; the line that raised, marked `✗`."""
+        with the lines that wrote marked `▶` (`!` a line that assigns a grad: `mgtui.assigns`);
+        the line that raised, marked `✗`."""
         trace = self.trace
         lines = tuple(trace.source.splitlines())
         name = Path(trace.scenario).name
@@ -592,7 +611,8 @@ class Session:
     def _closure_source(self, event: int, closure_index: int) -> Source:
         trace = self.trace
         closure = trace.closures[closure_index]
-        marked = {w.line: "▶" for w in trace.writes(event) if w.line}
+        assigns = assigning_lines(closure)
+        marked = {w.line: "!" if w.line in assigns else "▶" for w in trace.writes(event) if w.line}
         nid = trace.event_node(event)
         title = (f"{trace.label(nid)}._backward ({trace.op(nid) or 'leaf'}) · "
                  f"{short_path(closure.filename)}:{closure.first_line}")

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from array import array
+from bisect import bisect_right
+from copy import copy
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import eq, le, lt, sub
+from operator import add, le, lt, mul, sub
 from typing import Iterable, Iterator, Literal, Sequence
 
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
@@ -68,7 +71,7 @@ class TraceFormatError(ValueError):
         self.problem = problem
 
 
-MAX_LINE = 10_000_000  # no source file has more lines; a larger one is a corrupt trace
+MAX_LINE = 2**24 - 1  # no source file has more lines; a larger one is a corrupt trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +206,8 @@ class Trace:
     passes: tuple[Pass, ...] = field(default=())
     # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
     _name: tuple[str, ...] = ()
+    # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
+    _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -237,7 +242,15 @@ class Trace:
         return self._line[nid] or None
 
     def children(self, nid: int) -> tuple[int, ...]:
-        return tuple(self._child_ids[self._child_start[nid] : self._child_start[nid + 1]])
+        start = self._child_start
+        return self._children_flat[start[nid] : start[nid + 1]]
+
+    @cached_property
+    def _children_flat(self) -> tuple[int, ...]:
+        """Every node's children, one after another, as one tuple: a slice of it is the
+        tuple `children()` gives, three times faster than a tuple made from an array
+        slice (the doctor asks for the children of every `_backward` call)."""
+        return tuple(self._child_ids)
 
     def is_leaf(self, nid: int) -> bool:
         return self._child_start[nid] == self._child_start[nid + 1]
@@ -321,9 +334,47 @@ class Trace:
             return [self._ev_node[index]]
         if kind != _BACKWARD:
             return []
+        lo, hi = self._ev_write_start[index], self._ev_write_start[index + 1]
+        if self._grad_writes_only:
+            return self._wr_node[lo:hi].tolist()
         node, fld = self._wr_node, self._wr_field
-        return [node[w] for w in range(self._ev_write_start[index],
-                                       self._ev_write_start[index + 1]) if fld[w] == 0]
+        return [node[w] for w in range(lo, hi) if fld[w] == 0]
+
+    @cached_property
+    def _grad_writes_only(self) -> bool:
+        """No `_backward` wrote a `data` (the usual case: its writes are all grads)."""
+        return self._wr_field.tobytes().find(b"\x01") < 0
+
+    def foreign_writes(self) -> list[tuple[int, Write]]:
+        """(event, write) for each `_backward` call's first write to a node that is not
+        one of its node's inputs. Every write is looked up at once, as a number
+        `owner * nodes + target`, in the set of the graph's edges."""
+        n = self.node_count
+        start, ids, ws = self._child_start, self._child_ids, self._ev_write_start
+        parents = chain.from_iterable(map(repeat, range(n), map(sub, start[1:], start[:-1])))
+        edges = set(map(add, map(mul, parents, repeat(n)), ids))
+        counts = list(map(sub, ws[1:], ws[:-1]))
+        owners = chain.from_iterable(map(repeat, self._ev_node, counts))
+        keys = list(map(add, map(mul, owners, repeat(n)), self._wr_node))
+        if edges.issuperset(keys):
+            return []
+        bad = [w for w, key in enumerate(keys) if key not in edges]
+        out: list[tuple[int, Write]] = []
+        for w in bad:
+            i = bisect_right(ws, w) - 1  # the event whose writes hold write w
+            if not out or out[-1][0] != i:
+                out.append((i, self._writes(w, w + 1)[0]))
+        return out
+
+    def values_at(self, index: int) -> tuple[tuple[str, float], ...]:
+        """(name, value) of what the `_backward` call of event `index` read from its
+        closure as it began (`s`, `out.grad`): recorded for ops the engine does not
+        define (see `mgtui.call_values`); () for the others, and in older traces."""
+        return self._values.get(index, ())
+
+    def values_recorded(self) -> Iterator[tuple[int, tuple[tuple[str, float], ...]]]:
+        """(event, values) for every call that has them, in order (for the file formats)."""
+        return iter(sorted(self._values.items()))
 
     def event(self, index: int) -> Event:
         kind = self._ev_kind[index]
@@ -358,14 +409,19 @@ class Trace:
         kinds = self._ev_kind
         stop = len(kinds) if stop is None else stop
         if stop - start > 256:  # a scan of the kind bytes at C speed
-            found = self._kind_bytes.find
-            out = []
-            i = found(bytes((code,)), start, stop)
+            kind_bytes, byte = self._kind_bytes, bytes((code,))
+            if kind_bytes.count(byte, start, stop) * 8 > stop - start:  # many: sift them all
+                return list(compress(range(start, stop), self._is_kind(code, start, stop)))
+            out = []  # few: jump from one to the next
+            i = kind_bytes.find(byte, start, stop)
             while i >= 0:
                 out.append(i)
-                i = found(bytes((code,)), i + 1, stop)
+                i = kind_bytes.find(byte, i + 1, stop)
             return out
         return [i for i in range(start, stop) if kinds[i] == code]
+
+    def _is_kind(self, code: int, start: int, stop: int) -> Iterator[bool]:
+        return map(code.__eq__, self._ev_kind[start:stop])
 
     def backward_calls(self, p: Pass) -> list[int]:
         """The `_backward` events of pass `p`, in the order they ran."""
@@ -378,7 +434,24 @@ class Trace:
 
     def made_in(self, p: Pass) -> list[int]:
         """The nodes a (forward) pass made, in creation order."""
-        return [self._ev_node[i] for i in self.events_of(EventKind.CREATE, p.start, p.end)]
+        return list(self.made_ids(p))
+
+    def made_ids(self, p: Pass) -> range:
+        """The nodes pass `p` made: consecutive ids, as creations make the next id."""
+        first = self._kind_bytes.find(bytes((_CREATE,)), p.start, p.end)
+        if first < 0:
+            return range(0)
+        lo = self._ev_node[first]
+        return range(lo, lo + self._kind_bytes.count(bytes((_CREATE,)), first, p.end))
+
+    def inputs_before(self, p: Pass) -> list[int]:
+        """The nodes made before pass `p` that its nodes take as inputs, by id."""
+        made = self.made_ids(p)
+        if not made:
+            return []
+        start = self._child_start
+        lo = made.start
+        return sorted(c for c in set(self._child_ids[start[lo]:start[made.stop]]) if 0 <= c < lo)
 
     @cached_property
     def _kind_bytes(self) -> bytes:
@@ -440,10 +513,7 @@ class Trace:
 
     def graph(self, forward: Pass) -> list[int]:
         """The nodes of a forward pass plus the earlier nodes (leaves) they use, by id."""
-        made = self.made_in(forward)
-        inside = set(made)
-        used = {c for n in made for c in self.children(n) if c not in inside and c >= 0}
-        return sorted(used) + made
+        return self.inputs_before(forward) + self.made_in(forward)
 
     def backward_root(self, backward: Pass) -> int | None:
         """The node a backward pass starts from: the seeded node, else the first caller."""
@@ -465,7 +535,8 @@ class Trace:
     def backward_order(self, backward: Pass) -> list[int]:
         """The nodes whose `_backward` ran in a backward pass, in the order they ran:
         the reverse of the topological order the pass walked."""
-        return [self._ev_node[i] for i in self.backward_calls(backward)]
+        return list(compress(self._ev_node[backward.start:backward.end],
+                             self._is_kind(_BACKWARD, backward.start, backward.end)))
 
     # -- derived indexes, built once on first use ------------------------------------------
     @cached_property
@@ -576,11 +647,27 @@ class Trace:
         return n
 
     # -- queries the doctor asks -----------------------------------------------------------
+    def state_at(self, position: int) -> tuple[array, array]:
+        """Every node's data and grad after the first `position` events (a `Timeline`
+        at `position`), replayed in bulk: much faster than stepping there."""
+        data = array("d", self.node_data)
+        grad = array("d", bytes(8 * self.node_count))
+        self.replay(0, position, data, grad)
+        return data, grad
+
+    def replay(self, start: int, end: int, data: array, grad: array) -> None:
+        """Write the effects of events [start, end) into `data` and `grad`, as `apply`
+        would one by one, in bulk."""
+        n = len(self)
+        start, end = max(0, min(start, n)), max(0, min(end, n))
+        if start < end:
+            replay_into(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
+                        self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
+                        start, end, data, grad)
+
     def first_non_finite(self) -> int | None:
         """The first event that stores a nan or an inf: a node created with one, or a
         write (inside a `_backward` or not) of one."""
-        from bisect import bisect_right
-
         found = []
         nid = self._first_non_finite(self.node_data)
         if nid is not None:
@@ -715,6 +802,7 @@ class TraceBuilder:
         self._final_data = array("d")
         self._final_grad = array("d")
         self._final_events = self._final_writes = 0  # replayed into the final state
+        self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
     def node_count(self) -> int:
@@ -774,6 +862,21 @@ class TraceBuilder:
             raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
         self.names[nid] = name
 
+    def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
+        """What the `_backward` call of event `event` read as it began: (name, value)
+        pairs. It may come before the event itself (the stream sends it first); one
+        for an event that never arrives is dropped when the trace is built."""
+        if not isinstance(event, int) or isinstance(event, bool) or event < 0:
+            raise TraceFormatError("values", f"{event!r} is not an event")
+        checked = []
+        for pair in pairs:
+            name, value = pair
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
+                raise TraceFormatError(f"values[{event}]", f"{pair!r} is not a name and a number")
+            checked.append((name, float(value)))
+        self.values[event] = tuple(checked)
+
     def add_closure(self, closure: Closure) -> int:
         self.closures.append(closure)
         return len(self.closures) - 1
@@ -789,7 +892,7 @@ class TraceBuilder:
         self.node_data.extend(data)
         self.node_line.extend(lines)
         self.child_ids.extend(child_ids)
-        self.child_start.extend(child_ends if base == 0 else (base + e for e in child_ends))
+        self.child_start.extend(child_ends if base == 0 else map(base.__add__, child_ends))
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
@@ -817,9 +920,9 @@ class TraceBuilder:
             base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
-            for k, name in enumerate(chunk.names):
-                if name:
-                    self.add_name(base + k, name)
+            names = chunk.names
+            for k in compress(range(len(names)), names):  # (most nodes have none)
+                self.add_name(base + k, names[k])
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
@@ -911,33 +1014,37 @@ class TraceBuilder:
         if e0 >= e:
             return self._made
         kinds, nodes, closure = self.ev_kind[e0:], self.ev_node[e0:], self.ev_closure[e0:]
-        if max(kinds) > _DATA or min(kinds) < 0:
+        kind_bytes = kinds.tobytes()
+        if kind_bytes.translate(None, _KIND_BYTES):  # (bytes at C speed: 400k events)
             bad = e0 + next(i for i, k in enumerate(kinds) if not 0 <= k <= _DATA)
             raise TraceFormatError(f"events[{bad}].kind", f"{self.ev_kind[bad]} is not a kind")
-        if max(nodes) >= n or min(nodes) < 0:
-            bad = e0 + next(i for i, x in enumerate(nodes) if not 0 <= x < n)
-            raise TraceFormatError(f"events[{bad}].node",
-                                   f"{self.ev_node[bad]} is not a node (there are {n})")
+        # Nodes are made in id order, and an event names a node only once it is made
+        # (which also keeps every node below the count: no max() over 400k events).
+        made0 = self._made
+        creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
+        made = array("q", compress(nodes, creating))
+        if _negative(nodes) or not all(map(lt, nodes,
+                                           islice(accumulate(creating, initial=made0), 1, None))):
+            existing = islice(accumulate(creating, initial=made0), 1, None)
+            i = next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < m)
+            nid, i = nodes[i], e0 + i
+            if not 0 <= nid < n:
+                raise TraceFormatError(f"events[{i}].node", f"{nid} is not a node (there are {n})")
+            if creating[i - e0]:
+                raise TraceFormatError(f"events[{i}].node", f"makes node {nid}, but the next "
+                                       f"node to be made is {made0 + creating[:i - e0].count(1)}")
+            raise TraceFormatError(f"events[{i}].node", f"node {nid} is used before it is made")
+        if made != array("q", range(made0, made0 + len(made))):
+            k = next(k for k, nid in enumerate(made) if nid != made0 + k)
+            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
+            raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
+                                   f"node to be made is {made0 + k}")
         closures = len(self.closures)
         if max(closure) >= closures or min(closure) < -1:
             bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
             raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
                                    f"one of the {closures} closures")
         _check_lines("events", self.ev_line, e0)
-        # Nodes are made in id order, and an event names a node only once it is made.
-        made0 = self._made
-        creating = array("b", map(eq, kinds, repeat(_CREATE)))
-        made = array("q", compress(nodes, creating))
-        if made != array("q", range(made0, made0 + len(made))):
-            k = next(k for k, nid in enumerate(made) if nid != made0 + k)
-            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
-            raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
-                                   f"node to be made is {made0 + k}")
-        if not all(map(lt, nodes, islice(accumulate(creating, initial=made0), 1, None))):
-            existing = islice(accumulate(creating, initial=made0), 1, None)
-            i = e0 + next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if nid >= m)
-            raise TraceFormatError(f"events[{i}].node", f"node {self.ev_node[i]} is used "
-                                   "before it is made")
         return made0 + len(made)
 
     def _validate_writes(self, w0: int, e0: int) -> None:
@@ -957,10 +1064,10 @@ class TraceBuilder:
         if not self.ev_write_start and w:
             raise TraceFormatError("writes", f"{w} writes belong to no _backward call")
         nodes, fields = self.wr_node[w0:], self.wr_field[w0:]
-        if nodes and (max(nodes) >= n or min(nodes) < 0):
+        if nodes and (max(nodes) >= n or _negative(nodes)):
             bad = w0 + next(k for k, x in enumerate(nodes) if not 0 <= x < n)
             raise TraceFormatError(f"writes[{bad}].node", f"{self.wr_node[bad]} is not a node")
-        if fields and (max(fields) > 1 or min(fields) < 0):
+        if fields and fields.tobytes().translate(None, b"\0\1"):
             bad = w0 + next(k for k, x in enumerate(fields) if x not in (0, 1))
             raise TraceFormatError(f"writes[{bad}].field", "must be grad or data")
         _check_lines("writes", self.wr_line, w0)
@@ -979,17 +1086,20 @@ class TraceBuilder:
 
     # -- the trace -------------------------------------------------------------------------
     def build(self, error: TraceError | None = None, output: str = "",
-              passes: Sequence[tuple[str, int, int]] | None = None) -> Trace:
+              passes: Sequence[tuple[str, int, int]] | None = None, *,
+              last: bool = False) -> Trace:
         """The trace of everything added so far. `passes`, as (kind, start, end), are
         taken as given (a saved trace's); else they are found from the events.
 
         What is derived (inert names, the final state) is kept and carried forward, so a
         trace built again after more records were added costs those records, plus
-        copying the columns."""
-        write_start = array("q", self.ev_write_start)
-        write_start.append(len(self.wr_node))
+        copying the columns. The `last` build hands its columns over to the trace
+        instead of copying them (a file's load): the builder is empty after it."""
         self._catch_up_names()
         self._catch_up_final()
+        keep = (lambda column: column) if last else copy
+        write_start = keep(self.ev_write_start)
+        write_start.append(len(self.wr_node))
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
@@ -997,36 +1107,42 @@ class TraceBuilder:
             source=inert(self.source),
             _label=tuple(self._inert_labels),
             _op=tuple(self._inert_ops),
-            node_data=array("d", self.node_data),
-            _line=array("i", self.node_line),
-            _child_start=array("q", self.child_start),
-            _child_ids=array("q", self.child_ids),
-            final_data=array("d", self._final_data),
-            final_grad=array("d", self._final_grad),
-            _ev_kind=array("b", self.ev_kind),
-            _ev_node=array("q", self.ev_node),
-            _ev_before=array("d", self.ev_before),
-            _ev_after=array("d", self.ev_after),
-            _ev_line=array("i", self.ev_line),
-            _ev_closure=array("i", self.ev_closure),
+            node_data=keep(self.node_data),
+            _line=keep(self.node_line),
+            _child_start=keep(self.child_start),
+            _child_ids=keep(self.child_ids),
+            final_data=keep(self._final_data),
+            final_grad=keep(self._final_grad),
+            _ev_kind=keep(self.ev_kind),
+            _ev_node=keep(self.ev_node),
+            _ev_before=keep(self.ev_before),
+            _ev_after=keep(self.ev_after),
+            _ev_line=keep(self.ev_line),
+            _ev_closure=keep(self.ev_closure),
             _ev_write_start=write_start,
-            _wr_node=array("q", self.wr_node),
-            _wr_field=array("b", self.wr_field),
-            _wr_before=array("d", self.wr_before),
-            _wr_after=array("d", self.wr_after),
-            _wr_line=array("i", self.wr_line),
+            _wr_node=keep(self.wr_node),
+            _wr_field=keep(self.wr_field),
+            _wr_before=keep(self.wr_before),
+            _wr_after=keep(self.wr_after),
+            _wr_line=keep(self.wr_line),
             closures=tuple(map(_inert_closure, self.closures)),
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
             _name=_inert_names(self._names_column()),
         )
+        n, kinds = self.event_count, self.ev_kind
+        object.__setattr__(trace, "_values", {
+            i: tuple((inert_line(name), value) for name, value in pairs)
+            for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD})
         if passes is None:
             found = split_passes(trace)
         else:
             found = [Pass(i, kind, start, end)  # type: ignore[arg-type]
                      for i, (kind, start, end) in enumerate(passes)]
         object.__setattr__(trace, "passes", tuple(found))
+        if last:
+            self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace
 
     def _names_column(self) -> list[str]:
@@ -1086,6 +1202,38 @@ class TraceBuilder:
         self._final_events, self._final_writes = len(ev_kind), len(wr_node)
 
 
+def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
+                wr_node: array, wr_field: array, wr_after: array, only_grads: bool,
+                start: int, end: int, data: array, grad: array) -> None:
+    """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
+    each write replayed once, in order. Writes inside `_backward` calls are merged a run
+    at a time with `dict.update`, and only the few writes outside them are visited one
+    by one."""
+    grads: dict[int, float] = {}
+    datas: dict[int, float] = {}
+    w = write_start[start]
+
+    def apply(stop: int) -> None:
+        if only_grads:
+            grads.update(zip(wr_node[w:stop], wr_after[w:stop]))
+        else:
+            for k in range(w, stop):
+                (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+
+    kinds = ev_kind.tobytes()[start:end]
+    for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), kinds):
+        i = start + match.start()
+        stop = write_start[i]
+        apply(stop)
+        w = stop
+        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
+    apply(write_start[end])
+    for nid, value in grads.items():
+        grad[nid] = value
+    for nid, value in datas.items():
+        data[nid] = value
+
+
 def _inert_names(names: list[str]) -> tuple[str, ...]:
     """Labels or ops made inert (`mgtui.safe`); checked all at once, as most have nothing
     to change."""
@@ -1107,11 +1255,28 @@ def _check_line(where: str, line: int) -> None:
 
 
 def _check_lines(what: str, lines: array, start: int = 0) -> None:
-    """Lines `start` on are line numbers (or 0)."""
+    """Lines `start` on are line numbers (or 0): 32-bit ints whose top byte is 0, which
+    is checked a byte string at a time."""
     part = lines[start:]
-    if part and (max(part) > MAX_LINE or min(part) < 0):
+    if part and _top_bytes(part).strip(b"\0"):
         bad = start + next(k for k, x in enumerate(part) if not 0 <= x <= MAX_LINE)
         raise TraceFormatError(f"{what}[{bad}].line", f"{lines[bad]} is not a line number")
+
+
+def _top_bytes(column: array) -> bytes:
+    """The most significant byte of each number of an int array: all 0 when every
+    number is in [0, 2**(8 * (itemsize - 1)))."""
+    size = column.itemsize
+    top = size - 1 if sys.byteorder == "little" else 0
+    return memoryview(column).cast("B")[top::size].tobytes()
+
+
+def _negative(column: array) -> bool:
+    """Does an int array hold a negative number? (Their top bytes have the sign bit.)"""
+    return bool(_top_bytes(column).translate(None, _NON_NEGATIVE))
+
+
+_NON_NEGATIVE = bytes(range(0x80))
 
 
 def split_passes(trace: Trace) -> list[Pass]:
@@ -1158,5 +1323,8 @@ def split_passes(trace: Trace) -> list[Pass]:
     return [Pass(index, kind, start, end)  # type: ignore[arg-type]
             for index, (kind, start, end) in enumerate(spans)]
 
+
+_KIND_BYTES = bytes(range(_DATA + 1))
+_CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}

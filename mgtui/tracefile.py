@@ -13,6 +13,9 @@ an 8-byte little-endian length and a payload:
                closures i32, write_starts i64 (each [count])
     W  writes (zlib): u32 count; nodes i64, fields i8, before f64, after f64, lines i32
     M  names given late, while a scenario still runs: JSON [[id, name], ...]
+    V  values read by `_backward` calls as they began (optional; older files have none):
+               JSON [[event, [[name, value], ...]], ...], a value that is not finite as
+               "nan", "inf" or "-inf"
     Z  end:    JSON {"error": null | {"type", "message", "line", "after_event"},
                "output": str, "passes": [[kind, start, end], ...]}
 
@@ -26,6 +29,8 @@ for interchange; this one is for saving and loading big traces.
 from __future__ import annotations
 
 import io
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 import json
 import os
 import struct
@@ -126,6 +131,12 @@ def encode_json(tag: bytes, obj: object) -> bytes:
     return _record(tag, _json(obj))
 
 
+def encode_values(entries: list[tuple[int, tuple[tuple[str, float], ...]]]) -> bytes:
+    """A V record: what some `_backward` calls read as they began."""
+    return _record(b"V", _json([[event, [[name, fields.json_number(v)] for name, v in pairs]]
+                                for event, pairs in entries]))
+
+
 def encode_end(error: TraceError | None, output: str,
                passes: list[tuple[str, int, int]] | None) -> bytes:
     err = None if error is None else {"type": error.type, "message": error.message,
@@ -139,6 +150,9 @@ def write(trace: Trace, f: BinaryIO) -> None:
         f.write(encode_closure(c))
     for chunk in chunks_of(trace):
         f.write(encode_chunk(chunk))
+    values = list(trace.values_recorded())
+    if values:
+        f.write(encode_values(values))
     f.write(encode_end(trace.error, trace.output,
                        [(p.kind, p.start, p.end) for p in trace.passes]))
 
@@ -267,10 +281,36 @@ def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
 
 
 def read(f: BinaryIO) -> Trace:
-    """Read a whole binary trace, checked before it is built."""
+    """Read a whole binary trace, checked before it is built.
+
+    Chunks are inflated a few records ahead in a thread (zlib lets go of the GIL), while
+    this one checks those that came before."""
+    with ThreadPoolExecutor(1, thread_name_prefix="mgtui-inflate") as pool:
+        return _read(_decoded_ahead(records(f), pool))
+
+
+def _decoded_ahead(recs: Iterator[tuple[str, bytes]], pool: ThreadPoolExecutor,
+                   ahead: int = 3) -> Iterator[tuple[str, object]]:
+    """(tag, payload) with the payloads of N, E and W records decoded to chunks, each
+    started `ahead` records early."""
+    pending: deque = deque()
+    for tag, payload in recs:
+        pending.append((tag, pool.submit(decode_chunk, tag, payload)
+                        if tag in ("N", "E", "W") else payload))
+        if len(pending) > ahead:
+            yield _ready(*pending.popleft())
+    while pending:
+        yield _ready(*pending.popleft())
+
+
+def _ready(tag: str, item: object) -> tuple[str, object]:
+    return tag, item.result() if isinstance(item, Future) else item
+
+
+def _read(recs: Iterator[tuple[str, object]]) -> Trace:
     builder: TraceBuilder | None = None
     end = None
-    for tag, payload in records(f):
+    for tag, payload in recs:
         if tag == "H":
             head = fields.obj(_Payload(tag, payload).json(), "header")
             builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
@@ -282,9 +322,14 @@ def read(f: BinaryIO) -> Trace:
             builder.add_closure(fields.closure(_Payload(tag, payload).json(),
                                                f"closures[{len(builder.closures)}]"))
         elif tag in ("N", "E", "W"):
-            builder.add(decode_chunk(tag, payload))
+            builder.add(payload)
+            if tag != "N" and builder.consistent:
+                builder.validate()  # what came so far (the rest is inflated meanwhile)
         elif tag == "M":
             add_names(builder, _Payload(tag, payload).json())
+        elif tag == "V":
+            for event, pairs in fields.call_values(_Payload(tag, payload).json()):
+                builder.add_values(event, pairs)
         elif tag == "Z":
             end = fields.obj(_Payload(tag, payload).json(), "end")
         else:
@@ -294,7 +339,7 @@ def read(f: BinaryIO) -> Trace:
     error = fields.error(end.get("error"), builder.event_count)
     passes = None if end.get("passes") is None else fields.passes(end.get("passes"))
     builder.validate(passes, error)
-    return builder.build(error, fields.text(end.get("output"), "output"), passes)
+    return builder.build(error, fields.text(end.get("output"), "output"), passes, last=True)
 
 
 def add_names(builder: TraceBuilder, pairs: object) -> None:

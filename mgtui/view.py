@@ -1,16 +1,47 @@
 """What the panes show for one forward pass: its rows, its topological order and the
-backward walk over it. Built once per pass and cached, so a step only does lookups."""
+backward walk over it. Built once per pass and cached, so a step only does lookups.
+
+Building one costs in proportion to the graph (about a second for a million nodes), so
+the app builds the ones it will show first off the UI thread (`prepare`), and the
+session takes them from there (`take_prepared`)."""
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from mgtui.naming import fitted_name
 from mgtui.trace import Pass, Trace
 
 INPUT_NAME = 16  # columns an input's name takes at most in the inputs column
+
+
+class TopoIndex(Mapping[int, int]):
+    """Node id -> its place in a topological order: an array indexed by id (a dict of
+    a million entries would cost ten times the memory and time)."""
+
+    def __init__(self, topo: Sequence[int], node_count: int) -> None:
+        at = array("q", [-1]) * node_count
+        for k, nid in enumerate(topo):
+            at[nid] = k
+        self._at, self._len = at, len(topo)
+
+    def __getitem__(self, nid: int) -> int:
+        k = self._at[nid] if 0 <= nid < len(self._at) else -1
+        if k < 0:
+            raise KeyError(nid)
+        return k
+
+    def __contains__(self, nid: object) -> bool:
+        return isinstance(nid, int) and 0 <= nid < len(self._at) and self._at[nid] >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return (nid for nid, k in enumerate(self._at) if k >= 0)
+
+    def __len__(self) -> int:
+        return self._len
 
 
 @dataclass
@@ -21,12 +52,11 @@ class GraphView:
     trace: Trace
     forward: Pass | None
     backward: Pass | None
-    # Flat arrays, not lists of ints: moons' graph has 65,000 nodes.
-    used: array = field(default_factory=lambda: array("q"))  # earlier nodes it uses, sorted
-    made: array = field(default_factory=lambda: array("q"))  # nodes the pass made, increasing
-    topo: array = field(default_factory=lambda: array("q"))  # topological order, leaves first
-    topo_of: Positions = field(default_factory=lambda: Positions(array("q")))
-    walk_events: array = field(default_factory=lambda: array("q"))  # its `_backward` events
+    used: Sequence[int] = field(default_factory=list)  # earlier nodes it uses, sorted ids
+    made: Sequence[int] = field(default_factory=list)  # nodes the pass made, increasing ids
+    topo: Sequence[int] = field(default_factory=list)  # topological order (leaves first)
+    topo_of: Mapping[int, int] = field(default_factory=dict)
+    walk_events: Sequence[int] = field(default_factory=list)  # BACKWARD event indices of `backward`
     label_width: int = 5
     inputs_width: int = 6
 
@@ -34,19 +64,19 @@ class GraphView:
     def build(cls, trace: Trace, forward: Pass | None, backward: Pass | None) -> GraphView:
         view = cls(trace, forward, backward)
         if forward is not None:
-            rows = trace.graph(forward)
-            made = set(trace.made_in(forward))
-            view.used = array("q", (n for n in rows if n not in made))
-            view.made = array("q", (n for n in rows if n in made))
+            view.made = trace.made_ids(forward)
+            view.used = trace.inputs_before(forward)
         if backward is not None:
             view.walk_events = array("q", trace.backward_calls(backward))
-            view.topo = array("q", map(trace.event_node, reversed(view.walk_events)))
+            order = array("q", trace.backward_order(backward))
+            order.reverse()
+            view.topo = order
         else:
-            view.topo = view.used + view.made
-        view.topo_of = Positions(view.topo)
-        sample = list(view.used + view.made)
-        if len(sample) > 4000:  # widths from a sample: labels are alike in big graphs
-            sample = sample[:2000] + sample[-2000:]
+            view.topo = array("q", view.used)
+            view.topo.extend(view.made)
+        view.topo_of = TopoIndex(view.topo, trace.node_count)
+        sample = list(view.used[:2000]) + list(view.used[-2000:]) + list(view.made[:2000]) \
+            + list(view.made[-2000:])  # widths from a sample: labels are alike in big graphs
         view.label_width = max([5] + [len(trace.label(n)) for n in sample])
         view.label_width = min(view.label_width, 18)
         widest = max([6] + [len(view.inputs_text(n)) for n in sample])
@@ -98,47 +128,6 @@ class GraphView:
         return self.backward is not None
 
 
-class Positions:
-    """Where each node stands in a sequence of distinct node ids: a read-only mapping
-    from id to index, kept as one flat array over the span of ids (a graph's nodes are
-    mostly a run of consecutive ids), not as a dict of 65,000 entries."""
-
-    def __init__(self, ids: array) -> None:
-        self._lo = min(ids) if ids else 0
-        self._at = array("q", [-1]) * ((max(ids) - self._lo + 1) if ids else 0)
-        at, lo = self._at, self._lo
-        for k, nid in enumerate(ids):
-            at[nid - lo] = k
-        self._len = len(ids)
-
-    def get(self, nid: int, default: int | None = None) -> int | None:
-        k = nid - self._lo
-        if 0 <= k < len(self._at):
-            at = self._at[k]
-            if at >= 0:
-                return at
-        return default
-
-    def __contains__(self, nid: object) -> bool:
-        return isinstance(nid, int) and self.get(nid) is not None
-
-    def __getitem__(self, nid: int) -> int:
-        at = self.get(nid)
-        if at is None:
-            raise KeyError(nid)
-        return at
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Positions):
-            return NotImplemented
-        return (self._lo, self._at) == (other._lo, other._at)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 def views_for(trace: Trace, index: int) -> tuple[Pass | None, Pass | None]:
     """The (forward, backward) passes that make the current graph at pass `index`:
     the latest forward pass up to it (else the first one), and the first backward pass
@@ -164,3 +153,37 @@ def views_for(trace: Trace, index: int) -> tuple[Pass | None, Pass | None]:
     if index < len(passes) and passes[index].kind == "backward":
         backward = passes[index]
     return forward, backward
+
+
+def view_key(trace: Trace, pass_index: int) -> tuple[tuple[int, int], Pass | None, Pass | None]:
+    """The cache key of the graph shown during pass `pass_index`, and its passes."""
+    forward, backward = views_for(trace, pass_index)
+    return (forward.index if forward else -1, backward.index if backward else -1), forward, backward
+
+
+# Views built off the UI thread for the next session of one trace (see `prepare`).
+_prepared: tuple[Trace, dict[tuple[int, int], GraphView]] | None = None
+
+
+def prepare(trace: Trace, steps: Iterable[int]) -> None:
+    """Build the views shown at `steps` (say the first step, the last and the one the
+    app opens at), in the thread that calls this, for the next `Session` of `trace` to
+    take. Views prepared for another trace are dropped."""
+    global _prepared
+    views: dict[tuple[int, int], GraphView] = {}
+    for step in steps:
+        p = trace.pass_at(max(min(step, len(trace)) - 1, 0))
+        key, forward, backward = view_key(trace, p.index if p is not None else 0)
+        if key != (-1, -1) and key not in views:
+            views[key] = GraphView.build(trace, forward, backward)
+    _prepared = (trace, views)
+
+
+def take_prepared(trace: Trace) -> dict[tuple[int, int], GraphView]:
+    """The views `prepare` built for `trace` (handed over once), else none."""
+    global _prepared
+    ready = _prepared
+    if ready is None or ready[0] is not trace:
+        return {}
+    _prepared = None
+    return dict(ready[1])

@@ -61,7 +61,7 @@ async def test_m_shows_the_graph_lit_by_the_step():
         assert graph.display and graph.has_focus
         assert not screen.query_one("#top").display  # in place of the table
         trace = screen.trace
-        assert sorted(graph.picture.boxes) == sorted(screen.state.view.used + screen.state.view.made)
+        assert sorted(graph.picture.boxes) == sorted([*screen.state.view.used, *screen.state.view.made])
         text = "\n".join(screen_text(graph))
         assert "▶ x1*w1 + x2*w2" in text
         assert "+=x1*w1" in text and "+=x2*w2" in text

@@ -29,10 +29,11 @@ EXPECTED = {
     "overwrite": ("overwrite", "o", "x.grad = (1 - t**2) * out.grad  # BUG"),
     "no_zero_grad": ("missing-zero-grad", "w", "loss.backward()  # BUG"),
     "no_seed": ("missing-seed", "o", "o._backward()"),
-    "topo_order": ("topo-order", "e", "v._backward()"),
+    "topo_order": ("topo-order", "e", "topo.append(v)  # BUG"),
     "foreign_write": ("foreign-write", "t0", "x.grad += w.data * out.grad"),
     "no_backward": ("no-backward", "e", "out = Value(math.exp(x.data), (x,), 'exp')"),
     "non_finite": ("non-finite", "loss", "loss = err * err"),
+    "late_pass": ("wrong-derivative", "out", "w.grad += x.data * out.grad * scale"),
 }
 CLEAN = ["chain", "neuron", "neuron_exp", "mlp"]
 

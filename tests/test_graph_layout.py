@@ -33,7 +33,7 @@ def recorded(name: str):
 def last_graph(trace) -> list[int]:
     session = Session(trace)
     view = session.goto(session.total).view
-    return view.used + view.made
+    return [*view.used, *view.made]
 
 
 def drawn_edges(trace, nodes) -> set[tuple[int, int]]:
@@ -256,7 +256,7 @@ def test_a_fan_out_step_lights_its_edges_and_marks_its_grads():
     trace = recorded("neuron")
     session = Session(trace)
     state = session.goto(15)
-    model = GraphModel(trace, state.view.used + state.view.made)
+    model = GraphModel(trace, [*state.view.used, *state.view.made])
     picture = model.picture(state.node, "LR")
     (total,) = trace.find("x1*w1 + x2*w2")
     (a,) = trace.find("x1*w1")
@@ -281,7 +281,7 @@ def test_a_fan_out_step_lights_its_edges_and_marks_its_grads():
 def test_nodes_not_made_yet_show_no_numbers():
     trace = recorded("chain")
     state = Session(trace).goto(3)  # a, b, c made
-    picture = GraphModel(trace, state.view.used + state.view.made).picture(None, "LR")
+    picture = GraphModel(trace, [*state.view.used, *state.view.made]).picture(None, "LR")
     light = Lighting(state.data, state.grad, state.created, state.marks)
     text = painted_text(picture, light).splitlines()
     (L,) = trace.find("L")
@@ -333,7 +333,7 @@ def test_export_svg_keeps_hostile_labels_inert(write_scenario):
 def test_painting_is_text_without_markup():
     trace = recorded("chain")
     state = Session(trace).goto(Session(trace).total)
-    picture = GraphModel(trace, state.view.used + state.view.made).picture(None, "TB")
+    picture = GraphModel(trace, [*state.view.used, *state.view.made]).picture(None, "TB")
     lines = paint(picture, Lighting(state.data, state.grad, state.created, state.marks))
     assert len(lines) == picture.height
     assert all(line.plain == painted for line, painted in

@@ -449,6 +449,39 @@ def test_a_session_that_grows_with_its_recording_shows_what_a_new_one_shows():
         assert getattr(end, f.name) == getattr(again, f.name), f.name
 
 
+def test_views_prepared_off_the_ui_thread_are_taken_once_by_the_next_session():
+    """The app builds the first views in its loading worker (`view.prepare`); the
+    session of that trace uses those very views, and builds no other at its start."""
+    import threading
+
+    from mgtui import view as views
+
+    trace = record(SCENARIOS / "mlp.py")
+    worker = threading.Thread(target=views.prepare, args=(trace, (0, len(trace))))
+    worker.start()
+    worker.join()
+    ready = dict(views._prepared[1])
+    assert len(ready) == 2  # the first graph and the last
+    session = Session(trace)
+    assert session.state.view is ready[min(ready)]
+    assert session.end().view is ready[max(ready)]
+    assert views.take_prepared(trace) == {}  # handed over once
+    other = Session(record(SCENARIOS / "chain.py"))  # another trace builds its own
+    assert other.state.view is not None and other.state.view not in ready.values()
+
+
+def test_the_topological_index_answers_as_a_dict_would():
+    from mgtui.view import TopoIndex
+
+    topo = [5, 2, 9, 0]
+    index = TopoIndex(topo, 12)
+    expected = {nid: k for k, nid in enumerate(topo)}
+    assert dict(index) == expected and len(index) == 4
+    for nid in range(-2, 14):
+        assert (nid in index) == (nid in expected)
+        assert index.get(nid) == expected.get(nid)
+
+
 def line_starting(trace, text: str) -> int:
     """The number of the scenario line that starts with `text` (it may end in a `#:` note)."""
     return next(i for i, line in enumerate(trace.source.splitlines(), 1) if line.startswith(text))

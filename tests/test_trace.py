@@ -4,6 +4,7 @@ traces whose answers are known, and by a JSON round trip of a recorded one."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from array import array
 
 import pytest
@@ -213,8 +214,14 @@ def test_a_bad_record_in_a_later_chunk_is_named_by_its_index_in_the_whole_trace(
     b.add_event(EventKind.BACKWARD, later)
     with pytest.raises(TraceFormatError, match=rf"events\[{checked + 1}\]\.node"):
         b.validate()
+    b = TraceBuilder(t.scenario)
+    for c in t.closures:
+        b.add_closure(c)
+    for what, lo, hi in steps[:4]:
+        add_records(b, t, what, lo, hi)
+    b.validate()
     b.add_event(EventKind.BACKWARD, b.node_count + 3)  # and no such node at all
-    with pytest.raises(TraceFormatError, match=rf"events\[{checked + 2}\]\.node: "
+    with pytest.raises(TraceFormatError, match=rf"events\[{checked}\]\.node: "
                        rf"{b.node_count + 3} is not a node"):
         b.validate()
 
@@ -234,3 +241,53 @@ def test_indexes_extended_from_an_earlier_prefix_equal_indexes_built_afresh():
             for w in prefix.writes(i):
                 assert prefix.contribution(w) == again.contribution(w)
         older = prefix
+
+
+def test_state_at_is_the_timeline_at_that_step():
+    """`Trace.state_at(k)`, replayed in bulk, is what stepping a Timeline to k gives."""
+    from mgtui.recorder import record
+    from mgtui.timeline import Timeline
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    for name in ("mlp.py", "bugs/foreign_write.py", "bugs/late_pass.py"):
+        trace = record(root / name)
+        for k in sorted({0, 1, len(trace) // 3, len(trace) // 2, len(trace) - 1, len(trace)}):
+            data, grad = trace.state_at(k)
+            at = Timeline(trace, k)
+            assert list(data) == list(at.data) and list(grad) == list(at.grad), (name, k)
+
+
+def test_replay_of_a_span_is_applying_its_events():
+    from array import array
+
+    from mgtui.recorder import record
+
+    root = Path(__file__).resolve().parent.parent / "scenarios"
+    for name in ("mlp.py", "bugs/no_zero_grad.py"):
+        trace = record(root / name)
+        for p in trace.passes:
+            data, grad = trace.state_at(p.start)
+            want_data, want_grad = array("d", data), array("d", grad)
+            for i in p.steps:
+                trace.apply(i, want_data, want_grad)
+            trace.replay(p.start, p.end, data, grad)
+            assert data == want_data and grad == want_grad, (name, p)
+
+
+def test_the_queries_views_use_answer_as_a_plain_scan_would():
+    """events_of, made_ids, inputs_before and backward_order (issue 12: C-speed scans)
+    against the same questions asked one event at a time."""
+    t = record("scenarios/mlp.py")
+    for kind in EventKind:
+        for start, stop in ((0, len(t)), (5, 300), (len(t) // 3, len(t) // 2)):
+            expected = [i for i in range(start, stop) if t.kind(i) is kind]
+            assert t.events_of(kind, start, stop) == expected
+    for p in t.passes:
+        made = [t.event_node(i) for i in p.steps if t.kind(i) is EventKind.CREATE]
+        assert list(t.made_ids(p)) == made
+        inside = set(made)
+        used = sorted({c for n in made for c in t.children(n) if c not in inside and c >= 0})
+        assert t.inputs_before(p) == used
+        calls = [t.event_node(i) for i in p.steps if t.kind(i) is EventKind.BACKWARD]
+        assert t.backward_order(p) == calls
+    assert any(t.inputs_before(p) for p in t.passes if p.kind == "forward")

@@ -3,6 +3,7 @@ already explains, and how a finding names its node and points at its source line
 
 from __future__ import annotations
 
+import ast
 import gc
 import linecache
 import os
@@ -93,6 +94,14 @@ class CheckContext:
         text = lines[line - 1].strip() if line and line <= len(lines) else ""
         return self.trace.scenario, line or None, text
 
+    def order_where(self, event: int) -> Where:
+        """Where the topological order walked by `_backward` event `event`'s pass is built:
+        the line that appends to it (`topo.append(v)`), found in the scenario's source
+        (else the line of the call, as recorded)."""
+        call = self.trace.event_line(event)
+        built = order_line(self.trace.source, call) if call else None
+        return self.scenario_where(built or call)
+
     def closure_where(self, event: int, line: int | None) -> Where:
         """`line` of the `_backward` closure of event `event` (else the call's line)."""
         t = self.trace
@@ -110,8 +119,49 @@ class CheckContext:
                      if w.node == target and w.field is Field.GRAD), None)
 
     def finding(self, kind: str, nid: int, step: int, where: Where, message: str,
-                numerical: float | None = None, recorded: float | None = None) -> Finding:
+                numerical: float | None = None, recorded: float | None = None,
+                input: int | None = None, local: float | None = None) -> Finding:
         file, line, text = where
         t = self.trace
         return Finding(kind, nid, t.label(nid), t.op(nid), step, file, line, text, message,
-                       numerical, recorded)
+                       numerical, recorded, input, local)
+
+
+def order_line(source: str, call: int) -> int | None:
+    """The line that adds to the topological order, for a backward pass whose
+    `_backward` calls run from line `call` of `source`: the `for v in reversed(topo)`
+    loop holding that line (or, for `root.backward()`, the loop of a function named
+    `backward` in the same source) names the order, and the first `topo.append(...)`
+    (or `insert`) in the same function builds it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    around = [f for f in functions if f.lineno <= call <= (f.end_lineno or f.lineno)]
+    around.sort(key=lambda f: f.lineno, reverse=True)  # innermost first
+    named = [f for f in functions if f.name == "backward" and f not in around]
+    for function in around + named:
+        for loop in ast.walk(function):
+            if not isinstance(loop, ast.For):
+                continue
+            name = walked_list(loop.iter)
+            inside = loop.lineno <= call <= (loop.end_lineno or loop.lineno)
+            if name is None or not (inside or function in named):
+                continue
+            lines = [n.lineno for n in ast.walk(function) if isinstance(n, ast.Call)
+                     and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "insert")
+                     and isinstance(n.func.value, ast.Name) and n.func.value.id == name]
+            if lines:
+                return min(lines)
+    return None
+
+
+def walked_list(it: ast.expr) -> str | None:
+    """`topo` for a loop over `reversed(topo)` or `topo[::-1]`."""
+    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed"
+            and len(it.args) == 1 and isinstance(it.args[0], ast.Name)):
+        return it.args[0].id
+    if isinstance(it, ast.Subscript) and isinstance(it.value, ast.Name):
+        return it.value.id
+    return None

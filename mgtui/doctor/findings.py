@@ -29,23 +29,36 @@ class Finding:
     node: int
     label: str
     op: str
-    step: int  # the event index the finding concerns
+    step: int  # the event index the finding concerns (shown as step `step + 1`)
     file: str  # the scenario file, or the file of the `_backward` closure
     line: int | None
     text: str  # that line's source text
     message: str
     numerical: float | None = None
     recorded: float | None = None
+    input: int | None = None  # wrong-derivative: the input whose contribution is off
+    local: float | None = None  # and d node / d input there, numerically
 
     @property
     def title(self) -> str:
         return KINDS.get(self.kind, self.kind)
 
+    @property
+    def node_name(self) -> str:
+        """`e (#3, op *)`; a node with no label of its own, `#25 (op softplus)`."""
+        op = f"op {self.op}" if self.op else ""
+        if self.label == f"#{self.node}":
+            return f"{self.label} ({op})" if op else self.label
+        return f"{self.label} (#{self.node}, {op})" if op else f"{self.label} (#{self.node})"
+
     def to_json(self) -> dict:
+        """The finding for `--check --json`. Its `step` is the step number the text
+        report, the app and `--step` use: the event index plus 1 (step 0 is the start)."""
         out = asdict(self)
+        out["step"] = self.step + 1
         out["node"] = {"id": self.node, "label": self.label, "op": self.op}
         del out["label"], out["op"]
-        for key in ("numerical", "recorded"):
+        for key in ("numerical", "recorded", "local"):
             value = out[key]
             if value is not None and not math.isfinite(value):
                 out[key] = str(value)
@@ -59,12 +72,29 @@ class Report:
     findings: list[Finding]
     trace: Trace
     error: TraceError | None = None  # the scenario raised: the checks ran up to there
-    checked_pass: Pass | None = None  # the backward pass checked numerically
-    checked_nodes: int = 0
+    checked_passes: list[Pass] = field(default_factory=list)  # checked numerically
+    checkable_passes: int = 0  # the backward passes that could be checked numerically
+    passes_asked: str | list[int] = "sampled"  # "sampled", "all", or pass numbers from 1
+    budget: float = 0.0  # seconds, for the sampled passes between the first and the last
+    numerical_seconds: float = 0.0
+    checked_nodes: int = 0  # over the checked passes
     checked_calls: int = 0
     runs: int = 1  # recordings made, the first one included
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def checked_pass(self) -> Pass | None:
+        """The first backward pass checked numerically."""
+        return self.checked_passes[0] if self.checked_passes else None
+
+    def backward_number(self, p: Pass) -> int:
+        """Pass `p`'s number among the trace's backward passes, from 1."""
+        return sum(1 for q in self.trace.passes[:p.index] if q.kind == "backward") + 1
+
+    @property
+    def backward_count(self) -> int:
+        return sum(1 for q in self.trace.passes if q.kind == "backward")
 
     @property
     def clean(self) -> bool:

@@ -25,9 +25,14 @@ def probe() -> tuple[dict, ProbeJob]:
     return job.hooks(), job
 
 
-def rerun(nudge: dict[str, float], stop_after: int) -> tuple[dict, None]:
-    """A re-run with node values nudged, stopped before `_backward` call `stop_after + 1`.
-    (JSON keys are strings: the node ids come back to ints here.)"""
-    hooks = {"on_create": Nudge({int(k): float(v) for k, v in nudge.items()}),
-             "before_backward": StopBeforeCall(stop_after)}
+def rerun(nudge: dict[str, float], stop_after: int,
+          restore: dict[str, list[int]] | None = None) -> tuple[dict, None]:
+    """A re-run with node values nudged, stopped before `_backward` call `stop_after + 1`,
+    the nudges of `restore[k]` taken back before call `k + 1`. (JSON keys are strings:
+    the node ids and call numbers come back to ints here.)"""
+    back = {int(k): [int(n) for n in v] for k, v in (restore or {}).items()}
+    nudger = Nudge({int(k): float(v) for k, v in nudge.items()},
+                   {n for nids in back.values() for n in nids})
+    hooks = {"on_create": nudger, "before_backward": StopBeforeCall(stop_after, nudger, back),
+             "call_values": False}  # only the nodes' data is read from a re-run
     return hooks, None

@@ -2,9 +2,16 @@
 values move with the grads its `_backward` calls applied.
 
 How it stays fast on large graphs (written here rather than taken from a library,
-because every run is a re-run of a user's script, not a call of a function): one pair of
-runs nudges every node of the checked graph at once, by ±h along a seeded random
-direction `u`, and stops as soon as the checked backward pass is about to start.
+because every run is a re-run of a user's script, not a call of a function): one run
+nudges every node of the checked graphs at once, by +h along a seeded random direction
+`u`, and stops as soon as the last checked backward pass is about to start. It records
+while the trace checks run. Every checked pass reads its nodes' moves from that run, at
+the step its backward pass starts, so a later pass costs only its own checking. The
+one-sided difference from the recording clears a right pass; only for a pass that
+seems wrong is a second run made, nudged by -h, for central differences (and the
+one-sided ones on either side of a kink). An op node's own nudge is taken back as its
+pass's backward begins, so that later passes move smoothly (a ReLU output nudged off 0
+would switch its `_backward` on).
 
 - The output moves by `h * sum(u_i * grad_i)`: gradcheck's fast mode, a directional
   derivative of the root, compared with the recorded grads.
@@ -17,12 +24,17 @@ direction `u`, and stops as soon as the checked backward pass is about to start.
 
 The finding's numbers then come from a few more runs that nudge one input of the faulty
 op alone: its numerical gradient against the recorded one.
+
+Which passes: by default the first and the last checkable backward pass, then those
+between them (spread out: the middle one first) for as long as the time budget lasts;
+`passes="all"` or a list of backward pass numbers (counted from 1) checks those asked for.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass
@@ -31,13 +43,16 @@ from typing import Callable
 from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
-from mgtui.timeline import Timeline
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 H = 1e-7  # nudge of the directional runs, relative to max(1, |data|)
 H_SINGLE = 1e-6  # nudge of the one-input runs that give a finding its numbers
 MAX_INPUTS_NUDGED = 8  # inputs of a faulty op nudged one by one for its numbers
+BUDGET = 10.0  # seconds: by default, passes between the first and the last are checked
+#                while the numerical check has taken less than this
+
+PassChoice = str | list[int] | None  # None: sampled; "all"; or backward pass numbers from 1
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -61,12 +76,18 @@ class Plan:
 
 @dataclass
 class Moves:
-    """Every node's data as the checked pass found it, and in the two nudged runs."""
+    """Every node's data as the checked pass found it, and in the two nudged runs (or in
+    the one nudged up, `minus` then being `base`: a one-sided difference)."""
 
     base: array
     plus: array
     minus: array
     start_grad: array  # every grad as the checked pass found it
+    span: float = 2 * H  # plus - minus, in units of the direction: 2H, or H one-sided
+
+    @property
+    def two_sided(self) -> bool:
+        return self.minus is not self.base
 
 
 @dataclass
@@ -80,48 +101,121 @@ class Suspect:
 
 
 class NumericalCheck:
-    """The numerical check of one backward pass, phase by phase (see `run`)."""
+    """The numerical check of the chosen backward passes, phase by phase (see `run`)."""
 
     def __init__(self, trace: Trace, ctx: CheckContext, reruns: Reruns,
-                 progress: ProgressFn) -> None:
+                 progress: ProgressFn, budget: float = BUDGET) -> None:
         self.trace = trace
         self.ctx = ctx
         self.reruns = reruns
         self.progress = progress
-        self.checked: Pass | None = None
+        self.budget = budget
+        self.checkable: list[Pass] = []  # the passes that could be checked
+        self.checked: list[Pass] = []  # those that were, in order
         self.checked_nodes = 0
         self.checked_calls = 0  # `_backward` calls whose local derivative was checked
         self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
+        self.seconds = 0.0
         self.notes: list[str] = []
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
+        self.sampled = True
+        self.plans: list[Plan] = []
+        self.pending: list = []  # the run nudged up, started by `begin`
+        self.started = 0.0
+        self.quiet = True  # its progress is not shown until `run` waits for it
 
-    def run(self, sample: int | None, earlier: list[Finding]) -> list[Finding]:
+    def begin(self, passes: PassChoice, sample: int | None) -> None:
+        """Choose the passes and start the run nudged up: it records while the trace
+        checks go on (the missing-seed check must have run: a seedless pass is left out)."""
+        self.started = time.perf_counter()
+        self.sampled = passes is None
+        wanted = self.choose(passes)
+        if wanted:
+            rng = random.Random(self.reruns.seed)
+            self.plans = [self.plan(p, sample, rng) for p in wanted]
+            self.pending = self.start_nudged(self.plans, (1,))
+        self.seconds = time.perf_counter() - self.started
+
+    def run(self, earlier: list[Finding]) -> list[Finding]:
         """The findings so far (`earlier`, from the trace checks), less the no-backward
         ones the numbers show to be right (a flat op), plus the numerical check's own."""
-        plan = self.plan(sample)
-        if plan is None:
+        resumed = time.perf_counter()
+        self.quiet = False
+        try:
+            return self._run(earlier)
+        finally:
+            self.seconds += time.perf_counter() - resumed
+
+    def _run(self, earlier: list[Finding]) -> list[Finding]:
+        plans = self.plans
+        if not plans:
             return earlier
-        moves = self.nudged_runs(plan)
-        if moves is None:
+        runs = self.finish_nudged(plans, self.pending)
+        if runs is None:
             return earlier
-        with collector_paused():
-            suspects = self.check_calls(plan, moves)
+        (plus,) = runs
+        minus: Trace | None = None
+        started = time.perf_counter() - self.seconds  # as if the check had run alone
+        found = list(earlier)
+        for k, plan in enumerate(spread(plans)):
+            if (self.sampled and k >= 2
+                    and time.perf_counter() - started > self.budget):
+                break
+            # One run nudged up tells a right pass from a wrong one; the run nudged down
+            # is made only for a pass that seems wrong (a kink, or a fault to localise).
+            if minus is None:
+                counts = self.checked_calls, self.kinks
+                checked = self.check_pass(plan, self.moves_at(plan, plus, None), found, False)
+                if checked is not None:
+                    found = checked
+                    continue
+                self.checked_calls, self.kinks = counts
+                self.checked.pop()
+                self.checked_nodes -= len(plan.nodes)
+                more = self.finish_nudged(plans, self.start_nudged(plans, (-1,)))
+                if more is None:
+                    break
+                (minus,) = more
+            found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
+        self.checked.sort(key=lambda p: p.index)
+        left = len(plans) - len(self.checked)
+        if left:
+            self.notes.append(f"{left} backward pass(es) between the first and the last "
+                              f"were left out to keep within the time budget of "
+                              f"{self.budget:g} s (--passes all checks every one)")
         if self.kinks:
             self.notes.append(f"{self.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
                               f"and were checked on one side; the check of the root's "
-                              f"directional derivative was left out")
-        found = [f for f in earlier if not (f.kind == "no-backward" and f.step in self.flat)]
-        found += self.localise(plan, suspects, moves.start_grad)
+                              f"directional derivative was left out where they were")
+        return [f for f in found if not (f.kind == "no-backward" and f.step in self.flat)]
+
+    def check_pass(self, plan: Plan, moves: Moves, found: list[Finding],
+                   final: bool) -> list[Finding] | None:
+        """One backward pass: each `_backward` call, then (if none is at fault) the root's
+        directional derivative. Not `final` (one-sided moves): None if anything seems
+        off, for the caller to check again on both sides."""
+        self.checked.append(plan.pass_)
+        self.checked_nodes += len(plan.nodes)
+        kinks = self.kinks
+        with collector_paused():
+            suspects = self.check_calls(plan, moves)
+        if suspects and not final:
+            return None
+        found = found + self.localise(plan, suspects, moves.start_grad)
         p = plan.pass_
-        if (p.index in self.ctx.explained_passes or suspects or self.kinks
+        if (p.index in self.ctx.explained_passes or suspects or self.kinks > kinks
                 or any(f.step in p for f in found)):
             return found
-        return found + self.check_direction(plan, moves)
+        direction = self.check_direction(plan, moves)
+        if direction and not final:
+            return None
+        return found + direction
 
     # -- the phases --------------------------------------------------------------------------
-    def pick_pass(self) -> Pass | None:
-        """The first complete backward pass with a seeded, finite root."""
+    def checkable_passes(self) -> list[Pass]:
+        """The complete backward passes with a seeded, finite root."""
         t = self.trace
+        out = []
         for p in self.ctx.backward_passes:
             if p.index in self.ctx.seedless:
                 continue
@@ -130,24 +224,38 @@ class NumericalCheck:
             root = t.backward_root(p)
             if root is None or not math.isfinite(t.node_data[root]) or t.is_leaf(root):
                 continue
-            return p
-        return None
+            out.append(p)
+        return out
 
-    def plan(self, sample: int | None) -> Plan | None:
-        """The pass to check, and a seeded random direction over its graph: every leaf,
+    def choose(self, passes: PassChoice) -> list[Pass]:
+        """The passes to check, in order: all, those asked for (by backward pass number,
+        from 1), or by default all of them (`run` leaves out middle ones over budget)."""
+        self.checkable = self.checkable_passes()
+        if passes is None or passes == "all":
+            return list(self.checkable)
+        backward = [p for p in self.trace.passes if p.kind == "backward"]
+        numbers = {p.index: n for n, p in enumerate(backward, 1)}
+        asked = set(passes)
+        chosen = [p for p in self.checkable if numbers[p.index] in asked]
+        missing = sorted(asked - {numbers[p.index] for p in chosen})
+        if missing:
+            self.notes.append(f"backward pass(es) {', '.join(map(str, missing))} cannot be "
+                              f"checked numerically (there are "
+                              f"{len(backward)}; a pass must be complete, call _backward and "
+                              f"start from a seeded, finite root)")
+        return chosen
+
+    def plan(self, p: Pass, sample: int | None, rng: random.Random) -> Plan:
+        """One pass to check, and a seeded random direction over its graph: every leaf,
         and `sample` of the other nodes (all of them by default)."""
         t = self.trace
-        p = self.pick_pass()
-        if p is None:
-            return None
-        self.checked = p
         first = t.first_backward(p)
         root = t.backward_root(p)
         assert first is not None and root is not None
         nodes = t.ancestors(root)
         # data set by hand after creation (`p.data = ...`) may have replaced the nudge
-        tampered = {t.event_node(i) for i in t.events_of(EventKind.DATA, 0, first)}
-        rng = random.Random(self.reruns.seed)
+        tampered = {t.event_node(i) for i in t.events_of(EventKind.DATA, 0, first)
+                    if not t.is_leaf(t.event_node(i))}
         leaves = [n for n in nodes if t.is_leaf(n)]
         inner = [n for n in nodes if not t.is_leaf(n) and n not in tampered]
         if sample is not None and sample < len(inner):
@@ -157,31 +265,67 @@ class NumericalCheck:
             x = t.node_data[n]
             if math.isfinite(x):
                 direction[n] = rng.choice((-1.0, 1.0)) * max(1.0, abs(x))
-        self.checked_nodes = len(nodes)
         stop_after = len(t.events_of(EventKind.BACKWARD, 0, first))
         return Plan(p, first, stop_after, root, nodes, leaves, direction)
 
-    def nudged_runs(self, plan: Plan) -> Moves | None:
-        """The two runs nudged by ±H along the direction, up to the checked pass."""
-        u = plan.direction
-        size = plan.root + 1  # the nodes each run makes before it stops
+    def start_nudged(self, plans: list[Plan], signs: tuple[int, ...]) -> list:
+        """The runs nudged by `sign` × H along the direction, up to the last checked
+        pass, side by side, started. A node in the graphs of several passes (a
+        parameter) gets one nudge."""
+        u: dict[int, float] = {}
+        for plan in plans:
+            for n, v in plan.direction.items():
+                u.setdefault(n, v)
+        for plan in plans:
+            plan.direction = {n: u[n] for n in plan.direction}
+        last = plans[-1]
+        size = max(plan.root for plan in plans) + 1  # the nodes each run makes at least
         phase = "numerical check"
-        self.progress(0, 2 * size, phase)
-        plus = self.reruns({n: H * v for n, v in u.items()}, plan.stop_after,
-                           lambda nid: self.progress(nid, 2 * size, phase))
-        minus = self.reruns({n: -H * v for n, v in u.items()}, plan.stop_after,
-                            lambda nid: self.progress(size + nid, 2 * size, phase))
-        self.progress(2 * size, 2 * size, phase)
-        if len(plus) != plan.first or len(minus) != plan.first:
+        total = len(signs) * size
+        done = [0] * len(signs)
+
+        def progress(side: int):
+            def report(nid: int) -> None:
+                done[side] = min(nid, size)
+                if not self.quiet:
+                    self.progress(sum(done), total, phase)
+            return report
+
+        # the op nodes' own nudges are taken back as their pass's backward starts
+        restore = {plan.stop_after: [n for n in plan.direction if not self.trace.is_leaf(n)]
+                   for plan in plans[:-1]}
+        return self.reruns.start(
+            tuple({n: sign * H * v for n, v in u.items()} for sign in signs),
+            last.stop_after, tuple(map(progress, range(len(signs)))), restore)
+
+    def finish_nudged(self, plans: list[Plan], started: list) -> list[Trace] | None:
+        """The traces of the nudged runs, if they took the recorded path."""
+        self.progress(0, 0, "numerical check")
+        runs = self.reruns.wait(started)
+        last = plans[-1]
+        if any(len(run) != last.first for run in runs):
             self.notes.append("the nudged runs took another path than the recorded one, "
                               "so the numerical check was skipped")
             return None
-        at_start = Timeline(self.trace, plan.pass_.start)
-        dp, dm = plus.final_data, minus.final_data
-        for n in plan.leaves:  # a leaf moves by exactly its nudge, if it was not overwritten
+        return runs
+
+    def moves_at(self, plan: Plan, plus: Trace, minus: Trace | None) -> Moves:
+        """Every node's data when pass `plan` starts: as recorded, and in the nudged runs.
+        A leaf's nudge becomes how far it really moved (an update since its creation,
+        itself moved by the nudges of earlier passes, counts too)."""
+        start = plan.pass_.start
+        base, start_grad = self.trace.state_at(start)
+        dp = plus.final_data if len(plus) == start else plus.state_at(start)[0]
+        if minus is None:
+            dm, span = base, H
+        else:
+            dm = minus.final_data if len(minus) == start else minus.state_at(start)[0]
+            span = 2 * H
+        u = plan.direction
+        for n in plan.leaves:
             if n in u:
-                u[n] = (dp[n] - dm[n]) / (2 * H)
-        return Moves(at_start.data, dp, dm, array("d", at_start.grad))
+                u[n] = (dp[n] - dm[n]) / span
+        return Moves(base, dp, dm, start_grad, span)
 
     def check_calls(self, plan: Plan, moves: Moves) -> list[Suspect]:
         """Each `_backward` call of the pass, checked on its own: the calls whose local
@@ -207,11 +351,12 @@ class NumericalCheck:
             if not inputs or nid >= len(dp) or nid >= len(dm):
                 continue
             closure = t.closure_of(i)
-            if closure is not None and closure.default and not depends(nid, inputs, u, dp, dm):
+            if (closure is not None and closure.default
+                    and not depends(nid, inputs, u, dp, dm, moves.span)):
                 self.flat.add(i)  # a step-like op: no `_backward` is the right derivative, 0
             if i in ctx.explained or not finite_call(nid, inputs, g, contrib, base, dp, dm):
                 continue
-            ok, kinked = local_ok(nid, inputs, g, contrib, u, base, dp, dm)
+            ok, kinked = local_ok(nid, inputs, g, contrib, u, base, dp, dm, moves.span)
             self.checked_calls += 1
             self.kinks += kinked
             if not ok:
@@ -235,24 +380,25 @@ class NumericalCheck:
         t, ctx = self.trace, self.ctx
         p, root, u = plan.pass_, plan.root, plan.direction
         dp, dm, base, start_grad = moves.plus, moves.minus, moves.base, moves.start_grad
-        final = Timeline(t, p.end).grad
+        ran = set(t.backward_order(p))
+        if not ran.issubset(plan.nodes):
+            return []  # the pass goes on into another root's graph (`l1.backward(); l2.backward()`)
+        final = t.state_at(p.end)[1]
         recorded = sum(v * (final[n] - start_grad[n]) for n, v in u.items())
-        central = (dp[root] - dm[root]) / (2 * H)
+        central = (dp[root] - dm[root]) / moves.span
         forward = (dp[root] - base[root]) / H
-        backward = (base[root] - dm[root]) / H
+        backward = (base[root] - dm[root]) / H if moves.two_sided else central
         if not math.isfinite(recorded) or not math.isfinite(central):
             return []
         if any(close(num, recorded, max(abs(num), abs(recorded)))
                for num in (central, forward, backward)):
             return []
-        where = ctx.scenario_where(t.event_line(plan.first))
-        ran = set(t.backward_order(p))
         skipped = [n for n in plan.nodes if not t.is_leaf(n) and n not in ran
                    and final[n] - start_grad[n] != 0]
         if skipped:  # an op node that got a grad but never passed it on
             nid = skipped[-1]
             return [ctx.finding(
-                "topo-order", nid, plan.first, where,
+                "topo-order", nid, plan.first, ctx.order_where(plan.first),
                 f"{ctx.op_text(nid)} is in the graph of {ctx.node_text(root)} and got a grad "
                 f"({final[nid] - start_grad[nid]:.6g}) but its _backward never ran in this "
                 f"pass: the topological order leaves it out ({len(skipped)} node(s) like it). "
@@ -260,7 +406,7 @@ class NumericalCheck:
                 f"rate numerical {central:.6g}, recorded {recorded:.6g}",
                 numerical=central, recorded=recorded)]
         return [ctx.finding(
-            "wrong-gradient", root, plan.first, where,
+            "wrong-gradient", root, plan.first, ctx.scenario_where(t.event_line(plan.first)),
             f"nudging all {len(u)} nodes of the graph of {ctx.node_text(root)} along a random "
             f"direction moves it at the rate numerical {central:.6g}, recorded "
             f"{recorded:.6g}, and no single _backward call explains it",
@@ -286,41 +432,108 @@ class NumericalCheck:
                 f"the _backward of {ctx.op_text(s.node)} does not match how "
                 f"{t.label(s.node)} changes with its inputs ({ctx.labels(inputs)}).{also}")
         name, out = t.label(c), t.label(s.node)
+        grads = (f"{name}.grad: numerical {worst.grad_num:.6g}, recorded {worst.grad_rec:.6g}. "
+                 if worst.grad_num is not None else "")
         return ctx.finding(
             "wrong-derivative", s.node, s.event, where,
-            f"{name}.grad: numerical {worst.grad_num:.6g}, recorded {worst.grad_rec:.6g}. The "
-            f"_backward of {ctx.op_text(s.node)} added {worst.applied:.6g} to {name}.grad, "
-            f"which is {worst.local_rec:.6g} × {out}.grad ({s.grad:.6g}); d{out}/d{name} is "
-            f"{worst.local_num:.6g} numerically, so it should have added "
-            f"{worst.expected:.6g}.{also}", numerical=worst.grad_num, recorded=worst.grad_rec)
+            f"{grads}The _backward of {ctx.op_text(s.node)} added {worst.applied:.6g} to "
+            f"{name}.grad, which is {worst.local_rec:.6g} × {out}.grad ({s.grad:.6g}); "
+            f"d{out}/d{name} is {worst.local_num:.6g} numerically, so it should have added "
+            f"{worst.expected:.6g}.{also}", numerical=worst.grad_num, recorded=worst.grad_rec,
+            input=c, local=worst.local_num)
 
     def first_wrong_input(self, plan: Plan, s: Suspect, inputs: list[int],
                           start_grad: array) -> InputRate | None:
-        """Nudge each input of the faulty op alone: the first whose contribution is not
-        the op's grad times the local derivative measured."""
+        """Nudge each input of the faulty op alone, where it is made: the first input whose
+        contribution is not the op's grad times the local derivative measured.
+
+        In a later pass a nudge made at creation has gone through the updates before it,
+        so the op's other inputs (the other parameters) move too. The op's value depends
+        on its inputs alone, so its local derivatives are still exact: they solve
+        `dN_j = sum_k (dN/dc_k) dc_kj` over the runs `j`, one per input."""
         t = self.trace
-        final = Timeline(t, plan.pass_.end).grad
+        final = t.state_at(plan.pass_.end)[1]
         phase = "working out the numbers"
+        moves: list[list[float]] = []  # per run: how each input moved
+        node_moves: list[float] = []
+        root_moves: list[float] = []
         for n, c in enumerate(inputs):
             step = H_SINGLE * max(1.0, abs(t.node_data[c]))
             self.progress(2 * n, 2 * len(inputs), phase)
-            plus = self.reruns({c: step}, plan.stop_after)
-            minus = self.reruns({c: -step}, plan.stop_after)
+            plus, minus = self.reruns.pair(({c: step}, {c: -step}), plan.stop_after,
+                                           (None, None))
             self.progress(2 * n + 2, 2 * len(inputs), phase)
             if len(plus) != plan.first or len(minus) != plan.first:
-                continue
-            dc = plus.final_data[c] - minus.final_data[c]
-            if dc == 0:
-                continue
-            local_num = (plus.final_data[s.node] - minus.final_data[s.node]) / dc
-            applied = s.contrib.get(c, 0.0)
-            expected = s.grad * local_num
-            if not close(applied, expected, max(abs(applied), abs(expected))):
-                return InputRate(
-                    c, local_num, applied / s.grad if s.grad else math.nan,
-                    (plus.final_data[plan.root] - minus.final_data[plan.root]) / dc,
-                    final[c] - start_grad[c], applied, expected)
+                return None
+            dp, dm = plus.final_data, minus.final_data
+            moves.append([dp[k] - dm[k] for k in inputs])
+            node_moves.append(dp[s.node] - dm[s.node])
+            root_moves.append(dp[plan.root] - dm[plan.root])
+            alone = all(dc == 0 for k, dc in enumerate(moves[n]) if k != n)
+            if alone and (rate := self.rate(s, c, moves[n][n], node_moves[n], root_moves[n],
+                                            final[c] - start_grad[c], True)) is not None:
+                return rate  # the common case: only this input moved, no need for more runs
+        if all(all(dc == 0 for k, dc in enumerate(row) if k != j)
+               for j, row in enumerate(moves)):
+            return None  # each input alone, and none was off
+        local = solve(moves, node_moves)
+        for k, c in enumerate(inputs if local is not None else ()):
+            rate = self.rate(s, c, moves[k][k], local[k] * moves[k][k], root_moves[k],
+                             final[c] - start_grad[c], False)
+            if rate is not None:
+                return rate
         return None
+
+    @staticmethod
+    def rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,
+             alone: bool) -> InputRate | None:
+        """Input `c`'s numbers if the call's contribution to it is off: `dc` is how far it
+        moved, `dn` how far the op moved with it (alone, or that part of the op's move),
+        `droot` how far the root moved (a numerical gradient only if `c` moved alone)."""
+        if dc == 0 or not math.isfinite(dn / dc):
+            return None
+        local = dn / dc
+        applied = s.contrib.get(c, 0.0)
+        expected = s.grad * local
+        if close(applied, expected, max(abs(applied), abs(expected))):
+            return None
+        return InputRate(c, local, applied / s.grad if s.grad else math.nan,
+                         droot / dc if alone else None, grad_rec, applied, expected)
+
+
+def solve(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """x with `sum_k x_k a[j][k] = b[j]` for every j (Gaussian elimination with partial
+    pivoting, on a system as small as an op's inputs); None if it has no single answer."""
+    n = len(b)
+    rows = [[a[j][k] for k in range(n)] + [b[j]] for j in range(n)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(rows[r][col]))
+        if rows[pivot][col] == 0 or not math.isfinite(rows[pivot][col]):
+            return None
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        for r in range(n):
+            if r != col and rows[r][col]:
+                f = rows[r][col] / rows[col][col]
+                rows[r] = [x - f * y for x, y in zip(rows[r], rows[col])]
+    return [rows[k][n] / rows[k][k] for k in range(n)]
+
+
+def spread(items: list) -> list:
+    """The first and the last item, then those between them, each next one in the middle
+    of the widest gap left: the order a sample of passes grows in."""
+    if len(items) <= 2:
+        return list(items)
+    order = [0, len(items) - 1]
+    gaps = [(0, len(items) - 1)]
+    while gaps:
+        gaps.sort(key=lambda g: (g[0] - g[1], g[0]))
+        lo, hi = gaps.pop(0)
+        if hi - lo < 2:
+            continue
+        mid = (lo + hi) // 2
+        order.append(mid)
+        gaps += [(lo, mid), (mid, hi)]
+    return [items[k] for k in order]
 
 
 @dataclass
@@ -330,7 +543,7 @@ class InputRate:
     input: int
     local_num: float  # d op / d input, numerically
     local_rec: float  # what the `_backward` applied, per unit of the op's grad
-    grad_num: float  # the input's grad, numerically
+    grad_num: float | None  # the input's grad, numerically (None: not measured alone)
     grad_rec: float  # the input's grad, recorded (over the pass)
     applied: float  # what the call added to the input's grad
     expected: float  # what it should have added
@@ -347,25 +560,26 @@ def finite_call(nid: int, inputs: tuple[int, ...], g: float, contrib: dict[int, 
 
 
 def depends(nid: int, inputs: tuple[int, ...], u: dict[int, float], dp: array,
-            dm: array) -> bool:
+            dm: array, span: float = 2 * H) -> bool:
     """Does the op's value move at all when its inputs move?"""
-    rate = (dp[nid] - dm[nid]) / (2 * H) - u.get(nid, 0.0)
-    moves = [abs(dp[c] - dm[c]) / (2 * H) for c in inputs]
+    rate = (dp[nid] - dm[nid]) / span - u.get(nid, 0.0)
+    moves = [abs(dp[c] - dm[c]) / span for c in inputs]
     return not all(math.isfinite(x) for x in moves) or abs(rate) > ATOL + RTOL * max(moves)
 
 
 def local_ok(nid: int, inputs: tuple[int, ...], g: float, contrib: dict[int, float],
-             u: dict[int, float], base: array, dp: array, dm: array) -> tuple[bool, bool]:
+             u: dict[int, float], base: array, dp: array, dm: array,
+             span: float = 2 * H) -> tuple[bool, bool]:
     """Does `g * dN == sum_k contrib_k * dc_k` hold, centrally or (at a kink) on one side?
     Returns (ok, only one-sided)."""
     own = u.get(nid, 0.0)
     sides = (
-        (dp, dm, 2 * H),  # central
-        (dp, base, H),    # forward
-        (base, dm, H),    # backward
-    )
+        (dp, dm, span),  # central (or, with no run nudged down, forward)
+        (dp, base, H),   # forward
+        (base, dm, H),   # backward
+    ) if dm is not base else ((dp, base, H),)
     for k, (hi, lo, step) in enumerate(sides):
-        shift = own * (2 * H if k == 0 else H)
+        shift = own * step
         lhs = g * (hi[nid] - lo[nid] - shift) / step
         terms = [contrib.get(c, 0.0) * (hi[c] - lo[c]) / step for c in inputs]
         rhs = sum(terms)

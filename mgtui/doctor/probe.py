@@ -20,23 +20,38 @@ class Overwrite(NamedTuple):
     from_start: float  # the grad it left then
 
 
+REPLAYS_PER_CLOSURE = 64  # calls of one closure's code replayed, from its first
+
+
 class OverwriteProbe:
     """Replays each `_backward` closure before its real call: once with its inputs' grads
     at 0 and once at a known nonzero value. An accumulating closure adds the same amount
     both times; one that assigns leaves the same value both times. Every grad and data
     the replay could have changed is put back afterwards, and the recorder forgets the
-    replays' records."""
+    replays' records.
+
+    `=` or `+=` is a property of a closure's code, so only the first
+    `REPLAYS_PER_CLOSURE` calls of each code are replayed: in a training run the same
+    few closures run hundreds of thousands of times, and replaying each call was a
+    quarter of the doctor's time. (A closure that assigns only in a branch first taken later is left to
+    the `=` its source line shows: `mgtui.assigns`.)"""
 
     def __init__(self) -> None:
         self.calls = 0
         self.busy = False
         self.hits: list[Overwrite] = []
+        self.replayed: dict[object, int] = {}  # closure code -> its calls replayed
 
     def __call__(self, d: dict, fn: Callable[[], object]) -> None:
         if self.busy:  # a `_backward` called from a replayed one
             return
         index = self.calls
         self.calls += 1
+        code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+        n = self.replayed.get(code, 0)
+        if n >= REPLAYS_PER_CLOSURE:
+            return
+        self.replayed[code] = n + 1
         inputs = input_dicts(d)
         if not inputs:
             return

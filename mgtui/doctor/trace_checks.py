@@ -100,18 +100,12 @@ def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """A `_backward` that wrote to a node other than its op's inputs (its first such write)."""
     t = trace
     found = []
-    for i in t.events_of(EventKind.BACKWARD):
+    for i, w in t.foreign_writes():
         closure = t.closure_of(i)
         if closure is not None and closure.default:
             continue
         nid = t.event_node(i)
         inputs = t.children(nid)
-        grads = t.grad_targets(i)  # cheaper than the writes; data writes are rare
-        if len(grads) == t.write_count_of(i) and set(inputs).issuperset(grads):
-            continue
-        w = next((w for w in t.writes(i) if w.node not in inputs), None)
-        if w is None:
-            continue
         ctx.explained.add(i)
         found.append(ctx.finding(
             "foreign-write", nid, i, ctx.closure_where(i, w.line),
@@ -165,12 +159,15 @@ def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
         nid, i = early
         j, user = last_user[nid]
         ctx.explained_passes.add(p.index)
+        where = ctx.order_where(i)
+        built = (f"; the order is built at line {where[1]}"
+                 if where[1] and where[1] != t.event_line(i) else "")
         found.append(ctx.finding(
-            "topo-order", nid, i, ctx.scenario_where(t.event_line(i)),
+            "topo-order", nid, i, where,
             f"the _backward of {ctx.node_text(nid)} ran at step {i + 1}, before the "
             f"_backward of {ctx.node_text(user)} (step {j + 1}), which uses it: "
             f"{t.label(nid)} passed on a grad that was not complete yet (the "
-            f"topological sort must add a node after all of its inputs)"))
+            f"topological sort must add a node after all of its inputs{built})"))
     return found
 
 
@@ -197,8 +194,11 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
                 found.append(zero_grad_finding(t, ctx, p, calls, stale, grad, ends, last_update))
             ends[p.index] = p.end
             roots[p.index] = t.backward_root(p)
+        if p.kind == "backward":
+            t.replay(p.start, p.end, data, grad)  # in bulk: a backward pass is long
         for i in p.steps:
-            t.apply(i, data, grad)
+            if p.kind != "backward":
+                t.apply(i, data, grad)
             written = calls.get(i)
             if written is not None:
                 held.update(dict.fromkeys(written, p.index))
@@ -244,17 +244,23 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
         f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
-        f"left over from backward pass {q + 1} ({why}), and {len(stale)} node(s) like it: "
+        f"left over from backward pass {backward_number(t, q)} ({why}), and {len(stale)} "
+        f"node(s) like it: "
         f"the new gradients are added on top; zero the grads before backward()",
         recorded=grad[nid])
 
 
+def backward_number(t: Trace, index: int) -> int:
+    """Pass `index`'s number among the backward passes, from 1 (as the report counts)."""
+    return sum(1 for p in t.passes[:index] if p.kind == "backward") + 1
+
+
 TRACE_CHECKS: tuple[Check, ...] = (
+    check_missing_seed,  # first: the numerical check leaves out the passes it explains
     check_non_finite,
     check_overwrite,
     check_no_backward,
     check_foreign_write,
-    check_missing_seed,
     check_topo_order,
     check_missing_zero_grad,
 )

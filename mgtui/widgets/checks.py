@@ -76,20 +76,31 @@ class ChecksPane(Vertical):
             summary.append("✓ no problems found", style="bold")
         if report.error is not None:
             summary.append(f"\nchecked up to the error: {report.error}")
+        if hasattr(report, "checked_passes"):
+            from mgtui.report import numerically
+
+            summary.append("\n" + numerically(report), style="dim")
         for note in getattr(report, "notes", [])[:3]:
             summary.append(f"\nnote: {note}", style="dim")
         self._status(summary)
-        options.add_options(Option(self._prompt(f), id=f"finding-{i}")
+        options.add_options(Option(self._prompt(f, self._pass_of(report, f)), id=f"finding-{i}")
                             for i, f in enumerate(self.findings))
         if self.findings:
             options.highlighted = 0
 
     @staticmethod
-    def _prompt(finding) -> Text:
+    def _pass_of(report, finding) -> str:
+        """` · backward pass 3/3` for a finding in a backward pass."""
+        p = report.trace.pass_at(finding.step) if hasattr(report, "backward_number") else None
+        if p is None or p.kind != "backward":
+            return ""
+        return f" · backward pass {report.backward_number(p)}/{report.backward_count}"
+
+    @staticmethod
+    def _prompt(finding, pass_text: str = "") -> Text:
         text = Text()
         text.append(f"! {finding.title}", style="bold")
-        op = f", {finding.op}" if finding.op else ""
-        text.append(f"  {finding.label} (#{finding.node}{op}) · step {finding.step + 1}")
+        text.append(f"  {finding.node_name} · step {finding.step + 1}{pass_text}")
         if finding.line:
             where = finding.file.rsplit("/", 1)[-1]
             text.append(f"\n  {where}:{finding.line}: {finding.text.strip()}", style="italic")

@@ -440,6 +440,8 @@ class DebuggerScreen(Screen[None]):
         self._show_checks(partial(ChecksPane.show_report, report=report))
         count = self.trace.node_count if self.trace is not None else 0
         self.query_one(NodeTable).flagged = frozenset(n for n in report.nodes if n < count)
+        if self.session is not None:
+            self._move(self.session.set_findings(report.findings))
         n = len(report.findings)
         self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
                     else "Checks: no problems found.", severity="warning" if n else "information",

@@ -58,7 +58,8 @@ class HelpScreen(ModalScreen[None]):
             (MARKS["run"], "this node's _backward is running"),
             (MARKS["acc"], "it accumulated into this node's grad (the grad cell is emphasised)"),
             (MARKS["new"], "this node was just created (forward step)"),
-            (MARKS["set"], "a write outside _backward: the seed, zero_grad or an update"),
+            (MARKS["set"], "a write outside _backward: the seed, zero_grad or an update; or "
+             "the running _backward assigned this grad (`=`, not `+=`: its line is ! in Source)"),
             ("✓ ", "this node's _backward has already run in this backward pass"),
             (BREAKPOINT + " ", "a breakpoint: c / C stop when its _backward runs or its grad changes"),
             ("· ", "a node of this graph that is not made yet (dim row)"),

@@ -107,7 +107,7 @@ class GraphPane(ScrollView, can_focus=True):
             self.refresh()
             return
         if self.model is None or self._view is not view:  # a new graph: lay it out anew
-            self.model = GraphModel(view.trace, view.used + view.made)
+            self.model = GraphModel(view.trace, [*view.used, *view.made])
             self._view = view
             self._auto = None
             self.picture = None

@@ -12,7 +12,7 @@ import math
 from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -24,11 +24,13 @@ from mgtui.naming import fitted_name
 from mgtui.session import StepState
 from mgtui.view import GraphView
 from mgtui.widgets.keys import bindings_of
+from mgtui.widgets.strips import CompactLines, changed_width
 
 # The row marks. Each is text, so it reads without colour (NO_COLOR, 16 colours).
 MARKS = {
     "run": "▶ ",  # this node's _backward is running
     "acc": "+=",  # the running _backward accumulated into this node's grad
+    "assign": "= ",  # the running _backward assigned this node's grad (`x.grad = …`)
     "new": "● ",  # created by this (forward) step
     "set": "= ",  # written outside a _backward (seed, zero_grad, update)
     "err": "✗ ",
@@ -50,7 +52,7 @@ def number(x: float, width: int) -> str:
     return text.rjust(width) if len(text) <= width else f"{x:.{max(width - 7, 1)}g}".rjust(width)[:width]
 
 
-class NodeTable(ScrollView, can_focus=True):
+class NodeTable(CompactLines, ScrollView, can_focus=True):
     """Rows are the current graph's nodes; the cursor row is the selected node."""
 
     inherit_bindings = False
@@ -60,6 +62,7 @@ class NodeTable(ScrollView, can_focus=True):
         "node-table--cursor",
         "node-table--run",
         "node-table--acc",
+        "node-table--assign",
         "node-table--new",
         "node-table--set",
         "node-table--changed",
@@ -79,6 +82,7 @@ class NodeTable(ScrollView, can_focus=True):
     NodeTable:focus > .node-table--cursor { background: $accent 60%; }
     NodeTable > .node-table--run { text-style: bold reverse; color: $warning; }
     NodeTable > .node-table--acc { text-style: bold; color: $success; }
+    NodeTable > .node-table--assign { text-style: bold; color: $error; }
     NodeTable > .node-table--new { text-style: bold; color: $primary; }
     NodeTable > .node-table--set { text-style: bold; color: $secondary; }
     NodeTable > .node-table--changed { text-style: bold reverse; color: $success; }
@@ -114,15 +118,16 @@ class NodeTable(ScrollView, can_focus=True):
         self._rows = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._widths: tuple[int, ...] = ()
+        self._drawn: dict[int, tuple] = {}  # line on screen -> (its row's key, its strip)
 
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState, single_step: bool = False) -> None:
-        """Show the state of one step, the cursor on its selected node. After a
-        `single_step` only the rows that step touched are drawn again."""
+        """Show the state of one step, the cursor on its selected node. Within the same
+        graph only the lines whose row changed are drawn again, however far the move
+        (so `single_step` is no longer needed; callers may still pass it)."""
         view = state.view
-        old_marks, old_cursor = self.marks, self.cursor
-        full = view is not self.view or not single_step
-        if view is not self.view:
+        new_view = view is not self.view
+        if new_view:
             self._show_view(view)
         self.data, self.grad, self.created, self.marks = (state.data, state.grad,
                                                           state.created, state.marks)
@@ -131,24 +136,36 @@ class NodeTable(ScrollView, can_focus=True):
             row = view.row_of(state.node, view.trace.node_count)
             if row is not None:
                 self.set_cursor(row, center=True, notify=False, repaint=False)
-        if full or view is None:
+        if new_view or view is None:
             self.refresh()
             if view is not None:  # a new virtual size applies after this refresh
                 self.call_after_refresh(self.scroll_to_row, self.cursor, center=True)
             return
-        # Only the rows whose mark, numbers, breakpoint or cursor changed are drawn again
-        # (a scroll repaints everything by itself).
-        everything = view.trace.node_count
-        for nid in old_marks.keys() | state.marks.keys():
-            row = view.row_of(nid, everything)
-            if row is not None:
-                self.refresh_line(row + 1)
-        for row in {old_cursor, self.cursor}:
-            self.refresh_line(row + 1)
+        self.refresh_changed()
+
+    def refresh_changed(self) -> None:
+        """Draw again only the lines on screen whose row is not what was drawn there,
+        and of each only as far as it changed (a scroll repaints everything by itself)."""
+        top, scroll_x = round(self.scroll_y), round(self.scroll_x)
+        drawn = self._drawn
+        width, height = self.scrollable_content_region.size
+        for y in range(1, height):
+            row = top + y - 1
+            key = self._row_key(row) if 0 <= row < self._rows else None
+            old_key, old_strip = drawn.get(y, (False, None))
+            if old_key == key:
+                continue
+            cut = width
+            if key is not None and old_strip is not None:
+                strip = self._row(row, key).crop_extend(scroll_x, scroll_x + width, self.rich_style)
+                cut = changed_width(old_strip, strip, width)
+            if cut:
+                self.refresh(Region(0, y, cut, 1))  # not the scrollbar beside it
 
     def _show_view(self, view: GraphView | None) -> None:
         self.view = view
         self._cache.clear()
+        self._drawn.clear()
         self._widths = self._column_widths()
         # Every row of the graph, made yet or not: a fixed size, so a step needs no
         # layout pass. Rows not made yet are drawn dim.
@@ -170,12 +187,10 @@ class NodeTable(ScrollView, can_focus=True):
         if not self._rows:
             return
         row = max(0, min(row, self._rows - 1))
-        old = self.cursor
         self.set_reactive(NodeTable.cursor, row)
         self.scroll_to_row(row, center=center)
         if repaint:
-            self.refresh_line(old + 1)
-            self.refresh_line(row + 1)
+            self.refresh_changed()
         if notify and self.view is not None:
             self.post_message(self.Selected(self, self.view.row_node(row, self.view.trace.node_count)))
 
@@ -232,8 +247,12 @@ class NodeTable(ScrollView, can_focus=True):
         else:
             row = round(self.scroll_y) + y - 1
             if self.view is None or not 0 <= row < self._rows:
+                self._drawn[y] = (None, None)
                 return Strip.blank(width, self.rich_style)
-            strip = self._row(row)
+            key = self._row_key(row)
+            strip = self._row(row, key).crop_extend(scroll_x, scroll_x + width, self.rich_style)
+            self._drawn[y] = (key, strip)
+            return strip
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def _header(self) -> Strip:
@@ -252,22 +271,24 @@ class NodeTable(ScrollView, can_focus=True):
             self._cache[key] = strip
         return strip
 
-    def _row(self, row: int) -> Strip:
+    def _row_key(self, row: int) -> tuple:
+        """What row `row` shows: its node, mark, cursor, breakpoint, flag, data and grad."""
         view = self.view
-        assert view is not None
         nid = view.row_node(row, view.trace.node_count)
         if nid >= self.created:  # not made yet at this step
             mark, data, grad = "future", 0.0, 0.0
         else:
             mark = self.marks.get(nid, "")
             data, grad = self.data[nid], self.grad[nid]
-        is_cursor = row == self.cursor
-        bp = nid in self.breakpoints
-        flag = nid in self.flagged
-        key = (nid, mark, is_cursor, bp, flag, data, grad, self._widths)
+        return (nid, mark, row == self.cursor, nid in self.breakpoints, data, grad,
+                nid in self.flagged, self._widths)
+
+    def _row(self, row: int, key: tuple | None = None) -> Strip:
+        """The strip of row `row` (cached by what it shows)."""
+        key = key or self._row_key(row)
         strip = self._cache.get(key)
         if strip is None:
-            strip = self._render_row(nid, mark, is_cursor, bp, data, grad, flag)
+            strip = self._render_row(*key[:7])
             self._cache[key] = strip
         return strip
 
@@ -282,11 +303,11 @@ class NodeTable(ScrollView, can_focus=True):
             row_style = base + self.get_component_rich_style("node-table--dim")
         elif mark:
             row_style = base + self.get_component_rich_style(f"node-table--{mark}")
-        if is_cursor and mark in ("run", "acc", "new", "set"):
+        if is_cursor and mark in ("run", "acc", "assign", "new", "set"):
             row_style = row_style + Style(underline=True)  # keep the mark's own colours
         elif is_cursor:
             row_style = row_style + self.get_component_rich_style("node-table--cursor")
-        changed = self.get_component_rich_style("node-table--changed") if mark in ("acc", "set") else None
+        changed = self.get_component_rich_style("node-table--changed") if mark in ("acc", "assign", "set") else None
         topo = view.topo_of.get(nid)
         nonfinite = self.get_component_rich_style("node-table--nonfinite")
         cells: list[tuple[str, Style | None]] = [

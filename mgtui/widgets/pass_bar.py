@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from mgtui.explain import fmt
 from mgtui.session import Passes
+from mgtui.widgets.strips import CompactLines
 
 LETTER = {"forward": "F", "backward": "B", "zero_grad": "Z", "update": "U", "other": "·"}
 
@@ -27,7 +28,7 @@ def window(n: int, current: int, width: int) -> tuple[int, int]:
     return start, start + width
 
 
-class PassBar(Widget):
+class PassBar(CompactLines, Widget):
     DEFAULT_CSS = """
     PassBar { height: 2; background: $panel; }
     """

@@ -50,6 +50,9 @@ def render_explanation(step: int, total: int, exp: Explanation, line: int | None
         # the lesson of the step first (a fan-out's `+=`), where a short pane shows it
         for note in exp.notes:
             text.append("  • " + note + "\n", style="italic")
+        if exp.values:
+            text.append("  values at this call: ", style="dim")
+            text.append(exp.values + "\n")
         if exp.local:
             text.append("  local derivative: ", style="dim")
             text.append(exp.local + "\n")

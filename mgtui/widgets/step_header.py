@@ -7,9 +7,10 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from mgtui.session import Header
+from mgtui.widgets.strips import CompactLines
 
 
-class StepHeader(Widget):
+class StepHeader(CompactLines, Widget):
     DEFAULT_CSS = """
     StepHeader { height: 1; background: $primary; color: $text; }
     """

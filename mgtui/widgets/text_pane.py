@@ -11,13 +11,31 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 from textual.events import MouseScrollDown, MouseScrollUp
+from textual.geometry import Region
 from textual.widget import Widget
 
 from mgtui.bindings import TEXT_KEYS
 from mgtui.widgets.keys import bindings_of
+from mgtui.widgets.strips import CompactLines, last_change
 
 
-class TextPane(Widget, can_focus=True):
+def line_key(line: Text) -> tuple:
+    """What a line shows: its text and its styles."""
+    return (line.plain, str(line.style), tuple(line.spans))
+
+
+def text_cells(line: Text) -> tuple[str, list[tuple]]:
+    """A line's characters and, for each, the styles on it (by name, unresolved: two
+    cells alike in their names look alike; a difference only ever sends more)."""
+    plain = line.plain
+    looks: list[tuple] = [(line.style,)] * len(plain)
+    for start, end, style in line.spans:
+        for i in range(max(start, 0), min(end, len(plain))):
+            looks[i] = looks[i] + (style,)
+    return plain, looks
+
+
+class TextPane(CompactLines, Widget, can_focus=True):
     BINDINGS = bindings_of(TEXT_KEYS)
     DEFAULT_CSS = """
     TextPane { height: 1fr; overflow: hidden; }
@@ -49,6 +67,8 @@ class TextPane(Widget, can_focus=True):
         self._lines: list[Text] | None = None
         self._lines_width = -1
         self.offset_y = 0
+        self._drawn: list[tuple] | None = None  # the lines last drawn: (line_key, Text)
+        self._drawn_size = (0, 0)
 
     def set_text(self, text: Text, focus_line: int | None = None) -> None:
         """Show `text`, from the top, or scrolled so that `focus_line` sits a third of the
@@ -57,7 +77,26 @@ class TextPane(Widget, can_focus=True):
         self._lines = None
         self.offset_y = 0
         self._focus_line = focus_line
-        self.refresh()
+        self.refresh_changed()
+
+    def refresh_changed(self) -> None:
+        """Draw again only the lines whose text is not what is on screen (the step
+        detail keeps most of its lines from one step to the next)."""
+        width, height = self.content_size
+        if self._drawn is None or self._drawn_size != (width, height):
+            self.refresh()
+            return
+        old = self._drawn
+        new = self._shown(width, height)
+        for y in range(height):
+            before = old[y] if y < len(old) else None
+            after = new[y] if y < len(new) else None
+            if (before and before[0]) == (after and line_key(after)):
+                continue
+            cut = last_change(*(text_cells(before[1]) if before else ("", [])),
+                              *(text_cells(after) if after else ("", [])), width)
+            if cut:
+                self.refresh(Region(0, y, cut, 1))
 
     _focus_line: int | None = None
 
@@ -89,8 +128,9 @@ class TextPane(Widget, can_focus=True):
         self.action_scroll_lines(-2)
         event.stop()
 
-    def render(self) -> Text:
-        width, height = self.content_size
+    def _shown(self, width: int, height: int) -> list[Text]:
+        """The lines on screen at this size: the text from `offset_y`, with a line that
+        says what is above or below."""
         lines = self.lines(width)
         if self._focus_line is not None and height:
             self.offset_y = max(self._focus_line - height // 3, 0)
@@ -103,7 +143,14 @@ class TextPane(Widget, can_focus=True):
             shown = shown[:-1] + [Text(f"↓ {more} more lines ({how})", style="dim italic")]
         if top > 0 and shown and height >= 3:
             shown = [Text(f"↑ {top} lines above", style="dim italic")] + shown[1:]
-        out = Text("\n").join(line if self.WRAP else self._crop(line, width) for line in shown)
+        return [line if self.WRAP else self._crop(line, width) for line in shown]
+
+    def render(self) -> Text:
+        width, height = self.content_size
+        shown = self._shown(width, height)
+        self._drawn = [(line_key(line), line) for line in shown]
+        self._drawn_size = (width, height)
+        out = Text("\n").join(shown)
         out.no_wrap = True
         out.overflow = "crop"
         return out

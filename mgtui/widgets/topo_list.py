@@ -9,20 +9,21 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.bindings import TOPO_KEYS
 from mgtui.explain import fmt
+from mgtui.naming import fitted_name
 from mgtui.session import StepState
 from mgtui.view import GraphView
-from mgtui.naming import fitted_name
 from mgtui.widgets.node_table import MARKS, clip
 from mgtui.widgets.keys import bindings_of
+from mgtui.widgets.strips import CompactLines, changed_width
 
 
-class TopoList(ScrollView, can_focus=True):
+class TopoList(CompactLines, ScrollView, can_focus=True):
     inherit_bindings = False
     BINDINGS = bindings_of(TOPO_KEYS)
     COMPONENT_CLASSES = {
@@ -48,16 +49,17 @@ class TopoList(ScrollView, can_focus=True):
         self.marks: dict[int, str] = {}
         self.grad = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._drawn: dict[int, tuple] = {}  # line on screen -> (its row's key, its strip)
 
     def show(self, state: StepState, single_step: bool = False) -> None:
-        """Show the walk at one step. After a `single_step` only the rows it touched are
-        drawn again."""
+        """Show the walk at one step. Within the same graph only the lines whose row
+        changed are drawn again, however far the move (`single_step` is not needed)."""
         view = state.view
-        old_walked, old_marks = self.walked, self.marks
-        full = view is not self.view
-        if view is not self.view:
+        new_view = view is not self.view
+        if new_view:
             self.view = view
             self._cache.clear()
+            self._drawn.clear()
             n = len(view.topo) if view is not None else 0
             self.virtual_size = Size(0, n + 1)  # rows are clipped: no sideways scrolling
         self.grad, self.marks, self.walked = state.grad, state.marks, state.walked
@@ -68,18 +70,22 @@ class TopoList(ScrollView, can_focus=True):
             row = n - self.walked - (0 if self.running is None else -1)
             self._walk_row = max(0, min(row, n - 1))
             self._follow()
-        if full or view is None or not single_step:
+        if new_view or view is None:
             self.refresh()
             self.call_after_refresh(self._follow)
             return
-        n = len(view.topo)
-        rows = {n - 1 - w for w in range(min(old_walked, self.walked) - 1,
-                                         max(old_walked, self.walked) + 1)}
-        rows |= {view.topo_of[nid] for nid in old_marks.keys() | self.marks.keys()
-                 if nid in view.topo_of}
-        for row in rows:
-            if 0 <= row < n:
-                self.refresh_line(row + 1)
+        top = round(self.scroll_y)
+        width, height = self.scrollable_content_region.size
+        for y in range(1, height):
+            key = self._line_key(top + y - 1, width)
+            old_key, old_strip = self._drawn.get(y, (False, None))
+            if old_key == key:
+                continue
+            cut = width
+            if key is not None and old_strip is not None:
+                cut = changed_width(old_strip, self._strip(key), width)
+            if cut:
+                self.refresh(Region(0, y, cut, 1))  # not the scrollbar beside it
 
     _walk_row = 0
 
@@ -109,11 +115,40 @@ class TopoList(ScrollView, can_focus=True):
             title += "     grad  (walked bottom-up)" if view is not None and view.ordered() else ""
             return Strip([Segment(clip(title, width), self.get_component_rich_style("topo-list--header"))])
         if view is None:
+            self._drawn[y] = (None, None)
             return Strip.blank(width, self.rich_style)
-        k = round(self.scroll_y) + y - 1
-        n = len(view.topo)
+        key = self._line_key(round(self.scroll_y) + y - 1, width)
+        if key is None:
+            self._drawn[y] = (None, None)
+            return Strip.blank(width, self.rich_style)
+        strip = self._strip(key)
+        self._drawn[y] = (key, strip)
+        return strip
+
+    def _strip(self, key: tuple) -> Strip:
+        """The line of the order that `key` (from `_line_key`) describes, cached."""
+        strip = self._cache.get(key)
+        if strip is None:
+            view = self.view
+            k, nid, state, grad, width = key
+            trace = view.trace
+            mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
+            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
+                    f"  {trace.op(nid)}")
+            style = self.rich_style
+            if state:
+                style = style + self.get_component_rich_style(f"topo-list--{state}")
+            strip = Strip([Segment(clip(text, width), style)])
+            self._cache[key] = strip
+        return strip
+
+    def _line_key(self, k: int, width: int) -> tuple | None:
+        """What row `k` of the order shows (None past its end): its node, its state in
+        the walk and its grad."""
+        view = self.view
+        n = len(view.topo) if view is not None else 0
         if not 0 <= k < n:
-            return Strip.blank(width, self.rich_style)
+            return None
         nid = view.topo[k]
         step = n - 1 - k  # its place in the backward walk
         if self.running is not None and step == self.running:
@@ -125,16 +160,4 @@ class TopoList(ScrollView, can_focus=True):
         else:
             state = ""
         grad = self.grad[nid] if self.grad is not None else 0.0
-        key = (k, state, grad, width)
-        strip = self._cache.get(key)
-        if strip is None:
-            trace = view.trace
-            mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
-            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
-                    f"  {trace.op(nid)}")
-            style = self.rich_style
-            if state:
-                style = style + self.get_component_rich_style(f"topo-list--{state}")
-            strip = Strip([Segment(clip(text, width), style)])
-            self._cache[key] = strip
-        return strip
+        return (k, nid, state, grad, width)

@@ -81,6 +81,7 @@ class MgtuiApp(App[int]):
         super().__init__()
         return_freed_memory()  # a big trace, built again as it grows, must not stay twice
         self.path = Path(path) if path is not None else None
+        self.lesson_dir: Path | None = None  # `mgtui lessons/`: what `o` and the picker list
         self.start_step = step
         self.seed = seed
         self.max_nodes = max_nodes
@@ -385,10 +386,19 @@ class MgtuiApp(App[int]):
                        reload=self.debugger.trace is not None)
 
     def action_pick(self) -> None:
-        from mgtui.bundled import bundled, title_of
+        """The picker of the lesson directory's files (`mgtui lessons/`), else of the
+        bundled scenarios; escape goes back to the trace on screen, if there is one."""
         from mgtui.widgets.dialogs import PickerScreen
 
-        self.push_screen(PickerScreen([(name, path, title_of(path)) for name, path in bundled()]))
+        if self.lesson_dir is not None:
+            from mgtui.lessons import lessons_in
+
+            found = [(f.name, f.path, f.title) for f in lessons_in(self.lesson_dir)]
+        else:
+            from mgtui.bundled import bundled, title_of
+
+            found = [(name, path, title_of(path)) for name, path in bundled()]
+        self.push_screen(PickerScreen(found, closable=self.debugger.trace is not None))
 
     async def action_quit(self) -> None:
         await self.stop_loading()
@@ -445,10 +455,13 @@ def is_scenario(path: Path) -> bool:
 
 def run_app(path: Path | None, step: int | None = None, seed: int = 0,
             max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None,
-            max_memory: int | None = None, run=None, argv: tuple[str, ...] = ()) -> int:
-    """Run the debugger until the user quits. Returns the exit code."""
+            max_memory: int | None = None, run=None, argv: tuple[str, ...] = (),
+            lesson_dir: Path | None = None) -> int:
+    """Run the debugger until the user quits. Returns the exit code. With `lesson_dir`
+    (and no `path`) it opens on a picker of that directory's lesson files."""
     app = MgtuiApp(path, step=step, seed=seed, max_nodes=max_nodes, timeout=timeout,
                    max_memory=max_memory, run=run, argv=argv)
+    app.lesson_dir = lesson_dir
     try:
         code = app.run()
     finally:

@@ -127,8 +127,13 @@ def say(message: str, detail: str = "") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        from mgtui.serve.cli import main as serve_main
+
+        return serve_main(argv[1:])
     parser = build_parser()
-    own, script_args = split_script_args(sys.argv[1:] if argv is None else list(argv))
+    own, script_args = split_script_args(list(argv))
     args, unknown = parser.parse_known_args(own)
     if unknown:
         hint = (f" (to pass them to the script, put them after --: mgtui {args.file} -- "
@@ -158,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
             return fail("this mode needs a FILE (see mgtui --list for the bundled scenarios)")
         return launch_app(None, args)
     path = resolve(args.file)
+    if path.is_dir():
+        if headless or args.save:
+            return fail(f"{path} is a directory: --print, --export, --check and --save take "
+                        "one lesson file")
+        return launch_app(None, args, lesson_dir=path)
     if not headless and not args.save:
         return launch_app(path, args)
     saved = is_saved_trace(path)
@@ -326,7 +336,8 @@ class Progress:
             self.stream.flush()
 
 
-def launch_app(path: Path | None, args: argparse.Namespace) -> int:
+def launch_app(path: Path | None, args: argparse.Namespace,
+               lesson_dir: Path | None = None) -> int:
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         return fail("the debugger needs a terminal; for output without one use "
                     "--print, --export json|dot or --check")
@@ -344,7 +355,7 @@ def launch_app(path: Path | None, args: argparse.Namespace) -> int:
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
                    timeout=args.timeout, max_memory=args.max_memory, run=run,
-                   argv=args.script_args)
+                   argv=args.script_args, lesson_dir=lesson_dir)
 
 
 def entry() -> None:

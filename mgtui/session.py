@@ -14,6 +14,7 @@ from typing import Any, Callable, Literal
 
 from mgtui.assigns import assigning_lines
 from mgtui.explain import Explanation, explain
+from mgtui.notes import notes_in
 from mgtui.timeline import Timeline
 from mgtui.trace import EventKind, Trace, TraceError
 from mgtui.view import GraphView, take_prepared, view_key
@@ -127,6 +128,7 @@ class Detail:
     closure_file: str = ""  # the file of the `_backward` that ran
     warnings: tuple[str, ...] = ()  # non-finite values among the nodes the step touched
     error: TraceError | None = None  # set on the error step
+    notes: tuple[str, ...] = ()  # the `#: text` notes of the lines this step happened on
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ class Session:
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
         self._views = take_prepared(trace)  # built off the UI thread, if they were
+        self._notes: dict[str, dict[int, str]] | None = None  # file -> line -> `#:` note
         self._summarise(trace)
         self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
         # the doctor's numerical local derivatives: event -> input -> d node / d input
@@ -562,7 +565,28 @@ class Session:
                                     "number, and everything computed from it will not be either")
         return replace(detail, explanation=exp, line=trace.line_of(event),
                        closure_file=Path(closure.filename).name if closure is not None else "",
-                       warnings=tuple(warnings))
+                       warnings=tuple(warnings), notes=self.step_notes(event))
+
+    def step_notes(self, event: int) -> tuple[str, ...]:
+        """The `#:` notes (`mgtui.notes`) of the lines event `event` happened on: its
+        scenario line and, for a `_backward` call, the line that made the node (the
+        forward half of its op) and the closure's lines that wrote."""
+        trace = self.trace
+        if self._notes is None:
+            self._notes = {trace.scenario: notes_in(trace.source)}
+        where = [(trace.scenario, trace.line_of(event))]
+        closure = trace.closure_of(event)
+        if trace.kind(event) is EventKind.BACKWARD:
+            made = trace.created_at(trace.event_node(event))
+            if made is not None:
+                where.append((trace.scenario, trace.line_of(made)))
+        if closure is not None and trace.kind(event) is EventKind.BACKWARD:
+            if closure.filename not in self._notes:
+                self._notes[closure.filename] = notes_in("\n".join(closure.lines),
+                                                         closure.first_line)
+            where += [(closure.filename, w.line) for w in trace.writes(event)]
+        found = (self._notes.get(filename, {}).get(line) for filename, line in where if line)
+        return tuple(dict.fromkeys(note for note in found if note))
 
     def _source(self, event: int | None) -> Source:
         """The scenario line of a forward step or a write; the `_backward` closure that ran,

@@ -23,10 +23,10 @@ from engine import Value
 a = Value(2.0, label='a')
 b = Value(-3.0, label='b')
 c = Value(10.0, label='c')
-e = a*b; e.label = 'e'
-d = e + c; d.label = 'd'
+e = a*b; e.label = 'e'  #: a product: backward, each input gets the other input times e.grad
+d = e + c; d.label = 'd'  #: a sum: backward, it passes d.grad on to e and c unchanged
 f = Value(-2.0, label='f')
-L = d * f; L.label = 'L'
+L = d * f; L.label = 'L'  #: the output: backward starts here, with L.grad = 1
 
 L.backward()
 

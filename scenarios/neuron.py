@@ -33,7 +33,7 @@ x1w1 = x1*w1; x1w1.label = 'x1*w1'
 x2w2 = x2*w2; x2w2.label = 'x2*w2'
 x1w1x2w2 = x1w1 + x2w2; x1w1x2w2.label = 'x1*w1 + x2*w2'
 n = x1w1x2w2 + b; n.label = 'n'
-o = n.tanh(); o.label = 'o'
+o = n.tanh(); o.label = 'o'  #: tanh's local derivative is 1 - o², 0.5 here
 
 o.backward()
 

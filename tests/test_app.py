@@ -337,7 +337,7 @@ def test_run_app_has_the_cli_signature():
 
     params = inspect.signature(run_app).parameters
     assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run",
-                            "argv"]
+                            "argv", "lesson_dir"]
     assert app.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
     assert cli.DEFAULT_MAX_MEMORY == runner.DEFAULT_MAX_MEMORY
     assert cli.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES

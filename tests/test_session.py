@@ -92,7 +92,7 @@ def test_a_forward_step_marks_the_new_node_and_works_out_its_value(chain):
     assert state.marks == {e: "new"}
     assert label_of(chain, state) == "e"
     assert state.explanation.equation == "e = a * b = 2.0 × -3.0 = -6.0"
-    line = chain.source.splitlines().index("e = a*b; e.label = 'e'") + 1
+    line = line_starting(chain, "e = a*b; e.label = 'e'")
     assert state.source.marked == {line: "▶"} and state.source.first_line == 1
     assert state.header.where == "forward pass 1/2 · 4/7 in pass · step 4/15"
     assert not state.running and state.event == 3
@@ -319,7 +319,7 @@ def test_go_to_a_finding_shows_its_step_node_and_line(chain):
     s = Session(chain)
     s.show_tab("notes")
     d = node(chain, "d")
-    line = chain.source.splitlines().index("d = e + c; d.label = 'd'") + 1
+    line = line_starting(chain, "d = e + c; d.label = 'd'")
     state = s.goto_finding(FakeFinding(10, d, "a title", "a message", chain.scenario, line))
     assert state.step == 11 and state.node == d and state.position.tab == "source"
     assert state.source.marked == {line: "!"} and "a title" in state.source.title
@@ -480,3 +480,8 @@ def test_the_topological_index_answers_as_a_dict_would():
     for nid in range(-2, 14):
         assert (nid in index) == (nid in expected)
         assert index.get(nid) == expected.get(nid)
+
+
+def line_starting(trace, text: str) -> int:
+    """The number of the scenario line that starts with `text` (it may end in a `#:` note)."""
+    return next(i for i, line in enumerate(trace.source.splitlines(), 1) if line.startswith(text))

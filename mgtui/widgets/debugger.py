@@ -14,6 +14,8 @@ from typing import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
+from textual.widget import MountError
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
@@ -237,13 +239,19 @@ class DebuggerScreen(Screen[None]):
         trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
         if trace is None or scroll is None or self._notes_shown == trace.notes:
             return
+        if not scroll.is_mounted:  # the side panes are still coming in: once they are
+            self.call_after_refresh(self.show_notes)
+            return
         self._notes_shown = trace.notes
         from textual.widgets import Markdown
 
-        await scroll.remove_children()
-        await scroll.mount(Markdown(
-            trace.notes or "*This scenario has no lesson notes: write them in its docstring, "
-            "after the title line.*", id="notes"))
+        try:
+            await scroll.remove_children()
+            await scroll.mount(Markdown(
+                trace.notes or "*This scenario has no lesson notes: write them in its "
+                "docstring, after the title line.*", id="notes"))
+        except MountError:  # the pane went while this waited (the app is closing)
+            self._notes_shown = None
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.tabbed_content.active != event.pane.id:
@@ -285,7 +293,7 @@ class DebuggerScreen(Screen[None]):
             switching = bool(side.active)  # not the first tab of panes just mounted
             try:
                 side.active = f"tab-{state.position.tab}"
-            except ValueError:  # its tab strip is still being mounted: once it is
+            except (ValueError, NoMatches):  # its tab strip is still being mounted: once it is
                 self.call_after_refresh(self._show_side, state, single)
                 return
             if switching:  # a tab the user asked for: show it in the compact layout too
@@ -367,6 +375,16 @@ class DebuggerScreen(Screen[None]):
     def find(self, query: str | None) -> None:
         if self.session is not None and query:
             self._move(self.session.find(query))
+
+    def action_notes_view(self) -> None:
+        """The step's `#:` notes and the lesson notes, full screen."""
+        if self.session is None or self.state is None:
+            return
+        from mgtui.widgets.notes_view import NotesScreen
+
+        trace = self.session.trace
+        self.app.push_screen(NotesScreen(trace.title or Path(trace.scenario).name,
+                                         self.state.step, self.state.detail.notes, trace.notes))
 
     def action_help(self) -> None:
         from mgtui.widgets.dialogs import HelpScreen

@@ -141,11 +141,20 @@ class ErrorScreen(Screen[None]):
 class PickerScreen(Screen[None]):
     """The bundled scenarios with their titles."""
 
-    BINDINGS = [Binding("q,escape", "app.quit", "Quit", id="picker.quit")]
+    BINDINGS = [Binding("q", "app.quit", "Quit", id="picker.quit"),
+                Binding("escape", "close", "Back", id="picker.close")]
 
-    def __init__(self, scenarios: list[tuple[str, Path, str]]) -> None:
+    def __init__(self, scenarios: list[tuple[str, Path, str]], closable: bool = False) -> None:
+        """`closable`: escape goes back to the trace on screen (else it quits)."""
         super().__init__()
         self.scenarios = scenarios
+        self.closable = closable
+
+    async def action_close(self) -> None:
+        if self.closable:
+            self.dismiss()
+        else:
+            await self.app.run_action("quit")
 
     def compose(self) -> ComposeResult:
         yield Label(" mgtui · pick a scenario to step through (enter opens it)", id="picker-title")

@@ -33,6 +33,9 @@ def render_detail(detail: Detail) -> Text:
                               detail.closure_file, detail.where)
     for warning in detail.warnings:
         text.append("\n  " + warning, style="bold reverse")
+    for note in detail.notes:  # the scenario's `#:` notes on this step's lines
+        text.append("\n  ✎ ", style="bold")
+        text.append(note, style="italic")
     return text
 
 

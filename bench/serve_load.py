@@ -1,0 +1,228 @@
+"""Load test of `mgtui serve`: a server process and 30 asyncssh clients on loopback.
+
+Each client logs in, follows the teacher for 20 steps, detaches, and steps 30 times on
+its own; every client's screen (a pyte terminal, read from the client's side) must show
+the right step each time. Then a client cut off mid-frame, a window of 10x5 and a wrong
+password, after which one more client must still be served.
+
+Reports the server's memory (VmRSS) before, with 1 and with N sessions and after they
+all leave, and the step latency (key sent -> new step on the client's screen) with one
+session and with N sessions stepping at once. Bounded: 20 s per wait, 600 s in all.
+
+    python bench/serve_load.py [--clients 30] [--lesson mlp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import asyncssh
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mgtui.serve.client import ScreenClient  # noqa: E402
+
+PASSWORD = "load test password"
+WAIT = 20.0
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def step_of(client: ScreenClient) -> int | None:
+    match = re.search(r"step (\d+)/\d+", client.text())
+    return int(match.group(1)) if match else None
+
+
+async def at_step(client: ScreenClient, step: int) -> bool:
+    return await client.wait_for(lambda _: step_of(client) == step, WAIT)
+
+
+async def timed_step(client: ScreenClient, key: str, step: int) -> float:
+    """The time from the key to the new step's header arriving on the client; then the
+    client's screen (emulated) must show that step."""
+    client.watch()
+    start = time.perf_counter()
+    client.send(key)
+    await client.wait_output(f"step {step}/", WAIT)
+    took = time.perf_counter() - start
+    if not await at_step(client, step):
+        raise AssertionError(f"a client shows step {step_of(client)}, not {step}")
+    return took
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
+
+
+async def settle(pid: int, seconds: float = 3.0) -> float:
+    await asyncio.sleep(seconds)
+    return rss_mb(pid)
+
+
+async def main(clients: int, lesson: str) -> None:
+    work = Path(tempfile.mkdtemp(prefix="mgtui-serve-load-"))
+    pw = work / "password"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    teacher_key = asyncssh.generate_private_key("ssh-ed25519")
+    (work / "teachers").write_bytes(teacher_key.export_public_key())
+    env = dict(os.environ, XDG_STATE_HOME=str(work / "state"), PYTHONPATH=str(ROOT))
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", lesson, "--port", "0", "--password-file",
+         str(pw), "--teacher-keys", str(work / "teachers"), "--max-sessions", str(clients + 5)],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        while port is None:
+            line = server.stderr.readline()
+            if not line:
+                raise SystemExit("the server did not start")
+            found = re.search(r"on 127\.0\.0\.1:(\d+)", line)
+            port = int(found.group(1)) if found else None
+        # drain the log so its pipe never fills
+        asyncio.get_running_loop().run_in_executor(None, lambda: server.stderr.read())
+        await asyncio.sleep(1.0)
+        base = rss_mb(server.pid)
+
+        # one session alone: its step latency, and the memory one session costs
+        teacher = await ScreenClient.connect(port, key=teacher_key)
+        assert await teacher.wait_for("step 0/", WAIT)
+        solo = await ScreenClient.connect(port, password=PASSWORD)
+        assert await solo.wait_for("step 0/", WAIT)
+        solo.send("p")  # (nothing to go back to; still its own move: it stops following)
+        one_session = await settle(server.pid)
+        alone = []
+        for k in range(1, 31):  # at a person's pace: a key about every second
+            alone.append(await timed_step(solo, "n", k))
+            await asyncio.sleep(random.uniform(0.5, 1.5))
+        await solo.close()
+
+        # the class
+        students = []
+        for _ in range(clients):
+            student = await ScreenClient.connect(port, password=PASSWORD)
+            students.append(student)
+        assert all(await asyncio.gather(*(s.wait_for("step 0/", WAIT) for s in students)))
+        all_in = await settle(server.pid)
+        followed, class_steps = 0, []
+        for k in range(1, 21):  # the teacher leads 20 steps; every screen must show each
+            for s in students:
+                s.watch()
+            start = time.perf_counter()
+            teacher.send("n")
+            await asyncio.gather(*(s.wait_output(f"step {k}/", WAIT) for s in students))
+            class_steps.append(time.perf_counter() - start)
+            shown = await asyncio.gather(*(at_step(s, k) for s in students))
+            if not all(shown):
+                lagging = [s for s, ok in zip(students, shown) if not ok]
+                raise AssertionError(f"after the teacher's step {k}, {len(lagging)} screens "
+                                     f"lag; one shows:\n{lagging[0].text()}")
+            followed += len(shown)
+        # each detaches (p: its own move), then steps 30 times on its own, all at once
+        for s in students:
+            s.send("p")
+        assert all(await asyncio.gather(*(at_step(s, 19) for s in students))), "detach"
+
+        async def own_steps(s: ScreenClient, first: int, count: int, pace: bool) -> list[float]:
+            times = []
+            for k in range(first, first + count):
+                if pace:
+                    await asyncio.sleep(random.uniform(0.5, 1.5))
+                times.append(await timed_step(s, "n", k))
+            return times
+
+        # 30 steps each at a person's pace (a key about every second, all 30 students)
+        cpu_before = cpu_seconds(server.pid)
+        together = [t for ts in await asyncio.gather(*(own_steps(s, 20, 30, True)
+                                                       for s in students)) for t in ts]
+        cpu_per_step = (cpu_seconds(server.pid) - cpu_before) / len(together)
+        # then 10 more each, every student at once as fast as the screens come back
+        burst = [t for ts in await asyncio.gather(*(own_steps(s, 50, 10, False)
+                                                    for s in students)) for t in ts]
+
+        # the awkward ones; then one more client must still be served
+        cut = students.pop()
+        cut.send("n" * 20)
+        cut.conn.abort()
+        tiny = students.pop()
+        tiny.resize(10, 5)
+        try:
+            await ScreenClient.connect(port, password="wrong")
+            refused = False
+        except asyncssh.PermissionDenied:
+            refused = True
+        check = await ScreenClient.connect(port, password=PASSWORD)
+        assert await check.wait_for("step ", WAIT)
+        check.send("n")
+        served_after = await at_step(check, 21)  # it joined on the teacher's step 20
+        students.append(tiny)
+        students.append(check)
+        for s in students:
+            await s.close()
+        await teacher.close()
+        after = await settle(server.pid, 5.0)
+        # a second class, to tell memory kept by sessions from the heap's own growth
+        again = [await ScreenClient.connect(port, password=PASSWORD) for _ in range(clients)]
+        assert all(await asyncio.gather(*(s.wait_for("step ", WAIT) for s in again)))
+        for s in again:
+            s.send("pnnnn")
+        await asyncio.sleep(3)
+        for s in again:
+            await s.close()
+        after_again = await settle(server.pid, 5.0)
+        per_session = (all_in - one_session) / clients
+        print(f"lesson {lesson}, {clients} clients, server pid {server.pid}")
+        print(f"screens right: {followed} follow checks + {len(together) + len(burst)} own steps, all right")
+        print(f"server RSS MB: before {base:.1f}, 2 sessions {one_session:.1f}, "
+              f"{clients + 1} sessions {all_in:.1f}, after all left {after:.1f} "
+              f"({100 * (after - base) / base:+.1f}% of before); after a second class "
+              f"{after_again:.1f} ({100 * (after_again - after) / after:+.1f}% of after the first)")
+        print(f"memory per extra session: {per_session:.2f} MB")
+        print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone):.1f} ms, "
+              f"{clients} sessions {1000 * p95(together):.1f} ms "
+              f"(ratio {p95(together) / p95(alone):.2f}); median "
+              f"{1000 * statistics.median(alone):.1f} / {1000 * statistics.median(together):.1f} ms")
+        print(f"server CPU per session step (paced phase): {1000 * cpu_per_step:.1f} ms; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"teacher's step until all {clients} screens show it: median "
+              f"{1000 * statistics.median(class_steps):.0f} ms, p95 {1000 * p95(class_steps):.0f} ms")
+        print(f"step latency with all {clients} pressing n at once, as fast as their screens "
+              f"come back: p95 {1000 * p95(burst):.1f} ms, median "
+              f"{1000 * statistics.median(burst):.1f} ms")
+        print(f"cut-off client, 10x5 window, wrong password refused={refused}: "
+              f"another client served={served_after}")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=30)
+    parser.add_argument("--lesson", default="mlp")
+    args = parser.parse_args()
+    asyncio.run(asyncio.wait_for(main(args.clients, args.lesson), 600))

@@ -1,0 +1,154 @@
+"""`mgtui serve LESSON...`: record the lessons once, then serve them to a class over SSH
+(or, with --web, to browsers), every session replaying the same traces."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from mgtui.safe import inert
+
+EXIT_OK, EXIT_UNUSABLE = 0, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mgtui serve",
+        description="Serve lessons to a class: each SSH connection gets its own debugger, "
+        "following the teacher's step. Lessons are recorded once, when the server starts.")
+    parser.add_argument("lessons", nargs="+", metavar="LESSON",
+                        help="scenario files, saved traces, directories of them, or bundled "
+                        "scenario names")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the address to listen on (default 127.0.0.1: this machine only; "
+                        "0.0.0.0 for every network)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="the port (default 2222; 8000 with --web)")
+    parser.add_argument("--authorized-keys", type=Path, metavar="FILE",
+                        help="the students' public keys, in OpenSSH authorized_keys format")
+    parser.add_argument("--teacher-keys", type=Path, metavar="FILE",
+                        help="the teachers' public keys: their sessions lead the class")
+    parser.add_argument("--password-file", type=Path, metavar="FILE",
+                        help="a file (chmod 600) whose first line is the class password")
+    parser.add_argument("--teach", action="store_true",
+                        help="teach from this terminal: the class follows this session")
+    parser.add_argument("--web", action="store_true",
+                        help="serve to browsers through textual-serve instead of SSH")
+    parser.add_argument("--max-sessions", type=int, default=60, metavar="N",
+                        help="sessions at once (default 60)")
+    parser.add_argument("--idle-timeout", type=float, default=60, metavar="MINUTES",
+                        help="end a session after this long with no keys and nothing new "
+                        "drawn (default 60)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed for `random` when the lessons are recorded (default 0)")
+    parser.add_argument("--timeout", type=float, default=120, metavar="SECONDS",
+                        help="stop recording a lesson after this many seconds (default 120)")
+    return parser
+
+
+def fail(message: str) -> int:
+    print(f"mgtui serve: {inert(message)}", file=sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0:
+        return fail("--max-sessions, --idle-timeout and --timeout must be positive")
+    try:
+        import asyncssh  # noqa: F401
+    except ImportError:
+        return fail("serving a class needs the serve extra: pip install 'mgtui[serve]'")
+    from mgtui.serve.auth import Auth, AuthError
+
+    auth = None
+    if not args.web:
+        try:
+            auth = Auth.from_files(args.authorized_keys, args.teacher_keys, args.password_file)
+        except AuthError as exc:
+            return fail(str(exc))
+    try:
+        lessons = record_lessons(args)
+    except Exception as exc:  # noqa: BLE001 - LessonError and the like: one line, no traceback
+        return fail(str(exc))
+    if args.web:
+        from mgtui.serve.web import serve_web
+
+        return serve_web(lessons, args)
+    try:
+        return asyncio.run(serve_ssh(lessons, auth, args))
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def record_lessons(args) -> dict:
+    """Every lesson recorded once (in the runner's child process), by unique name."""
+    from mgtui.bundled import resolve
+    from mgtui.lessons import lesson_paths, record_lesson
+
+    paths = lesson_paths([resolve(t) for t in args.lessons])
+    lessons = {}
+    for path in paths:
+        name = path.name if path.name not in lessons else f"{path.parent.name}/{path.name}"
+        print(f"mgtui serve: recording {inert(name)} …", file=sys.stderr, flush=True)
+        lesson = record_lesson(path, name, seed=args.seed, timeout=args.timeout)
+        if lesson.message:
+            print(f"mgtui serve: {inert(name)}: {inert(lesson.message)} (serving the trace "
+                  "up to there)", file=sys.stderr)
+        lessons[name] = lesson
+    return lessons
+
+
+def setup_log(teach: bool) -> str:
+    """Connections are logged to stderr, or to a file when this terminal teaches."""
+    log = logging.getLogger("mgtui.serve")
+    log.setLevel(logging.INFO)
+    if teach:
+        from mgtui.serve.auth import state_dir
+
+        state_dir().mkdir(parents=True, exist_ok=True)
+        where = str(state_dir() / "serve.log")
+        handler: logging.Handler = logging.FileHandler(where)
+    else:
+        where = "stderr"
+        handler = logging.StreamHandler(sys.__stderr__)  # (each app redirects sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.addHandler(handler)
+    return where
+
+
+async def serve_ssh(lessons: dict, auth, args) -> int:
+    from mgtui.serve.auth import AuthError, host_key
+    from mgtui.serve.server import Class, Limits, start_server, warm_up
+
+    try:
+        key = host_key()
+    except AuthError as exc:
+        return fail(str(exc))
+    klass = Class(lessons, auth, Limits(max_sessions=args.max_sessions,
+                                        idle_timeout=args.idle_timeout * 60))
+    await warm_up(lessons)
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    port = 2222 if args.port is None else args.port
+    try:
+        server = await start_server(klass, args.host, port, key)
+    except OSError as exc:
+        return fail(f"cannot listen on {args.host}:{port}: {exc.strerror or exc}")
+    where = setup_log(args.teach)
+    print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
+          f"{args.host}:{server.port}; students type: ssh -p {server.port} class@HOST "
+          f"(log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
+    try:
+        if args.teach:
+            from mgtui.serve.app import ServedApp
+
+            await ServedApp(lessons, klass.classroom, teacher=True).run_async()
+        else:
+            await asyncio.Event().wait()
+    finally:
+        await server.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return EXIT_OK

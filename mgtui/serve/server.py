@@ -1,0 +1,327 @@
+"""The class server: an asyncssh server whose every SSH session is its own debugger app,
+in this process, on that connection's terminal. No shell, no exec, no SFTP, no
+forwarding: a session's keystrokes can only move through the served lessons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import gc
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import asyncssh
+
+from mgtui.follow import Classroom
+from mgtui.lessons import Lesson
+from mgtui.serve.auth import Auth
+
+log = logging.getLogger("mgtui.serve")
+
+WRITE_BUFFER_LIMIT = 8 << 20  # bytes queued for a client that reads nothing: then it is cut
+IDLE_CHECK_EVERY = 5.0  # seconds
+WARM_UP_STEPS = 40  # steps of each lesson the server takes headless at start
+
+
+@dataclass
+class Limits:
+    max_sessions: int = 60
+    idle_timeout: float = 3600.0  # seconds with no keys typed and nothing drawn
+    login_timeout: float = 30.0
+
+
+@dataclass
+class Class:
+    """What every session of the server shares: the lessons, the classroom, the rules."""
+
+    lessons: Mapping[str, Lesson]
+    auth: Auth
+    limits: Limits = field(default_factory=Limits)
+    classroom: Classroom = field(default_factory=Classroom)
+    sessions: set = field(default_factory=set)
+    connections: int = 0  # open, logged in or not
+
+
+def release_streams(app) -> None:
+    """Each running app swaps `sys.stdout` and `sys.stderr` for its own capture and puts
+    back what it found when it ends; apps ending in another order than they started
+    leave an ended app's capture in place. Put the process's own streams back then."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if getattr(stream, "app", None) is app or getattr(stream, "_app", None) is app:
+            setattr(sys, name, getattr(sys, f"__{name}__"))
+
+
+def give_back_memory() -> None:
+    """When the last session has gone: collect the apps' reference cycles now, and hand
+    the heap they freed back to the system (glibc keeps it otherwise)."""
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the memory is reused all the same
+        pass
+
+
+class LessonSession(asyncssh.SSHServerSession):
+    """One SSH session: a `ServedApp` on the client's terminal."""
+
+    def __init__(self, klass: Class, user: str, peer: str, teacher: bool) -> None:
+        self.klass, self.user, self.peer, self.teacher = klass, user, peer, teacher
+        self.chan: asyncssh.SSHServerChannel | None = None
+        self.app = None
+        self.task: asyncio.Task | None = None
+        self.closed = False
+        self.last_active = time.monotonic()
+        self.ended_because = ""
+
+    # -- the channel ----------------------------------------------------------------------------
+    def connection_made(self, chan) -> None:
+        self.chan = chan
+
+    def pty_requested(self, term_type, term_size, term_modes) -> bool:
+        return True
+
+    def shell_requested(self) -> bool:
+        return True
+
+    def exec_requested(self, command: str) -> bool:
+        log.info("refused a command from %s@%s", self.user, self.peer)
+        return False
+
+    def subsystem_requested(self, subsystem: str) -> bool:
+        log.info("refused subsystem %r from %s@%s", subsystem, self.user, self.peer)
+        return False
+
+    def session_started(self) -> None:
+        chan, klass = self.chan, self.klass
+        if chan.get_terminal_type() is None:
+            self._refuse("mgtui needs a terminal: connect with ssh -t")
+            return
+        if len(klass.sessions) >= klass.limits.max_sessions:
+            log.info("class full: refused %s@%s", self.user, self.peer)
+            self._refuse(f"the class is full ({klass.limits.max_sessions} sessions): try later")
+            return
+        from mgtui.serve.app import ServedApp
+
+        klass.sessions.add(self)
+        width, height = self.terminal_size()
+        log.info("session start %s@%s as %s (%s, %dx%d)", self.user, self.peer,
+                 "teacher" if self.teacher else "student", chan.get_terminal_type(),
+                 width, height)
+        self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
+                             terminal=self, term=chan.get_terminal_type(),
+                             env=dict(chan.get_environment()))
+        self.started = time.monotonic()
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def _refuse(self, text: str) -> None:
+        self.write(f"mgtui: {text}\r\n")
+        self.chan.exit(1)
+
+    async def _run(self) -> None:
+        try:
+            await self.app.run_async(size=self.terminal_size())
+            failure = getattr(self.app, "_exception", None)  # (Textual keeps it, and ends)
+            if failure is not None:
+                log.error("session of %s@%s failed", self.user, self.peer,
+                          exc_info=(type(failure), failure, failure.__traceback__))
+        except Exception:  # noqa: BLE001 - one session's failure ends that session only
+            log.exception("session of %s@%s failed", self.user, self.peer)
+        finally:
+            self.klass.sessions.discard(self)
+            log.info("session end %s@%s after %.0f s%s", self.user, self.peer,
+                     time.monotonic() - self.started,
+                     f" ({self.ended_because})" if self.ended_because else "")
+            if not self.closed:
+                if self.ended_because:
+                    self.write(f"mgtui: {self.ended_because}\r\n")
+                try:
+                    self.chan.exit(0)
+                except (OSError, asyncssh.Error):
+                    pass
+            release_streams(self.app)
+            self.app = None  # (the app, its screens and its session go with it)
+            if not self.klass.sessions:
+                give_back_memory()
+
+    def data_received(self, data: str, datatype) -> None:
+        self.last_active = time.monotonic()
+        driver = self._driver()
+        if driver is not None:
+            driver.feed(data)
+
+    def terminal_size_changed(self, width: int, height: int, pixwidth: int,
+                              pixheight: int) -> None:
+        self.last_active = time.monotonic()
+        driver = self._driver()
+        if driver is not None:
+            driver.resize(width, height)
+
+    def eof_received(self) -> bool:
+        self.end("")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.end("")
+
+    def _driver(self):
+        app = self.app
+        return getattr(app, "_driver", None) if app is not None else None
+
+    # -- what the driver needs ----------------------------------------------------------------
+    def write(self, data: str) -> None:
+        if self.closed or self.chan is None:
+            return
+        try:
+            self.chan.write(data)
+        except (OSError, asyncssh.Error):
+            self.closed = True
+            self.end("")
+            return
+        self.last_active = time.monotonic()
+        if self.chan.get_write_buffer_size() > WRITE_BUFFER_LIMIT:
+            self.end("your connection fell too far behind: reconnect")
+            self.closed = True
+            self.chan.abort()
+
+    def terminal_size(self) -> tuple[int, int]:
+        width, height = self.chan.get_terminal_size()[:2] if self.chan is not None else (0, 0)
+        return (width or 80, height or 24)
+
+    def end(self, because: str) -> None:
+        """End this session's app (the channel closes once it has)."""
+        if because and not self.ended_because:
+            self.ended_because = because
+        app = self.app
+        if app is not None and app.is_running:
+            app.exit(0)
+
+
+class ClassSSHServer(asyncssh.SSHServer):
+    """One connection: authentication, then at most one lesson session per channel."""
+
+    def __init__(self, klass: Class) -> None:
+        self.klass = klass
+        self.conn = None
+        self.peer = "?"
+        self.user = ""
+        self.teacher = False
+
+    def connection_made(self, conn) -> None:
+        self.conn = conn
+        host, port = (conn.get_extra_info("peername") or ("?", 0))[:2]
+        self.host = host
+        self.peer = f"{host}:{port}"
+        klass = self.klass
+        klass.connections += 1
+        if klass.connections > 2 * klass.limits.max_sessions + 10:
+            log.info("too many connections: closed %s", self.peer)
+            conn.close()  # (a login flood: the class's own sessions are not affected)
+            return
+        log.info("connect %s", self.peer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.klass.connections -= 1
+        log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
+
+    def begin_auth(self, username: str) -> bool:
+        self.user = username
+        return True  # always: there is no way in without a key or the password
+
+    def password_auth_supported(self) -> bool:
+        return self.klass.auth.password is not None
+
+    def validate_password(self, username: str, password: str) -> bool:
+        ok = self.klass.auth.password_ok(password)
+        log.info("password %s for %s@%s", "accepted" if ok else "refused", username, self.peer)
+        return ok
+
+    def public_key_auth_supported(self) -> bool:
+        return self.klass.auth.takes_keys
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        role = self.klass.auth.role_of(key, self.host, self.host)
+        if role is None:
+            log.info("key refused for %s@%s", username, self.peer)
+            return False
+        self.teacher = role == "teacher"
+        return True
+
+    def auth_completed(self) -> None:
+        log.info("logged in %s@%s as %s", self.user, self.peer,
+                 "teacher" if self.teacher else "student")
+
+    def session_requested(self):
+        return LessonSession(self.klass, self.user, self.peer, self.teacher)
+
+
+async def warm_up(lessons: Mapping[str, Lesson]) -> None:
+    """Run one session headless for a moment, before anyone connects: the app's modules,
+    styles and highlighter load once, at start, rather than in the first student's
+    session (and the server's memory at rest includes them)."""
+    from mgtui.serve.app import ServedApp
+
+    async def walk(pilot) -> None:
+        await pilot.pause()
+        await pilot.press(*"n" * WARM_UP_STEPS, "]", "N")
+        await pilot.pause()
+        await pilot.press("escape", "question_mark")
+        await pilot.pause()
+        pilot.app.exit(0)
+
+    for name in lessons:
+        app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
+        try:
+            await app.run_async(headless=True, size=(80, 24), auto_pilot=walk)
+        except Exception:  # noqa: BLE001 - a warm-up that fails costs the first session time
+            log.exception("warm-up session failed")
+        release_streams(app)
+    give_back_memory()
+
+
+class ClassServer:
+    """A listening class: its port, and `close()` that ends every session first."""
+
+    def __init__(self, klass: Class, acceptor, watch: asyncio.Task) -> None:
+        self.klass, self._acceptor, self._watch = klass, acceptor, watch
+
+    @property
+    def port(self) -> int:
+        return self._acceptor.get_port()
+
+    async def close(self) -> None:
+        self._watch.cancel()
+        tasks = [s.task for s in list(self.klass.sessions) if s.task is not None]
+        for session in list(self.klass.sessions):
+            session.end("the server is stopping")
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        self._acceptor.close()
+        await self._acceptor.wait_closed()
+
+
+async def start_server(klass: Class, host: str, port: int, host_key) -> ClassServer:
+    """Listen on `host`:`port` (0 picks a free port: `.port` says which), with an idle
+    watch that ends sessions past the idle timeout."""
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
+    acceptor = await asyncssh.create_server(
+        lambda: ClassSSHServer(klass), host, port, server_host_keys=[host_key],
+        encoding="utf-8", line_editor=False, login_timeout=klass.limits.login_timeout,
+        agent_forwarding=False, x11_forwarding=False, allow_scp=False, sftp_factory=None,
+        keepalive_interval=30, keepalive_count_max=4)
+    watch = asyncio.get_running_loop().create_task(_idle_watch(klass))
+    return ClassServer(klass, acceptor, watch)
+
+
+async def _idle_watch(klass: Class) -> None:
+    while True:
+        await asyncio.sleep(min(IDLE_CHECK_EVERY, klass.limits.idle_timeout))
+        now = time.monotonic()
+        for session in list(klass.sessions):
+            if now - session.last_active > klass.limits.idle_timeout:
+                session.end(f"closed after {klass.limits.idle_timeout:.0f} s idle")

@@ -1,0 +1,194 @@
+"""`mgtui serve --web`: the same lessons in a browser, through textual-serve.
+
+textual-serve runs one process per visitor. So the lessons, recorded once, are saved as
+binary traces for those processes to read (they run no scenario code), and the follow
+mode travels over a Unix socket: this process keeps the `Classroom`, sends each of the
+teacher's positions to every visitor as a line of JSON, and a visitor's process turns
+them back into `Position`s. The teacher is `--teach`, in this terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shlex
+import signal
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from mgtui.follow import Classroom
+from mgtui.session import Position
+
+log = logging.getLogger("mgtui.serve")
+MANIFEST = "lessons.json"
+
+
+# -- the server's side -------------------------------------------------------------------------
+
+def save_lessons(lessons: dict, directory: Path) -> None:
+    """Each lesson's trace as a binary trace file, and their names and order."""
+    from mgtui.tracefile import dumpb
+
+    order = []
+    for i, (name, lesson) in enumerate(lessons.items()):
+        file = f"{i:03d}.mgtrace"
+        (directory / file).write_bytes(dumpb(lesson.trace))
+        order.append({"name": name, "file": file, "path": str(lesson.path),
+                      "title": lesson.title})
+    (directory / MANIFEST).write_text(json.dumps(order))
+
+
+class Hub:
+    """The `Classroom` of a web class, and the visitors' sockets it writes positions to."""
+
+    def __init__(self, classroom: Classroom) -> None:
+        self.classroom = classroom
+        self.writers: set[asyncio.StreamWriter] = set()
+        classroom.subscribe(self._send)
+
+    @staticmethod
+    def line(position: Position | None) -> bytes:
+        return (json.dumps(position.to_dict() if position else None) + "\n").encode()
+
+    async def visitor(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(self.line(self.classroom.position))  # a late joiner's first position
+        self.writers.add(writer)
+        try:
+            await reader.read()  # (a visitor sends nothing; this waits for it to leave)
+        finally:
+            self.writers.discard(writer)
+            writer.close()
+
+    def _send(self, position: Position) -> None:
+        data = self.line(position)
+        for writer in list(self.writers):
+            if writer.transport.get_write_buffer_size() > 1 << 20:  # not reading: let go
+                writer.close()
+                self.writers.discard(writer)
+            else:
+                writer.write(data)
+
+
+def serve_web(lessons: dict, args) -> int:
+    """Serve `lessons` to browsers until ctrl+c (or until the teacher's session ends)."""
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        print("mgtui serve: --web needs textual-serve: pip install 'mgtui[serve]'",
+              file=sys.stderr)
+        return 2
+    from mgtui.serve.app import ServedApp
+
+    work = Path(tempfile.mkdtemp(prefix="mgtui-class-"))
+    save_lessons(lessons, work)
+    hub_path = str(work / "hub.sock")
+    classroom = Classroom()
+    command = " ".join(shlex.quote(part) for part in (
+        sys.executable, "-c", "from mgtui.serve.web import visitor; visitor()",
+        "--lessons", str(work), "--hub", hub_path))
+    port = 8000 if args.port is None else args.port
+
+    class ClassWebServer(Server):
+        def initialize_logging(self) -> None:
+            if args.teach:  # this terminal is the teacher's session: log to a file
+                from mgtui.serve.cli import setup_log
+
+                setup_log(True)
+            else:
+                super().initialize_logging()
+
+        async def on_startup(self, app) -> None:
+            hub = Hub(classroom)
+            self._hub = await asyncio.start_unix_server(hub.visitor, path=hub_path)
+            os.chmod(hub_path, 0o600)
+            print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} at http://{args.host}:{port} "
+                  "(ctrl+c stops)", file=sys.__stderr__, flush=True)
+            if args.teach:
+                self._teacher = asyncio.get_running_loop().create_task(self._teach())
+
+        async def _teach(self) -> None:
+            try:
+                await ServedApp(lessons, classroom, teacher=True).run_async()
+            finally:
+                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+                os.kill(os.getpid(), signal.SIGINT)  # the class ends with the teacher's session
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"mgtui serve: warning: --web has no login, and {args.host} lets in anyone who "
+              "can reach it", file=sys.stderr)
+    ClassWebServer(command, host=args.host, port=port, title="mgtui").serve()
+    return 0
+
+
+# -- a visitor's process ----------------------------------------------------------------------
+
+class RemoteClassroom(Classroom):
+    """A visitor's view of the web class's `Classroom`: the teacher's positions as they
+    arrive on the hub's socket. (Visitors only listen: the teacher is in the server.)"""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(5)
+        self._sock.connect(path)
+        first = b""
+        while not first.endswith(b"\n"):
+            chunk = self._sock.recv(4096)
+            if not chunk:
+                break
+            first += chunk
+        self._buffer = first
+        self._reader: asyncio.Task | None = None
+        self._take_lines()
+
+    def _take_lines(self) -> None:
+        while b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            try:
+                data = json.loads(line)
+                if data is not None:
+                    Classroom.publish(self, Position.from_dict(data))
+            except ValueError:  # (from our own server: a bad line is skipped, not fatal)
+                continue
+
+    def subscribe(self, listener):
+        if self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read())
+        return super().subscribe(listener)
+
+    async def _read(self) -> None:
+        self._sock.setblocking(False)
+        reader, _ = await asyncio.open_unix_connection(sock=self._sock)
+        while chunk := await reader.read(4096):
+            self._buffer += chunk
+            self._take_lines()
+
+    def publish(self, position: Position) -> None:
+        """(A visitor does not lead.)"""
+
+
+def visitor(argv: list[str] | None = None) -> None:
+    """One browser visitor's process: the saved lessons, following the hub's teacher."""
+    parser = argparse.ArgumentParser(prog="mgtui serve --web (visitor)")
+    parser.add_argument("--lessons", type=Path, required=True)
+    parser.add_argument("--hub", required=True)
+    args = parser.parse_args(argv)
+    from mgtui.lessons import Lesson
+    from mgtui.serve.app import ServedApp
+    from mgtui.tracefile import load
+
+    lessons = {}
+    for entry in json.loads((args.lessons / MANIFEST).read_text()):
+        trace = load(args.lessons / entry["file"])
+        trace.build_indexes()
+        lessons[entry["name"]] = Lesson(entry["name"], Path(entry["path"]), entry["title"], trace)
+    try:
+        classroom: Classroom = RemoteClassroom(args.hub)
+    except OSError:
+        classroom = Classroom()  # the hub has gone: the lessons still show, unfollowed
+    ServedApp(lessons, classroom).run()

@@ -364,6 +364,7 @@ class Run:
             if trace is not None:
                 self._final = trace
                 self._builder = None  # its columns are the trace's now: not kept twice
+                self._shown = None  # nor the last snapshot
         if trace is None:
             raise ScenarioLoadError(f"{self.spec.path}: the recording could not be read: "
                               f"{self._stream_error}")

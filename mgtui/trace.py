@@ -244,14 +244,17 @@ class Trace:
 
     def children(self, nid: int) -> tuple[int, ...]:
         start = self._child_start
-        return self._children_flat[start[nid] : start[nid + 1]]
+        flat = self.__dict__.get("_children_flat")
+        if flat is None:
+            return tuple(self._child_ids[start[nid] : start[nid + 1]])
+        return flat[start[nid] : start[nid + 1]]
 
-    @cached_property
-    def _children_flat(self) -> tuple[int, ...]:
-        """Every node's children, one after another, as one tuple: a slice of it is the
-        tuple `children()` gives, three times faster than a tuple made from an array
-        slice (the doctor asks for the children of every `_backward` call)."""
-        return tuple(self._child_ids)
+    def index_children(self) -> None:
+        """Keep every node's children, one after another, as one tuple: a slice of it is
+        the tuple `children()` gives, three times faster than a tuple made from an array
+        slice. For the doctor, which asks for the children of every `_backward` call; it
+        costs moons 13 MB of ints, so the app does without."""
+        self.__dict__["_children_flat"] = tuple(self._child_ids)
 
     def is_leaf(self, nid: int) -> bool:
         return self._child_start[nid] == self._child_start[nid + 1]
@@ -629,14 +632,14 @@ class Trace:
         """The inverse of `children`: each node's users (each once, in creation order),
         as offsets into one array of ids."""
         count = self.node_count
-        start = array("q", bytes(8 * (count + 1)))
+        start = array("i", bytes(4 * (count + 1)))  # (int32: kept small)
         total = 0
         uses = self.uses
         for nid in range(count):
             start[nid] = total
             total += uses[nid]
         start[count] = total
-        ids = array("q", bytes(8 * total))
+        ids = array("i", bytes(4 * total))
         fill = start[:-1]
         first, kids = self._child_start, self._child_ids
         for nid in range(count):

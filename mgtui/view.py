@@ -23,7 +23,7 @@ class TopoIndex(Mapping[int, int]):
     a million entries would cost ten times the memory and time)."""
 
     def __init__(self, topo: Sequence[int], node_count: int) -> None:
-        at = array("q", [-1]) * node_count
+        at = array("i", [-1]) * node_count  # (int32: one per node of the trace)
         for k, nid in enumerate(topo):
             at[nid] = k
         self._at, self._len = at, len(topo)

@@ -59,6 +59,7 @@ def diagnose(
                    argv=tuple(argv), job="mgtui.doctor.jobs:probe")
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     trace = result.trace
+    trace.index_children()  # the checks ask for the children of every call
     raise_if_interrupted(trace)
     hits = [Overwrite(*hit) for hit in result.job_result or ()]
 

@@ -215,12 +215,14 @@ class DebuggerScreen(Screen[None]):
         the session goes on from where it is instead of starting again. `wanted` is the
         step the user asked to open at, which a shorter trace could not reach yet: it is
         gone to if the user has not moved since."""
+        if self.session is None or not self._mounted or self._pending is not None:
+            # nothing shown yet, so nobody has moved: the step asked for, else the one
+            # the first steps were to open at
+            pending = self._pending[1] if self._pending is not None else self.position
+            self.load_trace(trace, pending if wanted is None else wanted, select=self.selected)
+            return
         if wanted is not None and self.position != min(wanted, self._reachable()):
             wanted = None  # the user has moved: stay with them
-        if self.session is None or not self._mounted or self._pending is not None:
-            self.load_trace(trace, self.position if wanted is None else wanted,
-                            select=self.selected)
-            return
         state = self.session.grow(trace)
         if wanted is not None and wanted != state.position.step:
             state = self.session.goto(wanted)

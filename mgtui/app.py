@@ -39,9 +39,10 @@ from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
 DEFAULT_MAX_NODES = 2_000_000
 
 
-QUICK_RECORDING = 0.2  # seconds: a scenario recorded within this is shown at once
+QUICK_RECORDING = 0.1  # seconds: a scenario recorded within this is shown at once
 FIRST_STEPS = 0.3  # seconds before the first steps of a longer recording are shown
 GROWING_EVERY = 1.0  # seconds between the trace's updates while it still records
+GROWING_SHARE = 5  # ... or this many times what the last update cost, if more
 LOADING_SCREEN_AFTER = 0.6  # seconds before a recording with no steps yet says so
 
 
@@ -99,6 +100,7 @@ class MgtuiApp(App[int]):
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
         self._growing = False  # the trace on screen is one still being recorded
         self._last_shown: Trace | None = None  # the last of those, in the loading worker
+        self._growth_cost = 0.0
         self.config = load_config()
         self.keymap = self.config.keymap  # the user's keys, by binding id
         self.set_keymap(with_panes(self.keymap))
@@ -232,14 +234,19 @@ class MgtuiApp(App[int]):
         seconds, so its first steps can be stepped through while it still records."""
         shown, wait = None, FIRST_STEPS
         self._last_shown = None
+        self._growth_cost = 0.0  # seconds the UI thread spent on the last update
         while not run.done_within(wait):
-            wait = GROWING_EVERY
+            start = time.perf_counter()
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
                 trace.build_indexes(older=shown, users=False)  # from the last one's
                 prepare_views(trace, (self._position, self.debugger.position, 0))
                 shown = self._last_shown = trace
                 self.post_message(TraceGrowing(trace, path))
+            # Updates take at most a fifth of the time, so that the user's own steps
+            # stay quick while a big scenario records (moons: 0.1-0.3 s an update).
+            cost = time.perf_counter() - start + self._growth_cost
+            wait = max(GROWING_EVERY, GROWING_SHARE * cost)
         return run.wait()
 
     async def on_trace_growing(self, message: TraceGrowing) -> None:
@@ -250,6 +257,7 @@ class MgtuiApp(App[int]):
         if showing(self.screen, "LoadingScreen"):
             await self.pop_screen()
         d = self.debugger
+        started = time.perf_counter()
         if not self._growing:
             await self._clear_to_debugger()  # the picker or an error screen: not the user's
             d.load_trace(message.trace, self._position)
@@ -257,6 +265,7 @@ class MgtuiApp(App[int]):
         else:
             d.grow_trace(message.trace, wanted=self._position)
         d.show_recording(f"recording… {len(message.trace):,} steps")
+        self._growth_cost = time.perf_counter() - started
 
     def _progress(self, nodes: int) -> None:
         now = time.monotonic()

@@ -841,7 +841,7 @@ class TraceBuilder:
         self._inert_ops: list[str] = []
         self._final_data = array("d")
         self._final_grad = array("d")
-        self._final_events = self._final_writes = 0  # replayed into the final state
+        self._final_events = 0  # replayed into the final state
         self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
@@ -1136,10 +1136,10 @@ class TraceBuilder:
         copying the columns. The `last` build hands its columns over to the trace
         instead of copying them (a file's load): the builder is empty after it."""
         self._catch_up_names()
-        self._catch_up_final()
         keep = (lambda column: column) if last else copy
         write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
+        self._catch_up_final(write_start)
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
@@ -1201,45 +1201,22 @@ class TraceBuilder:
         self._inert_labels.extend(map(one, labels, labels))
         self._inert_ops.extend(map(one, ops, ops))
 
-    def _catch_up_final(self) -> None:
-        """Every node's data and grad at the end of what was added: the writes and
-        events since the last build replayed, once each, in order.
-
-        Writes inside `_backward` calls are merged a run at a time with `dict.update`, and
-        only the few writes outside them are visited one by one."""
+    def _catch_up_final(self, write_start: array) -> None:
+        """Every node's data and grad at the end of what was added: the events since the
+        last build replayed into the state it left (`write_start` has one entry more
+        than there are events: where the writes end). The last event it saw is replayed
+        again, as its `_backward` may have written more since; in order, that changes
+        nothing it had written."""
         final_data, final_grad = self._final_data, self._final_grad
         k, n = len(final_data), self.node_count
         if k < n:
             final_data.extend(self.node_data[k:n])
             final_grad.frombytes(bytes(8 * (n - k)))
-        wr_node, wr_field, wr_after = self.wr_node, self.wr_field, self.wr_after
-        ev_kind, ev_node, ev_after = self.ev_kind, self.ev_node, self.ev_after
-        ev_write_start = self.ev_write_start
-        grads: dict[int, float] = {}
-        datas: dict[int, float] = {}
-        w, e0 = self._final_writes, self._final_events
-        only_grads = 1 not in wr_field[w:]
-
-        def apply(end: int) -> None:
-            if only_grads:
-                grads.update(zip(wr_node[w:end], wr_after[w:end]))
-            else:
-                for j in range(w, end):
-                    (grads if wr_field[j] == 0 else datas)[wr_node[j]] = wr_after[j]
-
-        outside = re.compile(bytes((ord("["), _GRAD, _DATA, ord("]"))))
-        for match in outside.finditer(ev_kind.tobytes(), e0):
-            i = match.start()
-            end = ev_write_start[i]
-            apply(end)
-            w = end
-            (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
-        apply(len(wr_node))
-        for nid, value in grads.items():
-            final_grad[nid] = value
-        for nid, value in datas.items():
-            final_data[nid] = value
-        self._final_events, self._final_writes = len(ev_kind), len(wr_node)
+        start, end = max(self._final_events - 1, 0), len(self.ev_kind)
+        replay_into(self.ev_kind, self.ev_node, self.ev_after, write_start, self.wr_node,
+                    self.wr_field, self.wr_after, 1 not in self.wr_field[write_start[start]:],
+                    start, end, final_data, final_grad)
+        self._final_events = end
 
 
 def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,

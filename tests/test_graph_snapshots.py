@@ -50,10 +50,19 @@ async def show_graph(pilot) -> None:
             break
     await app.workers.wait_for_complete()
     await pilot.press("m")
-    # the pane scrolls to its node after its first refresh, and paints after that
-    for _ in range(3):
-        await pilot.pause(0.1)
+    # the pane scrolls to its node after its first refresh, and paints after that:
+    # wait until its scroll has stayed put for a few frames (a loaded machine is slow)
+    from mgtui.widgets.graph import GraphPane
+
+    graph, last, still = app.debugger.query_one(GraphPane), None, 0
+    for _ in range(100):
+        await pilot.pause(0.05)
         await app.workers.wait_for_complete()
+        now = (graph.scroll_x, graph.scroll_y, graph.size, id(getattr(graph, "picture", None)))
+        still = still + 1 if now == last else 0
+        last = now
+        if still >= 4:
+            break
     await pilot.pause()
 
 

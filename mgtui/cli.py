@@ -16,7 +16,7 @@ from pathlib import Path
 from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
 from mgtui.errors import ScenarioLoadError
-from mgtui.memory import return_freed_memory
+from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
 
 # mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
@@ -359,6 +359,8 @@ def launch_app(path: Path | None, args: argparse.Namespace,
 
 
 def entry() -> None:
+    if sys.argv[1:2] == ["serve"]:
+        with_system_malloc()  # (a server's sessions come and go: see mgtui/memory.py)
     try:
         code = main()
     except BrokenPipeError:

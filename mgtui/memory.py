@@ -11,6 +11,7 @@ behaviour for good (setting it turns off glibc's adjustment).
 
 from __future__ import annotations
 
+import os
 import sys
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
@@ -28,3 +29,29 @@ def return_freed_memory() -> bool:
         return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, BIG_BLOCK))
     except (OSError, AttributeError):  # no glibc (musl has no mallopt)
         return False
+
+
+def with_system_malloc() -> None:
+    """Start this process again on the C library's malloc (PYTHONMALLOC=malloc), unless
+    it already runs on it; returns only then (or where that cannot be done).
+
+    For a process that many short-lived sessions come and go in (`mgtui serve`).
+    Python's own allocator takes memory in 1 MiB arenas and gives an arena back only
+    once every object in it is freed: the objects a class's sessions leave behind (a
+    few cache entries each) keep most of their arenas, and the server stayed at three
+    times its size after everyone left. glibc's `malloc_trim` gives back every free
+    page, however few objects are left around it (bench/README.md, "A class over SSH").
+    """
+    if os.environ.get("PYTHONMALLOC") or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim  # glibc (musl has none: its malloc is kept)
+    except (OSError, AttributeError):
+        return
+    env = dict(os.environ, PYTHONMALLOC="malloc")
+    try:
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    except OSError:  # (the process goes on as it is, on Python's allocator)
+        return

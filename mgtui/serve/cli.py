@@ -9,6 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
+from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 
 EXIT_OK, EXIT_UNUSABLE = 0, 2
@@ -74,6 +75,7 @@ def main(argv: list[str]) -> int:
         lessons = record_lessons(args)
     except Exception as exc:  # noqa: BLE001 - LessonError and the like: one line, no traceback
         return fail(str(exc))
+    return_freed_memory()
     if args.web:
         from mgtui.serve.web import serve_web
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import gc
 import logging
 import sys
@@ -57,13 +58,37 @@ def release_streams(app) -> None:
 
 
 def give_back_memory() -> None:
-    """When the last session has gone: collect the apps' reference cycles now, and hand
-    the heap they freed back to the system (glibc keeps it otherwise)."""
+    """When the last session has gone: empty the caches the sessions filled, collect the
+    apps' reference cycles now, and hand the heap they freed back to the system (glibc
+    keeps it otherwise)."""
+    forget_caches()
     gc.collect()
     try:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: the memory is reused all the same
         pass
+
+
+def forget_caches() -> None:
+    """Empty the memo caches that outlive a session: Textual's and Rich's (their
+    `functools` caches and Textual's `LRUCache`s and `FIFOCache`s, one in every Strip)
+    and mgtui's compacted strips. They refill at the next frame; left full, the entries
+    30 sessions put there (some 20 MB for 10 sessions, most in the compacted strips)
+    stay, and the heap pages around them with them."""
+    from textual.cache import FIFOCache, LRUCache
+
+    for thing in gc.get_objects():
+        if isinstance(thing, (LRUCache, FIFOCache)):
+            thing.clear()
+        elif (isinstance(thing, functools._lru_cache_wrapper)
+              and (getattr(thing, "__module__", None) or "").split(".")[0] in ("textual", "rich")):
+            thing.cache_clear()
+    from mgtui.widgets import strips
+
+    for name in ("_COMPACTED", "_LOOKS", "_BLANK_LOOKS"):  # (strips.py's own caches)
+        cache = getattr(strips, name, None)
+        if isinstance(cache, dict):
+            cache.clear()
 
 
 class LessonSession(asyncssh.SSHServerSession):
@@ -274,6 +299,9 @@ async def warm_up(lessons: Mapping[str, Lesson]) -> None:
         await pilot.pause()
         pilot.app.exit(0)
 
+    # the event loop's worker thread, started now: a thread keeps the sys.stderr it was
+    # started under, and started later that would be a session's capture, and its app
+    await asyncio.get_running_loop().run_in_executor(None, int)
     for name in lessons:
         app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
         try:

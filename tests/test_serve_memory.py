@@ -1,0 +1,56 @@
+"""What `mgtui serve` does so that memory returns after a class leaves: the C library's
+malloc for the server's process, and the caches the sessions filled emptied."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import os, sys
+from mgtui.memory import with_system_malloc
+print("run", os.environ.get("PYTHONMALLOC"), sys.argv[1:], flush=True)
+with_system_malloc()
+print("went on", flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_the_server_starts_again_on_the_c_librarys_malloc_with_its_arguments():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, "serve", "a b"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, env=dict(env, PYTHONPATH=str(ROOT)))
+    assert done.stdout.splitlines() == [
+        "run None ['serve', 'a b']", "run malloc ['serve', 'a b']", "went on"], done.stderr
+
+
+def test_a_process_already_on_a_chosen_allocator_goes_on_as_it_is():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), PYTHONMALLOC="pymalloc"))
+    assert done.stdout.splitlines() == ["run pymalloc []", "went on"], done.stderr
+
+
+def test_the_caches_sessions_fill_are_emptied():
+    from rich.style import Style
+    from textual.cache import LRUCache
+    from textual.strip import Strip
+
+    from mgtui.serve.server import forget_caches
+    from mgtui.widgets.strips import _COMPACTED, _compacted
+
+    cache = LRUCache(10)
+    cache.set("key", "value")
+    Style.parse("bold red on blue")  # (an lru_cache of Rich's)
+    strip = Strip([])
+    _compacted(strip)
+    assert len(cache) == 1 and Style.parse.cache_info().currsize and _COMPACTED
+    forget_caches()
+    assert len(cache) == 0 and Style.parse.cache_info().currsize == 0 and not _COMPACTED
+    assert Style.parse("bold red on blue") == Style(bold=True, color="red", bgcolor="blue")

@@ -42,7 +42,7 @@ def test_the_caches_sessions_fill_are_emptied():
     from textual.cache import LRUCache
     from textual.strip import Strip
 
-    from mgtui.serve.server import forget_caches
+    from mgtui.serve.heap import forget_caches
     from mgtui.widgets.strips import _COMPACTED, _compacted
 
     cache = LRUCache(10)

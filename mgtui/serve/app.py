@@ -155,6 +155,8 @@ class ServedApp(MgtuiApp):
 
     def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()  # (MgtuiApp's would open the picker of bundled scenarios)
+        if self.terminal is not None:
+            self.call_after_refresh(self.terminal.shown)
         if self._nobody_leads and len(self.lessons) > 1:
             self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
         if self.teacher:

@@ -41,6 +41,8 @@ class Terminal(Protocol):
 
     def terminal_size(self) -> tuple[int, int]: ...
 
+    def shown(self) -> None: ...
+
 
 class ChannelDriver(Driver):
     """Drives an app whose `terminal` attribute is the connection's `Terminal`."""

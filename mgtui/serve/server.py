@@ -6,9 +6,6 @@ forwarding: a session's keystrokes can only move through the served lessons.
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import functools
-import gc
 import logging
 import sys
 import time
@@ -20,6 +17,7 @@ import asyncssh
 from mgtui.follow import Classroom
 from mgtui.lessons import Lesson
 from mgtui.serve.auth import Auth
+from mgtui.serve.heap import SessionHeap, give_back_memory
 
 log = logging.getLogger("mgtui.serve")
 
@@ -44,6 +42,7 @@ class Class:
     limits: Limits = field(default_factory=Limits)
     classroom: Classroom = field(default_factory=Classroom)
     sessions: set = field(default_factory=set)
+    heap: SessionHeap = field(default_factory=SessionHeap)
     connections: int = 0  # open, logged in or not
 
 
@@ -55,40 +54,6 @@ def release_streams(app) -> None:
         stream = getattr(sys, name)
         if getattr(stream, "app", None) is app or getattr(stream, "_app", None) is app:
             setattr(sys, name, getattr(sys, f"__{name}__"))
-
-
-def give_back_memory() -> None:
-    """When the last session has gone: empty the caches the sessions filled, collect the
-    apps' reference cycles now, and hand the heap they freed back to the system (glibc
-    keeps it otherwise)."""
-    forget_caches()
-    gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the memory is reused all the same
-        pass
-
-
-def forget_caches() -> None:
-    """Empty the memo caches that outlive a session: Textual's and Rich's (their
-    `functools` caches and Textual's `LRUCache`s and `FIFOCache`s, one in every Strip)
-    and mgtui's compacted strips. They refill at the next frame; left full, the entries
-    30 sessions put there (some 20 MB for 10 sessions, most in the compacted strips)
-    stay, and the heap pages around them with them."""
-    from textual.cache import FIFOCache, LRUCache
-
-    for thing in gc.get_objects():
-        if isinstance(thing, (LRUCache, FIFOCache)):
-            thing.clear()
-        elif (isinstance(thing, functools._lru_cache_wrapper)
-              and (getattr(thing, "__module__", None) or "").split(".")[0] in ("textual", "rich")):
-            thing.cache_clear()
-    from mgtui.widgets import strips
-
-    for name in ("_COMPACTED", "_LOOKS", "_BLANK_LOOKS"):  # (strips.py's own caches)
-        cache = getattr(strips, name, None)
-        if isinstance(cache, dict):
-            cache.clear()
 
 
 class LessonSession(asyncssh.SSHServerSession):
@@ -170,8 +135,7 @@ class LessonSession(asyncssh.SSHServerSession):
                     pass
             release_streams(self.app)
             self.app = None  # (the app, its screens and its session go with it)
-            if not self.klass.sessions:
-                give_back_memory()
+            self.klass.heap.session_ended(len(self.klass.sessions))
 
     def data_received(self, data: str, datatype) -> None:
         self.last_active = time.monotonic()
@@ -213,6 +177,10 @@ class LessonSession(asyncssh.SSHServerSession):
             self.end("your connection fell too far behind: reconnect")
             self.closed = True
             self.chan.abort()
+
+    def shown(self) -> None:
+        """The app has drawn its first screen: what it holds now lives as long as it."""
+        self.klass.heap.settle()
 
     def terminal_size(self) -> tuple[int, int]:
         width, height = self.chan.get_terminal_size()[:2] if self.chan is not None else (0, 0)
@@ -331,6 +299,7 @@ class ClassServer:
             await asyncio.wait(tasks, timeout=5)
         self._acceptor.close()
         await self._acceptor.wait_closed()
+        self.klass.heap.stop()
 
 
 async def start_server(klass: Class, host: str, port: int, host_key) -> ClassServer:
@@ -343,6 +312,8 @@ async def start_server(klass: Class, host: str, port: int, host_key) -> ClassSer
         agent_forwarding=False, x11_forwarding=False, allow_scp=False, sftp_factory=None,
         keepalive_interval=30, keepalive_count_max=4)
     watch = asyncio.get_running_loop().create_task(_idle_watch(klass))
+    klass.heap.settle()  # (the lessons and what the warm-up loaded)
+
     return ClassServer(klass, acceptor, watch)
 
 

@@ -1,0 +1,91 @@
+"""The server's heap: what its sessions leave in memory and what Python's collector
+makes them cost while they run.
+
+Every session is an app of some 30,000 objects in one process; a class of 30 is a
+million. Python's cyclic collector walks every object in its oldest generation at each
+full collection, and every session waits: 15 sessions stepping for 25 s saw four full
+collections, the longest 988 ms (bench/README.md, "A class over SSH"). Objects that are
+already there when a session starts are frozen (`gc.freeze`: the collector no longer
+walks them; reference counting still frees them), so a full collection walks only
+what changed since. What freezing keeps from the collector is the garbage with
+reference cycles among frozen objects (an ended session's app): it is collected
+when the class is empty, or once enough sessions have ended meanwhile.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import gc
+
+ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next thaw
+
+
+class SessionHeap:
+    """Freezes the heap as sessions start; thaws and collects as they end."""
+
+    def __init__(self) -> None:
+        self.ended_frozen = 0  # sessions ended since the last thaw (their cycles kept)
+
+    def stop(self) -> None:
+        """The server has closed: nothing stays frozen."""
+        self.thaw()
+
+    def settle(self) -> None:
+        """Everything there now is long-lived (the lessons, a session that has just
+        drawn its first screen): collect the garbage, then freeze the rest. (The
+        collection walks only what came since the last freeze.)"""
+        gc.collect()
+        gc.freeze()
+
+    def session_ended(self, sessions_left: int) -> None:
+        """A session has ended: when it was the last, thaw, collect and give the memory
+        back; otherwise thaw and collect only once enough have ended."""
+        self.ended_frozen += 1
+        if sessions_left == 0:
+            self.thaw()
+            give_back_memory()
+            gc.freeze()
+        elif self.ended_frozen >= ENDED_BEFORE_COLLECTING:
+            self.thaw()
+            gc.collect()
+            gc.freeze()
+
+    def thaw(self) -> None:
+        gc.unfreeze()
+        self.ended_frozen = 0
+
+
+def give_back_memory() -> None:
+    """Empty the caches the sessions filled, collect the apps' reference cycles now,
+    and hand the heap they freed back to the system (glibc keeps it otherwise)."""
+    forget_caches()
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the memory is reused all the same
+        pass
+
+
+def forget_caches() -> None:
+    """Empty the memo caches that outlive a session (the heap thawed first: frozen
+    objects are not among `gc.get_objects()`): Textual's and Rich's (their
+    `functools` caches and Textual's `LRUCache`s and `FIFOCache`s, one in every Strip)
+    and mgtui's compacted strips. They refill at the next frame; left full, the entries
+    a class put there (some 20 MB for 10 sessions, most in the compacted strips) stay,
+    and the heap pages around them with them."""
+    from textual.cache import FIFOCache, LRUCache
+
+    gc.unfreeze()
+    for thing in gc.get_objects():
+        if isinstance(thing, (LRUCache, FIFOCache)):
+            thing.clear()
+        elif (isinstance(thing, functools._lru_cache_wrapper)
+              and (getattr(thing, "__module__", None) or "").split(".")[0] in ("textual", "rich")):
+            thing.cache_clear()
+    from mgtui.widgets import strips
+
+    for name in ("_COMPACTED", "_LOOKS", "_BLANK_LOOKS"):  # (strips.py's own caches)
+        cache = getattr(strips, name, None)
+        if isinstance(cache, dict):
+            cache.clear()

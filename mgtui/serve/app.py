@@ -37,7 +37,7 @@ class ClassScreen(DebuggerScreen):
 
     DEFAULT_CSS = """
     #follow-status { dock: top; height: 1; width: 1fr; display: none; text-style: bold reverse; }
-    ClassScreen.-paused #follow-status { display: block; }
+    #follow-status.-shown { display: block; }
     """
     BINDINGS = [Binding("f", "rejoin", "Follow the teacher", id="follow", show=False)]
 
@@ -50,8 +50,10 @@ class ClassScreen(DebuggerScreen):
         yield Static("", id="follow-status", markup=False)
 
     def show_status(self, text: str) -> None:
-        self.set_class(bool(text), "-paused")
+        # (a class on the status line, not on the screen: a screen's class restyles
+        # every widget in it, some 100 ms of the server's one CPU per student)
         for status in self.query("#follow-status").results(Static):
+            status.set_class(bool(text), "-shown")
             status.update(Text(text))
 
     def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:

@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widget import MountError
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
+from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from mgtui.bindings import DEBUGGER_KEYS, help_rows
 from mgtui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
@@ -28,6 +28,7 @@ from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
 from mgtui.widgets.deferred import Deferred
 from mgtui.widgets.graph import GraphPane
+from mgtui.widgets.key_footer import KeyFooter
 from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
@@ -105,7 +106,7 @@ class DebuggerScreen(Screen[None]):
                         yield Static("", id="output", markup=False)
                 with TabPane("Checks", id="tab-checks"):
                     yield ChecksPane(id="checks")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self._mounted = True

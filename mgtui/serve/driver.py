@@ -9,6 +9,7 @@ SSH session instead, on the event loop, with no thread.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Protocol
 
 from textual import events
@@ -54,6 +55,8 @@ class ChannelDriver(Driver):
         self._parser = XTermParser(debug)
         self._tick: asyncio.TimerHandle | None = None
         self._input = False
+        self._pending: deque[events.Event] = deque()  # parsed, not yet handed to the app
+        self._handing: asyncio.Handle | None = None
 
     # -- output -----------------------------------------------------------------------------
     def write(self, data: str) -> None:
@@ -70,9 +73,11 @@ class ChannelDriver(Driver):
 
     def disable_input(self) -> None:
         self._input = False
-        if self._tick is not None:
-            self._tick.cancel()
-            self._tick = None
+        self._pending.clear()
+        for handle in (self._tick, self._handing):
+            if handle is not None:
+                handle.cancel()
+        self._tick = self._handing = None
 
     def stop_application_mode(self) -> None:
         self.disable_input()
@@ -95,16 +100,30 @@ class ChannelDriver(Driver):
         """Keys (and mouse reports, pastes) the client typed."""
         if not self._input:
             return
-        for event in self._parser.feed(data):
-            self.process_message(event)
+        self._hand_over(self._parser.feed(data))
         if self._tick is None:
             self._tick = self._loop.call_later(ESCAPE_WAIT, self._flush_escape)
 
     def _flush_escape(self) -> None:
         self._tick = None
         if self._input:
-            for event in self._parser.tick():
-                self.process_message(event)
+            self._hand_over(self._parser.tick())
+
+    def _hand_over(self, parsed) -> None:
+        """Give the app the events in order, one per turn of the event loop. An app
+        handles every message in its queue before it lets another run: twenty keys
+        pasted or held down at once would keep every other session of the server
+        waiting until all twenty steps were taken."""
+        self._pending.extend(parsed)
+        if self._handing is None:
+            self._hand_one()
+
+    def _hand_one(self) -> None:
+        self._handing = None
+        if self._pending and self._input:
+            self.process_message(self._pending.popleft())
+            if self._pending:
+                self._handing = self._loop.call_soon(self._hand_one)
 
     def resize(self, width: int, height: int) -> None:
         """The client's window is now `width`×`height` (at least 1×1)."""

@@ -14,11 +14,13 @@ when the class is empty, or once enough sessions have ended meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import functools
 import gc
 
 ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next thaw
+WIND_DOWN = 1.0  # seconds from a session's end to the collection of what it left
 
 
 class SessionHeap:
@@ -26,34 +28,53 @@ class SessionHeap:
 
     def __init__(self) -> None:
         self.ended_frozen = 0  # sessions ended since the last thaw (their cycles kept)
+        self._later: asyncio.TimerHandle | None = None
 
     def stop(self) -> None:
         """The server has closed: nothing stays frozen."""
+        self._cancel()
         self.thaw()
 
     def settle(self) -> None:
         """Everything there now is long-lived (the lessons, a session that has just
         drawn its first screen): collect the garbage, then freeze the rest. (The
         collection walks only what came since the last freeze.)"""
+        self._cancel()
         gc.collect()
         gc.freeze()
 
     def session_ended(self, sessions_left: int) -> None:
         """A session has ended: when it was the last, thaw, collect and give the memory
-        back; otherwise thaw and collect only once enough have ended."""
+        back; otherwise thaw and collect only once enough have ended. Both a moment
+        later: the app is still referenced while its last tasks wind down, and garbage
+        frozen then would stay."""
         self.ended_frozen += 1
         if sessions_left == 0:
-            self.thaw()
-            give_back_memory()
-            gc.freeze()
+            self._soon(self._emptied)
         elif self.ended_frozen >= ENDED_BEFORE_COLLECTING:
-            self.thaw()
-            gc.collect()
-            gc.freeze()
+            self._soon(self._collect_ended)
 
     def thaw(self) -> None:
         gc.unfreeze()
         self.ended_frozen = 0
+
+    def _collect_ended(self) -> None:
+        self.thaw()
+        self.settle()
+
+    def _emptied(self) -> None:
+        self._later = None
+        self.thaw()
+        give_back_memory()
+
+    def _soon(self, then) -> None:
+        self._cancel()
+        self._later = asyncio.get_running_loop().call_later(WIND_DOWN, then)
+
+    def _cancel(self) -> None:
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
 
 
 def give_back_memory() -> None:

@@ -37,6 +37,24 @@ PASSWORD = "load test password"
 WAIT = 20.0
 
 
+def smaps_mb(pid: int) -> str:
+    """The server's resident memory by kind: its heap, anonymous mappings, files."""
+    kinds = {"heap": 0, "anon": 0, "file": 0}
+    kind = "anon"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if not fields[0].endswith(":"):
+            name = fields[5] if len(fields) > 5 else ""
+            kind = "heap" if name == "[heap]" else "file" if name.startswith("/") else "anon"
+        elif fields[0] == "Rss:":
+            kinds[kind] += int(fields[1])
+    return ", ".join(f"{k} {v / 1024:.1f}" for k, v in kinds.items())
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -104,19 +122,34 @@ async def main(clients: int, lesson: str) -> None:
         asyncio.get_running_loop().run_in_executor(None, lambda: server.stderr.read())
         await asyncio.sleep(1.0)
         base = rss_mb(server.pid)
+        base_kinds = smaps_mb(server.pid)
+
+        async def one_alone(first: int) -> tuple[list[float], float, float]:
+            """One student stepping 30 times at a person's pace (a key about every
+            second), the teacher connected and still: the latencies, the server's CPU
+            per step, and its RSS with these two sessions."""
+            solo = await ScreenClient.connect(port, password=PASSWORD)
+            assert await solo.wait_for(f"step {first - 1}/", WAIT)
+            solo.send("p")  # (at step 0 nothing to go back to; still its own move)
+            if first > 1:
+                assert await at_step(solo, first - 2)
+                solo.send("n")
+            rss = await settle(server.pid)
+            times = []
+            cpu = cpu_seconds(server.pid)
+            for k in range(first, first + 30):
+                await asyncio.sleep(random.uniform(0.5, 1.5))
+                times.append(await timed_step(solo, "n", k))
+            cpu = (cpu_seconds(server.pid) - cpu) / len(times)
+            await solo.close()
+            return times, cpu, rss
 
         # one session alone: its step latency, and the memory one session costs
         teacher = await ScreenClient.connect(port, key=teacher_key)
         assert await teacher.wait_for("step 0/", WAIT)
-        solo = await ScreenClient.connect(port, password=PASSWORD)
-        assert await solo.wait_for("step 0/", WAIT)
-        solo.send("p")  # (nothing to go back to; still its own move: it stops following)
-        one_session = await settle(server.pid)
-        alone = []
-        for k in range(1, 31):  # at a person's pace: a key about every second
-            alone.append(await timed_step(solo, "n", k))
-            await asyncio.sleep(random.uniform(0.5, 1.5))
-        await solo.close()
+        loads = [load()]
+        alone, alone_cpu, one_session = await one_alone(1)
+        loads.append(load())
 
         # the class
         students = []
@@ -153,10 +186,12 @@ async def main(clients: int, lesson: str) -> None:
             return times
 
         # 30 steps each at a person's pace (a key about every second, all 30 students)
+        loads.append(load())
         cpu_before = cpu_seconds(server.pid)
         together = [t for ts in await asyncio.gather(*(own_steps(s, 20, 30, True)
                                                        for s in students)) for t in ts]
         cpu_per_step = (cpu_seconds(server.pid) - cpu_before) / len(together)
+        loads.append(load())
         # then 10 more each, every student at once as fast as the screens come back
         burst = [t for ts in await asyncio.gather(*(own_steps(s, 50, 10, False)
                                                     for s in students)) for t in ts]
@@ -182,6 +217,7 @@ async def main(clients: int, lesson: str) -> None:
             await s.close()
         await teacher.close()
         after = await settle(server.pid, 5.0)
+        kinds_before, kinds_after = base_kinds, smaps_mb(server.pid)
         # a second class, to tell memory kept by sessions from the heap's own growth
         again = [await ScreenClient.connect(port, password=PASSWORD) for _ in range(clients)]
         assert all(await asyncio.gather(*(s.wait_for("step ", WAIT) for s in again)))
@@ -191,6 +227,15 @@ async def main(clients: int, lesson: str) -> None:
         for s in again:
             await s.close()
         after_again = await settle(server.pid, 5.0)
+        # one session alone again, measured as before, now that the class has been:
+        # the two runs of 30 steps are the one-session figure
+        teacher = await ScreenClient.connect(port, key=teacher_key)
+        assert await teacher.wait_for("step ", WAIT)
+        loads.append(load())
+        alone_after, alone_cpu_after, _ = await one_alone(21)
+        loads.append(load())
+        await teacher.close()
+        alone_both = alone + alone_after
         per_session = (all_in - one_session) / clients
         print(f"lesson {lesson}, {clients} clients, server pid {server.pid}")
         print(f"screens right: {followed} follow checks + {len(together) + len(burst)} own steps, all right")
@@ -198,13 +243,19 @@ async def main(clients: int, lesson: str) -> None:
               f"{clients + 1} sessions {all_in:.1f}, after all left {after:.1f} "
               f"({100 * (after - base) / base:+.1f}% of before); after a second class "
               f"{after_again:.1f} ({100 * (after_again - after) / after:+.1f}% of after the first)")
+        print(f"server RSS by kind, MB: before ({kinds_before}); after all left ({kinds_after})")
         print(f"memory per extra session: {per_session:.2f} MB")
-        print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone):.1f} ms, "
-              f"{clients} sessions {1000 * p95(together):.1f} ms "
-              f"(ratio {p95(together) / p95(alone):.2f}); median "
-              f"{1000 * statistics.median(alone):.1f} / {1000 * statistics.median(together):.1f} ms")
-        print(f"server CPU per session step (paced phase): {1000 * cpu_per_step:.1f} ms; "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone_both):.1f} ms "
+              f"(before the class {1000 * p95(alone):.1f}, after it "
+              f"{1000 * p95(alone_after):.1f}), {clients} sessions "
+              f"{1000 * p95(together):.1f} ms (ratio {p95(together) / p95(alone_both):.2f}); "
+              f"median {1000 * statistics.median(alone_both):.1f} / "
+              f"{1000 * statistics.median(together):.1f} ms")
+        print(f"server CPU per session step at a person's pace: 1 session "
+              f"{1000 * alone_cpu:.1f} / {1000 * alone_cpu_after:.1f} ms (before / after), "
+              f"{clients} sessions {1000 * cpu_per_step:.1f} ms")
+        print(f"load average (1 min) on {os.cpu_count()} CPUs: one session {loads[0]}-{loads[1]}, "
+              f"the class {loads[2]}-{loads[3]}, one session after {loads[4]}-{loads[5]}")
         print(f"teacher's step until all {clients} screens show it: median "
               f"{1000 * statistics.median(class_steps):.0f} ms, p95 {1000 * p95(class_steps):.0f} ms")
         print(f"step latency with all {clients} pressing n at once, as fast as their screens "

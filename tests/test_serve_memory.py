@@ -54,3 +54,30 @@ def test_the_caches_sessions_fill_are_emptied():
     forget_caches()
     assert len(cache) == 0 and Style.parse.cache_info().currsize == 0 and not _COMPACTED
     assert Style.parse("bold red on blue") == Style(bold=True, color="red", bgcolor="blue")
+
+
+async def test_the_heap_freezes_what_lives_and_collects_what_does_not():
+    import gc
+    import weakref
+
+    from mgtui.serve.heap import SessionHeap
+
+    class Node:
+        pass
+
+    heap = SessionHeap()
+    kept, garbage = Node(), Node()
+    garbage.me = garbage  # a reference cycle, unreachable once the name goes
+    gone = weakref.ref(garbage)
+    del garbage
+    try:
+        heap.watch()
+        heap.settle()
+        assert gone() is None  # collected before the freeze, not frozen
+        assert gc.get_freeze_count() >= heap.frozen_walked > 0
+        frozen = gc.get_freeze_count()
+        gc.collect()  # a full collection: its survivors are frozen too
+        assert gc.get_freeze_count() >= frozen and kept is not None
+    finally:
+        heap.stop()
+    assert gc.get_freeze_count() == 0 and heap._collected not in gc.callbacks

@@ -21,6 +21,7 @@ import gc
 
 ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next thaw
 WIND_DOWN = 1.0  # seconds from a session's end to the collection of what it left
+FROZEN_GROWTH = 1.5  # frozen objects, over those after the last whole walk: walk again
 
 
 class SessionHeap:
@@ -29,9 +30,31 @@ class SessionHeap:
     def __init__(self) -> None:
         self.ended_frozen = 0  # sessions ended since the last thaw (their cycles kept)
         self._later: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.frozen_walked = 0  # objects frozen after the last walk of the whole heap
+        self._due = False
+
+    def watch(self) -> None:
+        """From now on, what survives a full collection is frozen too: the next one
+        walks only what has come since (the strips each step caches, and so on),
+        not everything a class's steps have cached so far. Garbage can then hide among
+        the frozen objects: once they have grown by half since the last full walk,
+        the heap is thawed and walked whole once (about a second for 30 sessions)."""
+        if self._collected not in gc.callbacks:
+            self._loop = asyncio.get_running_loop()
+            gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            gc.freeze()  # (the younger generations are empty after a full collection)
+            if gc.get_freeze_count() > FROZEN_GROWTH * self.frozen_walked and not self._due:
+                self._due = True  # (not from inside the collector: on the loop)
+                self._loop.call_soon_threadsafe(self._collect_ended)
 
     def stop(self) -> None:
-        """The server has closed: nothing stays frozen."""
+        """The server has closed: nothing stays frozen, nothing watched."""
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
         self._cancel()
         self.thaw()
 
@@ -42,6 +65,7 @@ class SessionHeap:
         self._cancel()
         gc.collect()
         gc.freeze()
+        self.frozen_walked = gc.get_freeze_count()
 
     def session_ended(self, sessions_left: int) -> None:
         """A session has ended: when it was the last, thaw, collect and give the memory
@@ -59,6 +83,7 @@ class SessionHeap:
         self.ended_frozen = 0
 
     def _collect_ended(self) -> None:
+        self._due = False
         self.thaw()
         self.settle()
 

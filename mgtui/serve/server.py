@@ -313,6 +313,7 @@ async def start_server(klass: Class, host: str, port: int, host_key) -> ClassSer
         keepalive_interval=30, keepalive_count_max=4)
     watch = asyncio.get_running_loop().create_task(_idle_watch(klass))
     klass.heap.settle()  # (the lessons and what the warm-up loaded)
+    klass.heap.watch()
 
     return ClassServer(klass, acceptor, watch)
 

@@ -118,8 +118,23 @@ async def main(clients: int, lesson: str) -> None:
                 raise SystemExit("the server did not start")
             found = re.search(r"on 127\.0\.0\.1:(\d+)", line)
             port = int(found.group(1)) if found else None
-        # drain the log so its pipe never fills
-        asyncio.get_running_loop().run_in_executor(None, lambda: server.stderr.read())
+        # drain the log so its pipe never fills, counting sessions started and ended
+        sessions = {"start": 0, "end": 0}
+
+        def drain() -> None:
+            for line in server.stderr:
+                for what in sessions:
+                    sessions[what] += f" session {what} " in line
+
+        asyncio.get_running_loop().run_in_executor(None, drain)
+
+        async def all_ended() -> float:
+            """Wait (20 s at most) until the server has logged the end of every
+            session it started; how long that took."""
+            start = time.perf_counter()
+            while sessions["end"] < sessions["start"] and time.perf_counter() - start < WAIT:
+                await asyncio.sleep(0.1)
+            return time.perf_counter() - start
         await asyncio.sleep(1.0)
         base = rss_mb(server.pid)
         base_kinds = smaps_mb(server.pid)
@@ -216,6 +231,7 @@ async def main(clients: int, lesson: str) -> None:
         for s in students:
             await s.close()
         await teacher.close()
+        ended_in = await all_ended()
         after = await settle(server.pid, 5.0)
         kinds_before, kinds_after = base_kinds, smaps_mb(server.pid)
         # a second class, to tell memory kept by sessions from the heap's own growth
@@ -226,6 +242,7 @@ async def main(clients: int, lesson: str) -> None:
         await asyncio.sleep(3)
         for s in again:
             await s.close()
+        ended_again_in = await all_ended()
         after_again = await settle(server.pid, 5.0)
         # one session alone again, measured as before, now that the class has been:
         # the two runs of 30 steps are the one-session figure
@@ -243,7 +260,9 @@ async def main(clients: int, lesson: str) -> None:
               f"{clients + 1} sessions {all_in:.1f}, after all left {after:.1f} "
               f"({100 * (after - base) / base:+.1f}% of before); after a second class "
               f"{after_again:.1f} ({100 * (after_again - after) / after:+.1f}% of after the first)")
-        print(f"server RSS by kind, MB: before ({kinds_before}); after all left ({kinds_after})")
+        print(f"server RSS by kind, MB: before ({kinds_before}); after all left ({kinds_after}); "
+              f"each 'after' 5 s after the server logged its last session's end, which "
+              f"came {ended_in:.1f} s and {ended_again_in:.1f} s after the clients closed")
         print(f"memory per extra session: {per_session:.2f} MB")
         print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone_both):.1f} ms "
               f"(before the class {1000 * p95(alone):.1f}, after it "

@@ -121,10 +121,14 @@ async def main(clients: int, lesson: str) -> None:
         # drain the log so its pipe never fills, counting sessions started and ended
         sessions = {"start": 0, "end": 0}
 
+        walks: list[str] = []  # the server's walks of its whole heap, as it logs them
+
         def drain() -> None:
             for line in server.stderr:
                 for what in sessions:
                     sessions[what] += f" session {what} " in line
+                if "walked the whole heap" in line:
+                    walks.append(f"{line.split('after, in ')[-1].strip()} at {load()}")
 
         asyncio.get_running_loop().run_in_executor(None, drain)
 
@@ -203,9 +207,11 @@ async def main(clients: int, lesson: str) -> None:
         # 30 steps each at a person's pace (a key about every second, all 30 students)
         loads.append(load())
         cpu_before = cpu_seconds(server.pid)
+        walks_before = len(walks)
         together = [t for ts in await asyncio.gather(*(own_steps(s, 20, 30, True)
                                                        for s in students)) for t in ts]
         cpu_per_step = (cpu_seconds(server.pid) - cpu_before) / len(together)
+        walks_paced = walks[walks_before:]
         loads.append(load())
         # then 10 more each, every student at once as fast as the screens come back
         burst = [t for ts in await asyncio.gather(*(own_steps(s, 50, 10, False)
@@ -273,6 +279,9 @@ async def main(clients: int, lesson: str) -> None:
         print(f"server CPU per session step at a person's pace: 1 session "
               f"{1000 * alone_cpu:.1f} / {1000 * alone_cpu_after:.1f} ms (before / after), "
               f"{clients} sessions {1000 * cpu_per_step:.1f} ms")
+        print(f"whole-heap walks of the server (mgtui/serve/heap.py): {len(walks)} in all "
+              f"({'; '.join(walks) or 'none'}), {len(walks_paced)} while the class stepped "
+              f"at a person's pace")
         print(f"load average (1 min) on {os.cpu_count()} CPUs: one session {loads[0]}-{loads[1]}, "
               f"the class {loads[2]}-{loads[3]}, one session after {loads[4]}-{loads[5]}")
         print(f"teacher's step until all {clients} screens show it: median "

@@ -25,7 +25,7 @@ log = logging.getLogger("mgtui.serve")
 
 ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next thaw
 WIND_DOWN = 1.0  # seconds from a session's end to the collection of what it left
-FROZEN_GROWTH = 1.5  # frozen objects, over those after the last whole walk: walk again
+FROZEN_GROWTH = 2.0  # frozen objects, over those after the last whole walk: walk again
 
 
 class SessionHeap:
@@ -42,7 +42,7 @@ class SessionHeap:
         """From now on, what survives a full collection is frozen too: the next one
         walks only what has come since (the strips each step caches, and so on),
         not everything a class's steps have cached so far. Garbage can then hide among
-        the frozen objects: once they have grown by half since the last full walk,
+        the frozen objects: once they have doubled since the last full walk,
         the heap is thawed and walked whole once (about a second for 30 sessions)."""
         if self._collected not in gc.callbacks:
             self._loop = asyncio.get_running_loop()

@@ -45,7 +45,7 @@ class SessionHeap:
         the frozen objects: once they have doubled since the last full walk,
         the heap is thawed and walked whole once (about a second for 30 sessions)."""
         if self._collected not in gc.callbacks:
-            self._loop = asyncio.get_running_loop()
+            self._loop, self._due = asyncio.get_running_loop(), False
             gc.callbacks.append(self._collected)
 
     def _collected(self, phase: str, info: dict) -> None:
@@ -53,12 +53,17 @@ class SessionHeap:
             gc.freeze()  # (the younger generations are empty after a full collection)
             if gc.get_freeze_count() > FROZEN_GROWTH * self.frozen_walked and not self._due:
                 self._due = True  # (not from inside the collector: on the loop)
-                self._loop.call_soon_threadsafe(self._collect_ended)
+                self._loop.call_soon_threadsafe(self._walk)
+
+    def _walk(self) -> None:
+        if self._loop is not None:  # (still watching: the server has not closed)
+            self._collect_ended()
 
     def stop(self) -> None:
         """The server has closed: nothing stays frozen, nothing watched."""
         if self._collected in gc.callbacks:
             gc.callbacks.remove(self._collected)
+        self._loop = None  # (a walk already asked for is not made)
         self._cancel()
         self.thaw()
 

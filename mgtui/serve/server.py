@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -24,6 +26,7 @@ log = logging.getLogger("mgtui.serve")
 WRITE_BUFFER_LIMIT = 8 << 20  # bytes queued for a client that reads nothing: then it is cut
 IDLE_CHECK_EVERY = 5.0  # seconds
 WARM_UP_STEPS = 40  # steps of each lesson the server takes headless at start
+WORKER_THREADS = 6  # the event loop's (asyncio's default on 2 CPUs)
 
 
 @dataclass
@@ -253,6 +256,19 @@ class ClassSSHServer(asyncssh.SSHServer):
         return LessonSession(self.klass, self.user, self.peer, self.teacher)
 
 
+async def start_worker_threads() -> None:
+    """The event loop's worker threads (asyncssh looks up each client's address in
+    them), all started now: a thread keeps the `sys.stderr` it was started under, and
+    one started during a session would keep that session's capture, and its app; five
+    clients logging in at once started five."""
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="mgtui-serve")
+    all_started = threading.Barrier(WORKER_THREADS)
+    await asyncio.gather(*(loop.run_in_executor(pool, all_started.wait, 10.0)
+                           for _ in range(WORKER_THREADS)))
+    loop.set_default_executor(pool)
+
+
 async def warm_up(lessons: Mapping[str, Lesson]) -> None:
     """Run one session headless for a moment, before anyone connects: the app's modules,
     styles and highlighter load once, at start, rather than in the first student's
@@ -267,9 +283,7 @@ async def warm_up(lessons: Mapping[str, Lesson]) -> None:
         await pilot.pause()
         pilot.app.exit(0)
 
-    # the event loop's worker thread, started now: a thread keeps the sys.stderr it was
-    # started under, and started later that would be a session's capture, and its app
-    await asyncio.get_running_loop().run_in_executor(None, int)
+    await start_worker_threads()
     for name in lessons:
         app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
         try:

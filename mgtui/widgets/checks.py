@@ -38,7 +38,9 @@ class ChecksPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(Text("The gradient doctor has not run yet.", style="dim"),
                       id="checks-status", markup=False)
-        yield ProgressBar(id="checks-progress", show_eta=False)
+        # (a total while idle: a bar of unknown total animates 15 times a second, hidden
+        # or not, which every session of `mgtui serve` pays for)
+        yield ProgressBar(total=1, id="checks-progress", show_eta=False)
         yield OptionList(id="checks-list")
 
     @property
@@ -55,15 +57,19 @@ class ChecksPane(Vertical):
         bar.update(total=total or None, progress=done)
         self._status(Text(f"Checking… {phase}".rstrip(), style="bold"))
 
-    def show_unavailable(self, reason: str) -> None:
+    def _idle(self) -> None:
         self.add_class("-idle")
+        self.query_one(ProgressBar).update(total=1, progress=0)
+
+    def show_unavailable(self, reason: str) -> None:
+        self._idle()
         self.findings = []
         self.query_one(OptionList).clear_options()
         self._status(Text(reason, style="dim"))
 
     def show_report(self, report) -> None:
         """Show a `mgtui.doctor.Report`."""
-        self.add_class("-idle")
+        self._idle()
         self.findings = list(report.findings)
         options = self.query_one(OptionList)
         options.clear_options()

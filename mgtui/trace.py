@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from copy import copy
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -183,20 +183,23 @@ class Trace:
     _op: tuple[str, ...]
     node_data: array  # 'd'
     _line: array  # 'i', 0 = unknown
-    _child_start: array  # 'q', len = nodes + 1
-    _child_ids: array  # 'q'; -1 for a child made before the recording started
+    _child_start: array  # 'i', len = nodes + 1
+    _child_ids: array  # 'i'; -1 for a child made before the recording started
     final_data: array  # 'd'
     final_grad: array  # 'd'
     # events, columnar
     _ev_kind: array  # 'b', EventKind.code
-    _ev_node: array  # 'q'
-    _ev_before: array  # 'd'
-    _ev_after: array  # 'd'
+    _ev_node: array  # 'i'
     _ev_line: array  # 'i'
     _ev_closure: array  # 'i', -1 = none
-    _ev_write_start: array  # 'q', len = events + 1
+    _ev_write_start: array  # 'i', len = events + 1
+    # the grad and data writes outside `_backward` calls ("lone" writes, the few events
+    # with a before and an after), columnar: their event indices, in order, and values
+    _lone_at: array  # 'i'
+    _lone_before: array  # 'd'
+    _lone_after: array  # 'd'
     # writes made inside `_backward` calls, columnar
-    _wr_node: array  # 'q'
+    _wr_node: array  # 'i'
     _wr_field: array  # 'b', Field.code
     _wr_before: array  # 'd'
     _wr_after: array  # 'd'
@@ -301,8 +304,12 @@ class Trace:
         return self._ev_node[index]
 
     def change(self, index: int) -> tuple[float, float]:
-        """(before, after) of a lone grad or data write."""
-        return self._ev_before[index], self._ev_after[index]
+        """(before, after) of a lone grad or data write; (0.0, 0.0) for other events."""
+        at = self._lone_at
+        k = bisect_left(at, index)
+        if k < len(at) and at[k] == index:
+            return self._lone_before[k], self._lone_after[k]
+        return 0.0, 0.0
 
     def closure_index(self, index: int) -> int | None:
         """Which of `closures` a `_backward` event ran, or None."""
@@ -382,12 +389,13 @@ class Trace:
 
     def event(self, index: int) -> Event:
         kind = self._ev_kind[index]
+        before, after = self.change(index) if kind >= _GRAD else (0.0, 0.0)
         return Event(
             index=index,
             kind=_KINDS[kind],
             node=self._ev_node[index],
-            before=self._ev_before[index],
-            after=self._ev_after[index],
+            before=before,
+            after=after,
             line=self._ev_line[index] or None,
             writes=self.writes(index) if kind == _BACKWARD else (),
             closure=self.closure_index(index),
@@ -515,9 +523,9 @@ class Trace:
         Returns how many nodes it made (0 or 1)."""
         kind = self._ev_kind[index]
         if kind == _GRAD:
-            grad[self._ev_node[index]] = self._ev_after[index]
+            grad[self._ev_node[index]] = self.change(index)[1]
         elif kind == _DATA:
-            data[self._ev_node[index]] = self._ev_after[index]
+            data[self._ev_node[index]] = self.change(index)[1]
         node, fld, after = self._wr_node, self._wr_field, self._wr_after
         for w in range(self._ev_write_start[index], self._ev_write_start[index + 1]):
             (grad if fld[w] == 0 else data)[node[w]] = after[w]
@@ -531,9 +539,9 @@ class Trace:
         for w in range(self._ev_write_start[index + 1] - 1, self._ev_write_start[index] - 1, -1):
             (grad if fld[w] == 0 else data)[node[w]] = before[w]
         if kind == _GRAD:
-            grad[self._ev_node[index]] = self._ev_before[index]
+            grad[self._ev_node[index]] = self.change(index)[0]
         elif kind == _DATA:
-            data[self._ev_node[index]] = self._ev_before[index]
+            data[self._ev_node[index]] = self.change(index)[0]
         return 1 if kind == _CREATE else 0
 
     # -- passes ------------------------------------------------------------------------
@@ -701,7 +709,8 @@ class Trace:
         n = len(self)
         start, end = max(0, min(start, n)), max(0, min(end, n))
         if start < end:
-            replay_into(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
+            replay_into(self._ev_kind, self._ev_node, self._lone_after,
+                        bisect_left(self._lone_at, start), self._ev_write_start,
                         self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
                         start, end, data, grad)
 
@@ -715,12 +724,9 @@ class Trace:
         w = self._first_non_finite(self._wr_after)
         if w is not None:  # the last event whose writes start at or before it made it
             found.append(bisect_right(self._ev_write_start, w) - 1)
-        kinds, after = self._ev_kind, self._ev_after
-        lone = self._first_non_finite(after)
-        while lone is not None and kinds[lone] not in (_GRAD, _DATA):
-            lone = self._first_non_finite(after, lone + 1)
+        lone = self._first_non_finite(self._lone_after)
         if lone is not None:
-            found.append(lone)
+            found.append(self._lone_at[lone])
         found = [i for i in found if i >= 0]
         return min(found) if found else None
 
@@ -744,30 +750,32 @@ class NodeChunk:
     ops: tuple[str, ...]
     data: array  # 'd'
     lines: array  # 'i'
-    child_ends: array  # 'q'
-    child_ids: array  # 'q'
+    child_ends: array  # 'i'
+    child_ids: array  # 'i'
     names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
 
 
 @dataclass(frozen=True)
 class EventChunk:
     """Events in order. Kinds are `EventKind.code`; `write_starts[k]` is the number of
-    writes made before event k over the whole run."""
+    writes made before event k over the whole run. `before` and `after` are those of
+    the lone writes among them (grad and data events), in order; one per event is
+    taken too, and only those kept."""
 
     kinds: array  # 'b'
-    nodes: array  # 'q'
+    nodes: array  # 'i'
     before: array  # 'd'
     after: array  # 'd'
     lines: array  # 'i'
     closures: array  # 'i'
-    write_starts: array  # 'q'
+    write_starts: array  # 'i'
 
 
 @dataclass(frozen=True)
 class WriteChunk:
     """Writes made inside `_backward` calls, in order. Fields are `Field.code`."""
 
-    nodes: array  # 'q'
+    nodes: array  # 'i'
     fields: array  # 'b'
     before: array  # 'd'
     after: array  # 'd'
@@ -786,13 +794,14 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
         base = t._child_start[lo]
         names = t._name[lo:hi]
         yield NodeChunk(t._label[lo:hi], t._op[lo:hi], t.node_data[lo:hi], t._line[lo:hi],
-                        array("q", (e - base for e in t._child_start[lo + 1 : hi + 1])),
+                        array("i", (e - base for e in t._child_start[lo + 1 : hi + 1])),
                         t._child_ids[base : t._child_start[hi]], names if any(names) else ())
     w = 0
     for lo in range(0, len(t), size):
         hi = min(lo + size, len(t))
-        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._ev_before[lo:hi],
-                         t._ev_after[lo:hi], t._ev_line[lo:hi], t._ev_closure[lo:hi],
+        a, b = bisect_left(t._lone_at, lo), bisect_left(t._lone_at, hi)
+        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._lone_before[a:b],
+                         t._lone_after[a:b], t._ev_line[lo:hi], t._ev_closure[lo:hi],
                          t._ev_write_start[lo:hi])
         end = t._ev_write_start[hi]
         if end > w:
@@ -817,16 +826,17 @@ class TraceBuilder:
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("i")
-        self.child_start = array("q", [0])
-        self.child_ids = array("q")
+        self.child_start = array("i", [0])
+        self.child_ids = array("i")
         self.ev_kind = array("b")
-        self.ev_node = array("q")
-        self.ev_before = array("d")
-        self.ev_after = array("d")
+        self.ev_node = array("i")
         self.ev_line = array("i")
         self.ev_closure = array("i")
-        self.ev_write_start = array("q")
-        self.wr_node = array("q")
+        self.ev_write_start = array("i")
+        self.lone_at = array("i")  # the grad and data events outside `_backward`
+        self.lone_before = array("d")
+        self.lone_after = array("d")
+        self.wr_node = array("i")
         self.wr_field = array("b")
         self.wr_before = array("d")
         self.wr_after = array("d")
@@ -860,26 +870,29 @@ class TraceBuilder:
         self.ops.append(op)
         self.node_data.append(data)
         self.node_line.append(line)
-        self.child_ids.extend(children)
+        _extend(self.child_ids, children, f"nodes[{nid}].children")
         self.child_start.append(len(self.child_ids))
         return nid
 
     def add_event(self, kind: EventKind, node: int, before: float = 0.0, after: float = 0.0,
                   line: int = 0, closure: int = -1) -> int:
         index = len(self.ev_kind)
-        self.ev_kind.append(kind.code)
-        self.ev_node.append(node)
-        self.ev_before.append(before)
-        self.ev_after.append(after)
+        code = kind.code
+        self.ev_kind.append(code)
+        _extend(self.ev_node, (node,), f"events[{index}].node")
         self.ev_line.append(line)
-        self.ev_closure.append(closure)
+        _extend(self.ev_closure, (closure,), f"events[{index}].closure")
         self.ev_write_start.append(len(self.wr_node))
+        if code >= _GRAD:
+            self.lone_at.append(index)
+            self.lone_before.append(before)
+            self.lone_after.append(after)
         return index
 
     def add_write(self, node: int, field_: Field, before: float, after: float,
                   line: int = 0) -> None:
         """A write made by the `_backward` call of the last event added."""
-        self.wr_node.append(node)
+        _extend(self.wr_node, (node,), f"writes[{len(self.wr_node)}].node")
         self.wr_field.append(field_.code)
         self.wr_before.append(before)
         self.wr_after.append(after)
@@ -931,25 +944,38 @@ class TraceBuilder:
         self.ops.extend(ops)
         self.node_data.extend(data)
         self.node_line.extend(lines)
-        self.child_ids.extend(child_ids)
-        self.child_start.extend(child_ends if base == 0 else map(base.__add__, child_ends))
+        _extend(self.child_ids, child_ids, "nodes.children")
+        _extend(self.child_start, child_ends if base == 0 else map(base.__add__, child_ends),
+                "nodes.children")
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
                    write_starts: Sequence[int]) -> None:
         """Events in order. `write_starts[k]` is the number of writes made before event
-        k, over the whole run (writes are numbered by the recorder, not by the chunk)."""
+        k, over the whole run (writes are numbered by the recorder, not by the chunk).
+        `before` and `after` are those of the lone writes among the events (grad and
+        data events), in order; given one per event, only theirs are kept."""
+        e0 = len(self.ev_kind)
         self.ev_kind.extend(kinds)
-        self.ev_node.extend(nodes)
-        self.ev_before.extend(before)
-        self.ev_after.extend(after)
+        _extend(self.ev_node, nodes, "events.node")
         self.ev_line.extend(lines)
-        self.ev_closure.extend(closures)
-        self.ev_write_start.extend(write_starts)
+        _extend(self.ev_closure, closures, "events.closure")
+        _extend(self.ev_write_start, write_starts, "events.writes")
+        lone = self.ev_kind[e0:].tobytes().translate(_LONE)  # 1 for a lone write, else 0
+        count = lone.count(1)
+        if count:
+            self.lone_at.extend(compress(range(e0, len(self.ev_kind)), lone))
+        if len(before) != count or len(after) != count:
+            if len(before) != len(lone) or len(after) != len(lone):
+                raise TraceFormatError("events.before", f"{len(before)} and {len(after)} values "
+                                       f"for {count} grad and data writes")
+            before, after = compress(before, lone), compress(after, lone)
+        self.lone_before.extend(before)
+        self.lone_after.extend(after)
 
     def add_writes(self, nodes: Sequence[int], fields: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int]) -> None:
-        self.wr_node.extend(nodes)
+        _extend(self.wr_node, nodes, "writes.node")
         self.wr_field.extend(fields)
         self.wr_before.extend(before)
         self.wr_after.extend(after)
@@ -984,9 +1010,12 @@ class TraceBuilder:
         while keep > self._checked_events and self.ev_write_start[keep - 1] > w:
             keep -= 1
         if keep < len(self.ev_write_start):
-            for column in (self.ev_kind, self.ev_node, self.ev_before, self.ev_after,
-                           self.ev_line, self.ev_closure, self.ev_write_start):
+            for column in (self.ev_kind, self.ev_node, self.ev_line, self.ev_closure,
+                           self.ev_write_start):
                 del column[keep:]
+            lone = bisect_left(self.lone_at, keep)
+            for column in (self.lone_at, self.lone_before, self.lone_after):
+                del column[lone:]
 
     # -- checking what was added -----------------------------------------------------------
     def validate(self, passes: Sequence[tuple[str, int, int]] | None = None,
@@ -1046,11 +1075,15 @@ class TraceBuilder:
     def _validate_events(self, e0: int) -> int:
         """Check events `e0` on; the number of nodes made by all the events."""
         e, n = self.event_count, self.node_count
-        for name, column in (("node", self.ev_node), ("before", self.ev_before),
-                             ("after", self.ev_after), ("line", self.ev_line),
+        for name, column in (("node", self.ev_node), ("line", self.ev_line),
                              ("closure", self.ev_closure), ("writes", self.ev_write_start)):
             if len(column) != e:
                 raise TraceFormatError(f"events.{name}", f"{len(column)} values for {e} events")
+        lone = len(self.lone_at)
+        for name, column in (("before", self.lone_before), ("after", self.lone_after)):
+            if len(column) != lone:
+                raise TraceFormatError(f"events.{name}", f"{len(column)} values for "
+                                       f"{lone} grad and data writes")
         if e0 >= e:
             return self._made
         kinds, nodes, closure = self.ev_kind[e0:], self.ev_node[e0:], self.ev_closure[e0:]
@@ -1062,7 +1095,7 @@ class TraceBuilder:
         # (which also keeps every node below the count: no max() over 400k events).
         made0 = self._made
         creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
-        made = array("q", compress(nodes, creating))
+        made = array("i", compress(nodes, creating))
         if _negative(nodes) or not all(map(lt, nodes,
                                            islice(accumulate(creating, initial=made0), 1, None))):
             existing = islice(accumulate(creating, initial=made0), 1, None)
@@ -1074,7 +1107,7 @@ class TraceBuilder:
                 raise TraceFormatError(f"events[{i}].node", f"makes node {nid}, but the next "
                                        f"node to be made is {made0 + creating[:i - e0].count(1)}")
             raise TraceFormatError(f"events[{i}].node", f"node {nid} is used before it is made")
-        if made != array("q", range(made0, made0 + len(made))):
+        if made != array("i", range(made0, made0 + len(made))):
             k = next(k for k, nid in enumerate(made) if nid != made0 + k)
             i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
             raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
@@ -1155,11 +1188,12 @@ class TraceBuilder:
             final_grad=keep(self._final_grad),
             _ev_kind=keep(self.ev_kind),
             _ev_node=keep(self.ev_node),
-            _ev_before=keep(self.ev_before),
-            _ev_after=keep(self.ev_after),
             _ev_line=keep(self.ev_line),
             _ev_closure=keep(self.ev_closure),
             _ev_write_start=write_start,
+            _lone_at=keep(self.lone_at),
+            _lone_before=keep(self.lone_before),
+            _lone_after=keep(self.lone_after),
             _wr_node=keep(self.wr_node),
             _wr_field=keep(self.wr_field),
             _wr_before=keep(self.wr_before),
@@ -1213,19 +1247,20 @@ class TraceBuilder:
             final_data.extend(self.node_data[k:n])
             final_grad.frombytes(bytes(8 * (n - k)))
         start, end = max(self._final_events - 1, 0), len(self.ev_kind)
-        replay_into(self.ev_kind, self.ev_node, self.ev_after, write_start, self.wr_node,
+        replay_into(self.ev_kind, self.ev_node, self.lone_after,
+                    bisect_left(self.lone_at, start), write_start, self.wr_node,
                     self.wr_field, self.wr_after, 1 not in self.wr_field[write_start[start]:],
                     start, end, final_data, final_grad)
         self._final_events = end
 
 
-def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
-                wr_node: array, wr_field: array, wr_after: array, only_grads: bool,
-                start: int, end: int, data: array, grad: array) -> None:
+def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
+                write_start: array, wr_node: array, wr_field: array, wr_after: array,
+                only_grads: bool, start: int, end: int, data: array, grad: array) -> None:
     """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
     each write replayed once, in order. Writes inside `_backward` calls are merged a run
-    at a time with `dict.update`, and only the few writes outside them are visited one
-    by one."""
+    at a time with `dict.update`, and only the few writes outside them (the lone writes,
+    whose values are `lone_after` from `lone` on) are visited one by one."""
     grads: dict[int, float] = {}
     datas: dict[int, float] = {}
     w = write_start[start]
@@ -1243,12 +1278,26 @@ def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: ar
         stop = write_start[i]
         apply(stop)
         w = stop
-        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
+        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = lone_after[lone]
+        lone += 1
     apply(write_start[end])
     for nid, value in grads.items():
         grad[nid] = value
     for nid, value in datas.items():
         data[nid] = value
+
+
+def _extend(column: array, values: Iterable[int], where: str) -> None:
+    """Append ids to an int32 column; one too big for it is a corrupt trace."""
+    try:
+        column.extend(values)
+    except OverflowError:
+        raise TraceFormatError(where, "an id or count is out of range") from None
+    except TypeError:  # an array of another type (an older file's 64-bit ids)
+        try:
+            column.extend(array(column.typecode, values))
+        except OverflowError:
+            raise TraceFormatError(where, "an id or count is out of range") from None
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:
@@ -1306,7 +1355,7 @@ def split_passes(trace: Trace) -> list[Pass]:
     bytes, so only grad writes are looked at one by one, and each only once.
     """
     kinds = trace._ev_kind
-    nodes, after = trace._ev_node, trace._ev_after
+    nodes, after = trace._ev_node, trace._lone_after
     n = len(kinds)
     spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
 
@@ -1324,6 +1373,7 @@ def split_passes(trace: Trace) -> list[Pass]:
             continue
         # Walk the run backwards, so each write knows at once whether a `_backward`
         # follows the writes to its node that come right after it (linear, not quadratic).
+        lone = bisect_left(trace._lone_at, start) - start  # grad writes are lone writes
         seeds = [False] * (end - start)
         seeded = end < n and kinds[end] == _BACKWARD
         for i in range(end - 1, start - 1, -1):
@@ -1333,7 +1383,7 @@ def split_passes(trace: Trace) -> list[Pass]:
         for i in range(start, end):
             if seeds[i - start]:
                 add("backward", i, i + 1)
-            elif after[i] == 0:
+            elif after[lone + i] == 0:
                 add("zero_grad", i, i + 1)
             else:
                 add("other", i, i + 1)
@@ -1343,6 +1393,7 @@ def split_passes(trace: Trace) -> list[Pass]:
 
 _KIND_BYTES = bytes(range(_DATA + 1))
 _CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
+_LONE = bytes(int(b in (_GRAD, _DATA)) for b in range(256))
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
 

@@ -15,7 +15,7 @@ from textual.worker import WorkerState
 
 from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
-from mgtui.memory import return_freed_memory
+from mgtui.memory import return_freed_memory, trim
 from mgtui.safe import inert
 from mgtui.messages import (
     ChecksDone,
@@ -366,6 +366,7 @@ class MgtuiApp(App[int]):
             self.say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
                      "the error is the last step.", severity="warning", timeout=6)
         self.refresh_bindings()
+        self.call_after_refresh(trim)  # what loading it freed goes back to the system
 
     async def on_load_failed(self, message: LoadFailed) -> None:
         await self._hide_loading()

@@ -28,3 +28,18 @@ def return_freed_memory() -> bool:
         return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, BIG_BLOCK))
     except (OSError, AttributeError):  # no glibc (musl has no mallopt)
         return False
+
+
+def trim() -> bool:
+    """Hand back to the system the memory freed in the middle of the heap and of the
+    threads' arenas, which glibc keeps otherwise: after a big trace has loaded, whose
+    growing copies and decoded chunks were freed. True if the C library did it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+        return True
+    except (OSError, AttributeError):  # no glibc
+        return False

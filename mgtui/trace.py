@@ -22,7 +22,8 @@ from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import add, le, lt, mul, sub
-from typing import Iterable, Iterator, Literal, Sequence
+from collections.abc import Sequence
+from typing import Iterable, Iterator, Literal
 
 from mgtui import notebook
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
@@ -171,7 +172,8 @@ class Trace:
     """A recorded run. Make one with a `TraceBuilder` (the recorder and the loaders do).
 
     `node_data`, `final_data` and `final_grad` are per-node arrays indexed by id: the
-    value at creation, and the data and grad at the end. Everything else is asked for.
+    value at creation, and the data and grad at the end (replayed on first use).
+    Everything else is asked for.
     """
 
     scenario: str
@@ -179,14 +181,13 @@ class Trace:
     notes: str
     source: str
     # nodes, columnar
-    _label: tuple[str, ...]
-    _op: tuple[str, ...]
+    _label: Texts
+    _op_code: array  # 'B', 'H' or 'i': an index into `_ops`
+    _ops: tuple[str, ...]  # each op once
     node_data: array  # 'd'
     _line: array  # 'i', 0 = unknown
     _child_start: array  # 'i', len = nodes + 1
     _child_ids: array  # 'i'; -1 for a child made before the recording started
-    final_data: array  # 'd'
-    final_grad: array  # 'd'
     # events, columnar
     _ev_kind: array  # 'b', EventKind.code
     _ev_node: array  # 'i'
@@ -209,14 +210,14 @@ class Trace:
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
     # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
-    _name: tuple[str, ...] = ()
+    _name: Texts = field(default_factory=lambda: Texts(()))
     # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
     _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     # -- sizes -------------------------------------------------------------------------
     @property
     def node_count(self) -> int:
-        return len(self._op)
+        return len(self._op_code)
 
     def __len__(self) -> int:
         """The number of events (steps)."""
@@ -239,7 +240,21 @@ class Trace:
         return "" if self._label[nid] else self._name[nid]
 
     def op(self, nid: int) -> str:
-        return self._op[nid]
+        return self._ops[self._op_code[nid]]
+
+    @property
+    def final_data(self) -> array:
+        """Every node's data at the end of the run ('d', by id)."""
+        return self._final[0]
+
+    @property
+    def final_grad(self) -> array:
+        """Every node's grad at the end of the run ('d', by id)."""
+        return self._final[1]
+
+    @cached_property
+    def _final(self) -> tuple[array, array]:
+        return self.state_at(len(self))
 
     def line(self, nid: int) -> int | None:
         """The scenario line that made node `nid`."""
@@ -266,7 +281,7 @@ class Trace:
         return Node(
             id=nid,
             label=self.label(nid),
-            op=self._op[nid],
+            op=self.op(nid),
             children=self.children(nid),
             data=self.node_data[nid],
             line=self.line(nid),
@@ -792,8 +807,9 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
     for lo in range(0, t.node_count, size):
         hi = min(lo + size, t.node_count)
         base = t._child_start[lo]
-        names = t._name[lo:hi]
-        yield NodeChunk(t._label[lo:hi], t._op[lo:hi], t.node_data[lo:hi], t._line[lo:hi],
+        names = t._name.slice(lo, hi)
+        yield NodeChunk(t._label.slice(lo, hi), tuple(map(t._ops.__getitem__, t._op_code[lo:hi])),
+                        t.node_data[lo:hi], t._line[lo:hi],
                         array("i", (e - base for e in t._child_start[lo + 1 : hi + 1])),
                         t._child_ids[base : t._child_start[hi]], names if any(names) else ())
     w = 0
@@ -848,10 +864,9 @@ class TraceBuilder:
         self._checked_nodes = self._checked_events = self._checked_writes = 0
         self._made = 0  # nodes made by the checked events
         self._inert_labels: list[str] = []
-        self._inert_ops: list[str] = []
-        self._final_data = array("d")
-        self._final_grad = array("d")
-        self._final_events = 0  # replayed into the final state
+        self._op_code = array("B")  # the ops made inert, each once in `_ops`
+        self._ops: list[str] = []
+        self._op_codes: dict[str, int] = {}
         self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
@@ -1050,8 +1065,12 @@ class TraceBuilder:
         if len(self.child_start) != n + 1 or self.child_start[-1] != len(self.child_ids):
             raise TraceFormatError("nodes.children", "the children do not add up")
         labels, ops = self.labels[n0:], self.ops[n0:]
-        if not (set(map(type, labels)) | set(map(type, ops))) <= {str} and not all(
-                isinstance(x, str) for x in chain(labels, ops)):
+        try:  # (joining fails on anything but strings, at C speed)
+            "".join(labels), "".join(ops)  # noqa: B018
+            strings = True
+        except TypeError:
+            strings = False
+        if not strings:
             bad = next(k for k in range(n0, n)
                        if not isinstance(self.labels[k], str) or not isinstance(self.ops[k], str))
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
@@ -1096,8 +1115,7 @@ class TraceBuilder:
         made0 = self._made
         creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
         made = array("i", compress(nodes, creating))
-        if _negative(nodes) or not all(map(lt, nodes,
-                                           islice(accumulate(creating, initial=made0), 1, None))):
+        if _negative(nodes) or not _named_once_made(kind_bytes, creating, nodes, made0):
             existing = islice(accumulate(creating, initial=made0), 1, None)
             i = next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < m)
             nid, i = nodes[i], e0 + i
@@ -1172,20 +1190,19 @@ class TraceBuilder:
         keep = (lambda column: column) if last else copy
         write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
-        self._catch_up_final(write_start)
+        n = self.node_count
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
             notes=inert(self.notes),
             source=inert(self.source),
-            _label=tuple(self._inert_labels),
-            _op=tuple(self._inert_ops),
+            _label=Texts(self._inert_labels),
+            _op_code=keep(self._op_code),
+            _ops=tuple(self._ops),
             node_data=keep(self.node_data),
             _line=keep(self.node_line),
             _child_start=keep(self.child_start),
             _child_ids=keep(self.child_ids),
-            final_data=keep(self._final_data),
-            final_grad=keep(self._final_grad),
             _ev_kind=keep(self.ev_kind),
             _ev_node=keep(self.ev_node),
             _ev_line=keep(self.ev_line),
@@ -1203,7 +1220,8 @@ class TraceBuilder:
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
-            _name=_inert_names(self._names_column()),
+            _name=Texts.of({nid: inert_line(name) for nid, name in self.names.items() if nid < n},
+                           n),
         )
         n, kinds = self.event_count, self.ev_kind
         object.__setattr__(trace, "_values", {
@@ -1219,39 +1237,22 @@ class TraceBuilder:
             self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace
 
-    def _names_column(self) -> list[str]:
-        names = [""] * len(self.ops)
-        for nid, name in self.names.items():
-            if nid < len(names):
-                names[nid] = name
-        return names
-
     def _catch_up_names(self) -> None:
         """Labels and ops made inert, for the nodes added since the last build (later
-        labels are made inert by `relabel`). Equal names share one string."""
+        labels are made inert by `relabel`). Equal labels share one string; each op is
+        kept once, and a node holds its number."""
         k = len(self._inert_labels)
-        one = {}.setdefault  # equal names, one string
+        one = {}.setdefault  # equal labels, one string
         labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
         self._inert_labels.extend(map(one, labels, labels))
-        self._inert_ops.extend(map(one, ops, ops))
-
-    def _catch_up_final(self, write_start: array) -> None:
-        """Every node's data and grad at the end of what was added: the events since the
-        last build replayed into the state it left (`write_start` has one entry more
-        than there are events: where the writes end). The last event it saw is replayed
-        again, as its `_backward` may have written more since; in order, that changes
-        nothing it had written."""
-        final_data, final_grad = self._final_data, self._final_grad
-        k, n = len(final_data), self.node_count
-        if k < n:
-            final_data.extend(self.node_data[k:n])
-            final_grad.frombytes(bytes(8 * (n - k)))
-        start, end = max(self._final_events - 1, 0), len(self.ev_kind)
-        replay_into(self.ev_kind, self.ev_node, self.lone_after,
-                    bisect_left(self.lone_at, start), write_start, self.wr_node,
-                    self.wr_field, self.wr_after, 1 not in self.wr_field[write_start[start]:],
-                    start, end, final_data, final_grad)
-        self._final_events = end
+        codes = self._op_codes
+        for op in set(ops) - codes.keys():
+            codes[op] = len(self._ops)
+            self._ops.append(op)
+        if len(self._ops) > _CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
+            self._op_code = array("H" if len(self._ops) <= _CODE_LIMIT["H"] else "i",
+                                  self._op_code)
+        self._op_code.extend(map(codes.__getitem__, ops))
 
 
 def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
@@ -1287,6 +1288,24 @@ def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
         data[nid] = value
 
 
+def _named_once_made(kinds: bytes, creating: bytes, nodes: array, made0: int) -> bool:
+    """Does every event name a node made before it (a creation, the node it makes),
+    given `made0` nodes made before these events? Checked a run of events that make
+    nothing at a time, against the nodes made before the run: a max() per run, instead
+    of a comparison per event. Creations are checked to make the next node elsewhere."""
+    runs = 1 + sum(kinds.count(bytes((_CREATE, k))) for k in (_BACKWARD, _GRAD, _DATA))
+    if runs * 64 > len(kinds):  # creations and uses interleaved: event by event
+        return all(map(lt, nodes, islice(accumulate(creating, initial=made0), 1, None)))
+    made, end = made0, 0
+    for run in _USING.finditer(kinds):
+        start, stop = run.span()
+        made += start - end  # the creations between the last run and this one
+        end = stop
+        if max(nodes[start:stop]) >= made:
+            return False
+    return True
+
+
 def _extend(column: array, values: Iterable[int], where: str) -> None:
     """Append ids to an int32 column; one too big for it is a corrupt trace."""
     try:
@@ -1298,6 +1317,59 @@ def _extend(column: array, values: Iterable[int], where: str) -> None:
             column.extend(array(column.typecode, values))
         except OverflowError:
             raise TraceFormatError(where, "an id or count is out of range") from None
+
+
+_CODE_LIMIT = {"B": 256, "H": 65536, "i": 2**31}  # how many ops an op-code column can tell apart
+
+
+class Texts(Sequence[str]):
+    """Per-node strings (labels, names), most of them empty in a big graph: when the
+    others are few they are kept by id, else all of them in a tuple."""
+
+    __slots__ = ("_all", "_some", "_len")
+
+    def __init__(self, values: Sequence[str]) -> None:
+        n = len(values)
+        if n > 64 and sum(map(bool, values)) * 4 < n:
+            self._all, self._some = None, dict(zip(compress(range(n), values),
+                                                   compress(values, values)))
+        else:
+            self._all, self._some = tuple(values), None
+        self._len = n
+
+    @classmethod
+    def of(cls, some: dict[int, str], n: int) -> Texts:
+        """The strings of `n` nodes, of which those in `some` are not empty."""
+        if len(some) * 4 >= n:
+            values = [""] * n
+            for nid, text in some.items():
+                values[nid] = text
+            return cls(values)
+        texts = cls(())
+        texts._all, texts._some, texts._len = None, some, n
+        return texts
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, nid):  # type: ignore[override]
+        if self._all is not None:
+            return self._all[nid]
+        if isinstance(nid, slice):
+            return self.slice(*nid.indices(self._len)[:2])
+        if not -self._len <= nid < self._len:
+            raise IndexError(nid)
+        return self._some.get(nid % self._len, "")
+
+    def slice(self, lo: int, hi: int) -> tuple[str, ...]:
+        if self._all is not None:
+            return self._all[lo:hi]
+        return tuple(map(self._some.get, range(lo, hi), repeat("")))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Texts) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:
@@ -1394,6 +1466,7 @@ def split_passes(trace: Trace) -> list[Pass]:
 _KIND_BYTES = bytes(range(_DATA + 1))
 _CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
 _LONE = bytes(int(b in (_GRAD, _DATA)) for b in range(256))
+_USING = re.compile(b"[^%c]+" % _CREATE)  # a run of events that make no node
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
 

@@ -143,11 +143,11 @@ class MgtuiApp(App[int]):
         self.debugger.preload(trace, self.start_step or 0)  # in the first frame
 
     def _start_run(self, path: Path):
-        from mgtui.runner import Run, RunSpec
+        from mgtui.runner import UI_FIRST, Run, RunSpec
 
         spec = RunSpec(str(path), seed=self.seed, max_nodes=self.max_nodes,
-                       timeout=self.timeout, argv=self.argv, **({"max_memory": self.max_memory}
-                                                if self.max_memory else {}))
+                       timeout=self.timeout, argv=self.argv, nice=UI_FIRST,
+                       **({"max_memory": self.max_memory} if self.max_memory else {}))
         self._run = Run(spec, on_progress=self._progress).start()
         return self._run
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.worker import WorkerState
 
@@ -17,6 +18,7 @@ from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
+from mgtui.screen_diff import diffing
 from mgtui.messages import (
     ChecksDone,
     ChecksFailed,
@@ -105,6 +107,16 @@ class MgtuiApp(App[int]):
         self.keymap = self.config.keymap  # the user's keys, by binding id
         self.set_keymap(with_panes(self.keymap))
         self.debugger = DebuggerScreen(self.keymap)
+
+    @property
+    def driver_class(self) -> type[Driver]:
+        return self._driver_class
+
+    @driver_class.setter
+    def driver_class(self, driver_class: type[Driver]) -> None:
+        """Whatever the driver (a terminal's, `mgtui serve`'s), its writes send only the
+        cells that change (mgtui/screen_diff.py): the bytes a step costs over SSH."""
+        self._driver_class = diffing(driver_class)
 
     def get_default_screen(self) -> Screen:
         return self.debugger

@@ -19,7 +19,10 @@ link are always sent.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import subprocess
 from typing import TYPE_CHECKING, NamedTuple
 
 from rich.cells import cell_len
@@ -139,6 +142,8 @@ _TOKEN = re.compile(
 )
 _SCREENS = {"47", "1047", "1048", "1049"}  # private modes that switch the screen's contents
 _BRIDGE = 8  # at most this many unchanged cells are sent again in place of a cursor move
+_ERASE = " " * 8  # a stretch of blanks this long or longer is erased in place (ECH) ...
+_BLANKS = re.compile(f"{_ERASE}+ *")  # ... where the terminal can
 
 Cell = tuple  # (character, Look); "" for the right half of a wide character
 
@@ -146,7 +151,10 @@ Cell = tuple  # (character, Look); "" for the right half of a wide character
 class ScreenDiff:
     """The cells the terminal shows, and `write`, which cuts a write to what changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, erase: bool = False) -> None:
+        """`erase`: the terminal erases cells in the background colour in use (terminfo's
+        `bce`) and a number of cells in place (`ech`), so blanks may be erased."""
+        self.erase = erase
         self.forget()
 
     def forget(self) -> None:
@@ -247,31 +255,61 @@ class ScreenDiff:
 
     def _narrow(self, text: str, look: Look, y: int, x: int, row: list) -> None:
         """Characters one cell wide each, in a known style: the runs that differ from
-        what the row shows are drawn, each as one string."""
+        what the row shows are drawn, each as one string, left to right; where the
+        terminal can, long stretches of blanks are erased in place instead (ECH)."""
         blank = shown(" ", look)
         new = [(ch, look) if ch != " " else blank for ch in text]
         old = row[x : x + len(text)]
         if old == new:
             return
+        erase = {}
+        if self.erase and not look.attrs & _SHOWS_ON_BLANK and _ERASE in text:
+            erase = self._stretches(text, old, new)
         n, i = len(new), 0
         while i < n:
+            if i in erase:
+                self._erase(y, x + i, erase[i] - i, look, row, new[i : erase[i]])
+                i = erase[i]
+                continue
             if old[i] == new[i]:
                 i += 1
                 continue
             j = i + 1
-            while j < n and old[j] != new[j]:
+            while j < n and old[j] != new[j] and j not in erase:
                 j += 1
-            if x + i > 0 and row[x + i] is not None and row[x + i][0] == "":
-                row[x + i - 1] = None  # the left half of a wide character drawn over
-            if row[x + j] is not None and row[x + j][0] == "":
-                row[x + j] = None  # the right half of one
-            run = text[i:j]
-            self._goto(y, x + i, row)
-            code, self.look = style_for(self.look, run if run.strip(" ") else " ", look)
-            self._out += (code, run)
-            self.cursor = (y, x + j)
-            row[x + i : x + j] = new[i:j]
+            self._run(y, x + i, text[i:j], look, row, new[i:j])
             i = j
+
+    @staticmethod
+    def _stretches(text: str, old: list, new: list) -> dict[int, int]:
+        """The long stretches of blanks in `text` to erase: each from its first changed
+        cell to its last (blanks already there are erased again, harmlessly)."""
+        spans = {}
+        for stretch in _BLANKS.finditer(text):
+            changed = [i for i in range(*stretch.span()) if old[i] != new[i]]
+            if changed and changed[-1] + 1 - changed[0] >= len(_ERASE):
+                spans[changed[0]] = changed[-1] + 1
+        return spans
+
+    def _erase(self, y: int, x: int, n: int, look: Look, row: list, cells: list) -> None:
+        self._goto(y, x, row)
+        code, self.look = style_for(self.look, " ", look)
+        self._out += (code, f"\x1b[{n}X")
+        self.cursor = (y, x)  # an erase does not move the cursor
+        row[x : x + n] = cells
+
+    def _run(self, y: int, x: int, run: str, look: Look, row: list, cells: list) -> None:
+        """Draw `run` at (y, x) in `look`."""
+        if x > 0 and row[x] is not None and row[x][0] == "":
+            row[x - 1] = None  # the left half of a wide character drawn over
+        end = x + len(run)
+        if row[end] is not None and row[end][0] == "":
+            row[end] = None  # the right half of one
+        self._goto(y, x, row)
+        code, self.look = style_for(self.look, run if run.strip(" ") else " ", look)
+        self._out += (code, run)
+        self.cursor = (y, end)
+        row[x:end] = cells
 
     def _cells(self, text: str, look: Look | None, y: int, x: int, row: list) -> None:
         """Characters one by one: some are two cells wide, or the style is not known,
@@ -390,7 +428,11 @@ class _Diffing:
     def write(self, data: str) -> None:
         diff = self._screen_diff
         if diff is None:
-            diff = self._screen_diff = ScreenDiff()
+            from textual.drivers.linux_driver import LinuxDriver
+
+            # the terminal's own TERM says how it erases; a served one's is not known here
+            local = isinstance(self, LinuxDriver)
+            diff = self._screen_diff = ScreenDiff(local and erases(os.environ.get("TERM")))
         size = getattr(self._app, "size", None)  # type: ignore[attr-defined]
         if size != self._screen_size:
             self._screen_size = size
@@ -399,3 +441,17 @@ class _Diffing:
 
 
 _DRIVERS: dict[type, type] = {}
+
+
+@functools.cache
+def erases(term: str | None) -> bool:
+    """Does terminal `term` erase in the background colour in use (terminfo's `bce`),
+    and a number of cells in place (`ech`)? Without both, blanks are sent as blanks."""
+    if not term:
+        return False
+    try:  # tput, not curses: curses reads terminfo for one terminal a process
+        bce = subprocess.run(["tput", "-T", term, "bce"], capture_output=True, timeout=5)
+        ech = subprocess.run(["tput", "-T", term, "ech", "7"], capture_output=True, timeout=5)
+        return bce.returncode == 0 and ech.stdout == b"\x1b[7X"
+    except (OSError, subprocess.SubprocessError):  # no tput
+        return False

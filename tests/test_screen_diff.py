@@ -20,7 +20,7 @@ from rich.color import ColorSystem
 from rich.style import Style
 from textual.strip import Strip
 
-from mgtui.screen_diff import Look, ScreenDiff, _Diffing, change, diffing
+from mgtui.screen_diff import Look, ScreenDiff, _Diffing, change, diffing, erases
 
 COLS, ROWS = 30, 6
 
@@ -33,7 +33,8 @@ OFF = {22: {"bold", "dim"}, 23: {"italic"}, 24: {"underline", "underline2"},
 
 
 class Ecma48:
-    """Absolute and forward cursor moves, carriage return, SGR, one-cell characters."""
+    """Absolute and forward cursor moves, carriage return, SGR, erasing characters (in
+    the background colour in use, as terminfo's `bce` says), one-cell characters."""
 
     def __init__(self) -> None:
         self.cells = [[(" ", frozenset(), None, None)] * COLS for _ in range(ROWS)]
@@ -59,6 +60,9 @@ class Ecma48:
             self.y, self.x = int(row or 1) - 1, int(col or 1) - 1
         elif final == "C":
             self.x += int(params or 1)
+        elif final == "X":  # erase in place, in the background colour in use (bce)
+            for x in range(self.x, min(self.x + int(params or 1), COLS)):
+                self.cells[self.y][x] = (" ", frozenset(), None, self.bg)
         elif final == "m":
             codes = [int(c or 0) for c in params.split(";")]
             while codes:
@@ -116,7 +120,8 @@ ATTRS = ("bold", "dim", "italic", "underline", "blink", "reverse", "strike", "ov
 STYLES = st.builds(
     lambda attrs, fg, bg: Style(color=fg, bgcolor=bg, **{a: True for a in attrs}),
     st.sets(st.sampled_from(ATTRS), max_size=3), COLOURS, COLOURS)
-TEXT = st.text(alphabet=" ab│…▶x", min_size=1, max_size=8)
+TEXT = st.one_of(st.text(alphabet=" ab│…▶x", min_size=1, max_size=8),
+                 st.from_regex(r"a? {8,14}b?", fullmatch=True))  # a stretch to erase
 
 
 @st.composite
@@ -148,11 +153,11 @@ def writes(draw, narrow_only: bool = False):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(writes(), min_size=1, max_size=8))
-def test_a_terminal_shows_what_the_writes_themselves_would_show(sequence):
+@given(st.lists(writes(), min_size=1, max_size=8), st.booleans())
+def test_a_terminal_shows_what_the_writes_themselves_would_show(sequence, erase):
     as_is, cut = pyte.Screen(COLS, ROWS), pyte.Screen(COLS, ROWS)
     feed_as_is, feed_cut = pyte.Stream(as_is), pyte.Stream(cut)
-    diff = ScreenDiff()
+    diff = ScreenDiff(erase)
     for data in sequence:
         feed_as_is.feed(data.replace("\n", "\r\n"))  # a pty's ONLCR
         feed_cut.feed(diff.write(data).replace("\n", "\r\n"))
@@ -160,10 +165,10 @@ def test_a_terminal_shows_what_the_writes_themselves_would_show(sequence):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(writes(narrow_only=True), min_size=1, max_size=8))
-def test_every_attribute_ends_as_the_writes_set_it(sequence):
+@given(st.lists(writes(narrow_only=True), min_size=1, max_size=8), st.booleans())
+def test_every_attribute_ends_as_the_writes_set_it(sequence, erase):
     as_is, cut = Ecma48(), Ecma48()
-    diff = ScreenDiff()
+    diff = ScreenDiff(erase)
     for data in sequence:
         as_is.feed(data.replace("\n", "\r\n"))
         cut.feed(diff.write(data).replace("\n", "\r\n"))
@@ -263,6 +268,17 @@ async def test_every_driver_the_app_runs_writes_through_a_screen_diff():
     driver.write(line)
     assert written[0] and written[1] == ""
     assert diffing(app.driver_class) is app.driver_class
+
+
+def test_long_blanks_are_erased_in_place_only_where_the_terminal_can():
+    wide = [("a" + "x" * 20 + "b", Style(color="red", bgcolor="color(234)"))]
+    blanked = [(" " * 22, Style(color="red", bgcolor="color(234)"))]
+    for erase, expected in ((True, "\x1b[22X"), (False, " " * 22)):
+        diff = ScreenDiff(erase)
+        diff.write(textual_line(0, wide))
+        assert expected in diff.write(textual_line(0, blanked))
+    # which terminals can, their terminfo says
+    assert erases("xterm-256color") and not erases("vt100") and not erases(None)
 
 
 @pytest.mark.parametrize("data", ["plain text", "\x07", "\x1b[5;5Hé\u0301"])

@@ -49,7 +49,7 @@ class Terminal:
         self.stream = pyte.Stream(self.screen)
         self.cut = pyte.Screen(*size)  # fed through a ScreenDiff, as the driver writes
         self.cut_stream = pyte.Stream(self.cut)
-        self.diff = ScreenDiff()
+        self.diff = ScreenDiff(erase=True)  # as for TERM=xterm-256color (pyte erases as bce)
         self.sent = [0, 0]  # characters written: as Textual writes them, as cut
         app._display = self._display  # what App._display would write to the terminal
 

@@ -114,14 +114,15 @@ def _cell(c) -> tuple:
     return (c.data, c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse, c.strikethrough)
 
 
-def changed(before, after) -> tuple[int, int]:
+def changed(before, after, erase: bool = True) -> tuple[int, int]:
     """The number of cells that differ, and about the fewest bytes that would redraw
     them: row by row, left to right, the characters of the changed cells, the shortest
     SGR code wherever the style changes (the difference from the style before, or a
-    reset and the whole style; a blank on the same background needs none), and to reach
-    a changed cell the cheapest of a cursor move (forward within a row, or to a row and
-    column) and sending the unchanged cells before it again (greedy, so a slight
-    overestimate of the true minimum)."""
+    reset and the whole style; a blank on the same background needs none), to reach a
+    changed cell the cheapest of a cursor move (forward within a row, or to a row and
+    column) and sending the unchanged cells before it again, and with `erase` (as
+    xterm-256color's terminfo allows: bce, ech) a run of changed blanks erased in place
+    where that is cheaper (greedy, so a slight overestimate of the true minimum)."""
     cells = minimum = 0
     style = None  # the terminal's style: carried from row to row (None: not known)
     for y, (old, new) in enumerate(zip(before, after)):
@@ -130,21 +131,45 @@ def changed(before, after) -> tuple[int, int]:
             continue
         cells += len(diff)
         x = None  # the cursor's column on this row (None: on another row)
-        for target in diff:
+        k = 0
+        while k < len(diff):
+            target = diff[k]
             jump = _move(y, x, target)
             if x is not None and target > x:  # a gap of unchanged cells: jump or send it
                 bridge, bridged = 0, style
-                for k in range(x, target):
-                    cost, bridged = _draw(new[k], bridged)
+                for g in range(x, target):
+                    cost, bridged = _draw(new[g], bridged)
                     bridge += cost
                 if bridge <= jump:
                     minimum, style = minimum + bridge, bridged
                     jump = 0
             minimum += jump
+            blanks = _blanks(new, diff, k) if erase else 0
+            if blanks:  # erased in place: the cursor stays where the blanks start
+                cost, style = _draw(new[target], style)
+                erased = len(f"\x1b[{blanks}X")
+                if cost - 1 + erased < blanks * 1:
+                    minimum += cost - 1 + erased
+                    x, k = target, k + blanks
+                    continue
             cost, style = _draw(new[target], style)
             minimum += cost
-            x = target + 1
+            x, k = target + 1, k + 1
     return cells, minimum
+
+
+def _blanks(new: list, diff: list, k: int) -> int:
+    """How many changed cells from `diff[k]` on are blanks side by side on one
+    background, with nothing else showing (an erase in place can draw them)."""
+    first = new[diff[k]]
+    if first[0] != " " or any(first[5:]):
+        return 0
+    n = 1
+    while (k + n < len(diff) and diff[k + n] == diff[k] + n
+           and new[diff[k + n]][0] == " " and new[diff[k + n]][2] == first[2]
+           and not any(new[diff[k + n]][5:])):
+        n += 1
+    return n
 
 
 def _move(y: int, x: int | None, target: int) -> int:

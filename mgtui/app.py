@@ -3,6 +3,7 @@ to the debugger screen. `run_app` is what `mgtui FILE` calls."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from functools import partial
@@ -115,8 +116,10 @@ class MgtuiApp(App[int]):
     @driver_class.setter
     def driver_class(self, driver_class: type[Driver]) -> None:
         """Whatever the driver (a terminal's, `mgtui serve`'s), its writes send only the
-        cells that change (mgtui/screen_diff.py): the bytes a step costs over SSH."""
-        self._driver_class = diffing(driver_class)
+        cells that change (mgtui/screen_diff.py): the bytes a step costs over SSH.
+        MGTUI_SCREEN_DIFF=0 in the environment sends what Textual writes, as it is."""
+        keep = os.environ.get("MGTUI_SCREEN_DIFF", "1") == "0"
+        self._driver_class = driver_class if keep else diffing(driver_class)
 
     def get_default_screen(self) -> Screen:
         return self.debugger

@@ -428,11 +428,16 @@ class _Diffing:
     def write(self, data: str) -> None:
         diff = self._screen_diff
         if diff is None:
-            from textual.drivers.linux_driver import LinuxDriver
-
-            # the terminal's own TERM says how it erases; a served one's is not known here
-            local = isinstance(self, LinuxDriver)
-            diff = self._screen_diff = ScreenDiff(local and erases(os.environ.get("TERM")))
+            try:
+                from textual.drivers.linux_driver import LinuxDriver
+            except ImportError:  # Windows: its console's TERM says nothing
+                LinuxDriver = ()  # type: ignore[assignment]  # noqa: N806
+            # how the terminal erases: as the app says (a served client's, from its TERM),
+            # else as this process's own terminal's TERM says
+            erase = getattr(self._app, "screen_erases", None)  # type: ignore[attr-defined]
+            if erase is None:
+                erase = isinstance(self, LinuxDriver) and erases(os.environ.get("TERM"))
+            diff = self._screen_diff = ScreenDiff(erase)
         size = getattr(self._app, "size", None)  # type: ignore[attr-defined]
         if size != self._screen_size:
             self._screen_size = size

@@ -268,6 +268,13 @@ async def test_every_driver_the_app_runs_writes_through_a_screen_diff():
     driver.write(line)
     assert written[0] and written[1] == ""
     assert diffing(app.driver_class) is app.driver_class
+    # an app that knows its terminal erases in place (`mgtui serve`, from a client's
+    # TERM) says so, and long blanks are erased
+    app.screen_erases = True
+    served = app.driver_class(app)
+    served.write(textual_line(0, [("x" * 20, Style(bgcolor="color(234)"))]))
+    served.write(textual_line(0, [(" " * 20, Style(bgcolor="color(234)"))]))
+    assert "\x1b[20X" in written[-1]
 
 
 def test_long_blanks_are_erased_in_place_only_where_the_terminal_can():

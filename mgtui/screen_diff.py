@@ -5,9 +5,11 @@ whole SGR code, its text and a reset (`ESC[1;38;5;71;48;5;234m text ESC[0m`). `S
 sits between the app and its terminal, as curses does: it keeps what each cell of the
 screen shows, and of each write it sends only the cells that differ, each style as its
 difference from the one the terminal is in (`ESC[7m`, `ESC[22m`), or as a reset and the
-whole style where that is shorter, and across unchanged cells the cheaper of a cursor
-move and the cells themselves. The terminal ends each write showing what Textual's own
-write would have shown.
+whole style where that is shorter, across unchanged cells the cheaper of a cursor move
+and the cells themselves, and, where the terminal's terminfo says it erases in the
+background colour in use (`bce`, `ech`), long stretches of blanks erased in place. The
+terminal ends each write showing what Textual's own write would have shown. (Written
+here: Textual has no such layer, and curses cannot sit under Textual's output.)
 
 It reads only what Textual writes for a screen update: absolute cursor moves, SGR codes,
 text, newlines, private modes and OSC sequences. Anything else (an erase, a relative

@@ -3,6 +3,7 @@ to the debugger screen. `run_app` is what `mgtui FILE` calls."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from functools import partial
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.worker import WorkerState
 
@@ -17,6 +19,7 @@ from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
 from mgtui.memory import return_freed_memory, trim
 from mgtui.safe import inert
+from mgtui.screen_diff import diffing
 from mgtui.messages import (
     ChecksDone,
     ChecksFailed,
@@ -105,6 +108,18 @@ class MgtuiApp(App[int]):
         self.keymap = self.config.keymap  # the user's keys, by binding id
         self.set_keymap(with_panes(self.keymap))
         self.debugger = DebuggerScreen(self.keymap)
+
+    @property
+    def driver_class(self) -> type[Driver]:
+        return self._driver_class
+
+    @driver_class.setter
+    def driver_class(self, driver_class: type[Driver]) -> None:
+        """Whatever the driver (a terminal's, `mgtui serve`'s), its writes send only the
+        cells that change (mgtui/screen_diff.py): the bytes a step costs over SSH.
+        MGTUI_SCREEN_DIFF=0 in the environment sends what Textual writes, as it is."""
+        keep = os.environ.get("MGTUI_SCREEN_DIFF", "1") == "0"
+        self._driver_class = driver_class if keep else diffing(driver_class)
 
     def get_default_screen(self) -> Screen:
         return self.debugger

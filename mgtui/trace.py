@@ -232,12 +232,12 @@ class Trace:
     def label(self, nid: int) -> str:
         """What a node is called: its `.label`, else the variable or path it was named
         by (`mgtui.naming`), else `#id`."""
-        return self._label[nid] or self._name[nid] or f"#{nid}"
+        return self._label.get(nid) or self._name.get(nid) or f"#{nid}"
 
     def derived_name(self, nid: int) -> str:
         """The name the node goes by when it has no `.label` of its own ("" if it has one,
         or has no name either)."""
-        return "" if self._label[nid] else self._name[nid]
+        return "" if self._label.get(nid) else self._name.get(nid) or ""
 
     def op(self, nid: int) -> str:
         return self._ops[self._op_code[nid]]
@@ -1324,9 +1324,11 @@ _CODE_LIMIT = {"B": 256, "H": 65536, "i": 2**31}  # how many ops an op-code colu
 
 class Texts(Sequence[str]):
     """Per-node strings (labels, names), most of them empty in a big graph: when the
-    others are few they are kept by id, else all of them in a tuple."""
+    others are few they are kept by id, else all of them in a tuple. `get(nid)` is the
+    quick way to read one (a built-in's method: the node table asks for thousands); it
+    gives None for an empty one kept by id."""
 
-    __slots__ = ("_all", "_some", "_len")
+    __slots__ = ("_all", "_some", "_len", "get")
 
     def __init__(self, values: Sequence[str]) -> None:
         n = len(values)
@@ -1336,6 +1338,7 @@ class Texts(Sequence[str]):
         else:
             self._all, self._some = tuple(values), None
         self._len = n
+        self.get = self._all.__getitem__ if self._all is not None else self._some.get
 
     @classmethod
     def of(cls, some: dict[int, str], n: int) -> Texts:
@@ -1346,7 +1349,7 @@ class Texts(Sequence[str]):
                 values[nid] = text
             return cls(values)
         texts = cls(())
-        texts._all, texts._some, texts._len = None, some, n
+        texts._all, texts._some, texts._len, texts.get = None, some, n, some.get
         return texts
 
     def __len__(self) -> int:

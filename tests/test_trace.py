@@ -327,3 +327,20 @@ def test_lone_writes_keep_their_values_and_others_have_none():
     assert trace.change(300) == (2.0, 4.0) and trace.change(301) == (0.0, 0.0)
     assert trace.change(0) == (0.0, 0.0) and trace.event(0).after == 0.0
     assert trace.final_grad[3] == 4.0 and trace.final_grad[5] == 1.0
+
+
+@pytest.mark.parametrize("every", [1, 3, 50])
+def test_texts_answer_as_the_list_they_were_made_from(every):
+    from mgtui.trace import Texts
+
+    values = [f"n{k}" if k % every == 0 else "" for k in range(300)]
+    texts = Texts(values)
+    assert (texts._some is None) == (every < 4)  # kept by id only when few are set
+    assert len(texts) == 300 and list(texts) == values
+    assert [texts.get(k) or "" for k in range(300)] == values
+    assert texts.slice(10, 60) == tuple(values[10:60]) == tuple(texts[10:60])
+    assert texts[-1] == values[-1]
+    with pytest.raises(IndexError):
+        texts[300]  # noqa: B018
+    made = Texts.of({k: v for k, v in enumerate(values) if v}, 300)
+    assert made == texts and made.slice(0, 300) == tuple(values)

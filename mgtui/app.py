@@ -265,8 +265,8 @@ class MgtuiApp(App[int]):
         return run.wait()
 
     async def on_trace_growing(self, message: TraceGrowing) -> None:
-        if not self.loading or message.path != self.path:
-            return  # the whole trace is here already, or another file is loading
+        if not self.loading or message.path != self.path or not self.is_running:
+            return  # the whole trace is here already, another file is loading, or it quits
         if self._loading_timer is not None:
             self._loading_timer.stop()
         if showing(self.screen, "LoadingScreen"):
@@ -277,7 +277,7 @@ class MgtuiApp(App[int]):
             await self._clear_to_debugger()  # the picker or an error screen: not the user's
             d.load_trace(message.trace, self._position)
             self._growing = True
-        else:
+        elif self.is_running:  # (not while it quits: the panes are going)
             d.grow_trace(message.trace, wanted=self._position)
         d.show_recording(f"recording… {len(message.trace):,} steps")
         self._growth_cost = time.perf_counter() - started
@@ -357,11 +357,15 @@ class MgtuiApp(App[int]):
             await self.pop_screen()
 
     async def on_trace_loaded(self, message: TraceLoaded) -> None:
+        if not self.is_running:
+            return  # it quits: the panes are going
         await self._hide_loading()
         self.debugger.show_recording("")
         grown, self._growing = self._growing, False
         if not grown:
             await self._clear_to_debugger()
+        if not self.is_running:
+            return
         trace = message.trace
         if message.reload and self.debugger.trace is not None:
             keep = self.debugger.selected

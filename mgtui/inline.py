@@ -465,9 +465,12 @@ class Inliner:
         nodes, events, writes, kids = rec.nodes, rec.events, rec.writes, rec.kids
         stack, made_inside, late_labels = rec.stack, rec.made_inside, rec.late_labels
         max_nodes, on_progress, on_create = rec.max_nodes, rec.on_progress, rec.on_create
-        before = rec.before_backward
+        before, watch = rec.before_backward, rec.on_backward
+        skip = watch.skip if watch is not None else ()
         scenario_line = rec.scenario_line
-        named = rec.namer.made  # (`mgtui.naming`: the variable a node is bound to)
+        # (`mgtui.naming`: the variable a node is bound to) The assignments' instructions,
+        # by code: looked up here, so that a node made elsewhere costs no call.
+        named, spots_get, candidate = rec.namer.made, rec.namer.spots.get, rec.namer.candidate
         from mgtui.recorder import BACKWARD, CREATE, NODE_FIELDS, StopRecording, ordered
 
         path, class_codes, code_ids = str(rec.scenario.path.resolve()), rec.class_codes, rec.code_ids
@@ -508,21 +511,28 @@ class Inliner:
             if on_create is not None:
                 on_create(nid, node.__dict__)
             node._mgtui_id = nid
-            frame = caller = getframe(2)  # the caller of the class's __init__
-            if id(frame.f_code) in class_codes:  # made by an op: its caller's line
+            frame = getframe(2)  # the caller of the class's __init__
+            code = frame.f_code
+            if id(code) in class_codes:  # made by an op: its caller's line
                 back = frame.f_back
                 if back is not None:
                     frame = back
+                    code = back.f_code
             line = remembered(frame)  # (never a frame of the scenario's own code)
             if line is None:
-                code = frame.f_code
                 if code.co_filename == path and id(code) not in class_codes:
                     line = frame.f_lineno
                 else:
                     line = scenario_line(frame)
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
                           node.data, line))
-            named(nid, caller)
+            spots = spots_get(id(code))  # made straight under an assignment's value?
+            if id(code) in class_codes:  # an op made by another op: on up
+                named(nid, frame, node)
+            elif spots is not None:
+                spot = spots.get(frame.f_lasti)
+                if spot is not None:
+                    candidate(frame, frame.f_lasti, spot, node, nid)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -539,6 +549,14 @@ class Inliner:
             if before is not None or rec.stop_reason:
                 return record_call(nid, node.__dict__ if before is not None else None, fn,
                                    getframe(1))
+            if watch is not None:
+                op = getattr(node, "_op", None)
+                try:
+                    watched = op not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
             code = getattr(fn, "__code__", None)
             found = code_ids.get(id(code))
             ci = closure_index(code) if found is None else found[0]

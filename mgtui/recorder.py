@@ -197,6 +197,7 @@ def caret(exc: SyntaxError) -> str:
 
 OnCreate = Callable[[int, dict], None]
 BeforeBackward = Callable[[dict, Callable[[], object]], None]
+OnBackward = Callable[[object, Callable[[], object]], None]  # with a `skip` set
 
 
 class Recorder:
@@ -209,6 +210,12 @@ class Recorder:
     - `before_backward(node_dict, fn)` runs just before each recorded `_backward` call,
       with the node's dict and the closure about to run. Whatever it records (it may
       call `fn`) is discarded, and raising `StopRecording` from it ends the run there.
+    - `on_backward(op, fn)` only watches: it runs just before each recorded `_backward`
+      call, with the node's `_op` and the closure about to run, unless `op` is in
+      `on_backward.skip` (a set the hook may add to). It must not call `fn` nor change
+      any node, so nothing is taken back after it, and it costs the recording no more
+      than its own work (the runner's child reads custom ops' values this way,
+      `mgtui.call_values`). The call's event index is `len(events) // EVENT_FIELDS`.
 
     `inline=False` records every class through the hooks, never rewriting code.
 
@@ -227,6 +234,7 @@ class Recorder:
         on_progress: Callable[[int], None] | None = None,
         on_create: OnCreate | None = None,
         before_backward: BeforeBackward | None = None,
+        on_backward: OnBackward | None = None,
         capture_output: bool = True,
         argv: Sequence[str] = (),
         inline: bool = True,
@@ -240,6 +248,7 @@ class Recorder:
         self.on_progress = on_progress
         self.on_create = on_create
         self.before_backward = before_backward
+        self.on_backward = on_backward
         self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
@@ -283,7 +292,7 @@ class Recorder:
             rewrite = scenario_rewrite(scenario)
         # the namer reads the code that runs: the scenario's, rewritten or not
         self.namer = Namer(scenario.code if rewrite is None else rewrite.code,
-                           scenario.source, self.class_codes.values(), self.node_id)
+                           scenario.source, self.class_codes, self.node_id)
         self._adopters: dict[type, Callable] = {}  # see `adopt`, by class
         # Number a node's children made before the recording started, as it is made
         # (`mgtui.record()`: a block that uses parameters made before it).
@@ -393,12 +402,14 @@ class Recorder:
             del self.kids[n_kids:]
             for nid in [n for n in self.late_labels if n >= first]:
                 del self.late_labels[nid]
+            self.namer.forget_since(first)
 
     def _backward_runner(self, scenario_line):
         """`run_backward(d, fn)`: records the call of `fn`, the `_backward` of the node
         whose dict (or `SlotsNode`) is `d`, runs `before_backward` first, then `fn`."""
         rec = self
-        before = self.before_backward
+        before, watch = self.before_backward, self.on_backward
+        skip = watch.skip if watch is not None else ()
         events, writes, stack = self.events, self.writes, self.stack
         nodes, kids, made_inside = self.nodes, self.kids, self.made_inside
         getframe = sys._getframe
@@ -422,6 +433,14 @@ class Recorder:
                 finally:
                     rec.forget_since(*marks)
                     rec.replays += 1
+            if watch is not None and not rec.replays & 1:  # (not a call a replay made)
+                op = d.get("_op") if d is not None else None
+                try:
+                    watched = op not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
             ci = rec.closure_index(getattr(fn, "__code__", None))
             events.extend(
                 (BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
@@ -556,7 +575,7 @@ class Recorder:
             caller = getframe(1)
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
                           scenario_line(caller)))
-            named(nid, caller)
+            named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -672,7 +691,7 @@ class Recorder:
             caller = getframe(1)
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
                           scenario_line(caller)))
-            named(nid, caller)
+            named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:

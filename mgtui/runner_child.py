@@ -16,7 +16,7 @@ import sys
 import threading
 
 from mgtui import tracefile
-from mgtui.call_values import CallValues, chained
+from mgtui.call_values import CallValues
 from mgtui.recorder import (
     EVENT_FIELDS,
     NODE_FIELDS,
@@ -189,6 +189,18 @@ def job_hooks(spec: RunSpec) -> tuple[dict, object]:
     return make(**spec.job_args)
 
 
+def child_recorder(scenario, hooks: dict, **options) -> tuple[Recorder, CallValues | None]:
+    """The recorder the child runs, with a job's hooks and, unless the job says
+    `call_values: False`, the custom ops' values read as each `_backward` begins.
+    (`bench/record_overhead.py` times a recording made here.)"""
+    hooks = dict(hooks)
+    values = CallValues() if hooks.pop("call_values", True) else None
+    recorder = Recorder(scenario, capture_output=False, on_backward=values, **hooks, **options)
+    if values is not None:
+        values.recorder = recorder
+    return recorder, values
+
+
 def serve(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     # Leave no bytecode in the user's project: a module edited and run again within the
@@ -203,12 +215,9 @@ def serve(spec: RunSpec, fd: int) -> None:
         stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
         os._exit(2)
     hooks, job = job_hooks(spec)
-    values = CallValues() if hooks.pop("call_values", True) else None
-    hooks["before_backward"] = chained(values, hooks.get("before_backward"))
-    recorder = Recorder(scenario, seed=spec.seed, max_nodes=spec.max_nodes,
-                        timeout=spec.timeout, capture_output=False, argv=spec.argv, **hooks)
-    if values is not None:
-        values.recorder = recorder
+    recorder, values = child_recorder(scenario, hooks, seed=spec.seed,
+                                      max_nodes=spec.max_nodes, timeout=spec.timeout,
+                                      argv=spec.argv)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 

@@ -14,7 +14,9 @@ plain Python with the same collector setting: for the run of the scenario (what 
 runner's child does; the target), and with the trace built after it in this process.
 Both are given for the recording as it is now, inlined into the Value class's code
 (`mgtui.inline`), and for the old hooks, which still record the classes whose source
-cannot be rewritten (`inline=False`).
+cannot be rewritten (`inline=False`). The recorder is made as the runner's child makes
+it (`runner_child.child_recorder`: custom ops' values are read as their `_backward`s
+begin); what the child's flusher thread then does with the records is not timed.
 
 Then reading `a.grad` and `a.data` on a node, recorded and plain, and a long chain
 (1,000,000 nodes by default) and its backward pass, recorded and plain, both under the
@@ -38,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
 from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario, record  # noqa: E402
+from mgtui.runner_child import child_recorder  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
 HOOKS_TARGET = 2.0  # recorded, against plain under the same collector setting
@@ -83,8 +86,9 @@ def timed(fn, *args) -> float:
 
 
 def recorded(scenario, inline: bool) -> tuple[float, float]:
-    """CPU times of running the scenario recorded, and of building its trace after."""
-    recorder = Recorder(scenario, inline=inline)
+    """CPU times of running the scenario recorded, and of building its trace after. The
+    recorder is the one the runner's child makes, custom ops' values read included."""
+    recorder, _ = child_recorder(scenario, {}, inline=inline)
     gc.collect()
     start = time.process_time()
     error, output = recorder.execute()

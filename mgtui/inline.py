@@ -468,13 +468,14 @@ class Inliner:
         before, watch = rec.before_backward, rec.on_backward
         skip = watch.skip if watch is not None else ()
         scenario_line = rec.scenario_line
-        # (`mgtui.naming`: the variable a node is bound to) The assignments' instructions,
-        # by code: looked up here, so that a node made elsewhere costs no call.
-        named, spots_get, candidate = rec.namer.made, rec.namer.spots.get, rec.namer.candidate
-        from mgtui.recorder import BACKWARD, CREATE, NODE_FIELDS, StopRecording, ordered
+        # (`mgtui.naming`: the variable a node is bound to) The assignments' instructions
+        # come with the code's kind, so that a node made elsewhere costs no call.
+        named, candidate = rec.namer.made, rec.namer.candidate
+        from mgtui.recorder import (BACKWARD, CLASS_CODE, CREATE, NODE_FIELDS, StopRecording,
+                                    ordered)
 
-        path, class_codes, code_ids = str(rec.scenario.path.resolve()), rec.class_codes, rec.code_ids
-        closure_index = rec.closure_index
+        code_ids, closure_index = rec.code_ids, rec.closure_index
+        kind_of, code_kind = rec.code_kinds.get, rec.code_kind
 
         add_kid = kids.append
         getframe = sys._getframe
@@ -493,8 +494,8 @@ class Inliner:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
             prev = getattr(node, "_prev", ())
-            if isinstance(prev, (set, frozenset)):  # in the order given (see `ordered`)
-                try:
+            if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # in the order given
+                try:  #                                                    (see `ordered`)
                     keys = dict.fromkeys(children).keys()
                 except TypeError:
                     keys = None
@@ -513,26 +514,31 @@ class Inliner:
             node._mgtui_id = nid
             frame = getframe(2)  # the caller of the class's __init__
             code = frame.f_code
-            if id(code) in class_codes:  # made by an op: its caller's line
+            kind = kind_of(id(code))
+            if kind is None:
+                kind = code_kind(code)
+            if kind is CLASS_CODE:  # made by an op: its caller's line
                 back = frame.f_back
                 if back is not None:
                     frame = back
                     code = back.f_code
-            line = remembered(frame)  # (never a frame of the scenario's own code)
-            if line is None:
-                if code.co_filename == path and id(code) not in class_codes:
-                    line = frame.f_lineno
-                else:
+                    kind = kind_of(id(code))
+                    if kind is None:
+                        kind = code_kind(code)
+            if type(kind) is dict:  # the scenario's own code
+                line = frame.f_lineno
+                if kind:  # made straight under an assignment's value?
+                    spot = kind.get(frame.f_lasti)
+                    if spot is not None:
+                        candidate(frame, frame.f_lasti, spot, node, nid)
+            else:
+                line = remembered(frame)  # a library's frame, asked about before
+                if line is None:
                     line = scenario_line(frame)
+                if kind is CLASS_CODE:  # an op made by another op: on up to its name
+                    named(nid, frame, node)
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
                           node.data, line))
-            spots = spots_get(id(code))  # made straight under an assignment's value?
-            if id(code) in class_codes:  # an op made by another op: on up
-                named(nid, frame, node)
-            elif spots is not None:
-                spot = spots.get(frame.f_lasti)
-                if spot is not None:
-                    candidate(frame, frame.f_lasti, spot, node, nid)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -561,12 +567,13 @@ class Inliner:
             found = code_ids.get(id(code))
             ci = closure_index(code) if found is None else found[0]
             frame = getframe(1)
-            code = frame.f_code
-            if code.co_filename == path and id(code) not in class_codes:
-                line = frame.f_lineno  # a call made by hand in the scenario
-            else:
-                line = remembered(frame)  # the same `backward()` as the last call
-                if line is None:
+            line = remembered(frame)  # the same `backward()` as the last call
+            if line is None:
+                code = frame.f_code
+                kind = kind_of(id(code))
+                if type(kind if kind is not None else code_kind(code)) is dict:
+                    line = frame.f_lineno  # a call made by hand in the scenario
+                else:
                     line = scenario_line(frame)
             events.extend((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)

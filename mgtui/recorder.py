@@ -48,6 +48,7 @@ from mgtui.naming import Namer
 from mgtui.trace import Closure, EventKind, Field, Trace, TraceBuilder, TraceError
 
 CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
+CLASS_CODE, OTHER_CODE = "class", False  # (`Recorder.code_kind`)
 
 ID = "_mgtui_id"
 NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS = 5, 7, 5
@@ -276,6 +277,10 @@ class Recorder:
         self.code_ids: dict[int, tuple[int, object]] = {}
         self.class_codes: dict[int, object] = {}  # code of the Value classes' own methods,
         #                                           by id
+        # What the code a node is made from is, by its id (`code_kind`): CLASS_CODE, the
+        # assignments of a scenario code (a dict, maybe empty), or OTHER_CODE.
+        self.code_kinds: dict[int, object] = {}
+        self._kind_codes: list = []  # (keeps the ids above theirs)
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
@@ -290,6 +295,7 @@ class Recorder:
             from mgtui.inline import Inliner, scenario_rewrite
 
             rewrite = scenario_rewrite(scenario)
+        self.scenario_path = str(scenario.path.resolve())
         # the namer reads the code that runs: the scenario's, rewritten or not
         self.namer = Namer(scenario.code if rewrite is None else rewrite.code,
                            scenario.source, self.class_codes, self.node_id)
@@ -389,6 +395,24 @@ class Recorder:
             return line
 
         return scenario_line
+
+    def code_kind(self, code) -> object:
+        """What `code` is to the recorder, worked out once (`code_kinds`): CLASS_CODE for a
+        method of a Value class; for the scenario's own code, its assignments' spots (a
+        dict by instruction offset, `mgtui.naming`; empty if it has none); else
+        OTHER_CODE."""
+        cid = id(code)
+        kind = self.code_kinds.get(cid)
+        if kind is None:
+            if cid in self.class_codes:
+                kind = CLASS_CODE
+            elif code.co_filename == self.scenario_path:
+                kind = self.namer.spots.get(cid) or {}
+            else:
+                kind = OTHER_CODE
+            self.code_kinds[cid] = kind
+            self._kind_codes.append(code)
+        return kind
 
     def forget_since(self, n_writes: int, n_events: int, n_nodes: int, n_kids: int) -> None:
         """Take back every record made since these lengths: the nodes a hook's replay made
@@ -556,7 +580,7 @@ class Recorder:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
             prev = d.get("_prev", ())
-            if isinstance(prev, (set, frozenset)):
+            if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # (see `ordered`)
                 prev = d["_prev"] = ordered(prev, args, kwargs)
             n_before = len(kids)
             try:
@@ -681,7 +705,7 @@ class Recorder:
             layout = layout_of(type(self))
             d = SlotsNode(self, layout, None)
             prev = d.get("_prev", ())
-            if isinstance(prev, (set, frozenset)):
+            if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # (see `ordered`)
                 prev = d["_prev"] = ordered(prev, args, kwargs, node_id)
             kids.extend(map(node_id, prev))
             if on_create is not None:
@@ -715,6 +739,7 @@ class Recorder:
             self.class_codes.update(
                 (id(f.__code__), f.__code__) for f in vars(klass).values()
                 if hasattr(f, "__code__"))
+        self.code_kinds.clear()  # some codes may be class codes now
         if inline:
             return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):
@@ -1179,7 +1204,8 @@ def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | 
     """A set of children as a set-like keys view in a fixed order.
 
     A set iterates in address order, which changes from run to run; keep the order the
-    children were passed to `__init__`, else sort them by node id (`node_id(child)`)."""
+    children were passed to `__init__`, else sort them by node id (`node_id(child)`).
+    (The recorder leaves a set of one child as it is: it has one order.)"""
     given = args[1] if len(args) > 1 else kwargs.get("_children", ())
     try:
         keys = dict.fromkeys(given).keys()

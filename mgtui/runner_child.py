@@ -195,7 +195,7 @@ def child_recorder(scenario, hooks: dict, **options) -> tuple[Recorder, CallValu
     (`bench/record_overhead.py` times a recording made here.)"""
     hooks = dict(hooks)
     values = CallValues() if hooks.pop("call_values", True) else None
-    recorder = Recorder(scenario, capture_output=False, on_backward=values, **hooks, **options)
+    recorder = Recorder(scenario, on_backward=values, **hooks, **options)
     if values is not None:
         values.recorder = recorder
     return recorder, values
@@ -217,7 +217,7 @@ def serve(spec: RunSpec, fd: int) -> None:
     hooks, job = job_hooks(spec)
     recorder, values = child_recorder(scenario, hooks, seed=spec.seed,
                                       max_nodes=spec.max_nodes, timeout=spec.timeout,
-                                      argv=spec.argv)
+                                      capture_output=False, argv=spec.argv)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 

@@ -483,6 +483,11 @@ class Inliner:
         # lines: a library's loop (`model(x)`, `backward()`) asks about the same frames
         # over and over. Looking there first spares the call.
         remembered = rec.line_memo.get
+        # The library frame that made the last node through an op, and its line: the
+        # next node is most often made there too (`sum(...)` in `Neuron.__call__`).
+        # (It is kept alive here, so no other frame can take its place; its line is the
+        # one `scenario_line` gave it, as the line memo would.)
+        last: list = [None, 0]
 
         def made(node, children) -> None:
             """Number and record a node at the end of its class's `__init__`."""
@@ -494,8 +499,8 @@ class Inliner:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
             prev = getattr(node, "_prev", ())
-            if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # in the order given
-                try:  #                                                    (see `ordered`)
+            if type(prev) is not tuple and isinstance(prev, (set, frozenset)) and len(prev) > 1:
+                try:  # in the order given (see `ordered`)
                     keys = dict.fromkeys(children).keys()
                 except TypeError:
                     keys = None
@@ -519,13 +524,18 @@ class Inliner:
                 kind = code_kind(code)
             if kind is CLASS_CODE:  # made by an op: its caller's line
                 back = frame.f_back
-                if back is not None:
+                if back is last[0] and back is not None:  # a library's loop making nodes
+                    line = last[1]
+                    kind = None
+                elif back is not None:
                     frame = back
                     code = back.f_code
                     kind = kind_of(id(code))
                     if kind is None:
                         kind = code_kind(code)
-            if type(kind) is dict:  # the scenario's own code
+            if kind is None:
+                pass
+            elif type(kind) is dict:  # the scenario's own code
                 line = frame.f_lineno
                 if kind:  # made straight under an assignment's value?
                     spot = kind.get(frame.f_lasti)
@@ -537,6 +547,8 @@ class Inliner:
                     line = scenario_line(frame)
                 if kind is CLASS_CODE:  # an op made by another op: on up to its name
                     named(nid, frame, node)
+                else:  # (a frame neither the scenario's nor a Value class's)
+                    last[0], last[1] = frame, line
             nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
                           node.data, line))
             if stack:  # made inside a `_backward`: its step follows that call's writes

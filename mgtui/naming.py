@@ -213,10 +213,10 @@ class Namer:
         def candidate(frame, offset: int, spot: tuple[str, int], node: object,
                       nid: int) -> None:
             key = (frame, offset)
-            entry = pending.pop(key, None)
+            entry = pending.get(key)
             if entry is not None:  # the same instruction again: a loop's next turn, or
-                settle(frame, entry)  # `sum` at work
-            if pending:
+                settle(frame, entry)  # `sum` at work (replaced below)
+            if len(pending) > (entry is not None):
                 for key_, entry in list(pending.items()):
                     fr, at = key_
                     if not at <= fr.f_lasti <= entry[0]:  # stored its value and moved on

@@ -287,6 +287,7 @@ class Recorder:
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
         self._plain_id_types: dict[type, bool] = {}  # (`node_id`)
+        self.node_id = self._node_id_reader()
         # The recording inlined into the classes whose source it can rewrite
         # (`mgtui.inline`); the hooks below are for the others, or for all if not inline.
         self.inliner = None
@@ -970,23 +971,29 @@ class Recorder:
         count = len(self.nodes) // NODE_FIELDS
         return [(nid, name) for nid, name in self.namer.names if nid < count]
 
-    def node_id(self, obj: object) -> int | None:
-        """The id of a recorded node, None for anything else; runs no code of `obj`'s.
-        (It reads the id as an attribute: asking for `__dict__` would make Python build
-        the node's dict, and slow down every later read of its fields.)"""
-        cls = type(obj)
-        plain = self._plain_id_types.get(cls)
-        if plain is None:  # no class on the way defines the name: nothing of theirs runs
-            plain = self._plain_id_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
-        nid = None
-        if plain:
-            try:
-                nid = object.__getattribute__(obj, ID)
-            except (AttributeError, TypeError):
-                nid = None
-        if nid is None:
-            nid = self.slots_ids.get(id(obj))
-        return nid if type(nid) is int else None
+    def _node_id_reader(self) -> Callable[[object], int | None]:
+        """`node_id(obj)`: the id of a recorded node, None for anything else; runs no code
+        of `obj`'s. (It reads the id as an attribute: asking for `__dict__` would make
+        Python build the node's dict, and slow down every later read of its fields.)"""
+        plain_types, slots_get = self._plain_id_types, self.slots_ids.get
+        get_attribute = object.__getattribute__
+
+        def node_id(obj: object) -> int | None:
+            cls = type(obj)
+            plain = plain_types.get(cls)
+            if plain is None:  # no class on the way defines the name: nothing of theirs runs
+                plain = plain_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
+            nid = None
+            if plain:
+                try:
+                    nid = get_attribute(obj, ID)
+                except (AttributeError, TypeError):
+                    nid = None
+            if nid is None:
+                nid = slots_get(id(obj))
+            return nid if type(nid) is int else None
+
+        return node_id
 
     def is_leaf(self, nid: int) -> bool:
         nodes, N = self.nodes, NODE_FIELDS

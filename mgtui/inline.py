@@ -474,7 +474,7 @@ class Inliner:
         from mgtui.recorder import (BACKWARD, CLASS_CODE, CREATE, NODE_FIELDS, StopRecording,
                                     ordered)
 
-        code_ids, closure_index = rec.code_ids, rec.closure_index
+        closure_ids, closure_index = rec.closure_ids, rec.closure_index
         kind_of, code_kind = rec.code_kinds.get, rec.code_kind
 
         add_kid = kids.append
@@ -488,6 +488,7 @@ class Inliner:
         # (It is kept alive here, so no other frame can take its place; its line is the
         # one `scenario_line` gave it, as the line memo would.)
         last: list = [None, 0]
+        last_call: list = [None, 0]  # the same for `_backward` calls
 
         def made(node, children) -> None:
             """Number and record a node at the end of its class's `__init__`."""
@@ -561,9 +562,11 @@ class Inliner:
         def call_backward(node):
             """`node._backward()`, recorded: `record_call`, with its common case here."""
             fn = node._backward
+            if type(fn) is partial and fn.func is run_backward:
+                return fn()  # a node whose class has the hooks: they record it
             nid = getattr(node, ID, None)
-            if nid is None or (type(fn) is partial and fn.func is run_backward):
-                return fn()  # not a node, or one whose class has the hooks
+            if nid is None:
+                return fn()  # not a node
             if before is not None or rec.stop_reason:
                 return record_call(nid, node.__dict__ if before is not None else None, fn,
                                    getframe(1))
@@ -575,18 +578,23 @@ class Inliner:
                     watched = True
                 if watched:
                     watch(op, fn)
-            code = getattr(fn, "__code__", None)
-            found = code_ids.get(id(code))
-            ci = closure_index(code) if found is None else found[0]
+            try:
+                ci = closure_ids[id(fn.__code__)]
+            except (AttributeError, KeyError):  # a closure's first call, or no function
+                ci = closure_index(getattr(fn, "__code__", None))
             frame = getframe(1)
-            line = remembered(frame)  # the same `backward()` as the last call
-            if line is None:
-                code = frame.f_code
-                kind = kind_of(id(code))
-                if type(kind if kind is not None else code_kind(code)) is dict:
-                    line = frame.f_lineno  # a call made by hand in the scenario
-                else:
-                    line = scenario_line(frame)
+            if frame is last_call[0]:  # the same `backward()` as the last call
+                line = last_call[1]
+            else:
+                line = remembered(frame)
+                if line is None:
+                    code = frame.f_code
+                    kind = kind_of(id(code))
+                    if type(kind if kind is not None else code_kind(code)) is dict:
+                        line = frame.f_lineno  # a call made by hand in the scenario
+                    else:
+                        line = scenario_line(frame)
+                        last_call[0], last_call[1] = frame, line
             events.extend((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)
             try:

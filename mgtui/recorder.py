@@ -275,6 +275,7 @@ class Recorder:
         # code object does not cache its hash, and hashes all its constants, nested code
         # included: looking a big one up by value on every node costs microseconds.)
         self.code_ids: dict[int, tuple[int, object]] = {}
+        self.closure_ids: dict[int, int] = {}  # the same, the index alone
         self.class_codes: dict[int, object] = {}  # code of the Value classes' own methods,
         #                                           by id
         # What the code a node is made from is, by its id (`code_kind`): CLASS_CODE, the
@@ -491,6 +492,7 @@ class Recorder:
         if ci is None:
             ci = self.codes[code] = len(self.codes)
         self.code_ids[id(code)] = (ci, code)
+        self.closure_ids[id(code)] = ci
         return ci
 
     def _backward_hook(self, run_backward):

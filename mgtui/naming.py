@@ -151,8 +151,10 @@ class Namer:
     search from any frame, for the recorder's hooks and for ops made by other ops.
     `finish()` runs once, after the run. `node_id(obj)` is the id of a recorded node,
     None for anything else.
-    `names` is every name confirmed so far, in the order confirmed (the runner's child
-    streams it as it grows); `name_of` is the same, by node id."""
+    `name_ids` and `name_texts` are every name confirmed so far, in the order confirmed,
+    the node's id and its name (two lists of atoms, which the collector does not track;
+    the runner's child streams them as they grow); `names` pairs them up, and `name_of`
+    is the same by node id."""
 
     def __init__(self, code: types.CodeType, source: str, class_codes: dict,
                  node_id: Callable[[object], int | None]) -> None:
@@ -171,7 +173,8 @@ class Namer:
         # its frame has moved on or made another node under the same instruction. The
         # node is not kept alive here: its address tells a miss cheaply, its id confirms.
         self.pending: dict[tuple, tuple] = {}
-        self.names: list[tuple[int, str]] = []
+        self.name_ids: list[int] = []
+        self.name_texts: list[str] = []  # (appended after its id)
         self.name_of: dict[int, str] = {}
         self.candidate = self._candidate_hook()
         self.made = self._made_hook()
@@ -197,7 +200,8 @@ class Namer:
         return made
 
     def _candidate_hook(self) -> Callable:
-        pending, names, name_of, node_id = self.pending, self.names, self.name_of, self.node_id
+        pending, name_of, node_id = self.pending, self.name_of, self.node_id
+        add_id, add_text = self.name_ids.append, self.name_texts.append
 
         def settle(frame, entry: tuple) -> None:
             """Name the pending node if its variable holds it."""
@@ -208,7 +212,8 @@ class Namer:
                 return
             if id(held) == address and nid not in name_of and node_id(held) == nid:
                 name_of[nid] = target
-                names.append((nid, target))
+                add_id(nid)
+                add_text(target)
 
         def candidate(frame, offset: int, spot: tuple[str, int], node: object,
                       nid: int) -> None:
@@ -256,7 +261,14 @@ class Namer:
     def _give(self, nid: int, name: str) -> None:
         if nid not in self.name_of:
             self.name_of[nid] = name
-            self.names.append((nid, name))
+            self.name_ids.append(nid)
+            self.name_texts.append(name)
+
+    @property
+    def names(self) -> list[tuple[int, str]]:
+        """(node id, name) of every name confirmed so far, in the order confirmed."""
+        n = len(self.name_texts)
+        return list(zip(self.name_ids[:n], self.name_texts[:n]))
 
 
 def parameter_paths(roots: list[tuple[str, object]], node_id: Callable[[object], int | None],

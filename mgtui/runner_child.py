@@ -68,7 +68,7 @@ class Flusher:
         self.nodes = self.events = self.writes = self.closures = 0  # records sent
         self.kids = 0
         self.labels: list[str] = []  # as sent
-        self.names = 0  # of the recorder's names (`Namer.names`), those looked at
+        self.names = 0  # of the recorder's names (`Namer.name_ids`), those looked at
         self.held: list = []  # names of nodes not sent yet
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -121,9 +121,10 @@ class Flusher:
 
     def _names(self) -> list[list]:
         """The names confirmed since the last flush, of nodes already sent."""
-        found = self.rec.namer.names
-        new = self.held + found[self.names : len(found)]
-        self.names += len(new) - len(self.held)
+        namer = self.rec.namer
+        n = len(namer.name_texts)  # (each name's id is appended before its text)
+        new = self.held + list(zip(namer.name_ids[self.names : n], namer.name_texts[self.names : n]))
+        self.names = n
         self.held = [pair for pair in new if pair[0] >= self.nodes]
         return [[nid, name] for nid, name in new if nid < self.nodes]
 

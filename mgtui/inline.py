@@ -489,6 +489,7 @@ class Inliner:
         # one `scenario_line` gave it, as the line memo would.)
         last: list = [None, 0]
         last_call: list = [None, 0]  # the same for `_backward` calls
+        rec.last_frames += [last, last_call]  # (forgotten when a class comes in)
 
         def made(node, children) -> None:
             """Number and record a node at the end of its class's `__init__`."""

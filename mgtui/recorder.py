@@ -282,6 +282,7 @@ class Recorder:
         # assignments of a scenario code (a dict, maybe empty), or OTHER_CODE.
         self.code_kinds: dict[int, object] = {}
         self._kind_codes: list = []  # (keeps the ids above theirs)
+        self.last_frames: list[list] = []  # the inlined recording's caches of a frame
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
@@ -743,6 +744,8 @@ class Recorder:
                 (id(f.__code__), f.__code__) for f in vars(klass).values()
                 if hasattr(f, "__code__"))
         self.code_kinds.clear()  # some codes may be class codes now
+        for last in self.last_frames:
+            last[:] = [None, 0]
         if inline:
             return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):

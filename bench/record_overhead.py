@@ -89,10 +89,11 @@ def timed(fn, *args) -> float:
     return time.process_time() - start
 
 
-def recorded(scenario, inline: bool) -> tuple[float, float]:
+def recorded(scenario, inline: bool, values: bool = True) -> tuple[float, float]:
     """CPU times of running the scenario recorded, and of building its trace after. The
-    recorder is the one the runner's child makes, custom ops' values read included."""
-    recorder, _ = child_recorder(scenario, {}, inline=inline)
+    recorder is the one the runner's child makes, custom ops' values read included
+    (`values=False`: the recorder alone, as before the child read them)."""
+    recorder, _ = child_recorder(scenario, {"call_values": values}, inline=inline)
     gc.collect()
     start = time.process_time()
     error, output = recorder.execute()
@@ -196,12 +197,13 @@ def main() -> None:
         record(scenario)  # warm up imports and caches
         record(scenario, inline=False)
         times: dict[str, list[float]] = {k: [] for k in (
-            "plain", "same gc", "run", "build", "hooks run", "hooks build")}
+            "plain", "same gc", "run", "build", "bare run", "hooks run", "hooks build")}
         for _ in range(args.rounds):
             times["plain"].append(timed(plain, scenario))
             run, build = recorded(scenario, True)
             times["run"].append(run)
             times["build"].append(build)
+            times["bare run"].append(recorded(scenario, True, values=False)[0])
             times["same gc"].append(timed(plain_same_gc, scenario))
             run, build = recorded(scenario, False)
             times["hooks run"].append(run)
@@ -217,6 +219,8 @@ def main() -> None:
         print(f"{'':10s}   inlined recording: the run {m['run']/q:.2f}x "
               f"(target <= {HOOKS_TARGET}x: {verdict}), "
               f"with the trace built after it {r/q:.2f}x")
+        print(f"{'':10s}   the run without reading custom ops' values (the recorder "
+              f"alone): {m['bare run']/q:.2f}x")
         print(f"{'':10s}   old hooks (inline=False): the run {m['hooks run']/q:.2f}x, "
               f"with the trace built after it {h/q:.2f}x")
 

@@ -13,7 +13,9 @@ rewrites the code instead, from its syntax tree, keeping every line number:
 - `x._backward()` becomes `__mgtui_call_backward__(x)`, and any other read of
   `x._backward` becomes `__mgtui_backward_of__(x)` (the closure bound to the recorder);
 - the `__init__` of a Value-like class ends with `__mgtui_made__(self, children)`, the one
-  call through which every new node is numbered and recorded (`Inliner.made`).
+  call through which every new node is numbered and recorded (`Inliner.made`); there,
+  `self._prev = set(_children)` keeps two or more children in the order given
+  (`_ordered_prev`), which the hooks do after the fact.
 
 The class keeps no descriptor, so reads of `grad` and `data` stay plain instance-dict
 reads, and nodes keep their id in an ordinary attribute (`ID`).
@@ -59,9 +61,9 @@ OWN_NAMES = REQUIRED | {"label", ID}
 WRITTEN = {"grad": (Field.GRAD.code, EventKind.GRAD.code),
            "data": (Field.DATA.code, EventKind.DATA.code)}
 
-MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES = (
+MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, SET = (
     "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
-    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__")
+    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__", "__mgtui_ordered_set__")
 OBJ, BEFORE, VALUE, NID, GIVEN = "__mgtui_o", "__mgtui_b", "__mgtui_v", "__mgtui_i", "__mgtui_g"
 ALL = "__mgtui_a"  # the value of an assignment to several targets
 
@@ -150,6 +152,32 @@ def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
+def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
+    """`self._prev = set(_children)` (micrograd's) becomes `self._prev =
+    __mgtui_ordered_set__(_children, set)`: a set iterates in address order, which changes
+    from run to run, so two or more children are kept as a set-like keys view in the order
+    given, as the recorder would reorder them (`mgtui.recorder.ordered`), without making
+    the set first."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return
+    target, value = stmt.targets[0], stmt.value
+    if (isinstance(target, ast.Attribute) and target.attr == "_prev"
+            and isinstance(target.value, ast.Name) and target.value.id == me
+            and isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id in ("set", "frozenset") and not value.keywords
+            and len(value.args) == 1 and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == children):
+        stmt.value = ast.copy_location(_call(SET, value.args[0], value.func), value)
+
+
+def ordered_set(children, make):
+    """`make(children)` (`set` or `frozenset`), but two or more children given as a tuple
+    come back as a keys view in the order given (see `_ordered_prev`)."""
+    if type(children) is tuple and len(children) > 1 and (make is set or make is frozenset):
+        return dict.fromkeys(children).keys()
+    return make(children)
+
+
 def _calls_an_init(stmt: ast.stmt) -> bool:
     for n in ast.walk(stmt):
         if isinstance(n, ast.Call) and (
@@ -229,6 +257,8 @@ class Rewriter(ast.NodeTransformer):
         for stmt in body[start:]:
             if self.plain_self is not None and _calls_an_init(stmt):
                 self.plain_self = None
+            if children is not None and children != GIVEN:
+                _ordered_prev(stmt, me, children)
             out = self.visit(stmt)
             new_body.extend(out if isinstance(out, list) else [out])
         end = body[-1]
@@ -626,14 +656,14 @@ class Inliner:
                 late_labels[nid] = value
 
         return {MADE: made, CALL: call_backward, BACKWARD_OF: backward_of, EVENT: event,
-                LABEL: label, STACK: stack, WRITES: writes}
+                LABEL: label, STACK: stack, WRITES: writes, SET: ordered_set}
 
     @staticmethod
     def plain_helpers() -> dict:
         """The helpers once the run is over, for closures made during it that outlive it."""
         return {MADE: lambda node, children: None, CALL: lambda node: node._backward(),
                 BACKWARD_OF: lambda node: node._backward, EVENT: lambda *args: None,
-                LABEL: lambda node, value: None, STACK: [], WRITES: []}
+                LABEL: lambda node, value: None, STACK: [], WRITES: [], SET: ordered_set}
 
     # -- the code ---------------------------------------------------------------------------
     def scenario_code(self, namespace: dict):

@@ -507,7 +507,7 @@ class Inliner:
         closure_ids, closure_index = rec.closure_ids, rec.closure_index
         kind_of, code_kind = rec.code_kinds.get, rec.code_kind
 
-        add_kid = kids.append
+        add_kid, add_node, add_event = kids.append, nodes.extend, events.extend
         getframe = sys._getframe
         # The frames outside the scenario that `scenario_line` has walked, and their
         # lines: a library's loop (`model(x)`, `backward()`) asks about the same frames
@@ -581,12 +581,15 @@ class Inliner:
                     named(nid, frame, node)
                 else:  # (a frame neither the scenario's nor a Value class's)
                     last[0], last[1] = frame, line
-            nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
-                          node.data, line))
+            try:
+                op = node._op
+            except AttributeError:
+                op = ""
+            add_node((len(kids), op, getattr(node, "label", None), node.data, line))
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
-                events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+                add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
             if on_progress is not None and not nid & 0x3FFF:
                 on_progress(nid)
 
@@ -595,16 +598,21 @@ class Inliner:
             fn = node._backward
             if type(fn) is partial and fn.func is run_backward:
                 return fn()  # a node whose class has the hooks: they record it
-            nid = getattr(node, ID, None)
-            if nid is None:
+            try:
+                nid = node._mgtui_id
+            except AttributeError:
                 return fn()  # not a node
+            if nid is None:
+                return fn()
             if before is not None or rec.stop_reason:
                 return record_call(nid, node.__dict__ if before is not None else None, fn,
                                    getframe(1))
             if watch is not None:
-                op = getattr(node, "_op", None)
                 try:
+                    op = node._op
                     watched = op not in skip
+                except AttributeError:
+                    op, watched = None, None not in skip
                 except TypeError:  # an `_op` that cannot be hashed
                     watched = True
                 if watched:
@@ -626,7 +634,7 @@ class Inliner:
                     else:
                         line = scenario_line(frame)
                         last_call[0], last_call[1] = frame, line
-            events.extend((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
+            add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)
             try:
                 return fn()
@@ -634,7 +642,7 @@ class Inliner:
                 stack.pop()
                 if made_inside and not stack:
                     for made_ in made_inside:
-                        events.extend((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
+                        add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
                     made_inside.clear()
 
         def backward_of(node):

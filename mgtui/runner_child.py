@@ -16,7 +16,7 @@ import sys
 import threading
 
 from mgtui import tracefile
-from mgtui.call_values import CallValues, chained
+from mgtui.call_values import CallValues
 from mgtui.recorder import (
     EVENT_FIELDS,
     NODE_FIELDS,
@@ -68,7 +68,7 @@ class Flusher:
         self.nodes = self.events = self.writes = self.closures = 0  # records sent
         self.kids = 0
         self.labels: list[str] = []  # as sent
-        self.names = 0  # of the recorder's names (`Namer.names`), those looked at
+        self.names = 0  # of the recorder's names (`Namer.name_ids`), those looked at
         self.held: list = []  # names of nodes not sent yet
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -121,9 +121,10 @@ class Flusher:
 
     def _names(self) -> list[list]:
         """The names confirmed since the last flush, of nodes already sent."""
-        found = self.rec.namer.names
-        new = self.held + found[self.names : len(found)]
-        self.names += len(new) - len(self.held)
+        namer = self.rec.namer
+        n = len(namer.name_texts)  # (each name's id is appended before its text)
+        new = self.held + list(zip(namer.name_ids[self.names : n], namer.name_texts[self.names : n]))
+        self.names = n
         self.held = [pair for pair in new if pair[0] >= self.nodes]
         return [[nid, name] for nid, name in new if nid < self.nodes]
 
@@ -189,6 +190,18 @@ def job_hooks(spec: RunSpec) -> tuple[dict, object]:
     return make(**spec.job_args)
 
 
+def child_recorder(scenario, hooks: dict, **options) -> tuple[Recorder, CallValues | None]:
+    """The recorder the child runs, with a job's hooks and, unless the job says
+    `call_values: False`, the custom ops' values read as each `_backward` begins.
+    (`bench/record_overhead.py` times a recording made here.)"""
+    hooks = dict(hooks)
+    values = CallValues() if hooks.pop("call_values", True) else None
+    recorder = Recorder(scenario, on_backward=values, **hooks, **options)
+    if values is not None:
+        values.recorder = recorder
+    return recorder, values
+
+
 def serve(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     # Leave no bytecode in the user's project: a module edited and run again within the
@@ -203,12 +216,9 @@ def serve(spec: RunSpec, fd: int) -> None:
         stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
         os._exit(2)
     hooks, job = job_hooks(spec)
-    values = CallValues() if hooks.pop("call_values", True) else None
-    hooks["before_backward"] = chained(values, hooks.get("before_backward"))
-    recorder = Recorder(scenario, seed=spec.seed, max_nodes=spec.max_nodes,
-                        timeout=spec.timeout, capture_output=False, argv=spec.argv, **hooks)
-    if values is not None:
-        values.recorder = recorder
+    recorder, values = child_recorder(scenario, hooks, seed=spec.seed,
+                                      max_nodes=spec.max_nodes, timeout=spec.timeout,
+                                      capture_output=False, argv=spec.argv)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 

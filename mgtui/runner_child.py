@@ -146,22 +146,22 @@ class Flusher:
         self.nodes, self.kids = n, ends[-1]
         return tracefile.encode_chunk(NodeChunk(
             tuple(labels), strings(raw[1::N]), floats(raw[3::N]), ints(raw[4::N]),
-            array("q", (e - base for e in ends)), array("q", kids)))
+            array("i", (e - base for e in ends)), array("i", kids)))
 
     def _events(self, n: int) -> bytes:
         E = EVENT_FIELDS
         raw = self.rec.events[self.events * E : n * E]
         self.events = n
         return tracefile.encode_chunk(EventChunk(
-            array("b", raw[0::E]), array("q", raw[1::E]), floats(raw[2::E]), floats(raw[3::E]),
-            ints(raw[4::E]), array("i", raw[5::E]), array("q", (w // WRITE_FIELDS for w in raw[6::E]))))
+            array("b", raw[0::E]), array("i", raw[1::E]), floats(raw[2::E]), floats(raw[3::E]),
+            ints(raw[4::E]), array("i", raw[5::E]), array("i", (w // WRITE_FIELDS for w in raw[6::E]))))
 
     def _writes(self, n: int) -> bytes:
         W = WRITE_FIELDS
         raw = self.rec.writes[self.writes * W : n * W]
         self.writes = n
         return tracefile.encode_chunk(WriteChunk(
-            array("q", raw[0::W]), array("b", raw[1::W]), floats(raw[2::W]), floats(raw[3::W]),
+            array("i", raw[0::W]), array("b", raw[1::W]), floats(raw[2::W]), floats(raw[3::W]),
             ints(raw[4::W])))
 
     def late_labels(self, labels: list[str]) -> list[list]:

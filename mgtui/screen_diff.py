@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import subprocess
+import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 from rich.cells import cell_len
@@ -438,7 +439,7 @@ class _Diffing:
             # else as this process's own terminal's TERM says
             erase = getattr(self._app, "screen_erases", None)  # type: ignore[attr-defined]
             if erase is None:
-                erase = isinstance(self, LinuxDriver) and erases(os.environ.get("TERM"))
+                erase = isinstance(self, LinuxDriver) and erases_here(os.environ.get("TERM"))
             diff = self._screen_diff = ScreenDiff(erase)
         size = getattr(self._app, "size", None)  # type: ignore[attr-defined]
         if size != self._screen_size:
@@ -451,9 +452,28 @@ _DRIVERS: dict[type, type] = {}
 
 
 @functools.cache
+def erases_here(term: str | None) -> bool:
+    """`erases` for this process's own terminal, read with curses: about 2 ms, where
+    `tput` costs two processes (about 20 ms) on the way to the app's first frame.
+    (curses reads terminfo for one terminal a process, so only for this one.)"""
+    if not term:
+        return False
+    try:
+        import curses
+
+        curses.setupterm(term, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        ech = curses.tigetstr("ech")
+        return curses.tigetflag("bce") == 1 and ech is not None \
+            and curses.tparm(ech, 7) == b"\x1b[7X"
+    except Exception:  # noqa: BLE001 - no curses, no terminfo entry, no stdout: blanks
+        return False
+
+
+@functools.cache
 def erases(term: str | None) -> bool:
     """Does terminal `term` erase in the background colour in use (terminfo's `bce`),
-    and a number of cells in place (`ech`)? Without both, blanks are sent as blanks."""
+    and a number of cells in place (`ech`)? Without both, blanks are sent as blanks.
+    (Asked of `tput`, once per terminal type: a served class has many.)"""
     if not term:
         return False
     try:  # tput, not curses: curses reads terminfo for one terminal a process

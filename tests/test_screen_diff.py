@@ -11,6 +11,7 @@ them too.
 from __future__ import annotations
 
 import re
+import shutil
 
 import pyte
 import pytest
@@ -294,3 +295,11 @@ def test_odd_writes_pass(data):
     out = ScreenDiff().write(data)
     for piece in re.split(r"\x1b\[[0-9;]*[A-Za-z]", data):
         assert piece in out
+
+
+@pytest.mark.skipif(shutil.which("tput") is None, reason="tput answers for the comparison")
+def test_this_terminal_is_read_as_tput_reads_it():
+    from mgtui.screen_diff import erases, erases_here
+
+    assert erases_here("xterm-256color") == erases("xterm-256color") is True
+    assert erases_here(None) is False and erases("dumb") is False

@@ -885,7 +885,10 @@ class TraceBuilder:
         self.ops.append(op)
         self.node_data.append(data)
         self.node_line.append(line)
-        _extend(self.child_ids, children, f"nodes[{nid}].children")
+        try:
+            self.child_ids.extend(children)
+        except OverflowError:
+            raise TraceFormatError(f"nodes[{nid}].children", "an id is out of range") from None
         self.child_start.append(len(self.child_ids))
         return nid
 
@@ -894,9 +897,12 @@ class TraceBuilder:
         index = len(self.ev_kind)
         code = kind.code
         self.ev_kind.append(code)
-        _extend(self.ev_node, (node,), f"events[{index}].node")
+        try:
+            self.ev_node.append(node)
+            self.ev_closure.append(closure)
+        except OverflowError:
+            raise TraceFormatError(f"events[{index}]", "an id is out of range") from None
         self.ev_line.append(line)
-        _extend(self.ev_closure, (closure,), f"events[{index}].closure")
         self.ev_write_start.append(len(self.wr_node))
         if code >= _GRAD:
             self.lone_at.append(index)
@@ -907,7 +913,11 @@ class TraceBuilder:
     def add_write(self, node: int, field_: Field, before: float, after: float,
                   line: int = 0) -> None:
         """A write made by the `_backward` call of the last event added."""
-        _extend(self.wr_node, (node,), f"writes[{len(self.wr_node)}].node")
+        try:
+            self.wr_node.append(node)
+        except OverflowError:
+            raise TraceFormatError(f"writes[{len(self.wr_node)}].node",
+                                   "an id is out of range") from None
         self.wr_field.append(field_.code)
         self.wr_before.append(before)
         self.wr_after.append(after)

@@ -5,14 +5,14 @@ at 200×60, opened on a saved trace of `moons.py` (or `neuron.py`) at a step in 
 middle of its first backward pass. Each key is sent once the screen is quiet, and every
 byte written until it is quiet again is counted. A `pyte` terminal emulator reads the
 same bytes, so the script also knows which cells each key changed, and prints the
-fewest bytes that could have updated them: for each run of changed cells on a row, one
-cursor move, the characters, and an SGR sequence wherever the style changes. Byte
-counts do not depend on the machine's load.
+fewest bytes that could have updated them (see `changed`). Byte counts do not depend on
+the machine's load. `--root` runs another checkout's mgtui with this script, for a
+before-and-after.
 
-Targets (issue 12): `n` at 80×24 mid-moons backward at most 1.5 KB; at 200×60 at most
-2× the changed cells' minimum.
+Targets (issue 12): every `n` at 80×24 mid-moons backward at most 1.5 KB; at 200×60 at
+most 2× the changed cells' minimum.
 
-    python bench/bytes_per_key.py [--keys n,n,n,p,G,g] [--scenario moons]
+    python bench/bytes_per_key.py [--keys n,n,n,p,G,g] [--scenario moons] [--root CHECKOUT]
 """
 
 from __future__ import annotations
@@ -114,36 +114,72 @@ def _cell(c) -> tuple:
     return (c.data, c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse, c.strikethrough)
 
 
-def changed(before, after) -> tuple[int, int]:
+def changed(before, after, erase: bool = True) -> tuple[int, int]:
     """The number of cells that differ, and about the fewest bytes that would redraw
-    them: row by row, left to right, the characters of the changed cells and an SGR code
-    wherever the style changes (a blank on the same background needs none), and across
-    a gap of unchanged cells whichever is cheaper, a cursor move or sending the gap
-    again (greedy, so a slight overestimate of the true minimum)."""
+    them: row by row, left to right, the characters of the changed cells, the shortest
+    SGR code wherever the style changes (the difference from the style before, or a
+    reset and the whole style; a blank on the same background needs none), to reach a
+    changed cell the cheapest of a cursor move (forward within a row, or to a row and
+    column) and sending the unchanged cells before it again, and with `erase` (as
+    xterm-256color's terminfo allows: bce, ech) a run of changed blanks erased in place
+    where that is cheaper (greedy, so a slight overestimate of the true minimum)."""
     cells = minimum = 0
+    style = None  # the terminal's style: carried from row to row (None: not known)
     for y, (old, new) in enumerate(zip(before, after)):
         diff = [x for x in range(len(new)) if old[x] != new[x]]
         if not diff:
             continue
         cells += len(diff)
-        minimum += len(f"\x1b[{y + 1};{diff[0] + 1}H")
-        style = None
-        x = diff[0]
-        for target in diff:
-            if target > x:  # a gap of unchanged cells: jump over it, or send it again
-                jump = len(f"\x1b[{y + 1};{target + 1}H")
+        x = None  # the cursor's column on this row (None: on another row)
+        k = 0
+        while k < len(diff):
+            target = diff[k]
+            jump = _move(y, x, target)
+            if x is not None and target > x:  # a gap of unchanged cells: jump or send it
                 bridge, bridged = 0, style
-                for k in range(x, target):
-                    cost, bridged = _draw(new[k], bridged)
+                for g in range(x, target):
+                    cost, bridged = _draw(new[g], bridged)
                     bridge += cost
                 if bridge <= jump:
                     minimum, style = minimum + bridge, bridged
-                else:
-                    minimum += jump
+                    jump = 0
+            minimum += jump
+            blanks = _blanks(new, diff, k) if erase else 0
+            if blanks:  # erased in place: the cursor stays where the blanks start
+                cost, style = _draw(new[target], style)
+                erased = len(f"\x1b[{blanks}X")
+                if cost - 1 + erased < blanks * 1:
+                    minimum += cost - 1 + erased
+                    x, k = target, k + blanks
+                    continue
             cost, style = _draw(new[target], style)
             minimum += cost
-            x = target + 1
+            x, k = target + 1, k + 1
     return cells, minimum
+
+
+def _blanks(new: list, diff: list, k: int) -> int:
+    """How many changed cells from `diff[k]` on are blanks side by side on one
+    background, with nothing else showing (an erase in place can draw them)."""
+    first = new[diff[k]]
+    if first[0] != " " or any(first[5:]):
+        return 0
+    n = 1
+    while (k + n < len(diff) and diff[k + n] == diff[k] + n
+           and new[diff[k + n]][0] == " " and new[diff[k + n]][2] == first[2]
+           and not any(new[diff[k + n]][5:])):
+        n += 1
+    return n
+
+
+def _move(y: int, x: int | None, target: int) -> int:
+    """The bytes of the shortest move from column `x` of row `y` (None: another row) to
+    column `target` of row `y`."""
+    if x == target:
+        return 0
+    if x is not None and target > x:
+        return len("\x1b[C") if target - x == 1 else len(f"\x1b[{target - x}C")
+    return len(f"\x1b[{y + 1}H") if target == 0 else len(f"\x1b[{y + 1};{target + 1}H")
 
 
 def _draw(cell: tuple, style: tuple | None) -> tuple[int, tuple | None]:
@@ -153,27 +189,42 @@ def _draw(cell: tuple, style: tuple | None) -> tuple[int, tuple | None]:
                   and style[1] == cell[2] and not any(style[4:]))
     cost = len(cell[0].encode())
     if cell[1:] != style and not blank_fits:
+        cost += len(sgr(cell[1:], style))
         style = cell[1:]
-        cost += len(sgr(style))
     return cost, style
 
 
-def sgr(style: tuple) -> str:
-    """The shortest SGR sequence for a cell's style, from a reset, in 256 colours."""
-    fg, bg, bold, italics, underscore, reverse, strike = style
-    params = ["0"]
-    params += [code for on, code in ((bold, "1"), (italics, "3"), (underscore, "4"),
-                                     (reverse, "7"), (strike, "9")) if on]
-    for colour, base in ((fg, 30), (bg, 40)):
-        if colour == "default":
-            continue
-        if colour in NAMED:
-            params.append(str(base + NAMED.index(colour)))
-        elif colour.removeprefix("bright") in NAMED:
-            params.append(str(base + 60 + NAMED.index(colour.removeprefix("bright"))))
-        else:
-            params.append(f"{base + 8};5;{PALETTE.get(colour, 255)}")
-    return "\x1b[" + ";".join(params) + "m"
+ON = ("1", "3", "4", "7", "9")  # bold, italics, underscore, reverse, strikethrough
+OFF = ("22", "23", "24", "27", "29")
+
+
+def sgr(style: tuple, before: tuple | None = None) -> str:
+    """The shortest SGR sequence for a cell's style in 256 colours, after a cell in
+    `before` (None: not known): what differs, or a reset and the whole style."""
+    fg, bg, *attrs = style
+    colours = [_colour(fg, 30), _colour(bg, 40)]
+    whole = [code for on, code in zip(attrs, ON) if on] + [c for c in colours if c]
+    reset = "\x1b[" + ";".join(["0", *whole]) + "m" if whole else "\x1b[m"
+    if before is None:
+        return reset
+    codes = [off for on, was, off in zip(attrs, before[2:], OFF) if was and not on]
+    codes += [code for on, was, code in zip(attrs, before[2:], ON) if on and not was]
+    for k, (colour, base) in enumerate(((fg, 39), (bg, 49))):
+        if colour != before[k]:
+            codes.append(colours[k] or str(base))
+    diff = "\x1b[" + ";".join(codes) + "m"
+    return diff if len(diff) < len(reset) else reset
+
+
+def _colour(colour: str, base: int) -> str:
+    """A pyte colour as an SGR parameter ("" for the default)."""
+    if colour == "default":
+        return ""
+    if colour in NAMED:
+        return str(base + NAMED.index(colour))
+    if colour.removeprefix("bright") in NAMED:
+        return str(base + 60 + NAMED.index(colour.removeprefix("bright")))
+    return f"{base + 8};5;{PALETTE.get(colour, 255)}"
 
 
 def saved_trace(scenario: str, directory: Path) -> tuple[Path, int]:
@@ -191,12 +242,16 @@ def saved_trace(scenario: str, directory: Path) -> tuple[Path, int]:
 
 
 def main() -> None:
+    global ROOT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="moons")
-    parser.add_argument("--keys", default="n,n,n,n,n,p,G,g",
+    parser.add_argument("--keys", default="n,n,n,n,n,n,n,n,n,n,p,G,g",
                         help="keys to press, comma-separated (single characters)")
     parser.add_argument("--sizes", default="80x24,200x60")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="the checkout whose mgtui runs (another commit's, to compare)")
     args = parser.parse_args()
+    ROOT = args.root.resolve()
     keys = args.keys.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         trace, step = saved_trace(args.scenario, Path(tmp))
@@ -216,10 +271,12 @@ def main() -> None:
                     ratio = f"{sent / minimum:.2f}" if minimum else "-"
                     print(f"  {key:>4} {sent:>8,} {cells:>6,} {minimum:>8,} {ratio:>6}")
                 if sent_n:
+                    ratios = sorted(sent / max(minimum, 1) for sent, minimum in sent_n)
                     sent_n.sort()
                     sent, minimum = sent_n[len(sent_n) // 2]
-                    print(f"  median n: {sent:,} B against a minimum of {minimum:,} B "
-                          f"({sent / max(minimum, 1):.2f}×)")
+                    print(f"  n: median {sent:,} B against a minimum of {minimum:,} B "
+                          f"({sent / max(minimum, 1):.2f}×); most {sent_n[-1][0]:,} B "
+                          f"(minimum {sent_n[-1][1]:,} B); ratio {ratios[0]:.2f}–{ratios[-1]:.2f}×")
             finally:
                 app.close()
 

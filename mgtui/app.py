@@ -3,6 +3,7 @@ to the debugger screen. `run_app` is what `mgtui FILE` calls."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from functools import partial
@@ -10,13 +11,15 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.worker import WorkerState
 
 from mgtui.bindings import APP_KEYS, palette_rows, with_panes
 from mgtui.config import load_config
-from mgtui.memory import return_freed_memory
+from mgtui.memory import return_freed_memory, trim
 from mgtui.safe import inert
+from mgtui.screen_diff import diffing
 from mgtui.messages import (
     ChecksDone,
     ChecksFailed,
@@ -106,6 +109,18 @@ class MgtuiApp(App[int]):
         self.set_keymap(with_panes(self.keymap))
         self.debugger = DebuggerScreen(self.keymap)
 
+    @property
+    def driver_class(self) -> type[Driver]:
+        return self._driver_class
+
+    @driver_class.setter
+    def driver_class(self, driver_class: type[Driver]) -> None:
+        """Whatever the driver (a terminal's, `mgtui serve`'s), its writes send only the
+        cells that change (mgtui/screen_diff.py): the bytes a step costs over SSH.
+        MGTUI_SCREEN_DIFF=0 in the environment sends what Textual writes, as it is."""
+        keep = os.environ.get("MGTUI_SCREEN_DIFF", "1") == "0"
+        self._driver_class = driver_class if keep else diffing(driver_class)
+
     def get_default_screen(self) -> Screen:
         return self.debugger
 
@@ -143,11 +158,11 @@ class MgtuiApp(App[int]):
         self.debugger.preload(trace, self.start_step or 0)  # in the first frame
 
     def _start_run(self, path: Path):
-        from mgtui.runner import Run, RunSpec
+        from mgtui.runner import UI_FIRST, Run, RunSpec
 
         spec = RunSpec(str(path), seed=self.seed, max_nodes=self.max_nodes,
-                       timeout=self.timeout, argv=self.argv, **({"max_memory": self.max_memory}
-                                                if self.max_memory else {}))
+                       timeout=self.timeout, argv=self.argv, nice=UI_FIRST,
+                       **({"max_memory": self.max_memory} if self.max_memory else {}))
         self._run = Run(spec, on_progress=self._progress).start()
         return self._run
 
@@ -250,8 +265,8 @@ class MgtuiApp(App[int]):
         return run.wait()
 
     async def on_trace_growing(self, message: TraceGrowing) -> None:
-        if not self.loading or message.path != self.path:
-            return  # the whole trace is here already, or another file is loading
+        if not self.loading or message.path != self.path or not self.is_running:
+            return  # the whole trace is here already, another file is loading, or it quits
         if self._loading_timer is not None:
             self._loading_timer.stop()
         if showing(self.screen, "LoadingScreen"):
@@ -262,7 +277,7 @@ class MgtuiApp(App[int]):
             await self._clear_to_debugger()  # the picker or an error screen: not the user's
             d.load_trace(message.trace, self._position)
             self._growing = True
-        else:
+        elif self.is_running:  # (not while it quits: the panes are going)
             d.grow_trace(message.trace, wanted=self._position)
         d.show_recording(f"recording… {len(message.trace):,} steps")
         self._growth_cost = time.perf_counter() - started
@@ -342,11 +357,15 @@ class MgtuiApp(App[int]):
             await self.pop_screen()
 
     async def on_trace_loaded(self, message: TraceLoaded) -> None:
+        if not self.is_running:
+            return  # it quits: the panes are going
         await self._hide_loading()
         self.debugger.show_recording("")
         grown, self._growing = self._growing, False
         if not grown:
             await self._clear_to_debugger()
+        if not self.is_running:
+            return
         trace = message.trace
         if message.reload and self.debugger.trace is not None:
             keep = self.debugger.selected
@@ -366,6 +385,7 @@ class MgtuiApp(App[int]):
             self.say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
                      "the error is the last step.", severity="warning", timeout=6)
         self.refresh_bindings()
+        self.call_after_refresh(trim)  # what loading it freed goes back to the system
 
     async def on_load_failed(self, message: LoadFailed) -> None:
         await self._hide_loading()

@@ -1,12 +1,14 @@
 """What a custom op's `_backward` reads as it begins, recorded in the runner's child so
 that the step can be worked out with its numbers (`s = 0.5744, out.grad = 1.0`).
 
-`CallValues` is a recorder `before_backward` hook. For each closure code it works out
+`CallValues` is a recorder `on_backward` hook: it only reads, so the recorder runs it
+on its fast path and takes nothing back after it. For each closure code it works out
 once, from the bytecode, which of its closure variables it reads: a number (`s`), or
 the `data`/`grad` of a node (`out.grad`; the `x.grad` that `x.grad += …` reads only to
 add to is left out). At each call it reads just those. Ops that `mgtui.explain` works out
-from their formulas (`+`, `*`, `tanh`…, by their `_op`) are skipped after one lookup,
-which keeps the cost of a big training run low.
+from their formulas (`+`, `*`, `tanh`…, by their `_op`) go into its `skip` set as they
+are first seen, and the recorder no longer calls it for them, which keeps the cost of a
+big training run low.
 """
 
 from __future__ import annotations
@@ -43,26 +45,32 @@ def reads_of(code) -> Reads:
 
 
 class CallValues:
-    """The `before_backward` hook: `found` holds (event index, ((name, value), …))."""
+    """The `on_backward` hook: `found` holds (event index, ((name, value), …))."""
 
     def __init__(self) -> None:
         self.recorder = None  # set once the recorder exists: its event count is the index
         self.found: list[tuple[int, tuple[tuple[str, float], ...]]] = []
-        self.plans: dict[object, Reads | None] = {}
+        self.skip: set = set()  # the `_op`s of known ops: the recorder leaves them out
+        # by the code's id (a code object hashes all its constants, every time), with
+        # the code kept alive beside its plan
+        self.plans: dict[int, tuple[object, Reads | None]] = {}
 
     def plan(self, fn) -> Reads | None:
         code = getattr(fn, "__code__", None)
-        plan = self.plans.get(code, False)
-        if plan is False:
+        found = self.plans.get(id(code))
+        if found is None:
             plan = None
             if code is not None and code.co_freevars:
                 plan = reads_of(code) or None
-            self.plans[code] = plan
-        return plan  # type: ignore[return-value]
+            found = self.plans[id(code)] = (code, plan)
+        return found[1]
 
-    def __call__(self, d: dict, fn: Callable[[], object]) -> None:
+    def __call__(self, op: object, fn: Callable[[], object]) -> None:
         rec = self.recorder
-        if rec is None or known_op(d.get("_op")):
+        if rec is None:
+            return
+        if known_op(op):
+            self.skip.add(op)  # (a known op is a string)
             return
         plan = self.plan(fn)
         if plan is None:
@@ -84,24 +92,3 @@ class CallValues:
                 break
         if values:
             self.found.append((len(rec.events) // EVENT_FIELDS, tuple(values)))
-
-
-def chained(*hooks) -> Callable | None:
-    """One `before_backward` hook that runs each of `hooks` (None ones left out) in turn."""
-    hooks = tuple(h for h in hooks if h is not None)
-    if len(hooks) <= 1:
-        return hooks[0] if hooks else None
-
-    running = [False]
-
-    def both(d, fn):
-        if running[0]:
-            return  # a `_backward` that a hook's replay ran: not a call of the scenario's
-        running[0] = True
-        try:
-            for hook in hooks:
-                hook(d, fn)
-        finally:
-            running[0] = False
-
-    return both

@@ -344,11 +344,11 @@ def launch_app(path: Path | None, args: argparse.Namespace,
     run = None
     if path is not None and path.is_file() and not is_saved_trace(path):
         # Start the scenario's child now: it records while this process imports the app.
-        from mgtui.runner import Run, RunSpec
+        from mgtui.runner import UI_FIRST, Run, RunSpec
 
         run = Run(RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes,
                           timeout=args.timeout, max_memory=args.max_memory,
-                          argv=args.script_args)).start()
+                          argv=args.script_args, nice=UI_FIRST)).start()
     try:
         from mgtui.app import run_app
     except ImportError:  # pragma: no cover - the app ships with the package

@@ -13,7 +13,9 @@ rewrites the code instead, from its syntax tree, keeping every line number:
 - `x._backward()` becomes `__mgtui_call_backward__(x)`, and any other read of
   `x._backward` becomes `__mgtui_backward_of__(x)` (the closure bound to the recorder);
 - the `__init__` of a Value-like class ends with `__mgtui_made__(self, children)`, the one
-  call through which every new node is numbered and recorded (`Inliner.made`).
+  call through which every new node is numbered and recorded (`Inliner.made`); there,
+  `self._prev = set(_children)` keeps two or more children in the order given
+  (`_ordered_prev`), which the hooks do after the fact.
 
 The class keeps no descriptor, so reads of `grad` and `data` stay plain instance-dict
 reads, and nodes keep their id in an ordinary attribute (`ID`).
@@ -59,9 +61,9 @@ OWN_NAMES = REQUIRED | {"label", ID}
 WRITTEN = {"grad": (Field.GRAD.code, EventKind.GRAD.code),
            "data": (Field.DATA.code, EventKind.DATA.code)}
 
-MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES = (
+MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, SET = (
     "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
-    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__")
+    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__", "__mgtui_ordered_set__")
 OBJ, BEFORE, VALUE, NID, GIVEN = "__mgtui_o", "__mgtui_b", "__mgtui_v", "__mgtui_i", "__mgtui_g"
 ALL = "__mgtui_a"  # the value of an assignment to several targets
 
@@ -150,6 +152,32 @@ def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
+def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
+    """`self._prev = set(_children)` (micrograd's) becomes `self._prev =
+    __mgtui_ordered_set__(_children, set)`: a set iterates in address order, which changes
+    from run to run, so two or more children are kept as a set-like keys view in the order
+    given, as the recorder would reorder them (`mgtui.recorder.ordered`), without making
+    the set first."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return
+    target, value = stmt.targets[0], stmt.value
+    if (isinstance(target, ast.Attribute) and target.attr == "_prev"
+            and isinstance(target.value, ast.Name) and target.value.id == me
+            and isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id in ("set", "frozenset") and not value.keywords
+            and len(value.args) == 1 and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == children):
+        stmt.value = ast.copy_location(_call(SET, value.args[0], value.func), value)
+
+
+def ordered_set(children, make):
+    """`make(children)` (`set` or `frozenset`), but two or more children given as a tuple
+    come back as a keys view in the order given (see `_ordered_prev`)."""
+    if type(children) is tuple and len(children) > 1 and (make is set or make is frozenset):
+        return dict.fromkeys(children).keys()
+    return make(children)
+
+
 def _calls_an_init(stmt: ast.stmt) -> bool:
     for n in ast.walk(stmt):
         if isinstance(n, ast.Call) and (
@@ -229,6 +257,8 @@ class Rewriter(ast.NodeTransformer):
         for stmt in body[start:]:
             if self.plain_self is not None and _calls_an_init(stmt):
                 self.plain_self = None
+            if children is not None and children != GIVEN:
+                _ordered_prev(stmt, me, children)
             out = self.visit(stmt)
             new_body.extend(out if isinstance(out, list) else [out])
         end = body[-1]
@@ -465,20 +495,31 @@ class Inliner:
         nodes, events, writes, kids = rec.nodes, rec.events, rec.writes, rec.kids
         stack, made_inside, late_labels = rec.stack, rec.made_inside, rec.late_labels
         max_nodes, on_progress, on_create = rec.max_nodes, rec.on_progress, rec.on_create
-        before = rec.before_backward
+        before, watch = rec.before_backward, rec.on_backward
+        skip = watch.skip if watch is not None else ()
         scenario_line = rec.scenario_line
-        named = rec.namer.made  # (`mgtui.naming`: the variable a node is bound to)
-        from mgtui.recorder import BACKWARD, CREATE, NODE_FIELDS, StopRecording, ordered
+        # (`mgtui.naming`: the variable a node is bound to) The assignments' instructions
+        # come with the code's kind, so that a node made elsewhere costs no call.
+        named, candidate = rec.namer.made, rec.namer.candidate
+        from mgtui.recorder import (BACKWARD, CLASS_CODE, CREATE, NODE_FIELDS, StopRecording,
+                                    ordered)
 
-        path, class_codes, code_ids = str(rec.scenario.path.resolve()), rec.class_codes, rec.code_ids
-        closure_index = rec.closure_index
+        closure_ids, closure_index = rec.closure_ids, rec.closure_index
+        kind_of, code_kind = rec.code_kinds.get, rec.code_kind
 
-        add_kid = kids.append
+        add_kid, add_node, add_event = kids.append, nodes.extend, events.extend
         getframe = sys._getframe
         # The frames outside the scenario that `scenario_line` has walked, and their
         # lines: a library's loop (`model(x)`, `backward()`) asks about the same frames
         # over and over. Looking there first spares the call.
         remembered = rec.line_memo.get
+        # The library frame that made the last node through an op, and its line: the
+        # next node is most often made there too (`sum(...)` in `Neuron.__call__`).
+        # (It is kept alive here, so no other frame can take its place; its line is the
+        # one `scenario_line` gave it, as the line memo would.)
+        last: list = [None, 0]
+        last_call: list = [None, 0]  # the same for `_backward` calls
+        rec.last_frames += [last, last_call]  # (forgotten when a class comes in)
 
         def made(node, children) -> None:
             """Number and record a node at the end of its class's `__init__`."""
@@ -490,8 +531,8 @@ class Inliner:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
             prev = getattr(node, "_prev", ())
-            if isinstance(prev, (set, frozenset)):  # in the order given (see `ordered`)
-                try:
+            if type(prev) is not tuple and isinstance(prev, (set, frozenset)) and len(prev) > 1:
+                try:  # in the order given (see `ordered`)
                     keys = dict.fromkeys(children).keys()
                 except TypeError:
                     keys = None
@@ -508,49 +549,92 @@ class Inliner:
             if on_create is not None:
                 on_create(nid, node.__dict__)
             node._mgtui_id = nid
-            frame = caller = getframe(2)  # the caller of the class's __init__
-            if id(frame.f_code) in class_codes:  # made by an op: its caller's line
+            frame = getframe(2)  # the caller of the class's __init__
+            code = frame.f_code
+            kind = kind_of(id(code))
+            if kind is None:
+                kind = code_kind(code)
+            if kind is CLASS_CODE:  # made by an op: its caller's line
                 back = frame.f_back
-                if back is not None:
+                if back is last[0] and back is not None:  # a library's loop making nodes
+                    line = last[1]
+                    kind = None
+                elif back is not None:
                     frame = back
-            line = remembered(frame)  # (never a frame of the scenario's own code)
-            if line is None:
-                code = frame.f_code
-                if code.co_filename == path and id(code) not in class_codes:
-                    line = frame.f_lineno
-                else:
+                    code = back.f_code
+                    kind = kind_of(id(code))
+                    if kind is None:
+                        kind = code_kind(code)
+            if kind is None:
+                pass
+            elif type(kind) is dict:  # the scenario's own code
+                line = frame.f_lineno
+                if kind:  # made straight under an assignment's value?
+                    spot = kind.get(frame.f_lasti)
+                    if spot is not None:
+                        candidate(frame, frame.f_lasti, spot, node, nid)
+            else:
+                line = remembered(frame)  # a library's frame, asked about before
+                if line is None:
                     line = scenario_line(frame)
-            nodes.extend((len(kids), getattr(node, "_op", ""), getattr(node, "label", None),
-                          node.data, line))
-            named(nid, caller)
+                if kind is CLASS_CODE:  # an op made by another op: on up to its name
+                    named(nid, frame, node)
+                else:  # (a frame neither the scenario's nor a Value class's)
+                    last[0], last[1] = frame, line
+            try:
+                op = node._op
+            except AttributeError:
+                op = ""
+            add_node((len(kids), op, getattr(node, "label", None), node.data, line))
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
-                events.extend((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+                add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
             if on_progress is not None and not nid & 0x3FFF:
                 on_progress(nid)
 
         def call_backward(node):
             """`node._backward()`, recorded: `record_call`, with its common case here."""
             fn = node._backward
-            nid = getattr(node, ID, None)
-            if nid is None or (type(fn) is partial and fn.func is run_backward):
-                return fn()  # not a node, or one whose class has the hooks
+            if type(fn) is partial and fn.func is run_backward:
+                return fn()  # a node whose class has the hooks: they record it
+            try:
+                nid = node._mgtui_id
+            except AttributeError:
+                return fn()  # not a node
+            if nid is None:
+                return fn()
             if before is not None or rec.stop_reason:
                 return record_call(nid, node.__dict__ if before is not None else None, fn,
                                    getframe(1))
-            code = getattr(fn, "__code__", None)
-            found = code_ids.get(id(code))
-            ci = closure_index(code) if found is None else found[0]
+            if watch is not None:
+                try:
+                    op = node._op
+                    watched = op not in skip
+                except AttributeError:
+                    op, watched = None, None not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
+            try:
+                ci = closure_ids[id(fn.__code__)]
+            except (AttributeError, KeyError):  # a closure's first call, or no function
+                ci = closure_index(getattr(fn, "__code__", None))
             frame = getframe(1)
-            code = frame.f_code
-            if code.co_filename == path and id(code) not in class_codes:
-                line = frame.f_lineno  # a call made by hand in the scenario
+            if frame is last_call[0]:  # the same `backward()` as the last call
+                line = last_call[1]
             else:
-                line = remembered(frame)  # the same `backward()` as the last call
+                line = remembered(frame)
                 if line is None:
-                    line = scenario_line(frame)
-            events.extend((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
+                    code = frame.f_code
+                    kind = kind_of(id(code))
+                    if type(kind if kind is not None else code_kind(code)) is dict:
+                        line = frame.f_lineno  # a call made by hand in the scenario
+                    else:
+                        line = scenario_line(frame)
+                        last_call[0], last_call[1] = frame, line
+            add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)
             try:
                 return fn()
@@ -558,7 +642,7 @@ class Inliner:
                 stack.pop()
                 if made_inside and not stack:
                     for made_ in made_inside:
-                        events.extend((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
+                        add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
                     made_inside.clear()
 
         def backward_of(node):
@@ -580,14 +664,14 @@ class Inliner:
                 late_labels[nid] = value
 
         return {MADE: made, CALL: call_backward, BACKWARD_OF: backward_of, EVENT: event,
-                LABEL: label, STACK: stack, WRITES: writes}
+                LABEL: label, STACK: stack, WRITES: writes, SET: ordered_set}
 
     @staticmethod
     def plain_helpers() -> dict:
         """The helpers once the run is over, for closures made during it that outlive it."""
         return {MADE: lambda node, children: None, CALL: lambda node: node._backward(),
                 BACKWARD_OF: lambda node: node._backward, EVENT: lambda *args: None,
-                LABEL: lambda node, value: None, STACK: [], WRITES: []}
+                LABEL: lambda node, value: None, STACK: [], WRITES: [], SET: ordered_set}
 
     # -- the code ---------------------------------------------------------------------------
     def scenario_code(self, namespace: dict):

@@ -55,3 +55,18 @@ def with_system_malloc() -> None:
         os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
     except OSError:  # (the process goes on as it is, on Python's allocator)
         return
+
+
+def trim() -> bool:
+    """Hand back to the system the memory freed in the middle of the heap and of the
+    threads' arenas, which glibc keeps otherwise: after a big trace has loaded, whose
+    growing copies and decoded chunks were freed. True if the C library did it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+        return True
+    except (OSError, AttributeError):  # no glibc
+        return False

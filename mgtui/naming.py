@@ -6,8 +6,10 @@ Assignments are found without tracing. Before the run, each assignment's value s
 the scenario's AST is matched to the instructions that compute it (`co_positions`): a
 node made by the Value class's own methods straight under such an instruction is a
 candidate for that target. Builtins like `sum(...)` make many candidates under one
-instruction, so a candidate is confirmed only once its frame has moved on, by reading
-the variable (`frame.f_locals`): only the node the variable holds gets its name.
+instruction, so a candidate is confirmed only once its frame has moved on or makes the
+next one there, by reading the variable (`frame.f_locals`): only the node the variable
+holds gets its name. The recorder looks the instruction up as it numbers the node
+(`Namer.spots`), so the nodes made elsewhere (nearly all of them) cost no call.
 Loop variables (`for p in model.parameters()`) bind nodes they did not make, so they
 name nothing. Paths are found at the end of the run by a bounded walk of the
 scenario's globals that reads only lists, tuples, dicts and instance `__dict__`s, so no
@@ -141,46 +143,50 @@ def _inside(pos: tuple, stmt: Span) -> bool:
 
 
 class Namer:
-    """Names nodes as a recording runs. The recorder calls `made(nid, frame)` for each
-    node it numbers (`frame` is the caller of `__init__`), and `finish()` once;
-    `node_id(obj)` is the id of a recorded node, None for anything else.
-    `names` is every name confirmed so far, in the order confirmed (the runner's child
-    streams it as it grows); `name_of` is the same, by node id."""
+    """Names nodes as a recording runs. For each node it numbers, the recorder finds the
+    first frame above the Value class's own methods, as its line finder does, and looks
+    that frame's instruction up in `spots` itself (by `id(frame.f_code)`, then
+    `frame.f_lasti`): only a node made straight under an assignment's value costs a call,
+    `candidate(frame, offset, spot, node, nid)`. `made(nid, frame, node)` does the whole
+    search from any frame, for the recorder's hooks and for ops made by other ops.
+    `finish()` runs once, after the run. `node_id(obj)` is the id of a recorded node,
+    None for anything else.
+    `name_ids` and `name_texts` are every name confirmed so far, in the order confirmed,
+    the node's id and its name (two lists of atoms, which the collector does not track;
+    the runner's child streams them as they grow); `names` pairs them up, and `name_of`
+    is the same by node id."""
 
-    def __init__(self, code: types.CodeType, source: str, class_codes: set,
+    def __init__(self, code: types.CodeType, source: str, class_codes: dict,
                  node_id: Callable[[object], int | None]) -> None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             tree = ast.Module(body=[], type_ignores=[])
-        self.spots = assignment_spots(code, tree)
+        # by the code object's id: hashing a code object hashes its constants, every
+        # time. The scenario's codes live as long as the recorder's scenario does.
+        self.spots = {id(c): here for c, here in assignment_spots(code, tree).items()}
+        self._codes = list(codes_in(code))  # (keeps the ids above theirs)
         self.loops = loop_names(tree) if isinstance(tree, ast.Module) else set()
-        self.class_codes = class_codes
+        self.class_codes = class_codes  # the Value classes' methods' code, by id
         self.node_id = node_id
-        # (frame, offset) -> (end, target, nid): no node is kept alive here
+        # (frame, offset) -> (end, target, id(node), nid): a candidate waits there until
+        # its frame has moved on or made another node under the same instruction. The
+        # node is not kept alive here: its address tells a miss cheaply, its id confirms.
         self.pending: dict[tuple, tuple] = {}
-        self.names: list[tuple[int, str]] = []
+        self.name_ids: list[int] = []
+        self.name_texts: list[str] = []  # (appended after its id)
         self.name_of: dict[int, str] = {}
+        self.candidate = self._candidate_hook()
         self.made = self._made_hook()
 
-    def _made_hook(self) -> Callable[[int, types.FrameType], None]:
-        # Codes are looked up by id: hashing a code object hashes its constants, every
-        # time. The scenario's codes live as long as the recorder's scenario does, and
-        # the Value classes' as long as their classes.
-        spots_get = {id(code): here for code, here in self.spots.items()}.get
-        class_codes, candidate = self.class_codes, self._candidate
-        class_ids: set[int] = set()
-        known = [-1]  # len(class_codes) when class_ids was made: classes come in as they load
+    def _made_hook(self) -> Callable[[int, types.FrameType, object], None]:
+        spots_get, class_codes, candidate = self.spots.get, self.class_codes, self.candidate
 
-        def made(nid: int, f: types.FrameType) -> None:
+        def made(nid: int, f: types.FrameType, node: object) -> None:
             """Is this node made straight under an assignment's value? Up through the
             Value class's own methods (`a - b` is `a + (-b)`), then the scenario's frame."""
-            if len(class_codes) != known[0]:
-                class_ids.clear()
-                class_ids.update(map(id, list(class_codes)))
-                known[0] = len(class_codes)
             code = f.f_code
-            while id(code) in class_ids:
+            while id(code) in class_codes:
                 f = f.f_back
                 if f is None:
                     return
@@ -189,39 +195,57 @@ class Namer:
             if spots is not None:
                 spot = spots.get(f.f_lasti)
                 if spot is not None:
-                    candidate(f, f.f_lasti, spot, nid)
+                    candidate(f, f.f_lasti, spot, node, nid)
 
         return made
 
-    def _candidate(self, frame, offset: int, spot: tuple[str, int], nid: int) -> None:
-        pending = self.pending
-        for key in list(pending):
-            fr, at = key
-            end = pending[key][0]
-            if key == (frame, offset) or not at <= fr.f_lasti <= end:
-                # the same instruction again (a loop's next turn, or `sum` at work), or
-                # a frame that has stored its value and moved on
-                self._settle(fr, pending.pop(key))
-        target, end = spot
-        pending[(frame, offset)] = (end, target, nid)
+    def _candidate_hook(self) -> Callable:
+        pending, name_of, node_id = self.pending, self.name_of, self.node_id
+        add_id, add_text = self.name_ids.append, self.name_texts.append
 
-    def _settle(self, frame, entry: tuple) -> None:
-        """Name the pending node if its variable holds it."""
-        _, target, nid = entry
-        try:
-            held = self.node_id(frame.f_locals.get(target))
-        except Exception:  # noqa: BLE001 - a frame in a state that cannot be read
-            return
-        if held == nid and nid not in self.name_of:
-            self.name_of[nid] = target
-            self.names.append((nid, target))
+        def settle(frame, entry: tuple) -> None:
+            """Name the pending node if its variable holds it."""
+            _, target, address, nid = entry
+            try:
+                held = frame.f_locals.get(target)
+            except Exception:  # noqa: BLE001 - a frame in a state that cannot be read
+                return
+            if id(held) == address and nid not in name_of and node_id(held) == nid:
+                name_of[nid] = target
+                add_id(nid)
+                add_text(target)
+
+        def candidate(frame, offset: int, spot: tuple[str, int], node: object,
+                      nid: int) -> None:
+            key = (frame, offset)
+            entry = pending.get(key)
+            if entry is not None:  # the same instruction again: a loop's next turn, or
+                settle(frame, entry)  # `sum` at work (replaced below)
+            if len(pending) > (entry is not None):
+                for key_, entry in list(pending.items()):
+                    fr, at = key_
+                    if not at <= fr.f_lasti <= entry[0]:  # stored its value and moved on
+                        del pending[key_]
+                        settle(fr, entry)
+            target, end = spot
+            pending[key] = (end, target, id(node), nid)
+
+        self._settle = settle
+        return candidate
+
+    def forget_since(self, first: int) -> None:
+        """Drop the candidates numbered `first` or later: their ids are taken back."""
+        for key, entry in list(self.pending.items()):
+            if entry[3] >= first:
+                del self.pending[key]
 
     def finish(self, scope: dict, is_leaf: Callable[[int], bool]) -> None:
         """Settle what is pending, then name what the scenario's globals hold: a global
         variable's node by its name (loop variables aside), and parameters (leaves) by
         their path from a global object."""
-        pending, self.pending = self.pending, {}
-        for (frame, _), entry in pending.items():
+        pending = list(self.pending.items())
+        self.pending.clear()
+        for (frame, _), entry in pending:
             self._settle(frame, entry)
         node_id = self.node_id
         roots = [(name, value) for name, value in list(scope.items())
@@ -237,7 +261,14 @@ class Namer:
     def _give(self, nid: int, name: str) -> None:
         if nid not in self.name_of:
             self.name_of[nid] = name
-            self.names.append((nid, name))
+            self.name_ids.append(nid)
+            self.name_texts.append(name)
+
+    @property
+    def names(self) -> list[tuple[int, str]]:
+        """(node id, name) of every name confirmed so far, in the order confirmed."""
+        n = len(self.name_texts)
+        return list(zip(self.name_ids[:n], self.name_texts[:n]))
 
 
 def parameter_paths(roots: list[tuple[str, object]], node_id: Callable[[object], int | None],

@@ -48,6 +48,7 @@ from mgtui.naming import Namer
 from mgtui.trace import Closure, EventKind, Field, Trace, TraceBuilder, TraceError
 
 CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
+CLASS_CODE, OTHER_CODE = "class", False  # (`Recorder.code_kind`)
 
 ID = "_mgtui_id"
 NODE_FIELDS, EVENT_FIELDS, WRITE_FIELDS = 5, 7, 5
@@ -197,6 +198,7 @@ def caret(exc: SyntaxError) -> str:
 
 OnCreate = Callable[[int, dict], None]
 BeforeBackward = Callable[[dict, Callable[[], object]], None]
+OnBackward = Callable[[object, Callable[[], object]], None]  # with a `skip` set
 
 
 class Recorder:
@@ -209,6 +211,12 @@ class Recorder:
     - `before_backward(node_dict, fn)` runs just before each recorded `_backward` call,
       with the node's dict and the closure about to run. Whatever it records (it may
       call `fn`) is discarded, and raising `StopRecording` from it ends the run there.
+    - `on_backward(op, fn)` only watches: it runs just before each recorded `_backward`
+      call, with the node's `_op` and the closure about to run, unless `op` is in
+      `on_backward.skip` (a set the hook may add to). It must not call `fn` nor change
+      any node, so nothing is taken back after it, and it costs the recording no more
+      than its own work (the runner's child reads custom ops' values this way,
+      `mgtui.call_values`). The call's event index is `len(events) // EVENT_FIELDS`.
 
     `inline=False` records every class through the hooks, never rewriting code.
 
@@ -227,6 +235,7 @@ class Recorder:
         on_progress: Callable[[int], None] | None = None,
         on_create: OnCreate | None = None,
         before_backward: BeforeBackward | None = None,
+        on_backward: OnBackward | None = None,
         capture_output: bool = True,
         argv: Sequence[str] = (),
         inline: bool = True,
@@ -240,6 +249,7 @@ class Recorder:
         self.on_progress = on_progress
         self.on_create = on_create
         self.before_backward = before_backward
+        self.on_backward = on_backward
         self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
@@ -265,14 +275,21 @@ class Recorder:
         # code object does not cache its hash, and hashes all its constants, nested code
         # included: looking a big one up by value on every node costs microseconds.)
         self.code_ids: dict[int, tuple[int, object]] = {}
+        self.closure_ids: dict[int, int] = {}  # the same, the index alone
         self.class_codes: dict[int, object] = {}  # code of the Value classes' own methods,
         #                                           by id
+        # What the code a node is made from is, by its id (`code_kind`): CLASS_CODE, the
+        # assignments of a scenario code (a dict, maybe empty), or OTHER_CODE.
+        self.code_kinds: dict[int, object] = {}
+        self._kind_codes: list = []  # (keeps the ids above theirs)
+        self.last_frames: list[list] = []  # the inlined recording's caches of a frame
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.classes: list[type] = []
         self.globals: dict = {}
         self._restore: list[tuple[type, str, object]] = []
         self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
         self._plain_id_types: dict[type, bool] = {}  # (`node_id`)
+        self.node_id = self._node_id_reader()
         # The recording inlined into the classes whose source it can rewrite
         # (`mgtui.inline`); the hooks below are for the others, or for all if not inline.
         self.inliner = None
@@ -281,9 +298,10 @@ class Recorder:
             from mgtui.inline import Inliner, scenario_rewrite
 
             rewrite = scenario_rewrite(scenario)
+        self.scenario_path = str(scenario.path.resolve())
         # the namer reads the code that runs: the scenario's, rewritten or not
         self.namer = Namer(scenario.code if rewrite is None else rewrite.code,
-                           scenario.source, self.class_codes.values(), self.node_id)
+                           scenario.source, self.class_codes, self.node_id)
         self._adopters: dict[type, Callable] = {}  # see `adopt`, by class
         # Number a node's children made before the recording started, as it is made
         # (`mgtui.record()`: a block that uses parameters made before it).
@@ -381,6 +399,24 @@ class Recorder:
 
         return scenario_line
 
+    def code_kind(self, code) -> object:
+        """What `code` is to the recorder, worked out once (`code_kinds`): CLASS_CODE for a
+        method of a Value class; for the scenario's own code, its assignments' spots (a
+        dict by instruction offset, `mgtui.naming`; empty if it has none); else
+        OTHER_CODE."""
+        cid = id(code)
+        kind = self.code_kinds.get(cid)
+        if kind is None:
+            if cid in self.class_codes:
+                kind = CLASS_CODE
+            elif code.co_filename == self.scenario_path:
+                kind = self.namer.spots.get(cid) or {}
+            else:
+                kind = OTHER_CODE
+            self.code_kinds[cid] = kind
+            self._kind_codes.append(code)
+        return kind
+
     def forget_since(self, n_writes: int, n_events: int, n_nodes: int, n_kids: int) -> None:
         """Take back every record made since these lengths: the nodes a hook's replay made
         are forgotten too, so that ids keep following the recorded creations."""
@@ -393,12 +429,14 @@ class Recorder:
             del self.kids[n_kids:]
             for nid in [n for n in self.late_labels if n >= first]:
                 del self.late_labels[nid]
+            self.namer.forget_since(first)
 
     def _backward_runner(self, scenario_line):
         """`run_backward(d, fn)`: records the call of `fn`, the `_backward` of the node
         whose dict (or `SlotsNode`) is `d`, runs `before_backward` first, then `fn`."""
         rec = self
-        before = self.before_backward
+        before, watch = self.before_backward, self.on_backward
+        skip = watch.skip if watch is not None else ()
         events, writes, stack = self.events, self.writes, self.stack
         nodes, kids, made_inside = self.nodes, self.kids, self.made_inside
         getframe = sys._getframe
@@ -422,6 +460,14 @@ class Recorder:
                 finally:
                     rec.forget_since(*marks)
                     rec.replays += 1
+            if watch is not None and not rec.replays & 1:  # (not a call a replay made)
+                op = d.get("_op") if d is not None else None
+                try:
+                    watched = op not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
             ci = rec.closure_index(getattr(fn, "__code__", None))
             events.extend(
                 (BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
@@ -447,6 +493,7 @@ class Recorder:
         if ci is None:
             ci = self.codes[code] = len(self.codes)
         self.code_ids[id(code)] = (ci, code)
+        self.closure_ids[id(code)] = ci
         return ci
 
     def _backward_hook(self, run_backward):
@@ -537,7 +584,7 @@ class Recorder:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
             prev = d.get("_prev", ())
-            if isinstance(prev, (set, frozenset)):
+            if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # (see `ordered`)
                 prev = d["_prev"] = ordered(prev, args, kwargs)
             n_before = len(kids)
             try:
@@ -556,7 +603,7 @@ class Recorder:
             caller = getframe(1)
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
                           scenario_line(caller)))
-            named(nid, caller)
+            named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -662,7 +709,7 @@ class Recorder:
             layout = layout_of(type(self))
             d = SlotsNode(self, layout, None)
             prev = d.get("_prev", ())
-            if isinstance(prev, (set, frozenset)):
+            if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # (see `ordered`)
                 prev = d["_prev"] = ordered(prev, args, kwargs, node_id)
             kids.extend(map(node_id, prev))
             if on_create is not None:
@@ -672,7 +719,7 @@ class Recorder:
             caller = getframe(1)
             nodes.extend((len(kids), d.get("_op", ""), d.get("label"), d["data"],
                           scenario_line(caller)))
-            named(nid, caller)
+            named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
             else:
@@ -696,6 +743,9 @@ class Recorder:
             self.class_codes.update(
                 (id(f.__code__), f.__code__) for f in vars(klass).values()
                 if hasattr(f, "__code__"))
+        self.code_kinds.clear()  # some codes may be class codes now
+        for last in self.last_frames:
+            last[:] = [None, 0]
         if inline:
             return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):
@@ -926,23 +976,29 @@ class Recorder:
         count = len(self.nodes) // NODE_FIELDS
         return [(nid, name) for nid, name in self.namer.names if nid < count]
 
-    def node_id(self, obj: object) -> int | None:
-        """The id of a recorded node, None for anything else; runs no code of `obj`'s.
-        (It reads the id as an attribute: asking for `__dict__` would make Python build
-        the node's dict, and slow down every later read of its fields.)"""
-        cls = type(obj)
-        plain = self._plain_id_types.get(cls)
-        if plain is None:  # no class on the way defines the name: nothing of theirs runs
-            plain = self._plain_id_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
-        nid = None
-        if plain:
-            try:
-                nid = object.__getattribute__(obj, ID)
-            except (AttributeError, TypeError):
-                nid = None
-        if nid is None:
-            nid = self.slots_ids.get(id(obj))
-        return nid if type(nid) is int else None
+    def _node_id_reader(self) -> Callable[[object], int | None]:
+        """`node_id(obj)`: the id of a recorded node, None for anything else; runs no code
+        of `obj`'s. (It reads the id as an attribute: asking for `__dict__` would make
+        Python build the node's dict, and slow down every later read of its fields.)"""
+        plain_types, slots_get = self._plain_id_types, self.slots_ids.get
+        get_attribute = object.__getattribute__
+
+        def node_id(obj: object) -> int | None:
+            cls = type(obj)
+            plain = plain_types.get(cls)
+            if plain is None:  # no class on the way defines the name: nothing of theirs runs
+                plain = plain_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
+            nid = None
+            if plain:
+                try:
+                    nid = get_attribute(obj, ID)
+                except (AttributeError, TypeError):
+                    nid = None
+            if nid is None:
+                nid = slots_get(id(obj))
+            return nid if type(nid) is int else None
+
+        return node_id
 
     def is_leaf(self, nid: int) -> bool:
         nodes, N = self.nodes, NODE_FIELDS
@@ -1160,7 +1216,8 @@ def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | 
     """A set of children as a set-like keys view in a fixed order.
 
     A set iterates in address order, which changes from run to run; keep the order the
-    children were passed to `__init__`, else sort them by node id (`node_id(child)`)."""
+    children were passed to `__init__`, else sort them by node id (`node_id(child)`).
+    (The recorder leaves a set of one child as it is: it has one order.)"""
     given = args[1] if len(args) > 1 else kwargs.get("_children", ())
     try:
         keys = dict.fromkeys(given).keys()

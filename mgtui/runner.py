@@ -35,6 +35,9 @@ OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
 FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
 
 
+UI_FIRST = 5  # `RunSpec.nice` for the app's runs
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """What the child runs, as it travels to it (JSON on its stdin)."""
@@ -47,6 +50,9 @@ class RunSpec:
     argv: tuple[str, ...] = ()
     job: str | None = None  # "module:function" giving the doctor's hooks, in the child
     job_args: dict = field(default_factory=dict)
+    # How much lower the child's CPU priority is than this process's: the app's runs
+    # (its UI comes before the recording on a busy machine); 0 for the headless modes.
+    nice: int = 0
 
     def to_json(self) -> str:
         d = dict(self.__dict__)
@@ -111,6 +117,12 @@ class Run:
                 cwd=os.getcwd())
         finally:
             os.close(write_fd)
+        if self.spec.nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, self._proc.pid,
+                               os.getpriority(os.PRIO_PROCESS, 0) + self.spec.nice)
+            except (OSError, AttributeError):  # not allowed, or no such call here
+                pass
         assert self._proc.stdin is not None
         self._proc.stdin.write(self.spec.to_json().encode())
         self._proc.stdin.close()

@@ -16,7 +16,7 @@ import sys
 import threading
 
 from mgtui import tracefile
-from mgtui.call_values import CallValues, chained
+from mgtui.call_values import CallValues
 from mgtui.recorder import (
     EVENT_FIELDS,
     NODE_FIELDS,
@@ -68,7 +68,7 @@ class Flusher:
         self.nodes = self.events = self.writes = self.closures = 0  # records sent
         self.kids = 0
         self.labels: list[str] = []  # as sent
-        self.names = 0  # of the recorder's names (`Namer.names`), those looked at
+        self.names = 0  # of the recorder's names (`Namer.name_ids`), those looked at
         self.held: list = []  # names of nodes not sent yet
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -121,9 +121,10 @@ class Flusher:
 
     def _names(self) -> list[list]:
         """The names confirmed since the last flush, of nodes already sent."""
-        found = self.rec.namer.names
-        new = self.held + found[self.names : len(found)]
-        self.names += len(new) - len(self.held)
+        namer = self.rec.namer
+        n = len(namer.name_texts)  # (each name's id is appended before its text)
+        new = self.held + list(zip(namer.name_ids[self.names : n], namer.name_texts[self.names : n]))
+        self.names = n
         self.held = [pair for pair in new if pair[0] >= self.nodes]
         return [[nid, name] for nid, name in new if nid < self.nodes]
 
@@ -145,22 +146,22 @@ class Flusher:
         self.nodes, self.kids = n, ends[-1]
         return tracefile.encode_chunk(NodeChunk(
             tuple(labels), strings(raw[1::N]), floats(raw[3::N]), ints(raw[4::N]),
-            array("q", (e - base for e in ends)), array("q", kids)))
+            array("i", (e - base for e in ends)), array("i", kids)))
 
     def _events(self, n: int) -> bytes:
         E = EVENT_FIELDS
         raw = self.rec.events[self.events * E : n * E]
         self.events = n
         return tracefile.encode_chunk(EventChunk(
-            array("b", raw[0::E]), array("q", raw[1::E]), floats(raw[2::E]), floats(raw[3::E]),
-            ints(raw[4::E]), array("i", raw[5::E]), array("q", (w // WRITE_FIELDS for w in raw[6::E]))))
+            array("b", raw[0::E]), array("i", raw[1::E]), floats(raw[2::E]), floats(raw[3::E]),
+            ints(raw[4::E]), array("i", raw[5::E]), array("i", (w // WRITE_FIELDS for w in raw[6::E]))))
 
     def _writes(self, n: int) -> bytes:
         W = WRITE_FIELDS
         raw = self.rec.writes[self.writes * W : n * W]
         self.writes = n
         return tracefile.encode_chunk(WriteChunk(
-            array("q", raw[0::W]), array("b", raw[1::W]), floats(raw[2::W]), floats(raw[3::W]),
+            array("i", raw[0::W]), array("b", raw[1::W]), floats(raw[2::W]), floats(raw[3::W]),
             ints(raw[4::W])))
 
     def late_labels(self, labels: list[str]) -> list[list]:
@@ -189,6 +190,18 @@ def job_hooks(spec: RunSpec) -> tuple[dict, object]:
     return make(**spec.job_args)
 
 
+def child_recorder(scenario, hooks: dict, **options) -> tuple[Recorder, CallValues | None]:
+    """The recorder the child runs, with a job's hooks and, unless the job says
+    `call_values: False`, the custom ops' values read as each `_backward` begins.
+    (`bench/record_overhead.py` times a recording made here.)"""
+    hooks = dict(hooks)
+    values = CallValues() if hooks.pop("call_values", True) else None
+    recorder = Recorder(scenario, on_backward=values, **hooks, **options)
+    if values is not None:
+        values.recorder = recorder
+    return recorder, values
+
+
 def serve(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     # Leave no bytecode in the user's project: a module edited and run again within the
@@ -203,12 +216,9 @@ def serve(spec: RunSpec, fd: int) -> None:
         stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
         os._exit(2)
     hooks, job = job_hooks(spec)
-    values = CallValues() if hooks.pop("call_values", True) else None
-    hooks["before_backward"] = chained(values, hooks.get("before_backward"))
-    recorder = Recorder(scenario, seed=spec.seed, max_nodes=spec.max_nodes,
-                        timeout=spec.timeout, capture_output=False, argv=spec.argv, **hooks)
-    if values is not None:
-        values.recorder = recorder
+    recorder, values = child_recorder(scenario, hooks, seed=spec.seed,
+                                      max_nodes=spec.max_nodes, timeout=spec.timeout,
+                                      capture_output=False, argv=spec.argv)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 

@@ -15,14 +15,15 @@ import math
 import re
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from copy import copy
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import add, le, lt, mul, sub
-from typing import Iterable, Iterator, Literal, Sequence
+from collections.abc import Sequence
+from typing import Iterable, Iterator, Literal
 
 from mgtui import notebook
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
@@ -171,7 +172,8 @@ class Trace:
     """A recorded run. Make one with a `TraceBuilder` (the recorder and the loaders do).
 
     `node_data`, `final_data` and `final_grad` are per-node arrays indexed by id: the
-    value at creation, and the data and grad at the end. Everything else is asked for.
+    value at creation, and the data and grad at the end (replayed on first use).
+    Everything else is asked for.
     """
 
     scenario: str
@@ -179,24 +181,26 @@ class Trace:
     notes: str
     source: str
     # nodes, columnar
-    _label: tuple[str, ...]
-    _op: tuple[str, ...]
+    _label: Texts
+    _op_code: array  # 'B', 'H' or 'i': an index into `_ops`
+    _ops: tuple[str, ...]  # each op once
     node_data: array  # 'd'
     _line: array  # 'i', 0 = unknown
-    _child_start: array  # 'q', len = nodes + 1
-    _child_ids: array  # 'q'; -1 for a child made before the recording started
-    final_data: array  # 'd'
-    final_grad: array  # 'd'
+    _child_start: array  # 'i', len = nodes + 1
+    _child_ids: array  # 'i'; -1 for a child made before the recording started
     # events, columnar
     _ev_kind: array  # 'b', EventKind.code
-    _ev_node: array  # 'q'
-    _ev_before: array  # 'd'
-    _ev_after: array  # 'd'
+    _ev_node: array  # 'i'
     _ev_line: array  # 'i'
     _ev_closure: array  # 'i', -1 = none
-    _ev_write_start: array  # 'q', len = events + 1
+    _ev_write_start: array  # 'i', len = events + 1
+    # the grad and data writes outside `_backward` calls ("lone" writes, the few events
+    # with a before and an after), columnar: their event indices, in order, and values
+    _lone_at: array  # 'i'
+    _lone_before: array  # 'd'
+    _lone_after: array  # 'd'
     # writes made inside `_backward` calls, columnar
-    _wr_node: array  # 'q'
+    _wr_node: array  # 'i'
     _wr_field: array  # 'b', Field.code
     _wr_before: array  # 'd'
     _wr_after: array  # 'd'
@@ -206,14 +210,14 @@ class Trace:
     output: str = ""
     passes: tuple[Pass, ...] = field(default=())
     # the name a node without a label goes by (`mgtui.naming`), "" if none; len = nodes
-    _name: tuple[str, ...] = ()
+    _name: Texts = field(default_factory=lambda: Texts(()))
     # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
     _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     # -- sizes -------------------------------------------------------------------------
     @property
     def node_count(self) -> int:
-        return len(self._op)
+        return len(self._op_code)
 
     def __len__(self) -> int:
         """The number of events (steps)."""
@@ -228,15 +232,29 @@ class Trace:
     def label(self, nid: int) -> str:
         """What a node is called: its `.label`, else the variable or path it was named
         by (`mgtui.naming`), else `#id`."""
-        return self._label[nid] or self._name[nid] or f"#{nid}"
+        return self._label.get(nid) or self._name.get(nid) or f"#{nid}"
 
     def derived_name(self, nid: int) -> str:
         """The name the node goes by when it has no `.label` of its own ("" if it has one,
         or has no name either)."""
-        return "" if self._label[nid] else self._name[nid]
+        return "" if self._label.get(nid) else self._name.get(nid) or ""
 
     def op(self, nid: int) -> str:
-        return self._op[nid]
+        return self._ops[self._op_code[nid]]
+
+    @property
+    def final_data(self) -> array:
+        """Every node's data at the end of the run ('d', by id)."""
+        return self._final[0]
+
+    @property
+    def final_grad(self) -> array:
+        """Every node's grad at the end of the run ('d', by id)."""
+        return self._final[1]
+
+    @cached_property
+    def _final(self) -> tuple[array, array]:
+        return self.state_at(len(self))
 
     def line(self, nid: int) -> int | None:
         """The scenario line that made node `nid`."""
@@ -263,7 +281,7 @@ class Trace:
         return Node(
             id=nid,
             label=self.label(nid),
-            op=self._op[nid],
+            op=self.op(nid),
             children=self.children(nid),
             data=self.node_data[nid],
             line=self.line(nid),
@@ -301,8 +319,12 @@ class Trace:
         return self._ev_node[index]
 
     def change(self, index: int) -> tuple[float, float]:
-        """(before, after) of a lone grad or data write."""
-        return self._ev_before[index], self._ev_after[index]
+        """(before, after) of a lone grad or data write; (0.0, 0.0) for other events."""
+        at = self._lone_at
+        k = bisect_left(at, index)
+        if k < len(at) and at[k] == index:
+            return self._lone_before[k], self._lone_after[k]
+        return 0.0, 0.0
 
     def closure_index(self, index: int) -> int | None:
         """Which of `closures` a `_backward` event ran, or None."""
@@ -382,12 +404,13 @@ class Trace:
 
     def event(self, index: int) -> Event:
         kind = self._ev_kind[index]
+        before, after = self.change(index) if kind >= _GRAD else (0.0, 0.0)
         return Event(
             index=index,
             kind=_KINDS[kind],
             node=self._ev_node[index],
-            before=self._ev_before[index],
-            after=self._ev_after[index],
+            before=before,
+            after=after,
             line=self._ev_line[index] or None,
             writes=self.writes(index) if kind == _BACKWARD else (),
             closure=self.closure_index(index),
@@ -515,9 +538,9 @@ class Trace:
         Returns how many nodes it made (0 or 1)."""
         kind = self._ev_kind[index]
         if kind == _GRAD:
-            grad[self._ev_node[index]] = self._ev_after[index]
+            grad[self._ev_node[index]] = self.change(index)[1]
         elif kind == _DATA:
-            data[self._ev_node[index]] = self._ev_after[index]
+            data[self._ev_node[index]] = self.change(index)[1]
         node, fld, after = self._wr_node, self._wr_field, self._wr_after
         for w in range(self._ev_write_start[index], self._ev_write_start[index + 1]):
             (grad if fld[w] == 0 else data)[node[w]] = after[w]
@@ -531,9 +554,9 @@ class Trace:
         for w in range(self._ev_write_start[index + 1] - 1, self._ev_write_start[index] - 1, -1):
             (grad if fld[w] == 0 else data)[node[w]] = before[w]
         if kind == _GRAD:
-            grad[self._ev_node[index]] = self._ev_before[index]
+            grad[self._ev_node[index]] = self.change(index)[0]
         elif kind == _DATA:
-            data[self._ev_node[index]] = self._ev_before[index]
+            data[self._ev_node[index]] = self.change(index)[0]
         return 1 if kind == _CREATE else 0
 
     # -- passes ------------------------------------------------------------------------
@@ -701,7 +724,8 @@ class Trace:
         n = len(self)
         start, end = max(0, min(start, n)), max(0, min(end, n))
         if start < end:
-            replay_into(self._ev_kind, self._ev_node, self._ev_after, self._ev_write_start,
+            replay_into(self._ev_kind, self._ev_node, self._lone_after,
+                        bisect_left(self._lone_at, start), self._ev_write_start,
                         self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
                         start, end, data, grad)
 
@@ -715,12 +739,9 @@ class Trace:
         w = self._first_non_finite(self._wr_after)
         if w is not None:  # the last event whose writes start at or before it made it
             found.append(bisect_right(self._ev_write_start, w) - 1)
-        kinds, after = self._ev_kind, self._ev_after
-        lone = self._first_non_finite(after)
-        while lone is not None and kinds[lone] not in (_GRAD, _DATA):
-            lone = self._first_non_finite(after, lone + 1)
+        lone = self._first_non_finite(self._lone_after)
         if lone is not None:
-            found.append(lone)
+            found.append(self._lone_at[lone])
         found = [i for i in found if i >= 0]
         return min(found) if found else None
 
@@ -744,30 +765,32 @@ class NodeChunk:
     ops: tuple[str, ...]
     data: array  # 'd'
     lines: array  # 'i'
-    child_ends: array  # 'q'
-    child_ids: array  # 'q'
+    child_ends: array  # 'i'
+    child_ids: array  # 'i'
     names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
 
 
 @dataclass(frozen=True)
 class EventChunk:
     """Events in order. Kinds are `EventKind.code`; `write_starts[k]` is the number of
-    writes made before event k over the whole run."""
+    writes made before event k over the whole run. `before` and `after` are those of
+    the lone writes among them (grad and data events), in order; one per event is
+    taken too, and only those kept."""
 
     kinds: array  # 'b'
-    nodes: array  # 'q'
+    nodes: array  # 'i'
     before: array  # 'd'
     after: array  # 'd'
     lines: array  # 'i'
     closures: array  # 'i'
-    write_starts: array  # 'q'
+    write_starts: array  # 'i'
 
 
 @dataclass(frozen=True)
 class WriteChunk:
     """Writes made inside `_backward` calls, in order. Fields are `Field.code`."""
 
-    nodes: array  # 'q'
+    nodes: array  # 'i'
     fields: array  # 'b'
     before: array  # 'd'
     after: array  # 'd'
@@ -784,15 +807,17 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
     for lo in range(0, t.node_count, size):
         hi = min(lo + size, t.node_count)
         base = t._child_start[lo]
-        names = t._name[lo:hi]
-        yield NodeChunk(t._label[lo:hi], t._op[lo:hi], t.node_data[lo:hi], t._line[lo:hi],
-                        array("q", (e - base for e in t._child_start[lo + 1 : hi + 1])),
+        names = t._name.slice(lo, hi)
+        yield NodeChunk(t._label.slice(lo, hi), tuple(map(t._ops.__getitem__, t._op_code[lo:hi])),
+                        t.node_data[lo:hi], t._line[lo:hi],
+                        array("i", (e - base for e in t._child_start[lo + 1 : hi + 1])),
                         t._child_ids[base : t._child_start[hi]], names if any(names) else ())
     w = 0
     for lo in range(0, len(t), size):
         hi = min(lo + size, len(t))
-        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._ev_before[lo:hi],
-                         t._ev_after[lo:hi], t._ev_line[lo:hi], t._ev_closure[lo:hi],
+        a, b = bisect_left(t._lone_at, lo), bisect_left(t._lone_at, hi)
+        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._lone_before[a:b],
+                         t._lone_after[a:b], t._ev_line[lo:hi], t._ev_closure[lo:hi],
                          t._ev_write_start[lo:hi])
         end = t._ev_write_start[hi]
         if end > w:
@@ -817,16 +842,17 @@ class TraceBuilder:
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("i")
-        self.child_start = array("q", [0])
-        self.child_ids = array("q")
+        self.child_start = array("i", [0])
+        self.child_ids = array("i")
         self.ev_kind = array("b")
-        self.ev_node = array("q")
-        self.ev_before = array("d")
-        self.ev_after = array("d")
+        self.ev_node = array("i")
         self.ev_line = array("i")
         self.ev_closure = array("i")
-        self.ev_write_start = array("q")
-        self.wr_node = array("q")
+        self.ev_write_start = array("i")
+        self.lone_at = array("i")  # the grad and data events outside `_backward`
+        self.lone_before = array("d")
+        self.lone_after = array("d")
+        self.wr_node = array("i")
         self.wr_field = array("b")
         self.wr_before = array("d")
         self.wr_after = array("d")
@@ -838,10 +864,9 @@ class TraceBuilder:
         self._checked_nodes = self._checked_events = self._checked_writes = 0
         self._made = 0  # nodes made by the checked events
         self._inert_labels: list[str] = []
-        self._inert_ops: list[str] = []
-        self._final_data = array("d")
-        self._final_grad = array("d")
-        self._final_events = 0  # replayed into the final state
+        self._op_code = array("B")  # the ops made inert, each once in `_ops`
+        self._ops: list[str] = []
+        self._op_codes: dict[str, int] = {}
         self.values: dict[int, tuple[tuple[str, float], ...]] = {}
 
     @property
@@ -860,26 +885,39 @@ class TraceBuilder:
         self.ops.append(op)
         self.node_data.append(data)
         self.node_line.append(line)
-        self.child_ids.extend(children)
+        try:
+            self.child_ids.extend(children)
+        except OverflowError:
+            raise TraceFormatError(f"nodes[{nid}].children", "an id is out of range") from None
         self.child_start.append(len(self.child_ids))
         return nid
 
     def add_event(self, kind: EventKind, node: int, before: float = 0.0, after: float = 0.0,
                   line: int = 0, closure: int = -1) -> int:
         index = len(self.ev_kind)
-        self.ev_kind.append(kind.code)
-        self.ev_node.append(node)
-        self.ev_before.append(before)
-        self.ev_after.append(after)
+        code = kind.code
+        self.ev_kind.append(code)
+        try:
+            self.ev_node.append(node)
+            self.ev_closure.append(closure)
+        except OverflowError:
+            raise TraceFormatError(f"events[{index}]", "an id is out of range") from None
         self.ev_line.append(line)
-        self.ev_closure.append(closure)
         self.ev_write_start.append(len(self.wr_node))
+        if code >= _GRAD:
+            self.lone_at.append(index)
+            self.lone_before.append(before)
+            self.lone_after.append(after)
         return index
 
     def add_write(self, node: int, field_: Field, before: float, after: float,
                   line: int = 0) -> None:
         """A write made by the `_backward` call of the last event added."""
-        self.wr_node.append(node)
+        try:
+            self.wr_node.append(node)
+        except OverflowError:
+            raise TraceFormatError(f"writes[{len(self.wr_node)}].node",
+                                   "an id is out of range") from None
         self.wr_field.append(field_.code)
         self.wr_before.append(before)
         self.wr_after.append(after)
@@ -931,25 +969,38 @@ class TraceBuilder:
         self.ops.extend(ops)
         self.node_data.extend(data)
         self.node_line.extend(lines)
-        self.child_ids.extend(child_ids)
-        self.child_start.extend(child_ends if base == 0 else map(base.__add__, child_ends))
+        _extend(self.child_ids, child_ids, "nodes.children")
+        _extend(self.child_start, child_ends if base == 0 else map(base.__add__, child_ends),
+                "nodes.children")
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
                    write_starts: Sequence[int]) -> None:
         """Events in order. `write_starts[k]` is the number of writes made before event
-        k, over the whole run (writes are numbered by the recorder, not by the chunk)."""
+        k, over the whole run (writes are numbered by the recorder, not by the chunk).
+        `before` and `after` are those of the lone writes among the events (grad and
+        data events), in order; given one per event, only theirs are kept."""
+        e0 = len(self.ev_kind)
         self.ev_kind.extend(kinds)
-        self.ev_node.extend(nodes)
-        self.ev_before.extend(before)
-        self.ev_after.extend(after)
+        _extend(self.ev_node, nodes, "events.node")
         self.ev_line.extend(lines)
-        self.ev_closure.extend(closures)
-        self.ev_write_start.extend(write_starts)
+        _extend(self.ev_closure, closures, "events.closure")
+        _extend(self.ev_write_start, write_starts, "events.writes")
+        lone = self.ev_kind[e0:].tobytes().translate(_LONE)  # 1 for a lone write, else 0
+        count = lone.count(1)
+        if count:
+            self.lone_at.extend(compress(range(e0, len(self.ev_kind)), lone))
+        if len(before) != count or len(after) != count:
+            if len(before) != len(lone) or len(after) != len(lone):
+                raise TraceFormatError("events.before", f"{len(before)} and {len(after)} values "
+                                       f"for {count} grad and data writes")
+            before, after = compress(before, lone), compress(after, lone)
+        self.lone_before.extend(before)
+        self.lone_after.extend(after)
 
     def add_writes(self, nodes: Sequence[int], fields: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int]) -> None:
-        self.wr_node.extend(nodes)
+        _extend(self.wr_node, nodes, "writes.node")
         self.wr_field.extend(fields)
         self.wr_before.extend(before)
         self.wr_after.extend(after)
@@ -984,9 +1035,12 @@ class TraceBuilder:
         while keep > self._checked_events and self.ev_write_start[keep - 1] > w:
             keep -= 1
         if keep < len(self.ev_write_start):
-            for column in (self.ev_kind, self.ev_node, self.ev_before, self.ev_after,
-                           self.ev_line, self.ev_closure, self.ev_write_start):
+            for column in (self.ev_kind, self.ev_node, self.ev_line, self.ev_closure,
+                           self.ev_write_start):
                 del column[keep:]
+            lone = bisect_left(self.lone_at, keep)
+            for column in (self.lone_at, self.lone_before, self.lone_after):
+                del column[lone:]
 
     # -- checking what was added -----------------------------------------------------------
     def validate(self, passes: Sequence[tuple[str, int, int]] | None = None,
@@ -1021,8 +1075,12 @@ class TraceBuilder:
         if len(self.child_start) != n + 1 or self.child_start[-1] != len(self.child_ids):
             raise TraceFormatError("nodes.children", "the children do not add up")
         labels, ops = self.labels[n0:], self.ops[n0:]
-        if not (set(map(type, labels)) | set(map(type, ops))) <= {str} and not all(
-                isinstance(x, str) for x in chain(labels, ops)):
+        try:  # (joining fails on anything but strings, at C speed)
+            "".join(labels), "".join(ops)  # noqa: B018
+            strings = True
+        except TypeError:
+            strings = False
+        if not strings:
             bad = next(k for k in range(n0, n)
                        if not isinstance(self.labels[k], str) or not isinstance(self.ops[k], str))
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
@@ -1046,11 +1104,15 @@ class TraceBuilder:
     def _validate_events(self, e0: int) -> int:
         """Check events `e0` on; the number of nodes made by all the events."""
         e, n = self.event_count, self.node_count
-        for name, column in (("node", self.ev_node), ("before", self.ev_before),
-                             ("after", self.ev_after), ("line", self.ev_line),
+        for name, column in (("node", self.ev_node), ("line", self.ev_line),
                              ("closure", self.ev_closure), ("writes", self.ev_write_start)):
             if len(column) != e:
                 raise TraceFormatError(f"events.{name}", f"{len(column)} values for {e} events")
+        lone = len(self.lone_at)
+        for name, column in (("before", self.lone_before), ("after", self.lone_after)):
+            if len(column) != lone:
+                raise TraceFormatError(f"events.{name}", f"{len(column)} values for "
+                                       f"{lone} grad and data writes")
         if e0 >= e:
             return self._made
         kinds, nodes, closure = self.ev_kind[e0:], self.ev_node[e0:], self.ev_closure[e0:]
@@ -1062,9 +1124,8 @@ class TraceBuilder:
         # (which also keeps every node below the count: no max() over 400k events).
         made0 = self._made
         creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
-        made = array("q", compress(nodes, creating))
-        if _negative(nodes) or not all(map(lt, nodes,
-                                           islice(accumulate(creating, initial=made0), 1, None))):
+        made = array("i", compress(nodes, creating))
+        if _negative(nodes) or not _named_once_made(kind_bytes, creating, nodes, made0):
             existing = islice(accumulate(creating, initial=made0), 1, None)
             i = next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < m)
             nid, i = nodes[i], e0 + i
@@ -1074,7 +1135,7 @@ class TraceBuilder:
                 raise TraceFormatError(f"events[{i}].node", f"makes node {nid}, but the next "
                                        f"node to be made is {made0 + creating[:i - e0].count(1)}")
             raise TraceFormatError(f"events[{i}].node", f"node {nid} is used before it is made")
-        if made != array("q", range(made0, made0 + len(made))):
+        if made != array("i", range(made0, made0 + len(made))):
             k = next(k for k, nid in enumerate(made) if nid != made0 + k)
             i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
             raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
@@ -1139,27 +1200,27 @@ class TraceBuilder:
         keep = (lambda column: column) if last else copy
         write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
-        self._catch_up_final(write_start)
+        n = self.node_count
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
             notes=inert(self.notes),
             source=inert(self.source),
-            _label=tuple(self._inert_labels),
-            _op=tuple(self._inert_ops),
+            _label=Texts(self._inert_labels),
+            _op_code=keep(self._op_code),
+            _ops=tuple(self._ops),
             node_data=keep(self.node_data),
             _line=keep(self.node_line),
             _child_start=keep(self.child_start),
             _child_ids=keep(self.child_ids),
-            final_data=keep(self._final_data),
-            final_grad=keep(self._final_grad),
             _ev_kind=keep(self.ev_kind),
             _ev_node=keep(self.ev_node),
-            _ev_before=keep(self.ev_before),
-            _ev_after=keep(self.ev_after),
             _ev_line=keep(self.ev_line),
             _ev_closure=keep(self.ev_closure),
             _ev_write_start=write_start,
+            _lone_at=keep(self.lone_at),
+            _lone_before=keep(self.lone_before),
+            _lone_after=keep(self.lone_after),
             _wr_node=keep(self.wr_node),
             _wr_field=keep(self.wr_field),
             _wr_before=keep(self.wr_before),
@@ -1169,7 +1230,8 @@ class TraceBuilder:
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
-            _name=_inert_names(self._names_column()),
+            _name=Texts.of({nid: inert_line(name) for nid, name in self.names.items() if nid < n},
+                           n),
         )
         n, kinds = self.event_count, self.ev_kind
         object.__setattr__(trace, "_values", {
@@ -1185,47 +1247,31 @@ class TraceBuilder:
             self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace
 
-    def _names_column(self) -> list[str]:
-        names = [""] * len(self.ops)
-        for nid, name in self.names.items():
-            if nid < len(names):
-                names[nid] = name
-        return names
-
     def _catch_up_names(self) -> None:
         """Labels and ops made inert, for the nodes added since the last build (later
-        labels are made inert by `relabel`). Equal names share one string."""
+        labels are made inert by `relabel`). Equal labels share one string; each op is
+        kept once, and a node holds its number."""
         k = len(self._inert_labels)
-        one = {}.setdefault  # equal names, one string
+        one = {}.setdefault  # equal labels, one string
         labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
         self._inert_labels.extend(map(one, labels, labels))
-        self._inert_ops.extend(map(one, ops, ops))
-
-    def _catch_up_final(self, write_start: array) -> None:
-        """Every node's data and grad at the end of what was added: the events since the
-        last build replayed into the state it left (`write_start` has one entry more
-        than there are events: where the writes end). The last event it saw is replayed
-        again, as its `_backward` may have written more since; in order, that changes
-        nothing it had written."""
-        final_data, final_grad = self._final_data, self._final_grad
-        k, n = len(final_data), self.node_count
-        if k < n:
-            final_data.extend(self.node_data[k:n])
-            final_grad.frombytes(bytes(8 * (n - k)))
-        start, end = max(self._final_events - 1, 0), len(self.ev_kind)
-        replay_into(self.ev_kind, self.ev_node, self.ev_after, write_start, self.wr_node,
-                    self.wr_field, self.wr_after, 1 not in self.wr_field[write_start[start]:],
-                    start, end, final_data, final_grad)
-        self._final_events = end
+        codes = self._op_codes
+        for op in set(ops) - codes.keys():
+            codes[op] = len(self._ops)
+            self._ops.append(op)
+        if len(self._ops) > _CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
+            self._op_code = array("H" if len(self._ops) <= _CODE_LIMIT["H"] else "i",
+                                  self._op_code)
+        self._op_code.extend(map(codes.__getitem__, ops))
 
 
-def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: array,
-                wr_node: array, wr_field: array, wr_after: array, only_grads: bool,
-                start: int, end: int, data: array, grad: array) -> None:
+def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
+                write_start: array, wr_node: array, wr_field: array, wr_after: array,
+                only_grads: bool, start: int, end: int, data: array, grad: array) -> None:
     """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
     each write replayed once, in order. Writes inside `_backward` calls are merged a run
-    at a time with `dict.update`, and only the few writes outside them are visited one
-    by one."""
+    at a time with `dict.update`, and only the few writes outside them (the lone writes,
+    whose values are `lone_after` from `lone` on) are visited one by one."""
     grads: dict[int, float] = {}
     datas: dict[int, float] = {}
     w = write_start[start]
@@ -1243,12 +1289,100 @@ def replay_into(ev_kind: array, ev_node: array, ev_after: array, write_start: ar
         stop = write_start[i]
         apply(stop)
         w = stop
-        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = ev_after[i]
+        (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = lone_after[lone]
+        lone += 1
     apply(write_start[end])
     for nid, value in grads.items():
         grad[nid] = value
     for nid, value in datas.items():
         data[nid] = value
+
+
+def _named_once_made(kinds: bytes, creating: bytes, nodes: array, made0: int) -> bool:
+    """Does every event name a node made before it (a creation, the node it makes),
+    given `made0` nodes made before these events? Checked a run of events that make
+    nothing at a time, against the nodes made before the run: a max() per run, instead
+    of a comparison per event. Creations are checked to make the next node elsewhere."""
+    runs = 1 + sum(kinds.count(bytes((_CREATE, k))) for k in (_BACKWARD, _GRAD, _DATA))
+    if runs * 64 > len(kinds):  # creations and uses interleaved: event by event
+        return all(map(lt, nodes, islice(accumulate(creating, initial=made0), 1, None)))
+    made, end = made0, 0
+    for run in _USING.finditer(kinds):
+        start, stop = run.span()
+        made += start - end  # the creations between the last run and this one
+        end = stop
+        if max(nodes[start:stop]) >= made:
+            return False
+    return True
+
+
+def _extend(column: array, values: Iterable[int], where: str) -> None:
+    """Append ids to an int32 column; one too big for it is a corrupt trace."""
+    try:
+        column.extend(values)
+    except OverflowError:
+        raise TraceFormatError(where, "an id or count is out of range") from None
+    except TypeError:  # an array of another type (an older file's 64-bit ids)
+        try:
+            column.extend(array(column.typecode, values))
+        except OverflowError:
+            raise TraceFormatError(where, "an id or count is out of range") from None
+
+
+_CODE_LIMIT = {"B": 256, "H": 65536, "i": 2**31}  # how many ops an op-code column can tell apart
+
+
+class Texts(Sequence[str]):
+    """Per-node strings (labels, names), most of them empty in a big graph: when the
+    others are few they are kept by id, else all of them in a tuple. `get(nid)` is the
+    quick way to read one (a built-in's method: the node table asks for thousands); it
+    gives None for an empty one kept by id."""
+
+    __slots__ = ("_all", "_some", "_len", "get")
+
+    def __init__(self, values: Sequence[str]) -> None:
+        n = len(values)
+        if n > 64 and sum(map(bool, values)) * 4 < n:
+            self._all, self._some = None, dict(zip(compress(range(n), values),
+                                                   compress(values, values)))
+        else:
+            self._all, self._some = tuple(values), None
+        self._len = n
+        self.get = self._all.__getitem__ if self._all is not None else self._some.get
+
+    @classmethod
+    def of(cls, some: dict[int, str], n: int) -> Texts:
+        """The strings of `n` nodes, of which those in `some` are not empty."""
+        if len(some) * 4 >= n:
+            values = [""] * n
+            for nid, text in some.items():
+                values[nid] = text
+            return cls(values)
+        texts = cls(())
+        texts._all, texts._some, texts._len, texts.get = None, some, n, some.get
+        return texts
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, nid):  # type: ignore[override]
+        if self._all is not None:
+            return self._all[nid]
+        if isinstance(nid, slice):
+            return self.slice(*nid.indices(self._len)[:2])
+        if not -self._len <= nid < self._len:
+            raise IndexError(nid)
+        return self._some.get(nid % self._len, "")
+
+    def slice(self, lo: int, hi: int) -> tuple[str, ...]:
+        if self._all is not None:
+            return self._all[lo:hi]
+        return tuple(map(self._some.get, range(lo, hi), repeat("")))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Texts) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:
@@ -1306,7 +1440,7 @@ def split_passes(trace: Trace) -> list[Pass]:
     bytes, so only grad writes are looked at one by one, and each only once.
     """
     kinds = trace._ev_kind
-    nodes, after = trace._ev_node, trace._ev_after
+    nodes, after = trace._ev_node, trace._lone_after
     n = len(kinds)
     spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
 
@@ -1324,6 +1458,7 @@ def split_passes(trace: Trace) -> list[Pass]:
             continue
         # Walk the run backwards, so each write knows at once whether a `_backward`
         # follows the writes to its node that come right after it (linear, not quadratic).
+        lone = bisect_left(trace._lone_at, start) - start  # grad writes are lone writes
         seeds = [False] * (end - start)
         seeded = end < n and kinds[end] == _BACKWARD
         for i in range(end - 1, start - 1, -1):
@@ -1333,7 +1468,7 @@ def split_passes(trace: Trace) -> list[Pass]:
         for i in range(start, end):
             if seeds[i - start]:
                 add("backward", i, i + 1)
-            elif after[i] == 0:
+            elif after[lone + i] == 0:
                 add("zero_grad", i, i + 1)
             else:
                 add("other", i, i + 1)
@@ -1343,6 +1478,8 @@ def split_passes(trace: Trace) -> list[Pass]:
 
 _KIND_BYTES = bytes(range(_DATA + 1))
 _CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
+_LONE = bytes(int(b in (_GRAD, _DATA)) for b in range(256))
+_USING = re.compile(b"[^%c]+" % _CREATE)  # a run of events that make no node
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
 

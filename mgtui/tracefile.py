@@ -7,11 +7,12 @@ an 8-byte little-endian length and a payload:
     H  header: JSON {"scenario", "title", "notes", "source"}
     C  one `_backward` closure's source: JSON {"name", "filename", "first_line", "lines", "default"}
     N  nodes (zlib):  u32 count, u32 children; data f64[count], lines i32[count],
-               child_ends i64[count], child_ids i64[children]; JSON [labels, ops]
+               child_ends i32[count], child_ids i32[children]; JSON [labels, ops]
                or [labels, ops, names] (the names of `mgtui.naming`; older files have none)
-    E  events (zlib): u32 count; kinds i8, nodes i64, before f64, after f64, lines i32,
-               closures i32, write_starts i64 (each [count])
-    W  writes (zlib): u32 count; nodes i64, fields i8, before f64, after f64, lines i32
+    E  events (zlib): u32 count, u32 lone; kinds i8, nodes i32, lines i32, closures i32,
+               write_starts i32 (each [count]); before f64, after f64 (each [lone]: the
+               grad and data writes outside `_backward`, the only events with values)
+    W  writes (zlib): u32 count; nodes i32, fields i8, before f64, after f64, lines i32
     M  names given late, while a scenario still runs: JSON [[id, name], ...]
     V  values read by `_backward` calls as they began (optional; older files have none):
                JSON [[event, [[name, value], ...]], ...], a value that is not finite as
@@ -24,6 +25,9 @@ and repeated zeros). They carry the trace's chunks (`mgtui.trace.chunks_of`), so
 be written while a scenario still runs and read as they arrive. Numbers are stored as
 they are, so nan and inf need no special form. JSON (`mgtui.export`) stays the format
 for interchange; this one is for saving and loading big traces.
+
+Version 2 stores ids in 32 bits and the values of only the events that have them.
+Version 1 files (64-bit ids, a before and an after for every event) are still read.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import struct
 import sys
 import zlib
 from array import array
+from itertools import compress
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -45,6 +50,7 @@ from mgtui.trace import (
     Chunk,
     Closure,
     EventChunk,
+    EventKind,
     NodeChunk,
     Trace,
     TraceBuilder,
@@ -55,7 +61,8 @@ from mgtui.trace import (
 )
 
 MAGIC = b"MGTUI\0TR"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # the versions this mgtui reads
 SUFFIX = ".mgtrace"
 _HEAD = struct.Struct("<8sHH")
 _RECORD = struct.Struct("<cQ")
@@ -63,6 +70,7 @@ _COUNT = struct.Struct("<I")
 _COUNTS = struct.Struct("<II")
 _BIG = sys.byteorder == "big"
 MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
+_LONE = bytes(int(b in (EventKind.GRAD.code, EventKind.DATA.code)) for b in range(256))
 
 
 def is_trace_file(path: str | os.PathLike) -> bool:
@@ -94,22 +102,38 @@ def _record(tag: bytes, payload: bytes) -> bytes:
     return _RECORD.pack(tag, len(payload)) + payload
 
 
+def _i32(a: array) -> array:
+    return a if a.typecode == "i" else array("i", a)
+
+
 def encode_chunk(chunk: Chunk) -> bytes:
     """One N, E or W record."""
     if isinstance(chunk, NodeChunk):
         payload = b"".join((
             _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
-            _le(chunk.data), _le(chunk.lines), _le(chunk.child_ends), _le(chunk.child_ids),
+            _le(chunk.data), _le(chunk.lines), _le(_i32(chunk.child_ends)),
+            _le(_i32(chunk.child_ids)),
             _json([list(chunk.labels), list(chunk.ops), *([list(chunk.names)] if chunk.names else [])])))
         return _record(b"N", zlib.compress(payload, 1))
     if isinstance(chunk, EventChunk):
-        columns = (chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
-                   chunk.closures, chunk.write_starts)
-        payload = _COUNT.pack(len(chunk.kinds)) + b"".join(map(_le, columns))
+        count, (before, after) = len(chunk.kinds), lone_values(chunk)
+        columns = (chunk.kinds, _i32(chunk.nodes), chunk.lines, chunk.closures,
+                   _i32(chunk.write_starts), before, after)
+        payload = _COUNTS.pack(count, len(before)) + b"".join(map(_le, columns))
         return _record(b"E", zlib.compress(payload, 1))
-    columns = (chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
+    columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, chunk.lines)
     payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
     return _record(b"W", zlib.compress(payload, 1))
+
+
+def lone_values(chunk: EventChunk) -> tuple[array, array]:
+    """The before and after values of the chunk's lone writes (its grad and data
+    events), from a chunk that has them or one value per event."""
+    mask = chunk.kinds.tobytes().translate(_LONE)
+    lone = mask.count(1)
+    if len(chunk.before) == lone:
+        return chunk.before, chunk.after
+    return array("d", compress(chunk.before, mask)), array("d", compress(chunk.after, mask))
 
 
 def encode_header(scenario: str, title: str, notes: str, source: str) -> bytes:
@@ -211,13 +235,14 @@ def _inflate(tag: str, data: bytes) -> bytes:
     return out
 
 
-def decode_chunk(tag: str, data: bytes) -> Chunk:
+def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
     """A chunk from the (compressed) payload of an N, E or W record."""
     p = _Payload(tag, _inflate(tag, data))
+    ids = "q" if version == 1 else "i"
     if tag == "N":
         count, children = p.unpack(_COUNTS)
-        numbers = (p.column("d", count), p.column("i", count), p.column("q", count),
-                   p.column("q", children))
+        numbers = (p.column("d", count), p.column("i", count), p.column(ids, count),
+                   p.column(ids, children))
         strings = p.json()
         if (not isinstance(strings, list) or len(strings) not in (2, 3)
                 or not all(isinstance(x, list) and len(x) == count for x in strings)):
@@ -226,23 +251,32 @@ def decode_chunk(tag: str, data: bytes) -> Chunk:
         data_, lines, ends, ids = numbers
         return NodeChunk(tuple(labels), tuple(ops), data_, lines, ends, ids,
                          tuple(names[0]) if names else ())
-    if tag == "E":
+    if tag == "E" and version == 1:
         (count,) = p.unpack(_COUNT)
         chunk = EventChunk(*(p.column(t, count) for t in "bqddiiq"))
+    elif tag == "E":
+        count, lone = p.unpack(_COUNTS)
+        kinds, nodes, lines, closures, starts = (p.column(t, count) for t in "biiii")
+        chunk = EventChunk(kinds, nodes, p.column("d", lone), p.column("d", lone), lines,
+                           closures, starts)
     else:
         (count,) = p.unpack(_COUNT)
-        chunk = WriteChunk(*(p.column(t, count) for t in "qbddi"))
+        chunk = WriteChunk(*(p.column(t, count) for t in ids + "bddi"))
     p.done()
     return chunk
 
 
-def check_head(head: bytes) -> None:
-    """Raise TraceFormatError unless `head` (the first 12 bytes) starts a trace."""
+def check_head(head: bytes, versions: tuple[int, ...] = (VERSION,)) -> int:
+    """The version of the trace `head` (the first 12 bytes) starts; TraceFormatError
+    unless it starts one of `versions`. (A stream from the runner's child is always
+    this version.)"""
     if len(head) < _HEAD.size or head[: len(MAGIC)] != MAGIC:
         raise TraceFormatError("header", "not an mgtui binary trace")
     _, version, _ = _HEAD.unpack(head[: _HEAD.size])
-    if version != VERSION:
-        raise TraceFormatError("version", f"{version} (this mgtui reads {VERSION})")
+    if version not in versions:
+        raise TraceFormatError("version", f"{version} (this mgtui reads "
+                               f"{', '.join(map(str, versions))})")
+    return version
 
 
 HEAD_SIZE = _HEAD.size
@@ -266,7 +300,12 @@ def split_record(buf: bytearray) -> tuple[str, bytes] | None:
 
 def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
     """(tag, payload) of each record after the header; checks the magic and version."""
-    check_head(f.read(_HEAD.size))
+    check_head(f.read(_HEAD.size), READS)
+    return _body(f)
+
+
+def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
+    """(tag, payload) of each record after the header (which has been read)."""
     while True:
         raw = f.read(_RECORD.size)
         if not raw:
@@ -285,17 +324,18 @@ def read(f: BinaryIO) -> Trace:
 
     Chunks are inflated a few records ahead in a thread (zlib lets go of the GIL), while
     this one checks those that came before."""
+    version = check_head(f.read(_HEAD.size), READS)
     with ThreadPoolExecutor(1, thread_name_prefix="mgtui-inflate") as pool:
-        return _read(_decoded_ahead(records(f), pool))
+        return _read(_decoded_ahead(_body(f), pool, version))
 
 
 def _decoded_ahead(recs: Iterator[tuple[str, bytes]], pool: ThreadPoolExecutor,
-                   ahead: int = 3) -> Iterator[tuple[str, object]]:
+                   version: int, ahead: int = 3) -> Iterator[tuple[str, object]]:
     """(tag, payload) with the payloads of N, E and W records decoded to chunks, each
     started `ahead` records early."""
     pending: deque = deque()
     for tag, payload in recs:
-        pending.append((tag, pool.submit(decode_chunk, tag, payload)
+        pending.append((tag, pool.submit(decode_chunk, tag, payload, version)
                         if tag in ("N", "E", "W") else payload))
         if len(pending) > ahead:
             yield _ready(*pending.popleft())

@@ -67,12 +67,12 @@ class GraphView:
             view.made = trace.made_ids(forward)
             view.used = trace.inputs_before(forward)
         if backward is not None:
-            view.walk_events = array("q", trace.backward_calls(backward))
-            order = array("q", trace.backward_order(backward))
+            view.walk_events = array("i", trace.backward_calls(backward))
+            order = array("i", trace.backward_order(backward))
             order.reverse()
             view.topo = order
         else:
-            view.topo = array("q", view.used)
+            view.topo = array("i", view.used)
             view.topo.extend(view.made)
         view.topo_of = TopoIndex(view.topo, trace.node_count)
         sample = list(view.used[:2000]) + list(view.used[-2000:]) + list(view.made[:2000]) \

@@ -205,3 +205,24 @@ async def test_a_saved_binary_trace_opens_without_running_code(tmp_path, name):
         assert app._run is None  # nothing was run
         assert screen.total == 21
         assert "n.grad: 0.0 → 0.5 (+0.5)" in screen.query_one(StepDetail).text
+
+
+@pytest.mark.parametrize("after", [0.0, 0.25, 0.5])
+@pytest.mark.parametrize("how", ["q", "shut down"])
+async def test_quitting_while_a_big_scenario_records_ends_cleanly(after, how):
+    """An update of the growing trace that arrives while the app shuts down (a `q`, or
+    the app taken down from outside, as when an SSH client goes) is dropped: it used to
+    reach panes already taken down (NoMatches, and a traceback on exit)."""
+    app = MgtuiApp(SCENARIOS / "moons.py")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if app.debugger.trace is not None:
+                break
+        assert app.loading  # still recording
+        if after:
+            await pilot.pause(after)
+        if how == "q":
+            await pilot.press("q")
+    # (run_test raises what the app raised, when it has shut down)
+    assert app._exception is None and app.return_code in (0, None)

@@ -16,6 +16,7 @@ import pytest
 from mgtui import export, tracefile
 from mgtui.cli import main
 from mgtui.naming import assignment_values, loop_names, shorten
+from mgtui.trace import Texts
 from mgtui.recorder import record
 from mgtui.runner import run
 
@@ -224,7 +225,7 @@ def test_a_saved_file_without_names_still_loads(bare_neuron):
     from dataclasses import replace
 
     trace = run(bare_neuron).trace
-    old = replace(trace, _name=("",) * trace.node_count)  # as files were written before
+    old = replace(trace, _name=Texts(("",) * trace.node_count))  # as files were written before
     data = tracefile.dumpb(old)
     chunks = [tracefile.decode_chunk(tag, payload)
               for tag, payload in tracefile.records(io.BytesIO(data)) if tag == "N"]

@@ -1,9 +1,11 @@
 """What a terminal shows after many partial updates is what a full repaint shows.
 
-The panes send only the lines, and the parts of lines, that changed. Here every update
-the app would write to the terminal is fed to a terminal emulator (pyte), and after
-each key the emulator's screen is compared, cell by cell, with a full repaint of the
-app at that moment: a line left stale by a partial update would show up as a
+The panes send only the lines, and the parts of lines, that changed, and the driver
+sends of those only the cells that differ from what the terminal shows (`ScreenDiff`).
+Here every update the app would write to the terminal is fed to two terminal emulators
+(pyte), one as Textual writes it and one through a `ScreenDiff`, and after each key both
+screens are compared, cell by cell, with a full repaint of the app at that moment: a
+line left stale by a partial update, or a cell wrongly left out, would show up as a
 difference.
 """
 
@@ -14,6 +16,7 @@ import pytest
 from textual._compositor import CompositorUpdate
 
 from mgtui.app import MgtuiApp
+from mgtui.screen_diff import ScreenDiff
 
 from conftest import SCENARIOS
 
@@ -42,13 +45,22 @@ class Terminal:
 
     def __init__(self, app: MgtuiApp, size: tuple[int, int]) -> None:
         self.app = app
-        self.screen = pyte.Screen(*size)
+        self.screen = pyte.Screen(*size)  # fed as Textual writes
         self.stream = pyte.Stream(self.screen)
+        self.cut = pyte.Screen(*size)  # fed through a ScreenDiff, as the driver writes
+        self.cut_stream = pyte.Stream(self.cut)
+        self.diff = ScreenDiff(erase=True)  # as for TERM=xterm-256color (pyte erases as bce)
+        self.sent = [0, 0]  # characters written: as Textual writes them, as cut
         app._display = self._display  # what App._display would write to the terminal
 
     def _display(self, screen, renderable) -> None:
         if isinstance(renderable, CompositorUpdate):
-            self.stream.feed(renderable.render_segments(self.app.console))
+            data = renderable.render_segments(self.app.console).replace("\n", "\r\n")
+            cut = self.diff.write(data)
+            self.stream.feed(data)
+            self.cut_stream.feed(cut)
+            self.sent[0] += len(data)
+            self.sent[1] += len(cut)
 
     def repainted(self) -> pyte.Screen:
         """The screen as a full repaint of the app draws it now."""
@@ -77,10 +89,13 @@ async def test_partial_updates_leave_the_screen_as_a_full_repaint_draws_it(size)
             await pilot.pause()
             await pilot.pause()
             visited.add(app.debugger.position)
-            expected, got = shown(terminal.repainted()), shown(terminal.screen)
-            if got != expected:
-                rows = [y for y in range(len(got)) if got[y] != expected[y]]
-                differences.append((key, app.debugger.position, rows,
-                                    terminal.screen.display[rows[0]]))
+            expected = shown(terminal.repainted())
+            for name, screen in (("as written", terminal.screen), ("cut", terminal.cut)):
+                got = shown(screen)
+                if got != expected:
+                    rows = [y for y in range(len(got)) if got[y] != expected[y]]
+                    differences.append((name, key, app.debugger.position, rows,
+                                        screen.display[rows[0]]))
         assert not differences
         assert len(visited) > 10  # the keys went through the trace, far and near
+        assert terminal.sent[1] < terminal.sent[0] / 2  # and the cut sent far less

@@ -291,3 +291,56 @@ def test_the_queries_views_use_answer_as_a_plain_scan_would():
         calls = [t.event_node(i) for i in p.steps if t.kind(i) is EventKind.BACKWARD]
         assert t.backward_order(p) == calls
     assert any(t.inputs_before(p) for p in t.passes if p.kind == "forward")
+
+
+def long_runs(used: int) -> TraceBuilder:
+    """100 nodes made, 100 grad writes (one of them to node `used`), 100 more nodes:
+    runs long enough that events are checked a run at a time."""
+    b = TraceBuilder("t.py")
+    for k in range(200):
+        b.add_node("", "", (k - 1,) if k else (), 1.0)
+    for k in range(100):
+        b.add_event(EventKind.CREATE, k)
+    for k in range(100):
+        b.add_event(EventKind.GRAD, used if k == 37 else k, 0.0, 1.0)
+    for k in range(100, 200):
+        b.add_event(EventKind.CREATE, k)
+    return b
+
+
+def test_a_node_used_before_it_is_made_is_refused_in_a_long_run():
+    long_runs(used=99).validate()  # the last node made before the run: fine
+    with pytest.raises(TraceFormatError, match=r"events\[137\]\.node: node 100 is used before"):
+        long_runs(used=100).validate()
+    with pytest.raises(TraceFormatError, match=r"events\[137\]\.node: 200 is not a node"):
+        long_runs(used=200).validate()
+
+
+def test_lone_writes_keep_their_values_and_others_have_none():
+    b = long_runs(used=5)
+    b.add_events(array("b", [EventKind.GRAD.code, EventKind.CREATE.code]), array("i", [3, 200]),
+                 array("d", [2.0, 9.0]), array("d", [4.0, 9.0]), array("i", [0, 0]),
+                 array("i", [-1, -1]), array("i", [0, 0]))  # a value for each event, as v1
+    b.add_node("", "", (), 1.0)
+    trace = b.build()
+    assert trace.change(137) == (0.0, 1.0) and trace.event(137).node == 5
+    assert trace.change(300) == (2.0, 4.0) and trace.change(301) == (0.0, 0.0)
+    assert trace.change(0) == (0.0, 0.0) and trace.event(0).after == 0.0
+    assert trace.final_grad[3] == 4.0 and trace.final_grad[5] == 1.0
+
+
+@pytest.mark.parametrize("every", [1, 3, 50])
+def test_texts_answer_as_the_list_they_were_made_from(every):
+    from mgtui.trace import Texts
+
+    values = [f"n{k}" if k % every == 0 else "" for k in range(300)]
+    texts = Texts(values)
+    assert (texts._some is None) == (every < 4)  # kept by id only when few are set
+    assert len(texts) == 300 and list(texts) == values
+    assert [texts.get(k) or "" for k in range(300)] == values
+    assert texts.slice(10, 60) == tuple(values[10:60]) == tuple(texts[10:60])
+    assert texts[-1] == values[-1]
+    with pytest.raises(IndexError):
+        texts[300]  # noqa: B018
+    made = Texts.of({k: v for k, v in enumerate(values) if v}, 300)
+    assert made == texts and made.slice(0, 300) == tuple(values)

@@ -5,8 +5,13 @@ breaks later."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 import random
+import struct
+import zlib
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -184,8 +189,13 @@ def test_fuzzed_binary_traces_load_safely_or_not_at_all(tmp_path_factory, flips)
     data = bytearray(tracefile.dumpb(NEURON))
     for at, value in flips:
         data[at % len(data)] = value
+    loads_safely_or_not_at_all(tmp_path_factory, bytes(data))
+
+
+def loads_safely_or_not_at_all(tmp_path_factory, data: bytes) -> None:
+    """A binary trace is refused with a clear message, or loads and answers everything."""
     path = tmp_path_factory.mktemp("fuzz") / "t.mgtrace"
-    path.write_bytes(bytes(data))
+    path.write_bytes(data)
     try:
         trace = load(path)
     except ScenarioLoadError as exc:
@@ -207,3 +217,61 @@ def test_a_random_real_trace_survives_a_byte_flip_sweep(tmp_path):
             use_everything(load(path))
         except ScenarioLoadError:
             pass
+
+
+def rebuilt(data: bytes, change) -> bytes:
+    """A binary trace with each N, E and W record's inflated payload passed through
+    `change(tag, payload) -> payload`, and compressed again."""
+    out = [data[: tracefile.HEAD_SIZE]]
+    for tag, payload in tracefile.records(io.BytesIO(data)):
+        if tag in ("N", "E", "W"):
+            payload = zlib.compress(change(tag, zlib.decompress(payload)), 1)
+        out.append(struct.pack("<cQ", tag.encode(), len(payload)) + payload)
+    return b"".join(out)
+
+
+V1_NEURON = Path(__file__).parent / "data" / "neuron-v1.mgtrace"  # written by mgtui 2f1019e
+
+
+def test_a_version_1_file_still_loads():
+    """Version 1 (64-bit ids, a before and after for every event), as files were saved
+    before version 2, loads to the same trace as recording the scenario today."""
+    old = load(V1_NEURON)
+    assert V1_NEURON.read_bytes()[8:10] == b"\x01\x00"  # it is a version 1 file
+    assert old.scenario.endswith("neuron.py") and old.write_count > 0
+    # the file was written from another checkout: its paths differ, nothing else
+    assert [Path(c.filename).name for c in old.closures] == [
+        Path(c.filename).name for c in NEURON.closures]
+    here = tuple(replace(c, filename=now.filename) for c, now in zip(old.closures, NEURON.closures))
+    same_trace(replace(old, scenario=NEURON.scenario, closures=here), NEURON)
+    assert any(NEURON.change(i) != (0.0, 0.0) for i in range(len(NEURON)))  # a lone write
+
+
+def test_a_version_1_id_beyond_32_bits_is_refused(tmp_path):
+    def far_node(tag: str, payload: bytes) -> bytes:
+        if tag != "E":
+            return payload
+        (count,) = struct.unpack_from("<I", payload)
+        nodes = 4 + count  # after the count and the kinds: i64 nodes
+        return payload[:nodes] + struct.pack("<q", 2**40) + payload[nodes + 8:]
+
+    path = tmp_path / "far.mgtrace"
+    path.write_bytes(rebuilt(V1_NEURON.read_bytes(), far_node))
+    with pytest.raises(ScenarioLoadError, match="not an mgtui trace.*out of range"):
+        load(path)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("NEW"), st.integers(0, 10**6),
+                          st.sampled_from([0, 1, 2, 3, 0x7F, 0x80, 0xFF])), min_size=1, max_size=6))
+def test_fuzzed_binary_columns_load_safely_or_not_at_all(tmp_path_factory, changes):
+    """Bytes changed inside the inflated records (ids, counts, kinds, values), where
+    byte flips of the compressed file rarely reach."""
+    def change(tag: str, payload: bytes) -> bytes:
+        raw = bytearray(payload)
+        for which, at, value in changes:
+            if which == tag:
+                raw[at % len(raw)] = value
+        return bytes(raw)
+
+    loads_safely_or_not_at_all(tmp_path_factory, rebuilt(tracefile.dumpb(NEURON), change))

@@ -15,11 +15,12 @@ when the class is empty, or once enough sessions have ended meanwhile.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import functools
 import gc
 import logging
 import time
+
+from mgtui.memory import trim
 
 log = logging.getLogger("mgtui.serve")
 
@@ -119,10 +120,7 @@ def give_back_memory() -> None:
     and hand the heap they freed back to the system (glibc keeps it otherwise)."""
     forget_caches()
     gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the memory is reused all the same
-        pass
+    trim()  # (not glibc: the memory is reused all the same)
 
 
 def forget_caches() -> None:

@@ -133,6 +133,9 @@ class GraphPane(ScrollView, can_focus=True):
         self._lit = lit_cells(picture, self.light)
         self.refresh()
         if follow or moved:
+            # at once, so that a step is one frame, not one and then one scrolled; and
+            # after the refresh too, for a new picture whose size applies only then
+            self.scroll_to_box(self.cursor, True)
             self.call_after_refresh(self.scroll_to_box, self.cursor, True)
 
     def _orientation(self) -> Orientation:

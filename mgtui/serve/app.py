@@ -23,6 +23,7 @@ from mgtui.app import MgtuiApp, showing
 from mgtui.follow import Classroom, Follower
 from mgtui.lessons import Lesson
 from mgtui.messages import OpenScenario, RunChecks
+from mgtui.screen_diff import erases
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.debugger import DebuggerScreen
@@ -139,6 +140,7 @@ class ServedApp(MgtuiApp):
             environ["COLORTERM"] = env["COLORTERM"]
         probe = Console(force_terminal=True, color_system="auto", _environ=environ)
         self.console._color_system = probe._color_system
+        self.screen_erases = erases(term)  # blanks erased in place, if its terminfo can
         self.no_color = "NO_COLOR" in env
         self._filters = [f for f in self._filters if not isinstance(f, (Monochrome, NoColor))]
         if self.no_color:

@@ -141,7 +141,4 @@ def forget_caches() -> None:
             thing.cache_clear()
     from mgtui.widgets import strips
 
-    for name in ("_COMPACTED", "_LOOKS", "_BLANK_LOOKS"):  # (strips.py's own caches)
-        cache = getattr(strips, name, None)
-        if isinstance(cache, dict):
-            cache.clear()
+    strips.clear_caches()

@@ -107,7 +107,7 @@ def _compacted(strip: Strip) -> Strip:
     if done is not None and done[0] is strip:
         return done[1]
     small = compact(strip)
-    if len(_COMPACTED) > 4096:
+    if len(_COMPACTED) > 1024:  # (a 200x60 screen shows a few hundred lines at once)
         _COMPACTED.clear()
     _COMPACTED[id(strip)] = (strip, small)
     return small
@@ -156,3 +156,11 @@ def last_change(a: str, a_looks: list, b: str, b_looks: list, width: int) -> int
         if a[x] != b[x] or a_looks[x] != b_looks[x]:
             return x + 1
     return 0
+
+
+def clear_caches() -> None:
+    """Forget every strip compacted and every style looked at: they refill at the next
+    frame (`mgtui serve` empties them when a class has gone)."""
+    _COMPACTED.clear()
+    _LOOKS.clear()
+    _BLANK_LOOKS.clear()

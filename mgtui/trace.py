@@ -612,18 +612,23 @@ class Trace:
                     uses[c] += 1
         return uses
 
-    def build_indexes(self, older: Trace | None = None, users: bool = True) -> None:
+    def build_indexes(self, older: Trace | None = None, users: bool = True,
+                      final: bool = True) -> None:
         """Build the derived indexes now (off the UI thread), not on first use.
 
         `older` is this run as it was recorded so far, earlier (a prefix of this trace):
         its indexes are extended by what was added since, not built again. `users`
-        (the Graph pane's) cannot be extended: False leaves it to its first use."""
+        (the Graph pane's) cannot be extended: False leaves it to its first use, as
+        `final` does the final state (a replay of every event: `G` on a trace that
+        is still growing replays it then)."""
         if older is not None and older.node_count <= self.node_count \
                 and len(older) <= len(self) and "uses" in older.__dict__:
             self._extend_indexes(older)
         self.uses, self._created_at, self._earlier_write  # noqa: B018
         if users:
             self._users  # noqa: B018
+        if final:
+            self._final  # noqa: B018
 
     def _extend_indexes(self, older: Trace) -> None:
         d = self.__dict__

@@ -254,8 +254,7 @@ class MgtuiApp(App[int]):
             start = time.perf_counter()
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
-                # from the last one's; the final state only once it is the whole run
-                trace.build_indexes(older=shown, users=False, final=False)
+                trace.build_indexes(older=shown, users=False)  # from the last one's
                 prepare_views(trace, (self._position, self.debugger.position, 0))
                 shown = self._last_shown = trace
                 self.post_message(TraceGrowing(trace, path))

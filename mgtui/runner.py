@@ -87,6 +87,15 @@ class Run:
         self.spec = spec
         self.on_progress = on_progress
         self._builder: TraceBuilder | None = None
+        # Records that build the trace are added to the builder as they arrive until a
+        # trace is first asked for (the first frame finds them ready). After that they
+        # are kept as they come (compressed) and added when the next one is asked for,
+        # so that between the app's updates the reader thread takes no interpreter time
+        # from its UI.
+        self._pending: list[tuple[str, bytes]] = []
+        self._deferring = False
+        self._nodes_seen = 0  # nodes in the records that arrived (for on_progress)
+        self._end_seen = False  # the end record has arrived (it is added with the rest)
         self._lock = threading.RLock()
         self._end: dict | None = None
         self._load_error: dict | None = None
@@ -191,7 +200,7 @@ class Run:
                 self._stop_reason = f"timed out after {limit:g} s (--timeout)"
                 self._signal(signal.SIGINT)
                 hard = now + GRACE
-            if hard is None and self._end is not None and proc.poll() is not None:
+            if hard is None and self._end_seen and proc.poll() is not None:
                 hard = now + GRACE  # it has said all; something it left holds the pipes
             if hard is not None and now > hard:
                 self._signal(signal.SIGKILL)
@@ -292,34 +301,53 @@ class Run:
             self._exit_code = json.loads(payload).get("code")
             return
         with self._lock:
-            if tag == "H":
-                head = fields.obj(json.loads(payload), "header")
-                self._builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
-                                               for k in ("scenario", "title", "notes", "source")))
-            elif self._builder is None:
-                raise TraceFormatError(f"record {tag}", "comes before the header")
-            elif tag == "C":
-                self._builder.add_closure(fields.closure(
-                    json.loads(payload), f"closures[{len(self._builder.closures)}]"))
-            elif tag in ("N", "E", "W"):
-                self._builder.add(tracefile.decode_chunk(tag, payload))
-            elif tag == "M":
-                tracefile.add_names(self._builder, json.loads(payload))
-            elif tag == "V":
-                for event, pairs in fields.call_values(json.loads(payload)):
-                    self._builder.add_values(event, pairs)
-            elif tag == "L":
-                for pair in fields.seq(json.loads(payload), "labels"):
-                    nid, label = fields.seq(pair, "labels")[:2]
-                    self._builder.relabel(nid, label)
-            elif tag == "Z":
-                self._end = fields.obj(json.loads(payload), "end")
+            self._pending.append((tag, payload))
+            if not self._deferring:
+                self._add_pending()
+        self._end_seen = self._end_seen or tag == "Z"
         if tag == "N" and self.on_progress is not None and self._progress_error is None:
+            self._nodes_seen += tracefile.node_count(payload)
             try:
-                self.on_progress(self._builder.node_count)
+                self.on_progress(self._nodes_seen)
             except BaseException as exc:  # noqa: BLE001 - the caller wants the run to stop
                 self._progress_error = exc
                 self.cancel("cancelled")
+
+    def _add_pending(self) -> None:
+        """Add the records that arrived since the last time to the builder, in order.
+        (Under the lock.)"""
+        pending, self._pending = self._pending, []
+        for tag, payload in pending:
+            if self._stream_error is not None:
+                return
+            try:
+                self._add(tag, payload)
+            except (TraceFormatError, ValueError, TypeError) as exc:
+                self._stream_error = f"record {tag}: {exc}"
+
+    def _add(self, tag: str, payload: bytes) -> None:
+        if tag == "H":
+            head = fields.obj(json.loads(payload), "header")
+            self._builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
+                                           for k in ("scenario", "title", "notes", "source")))
+        elif self._builder is None:
+            raise TraceFormatError(f"record {tag}", "comes before the header")
+        elif tag == "C":
+            self._builder.add_closure(fields.closure(
+                json.loads(payload), f"closures[{len(self._builder.closures)}]"))
+        elif tag in ("N", "E", "W"):
+            self._builder.add(tracefile.decode_chunk(tag, payload))
+        elif tag == "M":
+            tracefile.add_names(self._builder, json.loads(payload))
+        elif tag == "V":
+            for event, pairs in fields.call_values(json.loads(payload)):
+                self._builder.add_values(event, pairs)
+        elif tag == "L":
+            for pair in fields.seq(json.loads(payload), "labels"):
+                nid, label = fields.seq(pair, "labels")[:2]
+                self._builder.relabel(nid, label)
+        elif tag == "Z":
+            self._end = fields.obj(json.loads(payload), "end")
 
     # -- the result ------------------------------------------------------------------------------
     @property
@@ -330,6 +358,8 @@ class Run:
     def snapshot(self) -> Trace | None:
         """The trace of what has arrived so far, checked."""
         with self._lock:
+            self._add_pending()
+            self._deferring = True
             if self._builder is None:
                 return self._final
             if not self._builder.consistent:  # a chunk of events whose writes are coming
@@ -349,6 +379,8 @@ class Run:
         return self._builder.build(error, output, last=last)
 
     def _result(self, returncode: int) -> RunResult:
+        with self._lock:
+            self._add_pending()
         if self._load_error is not None:
             raise ScenarioLoadError(self._load_error["message"], self._load_error.get("detail", ""))
         end = self._end

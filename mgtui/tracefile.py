@@ -266,6 +266,16 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
     return chunk
 
 
+def node_count(payload: bytes) -> int:
+    """How many nodes an N record's (compressed) payload holds, read from its first
+    bytes alone; 0 if they cannot be read (reading the record says why)."""
+    try:
+        head = zlib.decompressobj().decompress(payload, _COUNTS.size)
+        return _COUNTS.unpack(head)[0] if len(head) == _COUNTS.size else 0
+    except zlib.error:
+        return 0
+
+
 def check_head(head: bytes, versions: tuple[int, ...] = (VERSION,)) -> int:
     """The version of the trace `head` (the first 12 bytes) starts; TraceFormatError
     unless it starts one of `versions`. (A stream from the runner's child is always

@@ -231,3 +231,27 @@ def test_a_snapshot_between_events_and_their_writes_loses_nothing():
     assert between > 3  # snapshots were taken between events and their writes
     r._take_records(bytearray(tracefile.encode_end(t.error, t.output, None)))
     assert len(r.snapshot()) == len(t)
+
+
+def test_records_that_arrive_after_a_snapshot_wait_for_the_next_one(write_scenario):
+    """After the first snapshot the reader keeps what arrives as it came, and the next
+    snapshot (or the end) adds it: nothing is lost or reordered."""
+    path = write_scenario("slow", """
+        import time
+        from engine import Value
+        a = Value(1.0, label="a")
+        for k in range(40):
+            time.sleep(0.02)
+            a = a + 1.0
+    """)
+    r = Run(RunSpec(str(path))).start()
+    first = None
+    while first is None or len(first) == 0:
+        time.sleep(0.05)
+        first = r.snapshot()
+    time.sleep(0.3)
+    assert r._pending  # what came since waits, compressed
+    later = r.snapshot()
+    assert len(later) > len(first)
+    whole = r.wait().trace
+    assert whole.node_count == 81 and whole.final_data[80] == 41.0  # (each 1.0 a node)

@@ -147,11 +147,14 @@ class Run:
         self._signal(signal.SIGINT)
 
     def _signal(self, sig: int) -> None:
+        """Signal the child's whole process group: the child, and what it started, which
+        may outlive it (the group lives on while one of them does, and its id is not
+        given to another process meanwhile)."""
         proc = self._proc
-        if proc is not None and proc.poll() is None:
+        if proc is not None:
             try:
                 os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
+            except (ProcessLookupError, PermissionError):  # no one left in the group
                 pass
 
     def wait(self) -> RunResult:

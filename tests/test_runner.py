@@ -255,3 +255,22 @@ def test_records_that_arrive_after_a_snapshot_wait_for_the_next_one(write_scenar
     assert len(later) > len(first)
     whole = r.wait().trace
     assert whole.node_count == 81 and whole.final_data[80] == 41.0  # (each 1.0 a node)
+
+
+def test_a_process_the_scenario_leaves_behind_cannot_keep_the_run_open(write_scenario):
+    """The scenario starts a process that inherits its output and outlives it: once the
+    child has sent its end and exited, the run ends within its grace, whole, and the
+    process it left is ended with the rest of its group. (It used to hold the run open
+    until it ended by itself: the group was signalled only while the child lived.)"""
+    path = write_scenario("leaves", """
+        import subprocess, sys
+        from engine import Value
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        a = Value(2.0, label="a")
+        b = a * 3.0; b.label = "b"
+    """)
+    start = time.monotonic()
+    result = run(path)
+    assert time.monotonic() - start < 15
+    assert result.finished and result.trace.error is None
+    assert result.trace.label(result.trace.node_count - 1) == "b"

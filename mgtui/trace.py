@@ -991,15 +991,11 @@ class TraceBuilder:
         self.ev_line.extend(lines)
         _extend(self.ev_closure, closures, "events.closure")
         _extend(self.ev_write_start, write_starts, "events.writes")
-        lone = self.ev_kind[e0:].tobytes().translate(_LONE)  # 1 for a lone write, else 0
-        count = lone.count(1)
-        if count:
+        kinds = self.ev_kind[e0:]
+        lone = kinds.tobytes().translate(_LONE)  # 1 for a lone write, else 0
+        if lone.count(1):
             self.lone_at.extend(compress(range(e0, len(self.ev_kind)), lone))
-        if len(before) != count or len(after) != count:
-            if len(before) != len(lone) or len(after) != len(lone):
-                raise TraceFormatError("events.before", f"{len(before)} and {len(after)} values "
-                                       f"for {count} grad and data writes")
-            before, after = compress(before, lone), compress(after, lone)
+        before, after = lone_values(kinds, before, after)
         self.lone_before.extend(before)
         self.lone_after.extend(after)
 
@@ -1301,6 +1297,20 @@ def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
         grad[nid] = value
     for nid, value in datas.items():
         data[nid] = value
+
+
+def lone_values(kinds: array, before: Sequence[float],
+                after: Sequence[float]) -> tuple[Sequence[float], Sequence[float]]:
+    """The before and after values of the lone writes (grad and data events) among
+    events of `kinds` ('b'), given as theirs alone or as one per event."""
+    lone = kinds.tobytes().translate(_LONE)
+    count = lone.count(1)
+    if len(before) == count and len(after) == count:
+        return before, after
+    if len(before) != len(lone) or len(after) != len(lone):
+        raise TraceFormatError("events.before", f"{len(before)} and {len(after)} values "
+                               f"for {count} grad and data writes")
+    return array("d", compress(before, lone)), array("d", compress(after, lone))
 
 
 def _named_once_made(kinds: bytes, creating: bytes, nodes: array, made0: int) -> bool:

@@ -41,7 +41,6 @@ import struct
 import sys
 import zlib
 from array import array
-from itertools import compress
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -50,7 +49,6 @@ from mgtui.trace import (
     Chunk,
     Closure,
     EventChunk,
-    EventKind,
     NodeChunk,
     Trace,
     TraceBuilder,
@@ -58,6 +56,7 @@ from mgtui.trace import (
     TraceFormatError,
     WriteChunk,
     chunks_of,
+    lone_values,
 )
 
 MAGIC = b"MGTUI\0TR"
@@ -70,7 +69,6 @@ _COUNT = struct.Struct("<I")
 _COUNTS = struct.Struct("<II")
 _BIG = sys.byteorder == "big"
 MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
-_LONE = bytes(int(b in (EventKind.GRAD.code, EventKind.DATA.code)) for b in range(256))
 
 
 def is_trace_file(path: str | os.PathLike) -> bool:
@@ -116,7 +114,8 @@ def encode_chunk(chunk: Chunk) -> bytes:
             _json([list(chunk.labels), list(chunk.ops), *([list(chunk.names)] if chunk.names else [])])))
         return _record(b"N", zlib.compress(payload, 1))
     if isinstance(chunk, EventChunk):
-        count, (before, after) = len(chunk.kinds), lone_values(chunk)
+        count = len(chunk.kinds)
+        before, after = lone_values(chunk.kinds, chunk.before, chunk.after)
         columns = (chunk.kinds, _i32(chunk.nodes), chunk.lines, chunk.closures,
                    _i32(chunk.write_starts), before, after)
         payload = _COUNTS.pack(count, len(before)) + b"".join(map(_le, columns))
@@ -124,16 +123,6 @@ def encode_chunk(chunk: Chunk) -> bytes:
     columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, chunk.lines)
     payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
     return _record(b"W", zlib.compress(payload, 1))
-
-
-def lone_values(chunk: EventChunk) -> tuple[array, array]:
-    """The before and after values of the chunk's lone writes (its grad and data
-    events), from a chunk that has them or one value per event."""
-    mask = chunk.kinds.tobytes().translate(_LONE)
-    lone = mask.count(1)
-    if len(chunk.before) == lone:
-        return chunk.before, chunk.after
-    return array("d", compress(chunk.before, mask)), array("d", compress(chunk.after, mask))
 
 
 def encode_header(scenario: str, title: str, notes: str, source: str) -> bytes:

@@ -13,6 +13,8 @@ bench/graph_layout.py measured grandalf against netext, which was far slower.
 
 from __future__ import annotations
 
+import itertools
+
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -393,6 +395,7 @@ def _rank_and_order(units: dict[object, _Unit], links: list[tuple]) -> tuple[lis
         v.view = _View(units[key].across, units[key].along)
     layers: list[list[_Unit]] = []
     chains: dict[tuple, list[tuple]] = {}
+    numbers = itertools.count()
     for keys, component in _components(list(units), links):
         # (grandalf's own Graph gathers a component's edges in a set, whose order, and so
         # the layout, would change from run to run: each component is made here, in order)
@@ -410,7 +413,9 @@ def _rank_and_order(units: dict[object, _Unit], links: list[tuple]) -> tuple[lis
                 layers.append([])
             for v in sorted(layer, key=lambda v: sug.grx[v].pos):
                 if isinstance(v, DummyVertex):
-                    unit = dummies[v] = _Unit(("dummy", id(v)), 1, 1, 0, dummy=True)
+                    # numbered, not by id(): an earlier component's dummies are freed
+                    # by now, and a reused id would join two components' links
+                    unit = dummies[v] = _Unit(("dummy", next(numbers)), 1, 1, 0, dummy=True)
                 else:
                     unit = units[v.data]
                 unit.layer = r

@@ -150,6 +150,34 @@ async def test_o_turns_the_picture():
         assert on_screen(graph, screen.selected)
 
 
+async def test_where_the_picture_lands_does_not_depend_on_what_was_on_screen():
+    # chain's d._backward at 80×24: across, the picture needs two pages and a horizontal
+    # scrollbar; down, three pages and a vertical one. Counted with the scrollbars on
+    # screen, the choice flipped with the picture shown (CI once drew it across), and a
+    # new picture kept a scroll made at a passing size.
+    app = MgtuiApp(SCENARIOS / "chain.py", step=11)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        chosen, scroll = graph.picture.orientation, (graph.scroll_x, graph.scroll_y)
+        for shown in ("LR", "TB", "LR"):
+            graph.orientation = shown
+            graph._draw()
+            await settle(pilot)
+            assert graph.picture.orientation == shown
+            graph.orientation, graph._auto = None, None
+            assert graph._orientation() == chosen
+        graph._draw()
+        await settle(pilot)
+        graph.scroll_to(y=scroll[1] - 1, animate=False, immediate=True)  # still in sight
+        graph._draw(follow=True)
+        await settle(pilot)
+        assert graph.picture.orientation == chosen
+        assert (graph.scroll_x, graph.scroll_y) == scroll
+
+
 async def test_a_big_graph_shows_the_neighbourhood_of_the_selection():
     app = MgtuiApp(SCENARIOS / "mlp.py")
     async with app.run_test(size=(120, 40)) as pilot:

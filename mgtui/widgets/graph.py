@@ -135,8 +135,8 @@ class GraphPane(ScrollView, can_focus=True):
         if follow or moved:
             # at once, so that a step is one frame, not one and then one scrolled; and
             # after the refresh too, for a new picture whose size applies only then
-            self.scroll_to_box(self.cursor, True)
-            self.call_after_refresh(self.scroll_to_box, self.cursor, True)
+            self.scroll_to_box(self.cursor, True, fresh=follow)
+            self.call_after_refresh(self.scroll_to_box, self.cursor, True, follow)
 
     def _orientation(self) -> Orientation:
         """The user's choice, else left to right like `draw_dot` when that fits the pane
@@ -144,11 +144,22 @@ class GraphPane(ScrollView, can_focus=True):
         if self.orientation is not None:
             return self.orientation
         if self._auto is None and self.model is not None:
-            width, height = self.scrollable_content_region.size
-            width, height = max(width, 20), max(height, 5)
             center = self.state.node if self.state is not None else None
+            room = self.content_region.size
+            bar_w = self.styles.scrollbar_size_vertical
+            bar_h = self.styles.scrollbar_size_horizontal
 
             def pages(p: Picture) -> int:
+                # each with the scrollbars it would bring, not the ones on screen now:
+                # those belong to the picture shown, and would make the choice flip
+                width, height = room
+                if p.width > width:
+                    height -= bar_h
+                if p.height > height:
+                    width -= bar_w
+                    if p.width > width and p.width <= width + bar_w:
+                        height -= bar_h
+                width, height = max(width, 20), max(height, 5)
                 return -(-p.width // width) * -(-p.height // height)
 
             lr, tb = self.model.picture(center, "LR"), self.model.picture(center, "TB")
@@ -166,9 +177,13 @@ class GraphPane(ScrollView, can_focus=True):
             self.call_after_refresh(self._draw, True)
 
     # -- moving around -------------------------------------------------------------------
-    def scroll_to_box(self, nid: int | None, with_marks: bool = False) -> None:
+    def scroll_to_box(self, nid: int | None, with_marks: bool = False,
+                      fresh: bool = False) -> None:
         """Bring box `nid` on screen, centred if it was off it; `with_marks`: with the
-        boxes the step marked too (the grads a `_backward` added to), if they all fit."""
+        boxes the step marked too (the grads a `_backward` added to), if they all fit.
+        `fresh`: a new picture, which is shown from its top left corner if the boxes are
+        on screen there; its old scroll, made at whatever size the pane had then, would
+        make where it lands depend on timing."""
         picture = self.picture
         if picture is None or nid not in picture.boxes:
             return
@@ -181,8 +196,10 @@ class GraphPane(ScrollView, can_focus=True):
         if right - left > width or bottom - top > height:
             box = boxes[0]
             left, top, right, bottom = box.x, box.y, box.x + box.w, box.y + 3
-        x0, y0 = round(self.scroll_x), round(self.scroll_y)
+        x0, y0 = (0, 0) if fresh else (round(self.scroll_x), round(self.scroll_y))
         if x0 <= left and right <= x0 + width and y0 <= top and bottom <= y0 + height:
+            if fresh:
+                self.scroll_to(x=0, y=0, animate=False, immediate=True)
             return
         x = (left + right) // 2 - width // 2
         y = (top + bottom) // 2 - height // 2

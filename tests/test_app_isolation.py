@@ -165,26 +165,36 @@ async def test_the_first_steps_of_a_long_recording_can_be_stepped_while_it_goes_
         assert [p.kind for p in screen.trace.passes] == ["forward"]
 
 
-async def test_a_step_asked_for_beyond_the_first_steps_is_reached_once_recorded(write_scenario):
+async def test_a_step_asked_for_beyond_the_first_steps_is_reached_once_recorded(write_scenario,
+                                                                                 tmp_path):
     """`--step N` on a scenario that records for a while: the first steps on screen do
     not reach N yet, and the app must still end at N (it used to stay at the first
     steps' end)."""
-    path = write_scenario("slow", """
-        import time
+    # the scenario waits, half-way, until the test has seen its first steps (on a busy
+    # machine a fixed pace could finish before the first steps reach the screen)
+    go_on = tmp_path / "go_on"
+    path = write_scenario("slow", f"""
+        import os, time
         from engine import Value
         b = Value(1.0, label="b")
         for k in range(40):
-            time.sleep(0.02)
+            time.sleep(0.01)
             b = b + 1.0
+            if k == 10:
+                for _ in range(3000):
+                    if os.path.exists({str(go_on)!r}):
+                        break
+                    time.sleep(0.01)
     """)
     app = MgtuiApp(path, step=70)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.debugger
         seen_short = False
-        for _ in range(200):
+        for _ in range(1500):
             await pilot.pause(0.02)
             if screen.trace is not None and app.loading and len(screen.trace) < 70:
                 seen_short = True
+                go_on.touch()
             if not app.loading and screen.trace is not None:
                 break
         screen = await loaded(pilot)

@@ -81,3 +81,42 @@ async def test_the_heap_freezes_what_lives_and_collects_what_does_not():
     finally:
         heap.stop()
     assert gc.get_freeze_count() == 0 and heap._collected not in gc.callbacks
+
+
+async def test_an_app_still_winding_down_when_the_class_leaves_is_collected_later(monkeypatch):
+    # On a busy machine an ended session's app can outlive the collection made when the
+    # class empties; with nobody connected, nothing would collect it after that.
+    import asyncio
+    import gc
+    import weakref
+
+    from mgtui.serve import heap as heap_module
+    from mgtui.serve.heap import SessionHeap
+
+    monkeypatch.setattr(heap_module, "WIND_DOWN", 0.05)
+
+    class App:
+        pass
+
+    heap = SessionHeap()
+    app = App()
+    app.me = app  # apps are full of reference cycles: only the collector frees them
+    still_running = [app]  # (its last task, say)
+    gone = weakref.ref(app)
+    try:
+        heap.watch()
+        heap.settle()  # frozen, as a running session's objects are
+        heap.session_ended(0, app)
+        del app
+        await asyncio.sleep(0.2)
+        assert gone() is not None and len(heap.leaving) == 1
+        assert heap._later is not None  # another collection is on its way
+        still_running.clear()  # the task ends: now only its cycle holds the app
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+            if not heap.leaving:
+                break
+        assert gone() is None and heap.leaving == [] and heap._later is None
+    finally:
+        heap.stop()
+    assert gc.get_freeze_count() == 0

@@ -19,6 +19,7 @@ import functools
 import gc
 import logging
 import time
+import weakref
 
 from mgtui.memory import trim
 
@@ -26,6 +27,7 @@ log = logging.getLogger("mgtui.serve")
 
 ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next thaw
 WIND_DOWN = 1.0  # seconds from a session's end to the collection of what it left
+EMPTIED_TRIES = 10  # collections after the class has left, while apps are still held
 FROZEN_GROWTH = 2.0  # frozen objects, over those after the last whole walk: walk again
 
 
@@ -34,6 +36,8 @@ class SessionHeap:
 
     def __init__(self) -> None:
         self.ended_frozen = 0  # sessions ended since the last thaw (their cycles kept)
+        self.leaving: list[weakref.ref] = []  # the apps of ended sessions, until freed
+        self._tries = 0  # collections since the class emptied with apps still there
         self._later: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.frozen_walked = 0  # objects frozen after the last walk of the whole heap
@@ -73,17 +77,25 @@ class SessionHeap:
         drawn its first screen): collect the garbage, then freeze the rest. (The
         collection walks only what came since the last freeze.)"""
         self._cancel()
+        self._freeze()
+
+    def _freeze(self) -> None:
         gc.collect()
         gc.freeze()
         self.frozen_walked = gc.get_freeze_count()
 
-    def session_ended(self, sessions_left: int) -> None:
+    def session_ended(self, sessions_left: int, app: object | None = None) -> None:
         """A session has ended: when it was the last, thaw, collect and give the memory
         back; otherwise thaw and collect only once enough have ended. Both a moment
         later: the app is still referenced while its last tasks wind down, and garbage
-        frozen then would stay."""
+        frozen then would stay. (`app`, the session's app, is watched until it is freed:
+        on a busy machine its tasks can take longer than that moment.)"""
         self.ended_frozen += 1
+        if app is not None:
+            self.leaving = [ref for ref in self.leaving if ref() is not None]
+            self.leaving.append(weakref.ref(app))
         if sessions_left == 0:
+            self._tries = 0
             self._soon(self._emptied)
         elif self.ended_frozen >= ENDED_BEFORE_COLLECTING:
             self._soon(self._collect_ended)
@@ -96,18 +108,35 @@ class SessionHeap:
         self._due = False
         start, frozen = time.perf_counter(), gc.get_freeze_count()
         self.thaw()
-        self.settle()
+        self._freeze()  # (a give-back on its way, the class having left, still comes)
         log.info("walked the whole heap: %d objects frozen before, %d after, in %.0f ms",
                  frozen, self.frozen_walked, 1000 * (time.perf_counter() - start))
 
     def _emptied(self) -> None:
-        self._later = None
+        """The class has emptied: collect and give back what its sessions held. An app
+        whose tasks are still winding down survives that collection, and with nobody
+        connected nothing would collect it later: so collect again, a little later each
+        time, until every ended session's app is gone."""
         self.thaw()
         give_back_memory()
+        self.leaving = [ref for ref in self.leaving if ref() is not None]
+        if self.leaving and self._tries < EMPTIED_TRIES:
+            self._tries += 1
+            log.info("the class has left; %d sessions still winding down: collecting again "
+                     "in %.0f s", len(self.leaving), WIND_DOWN * (1 + self._tries))
+            self._soon(self._emptied, WIND_DOWN * (1 + self._tries))
+        elif self.leaving:
+            log.warning("the class has left, but %d sessions' apps are still held",
+                        len(self.leaving))
 
-    def _soon(self, then) -> None:
+    def _soon(self, then, delay: float | None = None) -> None:
         self._cancel()
-        self._later = asyncio.get_running_loop().call_later(WIND_DOWN, then)
+        self._later = asyncio.get_running_loop().call_later(
+            WIND_DOWN if delay is None else delay, self._fire, then)
+
+    def _fire(self, then) -> None:
+        self._later = None
+        then()
 
     def _cancel(self) -> None:
         if self._later is not None:

@@ -136,9 +136,10 @@ class LessonSession(asyncssh.SSHServerSession):
                     self.chan.exit(0)
                 except (OSError, asyncssh.Error):
                     pass
-            release_streams(self.app)
-            self.app = None  # (the app, its screens and its session go with it)
-            self.klass.heap.session_ended(len(self.klass.sessions))
+            app, self.app = self.app, None  # (its screens and its session go with it)
+            release_streams(app)
+            self.klass.heap.session_ended(len(self.klass.sessions), app)
+            del app
 
     def data_received(self, data: str, datatype) -> None:
         self.last_active = time.monotonic()

@@ -47,6 +47,8 @@ FIRST_STEPS = 0.3  # seconds before the first steps of a longer recording are sh
 GROWING_EVERY = 1.0  # seconds between the trace's updates while it still records
 GROWING_SHARE = 5  # ... or this many times what the last update cost, if more
 LOADING_SCREEN_AFTER = 0.6  # seconds before a recording with no steps yet says so
+STEPPING = 0.5  # seconds after the user's last move that a recording's update waits
+STEPPING_AT_MOST = 3.0  # ... at most, in all, before the update comes anyway
 
 
 class ChecksCancelled(BaseException):
@@ -250,7 +252,14 @@ class MgtuiApp(App[int]):
         shown, wait = None, FIRST_STEPS
         self._last_shown = None
         self._growth_cost = 0.0  # seconds the UI thread spent on the last update
+        held = 0.0  # seconds the next update has waited for the user
         while not run.done_within(wait):
+            pause = self._user_stepping(shown)
+            if pause and held < STEPPING_AT_MOST:
+                held += pause
+                wait = pause
+                continue
+            held = 0.0
             start = time.perf_counter()
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
@@ -263,6 +272,17 @@ class MgtuiApp(App[int]):
             cost = time.perf_counter() - start + self._growth_cost
             wait = max(GROWING_EVERY, GROWING_SHARE * cost)
         return run.wait()
+
+    def _user_stepping(self, shown: Trace | None) -> float:
+        """How long the next update of a recording should wait (0: not at all) because
+        the user is stepping through what is on screen: an update costs the UI a frame
+        or more (moons: 0.1-0.3 s), felt as a slow key. Not when they are at the last
+        step shown, where they wait for more, and not for the first steps."""
+        d = self.debugger
+        since = time.monotonic() - d.moved_at
+        if shown is None or since >= STEPPING or d.position + 1 >= len(shown):
+            return 0.0
+        return STEPPING - since
 
     async def on_trace_growing(self, message: TraceGrowing) -> None:
         if not self.loading or message.path != self.path or not self.is_running:

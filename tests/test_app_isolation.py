@@ -202,6 +202,47 @@ async def test_a_step_asked_for_beyond_the_first_steps_is_reached_once_recorded(
         assert len(screen.trace) > 70 and screen.position == 70
 
 
+async def test_a_recordings_updates_wait_while_the_user_steps_through_what_is_shown(
+        write_scenario, tmp_path, monkeypatch):
+    """An update of a growing trace costs the UI a frame or more: it waits while the user
+    steps inside what is on screen, and comes at once for a user at its last step."""
+    import mgtui.app
+
+    monkeypatch.setattr(mgtui.app, "STEPPING", 6.0)  # (generous: a loaded machine is slow)
+    monkeypatch.setattr(mgtui.app, "STEPPING_AT_MOST", 12.0)
+    stop = tmp_path / "stop"
+    path = write_scenario("records_on", f"""
+        import os, time
+        from engine import Value
+        b = Value(1.0, label="b")
+        for k in range(3000):  # a step every 10 ms, for 30 s at most
+            if os.path.exists({str(stop)!r}):
+                break
+            time.sleep(0.01)
+            b = b + 1.0
+    """)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        for _ in range(1500):
+            await pilot.pause(0.02)
+            if screen.trace is not None and len(screen.trace) > 3:
+                break
+        assert app.loading and screen.trace is not None
+        await pilot.press("n")  # inside what is shown
+        shown = len(screen.trace)
+        await pilot.pause(3.0)  # three times the updates' pace: none came
+        assert app.loading and len(screen.trace) == shown and screen.position == 1
+        screen.goto(shown)  # the last step shown: the user wants more
+        for _ in range(250):
+            await pilot.pause(0.02)
+            if len(screen.trace) > shown:
+                break
+        assert len(screen.trace) > shown
+        stop.touch()
+        await loaded(pilot)
+
+
 @pytest.mark.parametrize("name", ["neuron.mgtrace", "no_suffix"])
 async def test_a_saved_binary_trace_opens_without_running_code(tmp_path, name):
     from mgtui.recorder import record

@@ -7,6 +7,7 @@ the trace on their own.
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -72,6 +73,7 @@ class DebuggerScreen(Screen[None]):
         self._notes_shown: str | None = None  # the notes on screen (not their trace)
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
+        self.moved_at = 0.0  # time.monotonic() of the user's last move
         self._checks_status: Callable[[ChecksPane], None] = partial(
             ChecksPane.show_unavailable, reason=NOT_RUN)
 
@@ -303,6 +305,7 @@ class DebuggerScreen(Screen[None]):
                 self.panes_open = self.panes_open or not self._full_layout()
 
     def _move(self, state: StepState) -> None:
+        self.moved_at = time.monotonic()  # (a recording's updates wait while the user steps)
         self.state = state
 
     def _refresh_keys(self) -> None:

@@ -118,6 +118,7 @@ async def main(clients: int, lesson: str) -> None:
             port = int(found.group(1)) if found else None
         # drain the log so its pipe never fills, counting sessions started and ended
         sessions = {"start": 0, "end": 0}
+        given_back = [0]  # the server's "memory is given back" once a class has left
 
         walks: list[str] = []  # the server's walks of its whole heap, as it logs them
 
@@ -125,6 +126,7 @@ async def main(clients: int, lesson: str) -> None:
             for line in server.stderr:
                 for what in sessions:
                     sessions[what] += f" session {what} " in line
+                given_back[0] += "its memory is given back" in line
                 if "walked the whole heap" in line:
                     walks.append(f"{line.split('after, in ')[-1].strip()} at {load()}")
 
@@ -132,9 +134,12 @@ async def main(clients: int, lesson: str) -> None:
 
         async def all_ended() -> float:
             """Wait (20 s at most) until the server has logged the end of every
-            session it started; how long that took."""
-            start = time.perf_counter()
+            session it started, then (20 s more at most) until it has logged that it
+            has given their memory back; how long that took."""
+            start, given = time.perf_counter(), given_back[0]
             while sessions["end"] < sessions["start"] and time.perf_counter() - start < WAIT:
+                await asyncio.sleep(0.1)
+            while given_back[0] == given and time.perf_counter() - start < 2 * WAIT:
                 await asyncio.sleep(0.1)
             return time.perf_counter() - start
         await asyncio.sleep(1.0)
@@ -262,8 +267,9 @@ async def main(clients: int, lesson: str) -> None:
               f"({100 * (after - base) / base:+.1f}% of before); after a second class "
               f"{after_again:.1f} ({100 * (after_again - after) / after:+.1f}% of after the first)")
         print(f"server RSS by kind, MB: before ({kinds_before}); after all left ({kinds_after}); "
-              f"each 'after' 5 s after the server logged its last session's end, which "
-              f"came {ended_in:.1f} s and {ended_again_in:.1f} s after the clients closed")
+              f"each 'after' 5 s after the server logged that it had given the class's "
+              f"memory back, which came {ended_in:.1f} s and {ended_again_in:.1f} s after "
+              f"the clients closed")
         print(f"memory per extra session: {per_session:.2f} MB")
         print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone_both):.1f} ms "
               f"(before the class {1000 * p95(alone):.1f}, after it "

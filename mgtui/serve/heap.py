@@ -128,6 +128,8 @@ class SessionHeap:
         elif self.leaving:
             log.warning("the class has left, but %d sessions' apps are still held",
                         len(self.leaving))
+        else:
+            log.info("the class has left: its memory is given back")
 
     def _soon(self, then, delay: float | None = None) -> None:
         self._cancel()

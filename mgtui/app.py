@@ -42,7 +42,7 @@ from mgtui.widgets.source_view import highlighter_ready, warm_highlighter
 DEFAULT_MAX_NODES = 2_000_000
 
 
-QUICK_RECORDING = 0.1  # seconds: a scenario recorded within this is shown at once
+QUICK_RECORDING = 0.05  # seconds: a scenario recorded within this is shown at once
 FIRST_STEPS = 0.3  # seconds before the first steps of a longer recording are shown
 GROWING_EVERY = 1.0  # seconds between the trace's updates while it still records
 GROWING_SHARE = 5  # ... or this many times what the last update cost, if more

@@ -37,10 +37,15 @@ def _int(data: bytes | memoryview) -> int:
     return int.from_bytes(data, _ORDER)
 
 
-@lru_cache(maxsize=64)
 def _spread(value: int, lanes: int, width: int = 4) -> int:
-    """An int with `value` in each of `lanes` lanes of `width` bytes."""
-    return _int(value.to_bytes(width, _ORDER) * lanes)
+    """An int with `value` (0 <= value < 2**(8 * width)) in each of `lanes` lanes of
+    `width` bytes."""
+    return value * _ones(lanes, width)
+
+
+@lru_cache(maxsize=16)
+def _ones(lanes: int, width: int) -> int:
+    return _int((1).to_bytes(width, _ORDER) * lanes)
 
 
 def _view(column: array) -> memoryview:
@@ -99,7 +104,23 @@ def nondecreasing(column: array) -> bool:
     if len(column) < 2:
         return True
     data = _view(column)
-    return _ordered(data[:-4], data[4:], False, negative(column))
+    if negative(column):
+        return _ordered(data[:-4], data[4:], False, True)
+    for m, x in _pairs(data):
+        guard = _spread(_SIGN, m)
+        # per lane: 2**31 + x[k + 1] - x[k] (the next lane shifted down onto this one)
+        if ((x >> 32) + guard - (x & _spread(0xFFFFFFFF, m))) & guard != guard:
+            return False
+    return True
+
+
+def _pairs(data: memoryview) -> Iterator[tuple[int, int]]:
+    """(m, int) of blocks of m + 1 numbers, each block's last the next one's first: each
+    number and the next in one int, for m numbers of `data` but the last."""
+    step = 4 * _BLOCK
+    for at in range(0, len(data) - 4, step):
+        piece = data[at : at + step + 4]
+        yield len(piece) // 4 - 1, _int(piece)
 
 
 def below(column: array, hi: int) -> bool:
@@ -123,7 +144,8 @@ def within(column: array, lo: int, hi: int) -> bool:
     if not column:
         return True
     if not negative(column):
-        return hi > 0 and below(column, min(hi, _SIGN)) and (lo <= 0 or _at_least(column, lo))
+        return (hi > 0 and (hi >= _SIGN or below(column, hi))
+                and (lo <= 0 or _at_least(column, lo)))
     if lo >= 0:
         return False
     data: memoryview | bytes = _view(column)
@@ -153,11 +175,10 @@ def _at_least(column: array, lo: int) -> bool:
 def steps(column: array) -> bytes | None:
     """x[k + 1] - x[k] for every k, a byte each, if every one is below 256; else None.
     The array must be nondecreasing (`nondecreasing`)."""
-    data = _view(column)
     out = []
-    for (m, lo), (_, hi) in zip(_blocks(data[:-4]), _blocks(data[4:])):
+    for m, x in _pairs(_view(column)):
         try:
-            step = (hi - lo).to_bytes(4 * m, _ORDER)
+            step = ((x >> 32) - (x & _spread(0xFFFFFFFF, m))).to_bytes(4 * m, _ORDER)
         except OverflowError:  # (not nondecreasing)
             return None
         low = step[_LOW::4]
@@ -180,64 +201,68 @@ def shifted(column: array, by: int) -> array | None:
     return out
 
 
-_iota = array("i")
+_RAMP = _int(array("i", range(_BLOCK)).tobytes())  # the lanes 0, 1, 2, ... of a block
+
+
+def _ramp(start: int, m: int) -> int:
+    """Lanes start, start + 1, ... start + m - 1 (m <= _BLOCK)."""
+    lanes = _RAMP if m == _BLOCK else _RAMP & ((1 << 32 * m) - 1)
+    return lanes + _spread(start, m)
 
 
 def iota(start: int, count: int) -> bytes:
     """The bytes of array('i', range(start, start + count)). (0 <= start, and
     start + count <= 2**31.)"""
-    if count <= 0:
-        return b""
-    if not (0 <= start and start + count <= _SIGN):
+    if not (0 <= start and start + max(count, 0) <= _SIGN):
         raise ValueError(f"numbers {start}…{start + count}")
-    if len(_iota) < count:
-        _iota.extend(range(len(_iota), max(count, 2 * len(_iota))))
-    ramp = _view(_iota)[: 4 * count]
-    if not start:
-        return ramp.tobytes()
-    return b"".join((x + _spread(start, m)).to_bytes(4 * m, _ORDER) for m, x in _blocks(ramp))
+    return b"".join(_ramp(start + at, min(_BLOCK, count - at)).to_bytes(
+        4 * min(_BLOCK, count - at), _ORDER) for at in range(0, count, _BLOCK))
 
 
 # Seven bits in each byte: a number < 2**28 spread so that every byte of it is < 0x80
-# (in the same order as the numbers), which leaves 0x80 and up free to mark lanes that
-# bytes.translate is to delete.
+# (the numbers in the same order), which leaves 0x80 and up free to mark the numbers
+# that bytes.translate is to delete.
 _SEVENS = tuple(0x7F << (7 * k) for k in range(4))
 MAX_REPEATED = 1 << 28
 _UPTO = tuple(bytes(range(k + 1)) for k in range(256))
-_GONE = tuple(bytes(0x80 if c <= k else 0 for c in range(256)) for k in range(256))
 
 
-def repeat_each(values: bytes, counts: bytes, most: int = 4) -> array | None:
-    """array('i') of values[k] (the k-th 32-bit number of `values`), counts[k] times
-    each, in order; None if a count is above `most` (the work grows with the largest
-    count, so then the caller had better do it another way) or a number is not in
-    [0, 2**28).
+def _sevens(ids: int, m: int) -> int:
+    """m numbers (lanes of `ids`) in seven bits a byte."""
+    seven = 0
+    for k, mask in enumerate(_SEVENS):
+        seven |= (ids & _spread(mask, m)) << k
+    return seven
+
+
+def repeat_ids(first: int, counts: bytes, most: int = 4) -> array | None:
+    """array('i') of first + k, counts[k] times each, for every k, in order; None if a
+    count is above `most` (the work grows with the largest count, so then the caller
+    had better do it another way) or first + len(counts) is above 2**28.
 
     Each number is laid out as many times as the largest count, each copy beyond its
     own count marked in every byte, and the marked bytes deleted (`bytes.translate`)."""
     n = len(counts)
-    if len(values) != 4 * n:
-        raise ValueError("a count for every number")
-    if (counts.translate(None, _UPTO[most])
-            or values[_TOP::4].translate(None, bytes(range(MAX_REPEATED >> 24)))):
+    if counts.translate(None, _UPTO[most]) or not 0 <= first <= MAX_REPEATED - n:
         return None
     out = array("i")
-    for (m, v), at in zip(_blocks(values), range(0, n, _BLOCK)):
-        some = counts[at : at + m]
-        most = next(k for k in range(most + 1) if not some.translate(None, _UPTO[k]))
-        if not most:
+    for at in range(0, n, _BLOCK):
+        some = counts[at : at + _BLOCK]
+        m = len(some)
+        widest = next(k for k in range(most + 1) if not some.translate(None, _UPTO[k]))
+        if not widest:
             continue
-        seven = 0
-        for k, mask in enumerate(_SEVENS):
-            seven |= (v & _spread(mask, m)) << k
-        laid = bytearray(4 * most * m)
+        guard = _spread(_SIGN, m)
+        wide = bytearray(4 * m)
+        wide[_LOW::4] = some
+        count = _int(wide)  # the counts, a lane each
+        seven = _sevens(_ramp(first + at, m), m)
+        laid = bytearray(4 * widest * m)
         lanes = memoryview(laid).cast("I")
-        mark = bytearray(4 * m)
-        for k in range(most):
-            gone = some.translate(_GONE[k])
-            for b in range(4):
-                mark[b::4] = gone
-            lanes[k::most] = memoryview((seven | _int(mark)).to_bytes(4 * m, _ORDER)).cast("I")
+        for k in range(widest):
+            # 0x80 in every byte of the lanes whose count is k or less
+            gone = (((_spread(_SIGN + k, m) - count) & guard) >> 24) * 0x01010101
+            lanes[k::widest] = memoryview((seven | gone).to_bytes(4 * m, _ORDER)).cast("I")
         kept = laid.translate(None, _HIGH)
         s, j = _int(kept), len(kept) // 4
         number = s & _spread(_SEVENS[0], j)

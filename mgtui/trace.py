@@ -803,6 +803,8 @@ class WriteChunk:
 
 
 Chunk = NodeChunk | EventChunk | WriteChunk
+# (A chunk read from a file may hold memoryviews of the same types instead of arrays:
+# its columns in place, copied once, into the builder's own.)
 
 
 def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
@@ -972,13 +974,16 @@ class TraceBuilder:
         base = len(self.child_ids)
         self.labels.extend(labels)
         self.ops.extend(ops)
-        self.node_data.extend(data)
-        self.node_line.extend(lines)
+        _append(self.node_data, data)
+        _append(self.node_line, lines)
         _extend(self.child_ids, child_ids, "nodes.children")
-        ends = child_ends
+        ends: Iterable[int] | None = child_ends
         if base:  # counted from this chunk's first child: from the first of all
-            ends = (isinstance(child_ends, array) and child_ends.itemsize == 4
-                    and lanes.shifted(child_ends, base)) or map(base.__add__, child_ends)
+            ends = (lanes.shifted(child_ends, base)
+                    if isinstance(child_ends, (array, memoryview)) and child_ends.itemsize == 4
+                    else None)
+            if ends is None:
+                ends = map(base.__add__, child_ends)
         _extend(self.child_start, ends, "nodes.children")
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
@@ -989,9 +994,9 @@ class TraceBuilder:
         `before` and `after` are those of the lone writes among the events (grad and
         data events), in order; given one per event, only theirs are kept."""
         e0 = len(self.ev_kind)
-        self.ev_kind.extend(kinds)
+        _append(self.ev_kind, kinds)
         _extend(self.ev_node, nodes, "events.node")
-        self.ev_line.extend(lines)
+        _append(self.ev_line, lines)
         _extend(self.ev_closure, closures, "events.closure")
         _extend(self.ev_write_start, write_starts, "events.writes")
         kinds = self.ev_kind[e0:]
@@ -999,16 +1004,16 @@ class TraceBuilder:
         if lone.count(1):
             self.lone_at.extend(compress(range(e0, len(self.ev_kind)), lone))
         before, after = lone_values(kinds, before, after)
-        self.lone_before.extend(before)
-        self.lone_after.extend(after)
+        _append(self.lone_before, before)
+        _append(self.lone_after, after)
 
     def add_writes(self, nodes: Sequence[int], fields: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int]) -> None:
         _extend(self.wr_node, nodes, "writes.node")
-        self.wr_field.extend(fields)
-        self.wr_before.extend(before)
-        self.wr_after.extend(after)
-        self.wr_line.extend(lines)
+        _append(self.wr_field, fields)
+        _append(self.wr_before, before)
+        _append(self.wr_after, after)
+        _append(self.wr_line, lines)
 
     def add(self, chunk: Chunk) -> None:
         if isinstance(chunk, NodeChunk):
@@ -1055,7 +1060,8 @@ class TraceBuilder:
 
         Records are append-only, so only those added since the last successful check
         are checked: a trace that grows while it records costs a chunk's check per
-        update, not the whole trace's."""
+        update, not the whole trace's. The labels and ops checked are made inert here
+        too, as `build()` needs them."""
         n, e, w = self.node_count, self.event_count, len(self.wr_node)
         self._validate_nodes(self._checked_nodes)
         made = self._validate_events(self._checked_events)
@@ -1069,6 +1075,7 @@ class TraceBuilder:
             _check_line("error.line", error.line or 0)
         self._checked_nodes, self._checked_events, self._checked_writes = n, e, w
         self._made = made
+        self._catch_up_names()  # (for build(); here, while a loader waits for more records)
 
     def _validate_nodes(self, n0: int) -> None:
         n = self.node_count
@@ -1264,7 +1271,10 @@ class TraceBuilder:
         k = len(self._inert_labels)
         one = {}.setdefault  # equal labels, one string
         labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
-        self._inert_labels.extend(map(one, labels, labels))
+        if labels.count("") == len(labels):  # (a big graph's nodes mostly have none)
+            self._inert_labels.extend(labels)
+        else:
+            self._inert_labels.extend(map(one, labels, labels))
         codes = self._op_codes
         for op in set(ops) - codes.keys():
             codes[op] = len(self._ops)
@@ -1272,7 +1282,10 @@ class TraceBuilder:
         if len(self._ops) > _CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
             self._op_code = array("H" if len(self._ops) <= _CODE_LIMIT["H"] else "i",
                                   self._op_code)
-        self._op_code.extend(map(codes.__getitem__, ops))
+        if self._op_code.typecode == "B":  # (bytes() of a map is faster than extend)
+            self._op_code.frombytes(bytes(map(codes.__getitem__, ops)))
+        else:
+            self._op_code.extend(map(codes.__getitem__, ops))
 
 
 def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
@@ -1351,7 +1364,7 @@ def _made_before(ids: array, ends: array, n0: int) -> bool:
     Each node's id is laid next to each of its children (`lanes.repeat_each`), and the
     two columns compared in one go; one by one when a node has many children."""
     steps = lanes.steps(ends)
-    owners = None if steps is None else lanes.repeat_each(lanes.iota(n0, len(steps)), steps)
+    owners = None if steps is None else lanes.repeat_ids(n0, steps)
     if owners is None or len(owners) != len(ids):
         owners = chain.from_iterable(map(repeat, range(n0, n0 + len(ends) - 1),
                                          map(sub, ends[1:], ends)))
@@ -1359,10 +1372,19 @@ def _made_before(ids: array, ends: array, n0: int) -> bool:
     return lanes.within(ids, -1, 1 << 31) and lanes.ordered(ids, owners)
 
 
+def _append(column: array, values: Iterable) -> None:
+    """column.extend(values); a memoryview of the column's own type (a file's chunk,
+    read in place) is copied in as bytes, not an element at a time."""
+    if isinstance(values, memoryview) and values.format == column.typecode:
+        column.frombytes(values.cast("B"))
+    else:
+        column.extend(values)
+
+
 def _extend(column: array, values: Iterable[int], where: str) -> None:
     """Append ids to an int32 column; one too big for it is a corrupt trace."""
     try:
-        column.extend(values)
+        _append(column, values)
     except OverflowError:
         raise TraceFormatError(where, "an id or count is out of range") from None
     except TypeError:  # an array of another type (an older file's 64-bit ids)
@@ -1385,7 +1407,7 @@ class Texts(Sequence[str]):
 
     def __init__(self, values: Sequence[str]) -> None:
         n = len(values)
-        if n > 64 and sum(map(bool, values)) * 4 < n:
+        if n > 64 and (n - values.count("")) * 4 < n:  # (labels and names: strings)
             self._all, self._some = None, dict(zip(compress(range(n), values),
                                                    compress(values, values)))
         else:

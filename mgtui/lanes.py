@@ -37,6 +37,7 @@ def _int(data: bytes | memoryview) -> int:
     return int.from_bytes(data, _ORDER)
 
 
+@lru_cache(maxsize=128)
 def _spread(value: int, lanes: int, width: int = 4) -> int:
     """An int with `value` (0 <= value < 2**(8 * width)) in each of `lanes` lanes of
     `width` bytes."""
@@ -207,7 +208,7 @@ _RAMP = _int(array("i", range(_BLOCK)).tobytes())  # the lanes 0, 1, 2, ... of a
 def _ramp(start: int, m: int) -> int:
     """Lanes start, start + 1, ... start + m - 1 (m <= _BLOCK)."""
     lanes = _RAMP if m == _BLOCK else _RAMP & ((1 << 32 * m) - 1)
-    return lanes + _spread(start, m)
+    return lanes + start * _ones(m, 4)  # (a new start each time: not worth caching)
 
 
 def iota(start: int, count: int) -> bytes:
@@ -265,8 +266,8 @@ def repeat_ids(first: int, counts: bytes, most: int = 4) -> array | None:
             lanes[k::widest] = memoryview((seven | gone).to_bytes(4 * m, _ORDER)).cast("I")
         kept = laid.translate(None, _HIGH)
         s, j = _int(kept), len(kept) // 4
-        number = s & _spread(_SEVENS[0], j)
+        number = s & _spread(_SEVENS[0], widest * m)  # (masks as long as laid: cached)
         for k, mask in enumerate(_SEVENS[1:], 1):
-            number |= (s >> k) & _spread(mask, j)
+            number |= (s >> k) & _spread(mask, widest * m)
         out.frombytes(number.to_bytes(4 * j, _ORDER))
     return out

@@ -174,8 +174,11 @@ def _at_least(column: array, lo: int) -> bool:
 
 
 def steps(column: array) -> bytes | None:
-    """x[k + 1] - x[k] for every k, a byte each, if every one is below 256; else None.
-    The array must be nondecreasing (`nondecreasing`)."""
+    """x[k + 1] - x[k] for every k, a byte each, if every one is below 256; else None
+    (also when a number is negative). The array must be nondecreasing
+    (`nondecreasing`)."""
+    if negative(column):
+        return None
     out = []
     for m, x in _pairs(_view(column)):
         try:
@@ -202,12 +205,13 @@ def shifted(column: array, by: int) -> array | None:
     return out
 
 
-_RAMP = _int(array("i", range(_BLOCK)).tobytes())  # the lanes 0, 1, 2, ... of a block
+_RAMP_LANES = _BLOCK
+_RAMP = _int(array("i", range(_RAMP_LANES)).tobytes())  # the lanes 0, 1, 2, ... of a block
 
 
 def _ramp(start: int, m: int) -> int:
     """Lanes start, start + 1, ... start + m - 1 (m <= _BLOCK)."""
-    lanes = _RAMP if m == _BLOCK else _RAMP & ((1 << 32 * m) - 1)
+    lanes = _RAMP if m == _BLOCK == _RAMP_LANES else _RAMP & ((1 << 32 * m) - 1)
     return lanes + start * _ones(m, 4)  # (a new start each time: not worth caching)
 
 

@@ -1344,7 +1344,7 @@ def _made_in_order(kinds: bytes, nodes: array, made0: int, n: int) -> int | None
     A run of creations is compared with the ids it should make, and a run of other
     events with the count made before it, each in one go (`mgtui.lanes`)."""
     runs = [run.span() for run in _CREATES.finditer(kinds)]
-    if len(runs) * 256 > len(kinds):
+    if len(runs) * RUN_LENGTH > len(kinds):
         return None
     made, at = made0, 0
     for start, stop in runs:
@@ -1545,6 +1545,7 @@ _KIND_BYTES = bytes(range(_DATA + 1))
 _CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
 _LONE = bytes(int(b in (_GRAD, _DATA)) for b in range(256))
 _CREATES = re.compile(b"%c+" % _CREATE)  # a run of events that make nodes
+RUN_LENGTH = 256  # events per run of creations, on average, below which they go one by one
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import add, le, lt, mul, sub
+from operator import add, lt, mul, sub
 from collections.abc import Sequence
 from typing import Iterable, Iterator, Literal
 
@@ -1361,7 +1361,7 @@ def _made_before(ids: array, ends: array, n0: int) -> bool:
     """Is every child id in `ids` -1 or a node made before its own (`ends` are where
     the children of nodes n0, n0 + 1, ... end, from where those of n0 start)?
 
-    Each node's id is laid next to each of its children (`lanes.repeat_each`), and the
+    Each node's id is laid next to each of its children (`lanes.repeat_ids`), and the
     two columns compared in one go; one by one when a node has many children."""
     steps = lanes.steps(ends)
     owners = None if steps is None else lanes.repeat_ids(n0, steps)
@@ -1485,14 +1485,6 @@ def _top_bytes(column: array) -> bytes:
     size = column.itemsize
     top = size - 1 if sys.byteorder == "little" else 0
     return column.tobytes()[top::size]  # (a copy, then a slice: faster than a strided view)
-
-
-def _negative(column: array) -> bool:
-    """Does an int array hold a negative number? (Their top bytes have the sign bit.)"""
-    return bool(_top_bytes(column).translate(None, _NON_NEGATIVE))
-
-
-_NON_NEGATIVE = bytes(range(0x80))
 
 
 def split_passes(trace: Trace) -> list[Pass]:

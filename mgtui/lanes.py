@@ -37,14 +37,20 @@ def _int(data: bytes | memoryview) -> int:
     return int.from_bytes(data, _ORDER)
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=16)
 def _spread(value: int, lanes: int, width: int = 4) -> int:
     """An int with `value` (0 <= value < 2**(8 * width)) in each of `lanes` lanes of
-    `width` bytes."""
+    `width` bytes: the constants every block uses, kept (a few, as each is up to 64 kB);
+    a value that changes from call to call is `_times` instead."""
     return value * _ones(lanes, width)
 
 
-@lru_cache(maxsize=16)
+def _times(value: int, lanes: int, width: int = 4) -> int:
+    """`_spread`, not kept."""
+    return value * _ones(lanes, width)
+
+
+@lru_cache(maxsize=4)
 def _ones(lanes: int, width: int) -> int:
     return _int((1).to_bytes(width, _ORDER) * lanes)
 
@@ -135,7 +141,7 @@ def below(column: array, hi: int) -> bool:
     for m, x in _blocks(_view(column)):
         guard = _spread(_SIGN, m)
         # per lane: 2**31 - 1 + hi - x, in [hi, 2**31 - 1 + hi]
-        if (_spread(_SIGN - 1 + hi, m) - x) & guard != guard:
+        if (_times(_SIGN - 1 + hi, m) - x) & guard != guard:
             return False
     return True
 
@@ -154,8 +160,8 @@ def within(column: array, lo: int, hi: int) -> bool:
         data = bytes(data) + lo.to_bytes(4, _ORDER, signed=True)
     for m, x in _blocks(data, 8):
         low, guard = _spread(0xFFFFFFFF, m, 8), _spread(1 << 32, m, 8)
-        floor = _spread(lo + _SIGN, m, 8)
-        ceiling = _spread((1 << 32) + hi + _SIGN - 1, m, 8)
+        floor = _times(lo + _SIGN, m, 8)
+        ceiling = _times((1 << 32) + hi + _SIGN - 1, m, 8)
         x ^= _spread(_SIGN, 2 * m)
         for shift in (0, 32):
             xs = (x >> shift) & low  # each number + 2**31, in 64-bit lanes
@@ -168,7 +174,7 @@ def _at_least(column: array, lo: int) -> bool:
     """Is x >= lo for every x of an array of numbers in [0, 2**31)? (0 < lo.)"""
     for m, x in _blocks(_view(column)):
         guard = _spread(_SIGN, m)
-        if (x + _spread(_SIGN - lo, m)) & guard != guard:
+        if (x + _times(_SIGN - lo, m)) & guard != guard:
             return False
     return True
 
@@ -201,7 +207,7 @@ def shifted(column: array, by: int) -> array | None:
         return None
     out = array("i")
     for m, x in _blocks(_view(column)):
-        out.frombytes((x + _spread(by, m)).to_bytes(4 * m, _ORDER))
+        out.frombytes((x + _times(by, m)).to_bytes(4 * m, _ORDER))
     return out
 
 
@@ -212,7 +218,7 @@ _RAMP = _int(array("i", range(_RAMP_LANES)).tobytes())  # the lanes 0, 1, 2, ...
 def _ramp(start: int, m: int) -> int:
     """Lanes start, start + 1, ... start + m - 1 (m <= _BLOCK)."""
     lanes = _RAMP if m == _BLOCK == _RAMP_LANES else _RAMP & ((1 << 32 * m) - 1)
-    return lanes + start * _ones(m, 4)  # (a new start each time: not worth caching)
+    return lanes + _times(start, m)
 
 
 def iota(start: int, count: int) -> bytes:

@@ -11,10 +11,16 @@ next, and its top bit (the *guard*) is set exactly when `y >= x`. Numbers that m
 negative are first mapped to unsigned ones in the same order (the sign bit flipped) and
 compared in 64-bit lanes (the even and odd numbers apart), where the guard is bit 32.
 
+To compare each child with the node that owns it, the owners are laid out a lane per
+child slot (`repeat_ids`): each node's id as many times as the most children any node
+has, the copies beyond its own count marked, and the marked bytes deleted with
+`bytes.translate`.
+
 The work goes a block of lanes at a time: the ints stay small enough to be in the
 cache, and their memory is reused instead of being fresh pages from the system (which
-costs more than the arithmetic). Every function gives the exact answer for every input; a caller that must name the
-first bad element finds it element by element, only once a check here has failed.
+costs more than the arithmetic). Every function gives the exact answer for every input;
+a caller that must name the first bad element finds it element by element, only once
+a check here has failed.
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ def _blocks(data: memoryview | bytes, width: int = 4) -> Iterator[tuple[int, int
 
 def negative(column: array) -> bool:
     """Does a 32-bit int array hold a negative number? (Its top byte has the sign bit.)"""
-    _view(column)
+    _view(column)  # (32-bit numbers, or TypeError)
     return bool(column.tobytes()[_TOP::4].translate(None, _NON_NEGATIVE))
 
 

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from mgtui import tracefile
-from mgtui.export import dumps, load
-from mgtui.recorder import record
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this tree's mgtui, not whichever one is installed
+
+from mgtui import tracefile  # noqa: E402
+from mgtui.export import dumps, load  # noqa: E402
+from mgtui.recorder import record  # noqa: E402
 
 
 def main() -> None:

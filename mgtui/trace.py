@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import add, le, lt, mul, sub
+from operator import add, lt, mul, sub
 from collections.abc import Sequence
 from typing import Iterable, Iterator, Literal
 
-from mgtui import notebook
+from mgtui import lanes, notebook
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 
 PassKind = Literal["forward", "backward", "zero_grad", "update", "other"]
@@ -803,6 +803,8 @@ class WriteChunk:
 
 
 Chunk = NodeChunk | EventChunk | WriteChunk
+# (A chunk read from a file may hold memoryviews of the same types instead of arrays:
+# its columns in place, copied once, into the builder's own.)
 
 
 def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
@@ -972,11 +974,17 @@ class TraceBuilder:
         base = len(self.child_ids)
         self.labels.extend(labels)
         self.ops.extend(ops)
-        self.node_data.extend(data)
-        self.node_line.extend(lines)
+        _append(self.node_data, data)
+        _append(self.node_line, lines)
         _extend(self.child_ids, child_ids, "nodes.children")
-        _extend(self.child_start, child_ends if base == 0 else map(base.__add__, child_ends),
-                "nodes.children")
+        ends: Iterable[int] | None = child_ends
+        if base:  # counted from this chunk's first child: from the first of all
+            ends = (lanes.shifted(child_ends, base)
+                    if isinstance(child_ends, (array, memoryview)) and child_ends.itemsize == 4
+                    else None)
+            if ends is None:
+                ends = map(base.__add__, child_ends)
+        _extend(self.child_start, ends, "nodes.children")
 
     def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
@@ -986,9 +994,9 @@ class TraceBuilder:
         `before` and `after` are those of the lone writes among the events (grad and
         data events), in order; given one per event, only theirs are kept."""
         e0 = len(self.ev_kind)
-        self.ev_kind.extend(kinds)
+        _append(self.ev_kind, kinds)
         _extend(self.ev_node, nodes, "events.node")
-        self.ev_line.extend(lines)
+        _append(self.ev_line, lines)
         _extend(self.ev_closure, closures, "events.closure")
         _extend(self.ev_write_start, write_starts, "events.writes")
         kinds = self.ev_kind[e0:]
@@ -996,16 +1004,16 @@ class TraceBuilder:
         if lone.count(1):
             self.lone_at.extend(compress(range(e0, len(self.ev_kind)), lone))
         before, after = lone_values(kinds, before, after)
-        self.lone_before.extend(before)
-        self.lone_after.extend(after)
+        _append(self.lone_before, before)
+        _append(self.lone_after, after)
 
     def add_writes(self, nodes: Sequence[int], fields: Sequence[int], before: Sequence[float],
                    after: Sequence[float], lines: Sequence[int]) -> None:
         _extend(self.wr_node, nodes, "writes.node")
-        self.wr_field.extend(fields)
-        self.wr_before.extend(before)
-        self.wr_after.extend(after)
-        self.wr_line.extend(lines)
+        _append(self.wr_field, fields)
+        _append(self.wr_before, before)
+        _append(self.wr_after, after)
+        _append(self.wr_line, lines)
 
     def add(self, chunk: Chunk) -> None:
         if isinstance(chunk, NodeChunk):
@@ -1052,7 +1060,8 @@ class TraceBuilder:
 
         Records are append-only, so only those added since the last successful check
         are checked: a trace that grows while it records costs a chunk's check per
-        update, not the whole trace's."""
+        update, not the whole trace's. The labels and ops checked are made inert here
+        too, as `build()` needs them."""
         n, e, w = self.node_count, self.event_count, len(self.wr_node)
         self._validate_nodes(self._checked_nodes)
         made = self._validate_events(self._checked_events)
@@ -1066,6 +1075,7 @@ class TraceBuilder:
             _check_line("error.line", error.line or 0)
         self._checked_nodes, self._checked_events, self._checked_writes = n, e, w
         self._made = made
+        self._catch_up_names()  # (for build(); here, while a loader waits for more records)
 
     def _validate_nodes(self, n0: int) -> None:
         n = self.node_count
@@ -1087,16 +1097,16 @@ class TraceBuilder:
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
         _check_lines("nodes", self.node_line, n0)
         # Every child was made before its node (ids follow creation order), so a trace
-        # has no cycles. Checked a column at a time, at C speed: moons has 400k inputs.
+        # has no cycles. Checked a column at a time, at C speed (`mgtui.lanes`): moons
+        # has 400k inputs.
         start = self.child_start
+        ends = start[n0:]
+        if not lanes.nondecreasing(ends):
+            raise TraceFormatError("nodes.children", "a node's children end before they start")
         first = start[n0]
         ids = self.child_ids[first:]
-        counts = array("q", map(sub, start[n0 + 1:], start[n0:-1]))
-        if counts and min(counts) < 0:
-            raise TraceFormatError("nodes.children", "a node's children end before they start")
-        owners = chain.from_iterable(map(repeat, range(n0, n), counts))
-        if ids and (min(ids) < -1 or not all(map(lt, ids, owners))):
-            owners = chain.from_iterable(map(repeat, range(n0, n), counts))
+        if ids and not _made_before(ids, ends, n0):
+            owners = chain.from_iterable(map(repeat, range(n0, n), map(sub, ends[1:], ends)))
             j, nid = next((first + j, o) for j, (c, o) in enumerate(zip(ids, owners))
                           if not -1 <= c < o)
             raise TraceFormatError(f"nodes[{nid}].children[{j - start[nid]}]",
@@ -1122,13 +1132,27 @@ class TraceBuilder:
             bad = e0 + next(i for i, k in enumerate(kinds) if not 0 <= k <= _DATA)
             raise TraceFormatError(f"events[{bad}].kind", f"{self.ev_kind[bad]} is not a kind")
         # Nodes are made in id order, and an event names a node only once it is made
-        # (which also keeps every node below the count: no max() over 400k events).
-        made0 = self._made
+        # (which also keeps every node below the count).
+        made = _made_in_order(kind_bytes, nodes, self._made, n)
+        if made is None:  # a bad event, or events that alternate: one at a time
+            made = self._made_one_by_one(e0, kind_bytes, nodes)
+        closures = len(self.closures)
+        if not lanes.within(closure, -1, closures):
+            bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
+            raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
+                                   f"one of the {closures} closures")
+        _check_lines("events", self.ev_line, e0)
+        return made
+
+    def _made_one_by_one(self, e0: int, kind_bytes: bytes, nodes: array) -> int:
+        """`_made_in_order`, an event at a time, naming the first bad one."""
+        n, made0 = self.node_count, self._made
         creating = kind_bytes.translate(_CREATING)  # 1 for a creation, else 0
         made = array("i", compress(nodes, creating))
-        if _negative(nodes) or not _named_once_made(kind_bytes, creating, nodes, made0):
-            existing = islice(accumulate(creating, initial=made0), 1, None)
-            i = next(i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < m)
+        existing = islice(accumulate(creating, initial=made0), 1, None)
+        i = next((i for i, (nid, m) in enumerate(zip(nodes, existing)) if not 0 <= nid < min(m, n)),
+                 None)
+        if i is not None:
             nid, i = nodes[i], e0 + i
             if not 0 <= nid < n:
                 raise TraceFormatError(f"events[{i}].node", f"{nid} is not a node (there are {n})")
@@ -1138,15 +1162,9 @@ class TraceBuilder:
             raise TraceFormatError(f"events[{i}].node", f"node {nid} is used before it is made")
         if made != array("i", range(made0, made0 + len(made))):
             k = next(k for k, nid in enumerate(made) if nid != made0 + k)
-            i = e0 + next(islice(compress(range(len(kinds)), creating), k, None))
+            i = e0 + next(islice(compress(range(len(nodes)), creating), k, None))
             raise TraceFormatError(f"events[{i}].node", f"makes node {made[k]}, but the next "
                                    f"node to be made is {made0 + k}")
-        closures = len(self.closures)
-        if max(closure) >= closures or min(closure) < -1:
-            bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
-            raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
-                                   f"one of the {closures} closures")
-        _check_lines("events", self.ev_line, e0)
         return made0 + len(made)
 
     def _validate_writes(self, w0: int, e0: int) -> None:
@@ -1158,15 +1176,13 @@ class TraceBuilder:
         # Writes follow their events in order. (They belong to `_backward` calls; a
         # `_backward` that makes Values has its later writes after those creations.)
         starts = self.ev_write_start[max(e0 - 1, 0):]
-        ends = starts[1:]
-        ends.append(w)
-        if starts and ((e0 <= 1 and starts[0] != 0) or not all(map(le, starts, ends))
-                       or ends[-1] > w):
+        starts.append(w)
+        if len(starts) > 1 and ((e0 <= 1 and starts[0] != 0) or not lanes.nondecreasing(starts)):
             raise TraceFormatError("events.writes", "the writes of the events are not in order")
         if not self.ev_write_start and w:
             raise TraceFormatError("writes", f"{w} writes belong to no _backward call")
         nodes, fields = self.wr_node[w0:], self.wr_field[w0:]
-        if nodes and (max(nodes) >= n or _negative(nodes)):
+        if not lanes.below(nodes, n):
             bad = w0 + next(k for k, x in enumerate(nodes) if not 0 <= x < n)
             raise TraceFormatError(f"writes[{bad}].node", f"{self.wr_node[bad]} is not a node")
         if fields and fields.tobytes().translate(None, b"\0\1"):
@@ -1255,7 +1271,10 @@ class TraceBuilder:
         k = len(self._inert_labels)
         one = {}.setdefault  # equal labels, one string
         labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
-        self._inert_labels.extend(map(one, labels, labels))
+        if labels.count("") == len(labels):  # (a big graph's nodes mostly have none)
+            self._inert_labels.extend(labels)
+        else:
+            self._inert_labels.extend(map(one, labels, labels))
         codes = self._op_codes
         for op in set(ops) - codes.keys():
             codes[op] = len(self._ops)
@@ -1263,7 +1282,10 @@ class TraceBuilder:
         if len(self._ops) > _CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
             self._op_code = array("H" if len(self._ops) <= _CODE_LIMIT["H"] else "i",
                                   self._op_code)
-        self._op_code.extend(map(codes.__getitem__, ops))
+        if self._op_code.typecode == "B":  # (bytes() of a map is faster than extend)
+            self._op_code.frombytes(bytes(map(codes.__getitem__, ops)))
+        else:
+            self._op_code.extend(map(codes.__getitem__, ops))
 
 
 def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
@@ -1313,28 +1335,56 @@ def lone_values(kinds: array, before: Sequence[float],
     return array("d", compress(before, lone)), array("d", compress(after, lone))
 
 
-def _named_once_made(kinds: bytes, creating: bytes, nodes: array, made0: int) -> bool:
-    """Does every event name a node made before it (a creation, the node it makes),
-    given `made0` nodes made before these events? Checked a run of events that make
-    nothing at a time, against the nodes made before the run: a max() per run, instead
-    of a comparison per event. Creations are checked to make the next node elsewhere."""
-    runs = 1 + sum(kinds.count(bytes((_CREATE, k))) for k in (_BACKWARD, _GRAD, _DATA))
-    if runs * 64 > len(kinds):  # creations and uses interleaved: event by event
-        return all(map(lt, nodes, islice(accumulate(creating, initial=made0), 1, None)))
-    made, end = made0, 0
-    for run in _USING.finditer(kinds):
-        start, stop = run.span()
-        made += start - end  # the creations between the last run and this one
-        end = stop
-        if max(nodes[start:stop]) >= made:
-            return False
-    return True
+def _made_in_order(kinds: bytes, nodes: array, made0: int, n: int) -> int | None:
+    """The number of nodes made once these events (`kinds`, `nodes`) are done, given
+    `made0` made before them, if each creation makes the next of the `n` nodes and
+    every other event names a node made before it; else None (also when the events
+    alternate, which is left to the check that goes an event at a time).
+
+    A run of creations is compared with the ids it should make, and a run of other
+    events with the count made before it, each in one go (`mgtui.lanes`)."""
+    runs = [run.span() for run in _CREATES.finditer(kinds)]
+    if len(runs) * RUN_LENGTH > len(kinds):
+        return None
+    made, at = made0, 0
+    for start, stop in runs:
+        if ((at < start and not lanes.below(nodes[at:start], made)) or made + stop - start > n
+                or nodes[start:stop].tobytes() != lanes.iota(made, stop - start)):
+            return None
+        made, at = made + stop - start, stop
+    if at < len(kinds) and not lanes.below(nodes[at:], made):
+        return None
+    return made
+
+
+def _made_before(ids: array, ends: array, n0: int) -> bool:
+    """Is every child id in `ids` -1 or a node made before its own (`ends` are where
+    the children of nodes n0, n0 + 1, ... end, from where those of n0 start)?
+
+    Each node's id is laid next to each of its children (`lanes.repeat_ids`), and the
+    two columns compared in one go; one by one when a node has many children."""
+    steps = lanes.steps(ends)
+    owners = None if steps is None else lanes.repeat_ids(n0, steps)
+    if owners is None or len(owners) != len(ids):
+        owners = chain.from_iterable(map(repeat, range(n0, n0 + len(ends) - 1),
+                                         map(sub, ends[1:], ends)))
+        return min(ids) >= -1 and all(map(lt, ids, owners))
+    return lanes.within(ids, -1, 1 << 31) and lanes.ordered(ids, owners)
+
+
+def _append(column: array, values: Iterable) -> None:
+    """column.extend(values); a memoryview of the column's own type (a file's chunk,
+    read in place) is copied in as bytes, not an element at a time."""
+    if isinstance(values, memoryview) and values.format == column.typecode:
+        column.frombytes(values.cast("B"))
+    else:
+        column.extend(values)
 
 
 def _extend(column: array, values: Iterable[int], where: str) -> None:
     """Append ids to an int32 column; one too big for it is a corrupt trace."""
     try:
-        column.extend(values)
+        _append(column, values)
     except OverflowError:
         raise TraceFormatError(where, "an id or count is out of range") from None
     except TypeError:  # an array of another type (an older file's 64-bit ids)
@@ -1357,7 +1407,7 @@ class Texts(Sequence[str]):
 
     def __init__(self, values: Sequence[str]) -> None:
         n = len(values)
-        if n > 64 and sum(map(bool, values)) * 4 < n:
+        if n > 64 and (n - values.count("")) * 4 < n:  # (labels and names: strings)
             self._all, self._some = None, dict(zip(compress(range(n), values),
                                                    compress(values, values)))
         else:
@@ -1434,15 +1484,7 @@ def _top_bytes(column: array) -> bytes:
     number is in [0, 2**(8 * (itemsize - 1)))."""
     size = column.itemsize
     top = size - 1 if sys.byteorder == "little" else 0
-    return memoryview(column).cast("B")[top::size].tobytes()
-
-
-def _negative(column: array) -> bool:
-    """Does an int array hold a negative number? (Their top bytes have the sign bit.)"""
-    return bool(_top_bytes(column).translate(None, _NON_NEGATIVE))
-
-
-_NON_NEGATIVE = bytes(range(0x80))
+    return column.tobytes()[top::size]  # (a copy, then a slice: faster than a strided view)
 
 
 def split_passes(trace: Trace) -> list[Pass]:
@@ -1494,7 +1536,8 @@ def split_passes(trace: Trace) -> list[Pass]:
 _KIND_BYTES = bytes(range(_DATA + 1))
 _CREATING = bytes(int(b == _CREATE) for b in range(256))  # a table for bytes.translate
 _LONE = bytes(int(b in (_GRAD, _DATA)) for b in range(256))
-_USING = re.compile(b"[^%c]+" % _CREATE)  # a run of events that make no node
+_CREATES = re.compile(b"%c+" % _CREATE)  # a run of events that make nodes
+RUN_LENGTH = 256  # events per run of creations, on average, below which they go one by one
 
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
 

@@ -33,8 +33,6 @@ Version 1 files (64-bit ids, a before and an after for every event) are still re
 from __future__ import annotations
 
 import io
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 import json
 import os
 import struct
@@ -183,9 +181,9 @@ class _Payload:
     """Reads a record's payload front to back; every read is bounds-checked."""
 
     def __init__(self, tag: str, data: bytes) -> None:
-        self.tag, self.data, self.at = tag, data, 0
+        self.tag, self.data, self.at = tag, memoryview(data), 0
 
-    def take(self, n: int) -> bytes:
+    def take(self, n: int) -> memoryview:
         if n < 0 or self.at + n > len(self.data):
             raise TraceFormatError(f"record {self.tag}", "ends too soon")
         piece = self.data[self.at : self.at + n]
@@ -202,9 +200,17 @@ class _Payload:
             a.byteswap()
         return a
 
+    def view(self, typecode: str, count: int) -> array | memoryview:
+        """A column read in place, without a copy (the builder copies it into its own
+        columns); an array where the numbers need turning round (a big-endian machine)."""
+        if _BIG:
+            return self.column(typecode, count)
+        size = array(typecode).itemsize
+        return self.take(size * count).cast(typecode)
+
     def json(self) -> object:
         try:
-            return json.loads(self.take(len(self.data) - self.at).decode("utf-8"))
+            return json.loads(str(self.take(len(self.data) - self.at), "utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise TraceFormatError(f"record {self.tag}", f"not valid JSON ({exc})") from None
 
@@ -225,13 +231,16 @@ def _inflate(tag: str, data: bytes) -> bytes:
 
 
 def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
-    """A chunk from the (compressed) payload of an N, E or W record."""
+    """A chunk from the (compressed) payload of an N, E or W record. Its columns are
+    memoryviews of the inflated payload (arrays for a version 1 file), for
+    `TraceBuilder.add` to copy once into its own."""
     p = _Payload(tag, _inflate(tag, data))
     ids = "q" if version == 1 else "i"
+    column = p.column if version == 1 else p.view
     if tag == "N":
         count, children = p.unpack(_COUNTS)
-        numbers = (p.column("d", count), p.column("i", count), p.column(ids, count),
-                   p.column(ids, children))
+        numbers = (column("d", count), column("i", count), column(ids, count),
+                   column(ids, children))
         strings = p.json()
         if (not isinstance(strings, list) or len(strings) not in (2, 3)
                 or not all(isinstance(x, list) and len(x) == count for x in strings)):
@@ -245,12 +254,12 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
         chunk = EventChunk(*(p.column(t, count) for t in "bqddiiq"))
     elif tag == "E":
         count, lone = p.unpack(_COUNTS)
-        kinds, nodes, lines, closures, starts = (p.column(t, count) for t in "biiii")
-        chunk = EventChunk(kinds, nodes, p.column("d", lone), p.column("d", lone), lines,
+        kinds, nodes, lines, closures, starts = (column(t, count) for t in "biiii")
+        chunk = EventChunk(kinds, nodes, column("d", lone), column("d", lone), lines,
                            closures, starts)
     else:
         (count,) = p.unpack(_COUNT)
-        chunk = WriteChunk(*(p.column(t, count) for t in ids + "bddi"))
+        chunk = WriteChunk(*(column(t, count) for t in ids + "bddi"))
     p.done()
     return chunk
 
@@ -321,29 +330,13 @@ def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
 def read(f: BinaryIO) -> Trace:
     """Read a whole binary trace, checked before it is built.
 
-    Chunks are inflated a few records ahead in a thread (zlib lets go of the GIL), while
-    this one checks those that came before."""
+    All in this thread: inflating chunks in another one, ahead of this one, was slower
+    on a busy machine (each inflated chunk handed back waits for this thread to let go
+    of the GIL, and then for the other to be given a core), and little faster on a
+    quiet one."""
     version = check_head(f.read(_HEAD.size), READS)
-    with ThreadPoolExecutor(1, thread_name_prefix="mgtui-inflate") as pool:
-        return _read(_decoded_ahead(_body(f), pool, version))
-
-
-def _decoded_ahead(recs: Iterator[tuple[str, bytes]], pool: ThreadPoolExecutor,
-                   version: int, ahead: int = 3) -> Iterator[tuple[str, object]]:
-    """(tag, payload) with the payloads of N, E and W records decoded to chunks, each
-    started `ahead` records early."""
-    pending: deque = deque()
-    for tag, payload in recs:
-        pending.append((tag, pool.submit(decode_chunk, tag, payload, version)
-                        if tag in ("N", "E", "W") else payload))
-        if len(pending) > ahead:
-            yield _ready(*pending.popleft())
-    while pending:
-        yield _ready(*pending.popleft())
-
-
-def _ready(tag: str, item: object) -> tuple[str, object]:
-    return tag, item.result() if isinstance(item, Future) else item
+    return _read((tag, decode_chunk(tag, payload, version) if tag in ("N", "E", "W") else payload)
+                 for tag, payload in _body(f))
 
 
 def _read(recs: Iterator[tuple[str, object]]) -> Trace:
@@ -362,8 +355,8 @@ def _read(recs: Iterator[tuple[str, object]]) -> Trace:
                                                f"closures[{len(builder.closures)}]"))
         elif tag in ("N", "E", "W"):
             builder.add(payload)
-            if tag != "N" and builder.consistent:
-                builder.validate()  # what came so far (the rest is inflated meanwhile)
+            if builder.consistent:
+                builder.validate()  # a chunk at a time, while it is fresh in the cache
         elif tag == "M":
             add_names(builder, _Payload(tag, payload).json())
         elif tag == "V":

@@ -8,11 +8,15 @@ from pathlib import Path
 from array import array
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mgtui import lanes
+from mgtui import trace as trace_module
 from mgtui.export import dumps, from_json
 from mgtui.recorder import record
 from mgtui.timeline import Timeline
-from mgtui.trace import EventKind, Field, TraceBuilder, TraceFormatError
+from mgtui.trace import Closure, EventKind, Field, TraceBuilder, TraceFormatError
 
 from conftest import add_records, stream_of
 
@@ -344,3 +348,103 @@ def test_texts_answer_as_the_list_they_were_made_from(every):
         texts[300]  # noqa: B018
     made = Texts.of({k: v for k, v in enumerate(values) if v}, 300)
     assert made == texts and made.slice(0, 300) == tuple(values)
+
+
+# -- the column-at-a-time checks name the same first bad field as a plain scan ------------
+
+def first_bad_field(b: TraceBuilder) -> str | None:
+    """The field validate() must name first, found by a plain scan in the order it checks:
+    children, then events' kinds, nodes (used once made, within the node count; then
+    creations in order), closures, the writes' order and their nodes."""
+    n, kinds, nodes = b.node_count, list(b.ev_kind), list(b.ev_node)
+    for o in range(n):
+        for k, c in enumerate(b.child_ids[b.child_start[o] : b.child_start[o + 1]]):
+            if not -1 <= c < o:
+                return f"nodes[{o}].children[{k}]"
+    for i, kind in enumerate(kinds):
+        if not 0 <= kind <= 3:
+            return f"events[{i}].kind"
+    made = 0
+    for i, (kind, nid) in enumerate(zip(kinds, nodes)):
+        made += kind == EventKind.CREATE.code
+        if not 0 <= nid < min(made, n):
+            return f"events[{i}].node"
+    made = 0
+    for i, (kind, nid) in enumerate(zip(kinds, nodes)):
+        if kind == EventKind.CREATE.code:
+            if nid != made:
+                return f"events[{i}].node"
+            made += 1
+    for i, c in enumerate(b.ev_closure):
+        if not -1 <= c < len(b.closures):
+            return f"events[{i}].closure"
+    starts = list(b.ev_write_start) + [len(b.wr_node)]
+    if starts[0] != 0 or any(x > y for x, y in zip(starts, starts[1:])):
+        return "events.writes"
+    for j, nid in enumerate(b.wr_node):
+        if not 0 <= nid < n:
+            return f"writes[{j}].node"
+    return None
+
+
+EDGY_INT = st.one_of(st.integers(-3, 40), st.sampled_from([-(2**31), 2**31 - 1, 2**28, 255, 256]))
+
+
+@st.composite
+def built_and_broken(draw):
+    """A random trace, well formed, then one number in it changed (or none)."""
+    b = TraceBuilder("t.py")
+    for k in range(2):
+        b.add_closure(Closure(f"c{k}", "t.py", 1, ("pass",)))
+    n = draw(st.integers(1, 40))
+    many = draw(st.booleans())  # a node with more children than the laid-out check takes
+    for o in range(n):
+        count = draw(st.integers(0, 7 if many else 2))
+        b.add_node("", "+", [draw(st.integers(-1, o - 1)) if o else -1 for _ in range(count)], 0.0)
+    made = 0
+    for _ in range(draw(st.integers(0, 80))):
+        if made < n and draw(st.booleans()):
+            b.add_event(EventKind.CREATE, made)
+            made += 1
+        elif made:
+            kind = draw(st.sampled_from([EventKind.BACKWARD, EventKind.GRAD, EventKind.DATA]))
+            b.add_event(kind, draw(st.integers(0, made - 1)), 0.0, 1.0,
+                        closure=draw(st.integers(-1, 1)))
+            for _ in range(draw(st.integers(0, 3)) if kind is EventKind.BACKWARD else 0):
+                b.add_write(draw(st.integers(0, n - 1)), Field.GRAD, 0.0, 1.0)
+    columns = {"child": b.child_ids, "node": b.ev_node, "closure": b.ev_closure,
+               "kind": b.ev_kind, "write": b.wr_node, "start": b.ev_write_start}
+    which = draw(st.sampled_from(sorted(columns) + ["none"]))
+    column = columns.get(which)
+    if column:
+        at = draw(st.integers(0, len(column) - 1))
+        column[at] = draw(st.integers(-128, 127) if which == "kind" else EDGY_INT)
+    return b
+
+
+@pytest.mark.parametrize("small", [False, True], ids=["as-loaded", "small-blocks-and-runs"])
+@settings(max_examples=400, deadline=None)
+@given(b=built_and_broken())
+def test_validate_names_the_first_bad_field_a_plain_scan_finds(small, b):
+    """The checks at C speed (mgtui.lanes, a run of events at a time) accept exactly the
+    traces a plain scan accepts, and name the same first bad field."""
+    with pytest.MonkeyPatch.context() as mp:
+        if small:  # block edges and runs of every length, even in a small trace
+            mp.setattr(lanes, "_BLOCK", 3)
+            mp.setattr(trace_module, "RUN_LENGTH", 1)
+        expected = first_bad_field(b)
+        if expected is None:
+            b.validate()
+        else:
+            with pytest.raises(TraceFormatError) as caught:
+                b.validate()
+            assert caught.value.where == expected
+
+
+def test_an_event_cannot_make_a_node_that_is_not_there():
+    b = TraceBuilder("t.py")
+    b.add_node("a", "", (), 1.0)
+    b.add_event(EventKind.CREATE, 0)
+    b.add_event(EventKind.CREATE, 1)  # the next id, but there is no node 1
+    with pytest.raises(TraceFormatError, match=r"events\[1\]\.node: 1 is not a node \(there are 1\)"):
+        b.validate()

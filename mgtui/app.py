@@ -254,7 +254,7 @@ class MgtuiApp(App[int]):
         self._growth_cost = 0.0  # seconds the UI thread spent on the last update
         held = 0.0  # seconds the next update has waited for the user
         while not run.done_within(wait):
-            pause = self._user_stepping(shown)
+            pause = self._user_stepping()
             if pause and held < STEPPING_AT_MOST:
                 held += pause
                 wait = pause
@@ -273,14 +273,15 @@ class MgtuiApp(App[int]):
             wait = max(GROWING_EVERY, GROWING_SHARE * cost)
         return run.wait()
 
-    def _user_stepping(self, shown: Trace | None) -> float:
+    def _user_stepping(self) -> float:
         """How long the next update of a recording should wait (0: not at all) because
         the user is stepping through what is on screen: an update costs the UI a frame
         or more (moons: 0.1-0.3 s), felt as a slow key. Not when they are at the last
-        step shown, where they wait for more, and not for the first steps."""
+        step shown, where they wait for more, and not while nothing is shown."""
         d = self.debugger
+        on_screen = d.trace
         since = time.monotonic() - d.moved_at
-        if shown is None or since >= STEPPING or d.position + 1 >= len(shown):
+        if on_screen is None or since >= STEPPING or d.position + 1 >= len(on_screen):
             return 0.0
         return STEPPING - since
 

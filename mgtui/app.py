@@ -198,7 +198,9 @@ class MgtuiApp(App[int]):
         self.record(self.path, reload)
 
     def _show_loading(self) -> None:
-        if self.loading and not showing(self.screen, "LoadingScreen"):
+        # not once steps are on screen (the first steps of a recording, shown at once, or
+        # an update): the user may be stepping, and the screen would take their keys
+        if self.loading and not self._growing and not showing(self.screen, "LoadingScreen"):
             from mgtui.widgets.dialogs import LoadingScreen
 
             self.push_screen(LoadingScreen(self.path))

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from mgtui.app import MgtuiApp
+from mgtui.app import showing
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.step_detail import StepDetail
 
@@ -241,6 +242,56 @@ async def test_a_recordings_updates_wait_while_the_user_steps_through_what_is_sh
             if len(screen.trace) > shown:
                 break
         assert len(screen.trace) > shown
+        stop.touch()
+        await loaded(pilot)
+
+
+async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_first_steps(
+        write_scenario, tmp_path, monkeypatch):
+    """The first steps of a longer recording are shown at once; the loading screen,
+    meant for a recording with nothing to show yet, must not come over them later and
+    take the user's keys (it did when the first update was held back while they stepped,
+    and on a busy machine when it was merely late)."""
+    import mgtui.app
+
+    monkeypatch.setattr(mgtui.app, "STEPPING", 6.0)  # updates held while the keys come
+    monkeypatch.setattr(mgtui.app, "STEPPING_AT_MOST", 12.0)
+    stop = tmp_path / "stop"
+    path = write_scenario("first_fast", f"""
+        import os, time
+        from engine import Value
+        b = Value(1.0, label="b")
+        for k in range(20):
+            b = b + 1.0  # the first steps, at once
+        for k in range(3000):
+            if os.path.exists({str(stop)!r}):
+                break
+            time.sleep(0.01)
+            b = b + 1.0
+    """)
+    from mgtui.runner import UI_FIRST, Run, RunSpec
+
+    run = Run(RunSpec(str(path), nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
+    for _ in range(1500):  # its first steps recorded before the app starts
+        time.sleep(0.01)
+        if run.snapshot() is not None and len(run.snapshot()) > 10:
+            break
+    app = MgtuiApp(path, run=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        for _ in range(1500):
+            await pilot.pause(0.02)
+            if screen.trace is not None and len(screen.trace) > 10:
+                break
+        assert app.loading and app._first_steps  # shown in the first frame
+        start = time.monotonic()
+        for k in range(12):  # 2 s and more of steps, past the loading screen's 0.6 s
+            before = screen.position
+            await pilot.press("n" if k % 2 == 0 else "p")
+            await pilot.pause(0.15)
+            assert not showing(app.screen, "LoadingScreen")
+            assert screen.position == before + (1 if k % 2 == 0 else -1)
+        assert time.monotonic() - start > 1.0
         stop.touch()
         await loaded(pilot)
 

@@ -613,8 +613,39 @@ class Inliner:
                 on_progress(nid)
 
         def call_backward(node):
-            """`node._backward()`, recorded: `record_call`, with its common case here."""
+            """`node._backward()`, recorded: its common case, a node's call from the same
+            frame as the last one (`backward()`'s loop); the rest in `call_fully`."""
             fn = node._backward
+            frame = getframe(1)
+            try:
+                nid = node._mgtui_id
+                ci = closure_ids[id(fn.__code__)]
+            except (AttributeError, KeyError):  # not a node or no function (a class with
+                return call_fully(node, fn, frame)  # the hooks), or a closure's first call
+            if frame is not last_call[0] or nid is None or before is not None \
+                    or rec.stop_reason:
+                return call_fully(node, fn, frame)
+            if watch is not None:
+                try:
+                    op = node._op
+                    watched = op not in skip
+                except AttributeError:
+                    op, watched = None, None not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
+            add_event((BACKWARD, nid, 0.0, 0.0, last_call[1], ci, len(writes)))
+            stack.append(nid)
+            try:
+                return fn()
+            finally:
+                stack.pop()
+                if made_inside and not stack:
+                    inside_made()
+
+        def call_fully(node, fn, frame):
+            """`call_backward` for any call, from `frame`."""
             if type(fn) is partial and fn.func is run_backward:
                 return fn()  # a node whose class has the hooks: they record it
             try:
@@ -625,7 +656,7 @@ class Inliner:
                 return fn()
             if before is not None or rec.stop_reason:
                 return record_call(nid, node.__dict__ if before is not None else None, fn,
-                                   getframe(1))
+                                   frame)
             if watch is not None:
                 try:
                     op = node._op
@@ -640,19 +671,15 @@ class Inliner:
                 ci = closure_ids[id(fn.__code__)]
             except (AttributeError, KeyError):  # a closure's first call, or no function
                 ci = closure_index(getattr(fn, "__code__", None))
-            frame = getframe(1)
-            if frame is last_call[0]:  # the same `backward()` as the last call
-                line = last_call[1]
-            else:
+            code = frame.f_code
+            kind = kind_of(id(code))
+            if type(kind if kind is not None else code_kind(code)) is dict:
+                line = frame.f_lineno  # a call made by hand in the scenario
+            else:  # (`backward()`: its next calls take the way in `call_backward`)
                 line = remembered(frame)
                 if line is None:
-                    code = frame.f_code
-                    kind = kind_of(id(code))
-                    if type(kind if kind is not None else code_kind(code)) is dict:
-                        line = frame.f_lineno  # a call made by hand in the scenario
-                    else:
-                        line = scenario_line(frame)
-                        last_call[0], last_call[1] = frame, line
+                    line = scenario_line(frame)
+                last_call[0], last_call[1] = frame, line
             add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)
             try:
@@ -660,9 +687,14 @@ class Inliner:
             finally:
                 stack.pop()
                 if made_inside and not stack:
-                    for made_ in made_inside:
-                        add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
-                    made_inside.clear()
+                    inside_made()
+
+        def inside_made() -> None:
+            """The creation steps of the nodes made inside the `_backward` call that just
+            ended, after its writes."""
+            for made_ in made_inside:
+                add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
+            made_inside.clear()
 
         def backward_of(node):
             """`node._backward` read to be called later: bound to the recorder."""

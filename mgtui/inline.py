@@ -817,9 +817,10 @@ class Inliner:
             if not isinstance(fn, types.FunctionType):
                 continue
             code = fn.__code__
-            if id(code) in self.codes:
+            rewrite = None if id(code) in self.codes else self._file(code.co_filename)
+            if id(code) in self.codes:  # rewritten already, as a module beside the
+                self._give_helpers(fn.__globals__)  # scenario that a run imported is
                 continue
-            rewrite = self._file(code.co_filename)
             if rewrite is None:
                 continue
             if skip_inits and code.co_name == "__init__" and \

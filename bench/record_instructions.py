@@ -54,7 +54,7 @@ if how == "plain":
     gc.set_threshold(max(old[0], GC_GEN0_THRESHOLD), *old[1:])
     exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro._quiet}})
     gc.set_threshold(*old)
-elif how != "setup":
+elif not how.startswith("setup"):
     recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=how == "inline")
     error, _ = recorder.execute()
     assert error is None, error

@@ -61,9 +61,13 @@ OWN_NAMES = REQUIRED | {"label", ID}
 WRITTEN = {"grad": (Field.GRAD.code, EventKind.GRAD.code),
            "data": (Field.DATA.code, EventKind.DATA.code)}
 
-MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, SET = (
+MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES = (
     "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
-    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__", "__mgtui_ordered_set__")
+    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__")
+# Python's own, under names of the rewrite's, for the test `_ordered_prev` writes inline
+BUILTINS = {"__mgtui_type__": type, "__mgtui_len__": len, "__mgtui_tuple__": tuple,
+            "__mgtui_keys__": dict.fromkeys, "__mgtui_set__": set,
+            "__mgtui_frozenset__": frozenset}
 OBJ, BEFORE, VALUE, NID, GIVEN = "__mgtui_o", "__mgtui_b", "__mgtui_v", "__mgtui_i", "__mgtui_g"
 ALL = "__mgtui_a"  # the value of an assignment to several targets
 
@@ -154,10 +158,12 @@ def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 
 def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
     """`self._prev = set(_children)` (micrograd's) becomes `self._prev =
-    __mgtui_ordered_set__(_children, set)`: a set iterates in address order, which changes
+    dict.fromkeys(_children).keys() if type(_children) is tuple and len(_children) > 1 and
+    set is <Python's set> else set(_children)` (with Python's own `type`, `len`, ... under
+    the rewrite's names, `BUILTINS`): a set iterates in address order, which changes
     from run to run, so two or more children are kept as a set-like keys view in the order
     given, as the recorder would reorder them (`mgtui.recorder.ordered`), without making
-    the set first."""
+    the set first. (Written inline: a call to a helper costs more.)"""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
         return
     target, value = stmt.targets[0], stmt.value
@@ -167,15 +173,18 @@ def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
             and value.func.id in ("set", "frozenset") and not value.keywords
             and len(value.args) == 1 and isinstance(value.args[0], ast.Name)
             and value.args[0].id == children):
-        stmt.value = ast.copy_location(_call(SET, value.args[0], value.func), value)
+        given, make = value.args[0].id, value.func.id
+        test = ast.BoolOp(ast.And(), [
+            ast.Compare(_call("__mgtui_type__", _name(given)), [ast.Is()],
+                        [_name("__mgtui_tuple__")]),
+            ast.Compare(_call("__mgtui_len__", _name(given)), [ast.Gt()], [ast.Constant(1)]),
+            ast.Compare(_name(make), [ast.Is()], [_name(f"__mgtui_{make}__")])])
+        keys = ast.Call(ast.Attribute(_call("__mgtui_keys__", _name(given)), "keys",
+                                      ast.Load()), [], [])
+        stmt.value = ast.copy_location(ast.IfExp(test, keys, value), value)
 
 
-def ordered_set(children, make):
-    """`make(children)` (`set` or `frozenset`), but two or more children given as a tuple
-    come back as a keys view in the order given (see `_ordered_prev`)."""
-    if type(children) is tuple and len(children) > 1 and (make is set or make is frozenset):
-        return dict.fromkeys(children).keys()
-    return make(children)
+_KEYS = type({}.keys())  # (an ordered `_prev`, see `_ordered_prev`)
 
 
 def _calls_an_init(stmt: ast.stmt) -> bool:
@@ -517,7 +526,9 @@ class Inliner:
         # next node is most often made there too (`sum(...)` in `Neuron.__call__`).
         # (It is kept alive here, so no other frame can take its place; its line is the
         # one `scenario_line` gave it, as the line memo would.)
-        last: list = [None, 0]
+        # Two of them: a library's `sum(w*x for ...)` makes its nodes from two frames in
+        # turn, the generator's (`w*x`) and the caller's (`+`).
+        last: list = [None, 0, None, 0]
         last_call: list = [None, 0]  # the same for `_backward` calls
         rec.last_frames += [last, last_call]  # (forgotten when a class comes in)
 
@@ -530,8 +541,13 @@ class Inliner:
                 if rec.stop_reason is None:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
-            prev = getattr(node, "_prev", ())
-            if type(prev) is not tuple and isinstance(prev, (set, frozenset)) and len(prev) > 1:
+            try:
+                prev = node._prev
+            except AttributeError:
+                prev = ()
+            shape = type(prev)
+            if shape is not tuple and shape is not _KEYS and isinstance(prev, (set, frozenset)) \
+                    and len(prev) > 1:
                 try:  # in the order given (see `ordered`)
                     keys = dict.fromkeys(children).keys()
                 except TypeError:
@@ -559,6 +575,9 @@ class Inliner:
                 if back is last[0] and back is not None:  # a library's loop making nodes
                     line = last[1]
                     kind = None
+                elif back is last[2] and back is not None:
+                    line = last[3]
+                    kind = None
                 elif back is not None:
                     frame = back
                     code = back.f_code
@@ -580,7 +599,7 @@ class Inliner:
                 if kind is CLASS_CODE:  # an op made by another op: on up to its name
                     named(nid, frame, node)
                 else:  # (a frame neither the scenario's nor a Value class's)
-                    last[0], last[1] = frame, line
+                    last[2], last[3], last[0], last[1] = last[0], last[1], frame, line
             try:
                 op = node._op
             except AttributeError:
@@ -594,8 +613,39 @@ class Inliner:
                 on_progress(nid)
 
         def call_backward(node):
-            """`node._backward()`, recorded: `record_call`, with its common case here."""
+            """`node._backward()`, recorded: its common case, a node's call from the same
+            frame as the last one (`backward()`'s loop); the rest in `call_fully`."""
             fn = node._backward
+            frame = getframe(1)
+            try:
+                nid = node._mgtui_id
+                ci = closure_ids[id(fn.__code__)]
+            except (AttributeError, KeyError):  # not a node or no function (a class with
+                return call_fully(node, fn, frame)  # the hooks), or a closure's first call
+            if frame is not last_call[0] or nid is None or before is not None \
+                    or rec.stop_reason:
+                return call_fully(node, fn, frame)
+            if watch is not None:
+                try:
+                    op = node._op
+                    watched = op not in skip
+                except AttributeError:
+                    op, watched = None, None not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
+            add_event((BACKWARD, nid, 0.0, 0.0, last_call[1], ci, len(writes)))
+            stack.append(nid)
+            try:
+                return fn()
+            finally:
+                stack.pop()
+                if made_inside and not stack:
+                    inside_made()
+
+        def call_fully(node, fn, frame):
+            """`call_backward` for any call, from `frame`."""
             if type(fn) is partial and fn.func is run_backward:
                 return fn()  # a node whose class has the hooks: they record it
             try:
@@ -606,7 +656,7 @@ class Inliner:
                 return fn()
             if before is not None or rec.stop_reason:
                 return record_call(nid, node.__dict__ if before is not None else None, fn,
-                                   getframe(1))
+                                   frame)
             if watch is not None:
                 try:
                     op = node._op
@@ -621,19 +671,15 @@ class Inliner:
                 ci = closure_ids[id(fn.__code__)]
             except (AttributeError, KeyError):  # a closure's first call, or no function
                 ci = closure_index(getattr(fn, "__code__", None))
-            frame = getframe(1)
-            if frame is last_call[0]:  # the same `backward()` as the last call
-                line = last_call[1]
-            else:
+            code = frame.f_code
+            kind = kind_of(id(code))
+            if type(kind if kind is not None else code_kind(code)) is dict:
+                line = frame.f_lineno  # a call made by hand in the scenario
+            else:  # (`backward()`: its next calls take the way in `call_backward`)
                 line = remembered(frame)
                 if line is None:
-                    code = frame.f_code
-                    kind = kind_of(id(code))
-                    if type(kind if kind is not None else code_kind(code)) is dict:
-                        line = frame.f_lineno  # a call made by hand in the scenario
-                    else:
-                        line = scenario_line(frame)
-                        last_call[0], last_call[1] = frame, line
+                    line = scenario_line(frame)
+                last_call[0], last_call[1] = frame, line
             add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
             stack.append(nid)
             try:
@@ -641,9 +687,14 @@ class Inliner:
             finally:
                 stack.pop()
                 if made_inside and not stack:
-                    for made_ in made_inside:
-                        add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
-                    made_inside.clear()
+                    inside_made()
+
+        def inside_made() -> None:
+            """The creation steps of the nodes made inside the `_backward` call that just
+            ended, after its writes."""
+            for made_ in made_inside:
+                add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
+            made_inside.clear()
 
         def backward_of(node):
             """`node._backward` read to be called later: bound to the recorder."""
@@ -664,14 +715,15 @@ class Inliner:
                 late_labels[nid] = value
 
         return {MADE: made, CALL: call_backward, BACKWARD_OF: backward_of, EVENT: event,
-                LABEL: label, STACK: stack, WRITES: writes, SET: ordered_set}
+                LABEL: label, STACK: stack, WRITES: writes, **BUILTINS}
 
     @staticmethod
     def plain_helpers() -> dict:
         """The helpers once the run is over, for closures made during it that outlive it."""
         return {MADE: lambda node, children: None, CALL: lambda node: node._backward(),
                 BACKWARD_OF: lambda node: node._backward, EVENT: lambda *args: None,
-                LABEL: lambda node, value: None, STACK: [], WRITES: [], SET: ordered_set}
+                LABEL: lambda node, value: None, STACK: [], WRITES: [],
+                **BUILTINS}
 
     # -- the code ---------------------------------------------------------------------------
     def scenario_code(self, namespace: dict):
@@ -765,9 +817,10 @@ class Inliner:
             if not isinstance(fn, types.FunctionType):
                 continue
             code = fn.__code__
-            if id(code) in self.codes:
+            rewrite = None if id(code) in self.codes else self._file(code.co_filename)
+            if id(code) in self.codes:  # rewritten already, as a module beside the
+                self._give_helpers(fn.__globals__)  # scenario that a run imported is
                 continue
-            rewrite = self._file(code.co_filename)
             if rewrite is None:
                 continue
             if skip_inits and code.co_name == "__init__" and \

@@ -745,7 +745,7 @@ class Recorder:
                 if hasattr(f, "__code__"))
         self.code_kinds.clear()  # some codes may be class codes now
         for last in self.last_frames:
-            last[:] = [None, 0]
+            last[:] = [None, 0] * (len(last) // 2)
         if inline:
             return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):

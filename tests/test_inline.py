@@ -294,3 +294,111 @@ def test_what_a_module_beside_the_scenario_does_as_it_is_imported_is_recorded(tm
     assert trace.final_data[w] == 3.0 - 0.5 * 6.0
     assert not list(tmp_path.glob("__pycache__/prepared*.pyc")) or all(
         b"__mgtui" not in pyc.read_bytes() for pyc in tmp_path.glob("__pycache__/*.pyc"))
+
+
+# -- the short ways of the inlined recording -----------------------------------------------
+
+LOOP = """
+    def run(out):  # a loop of `_backward` calls from one frame, as `backward()` makes
+        for v in [out, *out._prev]:
+            v._backward()
+"""
+
+CALLS_FROM_FRAMES = """
+    from engine import Value
+    from MODULE import run
+
+    a = Value(2.0, label='a'); b = Value(-3.0, label='b')
+    c = a * b; c.label = 'c'
+    d = c + a; d.label = 'd'
+    d.grad = 1.0
+    run(d)  # line 9
+    e = d * d; e.label = 'e'
+    e.grad = 1.0
+    run(e)  # line 12: another frame of `run`, the same code
+    d._backward()  # line 13: by hand
+    e.backward()  # line 14
+"""
+
+
+def test_calls_from_a_new_frame_of_the_same_function_get_its_line(tmp_path):
+    """The frame of the last `_backward` call is remembered: a call from another frame,
+    even of the same code at the same address, must not take the remembered line."""
+    path = tmp_path / "scenario.py"
+    path.write_text(textwrap.dedent(CALLS_FROM_FRAMES).replace("MODULE", "loop_of_calls"))
+    (tmp_path / "loop_of_calls.py").write_text(textwrap.dedent(LOOP))
+    for inline in (True, False):
+        trace = record(path, inline=inline)
+        calls = [e for e in trace.events() if e.kind == "backward"]
+        # run(d): d, c, a (a leaf: its no-op); run(e): e, d (e's one child, the engine
+        # keeps no duplicates); by hand: d; then e.backward()'s own calls
+        lines = [e.line for e in calls]
+        labels = [trace.label(e.node) for e in calls]
+        assert labels[:6] == ["d", "c", "a", "e", "d", "d"], (inline, labels)
+        assert lines[:6] == [9, 9, 9, 12, 12, 13], (inline, lines)
+        assert labels[6:8] == ["e", "d"] and set(lines[6:]) == {14}, (inline, labels, lines)
+    hooks, _ = raw_records(path, inline=False)
+    inlined, _ = raw_records(path)
+    for name, a, b in zip(("nodes", "kids", "events", "writes"), hooks, inlined):
+        assert same(a, b), name
+
+
+SHADOWED_SET = """
+    import builtins
+
+    made = []
+
+    def set(items):  # the module's own `set`, which the class below calls
+        made.append(len(items))
+        return builtins.set(items)
+
+    class Value:
+        def __init__(self, data, _children=(), _op=''):
+            self.data = data
+            self.grad = 0.0
+            self._backward = lambda: None
+            self._prev = set(_children)
+            self._op = _op
+
+        def __add__(self, other):
+            out = Value(self.data + other.data, (self, other), '+')
+            def _backward():
+                self.grad += out.grad
+                other.grad += out.grad
+            out._backward = _backward
+            return out
+
+    a = Value(1.0); b = Value(2.0)
+    c = a + b
+    d = c + a
+    assert made == [0, 0, 2, 2], made
+    assert list(d._prev) == [c, a]  # in the order given, not by address
+"""
+
+
+def test_a_module_s_own_set_is_still_called_for_prev(tmp_path):
+    """micrograd's `self._prev = set(_children)` is rewritten to keep two children in
+    order; where `set` is not Python's, the module's own is called as before."""
+    path = tmp_path / "scenario.py"
+    path.write_text(textwrap.dedent(SHADOWED_SET))
+    hooks, _ = raw_records(path, inline=False)
+    inlined, plain = raw_records(path)
+    assert not plain
+    assert hooks[7] is None and inlined[7] is None, (hooks[7], inlined[7])
+    for name, a, b in zip(("nodes", "kids", "events", "writes"), hooks, inlined):
+        assert same(a, b), name
+    assert inlined[1] == [0, 1, 2, 0]  # c's children a, b; d's c, a
+
+
+def test_a_module_beside_the_scenario_that_an_earlier_run_imported_is_recorded(tmp_path):
+    """The module stays imported, with its functions' rewritten code: the next run must
+    give them its helpers again, or their `_backward` calls go unrecorded."""
+    path = tmp_path / "scenario.py"
+    path.write_text(textwrap.dedent(CALLS_FROM_FRAMES).replace("MODULE", "loop_imported"))
+    (tmp_path / "loop_imported.py").write_text(textwrap.dedent(LOOP))
+    first, _ = raw_records(path)
+    second, _ = raw_records(path)
+    hooks, _ = raw_records(path, inline=False)
+    for name, a, b, c in zip(("nodes", "kids", "events", "writes"), first, second, hooks):
+        assert same(a, b) and same(a, c), name
+    assert first[2][0::7].count(1) == 11  # backward calls: 3, 2, 1 by hand, e's graph's 5

@@ -1,0 +1,100 @@
+"""Recording overhead counted in instructions: one `moons.py` step under valgrind.
+
+CPU time on a shared machine moves by ±10% from run to run, more than most single
+changes to the recorder are worth, and part of what it measures is memory traffic that
+other processes' caches disturb. The number of instructions a run executes does not
+depend on the load: it is the same within about 0.2% from run to run. So this script
+runs one training step (`record_overhead.one_step_source`) in a fresh process under
+`valgrind --tool=callgrind`, each of:
+
+- `setup`: everything but the step (imports, the recorder made, the code rewritten, a
+  warm-up run cut off after a few nodes), to subtract from the others;
+- `plain`: the step, plain, under the recorder's collector setting;
+- `inline`: the step recorded as the runner's child records it (custom ops' values read);
+- `hooks`: the same with the old hooks (`inline=False`), less its own `setup-hooks`.
+
+It prints the instructions of each step and their ratio to the plain one, for
+`engine.Value` and PyPI micrograd. Instructions are not time: a recorded step also writes
+its records to fresh memory, which `record_overhead.py`'s CPU times include and this does
+not. Needs valgrind; about a minute a run, two runs at a time.
+
+    python bench/record_instructions.py [--flavour engine|micrograd]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOWS = ("setup", "plain", "inline", "setup-hooks", "hooks")
+
+CHILD = """
+import gc, sys
+sys.path[:0] = [{root!r}, {bench!r}]
+import record_overhead as ro
+from mgtui.recorder import GC_GEN0_THRESHOLD, load_scenario
+from mgtui.runner_child import child_recorder
+how, path = {how!r}, {path!r}
+scenario = load_scenario(path)
+# warm up imports and rewrites, a few nodes only, in the one mode the step records in (a
+# run in the other mode first would change the count: the child only ever makes one run)
+warm = not how.endswith("hooks")
+recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=warm, max_nodes=10)
+recorder.execute()
+gc.collect()
+if how == "plain":
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], GC_GEN0_THRESHOLD), *old[1:])
+    exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro._quiet}})
+    gc.set_threshold(*old)
+elif not how.startswith("setup"):
+    recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=how == "inline")
+    error, _ = recorder.execute()
+    assert error is None, error
+"""
+
+
+def instructions(how: str, path: Path) -> int:
+    code = CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), how=how, path=str(path))
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+         sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"{how}: valgrind run failed:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flavour", choices=("engine", "micrograd"), action="append")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed: this benchmark counts instructions with it")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from record_overhead import one_step_source
+
+    tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+    print(f"python {sys.version.split()[0]}, instructions of one moons step (callgrind)")
+    for flavour in args.flavour or ("engine", "micrograd"):
+        path = tmp / f"moons_step_{flavour}.py"
+        path.write_text(one_step_source(flavour))
+        with ThreadPoolExecutor(2) as pool:
+            counts = dict(zip(HOWS, pool.map(lambda how: instructions(how, path), HOWS)))
+        step = {how: counts[how] - counts["setup-hooks" if how == "hooks" else "setup"]
+                for how in ("plain", "inline", "hooks")}
+        p = step["plain"]
+        print(f"{flavour:10s} plain {p / 1e6:7.0f} M  recorded (inline) {step['inline'] / 1e6:7.0f} M"
+              f" = {step['inline'] / p:.2f}x  old hooks {step['hooks'] / 1e6:7.0f} M"
+              f" = {step['hooks'] / p:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -43,7 +43,8 @@ DEFAULT_MAX_NODES = 2_000_000
 
 
 QUICK_RECORDING = 0.05  # seconds: a scenario recorded within this is shown at once
-FIRST_STEPS = 0.3  # seconds before the first steps of a longer recording are shown
+FIRST_STEPS = 0.3  # seconds before the first update of a recording whose first steps show
+FIRST_POLL = 0.02  # seconds between looks for a recording's first steps while none show
 GROWING_EVERY = 1.0  # seconds between the trace's updates while it still records
 GROWING_SHARE = 5  # ... or this many times what the last update cost, if more
 LOADING_SCREEN_AFTER = 0.6  # seconds before a recording with no steps yet says so
@@ -251,7 +252,11 @@ class MgtuiApp(App[int]):
     def _steps_while_recording(self, run, path: Path, show: bool):
         """Wait for the run, showing the trace recorded so far every GROWING_EVERY
         seconds, so its first steps can be stepped through while it still records."""
-        shown, wait = None, FIRST_STEPS
+        shown = None
+        # steps on screen already (the first frame's, or the last run's): the first update
+        # in a moment; else the first steps as soon as there are any (the child may still
+        # be starting when the app is)
+        wait = FIRST_STEPS if self._first_steps or self.debugger.trace is not None else FIRST_POLL
         self._last_shown = None
         self._growth_cost = 0.0  # seconds the UI thread spent on the last update
         held = 0.0  # seconds the next update has waited for the user
@@ -272,7 +277,8 @@ class MgtuiApp(App[int]):
             # Updates take at most a fifth of the time, so that the user's own steps
             # stay quick while a big scenario records (moons: 0.1-0.3 s an update).
             cost = time.perf_counter() - start + self._growth_cost
-            wait = max(GROWING_EVERY, GROWING_SHARE * cost)
+            wait = max(GROWING_EVERY, GROWING_SHARE * cost) if shown is not None or \
+                wait != FIRST_POLL else FIRST_POLL
         return run.wait()
 
     def _user_stepping(self) -> float:

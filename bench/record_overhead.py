@@ -225,7 +225,7 @@ def main() -> None:
               f"with the trace built after it {h/q:.2f}x")
 
     reads(tmp, args.rounds)
-    if args.chain_nodes:
+    if args.chain_nodes and args.chain_rounds > 0:  # (--chain-rounds 0: no chain)
         chain(tmp, args.chain_nodes, args.chain_rounds)
 
     scenario = load_scenario(tmp / "moons_step_engine.py")

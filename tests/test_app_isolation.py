@@ -29,6 +29,15 @@ def notices(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
+async def steps_shown(pilot, more_than: int) -> None:
+    """Wait (30 s at most) until the app shows more than `more_than` steps."""
+    screen = pilot.app.debugger
+    for _ in range(1500):
+        await pilot.pause(0.02)
+        if screen.trace is not None and len(screen.trace) > more_than:
+            return
+
+
 async def test_a_call_blocked_in_c_stops_at_the_timeout_and_the_app_stays_usable(write_scenario):
     path = write_scenario("sleeps", """
         import time
@@ -225,10 +234,7 @@ async def test_a_recordings_updates_wait_while_the_user_steps_through_what_is_sh
     app = MgtuiApp(path)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.debugger
-        for _ in range(1500):
-            await pilot.pause(0.02)
-            if screen.trace is not None and len(screen.trace) > 3:
-                break
+        await steps_shown(pilot, 3)
         assert app.loading and screen.trace is not None
         await pilot.press("n")  # inside what is shown
         await pilot.pause(0.3)  # (an update already on its way when the key came)
@@ -279,10 +285,7 @@ async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_fi
     app = MgtuiApp(path, run=run)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.debugger
-        for _ in range(1500):
-            await pilot.pause(0.02)
-            if screen.trace is not None and len(screen.trace) > 10:
-                break
+        await steps_shown(pilot, 10)
         assert app.loading and app._first_steps  # shown in the first frame
         start = time.monotonic()
         for k in range(12):  # 2 s and more of steps, past the loading screen's 0.6 s

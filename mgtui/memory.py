@@ -57,6 +57,22 @@ def with_system_malloc() -> None:
         return
 
 
+def resident_bytes() -> int:
+    """This process's resident memory, from one small read of /proc (where there is no
+    /proc: its peak so far; 0 where not even that is known)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # (Windows)
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # (bytes there, KiB elsewhere)
+
+
 def trim() -> bool:
     """Hand back to the system the memory freed in the middle of the heap and of the
     threads' arenas, which glibc keeps otherwise: after a big trace has loaded, whose

@@ -74,13 +74,55 @@ async def test_the_heap_freezes_what_lives_and_collects_what_does_not():
         heap.watch()
         heap.settle()
         assert gone() is None  # collected before the freeze, not frozen
-        assert gc.get_freeze_count() >= heap.frozen_walked > 0
+        assert gc.get_freeze_count() > 0 and heap.resident_walked > 0
         frozen = gc.get_freeze_count()
         gc.collect()  # a full collection: its survivors are frozen too
         assert gc.get_freeze_count() >= frozen and kept is not None
     finally:
         heap.stop()
     assert gc.get_freeze_count() == 0 and heap._collected not in gc.callbacks
+
+
+async def test_the_whole_heap_is_walked_once_memory_has_doubled(monkeypatch):
+    # Garbage with reference cycles can hide among frozen objects: once the process's
+    # memory has doubled since the last walk, the heap is thawed and walked whole.
+    import asyncio
+    import gc
+    import weakref
+
+    from mgtui.serve import heap as heap_module
+    from mgtui.serve.heap import SessionHeap
+
+    class Node:
+        pass
+
+    resident = [100 << 20]
+    monkeypatch.setattr(heap_module, "resident_bytes", lambda: resident[0])
+    heap = SessionHeap()
+    try:
+        heap.watch()
+        heap.settle()
+        assert heap.resident_walked == 100 << 20
+        hidden = Node()
+        hidden.me = hidden
+        gone = weakref.ref(hidden)
+        heap.settle()  # frozen while it lived ...
+        del hidden  # ... then garbage among the frozen objects
+        resident[0] = 150 << 20
+        gc.collect()
+        await asyncio.sleep(0.05)
+        assert gone() is not None and not heap._due  # grown by half: not yet
+        resident[0] = 210 << 20
+        gc.collect()
+        assert heap._due  # doubled: a walk is on its way, made on the event loop
+        for _ in range(20):
+            await asyncio.sleep(0.05)
+            if gone() is None:
+                break
+        assert gone() is None and not heap._due and heap.resident_walked == 210 << 20
+    finally:
+        heap.stop()
+    assert gc.get_freeze_count() == 0
 
 
 async def test_an_app_still_winding_down_when_the_class_leaves_is_collected_later(monkeypatch):

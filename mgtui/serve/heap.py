@@ -21,14 +21,14 @@ import logging
 import time
 import weakref
 
-from mgtui.memory import trim
+from mgtui.memory import resident_bytes, trim
 
 log = logging.getLogger("mgtui.serve")
 
 ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next thaw
 WIND_DOWN = 1.0  # seconds from a session's end to the collection of what it left
 EMPTIED_TRIES = 10  # collections after the class has left, while apps are still held
-FROZEN_GROWTH = 2.0  # frozen objects, over those after the last whole walk: walk again
+MEMORY_GROWTH = 2.0  # resident memory, over what it was after the last walk: walk again
 
 
 class SessionHeap:
@@ -40,23 +40,28 @@ class SessionHeap:
         self._tries = 0  # collections since the class emptied with apps still there
         self._later: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.frozen_walked = 0  # objects frozen after the last walk of the whole heap
+        self.resident_walked = 0  # bytes resident after the last walk of the whole heap
         self._due = False
 
     def watch(self) -> None:
         """From now on, what survives a full collection is frozen too: the next one
         walks only what has come since (the strips each step caches, and so on),
         not everything a class's steps have cached so far. Garbage can then hide among
-        the frozen objects: once they have doubled since the last full walk,
-        the heap is thawed and walked whole once (about a second for 30 sessions)."""
+        the frozen objects: once the process's resident memory has doubled since the
+        last full walk (or since a session started), the heap is thawed and walked
+        whole once (about a second for 30 sessions). Memory, not the frozen objects'
+        number: `gc.get_freeze_count()` walks every one of them to count them, 1.2
+        million in a class of 30, which took some 150 ms at every full collection on
+        top of the collection itself (bench/README.md, "A class over SSH")."""
         if self._collected not in gc.callbacks:
             self._loop, self._due = asyncio.get_running_loop(), False
+            self.resident_walked = self.resident_walked or resident_bytes()
             gc.callbacks.append(self._collected)
 
     def _collected(self, phase: str, info: dict) -> None:
         if phase == "stop" and info["generation"] == 2:
             gc.freeze()  # (the younger generations are empty after a full collection)
-            if gc.get_freeze_count() > FROZEN_GROWTH * self.frozen_walked and not self._due:
+            if resident_bytes() > MEMORY_GROWTH * self.resident_walked and not self._due:
                 self._due = True  # (not from inside the collector: on the loop)
                 self._loop.call_soon_threadsafe(self._walk)
 
@@ -82,7 +87,7 @@ class SessionHeap:
     def _freeze(self) -> None:
         gc.collect()
         gc.freeze()
-        self.frozen_walked = gc.get_freeze_count()
+        self.resident_walked = resident_bytes()
 
     def session_ended(self, sessions_left: int, app: object | None = None) -> None:
         """A session has ended: when it was the last, thaw, collect and give the memory
@@ -106,11 +111,12 @@ class SessionHeap:
 
     def _collect_ended(self) -> None:
         self._due = False
-        start, frozen = time.perf_counter(), gc.get_freeze_count()
+        start, resident = time.perf_counter(), resident_bytes()
         self.thaw()
         self._freeze()  # (a give-back on its way, the class having left, still comes)
-        log.info("walked the whole heap: %d objects frozen before, %d after, in %.0f ms",
-                 frozen, self.frozen_walked, 1000 * (time.perf_counter() - start))
+        log.info("walked the whole heap: %.1f MB resident before, %.1f MB after, in %.0f ms",
+                 resident / 2**20, self.resident_walked / 2**20,
+                 1000 * (time.perf_counter() - start))
 
     def _emptied(self) -> None:
         """The class has emptied: collect and give back what its sessions held. An app

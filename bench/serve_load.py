@@ -7,9 +7,10 @@ password, after which one more client must still be served.
 
 Reports the server's memory (VmRSS) before, with 1 and with N sessions and after they
 all leave, and the step latency (key sent -> new step on the client's screen) with one
-session and with N sessions stepping at once. Bounded: 20 s per wait, 600 s in all.
+session and with N sessions stepping at once. The server's memory and CPU are those of
+all its processes (the front and its workers). Bounded: 20 s per wait, 600 s in all.
 
-    python bench/serve_load.py [--clients 30] [--lesson mlp]
+    python bench/serve_load.py [--clients 30] [--lesson mlp] [--workers N]
 """
 
 from __future__ import annotations
@@ -37,17 +38,30 @@ PASSWORD = "load test password"
 WAIT = 20.0
 
 
+def processes(pid: int) -> list[int]:
+    """The server's processes: itself and its children (its workers)."""
+    found = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
 def smaps_mb(pid: int) -> str:
     """The server's resident memory by kind: its heap, anonymous mappings, files."""
     kinds = {"heap": 0, "anon": 0, "file": 0}
     kind = "anon"
-    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
-        fields = line.split()
-        if not fields[0].endswith(":"):
-            name = fields[5] if len(fields) > 5 else ""
-            kind = "heap" if name == "[heap]" else "file" if name.startswith("/") else "anon"
-        elif fields[0] == "Rss:":
-            kinds[kind] += int(fields[1])
+    for each in processes(pid):
+        for line in Path(f"/proc/{each}/smaps").read_text().splitlines():
+            fields = line.split()
+            if not fields[0].endswith(":"):
+                name = fields[5] if len(fields) > 5 else ""
+                kind = "heap" if name == "[heap]" else "file" if name.startswith("/") else "anon"
+            elif fields[0] == "Rss:":
+                kinds[kind] += int(fields[1])
     return ", ".join(f"{k} {v / 1024:.1f}" for k, v in kinds.items())
 
 
@@ -56,15 +70,41 @@ def load() -> str:
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    total = 0
+    for each in processes(pid):
+        for line in Path(f"/proc/{each}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def pss_mb(pid: int) -> float:
+    """The server's proportional set size: each page shared between its processes (or
+    with any other) counted once in all, not once in each. The sum of the processes'
+    RSS counts a page of a shared library once for every worker that has touched it:
+    the first SSH handshake in a worker maps some 6 MB of the crypto libraries, pages
+    the system already holds."""
+    total = 0
+    for each in processes(pid):
+        for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+class Memory:
+    """The server's memory read both ways, in MB."""
+
+    def __init__(self, pid: int) -> None:
+        self.rss, self.pss = rss_mb(pid), pss_mb(pid)
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0
+    for each in processes(pid):
+        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def step_of(client: ScreenClient) -> int | None:
@@ -91,12 +131,12 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
 
 
-async def settle(pid: int, seconds: float = 3.0) -> float:
+async def settle(pid: int, seconds: float = 3.0) -> Memory:
     await asyncio.sleep(seconds)
-    return rss_mb(pid)
+    return Memory(pid)
 
 
-async def main(clients: int, lesson: str) -> None:
+async def main(clients: int, lesson: str, workers: int | None) -> None:
     work = Path(tempfile.mkdtemp(prefix="mgtui-serve-load-"))
     pw = work / "password"
     pw.write_text(PASSWORD + "\n")
@@ -106,7 +146,8 @@ async def main(clients: int, lesson: str) -> None:
     env = dict(os.environ, XDG_STATE_HOME=str(work / "state"), PYTHONPATH=str(ROOT))
     server = subprocess.Popen(
         [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", lesson, "--port", "0", "--password-file",
-         str(pw), "--teacher-keys", str(work / "teachers"), "--max-sessions", str(clients + 5)],
+         str(pw), "--teacher-keys", str(work / "teachers"), "--max-sessions", str(clients + 5),
+         *(["--workers", str(workers)] if workers else [])],
         cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
         port = None
@@ -114,19 +155,28 @@ async def main(clients: int, lesson: str) -> None:
             line = server.stderr.readline()
             if not line:
                 raise SystemExit("the server did not start")
-            found = re.search(r"on 127\.0\.0\.1:(\d+)", line)
+            found = re.search(r"on 127\.0\.0\.1:(\d+)( in (\d+) processes)?", line)
             port = int(found.group(1)) if found else None
+            served_by = int(found.group(3)) if found and found.group(3) else 1
         # drain the log so its pipe never fills, counting sessions started and ended
         sessions = {"start": 0, "end": 0}
-        given_back = [0]  # the server's "memory is given back" once a class has left
+        # the server's "memory is given back" once a class has left, by worker ("" for a
+        # server of one process), and the workers that have served a session
+        given_back: dict[str, int] = {}
+        served: set[str] = set()
 
         walks: list[str] = []  # the server's walks of its whole heap, as it logs them
 
         def drain() -> None:
             for line in server.stderr:
+                worker = re.search(r"\[worker (\d+)\]", line)
+                worker = worker.group(1) if worker else ""
                 for what in sessions:
                     sessions[what] += f" session {what} " in line
-                given_back[0] += "its memory is given back" in line
+                if " session start " in line:
+                    served.add(worker)
+                if "its memory is given back" in line:
+                    given_back[worker] = given_back.get(worker, 0) + 1
                 if "walked the whole heap" in line:
                     walks.append(f"{line.split('after, in ')[-1].strip()} at {load()}")
 
@@ -134,16 +184,18 @@ async def main(clients: int, lesson: str) -> None:
 
         async def all_ended() -> float:
             """Wait (20 s at most) until the server has logged the end of every
-            session it started, then (20 s more at most) until it has logged that it
-            has given their memory back; how long that took."""
-            start, given = time.perf_counter(), given_back[0]
+            session it started, then (20 s more at most) until each of its workers that
+            served one has logged that it has given their memory back; how long that
+            took."""
+            start, given = time.perf_counter(), dict(given_back)
             while sessions["end"] < sessions["start"] and time.perf_counter() - start < WAIT:
                 await asyncio.sleep(0.1)
-            while given_back[0] == given and time.perf_counter() - start < 2 * WAIT:
+            while (any(given_back.get(w, 0) == given.get(w, 0) for w in served)
+                   and time.perf_counter() - start < 2 * WAIT):
                 await asyncio.sleep(0.1)
             return time.perf_counter() - start
         await asyncio.sleep(1.0)
-        base = rss_mb(server.pid)
+        base = Memory(server.pid)
         base_kinds = smaps_mb(server.pid)
 
         async def one_alone(first: int) -> tuple[list[float], float, float]:
@@ -259,18 +311,21 @@ async def main(clients: int, lesson: str) -> None:
         loads.append(load())
         await teacher.close()
         alone_both = alone + alone_after
-        per_session = (all_in - one_session) / clients
-        print(f"lesson {lesson}, {clients} clients, server pid {server.pid}")
+        print(f"lesson {lesson}, {clients} clients, server pid {server.pid}, "
+              f"{served_by} process{'es' if served_by > 1 else ''} serving sessions")
         print(f"screens right: {followed} follow checks + {len(together) + len(burst)} own steps, all right")
-        print(f"server RSS MB: before {base:.1f}, 2 sessions {one_session:.1f}, "
-              f"{clients + 1} sessions {all_in:.1f}, after all left {after:.1f} "
-              f"({100 * (after - base) / base:+.1f}% of before); after a second class "
-              f"{after_again:.1f} ({100 * (after_again - after) / after:+.1f}% of after the first)")
+        for kind in ("rss", "pss"):
+            b, o, a, f, g = (getattr(m, kind) for m in (base, one_session, all_in, after,
+                                                        after_again))
+            print(f"server {kind.upper()} MB: before {b:.1f}, 2 sessions {o:.1f}, "
+                  f"{clients + 1} sessions {a:.1f}, after all left {f:.1f} "
+                  f"({100 * (f - b) / b:+.1f}% of before); after a second class "
+                  f"{g:.1f} ({100 * (g - f) / f:+.1f}% of after the first); memory per "
+                  f"extra session {(a - o) / clients:.2f} MB")
         print(f"server RSS by kind, MB: before ({kinds_before}); after all left ({kinds_after}); "
               f"each 'after' 5 s after the server logged that it had given the class's "
               f"memory back, which came {ended_in:.1f} s and {ended_again_in:.1f} s after "
               f"the clients closed")
-        print(f"memory per extra session: {per_session:.2f} MB")
         print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone_both):.1f} ms "
               f"(before the class {1000 * p95(alone):.1f}, after it "
               f"{1000 * p95(alone_after):.1f}), {clients} sessions "
@@ -304,5 +359,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=30)
     parser.add_argument("--lesson", default="mlp")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="the server's --workers (default: the server's own default)")
     args = parser.parse_args()
-    asyncio.run(asyncio.wait_for(main(args.clients, args.lesson), 600))
+    asyncio.run(asyncio.wait_for(main(args.clients, args.lesson, args.workers), 600))

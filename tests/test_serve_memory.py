@@ -42,17 +42,22 @@ def test_the_caches_sessions_fill_are_emptied():
     from textual.cache import LRUCache
     from textual.strip import Strip
 
+    from rich.segment import Segment
+
     from mgtui.serve.heap import forget_caches
-    from mgtui.widgets.strips import _COMPACTED, _compacted
+    from mgtui.widgets.strips import _LOOKS, _compacted
 
     cache = LRUCache(10)
     cache.set("key", "value")
     Style.parse("bold red on blue")  # (an lru_cache of Rich's)
-    strip = Strip([])
-    _compacted(strip)
-    assert len(cache) == 1 and Style.parse.cache_info().currsize and _COMPACTED
+    strip = Strip([Segment("a", Style(bold=True)), Segment("b", Style(bold=True))])
+    small = _compacted(strip)
+    assert len(small) == 1 and _compacted(strip) is small  # compacted once, then kept
+    assert len(cache) == 1 and Style.parse.cache_info().currsize and _LOOKS
     forget_caches()
-    assert len(cache) == 0 and Style.parse.cache_info().currsize == 0 and not _COMPACTED
+    assert len(cache) == 0 and Style.parse.cache_info().currsize == 0 and not _LOOKS
+    again = _compacted(strip)  # the strip's own caches were emptied too
+    assert again is not small and again.text == small.text == "ab"
     assert Style.parse("bold red on blue") == Style(bold=True, color="red", bgcolor="blue")
 
 

@@ -94,3 +94,17 @@ def test_a_line_is_sent_only_as_far_as_it_changed():
     assert changed_width(old, [Segment("step 41/99", red)], 30) == 18  # what went away, too
     assert changed_width(None, old, 30) == 30  # nothing known of what is on screen
     assert changed_width(old, [Segment("step 41/99  ", red), Segment("漢字", blue)], 30) == 30
+
+
+def test_a_strip_is_compacted_once_and_one_that_cannot_be_does_not_keep_itself():
+    import gc
+
+    from mgtui.widgets.strips import _compacted
+
+    merges = Strip([Segment("a", Style(bold=True)), Segment("b", Style(bold=True))])
+    small = _compacted(merges)
+    assert small.text == "ab" and len(small) == 1 and _compacted(merges) is small
+    kept = Strip([Segment("a", Style(bold=True)), Segment("b", Style(italic=True))])
+    assert _compacted(kept) is kept and _compacted(kept) is kept
+    # kept in its own cache it would be a reference cycle, which only the collector frees
+    assert not any(thing is kept for thing in gc.get_referents(kept._style_cache._cache))

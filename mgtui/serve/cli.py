@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--idle-timeout", type=float, default=60, metavar="MINUTES",
                         help="end a session after this long with no keys and nothing new "
                         "drawn (default 60)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes serving the sessions (default: one a CPU, at most "
+                        "8); 1 serves every session in this process")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed for `random` when the lessons are recorded (default 0)")
     parser.add_argument("--timeout", type=float, default=120, metavar="SECONDS",
@@ -57,8 +60,9 @@ def fail(message: str) -> int:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    if args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0:
-        return fail("--max-sessions, --idle-timeout and --timeout must be positive")
+    if (args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0
+            or (args.workers is not None and args.workers < 1)):
+        return fail("--max-sessions, --workers, --idle-timeout and --timeout must be positive")
     try:
         import asyncssh  # noqa: F401
     except ImportError:
@@ -80,7 +84,12 @@ def main(argv: list[str]) -> int:
         from mgtui.serve.web import serve_web
 
         return serve_web(lessons, args)
+    from mgtui.serve.workers import default_workers
+
+    workers = args.workers or default_workers()
     try:
+        if workers > 1:
+            return serve_in_workers(lessons, auth, args, workers)
         return asyncio.run(serve_ssh(lessons, auth, args))
     except KeyboardInterrupt:
         return EXIT_OK
@@ -104,8 +113,72 @@ def record_lessons(args) -> dict:
     return lessons
 
 
-def setup_log(teach: bool) -> str:
-    """Connections are logged to stderr, or to a file when this terminal teaches."""
+def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
+    """Listen here and serve the sessions in `count` forked worker processes
+    (`mgtui.serve.workers`)."""
+    import socket
+
+    from mgtui.serve.auth import AuthError, host_key
+    from mgtui.serve.workers import fork_workers
+
+    try:
+        key = host_key()
+    except AuthError as exc:
+        return fail(str(exc))
+    port = 2222 if args.port is None else args.port
+    try:
+        listener = socket.create_server(
+            (args.host, port), family=socket.AF_INET6 if ":" in args.host else socket.AF_INET,
+            backlog=100)
+    except OSError as exc:
+        return fail(f"cannot listen on {args.host}:{port}: {exc.strerror or exc}")
+    workers = fork_workers(count, lessons, auth, args, key, listener)
+    return asyncio.run(serve_front(listener, workers, lessons, args))
+
+
+async def serve_front(listener, workers, lessons: dict, args) -> int:
+    import signal
+
+    from mgtui.follow import Classroom
+    from mgtui.serve.workers import Front
+
+    front = Front(listener, workers, Classroom())
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, front.stopped.set)
+    where = setup_log(args.teach)
+    try:
+        if not await front.start(wait=READY_WAIT):
+            return fail("the worker processes did not start: see the log above")
+        port = listener.getsockname()[1]
+        print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
+              f"{args.host}:{port} in {len(workers)} processes; students type: ssh -p {port} "
+              f"class@HOST (log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
+        if args.teach:
+            from mgtui.serve.app import ServedApp
+
+            teacher = ServedApp(lessons, front.classroom, teacher=True)
+            done = loop.create_task(teacher.run_async())
+            stopped = loop.create_task(front.stopped.wait())
+            await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():
+                teacher.exit(0)
+                await done
+            stopped.cancel()
+        else:
+            await front.stopped.wait()
+    finally:
+        await front.stop()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return EXIT_OK
+
+
+READY_WAIT = 300.0  # seconds for the workers to warm up
+
+
+def setup_log(teach: bool, worker: int | None = None) -> str:
+    """Connections are logged to stderr, or to a file when this terminal teaches; a
+    worker process's lines say which it is."""
     log = logging.getLogger("mgtui.serve")
     log.setLevel(logging.INFO)
     if teach:
@@ -117,7 +190,8 @@ def setup_log(teach: bool) -> str:
     else:
         where = "stderr"
         handler = logging.StreamHandler(sys.__stderr__)  # (each app redirects sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    which = "" if worker is None else f"[worker {worker}] "
+    handler.setFormatter(logging.Formatter(f"%(asctime)s {which}%(message)s"))
     log.addHandler(handler)
     return where
 
@@ -132,7 +206,7 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         return fail(str(exc))
     klass = Class(lessons, auth, Limits(max_sessions=args.max_sessions,
                                         idle_timeout=args.idle_timeout * 60))
-    await warm_up(lessons)
+    await warm_up(lessons, key)
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     port = 2222 if args.port is None else args.port
     try:

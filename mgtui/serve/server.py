@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import asyncssh
 
@@ -47,6 +48,16 @@ class Class:
     sessions: set = field(default_factory=set)
     heap: SessionHeap = field(default_factory=SessionHeap)
     connections: int = 0  # open, logged in or not
+    elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
+    on_count: Callable[[], None] | None = None  # told when connections or sessions change
+
+    @property
+    def full(self) -> bool:
+        return len(self.sessions) + self.elsewhere >= self.limits.max_sessions
+
+    def counted(self) -> None:
+        if self.on_count is not None:
+            self.on_count()
 
 
 def release_streams(app) -> None:
@@ -94,13 +105,14 @@ class LessonSession(asyncssh.SSHServerSession):
         if chan.get_terminal_type() is None:
             self._refuse("mgtui needs a terminal: connect with ssh -t")
             return
-        if len(klass.sessions) >= klass.limits.max_sessions:
+        if klass.full:
             log.info("class full: refused %s@%s", self.user, self.peer)
             self._refuse(f"the class is full ({klass.limits.max_sessions} sessions): try later")
             return
         from mgtui.serve.app import ServedApp
 
         klass.sessions.add(self)
+        klass.counted()
         width, height = self.terminal_size()
         log.info("session start %s@%s as %s (%s, %dx%d)", self.user, self.peer,
                  "teacher" if self.teacher else "student", chan.get_terminal_type(),
@@ -126,6 +138,7 @@ class LessonSession(asyncssh.SSHServerSession):
             log.exception("session of %s@%s failed", self.user, self.peer)
         finally:
             self.klass.sessions.discard(self)
+            self.klass.counted()
             log.info("session end %s@%s after %.0f s%s", self.user, self.peer,
                      time.monotonic() - self.started,
                      f" ({self.ended_because})" if self.ended_because else "")
@@ -216,6 +229,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.peer = f"{host}:{port}"
         klass = self.klass
         klass.connections += 1
+        klass.counted()
         if klass.connections > 2 * klass.limits.max_sessions + 10:
             log.info("too many connections: closed %s", self.peer)
             conn.close()  # (a login flood: the class's own sessions are not affected)
@@ -224,6 +238,7 @@ class ClassSSHServer(asyncssh.SSHServer):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.klass.connections -= 1
+        self.klass.counted()
         log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
 
     def begin_auth(self, username: str) -> bool:
@@ -270,10 +285,11 @@ async def start_worker_threads() -> None:
     loop.set_default_executor(pool)
 
 
-async def warm_up(lessons: Mapping[str, Lesson]) -> None:
+async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
     """Run one session headless for a moment, before anyone connects: the app's modules,
     styles and highlighter load once, at start, rather than in the first student's
-    session (and the server's memory at rest includes them)."""
+    session (and the server's memory at rest includes them). With `host_key`, log in
+    to itself once too (`warm_up_ssh`)."""
     from mgtui.serve.app import ServedApp
 
     async def walk(pilot) -> None:
@@ -292,11 +308,44 @@ async def warm_up(lessons: Mapping[str, Lesson]) -> None:
         except Exception:  # noqa: BLE001 - a warm-up that fails costs the first session time
             log.exception("warm-up session failed")
         release_streams(app)
+    if host_key is not None:
+        await warm_up_ssh(host_key)
     give_back_memory()
 
 
+class _Anyone(asyncssh.SSHServer):
+    def begin_auth(self, username: str) -> bool:
+        return False  # (no authentication: this server is one end of a socket pair)
+
+
+async def warm_up_ssh(host_key) -> None:
+    """One SSH connection to itself, on loopback: its key exchange, host key signature
+    and ciphers map the code of the crypto libraries (some 6 MB of a worker process's
+    memory) now rather than at the first student's login. A warm-up that fails costs
+    that login the time, and nothing else."""
+    serving = None
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            client_end = socket.create_connection(listener.getsockname(), timeout=5)
+            server_end, _ = listener.accept()
+        client_end.setblocking(False)
+        server_end.setblocking(False)
+        serving = asyncio.ensure_future(asyncssh.run_server(
+            server_end, server_factory=_Anyone, server_host_keys=[host_key]))
+        async with asyncssh.connect(sock=client_end, known_hosts=None, username="warm-up",
+                                    connect_timeout=10):
+            pass
+        (await asyncio.wait_for(serving, 10)).close()
+    except Exception as exc:  # noqa: BLE001 - (see above)
+        log.warning("warming up SSH failed: %s", exc)
+    finally:
+        if serving is not None and not serving.done():
+            serving.cancel()
+
+
 class ClassServer:
-    """A listening class: its port, and `close()` that ends every session first."""
+    """A class being served: its port when it listens itself, and `close()` that ends
+    every session first."""
 
     def __init__(self, klass: Class, acceptor, watch: asyncio.Task) -> None:
         self.klass, self._acceptor, self._watch = klass, acceptor, watch
@@ -312,25 +361,50 @@ class ClassServer:
             session.end("the server is stopping")
         if tasks:
             await asyncio.wait(tasks, timeout=5)
-        self._acceptor.close()
-        await self._acceptor.wait_closed()
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
         self.klass.heap.stop()
+
+
+def ssh_options(klass: Class, host_key) -> dict:
+    """How every connection of the class is served: its own `ClassSSHServer`, no
+    forwarding, no SCP or SFTP, a login timeout and keepalives."""
+    return dict(server_factory=lambda: ClassSSHServer(klass), server_host_keys=[host_key],
+                encoding="utf-8", line_editor=False, login_timeout=klass.limits.login_timeout,
+                agent_forwarding=False, x11_forwarding=False, allow_scp=False,
+                sftp_factory=None, keepalive_interval=30, keepalive_count_max=4)
 
 
 async def start_server(klass: Class, host: str, port: int, host_key) -> ClassServer:
     """Listen on `host`:`port` (0 picks a free port: `.port` says which), with an idle
     watch that ends sessions past the idle timeout."""
     logging.getLogger("asyncssh").setLevel(logging.WARNING)
-    acceptor = await asyncssh.create_server(
-        lambda: ClassSSHServer(klass), host, port, server_host_keys=[host_key],
-        encoding="utf-8", line_editor=False, login_timeout=klass.limits.login_timeout,
-        agent_forwarding=False, x11_forwarding=False, allow_scp=False, sftp_factory=None,
-        keepalive_interval=30, keepalive_count_max=4)
+    options = ssh_options(klass, host_key)
+    acceptor = await asyncssh.create_server(options.pop("server_factory"), host, port,
+                                            **options)
+    return start_class(klass, acceptor)
+
+
+def start_class(klass: Class, acceptor=None) -> ClassServer:
+    """The class's idle watch, and its heap settled and watched: what serving needs
+    besides connections (which come from `acceptor`, or are handed over one by one to
+    `serve_connection`)."""
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
     watch = asyncio.get_running_loop().create_task(_idle_watch(klass))
     klass.heap.settle()  # (the lessons and what the warm-up loaded)
     klass.heap.watch()
-
     return ClassServer(klass, acceptor, watch)
+
+
+async def serve_connection(klass: Class, sock, host_key) -> None:
+    """Serve one client already connected on `sock` (accepted by another process) as
+    if it had connected here. Its failures (a wrong password, a client gone) are the
+    connection's own, logged by `ClassSSHServer`."""
+    try:
+        await asyncssh.run_server(sock, **ssh_options(klass, host_key))
+    except (OSError, asyncssh.Error, asyncio.TimeoutError):
+        sock.close()
 
 
 async def _idle_watch(klass: Class) -> None:

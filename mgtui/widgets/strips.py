@@ -98,19 +98,24 @@ class CompactLines:
 
 
 # Textual hands back the same Strip for a line that did not change (its own caches), so
-# each is compacted once: by identity, the strip itself kept so that its id stays its own.
-_COMPACTED: dict[int, tuple[Strip, Strip]] = {}
+# each is compacted once and the result kept in that strip's own cache of restyled
+# copies, under a key no style equals: it lives exactly as long as the strip. (A cache of
+# mgtui's, by the strip's id, kept the last thousand strips and their compacted copies
+# alive for every session at once: some 40% of the strips a server's full collections
+# walked.) A strip that cannot be compacted is marked, not kept in its own cache: that
+# would make it a reference cycle, which only the collector can free.
+_COMPACT_KEY = object()
+_SAME = object()
 
 
 def _compacted(strip: Strip) -> Strip:
-    done = _COMPACTED.get(id(strip))
-    if done is not None and done[0] is strip:
-        return done[1]
-    small = compact(strip)
-    if len(_COMPACTED) > 1024:  # (a 200x60 screen shows a few hundred lines at once)
-        _COMPACTED.clear()
-    _COMPACTED[id(strip)] = (strip, small)
-    return small
+    cache = strip._style_cache
+    small = cache.get(_COMPACT_KEY)
+    if small is None:
+        small = compact(strip)
+        cache.set(_COMPACT_KEY, _SAME if small is strip else small)
+        return small
+    return strip if small is _SAME else small
 
 
 def cells(segments: Iterable[Segment]) -> tuple[str, list[tuple]]:
@@ -159,8 +164,8 @@ def last_change(a: str, a_looks: list, b: str, b_looks: list, width: int) -> int
 
 
 def clear_caches() -> None:
-    """Forget every strip compacted and every style looked at: they refill at the next
-    frame (`mgtui serve` empties them when a class has gone)."""
-    _COMPACTED.clear()
+    """Forget every style looked at: they refill at the next frame (`mgtui serve`
+    empties them when a class has gone, and Textual's caches, where the compacted
+    strips are kept)."""
     _LOOKS.clear()
     _BLANK_LOOKS.clear()

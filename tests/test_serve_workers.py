@@ -1,0 +1,208 @@
+"""`mgtui serve --workers 2`: the class spread over two worker processes behind one
+port, run as a user runs it (a separate process), with real asyncssh clients whose
+screens are read through a terminal emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+asyncssh = pytest.importorskip("asyncssh")
+pytest.importorskip("pyte")
+
+from mgtui.serve.client import ScreenClient  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "two processes"
+PAUSED = "following paused — press f to rejoin"
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+
+
+class Server:
+    """`mgtui serve chain.py --workers 2` in its own process, its log kept line by line."""
+
+    def __init__(self, tmp_path: Path, *options: str) -> None:
+        self.teacher_key = asyncssh.generate_private_key("ssh-ed25519")
+        (tmp_path / "teachers").write_bytes(self.teacher_key.export_public_key())
+        pw = tmp_path / "password"
+        pw.write_text(PASSWORD + "\n")
+        pw.chmod(0o600)
+        env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve",
+             str(ROOT / "scenarios" / "chain.py"), "--port", "0", "--workers", "2",
+             "--password-file", str(pw), "--teacher-keys", str(tmp_path / "teachers"),
+             *options], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        self.port = 0
+        for line in self.process.stderr:
+            self.log.append(line)
+            found = re.search(r"on 127\.0\.0\.1:(\d+) in 2 processes", line)
+            if found:
+                self.port = int(found.group(1))
+                break
+        assert self.port, "".join(self.log)
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.clients: list[ScreenClient] = []
+
+    def _drain(self) -> None:
+        for line in self.process.stderr:
+            self.log.append(line)
+
+    def workers(self) -> list[int]:
+        """The pids of the server's worker processes."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.process.pid:
+                    found.append(int(stat.parent.name))
+            except (OSError, ValueError, IndexError):
+                pass
+        return found
+
+    async def logged(self, pattern: str, timeout: float = 10) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.log):
+                if re.search(pattern, line):
+                    return line
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"never logged {pattern!r}:\n{''.join(self.log)}")
+
+    async def join(self, **options) -> ScreenClient:
+        client = await ScreenClient.connect(self.port, **options)
+        self.clients.append(client)
+        return client
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(20)
+
+
+@pytest.fixture
+async def server(tmp_path):
+    srv = Server(tmp_path, "--max-sessions", "3")
+    try:
+        yield srv
+    finally:
+        await srv.close()
+
+
+def step_of(client: ScreenClient) -> int | None:
+    match = re.search(r"step (\d+)/\d+", client.text())
+    return int(match.group(1)) if match else None
+
+
+async def at_step(client: ScreenClient, step: int) -> bool:
+    return await client.wait_for(lambda _: step_of(client) == step, 10)
+
+
+async def test_the_class_follows_the_teacher_across_processes(server):
+    teacher = await server.join(key=server.teacher_key)
+    assert await at_step(teacher, 0)
+    student = await server.join(password=PASSWORD)
+    assert await at_step(student, 0)
+    # each connection went to the worker serving the fewest: one each
+    await server.logged(r"\[worker 0\] session start class@\S+ as teacher")
+    await server.logged(r"\[worker 1\] session start class@\S+ as student")
+    teacher.send("nn")
+    assert await at_step(student, 2), student.text()
+    student.send("p")  # a move of the student's own: following pauses
+    assert await student.wait_for(PAUSED, 10) and await at_step(student, 1)
+    teacher.send("n")
+    assert await at_step(teacher, 3)
+    await asyncio.sleep(0.3)
+    assert step_of(student) == 1  # paused: it stays
+    student.send("f")
+    assert await at_step(student, 3) and PAUSED not in student.text()
+    late = await server.join(password=PASSWORD)  # to worker 0 again, beside the teacher
+    assert await at_step(late, 3), late.text()
+
+
+async def test_the_session_limit_counts_every_process(server):
+    clients = [await server.join(password=PASSWORD) for _ in range(3)]
+    for client in clients:
+        assert await client.wait_for("step ", 15)
+    # the fourth goes to a worker with one session; the class has three, its limit
+    fourth = await server.join(password=PASSWORD)
+    assert await fourth.wait_for("the class is full (3 sessions)", 10), fourth.text()
+    await clients[0].close()
+    server.clients.remove(clients[0])
+    await server.logged(r"session end")
+    await asyncio.sleep(0.3)  # (the count reaches the other worker)
+    fifth = await server.join(password=PASSWORD)
+    assert await fifth.wait_for("step ", 15), fifth.text()
+
+
+async def test_stopping_the_server_tells_the_students_and_ends_every_worker(server):
+    student = await server.join(password=PASSWORD)
+    assert await student.wait_for("step ", 15)
+    workers = server.workers()
+    assert len(workers) == 2
+    server.process.send_signal(signal.SIGINT)  # ctrl+c
+    assert await student.wait_output("the server is stopping", 10)
+    assert server.process.wait(20) == 0
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+async def test_a_worker_that_dies_leaves_the_other_serving(server):
+    first = await server.join(password=PASSWORD)
+    assert await first.wait_for("step ", 15)
+    line = await server.logged(r"\[worker \d\] session start")
+    busy = int(re.search(r"\[worker (\d)\]", line).group(1))
+    pid = int(re.search(r"pid (\d+)", await server.logged(rf"worker {busy} \(pid")).group(1))
+    os.kill(pid, signal.SIGKILL)
+    await server.logged(rf"worker {busy} \(pid \d+\) stopped")
+    other = await server.join(password=PASSWORD)
+    assert await other.wait_for("step ", 15), other.text()
+    assert server.process.poll() is None
+
+
+async def test_workers_end_when_the_front_is_killed(tmp_path):
+    srv = Server(tmp_path)
+    try:
+        student = await srv.join(password=PASSWORD)
+        assert await student.wait_for("step ", 15)
+        workers = srv.workers()
+        srv.process.kill()  # no chance to stop them: they see their link close
+        srv.process.wait(10)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in workers):
+            await asyncio.sleep(0.1)
+            for pid in workers:  # (reap them: their parent is gone, so this may not)
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        alive = [p for p in workers if Path(f"/proc/{p}").exists()
+                 and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+        assert not alive
+    finally:
+        await srv.close()
+
+
+async def test_warming_up_logs_in_to_itself_and_leaves_nothing_running(caplog):
+    # (each worker does this before its first student, so that the crypto libraries'
+    # code is mapped then: the server's memory at rest includes it)
+    from mgtui.serve.server import warm_up_ssh
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    with caplog.at_level("INFO", logger="asyncssh"):
+        await warm_up_ssh(key)
+    assert any("Auth for user warm-up succeeded" in r.getMessage() for r in caplog.records)
+    assert not any("warming up SSH failed" in r.getMessage() for r in caplog.records)
+    await asyncio.sleep(0.1)
+    assert asyncio.all_tasks() == {asyncio.current_task()}

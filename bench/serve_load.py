@@ -39,15 +39,29 @@ WAIT = 20.0
 
 
 def processes(pid: int) -> list[int]:
-    """The server's processes: itself and its children (its workers)."""
-    found = [pid]
+    """The server's processes: itself and its descendants (the zygote that forks the
+    workers, and the workers)."""
+    parents: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
-            pass
+            continue
+        parents.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        each = todo.pop()
+        found.append(each)
+        todo.extend(parents.get(each, []))
     return found
+
+
+def read(path: str) -> str:
+    """A /proc file, or "" if its process has ended meanwhile (a worker retiring)."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
 
 
 def smaps_mb(pid: int) -> str:
@@ -55,7 +69,7 @@ def smaps_mb(pid: int) -> str:
     kinds = {"heap": 0, "anon": 0, "file": 0}
     kind = "anon"
     for each in processes(pid):
-        for line in Path(f"/proc/{each}/smaps").read_text().splitlines():
+        for line in read(f"/proc/{each}/smaps").splitlines():
             fields = line.split()
             if not fields[0].endswith(":"):
                 name = fields[5] if len(fields) > 5 else ""
@@ -72,7 +86,7 @@ def load() -> str:
 def rss_mb(pid: int) -> float:
     total = 0
     for each in processes(pid):
-        for line in Path(f"/proc/{each}/status").read_text().splitlines():
+        for line in read(f"/proc/{each}/status").splitlines():
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1])
     return total / 1024
@@ -86,7 +100,7 @@ def pss_mb(pid: int) -> float:
     the system already holds."""
     total = 0
     for each in processes(pid):
-        for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines():
+        for line in read(f"/proc/{each}/smaps_rollup").splitlines():
             if line.startswith("Pss:"):
                 total += int(line.split()[1])
     return total / 1024
@@ -102,8 +116,8 @@ class Memory:
 def cpu_seconds(pid: int) -> float:
     total = 0
     for each in processes(pid):
-        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
+        fields = read(f"/proc/{each}/stat").rsplit(")", 1)[-1].split()
+        total += int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -160,10 +174,13 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
             served_by = int(found.group(3)) if found and found.group(3) else 1
         # drain the log so its pipe never fills, counting sessions started and ended
         sessions = {"start": 0, "end": 0}
-        # the server's "memory is given back" once a class has left, by worker ("" for a
-        # server of one process), and the workers that have served a session
-        given_back: dict[str, int] = {}
-        served: set[str] = set()
+        # at rest after a class: a server of one process logs that it has given the
+        # class's memory back; a server of workers replaces each worker that served
+        # (it retires once empty; a fresh one starts)
+        given_back = [0]
+        served: set[str] = set()  # the workers that have started a session
+        retired: set[str] = set()  # and those that have retired since
+        readies = [0]  # fresh workers ready (the first ones were, before the port line)
 
         walks: list[str] = []  # the server's walks of its whole heap, as it logs them
 
@@ -175,23 +192,28 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
                     sessions[what] += f" session {what} " in line
                 if " session start " in line:
                     served.add(worker)
-                if "its memory is given back" in line:
-                    given_back[worker] = given_back.get(worker, 0) + 1
+                given_back[0] += "its memory is given back" in line
+                if "this worker retires" in line:
+                    retired.add(worker)
+                readies[0] += bool(re.search(r"worker \d+ \(pid \d+\) ready", line))
                 if "walked the whole heap" in line:
                     walks.append(f"{line.split('after, in ')[-1].strip()} at {load()}")
 
         asyncio.get_running_loop().run_in_executor(None, drain)
 
+        def at_rest(given: int) -> bool:
+            if served_by == 1:
+                return given_back[0] > given
+            return served <= retired and readies[0] == len(retired)
+
         async def all_ended() -> float:
             """Wait (20 s at most) until the server has logged the end of every
-            session it started, then (20 s more at most) until each of its workers that
-            served one has logged that it has given their memory back; how long that
-            took."""
-            start, given = time.perf_counter(), dict(given_back)
+            session it started, then (20 s more at most, 60 s for workers to start
+            again) until it is at rest; how long that took."""
+            start, given = time.perf_counter(), given_back[0]
             while sessions["end"] < sessions["start"] and time.perf_counter() - start < WAIT:
                 await asyncio.sleep(0.1)
-            while (any(given_back.get(w, 0) == given.get(w, 0) for w in served)
-                   and time.perf_counter() - start < 2 * WAIT):
+            while not at_rest(given) and time.perf_counter() - start < 3 * WAIT:
                 await asyncio.sleep(0.1)
             return time.perf_counter() - start
         await asyncio.sleep(1.0)
@@ -323,9 +345,9 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
                   f"{g:.1f} ({100 * (g - f) / f:+.1f}% of after the first); memory per "
                   f"extra session {(a - o) / clients:.2f} MB")
         print(f"server RSS by kind, MB: before ({kinds_before}); after all left ({kinds_after}); "
-              f"each 'after' 5 s after the server logged that it had given the class's "
-              f"memory back, which came {ended_in:.1f} s and {ended_again_in:.1f} s after "
-              f"the clients closed")
+              f"each 'after' 5 s after the server was at rest (it had logged that it had "
+              f"given the class's memory back, or replaced each worker that served), "
+              f"{ended_in:.1f} s and {ended_again_in:.1f} s after the clients closed")
         print(f"step latency p95 at a person's pace: 1 session {1000 * p95(alone_both):.1f} ms "
               f"(before the class {1000 * p95(alone):.1f}, after it "
               f"{1000 * p95(alone_after):.1f}), {clients} sessions "

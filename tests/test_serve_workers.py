@@ -60,15 +60,10 @@ class Server:
             self.log.append(line)
 
     def workers(self) -> list[int]:
-        """The pids of the server's worker processes."""
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.process.pid:
-                    found.append(int(stat.parent.name))
-            except (OSError, ValueError, IndexError):
-                pass
-        return found
+        """The pids of the worker processes ready so far (forked by the server's zygote,
+        they are not its children)."""
+        return [int(pid) for pid in re.findall(r"worker \d+ \(pid (\d+)\) ready",
+                                               "".join(self.log))]
 
     async def logged(self, pattern: str, timeout: float = 10) -> str:
         deadline = time.monotonic() + timeout
@@ -99,6 +94,15 @@ async def server(tmp_path):
         yield srv
     finally:
         await srv.close()
+
+
+def alive(pid: int) -> bool:
+    """The process runs (not a zombie waiting for a parent to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def step_of(client: ScreenClient) -> int | None:
@@ -155,20 +159,42 @@ async def test_stopping_the_server_tells_the_students_and_ends_every_worker(serv
     server.process.send_signal(signal.SIGINT)  # ctrl+c
     assert await student.wait_output("the server is stopping", 10)
     assert server.process.wait(20) == 0
-    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    assert not any(alive(pid) for pid in workers)
 
 
-async def test_a_worker_that_dies_leaves_the_other_serving(server):
+async def test_a_worker_that_dies_leaves_the_other_serving_and_is_replaced(server):
     first = await server.join(password=PASSWORD)
     assert await first.wait_for("step ", 15)
     line = await server.logged(r"\[worker \d\] session start")
     busy = int(re.search(r"\[worker (\d)\]", line).group(1))
     pid = int(re.search(r"pid (\d+)", await server.logged(rf"worker {busy} \(pid")).group(1))
     os.kill(pid, signal.SIGKILL)
-    await server.logged(rf"worker {busy} \(pid \d+\) stopped")
-    other = await server.join(password=PASSWORD)
-    assert await other.wait_for("step ", 15), other.text()
+    await server.logged(rf"worker {busy} \(pid {pid}\) stopped: .* a fresh one takes its place")
+    await server.logged(r"worker 2 \(pid \d+\) ready", 60)
+    others = [await server.join(password=PASSWORD) for _ in range(2)]
+    for other in others:
+        assert await other.wait_for("step ", 15), other.text()
     assert server.process.poll() is None
+
+
+async def test_a_worker_whose_class_has_left_retires_for_a_fresh_one(server):
+    teacher = await server.join(key=server.teacher_key)
+    assert await at_step(teacher, 0)
+    student = await server.join(password=PASSWORD)
+    assert await at_step(student, 0)
+    teacher.send("nnn")
+    assert await at_step(student, 3)
+    await student.close()
+    server.clients.remove(student)
+    # the student's worker (1) is empty now: it retires, and worker 2 takes its place
+    await server.logged(r"\[worker 1\] the class has left: this worker retires", 15)
+    await server.logged(r"worker 2 \(pid \d+\) ready", 60)
+    await server.logged(r"worker 1 \(pid \d+\) has retired", 15)
+    late = await server.join(password=PASSWORD)  # to the fresh worker: on the teacher's step
+    assert await at_step(late, 3), late.text()
+    await server.logged(r"\[worker 2\] session start class@\S+ as student")
+    teacher.send("n")
+    assert await at_step(late, 4)
 
 
 async def test_workers_end_when_the_front_is_killed(tmp_path):
@@ -177,19 +203,13 @@ async def test_workers_end_when_the_front_is_killed(tmp_path):
         student = await srv.join(password=PASSWORD)
         assert await student.wait_for("step ", 15)
         workers = srv.workers()
+        assert len(workers) == 2
         srv.process.kill()  # no chance to stop them: they see their link close
         srv.process.wait(10)
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in workers):
+        while time.monotonic() < deadline and any(alive(pid) for pid in workers):
             await asyncio.sleep(0.1)
-            for pid in workers:  # (reap them: their parent is gone, so this may not)
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-        alive = [p for p in workers if Path(f"/proc/{p}").exists()
-                 and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]]
-        assert not alive
+        assert not any(alive(pid) for pid in workers)
     finally:
         await srv.close()
 

@@ -119,7 +119,7 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
     import socket
 
     from mgtui.serve.auth import AuthError, host_key
-    from mgtui.serve.workers import fork_workers
+    from mgtui.serve.workers import start_zygote
 
     try:
         key = host_key()
@@ -132,17 +132,17 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
             backlog=100)
     except OSError as exc:
         return fail(f"cannot listen on {args.host}:{port}: {exc.strerror or exc}")
-    workers = fork_workers(count, lessons, auth, args, key, listener)
-    return asyncio.run(serve_front(listener, workers, lessons, args))
+    zygote = start_zygote(lessons, auth, args, key, listener)
+    return asyncio.run(serve_front(listener, zygote, count, lessons, args))
 
 
-async def serve_front(listener, workers, lessons: dict, args) -> int:
+async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     import signal
 
     from mgtui.follow import Classroom
     from mgtui.serve.workers import Front
 
-    front = Front(listener, workers, Classroom())
+    front = Front(listener, zygote, count, Classroom())
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)
@@ -152,7 +152,7 @@ async def serve_front(listener, workers, lessons: dict, args) -> int:
             return fail("the worker processes did not start: see the log above")
         port = listener.getsockname()[1]
         print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
-              f"{args.host}:{port} in {len(workers)} processes; students type: ssh -p {port} "
+              f"{args.host}:{port} in {count} processes; students type: ssh -p {port} "
               f"class@HOST (log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
         if args.teach:
             from mgtui.serve.app import ServedApp

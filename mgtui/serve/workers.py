@@ -6,16 +6,25 @@ One process serves every session on one event loop, and one CPU: 30 students ste
 at a key a second kept it a third busy, so their steps waited for each other, and each
 full collection of its heap stopped every session at once (bench/README.md, "A class
 over SSH"). Each worker here is the one-process server (`mgtui.serve.server`) for its
-share of the class, with its own heap; the lessons were recorded once, before the
-workers are forked, and every worker serves the same traces.
+share of the class, with its own heap.
+
+Workers are forked by a zygote: a process forked once the lessons are recorded, which
+does nothing but fork a worker when the front asks, so every worker starts from the
+same recorded lessons, and none from the front's running event loop. A worker whose
+class has left retires and a fresh one takes its place: a process gives back what its
+sessions scattered over its heap only by ending (a long-lived server kept some 5 MB a
+class, pages pinned by a few objects each).
 
 Between the front and a worker: one Unix socket pair of packets, each a JSON object,
 with the client's socket passed alongside a `connect`.
 
   front -> worker   {"connect": PEER} + its socket; {"position": {...}} (the teacher's);
-                    {"elsewhere": N} (sessions in the other workers, for the limit)
-  worker -> front   {"ready": true} once warmed up; {"count": [CONNECTIONS, SESSIONS]};
-                    {"position": {...}} when one of its sessions leads
+                    {"elsewhere": N} (sessions in the other workers, for the limit);
+                    {"retire": true} (no more connections will come: end when empty)
+  worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS]};
+                    {"position": {...}} when one of its sessions leads;
+                    {"retiring": true} (its class has left: it would end)
+  front -> zygote   {"fork": NUMBER} + the worker's end of its link
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ log = logging.getLogger("mgtui.serve")
 
 PACKET = 1 << 16  # bytes: more than any message
 STOP_WAIT = 10.0  # seconds for the workers to end their sessions when the server stops
+RETIRE_AFTER = 2.0  # seconds a worker that has served waits, empty, before it retires
 
 
 def default_workers() -> int:
@@ -109,9 +119,33 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     await warm_up(lessons, key)
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     server = start_class(klass)
-    klass.on_count = lambda: send(link, {"count": [klass.connections, len(klass.sessions)]})
-    front_gone = asyncio.Event()
-    tasks: set[asyncio.Task] = set()
+    front_gone = asyncio.Event()  # (or this worker retires)
+    tasks: set[asyncio.Task] = set()  # connections handed over, until they are served
+    retiring: dict[str, object] = {"served": False, "allowed": False, "timer": None}
+
+    def empty() -> bool:
+        return not (klass.connections or klass.sessions or tasks)
+
+    def counted() -> None:
+        send(link, {"count": [klass.connections, len(klass.sessions)]})
+        retiring["served"] = retiring["served"] or bool(klass.sessions)
+        timer = retiring["timer"]
+        if timer is not None:
+            timer.cancel()
+            retiring["timer"] = None
+        if retiring["served"] and empty():
+            if retiring["allowed"]:
+                front_gone.set()
+            else:
+                retiring["timer"] = loop.call_later(RETIRE_AFTER, ask_to_retire)
+
+    def ask_to_retire() -> None:
+        retiring["timer"] = None
+        if empty():
+            log.info("the class has left: this worker retires, a fresh one takes its place")
+            send(link, {"retiring": True})
+
+    klass.on_count = counted
 
     def heard() -> None:
         message, fds = receive(link)
@@ -119,6 +153,10 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             front_gone.set()
             loop.remove_reader(link)
             return
+        if message.get("retire"):  # (anything handed over before came first)
+            retiring["allowed"] = True
+            if empty():
+                front_gone.set()
         for fd in fds:
             sock = socket.socket(fileno=fd)
             if "connect" not in message:  # (a socket nobody asked to serve)
@@ -126,7 +164,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
                 continue
             task = loop.create_task(serve_connection(klass, sock, key))
             tasks.add(task)
-            task.add_done_callback(tasks.discard)
+            task.add_done_callback(lambda done: (tasks.discard(done), counted()))
         if isinstance(message.get("elsewhere"), int):
             klass.elsewhere = message["elsewhere"]
         if isinstance(message.get("position"), dict):
@@ -136,10 +174,11 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
                 log.warning("worker %d: a position it cannot read", number)
 
     loop.add_reader(link, heard)
-    send(link, {"ready": True})
+    send(link, {"ready": os.getpid()})
     try:
         await front_gone.wait()
     finally:
+        loop.remove_reader(link)
         await server.close()
     return 0
 
@@ -161,68 +200,109 @@ def worker_main(number: int, link: socket.socket, lessons: dict, auth, args, key
 @dataclass
 class Worker:
     number: int
-    pid: int
     link: socket.socket
+    pid: int = 0  # (known once it is ready)
     ready: bool = False
+    retiring: bool = False  # no more connections for it: it ends once empty
     connections: int = 0  # handed over and not yet reported closed
     sessions: int = 0
     gone: bool = False
 
 
-def fork_workers(count: int, lessons: dict, auth, args, key,
-                 listener: socket.socket) -> list[Worker]:
-    """`count` worker processes, forked now (before any event loop or thread of this
-    process starts), each with its end of a link to this one."""
-    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(count)]
-    workers = []
+def start_zygote(lessons: dict, auth, args, key, listener: socket.socket
+                 ) -> tuple[socket.socket, int]:
+    """Fork the zygote now (before any event loop or thread of this process starts):
+    the process that forks each worker, with the lessons as they are now. Returns the
+    front's end of its link, and its pid."""
+    front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sys.stdout.flush()
     sys.stderr.flush()
-    for number, (front_end, worker_end) in enumerate(pairs):
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            listener.close()
+            front_end.close()
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (its workers are reaped)
+            code = zygote(zygote_end, lessons, auth, args, key)
+        finally:
+            os._exit(code)
+    zygote_end.close()
+    return front_end, pid
+
+
+def zygote(link: socket.socket, lessons: dict, auth, args, key) -> int:
+    """Fork a worker each time the front asks, until the front has gone."""
+    while True:
+        message, fds = receive(link)
+        if message is None:
+            return 0
+        number = message.get("fork")
+        if not isinstance(number, int) or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            continue
         pid = os.fork()
-        if pid == 0:  # the worker: nothing of the front's but its own link
+        if pid == 0:  # the worker: nothing of the zygote's but the lessons
             code = 1
             try:
-                listener.close()
-                for other_front, other_worker in pairs:
-                    other_front.close()
-                    if other_worker is not worker_end:
-                        other_worker.close()
-                code = worker_main(number, worker_end, lessons, auth, args, key)
+                link.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                code = worker_main(number, socket.socket(fileno=fds[0]), lessons, auth,
+                                   args, key)
             finally:
                 logging.shutdown()
                 os._exit(code)
-        worker_end.close()
-        workers.append(Worker(number, pid, front_end))
-    return workers
+        os.close(fds[0])
 
 
 class Front:
-    """The front process: accepts, hands over, relays, and stops the workers."""
+    """The front process: asks the zygote for workers, accepts, hands over, relays,
+    replaces the workers that retire, and stops them all."""
 
-    def __init__(self, listener: socket.socket, workers: list[Worker],
+    def __init__(self, listener: socket.socket, zygote: tuple[socket.socket, int], count: int,
                  classroom: Classroom) -> None:
-        self.listener, self.workers, self.classroom = listener, workers, classroom
+        self.listener, (self.zygote, self.zygote_pid), self.count = listener, zygote, count
+        self.classroom = classroom
+        self.workers: list[Worker] = []
+        self.waiting: list[tuple[socket.socket, str]] = []  # clients while none is ready
         self.stopped = asyncio.Event()
         self._relaying = False
+        self._numbers = 0
 
     @property
     def serving(self) -> list[Worker]:
-        return [w for w in self.workers if not w.gone]
+        return [w for w in self.workers if w.ready and not w.gone and not w.retiring]
+
+    def _spawn(self) -> bool:
+        """Ask the zygote for one more worker."""
+        front_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with worker_end:
+            asked = send(self.zygote, {"fork": self._numbers}, (worker_end.fileno(),))
+        if not asked:
+            front_end.close()
+            log.error("the process that starts workers has gone: no worker can start")
+            return False
+        worker = Worker(self._numbers, front_end)
+        self._numbers += 1
+        self.workers.append(worker)
+        asyncio.get_running_loop().add_reader(front_end, self._heard, worker)
+        return True
 
     async def start(self, wait: float) -> bool:
-        """Listen to the workers; True once every one is ready (at most `wait` s)."""
+        """Start the workers; True once every one is ready (at most `wait` s)."""
         loop = asyncio.get_running_loop()
-        for worker in self.workers:
-            loop.add_reader(worker.link, self._heard, worker)
         # a teacher in the front's own terminal (--teach) leads the workers' sessions too
         self.classroom.subscribe(self._from_here)
+        for _ in range(self.count):
+            if not self._spawn():
+                return False
         deadline = loop.time() + wait
         while not all(w.ready or w.gone for w in self.workers) and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        if not self.serving or not all(w.ready for w in self.serving):
+        if not self.serving or len(self.serving) < len([w for w in self.workers if not w.gone]):
             return False
-        for worker in self.workers:
-            log.info("worker %d (pid %d) ready", worker.number, worker.pid)
         self.listener.setblocking(False)
         loop.add_reader(self.listener, self._accept)
         return True
@@ -235,14 +315,18 @@ class Front:
         except OSError as exc:
             log.warning("accept failed: %s", exc)
             return
-        with client:
-            for worker in sorted(self.serving, key=lambda w: (w.connections, w.number)):
-                if send(worker.link, {"connect": f"{address[0]}:{address[1]}"},
-                        (client.fileno(),)):
-                    worker.connections += 1
-                    return
-                self._lost(worker)
-            log.error("no worker left to serve %s:%s", *address[:2])
+        self._hand_over(client, f"{address[0]}:{address[1]}")
+
+    def _hand_over(self, client: socket.socket, peer: str) -> None:
+        """To the worker serving the fewest; while none is ready (all of them retiring
+        and starting again, say), the client waits (its SSH handshake with it)."""
+        for worker in sorted(self.serving, key=lambda w: (w.connections, w.number)):
+            if send(worker.link, {"connect": peer}, (client.fileno(),)):
+                worker.connections += 1
+                client.close()
+                return
+            self._lost(worker)
+        self.waiting.append((client, peer))
 
     def _heard(self, worker: Worker) -> None:
         message, _fds = receive(worker.link)
@@ -251,17 +335,26 @@ class Front:
         if message is None:
             self._lost(worker)
             return
-        if message.get("ready"):
-            worker.ready = True
+        if isinstance(message.get("ready"), int) and not worker.ready:
+            worker.ready, worker.pid = True, message["ready"]
+            log.info("worker %d (pid %d) ready", worker.number, worker.pid)
+            if self.classroom.position is not None:  # (a late joiner lands there)
+                send(worker.link, {"position": self.classroom.position.to_dict()})
+            self._counted()
+            waiting, self.waiting = self.waiting, []
+            for client, peer in waiting:
+                self._hand_over(client, peer)
+        if (message.get("retiring") and not worker.retiring and not self.stopped.is_set()
+                and self._spawn()):  # (with no fresh one to come, it goes on serving)
+            worker.retiring = True  # nothing more for it; a fresh one in its place
+            send(worker.link, {"retire": True})
         count = message.get("count")
         if isinstance(count, list) and len(count) == 2 and all(isinstance(n, int) for n in count):
             worker.connections, worker.sessions = count
-            total = sum(w.sessions for w in self.serving)
-            for other in self.serving:
-                send(other.link, {"elsewhere": total - other.sessions})
+            self._counted()
         if isinstance(message.get("position"), dict):
-            for other in self.serving:
-                if other is not worker:
+            for other in self.workers:
+                if other is not worker and other.ready and not other.gone:
                     send(other.link, {"position": message["position"]})
             try:
                 position = Position.from_dict(message["position"])
@@ -273,10 +366,18 @@ class Front:
             finally:
                 self._relaying = False
 
+    def _counted(self) -> None:
+        """Every worker knows how many sessions the others have (the class's limit)."""
+        live = [w for w in self.workers if w.ready and not w.gone]
+        total = sum(w.sessions for w in live)
+        for worker in live:
+            send(worker.link, {"elsewhere": total - worker.sessions})
+
     def _from_here(self, position: Position) -> None:
         if not self._relaying:
-            for worker in self.serving:
-                send(worker.link, {"position": position.to_dict()})
+            for worker in self.workers:
+                if worker.ready and not worker.gone:
+                    send(worker.link, {"position": position.to_dict()})
 
     def _lost(self, worker: Worker) -> None:
         if worker.gone:
@@ -284,17 +385,23 @@ class Front:
         worker.gone = True
         asyncio.get_running_loop().remove_reader(worker.link)
         worker.link.close()
+        self.workers.remove(worker)
         if self.stopped.is_set():
             return
-        log.error("worker %d (pid %d) stopped: its sessions have ended", worker.number,
-                  worker.pid)
-        if not self.serving:
+        if worker.retiring:
+            log.info("worker %d (pid %d) has retired", worker.number, worker.pid)
+            return
+        log.error("worker %d (pid %d) stopped: its sessions have ended; a fresh one "
+                  "takes its place", worker.number, worker.pid)
+        self._counted()
+        if not self._spawn() and not self.workers:
             log.error("no worker left: the server stops")
             self.stopped.set()
 
     async def stop(self) -> None:
         """Stop accepting, close every link (each worker ends its sessions, telling its
-        students why, and exits), and wait for the workers (killed after STOP_WAIT)."""
+        students why, and exits), wait (STOP_WAIT at most) for the workers' links to
+        close, then let the zygote go (it reaps the workers while it lives)."""
         self.stopped.set()
         loop = asyncio.get_running_loop()
         try:
@@ -302,24 +409,34 @@ class Front:
         except (ValueError, OSError):
             pass
         self.listener.close()
-        for worker in self.workers:
-            if not worker.gone:
-                loop.remove_reader(worker.link)
-                worker.gone = True
-                worker.link.close()
+        for client, _peer in self.waiting:
+            client.close()
+        workers = [w for w in self.workers if not w.gone]
+        for worker in workers:
+            loop.remove_reader(worker.link)
+            worker.link.shutdown(socket.SHUT_WR)  # (it sees the end, and answers in kind)
         deadline = loop.time() + STOP_WAIT
-        waiting = {w.pid for w in self.workers}
-        while waiting and loop.time() < deadline:
-            for pid in list(waiting):
+        for worker in workers:
+            worker.link.setblocking(False)
+            while loop.time() < deadline:
+                message, fds = receive(worker.link)
+                for fd in fds:
+                    os.close(fd)
+                if message is None:
+                    break
+                await asyncio.sleep(0.05)
+            worker.link.close()
+            worker.gone = True
+            if loop.time() >= deadline and worker.pid:
                 try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        waiting.discard(pid)
-                except ChildProcessError:
-                    waiting.discard(pid)
-            await asyncio.sleep(0.05)
-        for pid in waiting:
+                    os.kill(worker.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.zygote.close()
+        while loop.time() < deadline + 1:
             try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+                if os.waitpid(self.zygote_pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                break
+            await asyncio.sleep(0.02)

@@ -1,0 +1,256 @@
+"""The helpers that the code `mgtui.inline` rewrites calls, as it runs: the recording's
+hot path.
+
+They are written as module-level functions, and each run gets copies of them whose
+globals are that run's own (`Inliner._helpers`): its record lists, its options and the
+recorder's tables, under the names below. A global read costs no more than a closure's
+variable, and a call does not copy some twenty closure cells into its frame and drop
+them again, as the nested functions this replaces did on every node and every
+`_backward` call.
+
+The names a run fills in (the values here are placeholders):
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from mgtui.trace import EventKind
+
+ID = "_mgtui_id"
+NODE_FIELDS = 5  # (`mgtui.recorder`'s)
+CREATE, BACKWARD = EventKind.CREATE.code, EventKind.BACKWARD.code
+CLASS_CODE = "class"  # (`Recorder.code_kind`)
+_KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.inline._ordered_prev`)
+# The `here` of a call from code that cannot hold one (a lambda, a module's or a class
+# body's own code): never filled in, so such calls always take the long way.
+NO_HERE: list = [None, 0]
+
+# -- filled in for each run (`Inliner._helpers`) -------------------------------------------
+rec = None  # the Recorder
+nodes: list = []
+kids: list = []
+events: list = []
+writes: list = []
+stack: list = []
+made_inside: list = []
+late_labels: dict = {}
+add_kid = add_node = add_event = None  # kids.append, nodes.extend, events.extend
+max_nodes = 0
+limit = 0  # max_nodes, or -1 once the run is to stop (`interrupt`)
+on_progress = on_create = before = watch = None  # the recorder's hooks
+skip: object = ()  # the `on_backward` hook's ops to leave out
+scenario_line = named = candidate = None  # the line finder, the namer's calls
+closure_ids: dict = {}
+closure_index = kind_of = code_kind = remembered = None
+getframe = None  # sys._getframe
+record_call = run_backward = ordered = StopRecording = None  # from `mgtui.recorder`
+# The library frame that made the last node through an op, and its line, twice
+# (`made`); and what a frame's `here` must hold for its line to be trusted: a new
+# object each time a class comes in (`Inliner.forget_lines`).
+last: list = [None, 0, None, 0]
+lines_valid: object = object()
+
+# the names the run fills in, for `Inliner._helpers`
+RUN_NAMES = ("rec", "nodes", "kids", "events", "writes", "stack", "made_inside",
+             "late_labels", "add_kid", "add_node", "add_event", "max_nodes", "on_progress",
+             "on_create", "before", "watch", "skip", "scenario_line", "named", "candidate",
+             "closure_ids", "closure_index", "kind_of", "code_kind", "remembered", "getframe", "limit",
+             "record_call", "run_backward", "ordered", "StopRecording", "last", "lines_valid")
+HELPERS = ("made", "call_backward", "call_fully", "inside_made", "backward_of", "event",
+           "label", "interrupt")
+
+
+def made(node, children) -> None:
+    """Number and record a node at the end of its class's `__init__`."""
+    if getattr(node, ID, None) is not None:  # a subclass's __init__ chained up
+        return
+    nid = len(nodes) // NODE_FIELDS
+    if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
+        if rec.stop_reason is None:
+            rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
+            interrupt()
+        raise StopRecording(rec.stop_reason)
+    try:
+        prev = node._prev
+    except AttributeError:
+        prev = ()
+    shape = type(prev)
+    if shape is not tuple and shape is not _KEYS and isinstance(prev, (set, frozenset)) \
+            and len(prev) > 1:
+        try:  # in the order given (see `ordered`)
+            keys = dict.fromkeys(children).keys()
+        except TypeError:
+            keys = None
+        if keys is None or keys != prev:
+            keys = ordered(prev, (None, children), {})
+        prev = node._prev = keys
+    n_before = len(kids)
+    try:
+        for child in prev:  # (a loop: cheaper than a map for two children)
+            add_kid(child._mgtui_id)
+    except AttributeError:  # a child made before the recording started
+        del kids[n_before:]
+        kids.extend(getattr(c, ID, -1) for c in prev)
+    if on_create is not None:
+        on_create(nid, node.__dict__)
+    node._mgtui_id = nid
+    frame = getframe(2)  # the caller of the class's __init__
+    code = frame.f_code
+    kind = kind_of(id(code))
+    if kind is None:
+        kind = code_kind(code)
+    if kind is CLASS_CODE:  # made by an op: its caller's line
+        back = frame.f_back
+        if back is last[0] and back is not None:  # a library's loop making nodes
+            line = last[1]
+            kind = None
+        elif back is last[2] and back is not None:
+            line = last[3]
+            kind = None
+        elif back is not None:
+            frame = back
+            code = back.f_code
+            kind = kind_of(id(code))
+            if kind is None:
+                kind = code_kind(code)
+    if kind is None:
+        pass
+    elif type(kind) is dict:  # the scenario's own code
+        line = frame.f_lineno
+        if kind:  # made straight under an assignment's value?
+            spot = kind.get(frame.f_lasti)
+            if spot is not None:
+                candidate(frame, frame.f_lasti, spot, node, nid)
+    else:
+        line = remembered(frame)  # a library's frame, asked about before
+        if line is None:
+            line = scenario_line(frame)
+        if kind is CLASS_CODE:  # an op made by another op: on up to its name
+            named(nid, frame, node)
+        else:  # (a frame neither the scenario's nor a Value class's)
+            last[2], last[3], last[0], last[1] = last[0], last[1], frame, line
+    try:
+        op = node._op
+    except AttributeError:
+        op = ""
+    add_node((len(kids), op, getattr(node, "label", None), node.data, line))
+    if stack:  # made inside a `_backward`: its step follows that call's writes
+        made_inside.append(nid)
+    else:
+        add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
+    if on_progress is not None and not nid & 0x3FFF:
+        on_progress(nid)
+
+def call_backward(node, here):
+    """`node._backward()`, recorded: its common case, a node's call from a frame that
+    has made one before (`backward()`'s loop), whose line that frame's `here` holds
+    (`Rewriter`: a list of its own, `[lines_valid, line]` once known); the rest in
+    `call_fully`."""
+    fn = node._backward
+    try:
+        nid = node._mgtui_id
+        ci = closure_ids[id(fn.__code__)]
+    except (AttributeError, KeyError):  # not a node or no function (a class with
+        return call_fully(node, fn, getframe(1), here)  # the hooks), or a first call
+    if here[0] is not lines_valid or nid is None:  # (never valid with a `before` hook,
+        return call_fully(node, fn, getframe(1), here)  # nor once the run is to stop)
+    if watch is not None:
+        try:
+            op = node._op
+            watched = op not in skip
+        except AttributeError:
+            op, watched = None, None not in skip
+        except TypeError:  # an `_op` that cannot be hashed
+            watched = True
+        if watched:
+            watch(op, fn)
+    add_event((BACKWARD, nid, 0.0, 0.0, here[1], ci, len(writes)))
+    stack.append(nid)
+    try:
+        return fn()
+    finally:
+        stack.pop()
+        if made_inside and not stack:
+            inside_made()
+
+
+def call_fully(node, fn, frame, here=NO_HERE):
+    """`call_backward` for any call, from `frame` (whose `here` it fills in)."""
+    if type(fn) is partial and fn.func is run_backward:
+        return fn()  # a node whose class has the hooks: they record it
+    try:
+        nid = node._mgtui_id
+    except AttributeError:
+        return fn()  # not a node
+    if nid is None:
+        return fn()
+    if before is not None or rec.stop_reason:
+        return record_call(nid, node.__dict__ if before is not None else None, fn,
+                           frame)
+    if watch is not None:
+        try:
+            op = node._op
+            watched = op not in skip
+        except AttributeError:
+            op, watched = None, None not in skip
+        except TypeError:  # an `_op` that cannot be hashed
+            watched = True
+        if watched:
+            watch(op, fn)
+    try:
+        ci = closure_ids[id(fn.__code__)]
+    except (AttributeError, KeyError):  # a closure's first call, or no function
+        ci = closure_index(getattr(fn, "__code__", None))
+    code = frame.f_code
+    kind = kind_of(id(code))
+    if type(kind if kind is not None else code_kind(code)) is dict:
+        line = frame.f_lineno  # a call made by hand in the scenario
+    else:  # (`backward()`: its next calls take the way in `call_backward`)
+        line = remembered(frame)
+        if line is None:
+            line = scenario_line(frame)
+        if here is not NO_HERE:
+            here[0], here[1] = lines_valid, line
+    add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
+    stack.append(nid)
+    try:
+        return fn()
+    finally:
+        stack.pop()
+        if made_inside and not stack:
+            inside_made()
+
+def inside_made() -> None:
+    """The creation steps of the nodes made inside the `_backward` call that just
+    ended, after its writes."""
+    for made_ in made_inside:
+        add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
+    made_inside.clear()
+
+def backward_of(node):
+    """`node._backward` read to be called later: bound to the recorder."""
+    fn = node._backward
+    nid = getattr(node, ID, None)
+    if nid is None or (type(fn) is partial and fn.func is run_backward):
+        return fn
+    return partial(run_backward, node.__dict__, fn)
+
+def event(kind: int, nid: int, before: object, value: object) -> None:
+    """A write outside any `_backward`: an event of its own."""
+    events.extend((kind, nid, before, value, scenario_line(getframe(1)), -1,
+                   len(writes)))
+
+def label(node, value) -> None:
+    nid = getattr(node, ID, None)
+    if nid is not None:
+        late_labels[nid] = value
+
+
+def interrupt() -> None:
+    """The run is to stop (`Recorder.cancel`, or too many nodes): the next node and the
+    next `_backward` call take the long way, which looks at why. (Rebinding these names
+    from another thread is safe: each is one store.)"""
+    global lines_valid, limit
+    lines_valid = object()
+    limit = -1

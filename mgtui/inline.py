@@ -16,7 +16,9 @@ rewrites the code instead, from its syntax tree, keeping every line number:
   module's or a class body's code); any other read of `x._backward` becomes
   `__mgtui_backward_of__(x)` (the closure bound to the recorder);
 - the `__init__` of a Value-like class ends with `__mgtui_made__(self, children)`, the one
-  call through which every new node is numbered and recorded (`Inliner.made`); there,
+  call through which every new node is numbered and recorded (`inline_helpers.made`;
+  `__mgtui_made_again__` in an `__init__` that calls another, which may have numbered
+  the node already); there,
   `self._prev = set(_children)` keeps two or more children in the order given
   (`_ordered_prev`), which the hooks do after the fact.
 
@@ -39,7 +41,8 @@ elsewhere, run as it is imported; closures made before the run; `exec` of a stri
 `setattr` other than as a statement). Also, a temporary of the rewrite keeps the last
 node written in a function alive until the function returns, and a proxy whose
 `__getattr__` answers `_mgtui_id` for a node it wraps has its own writes taken for the
-node's.
+node's. A node whose `__init__` is called again by hand (`v.__init__(2.0)`) is recorded
+as a new node, with the values it is given; the hooks record them as writes to it.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ WRITTEN = {"grad": (Field.GRAD.code, EventKind.GRAD.code),
 MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, NO_HERE = (
     "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
     "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__", "__mgtui_no_here__")
+MADE_AGAIN = "__mgtui_made_again__"  # (an `__init__` that calls another `__init__`)
 # Python's own, under names of the rewrite's, for the test `_ordered_prev` writes inline
 BUILTINS = {"__mgtui_type__": type, "__mgtui_len__": len, "__mgtui_tuple__": tuple,
             "__mgtui_keys__": dict.fromkeys, "__mgtui_set__": set,
@@ -205,8 +209,9 @@ class Rewriter(ast.NodeTransformer):
     def __init__(self, value_inits: set[int]) -> None:
         self.value_inits = value_inits
         self.made_inits: set[int] = set()
-        # in an __init__ that gets the end: the names of its node and of its children
-        self.epilogue: tuple[str, str | None] | None = None
+        # in an __init__ that gets the end: the names of its node and of its children,
+        # and the helper it calls
+        self.epilogue: tuple[str, str | None, str] | None = None
         self.plain_self: str | None = None  # stores on it are not recorded (made below)
         # in a function: does it call a `_backward` (it then makes its `HERE`)? None
         # outside functions, and in a lambda
@@ -284,7 +289,10 @@ class Rewriter(ast.NodeTransformer):
                 for n in ast.walk(node)):  # the body reassigns it: keep what was given
             prologue = [ast.copy_location(_assign(GIVEN, _name(children)), body[start])]
             children = GIVEN
-        self.epilogue = (me, children)
+        # An `__init__` that calls another (`super().__init__`) may find its node
+        # numbered already; one that calls none cannot.
+        made = MADE_AGAIN if any(_calls_an_init(stmt) for stmt in body) else MADE
+        self.epilogue = (me, children, made)
         new_body: list[ast.stmt] = list(body[:start]) + prologue
         self.plain_self = me  # until something may have numbered it: a super().__init__
         for stmt in body[start:]:
@@ -301,9 +309,9 @@ class Rewriter(ast.NodeTransformer):
     def _epilogue(self) -> list[ast.stmt]:
         """`__mgtui_made__(self, children)`, or with `()` for an `__init__` that takes no
         children."""
-        me, children = self.epilogue
+        me, children, made = self.epilogue
         given = ast.Tuple([], ast.Load()) if children is None else _name(children)
-        return [ast.Expr(_call(MADE, _name(me), given))]
+        return [ast.Expr(_call(made, _name(me), given))]
 
     def visit_Return(self, node):
         self.generic_visit(node)
@@ -536,13 +544,14 @@ class Inliner:
         rec = self.rec
         watch = rec.on_backward
         kids, nodes, events = rec.kids, rec.nodes, rec.events
-        # The library frame that made the last node through an op, and its line: the
-        # next node is most often made there too (`sum(...)` in `Neuron.__call__`).
-        # (It is kept alive here, so no other frame can take its place; its line is the
-        # one `scenario_line` gave it, as the line memo would.)
-        # Two of them: a library's `sum(w*x for ...)` makes its nodes from two frames in
-        # turn, the generator's (`w*x`) and the caller's (`+`).
-        last: list = [None, 0, None, 0]
+        # The library frame that made the last node through an op, its line and the op's
+        # code: the next node is most often made there too, by the same op (`w*x` in
+        # `Neuron.__call__`'s generator), and is then known by two identities without
+        # looking its code up. (The frame is kept alive here, so no other frame can take
+        # its place; its line is the one `scenario_line` gave it, as the line memo
+        # would.) Two of them: a library's `sum(w*x for ...)` makes its nodes from two
+        # frames in turn, the generator's (`w*x`) and the caller's (`+`).
+        last: list = [None] * 6
         rec.last_frames.append(last)  # (forgotten when a class comes in)
         run = {name: value for name, value in vars(hot).items() if not name.startswith("__")}
         run.update(
@@ -572,9 +581,10 @@ class Inliner:
             fn = getattr(hot, name)
             run[name] = types.FunctionType(fn.__code__, run, name, fn.__defaults__)
         self._run = run
-        return {MADE: run["made"], CALL: run["call_backward"], BACKWARD_OF: run["backward_of"],
-                EVENT: run["event"], LABEL: run["label"], STACK: rec.stack, WRITES: rec.writes,
-                NO_HERE: hot.NO_HERE, **BUILTINS}
+        return {MADE: run["made"], MADE_AGAIN: run["made_again"],
+                CALL: run["call_backward"], BACKWARD_OF: run["backward_of"], EVENT: run["event"],
+                LABEL: run["label"], STACK: rec.stack, WRITES: rec.writes, NO_HERE: hot.NO_HERE,
+                **BUILTINS}
 
     def forget_lines(self) -> None:
         """A class came in: the lines the frames' `here`s hold may be wrong now."""
@@ -587,7 +597,8 @@ class Inliner:
     @staticmethod
     def plain_helpers() -> dict:
         """The helpers once the run is over, for closures made during it that outlive it."""
-        return {MADE: lambda node, children: None, CALL: lambda node, here: node._backward(),
+        return {MADE: lambda node, children: None, MADE_AGAIN: lambda node, children: None,
+                CALL: lambda node, here: node._backward(),
                 BACKWARD_OF: lambda node: node._backward, EVENT: lambda *args: None,
                 LABEL: lambda node, value: None, STACK: [], WRITES: [], NO_HERE: [None, 0],
                 **BUILTINS}

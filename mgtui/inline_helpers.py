@@ -6,9 +6,8 @@ globals are that run's own (`Inliner._helpers`): its record lists, its options a
 recorder's tables, under the names below. A global read costs no more than a closure's
 variable, and a call does not copy some twenty closure cells into its frame and drop
 them again, as the nested functions this replaces did on every node and every
-`_backward` call.
-
-The names a run fills in (the values here are placeholders):
+`_backward` call. The names under "filled in for each run" below are placeholders
+until then.
 """
 
 from __future__ import annotations
@@ -45,26 +44,27 @@ closure_ids: dict = {}
 closure_index = kind_of = code_kind = remembered = None
 getframe = None  # sys._getframe
 record_call = run_backward = ordered = StopRecording = None  # from `mgtui.recorder`
-# The library frame that made the last node through an op, and its line, twice
-# (`made`); and what a frame's `here` must hold for its line to be trusted: a new
+# The library frame that made the last node through an op, its line and the op's code,
+# twice (`made`); and what a frame's `here` must hold for its line to be trusted: a new
 # object each time a class comes in (`Inliner.forget_lines`).
-last: list = [None, 0, None, 0]
+last: list = [None] * 6
 lines_valid: object = object()
 
-# the names the run fills in, for `Inliner._helpers`
-RUN_NAMES = ("rec", "nodes", "kids", "events", "writes", "stack", "made_inside",
-             "late_labels", "add_kid", "add_node", "add_event", "max_nodes", "on_progress",
-             "on_create", "before", "watch", "skip", "scenario_line", "named", "candidate",
-             "closure_ids", "closure_index", "kind_of", "code_kind", "remembered", "getframe", "limit",
-             "record_call", "run_backward", "ordered", "StopRecording", "last", "lines_valid")
-HELPERS = ("made", "call_backward", "call_fully", "inside_made", "backward_of", "event",
-           "label", "interrupt")
+# the functions each run gets a copy of (`Inliner._helpers`)
+HELPERS = ("made", "made_again", "call_backward", "call_fully", "inside_made", "backward_of",
+           "event", "label", "interrupt")
 
 
-def made(node, children) -> None:
-    """Number and record a node at the end of its class's `__init__`."""
-    if getattr(node, ID, None) is not None:  # a subclass's __init__ chained up
-        return
+def made_again(node, children) -> None:
+    """`made`, at the end of an `__init__` that calls another one (a subclass's
+    `super().__init__`), which may have numbered the node already."""
+    if getattr(node, ID, None) is None:
+        made(node, children, 3)
+
+
+def made(node, children, depth=2) -> None:
+    """Number and record a node at the end of its class's `__init__` (`depth` frames up
+    from here is the code that called the class)."""
     nid = len(nodes) // NODE_FIELDS
     if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
         if rec.stop_reason is None:
@@ -95,41 +95,37 @@ def made(node, children) -> None:
     if on_create is not None:
         on_create(nid, node.__dict__)
     node._mgtui_id = nid
-    frame = getframe(2)  # the caller of the class's __init__
+    frame = getframe(depth)  # the caller of the class's __init__
+    back = frame.f_back
     code = frame.f_code
-    kind = kind_of(id(code))
-    if kind is None:
-        kind = code_kind(code)
-    if kind is CLASS_CODE:  # made by an op: its caller's line
-        back = frame.f_back
-        if back is last[0] and back is not None:  # a library's loop making nodes
-            line = last[1]
-            kind = None
-        elif back is last[2] and back is not None:
-            line = last[3]
-            kind = None
-        elif back is not None:
-            frame = back
-            code = back.f_code
+    if back is last[0] and code is last[2]:  # the op that made the last node, called
+        line = last[1]  # from the same library frame (a library's loop making nodes)
+    elif back is last[3] and code is last[5]:
+        line = last[4]
+    else:
+        kind = kind_of(id(code))
+        if kind is None:
+            kind = code_kind(code)
+        op_code = None
+        if kind is CLASS_CODE and back is not None:  # made by an op: its caller's line
+            op_code, frame, code = code, back, back.f_code
             kind = kind_of(id(code))
             if kind is None:
                 kind = code_kind(code)
-    if kind is None:
-        pass
-    elif type(kind) is dict:  # the scenario's own code
-        line = frame.f_lineno
-        if kind:  # made straight under an assignment's value?
-            spot = kind.get(frame.f_lasti)
-            if spot is not None:
-                candidate(frame, frame.f_lasti, spot, node, nid)
-    else:
-        line = remembered(frame)  # a library's frame, asked about before
-        if line is None:
-            line = scenario_line(frame)
-        if kind is CLASS_CODE:  # an op made by another op: on up to its name
-            named(nid, frame, node)
-        else:  # (a frame neither the scenario's nor a Value class's)
-            last[2], last[3], last[0], last[1] = last[0], last[1], frame, line
+        if type(kind) is dict:  # the scenario's own code
+            line = frame.f_lineno
+            if kind:  # made straight under an assignment's value?
+                spot = kind.get(frame.f_lasti)
+                if spot is not None:
+                    candidate(frame, frame.f_lasti, spot, node, nid)
+        else:
+            line = remembered(frame)  # a library's frame, asked about before
+            if line is None:
+                line = scenario_line(frame)
+            if kind is CLASS_CODE:  # an op made by another op: on up to its name
+                named(nid, frame, node)
+            elif op_code is not None:  # an op called by a library's frame: remembered
+                last[3:], last[:3] = last[:3], (frame, line, op_code)
     try:
         op = node._op
     except AttributeError:
@@ -141,6 +137,7 @@ def made(node, children) -> None:
         add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
     if on_progress is not None and not nid & 0x3FFF:
         on_progress(nid)
+
 
 def call_backward(node, here):
     """`node._backward()`, recorded: its common case, a node's call from a frame that
@@ -221,12 +218,14 @@ def call_fully(node, fn, frame, here=NO_HERE):
         if made_inside and not stack:
             inside_made()
 
+
 def inside_made() -> None:
     """The creation steps of the nodes made inside the `_backward` call that just
     ended, after its writes."""
     for made_ in made_inside:
         add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
     made_inside.clear()
+
 
 def backward_of(node):
     """`node._backward` read to be called later: bound to the recorder."""
@@ -236,10 +235,12 @@ def backward_of(node):
         return fn
     return partial(run_backward, node.__dict__, fn)
 
+
 def event(kind: int, nid: int, before: object, value: object) -> None:
     """A write outside any `_backward`: an event of its own."""
     events.extend((kind, nid, before, value, scenario_line(getframe(1)), -1,
                    len(writes)))
+
 
 def label(node, value) -> None:
     nid = getattr(node, ID, None)

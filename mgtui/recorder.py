@@ -747,7 +747,7 @@ class Recorder:
                 if hasattr(f, "__code__"))
         self.code_kinds.clear()  # some codes may be class codes now
         for last in self.last_frames:
-            last[:] = [None, 0] * (len(last) // 2)
+            last[:] = [None] * len(last)
         if self.inliner is not None:
             self.inliner.forget_lines()
         if inline:

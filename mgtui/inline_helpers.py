@@ -76,8 +76,8 @@ def made(node, children, depth=2) -> None:
     except AttributeError:
         prev = ()
     shape = type(prev)
-    if shape is not tuple and shape is not _KEYS and isinstance(prev, (set, frozenset)) \
-            and len(prev) > 1:
+    if shape is not tuple and shape is not _KEYS and (
+            shape is set or isinstance(prev, (set, frozenset))) and len(prev) > 1:
         try:  # in the order given (see `ordered`)
             keys = dict.fromkeys(children).keys()
         except TypeError:

@@ -31,9 +31,13 @@ from mgtui.recorder import (
     strings,
 )
 from mgtui.runner import FLUSH_EVERY, RunSpec
-from mgtui.trace import EventChunk, NodeChunk, WriteChunk
+from mgtui.trace import EventChunk, EventKind, NodeChunk, WriteChunk
 
 from array import array
+from itertools import compress
+
+# 1 for the kind of a lone write (a grad or data event), else 0: only theirs carry values
+LONE = bytes(int(k in (EventKind.GRAD.code, EventKind.DATA.code)) for k in range(256))
 
 
 class Stream:
@@ -155,9 +159,12 @@ class Flusher:
         E, events = EVENT_FIELDS, self.rec.events
         a, b = self.events * E, n * E
         self.events = n
+        kinds = array("b", events[a:b:E])
+        lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
         return tracefile.encode_chunk(EventChunk(
-            array("b", events[a:b:E]), array("i", events[a + 1 : b : E]),
-            floats(events[a + 2 : b : E]), floats(events[a + 3 : b : E]),
+            kinds, array("i", events[a + 1 : b : E]),
+            floats(list(compress(events[a + 2 : b : E], lone))),
+            floats(list(compress(events[a + 3 : b : E], lone))),
             ints(events[a + 4 : b : E]), array("i", events[a + 5 : b : E]),
             array("i", map(WRITE_FIELDS.__rfloordiv__, events[a + 6 : b : E]))))
 

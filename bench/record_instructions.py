@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HOWS = ("setup", "plain", "inline", "setup-hooks", "hooks")
 
 CHILD = """
-import gc, sys
+import gc, os, sys
 sys.path[:0] = [{root!r}, {bench!r}]
 import record_overhead as ro
 from mgtui.recorder import GC_GEN0_THRESHOLD, load_scenario
@@ -58,6 +58,7 @@ elif not how.startswith("setup"):
     recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=how == "inline")
     error, _ = recorder.execute()
     assert error is None, error
+os._exit(0)  # as the runner's child leaves: no collection, no freeing at exit
 """
 
 

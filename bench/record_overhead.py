@@ -16,7 +16,10 @@ Both are given for the recording as it is now, inlined into the Value class's co
 (`mgtui.inline`), and for the old hooks, which still record the classes whose source
 cannot be rewritten (`inline=False`). The recorder is made as the runner's child makes
 it (`runner_child.child_recorder`: custom ops' values are read as their `_backward`s
-begin); what the child's flusher thread then does with the records is not timed.
+begin). What the child's flusher thread does with the records as the run goes
+(encodes them every `FLUSH_EVERY` seconds and writes them to the parent) is timed
+apart, as "the run with the child's flusher": it runs in the same process, so it is
+the child's cost too.
 
 Then reading `a.grad` and `a.data` on a node, recorded and plain, and a long chain
 (1,000,000 nodes by default) and its backward pass, recorded and plain, both under the
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import tempfile
@@ -40,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
 from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario, record  # noqa: E402
-from mgtui.runner_child import child_recorder  # noqa: E402
+from mgtui.runner_child import Flusher, Stream, child_recorder  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
 HOOKS_TARGET = 2.0  # recorded, against plain under the same collector setting
@@ -100,6 +104,26 @@ def recorded(scenario, inline: bool, values: bool = True) -> tuple[float, float]
     ran = time.process_time()
     recorder.finish(error, output)
     return ran - start, time.process_time() - ran
+
+
+def streamed(scenario) -> float:
+    """CPU time of the run as the runner's child makes it, its flusher thread included:
+    every `FLUSH_EVERY` seconds it encodes the new records and writes them to the
+    parent (here to /dev/null), and once more at the end. (This process's CPU time
+    counts both threads.)"""
+    recorder, values = child_recorder(scenario, {"call_values": True})
+    fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        flusher = Flusher(recorder, Stream(fd), values)
+        gc.collect()
+        start = time.process_time()
+        flusher.start()
+        recorder.execute()
+        recorder.resolve_names()
+        flusher.stop()
+        return time.process_time() - start
+    finally:
+        os.close(fd)
 
 
 READS = """
@@ -197,7 +221,8 @@ def main() -> None:
         record(scenario)  # warm up imports and caches
         record(scenario, inline=False)
         times: dict[str, list[float]] = {k: [] for k in (
-            "plain", "same gc", "run", "build", "bare run", "hooks run", "hooks build")}
+            "plain", "same gc", "run", "build", "bare run", "streamed", "hooks run",
+            "hooks build")}
         for _ in range(args.rounds):
             times["plain"].append(timed(plain, scenario))
             run, build = recorded(scenario, True)
@@ -205,6 +230,7 @@ def main() -> None:
             times["build"].append(build)
             times["bare run"].append(recorded(scenario, True, values=False)[0])
             times["same gc"].append(timed(plain_same_gc, scenario))
+            times["streamed"].append(streamed(scenario))
             run, build = recorded(scenario, False)
             times["hooks run"].append(run)
             times["hooks build"].append(build)
@@ -221,6 +247,8 @@ def main() -> None:
               f"with the trace built after it {r/q:.2f}x")
         print(f"{'':10s}   the run without reading custom ops' values (the recorder "
               f"alone): {m['bare run']/q:.2f}x")
+        print(f"{'':10s}   the run with the child's flusher streaming the records as it "
+              f"goes: {m['streamed']/q:.2f}x")
         print(f"{'':10s}   old hooks (inline=False): the run {m['hooks run']/q:.2f}x, "
               f"with the trace built after it {h/q:.2f}x")
 

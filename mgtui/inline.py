@@ -10,10 +10,15 @@ rewrites the code instead, from its syntax tree, keeping every line number:
   appended inline (`__mgtui_writes__.extend(...)` inside a `_backward`, an event of its
   own outside one), only if `x` is a numbered node;
 - a store to `x.label` is followed by `__mgtui_label__(x, value)`;
-- `x._backward()` becomes `__mgtui_call_backward__(x)`, and any other read of
-  `x._backward` becomes `__mgtui_backward_of__(x)` (the closure bound to the recorder);
+- `x._backward()` becomes `__mgtui_call_backward__(x, __mgtui_h)`, where `__mgtui_h` is
+  a list the function makes as it starts, in which the recorder keeps the scenario line
+  of the function's calls (`__mgtui_no_here__` where there is no function: a lambda, a
+  module's or a class body's code); any other read of `x._backward` becomes
+  `__mgtui_backward_of__(x)` (the closure bound to the recorder);
 - the `__init__` of a Value-like class ends with `__mgtui_made__(self, children)`, the one
-  call through which every new node is numbered and recorded (`Inliner.made`); there,
+  call through which every new node is numbered and recorded (`inline_helpers.made`;
+  `__mgtui_made_again__` in an `__init__` that calls another, which may have numbered
+  the node already); there,
   `self._prev = set(_children)` keeps two or more children in the order given
   (`_ordered_prev`), which the hooks do after the fact.
 
@@ -36,20 +41,21 @@ elsewhere, run as it is imported; closures made before the run; `exec` of a stri
 `setattr` other than as a statement). Also, a temporary of the rewrite keeps the last
 node written in a function alive until the function returns, and a proxy whose
 `__getattr__` answers `_mgtui_id` for a node it wraps has its own writes taken for the
-node's.
+node's. A node whose `__init__` is called again by hand (`v.__init__(2.0)`) is recorded
+as a new node, with the values it is given; the hooks record them as writes to it.
 """
 
 from __future__ import annotations
 
 import __future__
 import ast
+import builtins
 import importlib.machinery
 import linecache
 import os
 import sys
 import sysconfig
 import types
-from functools import partial
 from typing import Callable
 
 from mgtui.trace import EventKind, Field
@@ -61,14 +67,16 @@ OWN_NAMES = REQUIRED | {"label", ID}
 WRITTEN = {"grad": (Field.GRAD.code, EventKind.GRAD.code),
            "data": (Field.DATA.code, EventKind.DATA.code)}
 
-MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES = (
+MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, NO_HERE = (
     "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
-    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__")
+    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__", "__mgtui_no_here__")
+MADE_AGAIN = "__mgtui_made_again__"  # (an `__init__` that calls another `__init__`)
 # Python's own, under names of the rewrite's, for the test `_ordered_prev` writes inline
 BUILTINS = {"__mgtui_type__": type, "__mgtui_len__": len, "__mgtui_tuple__": tuple,
             "__mgtui_keys__": dict.fromkeys, "__mgtui_set__": set,
             "__mgtui_frozenset__": frozenset}
 OBJ, BEFORE, VALUE, NID, GIVEN = "__mgtui_o", "__mgtui_b", "__mgtui_v", "__mgtui_i", "__mgtui_g"
+HERE = "__mgtui_h"  # a function's own `[valid, line]` for its `_backward()` calls
 ALL = "__mgtui_a"  # the value of an assignment to several targets
 
 
@@ -184,9 +192,6 @@ def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
         stmt.value = ast.copy_location(ast.IfExp(test, keys, value), value)
 
 
-_KEYS = type({}.keys())  # (an ordered `_prev`, see `_ordered_prev`)
-
-
 def _calls_an_init(stmt: ast.stmt) -> bool:
     for n in ast.walk(stmt):
         if isinstance(n, ast.Call) and (
@@ -204,48 +209,72 @@ class Rewriter(ast.NodeTransformer):
     def __init__(self, value_inits: set[int]) -> None:
         self.value_inits = value_inits
         self.made_inits: set[int] = set()
-        # in an __init__ that gets the end: the names of its node and of its children
-        self.epilogue: tuple[str, str | None] | None = None
+        # in an __init__ that gets the end: the names of its node and of its children,
+        # and the helper it calls
+        self.epilogue: tuple[str, str | None, str] | None = None
         self.plain_self: str | None = None  # stores on it are not recorded (made below)
+        # in a function: does it call a `_backward` (it then makes its `HERE`)? None
+        # outside functions, and in a lambda
+        self.here: list[bool] | None = None
 
     # scopes
     def visit_FunctionDef(self, node):
-        outer = self.epilogue, self.plain_self
+        outer = self.epilogue, self.plain_self, self.here
         self.epilogue = self.plain_self = None
+        # its decorators, defaults and annotations are run by the code around it
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        node.args = self.visit(node.args)
+        if node.returns is not None:
+            node.returns = self.visit(node.returns)
+        self.here = [False]
         first = _first_line(node)
         if node.name == "__init__" and first in self.value_inits:
             self._made_init(node, first)
         else:
-            self.generic_visit(node)
-        self.epilogue, self.plain_self = outer
+            node.body = self._visit_body(node.body)
+        if self.here[0]:  # `HERE = [None, 0]` first (after the docstring)
+            body = node.body
+            start = 1 if isinstance(body[0], ast.Expr) and isinstance(
+                body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
+            make = ast.copy_location(_assign(HERE, ast.List(
+                [ast.Constant(None), ast.Constant(0)], ast.Load())), body[0])
+            node.body = body[:start] + [self._located(make, body[0])] + body[start:]
+        self.epilogue, self.plain_self, self.here = outer
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def _visit_body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        body: list[ast.stmt] = []
+        for stmt in stmts:
+            out = self.visit(stmt)
+            body.extend(out if isinstance(out, list) else [out])
+        return body
+
     def visit_Lambda(self, node):
-        outer = self.epilogue, self.plain_self
-        self.epilogue = self.plain_self = None
+        outer = self.epilogue, self.plain_self, self.here
+        self.epilogue = self.plain_self = self.here = None
         self.generic_visit(node)
-        self.epilogue, self.plain_self = outer
+        self.epilogue, self.plain_self, self.here = outer
         return node
 
     def visit_ClassDef(self, node):
         """Only the functions of a class body are rewritten: other statements there
         would leave the rewrite's temporaries as class attributes."""
-        outer = self.epilogue, self.plain_self
-        self.epilogue = self.plain_self = None
+        outer = self.epilogue, self.plain_self, self.here
+        self.epilogue = self.plain_self = self.here = None
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
         node.body = [self.visit(s) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                       ast.ClassDef)) else s
                      for s in node.body]
-        self.epilogue, self.plain_self = outer
+        self.epilogue, self.plain_self, self.here = outer
         return node
 
     def _made_init(self, node, first: int) -> None:
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         if args.vararg or args.kwarg or not positional:
-            self.generic_visit(node)
+            node.body = self._visit_body(node.body)
             return
         self.made_inits.add(first)
         me = positional[0].arg
@@ -260,7 +289,10 @@ class Rewriter(ast.NodeTransformer):
                 for n in ast.walk(node)):  # the body reassigns it: keep what was given
             prologue = [ast.copy_location(_assign(GIVEN, _name(children)), body[start])]
             children = GIVEN
-        self.epilogue = (me, children)
+        # An `__init__` that calls another (`super().__init__`) may find its node
+        # numbered already; one that calls none cannot.
+        made = MADE_AGAIN if any(_calls_an_init(stmt) for stmt in body) else MADE
+        self.epilogue = (me, children, made)
         new_body: list[ast.stmt] = list(body[:start]) + prologue
         self.plain_self = me  # until something may have numbered it: a super().__init__
         for stmt in body[start:]:
@@ -273,14 +305,13 @@ class Rewriter(ast.NodeTransformer):
         end = body[-1]
         new_body.extend(self._located(s, end) for s in self._epilogue())
         node.body = new_body
-        node.decorator_list = [self.visit(d) for d in node.decorator_list]
 
     def _epilogue(self) -> list[ast.stmt]:
         """`__mgtui_made__(self, children)`, or with `()` for an `__init__` that takes no
         children."""
-        me, children = self.epilogue
+        me, children, made = self.epilogue
         given = ast.Tuple([], ast.Load()) if children is None else _name(children)
-        return [ast.Expr(_call(MADE, _name(me), given))]
+        return [ast.Expr(_call(made, _name(me), given))]
 
     def visit_Return(self, node):
         self.generic_visit(node)
@@ -367,7 +398,11 @@ class Rewriter(ast.NodeTransformer):
         func = node.func
         if (isinstance(func, ast.Attribute) and func.attr == "_backward"
                 and isinstance(func.ctx, ast.Load) and not node.args and not node.keywords):
-            return ast.copy_location(_call(CALL, self.visit(func.value)), node)
+            obj = self.visit(func.value)
+            if self.here is None:
+                return ast.copy_location(_call(CALL, obj, _name(NO_HERE)), node)
+            self.here[0] = True
+            return ast.copy_location(_call(CALL, obj, _name(HERE)), node)
         self.generic_visit(node)
         return node
 
@@ -500,229 +535,72 @@ class Inliner:
 
     # -- the helpers the rewritten code calls ----------------------------------------------
     def _helpers(self, record_call, run_backward) -> dict:
-        rec = self.rec
-        nodes, events, writes, kids = rec.nodes, rec.events, rec.writes, rec.kids
-        stack, made_inside, late_labels = rec.stack, rec.made_inside, rec.late_labels
-        max_nodes, on_progress, on_create = rec.max_nodes, rec.on_progress, rec.on_create
-        before, watch = rec.before_backward, rec.on_backward
-        skip = watch.skip if watch is not None else ()
-        scenario_line = rec.scenario_line
-        # (`mgtui.naming`: the variable a node is bound to) The assignments' instructions
-        # come with the code's kind, so that a node made elsewhere costs no call.
-        named, candidate = rec.namer.made, rec.namer.candidate
+        """The helpers of this run: copies of `mgtui.inline_helpers`' functions whose
+        globals are this run's records, options and tables."""
+        from mgtui import inline_helpers as hot
         from mgtui.recorder import (BACKWARD, CLASS_CODE, CREATE, NODE_FIELDS, StopRecording,
                                     ordered)
 
-        closure_ids, closure_index = rec.closure_ids, rec.closure_index
-        kind_of, code_kind = rec.code_kinds.get, rec.code_kind
+        rec = self.rec
+        watch = rec.on_backward
+        kids, nodes, events = rec.kids, rec.nodes, rec.events
+        # The library frame that made the last node through an op, its line and the op's
+        # code: the next node is most often made there too, by the same op (`w*x` in
+        # `Neuron.__call__`'s generator), and is then known by two identities without
+        # looking its code up. (The frame is kept alive here, so no other frame can take
+        # its place; its line is the one `scenario_line` gave it, as the line memo
+        # would.) Two of them: a library's `sum(w*x for ...)` makes its nodes from two
+        # frames in turn, the generator's (`w*x`) and the caller's (`+`).
+        last: list = [None] * 6
+        rec.last_frames.append(last)  # (forgotten when a class comes in)
+        run = {name: value for name, value in vars(hot).items() if not name.startswith("__")}
+        run.update(
+            __builtins__=builtins, __name__=hot.__name__,
+            rec=rec, nodes=nodes, kids=kids, events=events, writes=rec.writes,
+            stack=rec.stack, made_inside=rec.made_inside, late_labels=rec.late_labels,
+            add_kid=kids.append, add_node=nodes.extend, add_event=events.extend,
+            max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else rec.max_nodes,
+            on_progress=rec.on_progress, on_create=rec.on_create,
+            before=rec.before_backward, watch=watch,
+            skip=watch.skip if watch is not None else (),
+            scenario_line=rec.scenario_line,
+            # (`mgtui.naming`: the variable a node is bound to) The assignments'
+            # instructions come with the code's kind, so that a node made elsewhere costs
+            # no call.
+            named=rec.namer.made, candidate=rec.namer.candidate,
+            closure_ids=rec.closure_ids, closure_index=rec.closure_index,
+            kind_of=rec.code_kinds.get, code_kind=rec.code_kind,
+            # The frames outside the scenario that `scenario_line` has walked, and their
+            # lines: a library's loop (`model(x)`, `backward()`) asks about the same
+            # frames over and over. Looking there first spares the call.
+            remembered=rec.line_memo.get,
+            getframe=sys._getframe, record_call=record_call, run_backward=run_backward,
+            ordered=ordered, StopRecording=StopRecording, last=last, lines_valid=object(),
+            BACKWARD=BACKWARD, CLASS_CODE=CLASS_CODE, CREATE=CREATE, NODE_FIELDS=NODE_FIELDS)
+        for name in hot.HELPERS:
+            fn = getattr(hot, name)
+            run[name] = types.FunctionType(fn.__code__, run, name, fn.__defaults__)
+        self._run = run
+        return {MADE: run["made"], MADE_AGAIN: run["made_again"],
+                CALL: run["call_backward"], BACKWARD_OF: run["backward_of"], EVENT: run["event"],
+                LABEL: run["label"], STACK: rec.stack, WRITES: rec.writes, NO_HERE: hot.NO_HERE,
+                **BUILTINS}
 
-        add_kid, add_node, add_event = kids.append, nodes.extend, events.extend
-        getframe = sys._getframe
-        # The frames outside the scenario that `scenario_line` has walked, and their
-        # lines: a library's loop (`model(x)`, `backward()`) asks about the same frames
-        # over and over. Looking there first spares the call.
-        remembered = rec.line_memo.get
-        # The library frame that made the last node through an op, and its line: the
-        # next node is most often made there too (`sum(...)` in `Neuron.__call__`).
-        # (It is kept alive here, so no other frame can take its place; its line is the
-        # one `scenario_line` gave it, as the line memo would.)
-        # Two of them: a library's `sum(w*x for ...)` makes its nodes from two frames in
-        # turn, the generator's (`w*x`) and the caller's (`+`).
-        last: list = [None, 0, None, 0]
-        last_call: list = [None, 0]  # the same for `_backward` calls
-        rec.last_frames += [last, last_call]  # (forgotten when a class comes in)
+    def forget_lines(self) -> None:
+        """A class came in: the lines the frames' `here`s hold may be wrong now."""
+        self._run["lines_valid"] = object()
 
-        def made(node, children) -> None:
-            """Number and record a node at the end of its class's `__init__`."""
-            if getattr(node, ID, None) is not None:  # a subclass's __init__ chained up
-                return
-            nid = len(nodes) // NODE_FIELDS
-            if nid >= max_nodes or rec.stop_reason:
-                if rec.stop_reason is None:
-                    rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
-                raise StopRecording(rec.stop_reason)
-            try:
-                prev = node._prev
-            except AttributeError:
-                prev = ()
-            shape = type(prev)
-            if shape is not tuple and shape is not _KEYS and isinstance(prev, (set, frozenset)) \
-                    and len(prev) > 1:
-                try:  # in the order given (see `ordered`)
-                    keys = dict.fromkeys(children).keys()
-                except TypeError:
-                    keys = None
-                if keys is None or keys != prev:
-                    keys = ordered(prev, (None, children), {})
-                prev = node._prev = keys
-            n_before = len(kids)
-            try:
-                for child in prev:  # (a loop: cheaper than a map for two children)
-                    add_kid(child._mgtui_id)
-            except AttributeError:  # a child made before the recording started
-                del kids[n_before:]
-                kids.extend(getattr(c, ID, -1) for c in prev)
-            if on_create is not None:
-                on_create(nid, node.__dict__)
-            node._mgtui_id = nid
-            frame = getframe(2)  # the caller of the class's __init__
-            code = frame.f_code
-            kind = kind_of(id(code))
-            if kind is None:
-                kind = code_kind(code)
-            if kind is CLASS_CODE:  # made by an op: its caller's line
-                back = frame.f_back
-                if back is last[0] and back is not None:  # a library's loop making nodes
-                    line = last[1]
-                    kind = None
-                elif back is last[2] and back is not None:
-                    line = last[3]
-                    kind = None
-                elif back is not None:
-                    frame = back
-                    code = back.f_code
-                    kind = kind_of(id(code))
-                    if kind is None:
-                        kind = code_kind(code)
-            if kind is None:
-                pass
-            elif type(kind) is dict:  # the scenario's own code
-                line = frame.f_lineno
-                if kind:  # made straight under an assignment's value?
-                    spot = kind.get(frame.f_lasti)
-                    if spot is not None:
-                        candidate(frame, frame.f_lasti, spot, node, nid)
-            else:
-                line = remembered(frame)  # a library's frame, asked about before
-                if line is None:
-                    line = scenario_line(frame)
-                if kind is CLASS_CODE:  # an op made by another op: on up to its name
-                    named(nid, frame, node)
-                else:  # (a frame neither the scenario's nor a Value class's)
-                    last[2], last[3], last[0], last[1] = last[0], last[1], frame, line
-            try:
-                op = node._op
-            except AttributeError:
-                op = ""
-            add_node((len(kids), op, getattr(node, "label", None), node.data, line))
-            if stack:  # made inside a `_backward`: its step follows that call's writes
-                made_inside.append(nid)
-            else:
-                add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
-            if on_progress is not None and not nid & 0x3FFF:
-                on_progress(nid)
-
-        def call_backward(node):
-            """`node._backward()`, recorded: its common case, a node's call from the same
-            frame as the last one (`backward()`'s loop); the rest in `call_fully`."""
-            fn = node._backward
-            frame = getframe(1)
-            try:
-                nid = node._mgtui_id
-                ci = closure_ids[id(fn.__code__)]
-            except (AttributeError, KeyError):  # not a node or no function (a class with
-                return call_fully(node, fn, frame)  # the hooks), or a closure's first call
-            if frame is not last_call[0] or nid is None or before is not None \
-                    or rec.stop_reason:
-                return call_fully(node, fn, frame)
-            if watch is not None:
-                try:
-                    op = node._op
-                    watched = op not in skip
-                except AttributeError:
-                    op, watched = None, None not in skip
-                except TypeError:  # an `_op` that cannot be hashed
-                    watched = True
-                if watched:
-                    watch(op, fn)
-            add_event((BACKWARD, nid, 0.0, 0.0, last_call[1], ci, len(writes)))
-            stack.append(nid)
-            try:
-                return fn()
-            finally:
-                stack.pop()
-                if made_inside and not stack:
-                    inside_made()
-
-        def call_fully(node, fn, frame):
-            """`call_backward` for any call, from `frame`."""
-            if type(fn) is partial and fn.func is run_backward:
-                return fn()  # a node whose class has the hooks: they record it
-            try:
-                nid = node._mgtui_id
-            except AttributeError:
-                return fn()  # not a node
-            if nid is None:
-                return fn()
-            if before is not None or rec.stop_reason:
-                return record_call(nid, node.__dict__ if before is not None else None, fn,
-                                   frame)
-            if watch is not None:
-                try:
-                    op = node._op
-                    watched = op not in skip
-                except AttributeError:
-                    op, watched = None, None not in skip
-                except TypeError:  # an `_op` that cannot be hashed
-                    watched = True
-                if watched:
-                    watch(op, fn)
-            try:
-                ci = closure_ids[id(fn.__code__)]
-            except (AttributeError, KeyError):  # a closure's first call, or no function
-                ci = closure_index(getattr(fn, "__code__", None))
-            code = frame.f_code
-            kind = kind_of(id(code))
-            if type(kind if kind is not None else code_kind(code)) is dict:
-                line = frame.f_lineno  # a call made by hand in the scenario
-            else:  # (`backward()`: its next calls take the way in `call_backward`)
-                line = remembered(frame)
-                if line is None:
-                    line = scenario_line(frame)
-                last_call[0], last_call[1] = frame, line
-            add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
-            stack.append(nid)
-            try:
-                return fn()
-            finally:
-                stack.pop()
-                if made_inside and not stack:
-                    inside_made()
-
-        def inside_made() -> None:
-            """The creation steps of the nodes made inside the `_backward` call that just
-            ended, after its writes."""
-            for made_ in made_inside:
-                add_event((CREATE, made_, 0.0, 0.0, 0, -1, len(writes)))
-            made_inside.clear()
-
-        def backward_of(node):
-            """`node._backward` read to be called later: bound to the recorder."""
-            fn = node._backward
-            nid = getattr(node, ID, None)
-            if nid is None or (type(fn) is partial and fn.func is run_backward):
-                return fn
-            return partial(run_backward, node.__dict__, fn)
-
-        def event(kind: int, nid: int, before: object, value: object) -> None:
-            """A write outside any `_backward`: an event of its own."""
-            events.extend((kind, nid, before, value, scenario_line(getframe(1)), -1,
-                           len(writes)))
-
-        def label(node, value) -> None:
-            nid = getattr(node, ID, None)
-            if nid is not None:
-                late_labels[nid] = value
-
-        return {MADE: made, CALL: call_backward, BACKWARD_OF: backward_of, EVENT: event,
-                LABEL: label, STACK: stack, WRITES: writes, **BUILTINS}
+    def interrupt(self) -> None:
+        """The run is to stop (`Recorder.cancel`, from any thread)."""
+        self._run["interrupt"]()
 
     @staticmethod
     def plain_helpers() -> dict:
         """The helpers once the run is over, for closures made during it that outlive it."""
-        return {MADE: lambda node, children: None, CALL: lambda node: node._backward(),
+        return {MADE: lambda node, children: None, MADE_AGAIN: lambda node, children: None,
+                CALL: lambda node, here: node._backward(),
                 BACKWARD_OF: lambda node: node._backward, EVENT: lambda *args: None,
-                LABEL: lambda node, value: None, STACK: [], WRITES: [],
+                LABEL: lambda node, value: None, STACK: [], WRITES: [], NO_HERE: [None, 0],
                 **BUILTINS}
 
     # -- the code ---------------------------------------------------------------------------

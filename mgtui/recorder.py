@@ -315,6 +315,8 @@ class Recorder:
         """Stop the run from another thread, as soon as the scenario next touches a node
         (or, for a pure-Python loop, at its next bytecode)."""
         self.stop_reason = reason
+        if self.inliner is not None:
+            self.inliner.interrupt()
         with self._lock:
             tid = self._thread_id
             if tid is None or tid == threading.get_ident():
@@ -745,7 +747,9 @@ class Recorder:
                 if hasattr(f, "__code__"))
         self.code_kinds.clear()  # some codes may be class codes now
         for last in self.last_frames:
-            last[:] = [None, 0] * (len(last) // 2)
+            last[:] = [None] * len(last)
+        if self.inliner is not None:
+            self.inliner.forget_lines()
         if inline:
             return  # it records itself: no hooks
         if keeps_fields_in_slots(cls):

@@ -31,9 +31,13 @@ from mgtui.recorder import (
     strings,
 )
 from mgtui.runner import FLUSH_EVERY, RunSpec
-from mgtui.trace import EventChunk, NodeChunk, WriteChunk
+from mgtui.trace import EventChunk, EventKind, NodeChunk, WriteChunk
 
 from array import array
+from itertools import compress
+
+# 1 for the kind of a lone write (a grad or data event), else 0: only theirs carry values
+LONE = bytes(int(k in (EventKind.GRAD.code, EventKind.DATA.code)) for k in range(256))
 
 
 class Stream:
@@ -135,39 +139,59 @@ class Flusher:
                 closure_source(code, code in self.rec.default_codes)))
         self.closures = len(codes)
 
+    # Each column is sliced straight out of the recorder's flat lists and converted at C
+    # speed (`map` of an int's own method rather than a generator): the flusher runs in
+    # the recording process, so its time is the recording's too.
     def _nodes(self, n: int) -> bytes:
-        N = NODE_FIELDS
-        raw = self.rec.nodes[self.nodes * N : n * N]
-        ends = raw[0::N]
+        N, nodes = NODE_FIELDS, self.rec.nodes
+        a, b = self.nodes * N, n * N
+        ends = nodes[a:b:N]
         base = self.kids
         kids = self.rec.kids[base : ends[-1]]
-        labels = [x if isinstance(x, str) else "" for x in raw[2::N]]
+        labels = label_texts(nodes[a + 2 : b : N])
         self.labels.extend(labels)
         self.nodes, self.kids = n, ends[-1]
         return tracefile.encode_chunk(NodeChunk(
-            tuple(labels), strings(raw[1::N]), floats(raw[3::N]), ints(raw[4::N]),
-            array("i", (e - base for e in ends)), array("i", kids)))
+            tuple(labels), strings(nodes[a + 1 : b : N]), floats(nodes[a + 3 : b : N]),
+            ints(nodes[a + 4 : b : N]), array("i", map(base.__rsub__, ends)), array("i", kids)))
 
     def _events(self, n: int) -> bytes:
-        E = EVENT_FIELDS
-        raw = self.rec.events[self.events * E : n * E]
+        E, events = EVENT_FIELDS, self.rec.events
+        a, b = self.events * E, n * E
         self.events = n
+        kinds = array("b", events[a:b:E])
+        lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
         return tracefile.encode_chunk(EventChunk(
-            array("b", raw[0::E]), array("i", raw[1::E]), floats(raw[2::E]), floats(raw[3::E]),
-            ints(raw[4::E]), array("i", raw[5::E]), array("i", (w // WRITE_FIELDS for w in raw[6::E]))))
+            kinds, array("i", events[a + 1 : b : E]),
+            floats(list(compress(events[a + 2 : b : E], lone))),
+            floats(list(compress(events[a + 3 : b : E], lone))),
+            ints(events[a + 4 : b : E]), array("i", events[a + 5 : b : E]),
+            array("i", map(WRITE_FIELDS.__rfloordiv__, events[a + 6 : b : E]))))
 
     def _writes(self, n: int) -> bytes:
-        W = WRITE_FIELDS
-        raw = self.rec.writes[self.writes * W : n * W]
+        W, writes = WRITE_FIELDS, self.rec.writes
+        a, b = self.writes * W, n * W
         self.writes = n
         return tracefile.encode_chunk(WriteChunk(
-            array("i", raw[0::W]), array("b", raw[1::W]), floats(raw[2::W]), floats(raw[3::W]),
-            ints(raw[4::W])))
+            array("i", writes[a:b:W]), array("b", writes[a + 1 : b : W]),
+            floats(writes[a + 2 : b : W]), floats(writes[a + 3 : b : W]),
+            ints(writes[a + 4 : b : W])))
 
     def late_labels(self, labels: list[str]) -> list[list]:
         """The labels that differ from those sent with the nodes."""
         return [[nid, label] for nid, label in enumerate(labels)
                 if nid < len(self.labels) and label != self.labels[nid]]
+
+
+def label_texts(values: list) -> list:
+    """Labels as strings: anything else (None, for a class without labels) becomes ""."""
+    if values.count(None) == len(values):
+        return [""] * len(values)
+    try:
+        "".join(values)  # fails unless every value is a str, at C speed
+        return values
+    except TypeError:
+        return [x if isinstance(x, str) else "" for x in values]
 
 
 def limit_memory(max_memory: int | None) -> None:

@@ -8,6 +8,7 @@ must be equal. The hooks are the reference: the inlined path is an optimisation 
 from __future__ import annotations
 
 import math
+import sys
 import textwrap
 from pathlib import Path
 
@@ -402,3 +403,59 @@ def test_a_module_beside_the_scenario_that_an_earlier_run_imported_is_recorded(t
     for name, a, b, c in zip(("nodes", "kids", "events", "writes"), first, second, hooks):
         assert same(a, b) and same(a, c), name
     assert first[2][0::7].count(1) == 11  # backward calls: 3, 2, 1 by hand, e's graph's 5
+
+
+CALL_SITES = """
+    def twice(fn):
+        return fn
+
+    @twice
+    def run(out, pick=lambda v: v):
+        '''Calls from a function with a docstring, a decorator and a default.'''
+        for v in [out, *out._prev]:
+            pick(v)._backward()
+
+    def in_a_comprehension(out):
+        return [v._backward() for v in [out, *out._prev]]
+
+    by_lambda = lambda v: v._backward()
+
+    class Caller:
+        def call(self, v):
+            return v._backward()
+"""
+
+CALLS_FROM_SITES = """
+    from engine import Value
+    from call_sites import Caller, by_lambda, in_a_comprehension, run
+
+    a = Value(2.0, label='a'); b = Value(-3.0, label='b')
+    c = a * b; c.label = 'c'
+    c.grad = 1.0
+    run(c)  # line 8
+    in_a_comprehension(c)  # line 9
+    by_lambda(c)  # line 10
+    Caller().call(c)  # line 11
+    run(c)  # line 12: a new frame of `run`
+"""
+
+
+def test_backward_calls_from_any_kind_of_code_get_their_line(tmp_path):
+    """The rewritten `_backward()` call keeps its frame's line in a list the function
+    makes as it starts; a lambda, which cannot make one, takes the long way."""
+    path = tmp_path / "scenario.py"
+    path.write_text(textwrap.dedent(CALLS_FROM_SITES))
+    (tmp_path / "call_sites.py").write_text(textwrap.dedent(CALL_SITES))
+    for inline in (True, False):
+        sys.modules.pop("call_sites", None)
+        trace = record(path, inline=inline)
+        calls = [e for e in trace.events() if e.kind == "backward"]
+        assert [trace.label(e.node) for e in calls] == ["c", "a", "b"] * 2 + ["c"] * 2 + \
+            ["c", "a", "b"], inline
+        assert [e.line for e in calls] == [8] * 3 + [9] * 3 + [10, 11] + [12] * 3, inline
+    sys.modules.pop("call_sites", None)
+    hooks, _ = raw_records(path, inline=False)
+    sys.modules.pop("call_sites", None)
+    inlined, _ = raw_records(path)
+    for name, a, b in zip(("nodes", "kids", "events", "writes"), hooks, inlined):
+        assert same(a, b), name

@@ -106,3 +106,33 @@ def test_a_candidate_its_variable_no_longer_holds_is_not_named(write_scenario):
     names = [trace.label(n) for n in range(trace.node_count)]
     assert "e" not in names
     assert names.count("s") == 3 and names.count("d") == 1
+
+
+MIXED_LABELS = """
+    from engine import Value
+
+    a = Value(2.0, label='a'); b = Value(-3.0, label=None)  # not a string: sent as ""
+    b.label = 5
+    c = a * b; c.label = 7
+    d = c + a
+    d.backward()
+    a.data += 0.1 * a.grad  # a write outside any `_backward`
+"""
+
+
+@pytest.mark.parametrize("source", [MICROGRAD_NEURON, MIXED_LABELS], ids=["micrograd", "labels"])
+def test_the_child_streams_the_trace_recorded_in_process(write_scenario, source):
+    """The flusher's columns, converted at C speed, are those `Recorder.finish` builds:
+    for micrograd (no labels at all) and for labels of every kind."""
+    from mgtui.runner import run
+
+    path = write_scenario("streamed", source)
+    here, there = record(path), run(path)
+    assert there.finished and there.message == ""
+    t = there.trace
+    assert len(t) == len(here) > 0 and t.write_count == here.write_count
+    assert [t.event(i) for i in range(len(t))] == [here.event(i) for i in range(len(t))]
+    assert [t.node(n) for n in range(t.node_count)] == \
+        [here.node(n) for n in range(here.node_count)]
+    assert [t.label(n) for n in range(t.node_count)] == \
+        [here.label(n) for n in range(here.node_count)]

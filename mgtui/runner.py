@@ -367,7 +367,7 @@ class Run:
                 return self._final
             if not self._builder.consistent:  # a chunk of events whose writes are coming
                 return self._shown  # (the next update will show them)
-            self._shown = self._checked(None, "", trim=False)
+            self._shown = self._checked(None, self.output, trim=False)  # (printed so far)
             return self._shown
 
     def _checked(self, error: TraceError | None, output: str, trim: bool = True,

@@ -333,3 +333,42 @@ async def test_quitting_while_a_big_scenario_records_ends_cleanly(after, how):
             await pilot.press("q")
     # (run_test raises what the app raised, when it has shut down)
     assert app._exception is None and app.return_code in (0, None)
+
+
+async def test_the_output_pane_shows_what_a_recording_prints_as_it_grows(write_scenario, tmp_path):
+    # It showed the output of the first trace on screen only: a recording's first steps
+    # carried none, and "(the scenario printed nothing)" stayed after it had finished.
+    go_on = tmp_path / "go_on"
+    path = write_scenario("prints", f"""
+        import os, time
+        from engine import Value
+        b = Value(1.0, label="b")
+        print("early line", flush=True)
+        for k in range(30):
+            b = b + 1.0
+            if k == 10:
+                for _ in range(3000):
+                    if os.path.exists({str(go_on)!r}):
+                        break
+                    time.sleep(0.01)
+        print("late line", flush=True)
+    """)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        await steps_shown(pilot, 5)
+        assert app.loading  # still recording: what it printed so far is there
+        await pilot.press("t", "t")  # the Output tab
+        output = screen.query_one("#output")
+        for _ in range(500):
+            await pilot.pause(0.02)
+            if "early line" in str(output.content):
+                break
+        assert "early line" in str(output.content) and "late line" not in str(output.content)
+        go_on.touch()
+        screen = await loaded(pilot)
+        for _ in range(500):
+            if "late line" in str(output.content):
+                break
+            await pilot.pause(0.02)
+        assert "early line\nlate line" in str(screen.query_one("#output").content)

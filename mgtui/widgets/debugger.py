@@ -71,6 +71,7 @@ class DebuggerScreen(Screen[None]):
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._notes_shown: str | None = None  # the notes on screen (not their trace)
+        self._output_shown: tuple[int, str] | None = None  # (the pane, the text it shows)
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.moved_at = 0.0  # time.monotonic() of the user's last move
@@ -130,13 +131,22 @@ class DebuggerScreen(Screen[None]):
         the doctor's status, and the tab strip leaves ←/→ alone (`t` switches tabs)."""
         for tabs in self.query(Tabs):
             tabs.can_focus = False
+        if self.trace is None or not self._show_output():
+            return
+        self._show_checks(self._checks_status)
+
+    def _show_output(self) -> bool:
+        """Show the trace's output in the Output pane (False if it is not mounted yet).
+        A recording's trace grows: its output with it."""
         trace, output = self.trace, self.query_one_optional("#output", Static)
         if trace is None or output is None:
-            return
-        # a pane of text wraps and measures every line it holds: keep it to a budget
-        output.update(Text(bounded(trace.output, OUTPUT_PANE_BUDGET)
-                           or "(the scenario printed nothing)"))
-        self._show_checks(self._checks_status)
+            return False
+        if self._output_shown != (id(output), trace.output):
+            self._output_shown = (id(output), trace.output)
+            # a pane of text wraps and measures every line it holds: keep it to a budget
+            output.update(Text(bounded(trace.output, OUTPUT_PANE_BUDGET)
+                               or "(the scenario printed nothing)"))
+        return True
 
     def _show_checks(self, show: Callable[[ChecksPane], None]) -> None:
         """Show the doctor's status in the Checks pane: now, or once it is mounted."""
@@ -231,6 +241,7 @@ class DebuggerScreen(Screen[None]):
             state = self.session.goto(wanted)
         self.state = None  # every pane draws the longer trace in full
         self.state = state
+        self._show_output()
 
     def _reachable(self) -> int:
         """The last step of the trace on screen (or about to be)."""

@@ -83,13 +83,18 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
 
-def rss_mb(pid: int) -> float:
+def summed_mb(pid: int, file: str, field: str) -> float:
+    """A field of /proc/PID/`file` in kB, summed over the server's processes, in MB."""
     total = 0
     for each in processes(pid):
-        for line in read(f"/proc/{each}/status").splitlines():
-            if line.startswith("VmRSS:"):
+        for line in read(f"/proc/{each}/{file}").splitlines():
+            if line.startswith(field):
                 total += int(line.split()[1])
     return total / 1024
+
+
+def rss_mb(pid: int) -> float:
+    return summed_mb(pid, "status", "VmRSS:")
 
 
 def pss_mb(pid: int) -> float:
@@ -98,12 +103,7 @@ def pss_mb(pid: int) -> float:
     RSS counts a page of a shared library once for every worker that has touched it:
     the first SSH handshake in a worker maps some 6 MB of the crypto libraries, pages
     the system already holds."""
-    total = 0
-    for each in processes(pid):
-        for line in read(f"/proc/{each}/smaps_rollup").splitlines():
-            if line.startswith("Pss:"):
-                total += int(line.split()[1])
-    return total / 1024
+    return summed_mb(pid, "smaps_rollup", "Pss:")
 
 
 class Memory:

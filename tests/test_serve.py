@@ -368,6 +368,7 @@ asyncio.run(main())
     (["nope.py", "--password-file", "PW"], "nope.py: no such file or directory"),
     (["chain", "--password-file", "MISSING"], "cannot read the password file"),
     (["EMPTY", "--password-file", "PW"], "no lesson files there"),
+    (["chain", "--password-file", "PW", "--workers", "0"], "--workers"),
 ])
 def test_serve_says_what_is_wrong_in_one_line(tmp_path, capsys, monkeypatch, args, message):
     from mgtui.cli import main

@@ -686,3 +686,25 @@ async def test_quick_tab_changes_settle_on_the_last_one():
         assert screen.query_one("#side").active == "tab-output"
         assert screen.session.position.tab == "output"
         assert "L  data   -8.0" in str(screen.query_one("#output").content)
+
+
+async def test_at_80_columns_the_footer_shows_quit_and_leaves_the_palette_key_out():
+    # with the palette's key beside them the keys ran under it: "q ▏^p palette"
+    from textual.widgets._footer import FooterKey
+
+    def footer_keys(screen) -> list[str]:
+        return [f"{k.key} {k.description}" for k in screen.query(FooterKey)]
+
+    app = MgtuiApp(SCENARIOS / "chain.py")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.pause(0.1)
+        keys = footer_keys(screen)
+        assert "q Quit" in keys and not any("palette" in k for k in keys)
+        footer = screen.query_one("KeyFooter")
+        quit_key = next(k for k in screen.query(FooterKey) if k.key == "q")
+        assert quit_key.region.right <= footer.region.right  # on screen, not under another
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause(0.2)
+        assert any("palette" in k for k in footer_keys(screen))
+        assert "q Quit" in footer_keys(screen)

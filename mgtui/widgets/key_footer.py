@@ -5,13 +5,26 @@ sessions share one CPU); only a change in which keys show does that here."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+# Columns from which the command palette's key (ctrl+p) shows too: the debugger's keys
+# take 72 at the default key map, and with the palette's beside them they ran under it
+# at 80 columns ("q ▏^p palette": Quit hidden). The palette still opens with ctrl+p.
+PALETTE_FROM = 90
+
 
 class KeyFooter(Footer):
-    """A `Footer` that updates its keys in place when only their enabled state changes."""
+    """A `Footer` that updates its keys in place when only their enabled state changes,
+    and leaves the palette's key out when it is narrow."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        wide = event.size.width >= PALETTE_FROM
+        if wide != self.show_command_palette:
+            self.show_command_palette = wide
+            self.call_after_refresh(self.recompose)
 
     def bindings_changed(self, screen: Screen) -> None:
         if (self._bindings_ready and self.is_attached and screen is self.screen

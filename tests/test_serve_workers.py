@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -226,3 +227,27 @@ async def test_warming_up_logs_in_to_itself_and_leaves_nothing_running(caplog):
     assert not any("warming up SSH failed" in r.getMessage() for r in caplog.records)
     await asyncio.sleep(0.1)
     assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+def test_where_connections_cannot_be_handed_over_one_process_serves(monkeypatch, tmp_path,
+                                                                   capsys):
+    # (macOS has no Unix packet sockets; Windows has no fork)
+    from mgtui.cli import main
+    from mgtui.serve import workers
+
+    def no_packets(family=None, kind=None, *rest):
+        if kind == socket.SOCK_SEQPACKET:
+            raise OSError("Protocol not supported")
+        return real_pair(family, kind, *rest)
+
+    real_pair = socket.socketpair
+    monkeypatch.setattr(socket, "socketpair", no_packets)
+    assert not workers.supported() and workers.default_workers() == 1
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pw = tmp_path / "pw"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    assert main(["serve", "chain", "--password-file", str(pw), "--workers", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == ("mgtui serve: this system cannot hand connections to worker "
+                       "processes: use --workers 1")

@@ -68,7 +68,11 @@ def main(argv: list[str]) -> int:
     except ImportError:
         return fail("serving a class needs the serve extra: pip install 'mgtui[serve]'")
     from mgtui.serve.auth import Auth, AuthError
+    from mgtui.serve.workers import supported
 
+    if not args.web and (args.workers or 1) > 1 and not supported():
+        return fail("this system cannot hand connections to worker processes: "
+                    "use --workers 1")
     auth = None
     if not args.web:
         try:
@@ -120,7 +124,6 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
 
     from mgtui.serve.auth import AuthError, host_key
     from mgtui.serve.workers import start_zygote
-
     try:
         key = host_key()
     except AuthError as exc:

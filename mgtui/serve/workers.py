@@ -48,12 +48,24 @@ STOP_WAIT = 10.0  # seconds for the workers to end their sessions when the serve
 RETIRE_AFTER = 2.0  # seconds a worker that has served waits, empty, before it retires
 
 
+def supported() -> bool:
+    """Whether this system can fork workers and hand them connections (packets of a
+    Unix socket pair, with sockets passed: not on Windows, nor on macOS)."""
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return False
+    try:
+        ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except (AttributeError, OSError):
+        return False
+    for end in ends:
+        end.close()
+    return True
+
+
 def default_workers() -> int:
     """One worker a CPU, at most 8 (each holds the lessons and some 70 MB at rest); one
-    where processes cannot be forked."""
-    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        return 1
-    return max(1, min(os.cpu_count() or 1, 8))
+    where workers are not `supported`."""
+    return max(1, min(os.cpu_count() or 1, 8)) if supported() else 1
 
 
 def send(link: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> bool:

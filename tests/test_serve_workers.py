@@ -198,6 +198,33 @@ async def test_a_worker_whose_class_has_left_retires_for_a_fresh_one(server):
     assert await at_step(late, 4)
 
 
+async def test_a_worker_stuck_for_a_while_holds_up_nobody_and_then_catches_up(server):
+    # The front never waits for a worker: with one stopped (SIGSTOP) while the teacher
+    # moves hundreds of times, its link fills; the front must go on serving the others,
+    # and the stopped worker's student must land on the teacher's step once it runs.
+    teacher = await server.join(key=server.teacher_key)
+    assert await at_step(teacher, 0)
+    student = await server.join(password=PASSWORD)
+    assert await at_step(student, 0)
+    await server.logged(r"\[worker 1\] session start class@\S+ as student")
+    pid = int(re.search(r"pid (\d+)", await server.logged(r"worker 1 \(pid")).group(1))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(300):  # 600 positions, far more than the link holds
+            teacher.send("np")
+            await asyncio.sleep(0.005)
+        teacher.send("nnn")
+        assert await at_step(teacher, 3)
+        # the front still hands connections over: to worker 0, the one not stuck
+        other = await server.join(password=PASSWORD)
+        assert await at_step(other, 3), other.text()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert await at_step(student, 3), student.text()
+    teacher.send("n")
+    assert await at_step(student, 4) and await at_step(other, 4)
+
+
 async def test_workers_end_when_the_front_is_killed(tmp_path):
     srv = Server(tmp_path)
     try:

@@ -36,7 +36,8 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from mgtui.follow import Classroom
 from mgtui.session import Position
@@ -219,6 +220,9 @@ class Worker:
     connections: int = 0  # handed over and not yet reported closed
     sessions: int = 0
     gone: bool = False
+    # what the front has for it and it has not taken yet (its link full: a worker stuck
+    # for a while); the client socket of a connection stays open until handed over
+    outbox: deque = field(default_factory=deque)
 
 
 def start_zygote(lessons: dict, auth, args, key, listener: socket.socket
@@ -296,6 +300,7 @@ class Front:
             front_end.close()
             log.error("the process that starts workers has gone: no worker can start")
             return False
+        front_end.setblocking(False)  # (the front never waits for a worker: `_post`)
         worker = Worker(self._numbers, front_end)
         self._numbers += 1
         self.workers.append(worker)
@@ -332,13 +337,40 @@ class Front:
     def _hand_over(self, client: socket.socket, peer: str) -> None:
         """To the worker serving the fewest; while none is ready (all of them retiring
         and starting again, say), the client waits (its SSH handshake with it)."""
-        for worker in sorted(self.serving, key=lambda w: (w.connections, w.number)):
-            if send(worker.link, {"connect": peer}, (client.fileno(),)):
-                worker.connections += 1
-                client.close()
+        serving = sorted(self.serving, key=lambda w: (bool(w.outbox), w.connections, w.number))
+        if not serving:
+            self.waiting.append((client, peer))
+            return
+        worker = serving[0]
+        worker.connections += 1
+        self._post(worker, {"connect": peer}, client)
+
+    def _post(self, worker: Worker, message: dict, client: socket.socket | None = None) -> None:
+        """Send `message` (and `client`'s socket) to `worker`, in order: now, or when its
+        link has room again. The front never blocks on a worker, so a worker stuck for a
+        while holds up neither the others nor its own reports."""
+        worker.outbox.append((message, client))
+        if len(worker.outbox) == 1:
+            self._flush(worker)
+
+    def _flush(self, worker: Worker) -> None:
+        loop = asyncio.get_running_loop()
+        while worker.outbox and not worker.gone:
+            message, client = worker.outbox[0]
+            try:
+                socket.send_fds(worker.link, [json.dumps(message).encode()],
+                                [client.fileno()] if client is not None else [])
+            except (BlockingIOError, InterruptedError):
+                loop.add_writer(worker.link, self._flush, worker)
                 return
-            self._lost(worker)
-        self.waiting.append((client, peer))
+            except OSError:
+                self._lost(worker)
+                return
+            worker.outbox.popleft()
+            if client is not None:
+                client.close()
+        if not worker.gone:
+            loop.remove_writer(worker.link)
 
     def _heard(self, worker: Worker) -> None:
         message, _fds = receive(worker.link)
@@ -351,7 +383,7 @@ class Front:
             worker.ready, worker.pid = True, message["ready"]
             log.info("worker %d (pid %d) ready", worker.number, worker.pid)
             if self.classroom.position is not None:  # (a late joiner lands there)
-                send(worker.link, {"position": self.classroom.position.to_dict()})
+                self._post(worker, {"position": self.classroom.position.to_dict()})
             self._counted()
             waiting, self.waiting = self.waiting, []
             for client, peer in waiting:
@@ -359,7 +391,7 @@ class Front:
         if (message.get("retiring") and not worker.retiring and not self.stopped.is_set()
                 and self._spawn()):  # (with no fresh one to come, it goes on serving)
             worker.retiring = True  # nothing more for it; a fresh one in its place
-            send(worker.link, {"retire": True})
+            self._post(worker, {"retire": True})
         count = message.get("count")
         if isinstance(count, list) and len(count) == 2 and all(isinstance(n, int) for n in count):
             worker.connections, worker.sessions = count
@@ -367,7 +399,7 @@ class Front:
         if isinstance(message.get("position"), dict):
             for other in self.workers:
                 if other is not worker and other.ready and not other.gone:
-                    send(other.link, {"position": message["position"]})
+                    self._post(other, {"position": message["position"]})
             try:
                 position = Position.from_dict(message["position"])
             except ValueError:
@@ -383,21 +415,30 @@ class Front:
         live = [w for w in self.workers if w.ready and not w.gone]
         total = sum(w.sessions for w in live)
         for worker in live:
-            send(worker.link, {"elsewhere": total - worker.sessions})
+            self._post(worker, {"elsewhere": total - worker.sessions})
 
     def _from_here(self, position: Position) -> None:
         if not self._relaying:
             for worker in self.workers:
                 if worker.ready and not worker.gone:
-                    send(worker.link, {"position": position.to_dict()})
+                    self._post(worker, {"position": position.to_dict()})
 
     def _lost(self, worker: Worker) -> None:
         if worker.gone:
             return
         worker.gone = True
-        asyncio.get_running_loop().remove_reader(worker.link)
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(worker.link)
+        loop.remove_writer(worker.link)
         worker.link.close()
         self.workers.remove(worker)
+        untaken = [(client, m["connect"]) for m, client in worker.outbox if client is not None]
+        worker.outbox.clear()
+        for client, peer in untaken:  # (handed over, never taken: to another worker)
+            if self.stopped.is_set():
+                client.close()
+            else:
+                self._hand_over(client, peer)
         if self.stopped.is_set():
             return
         if worker.retiring:
@@ -426,10 +467,17 @@ class Front:
         workers = [w for w in self.workers if not w.gone]
         for worker in workers:
             loop.remove_reader(worker.link)
-            worker.link.shutdown(socket.SHUT_WR)  # (it sees the end, and answers in kind)
+            loop.remove_writer(worker.link)
+            for _message, client in worker.outbox:
+                if client is not None:
+                    client.close()
+            worker.outbox.clear()
+            try:
+                worker.link.shutdown(socket.SHUT_WR)  # (it sees the end, answers in kind)
+            except OSError:
+                pass
         deadline = loop.time() + STOP_WAIT
         for worker in workers:
-            worker.link.setblocking(False)
             while loop.time() < deadline:
                 message, fds = receive(worker.link)
                 for fd in fds:

@@ -278,3 +278,28 @@ def test_where_connections_cannot_be_handed_over_one_process_serves(monkeypatch,
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == ("mgtui serve: this system cannot hand connections to worker "
                        "processes: use --workers 1")
+
+
+async def test_a_login_flood_is_capped_across_the_workers(tmp_path):
+    # connections not yet logged in count against twice the sessions (+10) in all the
+    # workers together, as in one process: with --max-sessions 1, twelve
+    srv = Server(tmp_path, "--max-sessions", "1")
+    loop = asyncio.get_running_loop()
+    held = []
+    try:
+        for _ in range(12):
+            sock = socket.create_connection(("127.0.0.1", srv.port))
+            sock.setblocking(False)
+            held.append(sock)
+            banner = await asyncio.wait_for(loop.sock_recv(sock, 64), 10)
+            assert banner.startswith(b"SSH-2.0-")  # a worker speaks SSH to it
+        await asyncio.sleep(0.5)  # (the workers' counts reach the front)
+        one_more = socket.create_connection(("127.0.0.1", srv.port))
+        one_more.setblocking(False)
+        assert await asyncio.wait_for(loop.sock_recv(one_more, 64), 10) == b""  # closed
+        one_more.close()
+        await srv.logged(r"too many connections: closed 127\.0\.0\.1:\d+")
+    finally:
+        for sock in held:
+            sock.close()
+        await srv.close()

@@ -145,7 +145,8 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     from mgtui.follow import Classroom
     from mgtui.serve.workers import Front
 
-    front = Front(listener, zygote, count, Classroom())
+    front = Front(listener, zygote, count, Classroom(),  # (as one process caps them)
+                  max_connections=2 * args.max_sessions + 10)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)

@@ -278,9 +278,10 @@ class Front:
     replaces the workers that retire, and stops them all."""
 
     def __init__(self, listener: socket.socket, zygote: tuple[socket.socket, int], count: int,
-                 classroom: Classroom) -> None:
+                 classroom: Classroom, max_connections: int = 130) -> None:
         self.listener, (self.zygote, self.zygote_pid), self.count = listener, zygote, count
         self.classroom = classroom
+        self.max_connections = max_connections  # open, logged in or not, in all workers
         self.workers: list[Worker] = []
         self.waiting: list[tuple[socket.socket, str]] = []  # clients while none is ready
         self.stopped = asyncio.Event()
@@ -332,7 +333,13 @@ class Front:
         except OSError as exc:
             log.warning("accept failed: %s", exc)
             return
-        self._hand_over(client, f"{address[0]}:{address[1]}")
+        peer = f"{address[0]}:{address[1]}"
+        held = sum(w.connections for w in self.workers) + len(self.waiting)
+        if held >= self.max_connections:  # a login flood: the class's sessions go on
+            log.info("too many connections: closed %s", peer)
+            client.close()
+            return
+        self._hand_over(client, peer)
 
     def _hand_over(self, client: socket.socket, peer: str) -> None:
         """To the worker serving the fewest; while none is ready (all of them retiring

@@ -115,14 +115,20 @@ async def at_step(client: ScreenClient, step: int) -> bool:
     return await client.wait_for(lambda _: step_of(client) == step, 10)
 
 
-async def test_the_class_follows_the_teacher_across_processes(server):
+async def teacher_and_student(server: Server) -> tuple[ScreenClient, ScreenClient]:
+    """A teacher and a student logged in, both at step 0: each connection goes to the
+    worker serving the fewest, so the teacher is in worker 0 and the student in 1."""
     teacher = await server.join(key=server.teacher_key)
     assert await at_step(teacher, 0)
     student = await server.join(password=PASSWORD)
     assert await at_step(student, 0)
-    # each connection went to the worker serving the fewest: one each
     await server.logged(r"\[worker 0\] session start class@\S+ as teacher")
     await server.logged(r"\[worker 1\] session start class@\S+ as student")
+    return teacher, student
+
+
+async def test_the_class_follows_the_teacher_across_processes(server):
+    teacher, student = await teacher_and_student(server)
     teacher.send("nn")
     assert await at_step(student, 2), student.text()
     student.send("p")  # a move of the student's own: following pauses
@@ -179,10 +185,7 @@ async def test_a_worker_that_dies_leaves_the_other_serving_and_is_replaced(serve
 
 
 async def test_a_worker_whose_class_has_left_retires_for_a_fresh_one(server):
-    teacher = await server.join(key=server.teacher_key)
-    assert await at_step(teacher, 0)
-    student = await server.join(password=PASSWORD)
-    assert await at_step(student, 0)
+    teacher, student = await teacher_and_student(server)
     teacher.send("nnn")
     assert await at_step(student, 3)
     await student.close()
@@ -202,11 +205,7 @@ async def test_a_worker_stuck_for_a_while_holds_up_nobody_and_then_catches_up(se
     # The front never waits for a worker: with one stopped (SIGSTOP) while the teacher
     # moves hundreds of times, its link fills; the front must go on serving the others,
     # and the stopped worker's student must land on the teacher's step once it runs.
-    teacher = await server.join(key=server.teacher_key)
-    assert await at_step(teacher, 0)
-    student = await server.join(password=PASSWORD)
-    assert await at_step(student, 0)
-    await server.logged(r"\[worker 1\] session start class@\S+ as student")
+    teacher, student = await teacher_and_student(server)
     pid = int(re.search(r"pid (\d+)", await server.logged(r"worker 1 \(pid")).group(1))
     os.kill(pid, signal.SIGSTOP)
     try:

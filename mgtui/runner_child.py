@@ -159,14 +159,15 @@ class Flusher:
         self.nodes, self.kids = n, ends[-1]
         return tracefile.encode_chunk(NodeChunk(
             tuple(labels), strings(nodes[a + 1 : b : N]), floats(nodes[a + 3 : b : N]),
-            ints(nodes[a + 4 : b : N]), array("i", map(base.__rsub__, ends)), array("i", kids)),
+            ints(nodes[a + 4 : b : N]), array("i", map(base.__rsub__, ends) if base else ends),
+            array("i", kids)),
             STREAM_LEVEL)
 
     def _events(self, n: int) -> bytes:
         E, events = EVENT_FIELDS, self.rec.events
         a, b = self.events * E, n * E
         self.events = n
-        kinds = array("b", events[a:b:E])
+        kinds = small_codes(events[a:b:E])
         lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
         return tracefile.encode_chunk(EventChunk(
             kinds, array("i", events[a + 1 : b : E]),
@@ -181,7 +182,7 @@ class Flusher:
         a, b = self.writes * W, n * W
         self.writes = n
         return tracefile.encode_chunk(WriteChunk(
-            array("i", writes[a:b:W]), array("b", writes[a + 1 : b : W]),
+            array("i", writes[a:b:W]), small_codes(writes[a + 1 : b : W]),
             floats(writes[a + 2 : b : W]), floats(writes[a + 3 : b : W]),
             ints(writes[a + 4 : b : W])), STREAM_LEVEL)
 
@@ -189,6 +190,13 @@ class Flusher:
         """The labels that differ from those sent with the nodes."""
         return [[nid, label] for nid, label in enumerate(labels)
                 if nid < len(self.labels) and label != self.labels[nid]]
+
+
+def small_codes(values: list) -> array:
+    """A column of event kinds or write fields as signed bytes, through `bytes` (a third
+    of the time of `array("b", values)`). They are the recorder's own codes, 0 to 3: never
+    past 127, which would read back negative."""
+    return array("b", bytes(values))
 
 
 def label_texts(values: list) -> list:

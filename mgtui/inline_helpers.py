@@ -130,11 +130,7 @@ def made(node, children, depth=2) -> None:
         op = node._op
     except AttributeError:
         op = ""
-    try:  # (an attribute read, not a call of `getattr`)
-        label = node.label
-    except AttributeError:
-        label = None
-    add_node((len(kids), op, label, node.data, line))
+    add_node((len(kids), op, getattr(node, "label", None), node.data, line))
     if stack:  # made inside a `_backward`: its step follows that call's writes
         made_inside.append(nid)
     else:

@@ -19,7 +19,8 @@ it (`runner_child.child_recorder`: custom ops' values are read as their `_backwa
 begin). What the child's flusher thread does with the records as the run goes
 (encodes them every `FLUSH_EVERY` seconds and writes them to the parent) is timed
 apart, as "the run with the child's flusher": it runs in the same process, so it is
-the child's cost too.
+the child's cost too; in CPU and wall time, and also with the stream deflated at zlib
+level 1 as it was before it went out stored (level 0), in the same rounds.
 
 Then reading `a.grad` and `a.data` on a node, recorded and plain, and a long chain
 (1,000,000 nodes by default) and its backward pass, recorded and plain, both under the
@@ -44,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
 from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario, record  # noqa: E402
+from mgtui import runner_child  # noqa: E402
 from mgtui.runner_child import Flusher, Stream, child_recorder  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
@@ -106,23 +108,27 @@ def recorded(scenario, inline: bool, values: bool = True) -> tuple[float, float]
     return ran - start, time.process_time() - ran
 
 
-def streamed(scenario) -> float:
-    """CPU time of the run as the runner's child makes it, its flusher thread included:
-    every `FLUSH_EVERY` seconds it encodes the new records and writes them to the
-    parent (here to /dev/null), and once more at the end. (This process's CPU time
-    counts both threads.)"""
+def streamed(scenario, level: int | None = None) -> tuple[float, float]:
+    """CPU and wall time of the run as the runner's child makes it, its flusher thread
+    included: every `FLUSH_EVERY` seconds it encodes the new records and writes them to
+    the parent (here to /dev/null), and once more at the end. (This process's CPU time
+    counts both threads.) `level`: the zlib level of the stream, if not the child's."""
     recorder, values = child_recorder(scenario, {"call_values": True})
     fd = os.open(os.devnull, os.O_WRONLY)
+    child_level = runner_child.STREAM_LEVEL
+    if level is not None:
+        runner_child.STREAM_LEVEL = level
     try:
         flusher = Flusher(recorder, Stream(fd), values)
         gc.collect()
-        start = time.process_time()
+        start, wall = time.process_time(), time.perf_counter()
         flusher.start()
         recorder.execute()
         recorder.resolve_names()
         flusher.stop()
-        return time.process_time() - start
+        return time.process_time() - start, time.perf_counter() - wall
     finally:
+        runner_child.STREAM_LEVEL = child_level
         os.close(fd)
 
 
@@ -221,8 +227,8 @@ def main() -> None:
         record(scenario)  # warm up imports and caches
         record(scenario, inline=False)
         times: dict[str, list[float]] = {k: [] for k in (
-            "plain", "same gc", "run", "build", "bare run", "streamed", "hooks run",
-            "hooks build")}
+            "plain", "same gc", "run", "build", "bare run", "streamed", "streamed wall",
+            "zlib 1", "zlib 1 wall", "hooks run", "hooks build")}
         for _ in range(args.rounds):
             times["plain"].append(timed(plain, scenario))
             run, build = recorded(scenario, True)
@@ -230,7 +236,12 @@ def main() -> None:
             times["build"].append(build)
             times["bare run"].append(recorded(scenario, True, values=False)[0])
             times["same gc"].append(timed(plain_same_gc, scenario))
-            times["streamed"].append(streamed(scenario))
+            cpu, wall = streamed(scenario)
+            times["streamed"].append(cpu)
+            times["streamed wall"].append(wall)
+            cpu, wall = streamed(scenario, level=1)  # the stream as it was deflated
+            times["zlib 1"].append(cpu)
+            times["zlib 1 wall"].append(wall)
             run, build = recorded(scenario, False)
             times["hooks run"].append(run)
             times["hooks build"].append(build)
@@ -248,7 +259,10 @@ def main() -> None:
         print(f"{'':10s}   the run without reading custom ops' values (the recorder "
               f"alone): {m['bare run']/q:.2f}x")
         print(f"{'':10s}   the run with the child's flusher streaming the records as it "
-              f"goes: {m['streamed']/q:.2f}x")
+              f"goes: {m['streamed']/q:.2f}x (CPU {m['streamed']*1000:.0f} ms, wall "
+              f"{m['streamed wall']*1000:.0f} ms); streamed deflated (zlib level 1, as "
+              f"before): {m['zlib 1']/q:.2f}x (CPU {m['zlib 1']*1000:.0f} ms, wall "
+              f"{m['zlib 1 wall']*1000:.0f} ms)")
         print(f"{'':10s}   old hooks (inline=False): the run {m['hooks run']/q:.2f}x, "
               f"with the trace built after it {h/q:.2f}x")
 

@@ -36,6 +36,12 @@ from mgtui.trace import EventChunk, EventKind, NodeChunk, WriteChunk
 from array import array
 from itertools import compress
 
+# The records go down a local pipe to the parent, which inflates them as they arrive and
+# keeps none of them: zlib level 0 (stored blocks, still the file format's zlib stream)
+# spares the child deflating them (a moons step's 7.6 MB: 47 ms of CPU at level 1, 9 ms
+# at 0). A trace saved from the parent is written again, compressed (`tracefile.write`).
+STREAM_LEVEL = 0
+
 # 1 for the kind of a lone write (a grad or data event), else 0: only theirs carry values
 LONE = bytes(int(k in (EventKind.GRAD.code, EventKind.DATA.code)) for k in range(256))
 
@@ -153,34 +159,44 @@ class Flusher:
         self.nodes, self.kids = n, ends[-1]
         return tracefile.encode_chunk(NodeChunk(
             tuple(labels), strings(nodes[a + 1 : b : N]), floats(nodes[a + 3 : b : N]),
-            ints(nodes[a + 4 : b : N]), array("i", map(base.__rsub__, ends)), array("i", kids)))
+            ints(nodes[a + 4 : b : N]), array("i", map(base.__rsub__, ends) if base else ends),
+            array("i", kids)),
+            STREAM_LEVEL)
 
     def _events(self, n: int) -> bytes:
         E, events = EVENT_FIELDS, self.rec.events
         a, b = self.events * E, n * E
         self.events = n
-        kinds = array("b", events[a:b:E])
+        kinds = small_codes(events[a:b:E])
         lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
         return tracefile.encode_chunk(EventChunk(
             kinds, array("i", events[a + 1 : b : E]),
             floats(list(compress(events[a + 2 : b : E], lone))),
             floats(list(compress(events[a + 3 : b : E], lone))),
             ints(events[a + 4 : b : E]), array("i", events[a + 5 : b : E]),
-            array("i", map(WRITE_FIELDS.__rfloordiv__, events[a + 6 : b : E]))))
+            array("i", map(WRITE_FIELDS.__rfloordiv__, events[a + 6 : b : E]))),
+            STREAM_LEVEL)
 
     def _writes(self, n: int) -> bytes:
         W, writes = WRITE_FIELDS, self.rec.writes
         a, b = self.writes * W, n * W
         self.writes = n
         return tracefile.encode_chunk(WriteChunk(
-            array("i", writes[a:b:W]), array("b", writes[a + 1 : b : W]),
+            array("i", writes[a:b:W]), small_codes(writes[a + 1 : b : W]),
             floats(writes[a + 2 : b : W]), floats(writes[a + 3 : b : W]),
-            ints(writes[a + 4 : b : W])))
+            ints(writes[a + 4 : b : W])), STREAM_LEVEL)
 
     def late_labels(self, labels: list[str]) -> list[list]:
         """The labels that differ from those sent with the nodes."""
         return [[nid, label] for nid, label in enumerate(labels)
                 if nid < len(self.labels) and label != self.labels[nid]]
+
+
+def small_codes(values: list) -> array:
+    """A column of event kinds or write fields as signed bytes, through `bytes` (a third
+    of the time of `array("b", values)`). They are the recorder's own codes, 0 to 3: never
+    past 127, which would read back negative."""
+    return array("b", bytes(values))
 
 
 def label_texts(values: list) -> list:

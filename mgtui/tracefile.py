@@ -20,10 +20,14 @@ an 8-byte little-endian length and a payload:
     Z  end:    JSON {"error": null | {"type", "message", "line", "after_event"},
                "output": str, "passes": [[kind, start, end], ...]}
 
-The payloads of N, E and W are zlib-compressed (level 1: most of a trace is small ids
-and repeated zeros). They carry the trace's chunks (`mgtui.trace.chunks_of`), so the same records can
-be written while a scenario still runs and read as they arrive. Numbers are stored as
-they are, so nan and inf need no special form. JSON (`mgtui.export`) stays the format
+The payloads of N, E and W are zlib-compressed (level 1 in a file: most of a trace is
+small ids and repeated zeros). The runner's child streams them to its parent at level 0
+(stored blocks: the same format, read the same way, without the cost of deflating
+records that go down a local pipe and are inflated as they arrive); the parent never
+keeps them, and a trace saved from it is written again at level 1. They carry the
+trace's chunks (`mgtui.trace.chunks_of`), so the same records can be written while a
+scenario still runs and read as they arrive. Numbers are stored as they are, so nan and
+inf need no special form. JSON (`mgtui.export`) stays the format
 for interchange; this one is for saving and loading big traces.
 
 Version 2 stores ids in 32 bits and the values of only the events that have them.
@@ -102,25 +106,26 @@ def _i32(a: array) -> array:
     return a if a.typecode == "i" else array("i", a)
 
 
-def encode_chunk(chunk: Chunk) -> bytes:
-    """One N, E or W record."""
+def encode_chunk(chunk: Chunk, level: int = 1) -> bytes:
+    """One N, E or W record, compressed at zlib `level` (0: stored as it is, still a
+    zlib stream that any reader inflates; what the runner's child streams)."""
     if isinstance(chunk, NodeChunk):
         payload = b"".join((
             _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
             _le(chunk.data), _le(chunk.lines), _le(_i32(chunk.child_ends)),
             _le(_i32(chunk.child_ids)),
             _json([list(chunk.labels), list(chunk.ops), *([list(chunk.names)] if chunk.names else [])])))
-        return _record(b"N", zlib.compress(payload, 1))
+        return _record(b"N", zlib.compress(payload, level))
     if isinstance(chunk, EventChunk):
         count = len(chunk.kinds)
         before, after = lone_values(chunk.kinds, chunk.before, chunk.after)
         columns = (chunk.kinds, _i32(chunk.nodes), chunk.lines, chunk.closures,
                    _i32(chunk.write_starts), before, after)
         payload = _COUNTS.pack(count, len(before)) + b"".join(map(_le, columns))
-        return _record(b"E", zlib.compress(payload, 1))
+        return _record(b"E", zlib.compress(payload, level))
     columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, chunk.lines)
     payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
-    return _record(b"W", zlib.compress(payload, 1))
+    return _record(b"W", zlib.compress(payload, level))
 
 
 def encode_header(scenario: str, title: str, notes: str, source: str) -> bytes:

@@ -25,6 +25,24 @@ def test_a_run_in_a_child_gives_the_same_trace_as_in_process():
     assert all(t.node(n) == here.node(n) for n in range(t.node_count))
 
 
+def test_a_trace_from_the_child_saves_compressed(tmp_path):
+    """The child streams its chunks uncompressed; the parent keeps none of them, and a
+    trace saved from a run is deflated like any other and loads back the same."""
+    import io
+    import zlib
+
+    from mgtui import tracefile
+
+    t = run(SCENARIOS / "mlp.py").trace
+    data = tracefile.dumpb(t)
+    sizes = [(len(p), len(zlib.decompress(p)))
+             for tag, p in tracefile.records(io.BytesIO(data)) if tag in "NEW"]
+    assert sum(p for p, _ in sizes) * 3 < sum(r for _, r in sizes)
+    back = tracefile.loadb(data)
+    assert len(back) == len(t) and all(back.event(i) == t.event(i) for i in range(len(t)))
+    assert all(back.node(n) == t.node(n) for n in range(t.node_count))
+
+
 def test_the_lecture_figures_come_through_the_child():
     t = run(SCENARIOS / "chain.py").trace
     grads = {t.label(n): t.final_grad[n] for n in range(t.node_count)}

@@ -53,6 +53,31 @@ def test_binary_is_much_smaller_than_json():
     assert len(tracefile.dumpb(trace)) * 5 <= len(dumps(trace).encode())  # issue 8: a fifth
 
 
+def chunk_sizes(data: bytes) -> list[tuple[int, int]]:
+    """(stored, inflated) bytes of each N, E and W record of a binary trace."""
+    return [(len(payload), len(zlib.decompress(payload)))
+            for tag, payload in tracefile.records(io.BytesIO(data)) if tag in "NEW"]
+
+
+def test_chunks_stored_uncompressed_as_the_child_streams_them_read_the_same():
+    """The runner's child sends its chunks at zlib level 0 (stored): the same format,
+    which today's reader reads unchanged; a file written from the trace is deflated."""
+    trace = record(SCENARIOS / "mlp.py")
+    from mgtui.trace import chunks_of
+
+    stored = b"".join([tracefile.encode_header(trace.scenario, trace.title, trace.notes,
+                                               trace.source),
+                       *map(tracefile.encode_closure, trace.closures),
+                       *(tracefile.encode_chunk(c, 0) for c in chunks_of(trace, size=500)),
+                       tracefile.encode_end(trace.error, trace.output,
+                                            [(p.kind, p.start, p.end) for p in trace.passes])])
+    same_trace(tracefile.loadb(stored), trace)
+    sizes = chunk_sizes(stored)
+    assert len(sizes) > 3 and all(packed > raw for packed, raw in sizes)  # stored, not deflated
+    saved = chunk_sizes(tracefile.dumpb(trace))
+    assert sum(p for p, _ in saved) * 3 < sum(r for _, r in saved)  # deflated
+
+
 def test_a_scenario_that_raised_round_trips_with_its_error(write_scenario):
     path = write_scenario("raises", """
         from engine import Value

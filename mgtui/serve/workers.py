@@ -132,7 +132,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     await warm_up(lessons, key)
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     server = start_class(klass)
-    front_gone = asyncio.Event()  # (or this worker retires)
+    done = asyncio.Event()  # the front has gone, or this worker retires
     tasks: set[asyncio.Task] = set()  # connections handed over, until they are served
     retiring: dict[str, object] = {"served": False, "allowed": False, "timer": None}
 
@@ -148,7 +148,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             retiring["timer"] = None
         if retiring["served"] and empty():
             if retiring["allowed"]:
-                front_gone.set()
+                done.set()
             else:
                 retiring["timer"] = loop.call_later(RETIRE_AFTER, ask_to_retire)
 
@@ -163,13 +163,13 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     def heard() -> None:
         message, fds = receive(link)
         if message is None:
-            front_gone.set()
+            done.set()
             loop.remove_reader(link)
             return
         if message.get("retire"):  # (anything handed over before came first)
             retiring["allowed"] = True
             if empty():
-                front_gone.set()
+                done.set()
         for fd in fds:
             sock = socket.socket(fileno=fd)
             if "connect" not in message:  # (a socket nobody asked to serve)
@@ -189,7 +189,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     loop.add_reader(link, heard)
     send(link, {"ready": os.getpid()})
     try:
-        await front_gone.wait()
+        await done.wait()
     finally:
         loop.remove_reader(link)
         await server.close()
@@ -219,7 +219,7 @@ class Worker:
     retiring: bool = False  # no more connections for it: it ends once empty
     connections: int = 0  # handed over and not yet reported closed
     sessions: int = 0
-    gone: bool = False
+    gone: bool = False  # (its link closed; the front's list no longer holds it)
     # what the front has for it and it has not taken yet (its link full: a worker stuck
     # for a while); the client socket of a connection stays open until handed over
     outbox: deque = field(default_factory=deque)
@@ -290,7 +290,7 @@ class Front:
 
     @property
     def serving(self) -> list[Worker]:
-        return [w for w in self.workers if w.ready and not w.gone and not w.retiring]
+        return [w for w in self.workers if w.ready and not w.retiring]
 
     def _spawn(self) -> bool:
         """Ask the zygote for one more worker."""
@@ -317,9 +317,9 @@ class Front:
             if not self._spawn():
                 return False
         deadline = loop.time() + wait
-        while not all(w.ready or w.gone for w in self.workers) and loop.time() < deadline:
-            await asyncio.sleep(0.05)
-        if not self.serving or len(self.serving) < len([w for w in self.workers if not w.gone]):
+        while not all(w.ready for w in self.workers) and loop.time() < deadline:
+            await asyncio.sleep(0.05)  # (one that dies meanwhile is replaced: `_lost`)
+        if not self.workers or not all(w.ready for w in self.workers):
             return False
         self.listener.setblocking(False)
         loop.add_reader(self.listener, self._accept)
@@ -405,7 +405,7 @@ class Front:
             self._counted()
         if isinstance(message.get("position"), dict):
             for other in self.workers:
-                if other is not worker and other.ready and not other.gone:
+                if other is not worker and other.ready:
                     self._post(other, {"position": message["position"]})
             try:
                 position = Position.from_dict(message["position"])
@@ -419,7 +419,7 @@ class Front:
 
     def _counted(self) -> None:
         """Every worker knows how many sessions the others have (the class's limit)."""
-        live = [w for w in self.workers if w.ready and not w.gone]
+        live = [w for w in self.workers if w.ready]
         total = sum(w.sessions for w in live)
         for worker in live:
             self._post(worker, {"elsewhere": total - worker.sessions})
@@ -427,7 +427,7 @@ class Front:
     def _from_here(self, position: Position) -> None:
         if not self._relaying:
             for worker in self.workers:
-                if worker.ready and not worker.gone:
+                if worker.ready:
                     self._post(worker, {"position": position.to_dict()})
 
     def _lost(self, worker: Worker) -> None:
@@ -471,7 +471,7 @@ class Front:
         self.listener.close()
         for client, _peer in self.waiting:
             client.close()
-        workers = [w for w in self.workers if not w.gone]
+        workers = list(self.workers)
         for worker in workers:
             loop.remove_reader(worker.link)
             loop.remove_writer(worker.link)

@@ -310,15 +310,9 @@ def _trace_file(trace: Trace) -> Path:
 
 
 def _save(trace: Trace, path: Path) -> Path:
-    if path.suffix == ".json":
-        from mgtui.export import dumps
+    from mgtui.saving import save_trace
 
-        path.write_text(dumps(trace), encoding="utf-8")
-    else:
-        from mgtui.tracefile import dumpb
-
-        path.write_bytes(dumpb(trace))
-    return path
+    return save_trace(trace, path)
 
 
 MAX_VIEW_ROWS = 30

@@ -179,13 +179,14 @@ def main(argv: list[str] | None = None) -> int:
         trace, stopped = load_trace(path, args) if saved else record_trace(path, args)
     except ScenarioLoadError as exc:
         return fail(exc.message, exc.detail)
-    if args.save:
-        save_trace(trace, Path(args.save))
+    saved_ok = save_trace(trace, Path(args.save)) if args.save else True
     try:
         write_trace(trace, args)
     except KeyboardInterrupt:
         say(f"{path}: interrupted while writing the trace (what was written is partial)")
         return EXIT_FAILED
+    if not saved_ok:
+        return EXIT_UNUSABLE
     if stopped:
         say(f"{path}: recording stopped: {stopped} (the trace up to there was kept)")
         return EXIT_FAILED
@@ -216,13 +217,16 @@ def record_trace(path: Path, args: argparse.Namespace):
     return result.trace, result.message
 
 
-def save_trace(trace, path: Path) -> None:
-    from mgtui.tracefile import dumpb
+def save_trace(trace, path: Path) -> bool:
+    """Save, all or nothing (`mgtui.saving`); False, with the reason said, if it failed."""
+    from mgtui.saving import save_trace as save
 
     try:
-        path.write_bytes(dumpb(trace))
+        save(trace, path)
     except OSError as exc:
-        say(f"cannot write {path}: {exc.strerror}")
+        say(f"cannot write {path}: {exc.strerror or exc} (nothing was written there)")
+        return False
+    return True
 
 
 def write_trace(trace, args: argparse.Namespace) -> None:

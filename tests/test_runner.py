@@ -153,9 +153,15 @@ def test_a_replaced_stdout_does_not_touch_the_trace(write_scenario):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_cancelling_at_a_random_moment_keeps_a_partial_trace(seed):
-    delay = random.Random(seed).uniform(0.3, 1.5)
-    r = Run(RunSpec(str(SCENARIOS / "moons.py"))).start()
-    threading.Timer(delay, r.cancel, ("interrupted",)).start()
+    """At a random point of the recording: once a random number of the ~200k nodes has
+    arrived (a moment the recording reaches however fast the machine is)."""
+    at = random.Random(seed).randrange(1_000, 120_000)
+
+    def progress(nodes: int) -> None:
+        if nodes >= at:
+            r.cancel("interrupted")
+
+    r = Run(RunSpec(str(SCENARIOS / "moons.py")), on_progress=progress).start()
     result = r.wait()
     assert not result.finished and result.message == "interrupted"
     assert result.trace is not None and result.trace.error.type == "Stopped"

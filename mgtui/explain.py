@@ -102,9 +102,17 @@ def known_op(op: object) -> bool:
     return op in KNOWN_OPS or (isinstance(op, str) and op.startswith("**"))
 
 
-def local_derivative(op: str, out: str, ins: list[str]) -> str:
+def local_derivative(op: str, out: str, ins: list[str], repeated: bool = False) -> str:
+    """The op's local derivatives in the names of its inputs. `repeated`: one node is
+    both inputs of a `+` or `*` (`x + x`, `x * x`), whose `_backward` adds to its grad
+    once per use."""
     a = ins[0] if ins else "x"
     b = ins[1] if len(ins) > 1 else a
+    if repeated and op == "+":
+        return f"∂{out}/∂{a} = 1 + 1 = 2 ({a} is both inputs: each use adds {out}.grad)"
+    if repeated and op == "*":
+        return (f"∂{out}/∂{a} = {a} + {a} = 2 × {a} ({a} is both inputs: each use adds "
+                f"{a}.data × {out}.grad)")
     if op == "+":
         return f"∂{out}/∂{a} = 1, ∂{out}/∂{b} = 1"
     if op == "*":
@@ -119,6 +127,12 @@ def local_derivative(op: str, out: str, ins: list[str]) -> str:
     if op in ("ReLU", "relu"):
         return f"∂{out}/∂{a} = 1 if {a} > 0 else 0"
     return ""
+
+
+def repeated_input(kids: tuple[int, ...]) -> bool:
+    """Is one node both inputs of a two-input op? (`x * x`: its children are (x, x),
+    or (x,) when `_prev` is a set.)"""
+    return len(kids) in (1, 2) and kids[0] == kids[-1]
 
 
 def explain(trace: Trace, data, grad, index: int,
@@ -181,7 +195,7 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
         expr, numbers = f"{fn}({', '.join(names)})", f"{fn}({', '.join(vals)})"
     return Explanation("create", nid, f"forward: {label} = {expr}",
                        f"{label} = {expr} = {numbers} = {value}",
-                       local_derivative(op, name(label), names))
+                       local_derivative(op, name(label), names, repeated_input(kids)))
 
 
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:
@@ -225,7 +239,7 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
     if g == 0 and kids:
         notes.append(f"{out}.grad is 0, so everything it passes back is 0.")
     title = f"backward: {out}._backward()" + (f"  ({op})" if op else "")
-    local = local_derivative(op, out, names)
+    local = local_derivative(op, out, names, repeated_input(kids))
     values = trace.values_at(index)
     if not known and not local and kids:
         local = _implied(trace, nid, out, g, contributions, numerical)

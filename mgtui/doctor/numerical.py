@@ -17,7 +17,8 @@ would switch its `_backward` on).
   derivative of the root, compared with the recorded grads.
 - Every node `N = op(c_1..c_k)` also moves, and its move must match the move of its
   inputs through the local derivative its `_backward` applied:
-  `N.grad * dN = sum_k (contribution to c_k.grad) * dc_k`. Each `_backward` call is
+  `N.grad * dN = sum_k (contribution to c_k.grad) * dc_k`, over its distinct inputs
+  (`x * x` has one, whichever way `_prev` keeps it). Each `_backward` call is
   checked on its own, so the faulty op is found directly, with no bisection, and a wrong
   topological order (which feeds an op a partial grad) is not mistaken for a wrong
   derivative. At a kink (ReLU at 0) one one-sided difference must agree instead.
@@ -247,7 +248,8 @@ class NumericalCheck:
 
     def plan(self, p: Pass, sample: int | None, rng: random.Random) -> Plan:
         """One pass to check, and a seeded random direction over its graph: every leaf,
-        and `sample` of the other nodes (all of them by default)."""
+        and `sample` of the other nodes (all of them by default), each nudged by a random
+        sign times a random size between 0.5 and 1.5 (times its own size, if over 1)."""
         t = self.trace
         first = t.first_backward(p)
         root = t.backward_root(p)
@@ -264,7 +266,9 @@ class NumericalCheck:
         for n in leaves + inner:
             x = t.node_data[n]
             if math.isfinite(x):
-                direction[n] = rng.choice((-1.0, 1.0)) * max(1.0, abs(x))
+                # a random sign and size: with signs alone, two nudges that undo each
+                # other (y +1, z -1 into `y + z`) would hide a node left out of the order
+                direction[n] = rng.choice((-1.0, 1.0)) * rng.uniform(0.5, 1.5) * max(1.0, abs(x))
         stop_after = len(t.events_of(EventKind.BACKWARD, 0, first))
         return Plan(p, first, stop_after, root, nodes, leaves, direction)
 
@@ -347,7 +351,7 @@ class NumericalCheck:
                 if w.field is Field.GRAD:
                     contrib[w.node] = contrib.get(w.node, 0.0) + w.delta
                     grad[w.node] = w.after
-            inputs = t.children(nid)
+            inputs = ctx.inputs(nid)  # each once: `x * x` may list x twice
             if not inputs or nid >= len(dp) or nid >= len(dm):
                 continue
             closure = t.closure_of(i)
@@ -418,7 +422,7 @@ class NumericalCheck:
         """The finding for a faulty `_backward`, with the numbers of its first input
         whose contribution is off."""
         t, ctx = self.trace, self.ctx
-        inputs = list(dict.fromkeys(t.children(s.node)))[:MAX_INPUTS_NUDGED]
+        inputs = list(ctx.inputs(s.node))[:MAX_INPUTS_NUDGED]
         worst = self.first_wrong_input(plan, s, inputs, start_grad)
         also = (f" The same _backward disagrees at {more} more call{'s' if more > 1 else ''}."
                 if more else "")

@@ -24,7 +24,7 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     if kind is EventKind.CREATE:
         nid = t.event_node(i)
         value = t.node_data[nid]
-        inputs = t.children(nid)
+        inputs = ctx.inputs(nid)
         if inputs:
             shown = ", ".join(f"{t.label(c)} = {t.node_data[c]:.6g}" for c in inputs)
             finite = all(math.isfinite(t.node_data[c]) for c in inputs)
@@ -37,7 +37,7 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     if kind is EventKind.BACKWARD:
         owner = t.event_node(i)
         w = next(w for w in t.writes(i) if not math.isfinite(w.after))
-        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *t.children(owner))]
+        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *ctx.inputs(owner))]
         return [ctx.finding("non-finite", owner, i, ctx.closure_where(i, w.line),
                             f"the _backward of {ctx.op_text(owner)} "
                             f"wrote {ctx.node_text(w.node)}.{w.field} = {w.after} "
@@ -66,7 +66,8 @@ def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
         ctx.explained.add(event)
         start, g0, gs = hit.start, hit.from_zero, hit.from_start
         found.append(ctx.finding(
-            "overwrite", nid, event, ctx.closure_where(event, ctx.grad_write_line(event, target)),
+            "overwrite", nid, event,
+            ctx.closure_where(event, ctx.assigning_write_line(event, target)),
             f"the _backward of {ctx.op_text(nid)} assigns "
             f"{ctx.node_text(target)}.grad instead of adding to it: replayed with "
             f"{t.label(target)}.grad = {start:.6g} beforehand it left {gs:.6g}, "
@@ -84,7 +85,7 @@ def check_no_backward(trace: Trace, ctx: CheckContext) -> list[Finding]:
         if closure is None or not closure.default:
             continue
         nid = t.event_node(i)
-        inputs = t.children(nid)
+        inputs = ctx.inputs(nid)
         if not inputs:
             continue
         ctx.explained.add(i)
@@ -105,7 +106,7 @@ def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
         if closure is not None and closure.default:
             continue
         nid = t.event_node(i)
-        inputs = t.children(nid)
+        inputs = ctx.inputs(nid)
         ctx.explained.add(i)
         found.append(ctx.finding(
             "foreign-write", nid, i, ctx.closure_where(i, w.line),
@@ -149,7 +150,7 @@ def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
             first_run.setdefault(t.event_node(i), i)
         last_user: dict[int, tuple[int, int]] = {}  # node -> (latest first call of a user, user)
         for user, i in first_run.items():
-            for c in set(t.children(user)):
+            for c in ctx.inputs(user):
                 if c in first_run and (c not in last_user or last_user[c][0] < i):
                     last_user[c] = (i, user)
         early = next(((nid, i) for nid, i in sorted(first_run.items(), key=lambda item: item[1])

@@ -55,6 +55,15 @@ class CheckContext:
         t = self.trace
         return [p for p in t.passes if p.kind == "backward" and t.first_backward(p) is not None]
 
+    @cached_property
+    def _backward_numbers(self) -> dict[int, int]:
+        passes = [p.index for p in self.trace.passes if p.kind == "backward"]
+        return {index: n for n, index in enumerate(passes, 1)}
+
+    def backward_number(self, p: Pass) -> int:
+        """Pass `p`'s number among the backward passes, from 1 (as the report counts)."""
+        return self._backward_numbers[p.index]
+
     def inputs(self, nid: int) -> tuple[int, ...]:
         """Node `nid`'s inputs, each once, in order: `x * x` with `_prev` kept as a tuple
         (or a list) has the children (x, x) but one input, and every check counts a

@@ -38,6 +38,7 @@ class Finding:
     recorded: float | None = None
     input: int | None = None  # wrong-derivative: the input whose contribution is off
     local: float | None = None  # and d node / d input there, numerically
+    also_in_passes: tuple[int, ...] = ()  # the other backward passes it was found in
 
     @property
     def title(self) -> str:

@@ -26,9 +26,12 @@ would switch its `_backward` on).
 The finding's numbers then come from a few more runs that nudge one input of the faulty
 op alone: its numerical gradient against the recorded one.
 
-Which passes: by default the first and the last checkable backward pass, then those
-between them (spread out: the middle one first) for as long as the time budget lasts;
+Which passes: by default every checkable backward pass, in order, those between the
+first and the last while the time budget lasts (the last is always checked);
 `passes="all"` or a list of backward pass numbers (counted from 1) checks those asked for.
+Going in pass order, a finding is made at the first wrong pass, and names the other
+checked passes it is wrong in (`also wrong in backward passes 3, 5`); those cost no
+runs of their own.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import random
 import time
 from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from mgtui.doctor.context import CheckContext, collector_paused
@@ -118,6 +121,8 @@ class NumericalCheck:
         self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
         self.seconds = 0.0
         self.notes: list[str] = []
+        self.wrong_in: dict[tuple, list[int]] = {}  # (kind, closure or line) -> passes
+        self.made: set[int] = set()  # the id() of each finding of its own
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
         self.sampled = True
         self.plans: list[Plan] = []
@@ -158,10 +163,11 @@ class NumericalCheck:
         minus: Trace | None = None
         started = time.perf_counter() - self.seconds  # as if the check had run alone
         found = list(earlier)
-        for k, plan in enumerate(spread(plans)):
-            if (self.sampled and k >= 2
+        last = len(plans) - 1
+        for k, plan in enumerate(plans):  # in pass order: the first wrong pass comes first
+            if (self.sampled and 0 < k < last
                     and time.perf_counter() - started > self.budget):
-                break
+                continue  # a pass between the first and the last, over the budget
             # One run nudged up tells a right pass from a wrong one; the run nudged down
             # is made only for a pass that seems wrong (a kink, or a fault to localise).
             if minus is None:
@@ -178,7 +184,7 @@ class NumericalCheck:
                     break
                 (minus,) = more
             found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
-        self.checked.sort(key=lambda p: p.index)
+        found = self.with_other_passes(found)
         left = len(plans) - len(self.checked)
         if left:
             self.notes.append(f"{left} backward pass(es) between the first and the last "
@@ -210,6 +216,8 @@ class NumericalCheck:
         direction = self.check_direction(plan, moves)
         if direction and not final:
             return None
+        direction = [f for f in direction if self.first_time(f.kind, (f.file, f.line), p)]
+        self.made.update(map(id, direction))
         return found + direction
 
     # -- the phases --------------------------------------------------------------------------
@@ -368,15 +376,41 @@ class NumericalCheck:
         return suspects
 
     def localise(self, plan: Plan, suspects: list[Suspect], start_grad: array) -> list[Finding]:
-        """One finding per faulty closure, at its first faulty call."""
+        """One finding per faulty closure, at its first faulty call, in the first pass it
+        is wrong in (a later pass only adds its number to that finding: no more runs)."""
         t = self.trace
         per_closure = Counter(t.closure_index(s.event) for s in suspects)
         found = []
         for s in suspects:
             more = per_closure.pop(t.closure_index(s.event), None)
-            if more is not None:
+            if more is not None and self.first_time("wrong-derivative",
+                                                    t.closure_index(s.event), plan.pass_):
                 found.append(self.wrong_derivative(plan, s, start_grad, more - 1))
+        self.made.update(map(id, found))
         return found
+
+    def first_time(self, kind: str, where: object, p: Pass) -> bool:
+        """Is this the first checked pass where a numerical finding of `kind` shows at
+        `where` (a closure, or a line)? Either way pass `p` is noted as wrong there."""
+        passes = self.wrong_in.setdefault((kind, where), [])
+        passes.append(self.ctx.backward_number(p))
+        return len(passes) == 1
+
+    def with_other_passes(self, found: list[Finding]) -> list[Finding]:
+        """Each numerical finding, with the other checked passes it showed in
+        (`also wrong in backward passes 3, 5`); it is at the first of them."""
+        t = self.trace
+        out = []
+        for f in found:
+            where = t.closure_index(f.step) if f.kind == "wrong-derivative" else (f.file, f.line)
+            passes = self.wrong_in.get((f.kind, where), ())
+            if len(passes) > 1 and id(f) in self.made:
+                others = passes[1:]
+                f = replace(f, also_in_passes=tuple(others), message=(
+                    f"{f.message} Also wrong in backward pass{'es' if len(others) > 1 else ''} "
+                    f"{', '.join(map(str, others))}."))
+            out.append(f)
+        return out
 
     def check_direction(self, plan: Plan, moves: Moves) -> list[Finding]:
         """gradcheck's fast mode: the directional derivative of the root against the
@@ -520,24 +554,6 @@ def solve(a: list[list[float]], b: list[float]) -> list[float] | None:
                 f = rows[r][col] / rows[col][col]
                 rows[r] = [x - f * y for x, y in zip(rows[r], rows[col])]
     return [rows[k][n] / rows[k][k] for k in range(n)]
-
-
-def spread(items: list) -> list:
-    """The first and the last item, then those between them, each next one in the middle
-    of the widest gap left: the order a sample of passes grows in."""
-    if len(items) <= 2:
-        return list(items)
-    order = [0, len(items) - 1]
-    gaps = [(0, len(items) - 1)]
-    while gaps:
-        gaps.sort(key=lambda g: (g[0] - g[1], g[0]))
-        lo, hi = gaps.pop(0)
-        if hi - lo < 2:
-            continue
-        mid = (lo + hi) // 2
-        order.append(mid)
-        gaps += [(lo, mid), (mid, hi)]
-    return [items[k] for k in order]
 
 
 @dataclass

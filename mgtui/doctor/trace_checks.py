@@ -245,15 +245,10 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
         f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
-        f"left over from backward pass {backward_number(t, q)} ({why}), and {len(stale)} "
-        f"node(s) like it: "
-        f"the new gradients are added on top; zero the grads before backward()",
+        f"left over from backward pass {ctx.backward_number(t.passes[q])} ({why}), and "
+        f"{len(stale)} node(s) like it: the new gradients are added on top; zero the grads "
+        f"before backward()",
         recorded=grad[nid])
-
-
-def backward_number(t: Trace, index: int) -> int:
-    """Pass `index`'s number among the backward passes, from 1 (as the report counts)."""
-    return sum(1 for p in t.passes[:index] if p.kind == "backward") + 1
 
 
 TRACE_CHECKS: tuple[Check, ...] = (

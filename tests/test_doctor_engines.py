@@ -157,3 +157,65 @@ def test_the_step_of_x_times_x_explains_both_uses():
     assert ex.local.startswith("∂sq/∂x = x + x = 2 × x (x is both inputs")
     assert [c.label for c in ex.contributions] == ["x", "x"]
     assert not any(c.mismatch for c in ex.contributions)
+
+
+# -- a node in the order twice -------------------------------------------------------------
+
+def test_a_backward_run_twice_in_one_pass_is_its_own_finding(capsys):
+    path = ENGINES / "stack_sort_twice_bug.py"
+    found = mgtui.check(path)
+    assert [(f.kind, f.label, f.op) for f in found] == [("repeated-backward", "f", "*")]
+    (f,) = found
+    assert f.line == line_of(path, "# BUG") and "topo.append(v)" in f.text
+    t = found.report.trace
+    calls = [i for i in range(len(t)) if t.kind(i) == "backward" and t.event_node(i) == f.node]
+    assert len(calls) == 2 and f.step == calls[1]  # the app jumps to the second run
+    assert f"ran twice in backward pass 1 (steps {calls[0] + 1} and {calls[1] + 1})" in f.message
+    assert main([str(path), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "repeated-backward: a _backward run more than once in one pass" in out
+    assert "wrong-gradient" not in out  # the pass is explained: no second finding
+
+
+def diamond(Value, calls: list[int] | None = None):
+    """n = a * b, used by the root, by m and by k = n * b, where m = n * k: the faulty
+    sort pushes n once for each of them before it is done, and appends it each time.
+    `calls`: count the runs of n's `_backward` there."""
+    a, b = Value(0.5), Value(-1.5)
+    n = a * b
+    if calls is not None:
+        inner = n._backward
+        def counted():
+            calls.append(1)
+            inner()
+        n._backward = counted
+    root = n + n * (n * b)
+    root.backward()
+    return n
+
+
+def test_the_count_of_runs_is_named_in_process(monkeypatch):
+    engine = engine_module("stack_sort_twice_bug", monkeypatch)
+    found = mgtui.check(lambda: diamond(engine.Value))
+    kinds = [f.kind for f in found]
+    assert kinds == ["repeated-backward"], repr(found)
+    counted: list[int] = []
+    diamond(engine.Value, counted)  # the same graph, run plainly
+    assert len(counted) == 3 and "ran 3 times in backward pass 1" in found[0].message
+    # the correct sort runs each `_backward` once, and the doctor finds nothing
+    clean = engine_module("stack_sort", monkeypatch)
+    once: list[int] = []
+    diamond(clean.Value, once)
+    assert once == [1] and not mgtui.check(lambda: diamond(clean.Value))
+
+
+def test_two_backward_calls_of_one_loss_are_not_a_repeated_backward(tmp_path):
+    """`L.backward()` twice seeds L again before its second pass over the graph: that is
+    an accumulation (a zero_grad question), not a node twice in one order."""
+    path = tmp_path / "twice.py"
+    path.write_text("from engine import Value\n"
+                    "a = Value(2.0); b = Value(-3.0)\n"
+                    "L = a * b + a\n"
+                    "L.backward()\n"
+                    "L.backward()\n")
+    assert "repeated-backward" not in [f.kind for f in diagnose(path).findings]

@@ -46,6 +46,7 @@ class CheckContext:
         self.explained: set[int] = set()  # `_backward` events a finding already explains
         self.explained_passes: set[int] = set()  # backward passes a finding explains
         self.seedless: set[int] = set()  # backward passes whose root grad is 0
+        self.repeated: set[int] = set()  # backward passes with a `_backward` run twice
         self._source_lines = trace.source.splitlines()
 
     # -- the passes and calls the checks walk ----------------------------------------------

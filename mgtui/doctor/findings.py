@@ -14,6 +14,7 @@ KINDS = {
     "missing-zero-grad": "missing zero_grad",
     "missing-seed": "missing seed",
     "topo-order": "wrong topological order",
+    "repeated-backward": "a _backward run more than once in one pass",
     "foreign-write": "write to a node that is not an input",
     "no-backward": "op with no _backward",
     "non-finite": "nan or inf",

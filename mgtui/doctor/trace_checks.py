@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from typing import Callable
 
 from mgtui.doctor.context import CheckContext
@@ -140,11 +141,52 @@ def check_missing_seed(trace: Trace, ctx: CheckContext) -> list[Finding]:
     return found
 
 
-def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
-    """A node's `_backward` that ran before the `_backward` of a node that uses it."""
+def check_repeated_backward(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """An op node whose `_backward` ran more than once in one backward pass: the
+    topological order holds it twice, and it hands its grad on twice. (A grad written
+    between the calls, like a second `loss.backward()` seeding its root, starts anew.)"""
     t = trace
     found = []
     for p in ctx.backward_passes:
+        seeds = t.events_of(EventKind.GRAD, p.start, p.end)
+        runs: dict[tuple[int, int], list[int]] = {}  # (seed, op node) -> its calls
+        for i in t.backward_calls(p):
+            nid = t.event_node(i)
+            if not t.is_leaf(nid):
+                runs.setdefault((bisect_right(seeds, i), nid), []).append(i)
+        again = sorted((calls[1], nid) for (_, nid), calls in runs.items() if len(calls) > 1)
+        if not again:
+            continue
+        ctx.explained_passes.add(p.index)
+        ctx.repeated.add(p.index)
+        second, nid = again[0]  # the node whose second call comes first
+        calls = next(c for c in runs.values() if second in c)
+        found.append(ctx.finding(
+            "repeated-backward", nid, second, ctx.order_where(calls[0]),
+            repeated_message(t, ctx, p, nid, calls, len(again) - 1)))
+    return found
+
+
+def repeated_message(t: Trace, ctx: CheckContext, p: Pass, nid: int, calls: list[int],
+                     more: int) -> str:
+    times = "twice" if len(calls) == 2 else f"{len(calls)} times"
+    steps = ", ".join(str(i + 1) for i in calls[:-1]) + f" and {calls[-1] + 1}"
+    name = t.label(nid)
+    others = f" ({more} more node{'s' if more > 1 else ''} too)" if more else ""
+    return (f"the _backward of {ctx.op_text(nid)} ran {times} in backward pass "
+            f"{ctx.backward_number(p)} (steps {steps}), so its inputs "
+            f"({ctx.labels(ctx.inputs(nid))}) got {name}'s grad passed on {times}: the "
+            f"topological order holds {name} {times}{others}, where each node belongs once")
+
+
+def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A node's `_backward` that ran before the `_backward` of a node that uses it (in a
+    pass where no `_backward` ran twice: that finding says why the order is off)."""
+    t = trace
+    found = []
+    for p in ctx.backward_passes:
+        if p.index in ctx.repeated:
+            continue
         first_run: dict[int, int] = {}  # node -> its first `_backward` call in the pass
         for i in t.backward_calls(p):
             first_run.setdefault(t.event_node(i), i)
@@ -257,6 +299,7 @@ TRACE_CHECKS: tuple[Check, ...] = (
     check_overwrite,
     check_no_backward,
     check_foreign_write,
+    check_repeated_backward,
     check_topo_order,
     check_missing_zero_grad,
 )

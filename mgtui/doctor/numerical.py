@@ -47,6 +47,7 @@ from typing import Callable
 from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
+from mgtui.explain import misread_nodes
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
@@ -464,6 +465,10 @@ class NumericalCheck:
         closure = t.closure_of(s.event)
         line = ctx.grad_write_line(s.event, c) or (closure.first_line if closure else None)
         where = ctx.closure_where(s.event, line)
+        if t.values_at(s.event):  # a closure that holds another node says why
+            data, grad = t.state_at(s.event)
+            misread = misread_nodes(t, s.event, data.__getitem__, grad.__getitem__)
+            also += "".join(" " + m.sentence(t) for m in misread)
         if worst is None:  # no single input shows it (several inputs move together)
             return ctx.finding(
                 "wrong-derivative", s.node, s.event, where,

@@ -122,8 +122,7 @@ class NumericalCheck:
         self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
         self.seconds = 0.0
         self.notes: list[str] = []
-        self.wrong_in: dict[tuple, list[int]] = {}  # (kind, closure or line) -> passes
-        self.made: set[int] = set()  # the id() of each finding of its own
+        self.wrong_in = WrongPasses(trace, ctx)
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
         self.sampled = True
         self.plans: list[Plan] = []
@@ -185,7 +184,7 @@ class NumericalCheck:
                     break
                 (minus,) = more
             found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
-        found = self.with_other_passes(found)
+        found = self.wrong_in.named(found)
         left = len(plans) - len(self.checked)
         if left:
             self.notes.append(f"{left} backward pass(es) between the first and the last "
@@ -217,9 +216,7 @@ class NumericalCheck:
         direction = self.check_direction(plan, moves)
         if direction and not final:
             return None
-        direction = [f for f in direction if self.first_time(f.kind, (f.file, f.line), p)]
-        self.made.update(map(id, direction))
-        return found + direction
+        return found + self.wrong_in.first_of(direction, p)
 
     # -- the phases --------------------------------------------------------------------------
     def checkable_passes(self) -> list[Pass]:
@@ -384,34 +381,10 @@ class NumericalCheck:
         found = []
         for s in suspects:
             more = per_closure.pop(t.closure_index(s.event), None)
-            if more is not None and self.first_time("wrong-derivative",
-                                                    t.closure_index(s.event), plan.pass_):
+            if more is not None and self.wrong_in.first_time(
+                    "wrong-derivative", t.closure_index(s.event), plan.pass_):
                 found.append(self.wrong_derivative(plan, s, start_grad, more - 1))
-        self.made.update(map(id, found))
-        return found
-
-    def first_time(self, kind: str, where: object, p: Pass) -> bool:
-        """Is this the first checked pass where a numerical finding of `kind` shows at
-        `where` (a closure, or a line)? Either way pass `p` is noted as wrong there."""
-        passes = self.wrong_in.setdefault((kind, where), [])
-        passes.append(self.ctx.backward_number(p))
-        return len(passes) == 1
-
-    def with_other_passes(self, found: list[Finding]) -> list[Finding]:
-        """Each numerical finding, with the other checked passes it showed in
-        (`also wrong in backward passes 3, 5`); it is at the first of them."""
-        t = self.trace
-        out = []
-        for f in found:
-            where = t.closure_index(f.step) if f.kind == "wrong-derivative" else (f.file, f.line)
-            passes = self.wrong_in.get((f.kind, where), ())
-            if len(passes) > 1 and id(f) in self.made:
-                others = passes[1:]
-                f = replace(f, also_in_passes=tuple(others), message=(
-                    f"{f.message} Also wrong in backward pass{'es' if len(others) > 1 else ''} "
-                    f"{', '.join(map(str, others))}."))
-            out.append(f)
-        return out
+        return self.wrong_in.own(found)
 
     def check_direction(self, plan: Plan, moves: Moves) -> list[Finding]:
         """gradcheck's fast mode: the directional derivative of the root against the
@@ -513,35 +486,80 @@ class NumericalCheck:
             node_moves.append(dp[s.node] - dm[s.node])
             root_moves.append(dp[plan.root] - dm[plan.root])
             alone = all(dc == 0 for k, dc in enumerate(moves[n]) if k != n)
-            if alone and (rate := self.rate(s, c, moves[n][n], node_moves[n], root_moves[n],
-                                            final[c] - start_grad[c], True)) is not None:
-                return rate  # the common case: only this input moved, no need for more runs
+            if alone:  # the common case: only this input moved, no need for more runs
+                rate = input_rate(s, c, moves[n][n], node_moves[n], root_moves[n],
+                                  final[c] - start_grad[c], True)
+                if rate is not None:
+                    return rate
         if all(all(dc == 0 for k, dc in enumerate(row) if k != j)
                for j, row in enumerate(moves)):
             return None  # each input alone, and none was off
         local = solve(moves, node_moves)
         for k, c in enumerate(inputs if local is not None else ()):
-            rate = self.rate(s, c, moves[k][k], local[k] * moves[k][k], root_moves[k],
-                             final[c] - start_grad[c], False)
+            rate = input_rate(s, c, moves[k][k], local[k] * moves[k][k], root_moves[k],
+                              final[c] - start_grad[c], False)
             if rate is not None:
                 return rate
         return None
 
-    @staticmethod
-    def rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,
-             alone: bool) -> InputRate | None:
-        """Input `c`'s numbers if the call's contribution to it is off: `dc` is how far it
-        moved, `dn` how far the op moved with it (alone, or that part of the op's move),
-        `droot` how far the root moved (a numerical gradient only if `c` moved alone)."""
-        if dc == 0 or not math.isfinite(dn / dc):
-            return None
-        local = dn / dc
-        applied = s.contrib.get(c, 0.0)
-        expected = s.grad * local
-        if close(applied, expected, max(abs(applied), abs(expected))):
-            return None
-        return InputRate(c, local, applied / s.grad if s.grad else math.nan,
-                         droot / dc if alone else None, grad_rec, applied, expected)
+
+def input_rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,
+               alone: bool) -> InputRate | None:
+    """Input `c`'s numbers if the call's contribution to it is off: `dc` is how far it
+    moved, `dn` how far the op moved with it (alone, or that part of the op's move),
+    `droot` how far the root moved (a numerical gradient only if `c` moved alone)."""
+    if dc == 0 or not math.isfinite(dn / dc):
+        return None
+    local = dn / dc
+    applied = s.contrib.get(c, 0.0)
+    expected = s.grad * local
+    if close(applied, expected, max(abs(applied), abs(expected))):
+        return None
+    return InputRate(c, local, applied / s.grad if s.grad else math.nan,
+                     droot / dc if alone else None, grad_rec, applied, expected)
+
+
+class WrongPasses:
+    """The checked backward passes each numerical finding showed in, so that the finding
+    is made once, at the first of them, and names the others."""
+
+    def __init__(self, trace: Trace, ctx: CheckContext) -> None:
+        self.trace = trace
+        self.ctx = ctx
+        self.passes: dict[tuple, list[int]] = {}  # (kind, closure or line) -> passes
+        self.made: set[int] = set()  # the id() of each finding of the numerical check
+
+    def first_time(self, kind: str, where: object, p: Pass) -> bool:
+        """Is this the first checked pass where a numerical finding of `kind` shows at
+        `where` (a closure, or a line)? Either way pass `p` is noted as wrong there."""
+        passes = self.passes.setdefault((kind, where), [])
+        passes.append(self.ctx.backward_number(p))
+        return len(passes) == 1
+
+    def own(self, found: list[Finding]) -> list[Finding]:
+        """`found`, made by the numerical check: `named` adds their other passes."""
+        self.made.update(map(id, found))
+        return found
+
+    def first_of(self, found: list[Finding], p: Pass) -> list[Finding]:
+        """The findings of pass `p` that did not show in an earlier checked pass."""
+        return self.own([f for f in found if self.first_time(f.kind, (f.file, f.line), p)])
+
+    def named(self, found: list[Finding]) -> list[Finding]:
+        """Each numerical finding, with the other checked passes it showed in
+        (`also wrong in backward passes 3, 5`); it is at the first of them."""
+        t = self.trace
+        out = []
+        for f in found:
+            where = t.closure_index(f.step) if f.kind == "wrong-derivative" else (f.file, f.line)
+            passes = self.passes.get((f.kind, where), ())
+            if len(passes) > 1 and id(f) in self.made:
+                others = passes[1:]
+                f = replace(f, also_in_passes=tuple(others), message=(
+                    f"{f.message} Also wrong in backward pass{'es' if len(others) > 1 else ''} "
+                    f"{', '.join(map(str, others))}."))
+            out.append(f)
+        return out
 
 
 def solve(a: list[list[float]], b: list[float]) -> list[float] | None:

@@ -454,7 +454,7 @@ class NumericalCheck:
             "wrong-derivative", s.node, s.event, where,
             f"{grads}The _backward of {ctx.op_text(s.node)} added {worst.applied:.6g} to "
             f"{name}.grad, which is {worst.local_rec:.6g} × {out}.grad ({s.grad:.6g}); "
-            f"d{out}/d{name} is {worst.local_num:.6g} numerically, so it should have added "
+            f"∂{out}/∂{name} is {worst.local_num:.6g} numerically, so it should have added "
             f"{worst.expected:.6g}.{also}", numerical=worst.grad_num, recorded=worst.grad_rec,
             input=c, local=worst.local_num)
 

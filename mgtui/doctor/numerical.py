@@ -409,13 +409,14 @@ class NumericalCheck:
                    and final[n] - start_grad[n] != 0]
         if skipped:  # an op node that got a grad but never passed it on
             nid = skipped[-1]
+            more = f" ({len(skipped) - 1} more node(s) like it)" if len(skipped) > 1 else ""
             return [ctx.finding(
                 "topo-order", nid, plan.first, ctx.order_where(plan.first),
                 f"{ctx.op_text(nid)} is in the graph of {ctx.node_text(root)} and got a grad "
                 f"({final[nid] - start_grad[nid]:.6g}) but its _backward never ran in this "
-                f"pass: the topological order leaves it out ({len(skipped)} node(s) like it). "
-                f"Nudging the graph along a random direction moves {t.label(root)} at the "
-                f"rate numerical {central:.6g}, recorded {recorded:.6g}",
+                f"pass: the topological order leaves it out{more}. Nudging the graph along a "
+                f"random direction moves {t.label(root)} at the rate numerical "
+                f"{central:.6g}, recorded {recorded:.6g}.",
                 numerical=central, recorded=recorded)]
         return [ctx.finding(
             "wrong-gradient", root, plan.first, ctx.scenario_where(t.event_line(plan.first)),

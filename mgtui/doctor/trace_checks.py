@@ -148,22 +148,25 @@ def check_repeated_backward(trace: Trace, ctx: CheckContext) -> list[Finding]:
     t = trace
     found = []
     for p in ctx.backward_passes:
+        calls = t.backward_calls(p)
+        nodes = list(map(t.event_node, calls))
+        if len(set(nodes)) == len(nodes):
+            continue  # the common case: each node's `_backward` ran once
         seeds = t.events_of(EventKind.GRAD, p.start, p.end)
         runs: dict[tuple[int, int], list[int]] = {}  # (seed, op node) -> its calls
-        for i in t.backward_calls(p):
-            nid = t.event_node(i)
+        for i, nid in zip(calls, nodes):
             if not t.is_leaf(nid):
                 runs.setdefault((bisect_right(seeds, i), nid), []).append(i)
-        again = sorted((calls[1], nid) for (_, nid), calls in runs.items() if len(calls) > 1)
+        again = sorted((c[1], nid) for (_, nid), c in runs.items() if len(c) > 1)
         if not again:
             continue
         ctx.explained_passes.add(p.index)
         ctx.repeated.add(p.index)
         second, nid = again[0]  # the node whose second call comes first
-        calls = next(c for c in runs.values() if second in c)
+        twice = next(c for c in runs.values() if second in c)
         found.append(ctx.finding(
-            "repeated-backward", nid, second, ctx.order_where(calls[0]),
-            repeated_message(t, ctx, p, nid, calls, len(again) - 1)))
+            "repeated-backward", nid, second, ctx.order_where(twice[0]),
+            repeated_message(t, ctx, p, nid, twice, len(again) - 1)))
     return found
 
 
@@ -284,12 +287,12 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     step = next((i for i, written in calls.items() if i >= first and nid in written), first)
     why = ("the parameters were updated in between" if last_update > ends[q]
            else "it is the same graph again")
+    more = f", and {len(stale) - 1} more node(s) like it" if len(stale) > 1 else ""
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
         f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
-        f"left over from backward pass {ctx.backward_number(t.passes[q])} ({why}), and "
-        f"{len(stale)} node(s) like it: the new gradients are added on top; zero the grads "
-        f"before backward()",
+        f"left over from backward pass {ctx.backward_number(t.passes[q])} ({why}){more}: "
+        f"the new gradients are added on top; zero the grads before backward()",
         recorded=grad[nid])
 
 

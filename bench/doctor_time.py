@@ -162,23 +162,26 @@ def compare_small(before: Path, after: Path, repeat: int) -> None:
             for label, tree in (("before", before), ("after", after)):
                 runs.setdefault((label, path), []).append(timed(tree, path, None))
     print(f"{'scenario':34s} {'before':>8s} {'after':>8s} {'ratio':>6s}  runs  findings after")
-    totals = {("before", "bugs"): 0.0, ("after", "bugs"): 0.0,
-              ("before", "shapes"): 0.0, ("after", "shapes"): 0.0}
+    totals = {(label, group, what): 0.0 for label in ("before", "after")
+              for group in ("bugs", "shapes") for what in ("total", "cpu")}
     for path in scenarios:
         best = {label: min(runs[(label, path)], key=lambda r: r["total"])
                 for label in ("before", "after")}
         group = "bugs" if path.parent.name == "bugs" else "shapes"
         for label in best:
-            totals[(label, group)] += best[label]["total"]
+            totals[(label, group, "total")] += best[label]["total"]
+            totals[(label, group, "cpu")] += min(r["cpu"] for r in runs[(label, path)])
         b, a = best["before"]["total"], best["after"]["total"]
         name = f"{path.parent.name}/{path.stem}"
         found = "; ".join(best["after"]["findings"]) or "none"
         print(f"{name:34s} {b:7.2f}s {a:7.2f}s {a / b:5.2f}×  {best['before']['runs']:>2}→"
               f"{best['after']['runs']:<2} {found}")
     for group in ("bugs", "shapes"):
-        b, a = totals[("before", group)], totals[("after", group)]
+        b, a = totals[("before", group, "total")], totals[("after", group, "total")]
+        cb, ca = totals[("before", group, "cpu")], totals[("after", group, "cpu")]
         print(f"total, {'bundled bug scenarios' if group == 'bugs' else 'other shapes'}: "
-              f"before {b:.1f} s, after {a:.1f} s: {a / b:.2f}× (best of {repeat} each)")
+              f"before {b:.1f} s, after {a:.1f} s: {a / b:.2f}×; CPU before {cb:.1f} s, "
+              f"after {ca:.1f} s: {ca / cb:.2f}× (best of {repeat} each)")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

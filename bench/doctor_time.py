@@ -4,19 +4,25 @@ passes in at most the time the doctor took before it (when it checked one pass
 numerically), and `--passes all` within a minute.
 
 Each doctor runs in a process of its own, from its own tree (the earlier one is
-`git archive`d into a temporary directory), in turns, so both see the same machine:
+`git archive`d into a temporary directory, or given as `--tree`), in turns, so both see
+the same machine:
 
-    python bench/doctor_time.py [--baseline REV] [--repeat N] [--bug]
+    python bench/doctor_time.py [--baseline REV | --tree DIR] [--repeat N] [--bug]
+    python bench/doctor_time.py --bugs [--baseline REV | --tree DIR] [--repeat N]
 
 prints the seconds of each phase, the recordings and the findings of each, and the
 ratios of the totals. `--bug` also times a moons whose ReLU passes gradient for negative
-inputs (a run that has to localise a fault).
+inputs (a run that has to localise a fault). `--bugs` times instead each bundled bug
+scenario and each engine of another shape in `tests/data/` (issue 19 wants them within
+1.2× of the doctor before it), both trees on the same files, and prints the machine's
+load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -83,10 +89,14 @@ def cpu_of_children() -> float:
 
 def timed(tree: Path, scenario: Path, passes) -> dict:
     """One doctor run: its wall-clock phases, and the CPU seconds of its whole process
-    tree (every recording's child included), which a busy machine disturbs far less."""
+    tree (every recording's child included), which a busy machine disturbs far less.
+    The tree is the working directory and first on `PYTHONPATH`, so the recordings'
+    children import its mgtui too."""
     cpu = cpu_of_children()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
     out = subprocess.run([sys.executable, "-c", CHILD, str(scenario), json.dumps(passes)],
-                         cwd=tree, capture_output=True, text=True)
+                         cwd=tree, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"the doctor in {tree} failed:\n{out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -133,15 +143,66 @@ def compare(before: Path, after: Path, scenario_name: str, repeat: int,
               f"(best of {repeat}; --passes all took {best[every]:.1f} s)")
 
 
+def small_scenarios() -> list[Path]:
+    """The bundled bug scenarios, then the engines of other shapes (issue 19)."""
+    bugs = sorted(p for p in (ROOT / "scenarios" / "bugs").glob("*.py") if p.stem != "__init__")
+    data = ROOT / "tests" / "data"
+    shapes = sorted(p for folder in ("engines", "passes", "closures")
+                    for p in (data / folder).glob("*.py"))
+    return bugs + shapes
+
+
+def compare_small(before: Path, after: Path, repeat: int) -> None:
+    """Each small scenario under both doctors, in turns, best of `repeat` each."""
+    scenarios = small_scenarios()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    runs: dict[tuple[str, Path], list[dict]] = {}
+    for _ in range(repeat):
+        for path in scenarios:
+            for label, tree in (("before", before), ("after", after)):
+                runs.setdefault((label, path), []).append(timed(tree, path, None))
+    print(f"{'scenario':34s} {'before':>8s} {'after':>8s} {'ratio':>6s}  runs  findings after")
+    totals = {(label, group, what): 0.0 for label in ("before", "after")
+              for group in ("bugs", "shapes") for what in ("total", "cpu")}
+    for path in scenarios:
+        best = {label: min(runs[(label, path)], key=lambda r: r["total"])
+                for label in ("before", "after")}
+        group = "bugs" if path.parent.name == "bugs" else "shapes"
+        for label in best:
+            totals[(label, group, "total")] += best[label]["total"]
+            totals[(label, group, "cpu")] += min(r["cpu"] for r in runs[(label, path)])
+        b, a = best["before"]["total"], best["after"]["total"]
+        name = f"{path.parent.name}/{path.stem}"
+        found = "; ".join(best["after"]["findings"]) or "none"
+        print(f"{name:34s} {b:7.2f}s {a:7.2f}s {a / b:5.2f}×  {best['before']['runs']:>2}→"
+              f"{best['after']['runs']:<2} {found}")
+    for group in ("bugs", "shapes"):
+        b, a = totals[("before", group, "total")], totals[("after", group, "total")]
+        cb, ca = totals[("before", group, "cpu")], totals[("after", group, "cpu")]
+        print(f"total, {'bundled bug scenarios' if group == 'bugs' else 'other shapes'}: "
+              f"before {b:.1f} s, after {a:.1f} s: {a / b:.2f}×; CPU before {cb:.1f} s, "
+              f"after {ca:.1f} s: {ca / cb:.2f}× (best of {repeat} each)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE, help=f"commit (default {BASELINE})")
+    parser.add_argument("--tree", type=Path, help="the earlier tree, checked out already "
+                        "(a `git worktree add --detach`), instead of --baseline")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--bug", action="store_true", help="also time a moons with a faulty ReLU")
+    parser.add_argument("--bugs", action="store_true",
+                        help="time the bundled bug scenarios and the other shapes instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        before = baseline_tree(args.baseline, Path(tmp))
-        print(f"moons.py, before = {args.baseline}, after = this tree")
+        before = args.tree.resolve() if args.tree else baseline_tree(args.baseline, Path(tmp))
+        name = args.tree or args.baseline
+        if args.bugs:
+            print(f"small scenarios, before = {name}, after = this tree")
+            compare_small(before, ROOT, args.repeat)
+            return 0
+        print(f"moons.py, before = {name}, after = this tree")
         compare(before, ROOT, "moons.py", args.repeat)
         if args.bug:
             print("moons.py with a faulty ReLU")

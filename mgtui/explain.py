@@ -21,7 +21,10 @@ from mgtui.trace import EventKind, Field, Trace
 
 
 def fmt(x: float) -> str:
-    """A number as a lesson shows it: at most 4 decimals, trailing zeros trimmed."""
+    """A number as a lesson shows it: at most 4 decimals, trailing zeros trimmed; an int
+    (a loop index read by a closure) as an int."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
@@ -102,9 +105,17 @@ def known_op(op: object) -> bool:
     return op in KNOWN_OPS or (isinstance(op, str) and op.startswith("**"))
 
 
-def local_derivative(op: str, out: str, ins: list[str]) -> str:
+def local_derivative(op: str, out: str, ins: list[str], repeated: bool = False) -> str:
+    """The op's local derivatives in the names of its inputs. `repeated`: one node is
+    both inputs of a `+` or `*` (`x + x`, `x * x`), whose `_backward` adds to its grad
+    once per use."""
     a = ins[0] if ins else "x"
     b = ins[1] if len(ins) > 1 else a
+    if repeated and op == "+":
+        return f"∂{out}/∂{a} = 1 + 1 = 2 ({a} is both inputs: each use adds {out}.grad)"
+    if repeated and op == "*":
+        return (f"∂{out}/∂{a} = {a} + {a} = 2 × {a} ({a} is both inputs: each use adds "
+                f"{a}.data × {out}.grad)")
     if op == "+":
         return f"∂{out}/∂{a} = 1, ∂{out}/∂{b} = 1"
     if op == "*":
@@ -119,6 +130,12 @@ def local_derivative(op: str, out: str, ins: list[str]) -> str:
     if op in ("ReLU", "relu"):
         return f"∂{out}/∂{a} = 1 if {a} > 0 else 0"
     return ""
+
+
+def repeated_input(kids: tuple[int, ...]) -> bool:
+    """Is one node both inputs of a two-input op? (`x * x`: its children are (x, x),
+    or (x,) when `_prev` is a set.)"""
+    return len(kids) in (1, 2) and kids[0] == kids[-1]
 
 
 def explain(trace: Trace, data, grad, index: int,
@@ -181,7 +198,7 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
         expr, numbers = f"{fn}({', '.join(names)})", f"{fn}({', '.join(vals)})"
     return Explanation("create", nid, f"forward: {label} = {expr}",
                        f"{label} = {expr} = {numbers} = {value}",
-                       local_derivative(op, name(label), names))
+                       local_derivative(op, name(label), names, repeated_input(kids)))
 
 
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:
@@ -225,13 +242,98 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
     if g == 0 and kids:
         notes.append(f"{out}.grad is 0, so everything it passes back is 0.")
     title = f"backward: {out}._backward()" + (f"  ({op})" if op else "")
-    local = local_derivative(op, out, names)
+    local = local_derivative(op, out, names, repeated_input(kids))
     values = trace.values_at(index)
+    if values:
+        at_call = state_before(writes, data, grad)
+        notes.extend(m.sentence(trace) for m in misread_nodes(trace, index, *at_call))
     if not known and not local and kids:
         local = _implied(trace, nid, out, g, contributions, numerical)
     return Explanation("backward", nid, title,
                        f"{out}.grad = {fmt(g)}", local, tuple(contributions), tuple(notes),
                        ", ".join(f"{n} = {fmt(v)}" for n, v in values))
+
+
+@dataclass(frozen=True)
+class Misread:
+    """A closure variable of a `_backward` that holds a node other than the call's own
+    node and its inputs, told by the values the call read (`out.data`, `out.grad`)."""
+
+    name: str  # the closure variable, `out`
+    node: int  # the node it holds at the call, by its values
+    owner: int  # the node whose `_backward` ran
+    fields: tuple[tuple[str, float], ...]  # what was read of it: ("data", 0.14), …
+    late: bool  # made after the owner by the same op: a loop rebound the variable
+    plain: tuple[tuple[str, float], ...] = ()  # the other variables read: numbers (`i`)
+
+    def sentence(self, trace: Trace) -> str:
+        node, owner = node_ref(trace, self.node), node_ref(trace, self.owner)
+        if trace.label(self.node) == trace.label(self.owner):  # both `out`: by id
+            node, owner = f"#{self.node}", f"#{self.owner}"
+        read = ", ".join(f"{self.name}.{f} = {fmt(v)}" for f, v in self.fields)
+        if self.late:
+            names = [self.name, *(n for n, _ in self.plain)]
+            plain = ", ".join(f"{n} = {fmt(v)}" for n, v in self.plain)
+            also = (f" It reads {plain} too, which that loop may have moved on as well."
+                    if plain else "")
+            return (f"`{self.name}` here is {node}, not {owner}: this call read {read}, "
+                    f"which are {node}'s. The closure was bound late: `{self.name}` was "
+                    f"rebound to {node} (a later turn of the loop) after this _backward was "
+                    f"made, and a closure reads its variables as they are when it runs.{also} "
+                    f"Bind them as it is made: "
+                    f"`def _backward({', '.join(f'{n}={n}' for n in names)}):`.")
+        return (f"`{self.name}` here is {node}, which is neither {owner} nor one of its "
+                f"inputs: this call read {read}, which are {node}'s.")
+
+
+def node_ref(trace: Trace, nid: int) -> str:
+    """`#5`, or `p (#5)` for a node with a name of its own."""
+    label = trace.label(nid)
+    return label if label == f"#{nid}" else f"{label} (#{nid})"
+
+
+def state_before(writes, data, grad) -> tuple:
+    """(data of, grad of): each node's data and grad as a `_backward` call began, from
+    the state after it (`data`, `grad`) and its `writes`."""
+    before: dict[tuple[int, Field], float] = {}
+    for w in reversed(writes):
+        before[(w.node, w.field)] = w.before
+    return (lambda n: before.get((n, Field.DATA), data[n]),
+            lambda n: before.get((n, Field.GRAD), grad[n]))
+
+
+def misread_nodes(trace: Trace, index: int, data_of, grad_of) -> list[Misread]:
+    """The closure variables of `_backward` event `index` whose `data` (and `grad`, if
+    read) match no node of the call (its own, its inputs) but exactly one other node
+    made before it. `data_of`/`grad_of(n)`: node n's values as the call began."""
+    fields: dict[str, dict[str, float]] = {}
+    plain = []
+    for shown, value in trace.values_at(index):
+        var, _, attr = shown.partition(".")
+        if attr in ("data", "grad"):
+            fields.setdefault(var, {})[attr] = value
+        elif not attr:
+            plain.append((shown, value))
+    owner = trace.event_node(index)
+    own = (owner, *trace.children(owner))
+    found = []
+    for var, read in fields.items():
+        if "data" not in read:
+            continue  # a grad alone (often 0) tells too little
+
+        def holds(n: int) -> bool:
+            return all((data_of if f == "data" else grad_of)(n) == v for f, v in read.items())
+
+        if any(holds(n) for n in own):
+            continue
+        made = [n for n in range(trace.node_count)
+                if (trace.created_at(n) or 0) < index and holds(n)]
+        if len(made) == 1:
+            (n,) = made
+            late = n > owner and trace.op(n) == trace.op(owner)
+            found.append(Misread(var, n, owner, tuple(sorted(read.items())), late,
+                                 tuple(plain)))
+    return found
 
 
 def _implied(trace: Trace, nid: int, out: str, g: float,

@@ -12,7 +12,7 @@ import pytest
 
 from mgtui.cli import main
 from mgtui.doctor import diagnose
-from mgtui.doctor.numerical import solve, spread
+from mgtui.doctor.numerical import solve
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE = ROOT / "scenarios" / "bugs" / "late_pass.py"
@@ -69,9 +69,6 @@ def test_passes_pick_the_ones_checked():
 
 
 def test_default_sampling_always_has_the_first_and_the_last_pass():
-    assert spread(list(range(7)))[:2] == [0, 6]
-    assert sorted(spread(list(range(7)))) == list(range(7))
-    assert spread(list(range(7)))[2] == 3  # then the middle of the widest gap
     # a budget of nothing still checks the first and the last pass of 20 (mlp.py)
     report = diagnose(ROOT / "scenarios" / "mlp.py", budget=1e-9)
     numbers = [report.backward_number(q) for q in report.checked_passes]

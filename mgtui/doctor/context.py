@@ -7,6 +7,7 @@ import ast
 import gc
 import linecache
 import os
+import re
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +19,7 @@ from mgtui.safe import inert_line
 from mgtui.trace import EventKind, Field, Pass, Trace, Write
 
 Where = tuple[str, int | None, str]  # a file, a line in it, and that line's text
+ASSIGNS_GRAD = re.compile(r"\.grad\s*=(?!=)")  # `x.grad = …`, not `+=` or `==`
 
 
 @contextmanager
@@ -44,6 +46,7 @@ class CheckContext:
         self.explained: set[int] = set()  # `_backward` events a finding already explains
         self.explained_passes: set[int] = set()  # backward passes a finding explains
         self.seedless: set[int] = set()  # backward passes whose root grad is 0
+        self.repeated: set[int] = set()  # backward passes with a `_backward` run twice
         self._source_lines = trace.source.splitlines()
 
     # -- the passes and calls the checks walk ----------------------------------------------
@@ -52,6 +55,21 @@ class CheckContext:
         """The backward passes with at least one `_backward` call."""
         t = self.trace
         return [p for p in t.passes if p.kind == "backward" and t.first_backward(p) is not None]
+
+    @cached_property
+    def _backward_numbers(self) -> dict[int, int]:
+        passes = [p.index for p in self.trace.passes if p.kind == "backward"]
+        return {index: n for n, index in enumerate(passes, 1)}
+
+    def backward_number(self, p: Pass) -> int:
+        """Pass `p`'s number among the backward passes, from 1 (as the report counts)."""
+        return self._backward_numbers[p.index]
+
+    def inputs(self, nid: int) -> tuple[int, ...]:
+        """Node `nid`'s inputs, each once, in order: `x * x` with `_prev` kept as a tuple
+        (or a list) has the children (x, x) but one input, and every check counts a
+        `_backward`'s contributions per distinct input."""
+        return distinct(self.trace.children(nid))
 
     def events_with_writes(self, p: Pass) -> Iterator[tuple[int, EventKind, tuple[Write, ...]]]:
         """Each event of pass `p`, in order, with its kind and writes (the pass's writes
@@ -118,6 +136,21 @@ class CheckContext:
         return next((w.line for w in self.trace.writes(event)
                      if w.node == target and w.field is Field.GRAD), None)
 
+    def assigning_write_line(self, event: int, target: int) -> int | None:
+        """The line of event `event`'s write that assigns `target`'s grad (`x.grad = …`,
+        by the closure's source), else of its first write to it: when a `_backward`
+        writes one input twice (`self.grad += …; other.grad = …` for `x + x`), the
+        `=` is the line at fault, not the first write."""
+        lines = [w.line for w in self.trace.writes(event)
+                 if w.node == target and w.field is Field.GRAD]
+        closure = self.trace.closure_of(event)
+        if closure is not None and len(set(lines)) > 1:
+            for line in lines:
+                k = (line or 0) - closure.first_line
+                if 0 <= k < len(closure.lines) and ASSIGNS_GRAD.search(closure.lines[k]):
+                    return line
+        return lines[0] if lines else None
+
     def finding(self, kind: str, nid: int, step: int, where: Where, message: str,
                 numerical: float | None = None, recorded: float | None = None,
                 input: int | None = None, local: float | None = None) -> Finding:
@@ -125,6 +158,14 @@ class CheckContext:
         t = self.trace
         return Finding(kind, nid, t.label(nid), t.op(nid), step, file, line, text, message,
                        numerical, recorded, input, local)
+
+
+def distinct(ids: tuple[int, ...]) -> tuple[int, ...]:
+    """`ids` with repeats left out, in order (a pair of two different ids, the common
+    case, is returned as it is)."""
+    if len(ids) < 2 or (len(ids) == 2 and ids[0] != ids[1]):
+        return ids
+    return tuple(dict.fromkeys(ids))
 
 
 def order_line(source: str, call: int) -> int | None:

@@ -14,6 +14,7 @@ KINDS = {
     "missing-zero-grad": "missing zero_grad",
     "missing-seed": "missing seed",
     "topo-order": "wrong topological order",
+    "repeated-backward": "a _backward run more than once in one pass",
     "foreign-write": "write to a node that is not an input",
     "no-backward": "op with no _backward",
     "non-finite": "nan or inf",
@@ -38,6 +39,7 @@ class Finding:
     recorded: float | None = None
     input: int | None = None  # wrong-derivative: the input whose contribution is off
     local: float | None = None  # and d node / d input there, numerically
+    also_in_passes: tuple[int, ...] = ()  # the other backward passes it was found in
 
     @property
     def title(self) -> str:

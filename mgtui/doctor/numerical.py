@@ -17,7 +17,8 @@ would switch its `_backward` on).
   derivative of the root, compared with the recorded grads.
 - Every node `N = op(c_1..c_k)` also moves, and its move must match the move of its
   inputs through the local derivative its `_backward` applied:
-  `N.grad * dN = sum_k (contribution to c_k.grad) * dc_k`. Each `_backward` call is
+  `N.grad * dN = sum_k (contribution to c_k.grad) * dc_k`, over its distinct inputs
+  (`x * x` has one, whichever way `_prev` keeps it). Each `_backward` call is
   checked on its own, so the faulty op is found directly, with no bisection, and a wrong
   topological order (which feeds an op a partial grad) is not mistaken for a wrong
   derivative. At a kink (ReLU at 0) one one-sided difference must agree instead.
@@ -25,9 +26,12 @@ would switch its `_backward` on).
 The finding's numbers then come from a few more runs that nudge one input of the faulty
 op alone: its numerical gradient against the recorded one.
 
-Which passes: by default the first and the last checkable backward pass, then those
-between them (spread out: the middle one first) for as long as the time budget lasts;
+Which passes: by default every checkable backward pass, in order, those between the
+first and the last while the time budget lasts (the last is always checked);
 `passes="all"` or a list of backward pass numbers (counted from 1) checks those asked for.
+Going in pass order, a finding is made at the first wrong pass, and names the other
+checked passes it is wrong in (`also wrong in backward passes 3, 5`); those cost no
+runs of their own.
 """
 
 from __future__ import annotations
@@ -37,12 +41,13 @@ import random
 import time
 from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from mgtui.doctor.context import CheckContext, collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
+from mgtui.explain import misread_nodes
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
@@ -117,6 +122,7 @@ class NumericalCheck:
         self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
         self.seconds = 0.0
         self.notes: list[str] = []
+        self.wrong_in = WrongPasses(trace, ctx)
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
         self.sampled = True
         self.plans: list[Plan] = []
@@ -157,10 +163,11 @@ class NumericalCheck:
         minus: Trace | None = None
         started = time.perf_counter() - self.seconds  # as if the check had run alone
         found = list(earlier)
-        for k, plan in enumerate(spread(plans)):
-            if (self.sampled and k >= 2
+        last = len(plans) - 1
+        for k, plan in enumerate(plans):  # in pass order: the first wrong pass comes first
+            if (self.sampled and 0 < k < last
                     and time.perf_counter() - started > self.budget):
-                break
+                continue  # a pass between the first and the last, over the budget
             # One run nudged up tells a right pass from a wrong one; the run nudged down
             # is made only for a pass that seems wrong (a kink, or a fault to localise).
             if minus is None:
@@ -177,7 +184,7 @@ class NumericalCheck:
                     break
                 (minus,) = more
             found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
-        self.checked.sort(key=lambda p: p.index)
+        found = self.wrong_in.named(found)
         left = len(plans) - len(self.checked)
         if left:
             self.notes.append(f"{left} backward pass(es) between the first and the last "
@@ -209,7 +216,7 @@ class NumericalCheck:
         direction = self.check_direction(plan, moves)
         if direction and not final:
             return None
-        return found + direction
+        return found + self.wrong_in.first_of(direction, p)
 
     # -- the phases --------------------------------------------------------------------------
     def checkable_passes(self) -> list[Pass]:
@@ -247,7 +254,8 @@ class NumericalCheck:
 
     def plan(self, p: Pass, sample: int | None, rng: random.Random) -> Plan:
         """One pass to check, and a seeded random direction over its graph: every leaf,
-        and `sample` of the other nodes (all of them by default)."""
+        and `sample` of the other nodes (all of them by default), each nudged by a random
+        sign times a random size between 0.5 and 1.5 (times its own size, if over 1)."""
         t = self.trace
         first = t.first_backward(p)
         root = t.backward_root(p)
@@ -264,7 +272,9 @@ class NumericalCheck:
         for n in leaves + inner:
             x = t.node_data[n]
             if math.isfinite(x):
-                direction[n] = rng.choice((-1.0, 1.0)) * max(1.0, abs(x))
+                # a random sign and size: with signs alone, two nudges that undo each
+                # other (y +1, z -1 into `y + z`) would hide a node left out of the order
+                direction[n] = rng.choice((-1.0, 1.0)) * rng.uniform(0.5, 1.5) * max(1.0, abs(x))
         stop_after = len(t.events_of(EventKind.BACKWARD, 0, first))
         return Plan(p, first, stop_after, root, nodes, leaves, direction)
 
@@ -347,7 +357,7 @@ class NumericalCheck:
                 if w.field is Field.GRAD:
                     contrib[w.node] = contrib.get(w.node, 0.0) + w.delta
                     grad[w.node] = w.after
-            inputs = t.children(nid)
+            inputs = ctx.inputs(nid)  # each once: `x * x` may list x twice
             if not inputs or nid >= len(dp) or nid >= len(dm):
                 continue
             closure = t.closure_of(i)
@@ -364,15 +374,17 @@ class NumericalCheck:
         return suspects
 
     def localise(self, plan: Plan, suspects: list[Suspect], start_grad: array) -> list[Finding]:
-        """One finding per faulty closure, at its first faulty call."""
+        """One finding per faulty closure, at its first faulty call, in the first pass it
+        is wrong in (a later pass only adds its number to that finding: no more runs)."""
         t = self.trace
         per_closure = Counter(t.closure_index(s.event) for s in suspects)
         found = []
         for s in suspects:
             more = per_closure.pop(t.closure_index(s.event), None)
-            if more is not None:
+            if more is not None and self.wrong_in.first_time(
+                    "wrong-derivative", t.closure_index(s.event), plan.pass_):
                 found.append(self.wrong_derivative(plan, s, start_grad, more - 1))
-        return found
+        return self.wrong_in.own(found)
 
     def check_direction(self, plan: Plan, moves: Moves) -> list[Finding]:
         """gradcheck's fast mode: the directional derivative of the root against the
@@ -397,13 +409,14 @@ class NumericalCheck:
                    and final[n] - start_grad[n] != 0]
         if skipped:  # an op node that got a grad but never passed it on
             nid = skipped[-1]
+            more = f" ({len(skipped) - 1} more node(s) like it)" if len(skipped) > 1 else ""
             return [ctx.finding(
                 "topo-order", nid, plan.first, ctx.order_where(plan.first),
                 f"{ctx.op_text(nid)} is in the graph of {ctx.node_text(root)} and got a grad "
                 f"({final[nid] - start_grad[nid]:.6g}) but its _backward never ran in this "
-                f"pass: the topological order leaves it out ({len(skipped)} node(s) like it). "
-                f"Nudging the graph along a random direction moves {t.label(root)} at the "
-                f"rate numerical {central:.6g}, recorded {recorded:.6g}",
+                f"pass: the topological order leaves it out{more}. Nudging the graph along a "
+                f"random direction moves {t.label(root)} at the rate numerical "
+                f"{central:.6g}, recorded {recorded:.6g}.",
                 numerical=central, recorded=recorded)]
         return [ctx.finding(
             "wrong-gradient", root, plan.first, ctx.scenario_where(t.event_line(plan.first)),
@@ -418,7 +431,7 @@ class NumericalCheck:
         """The finding for a faulty `_backward`, with the numbers of its first input
         whose contribution is off."""
         t, ctx = self.trace, self.ctx
-        inputs = list(dict.fromkeys(t.children(s.node)))[:MAX_INPUTS_NUDGED]
+        inputs = list(ctx.inputs(s.node))[:MAX_INPUTS_NUDGED]
         worst = self.first_wrong_input(plan, s, inputs, start_grad)
         also = (f" The same _backward disagrees at {more} more call{'s' if more > 1 else ''}."
                 if more else "")
@@ -426,6 +439,10 @@ class NumericalCheck:
         closure = t.closure_of(s.event)
         line = ctx.grad_write_line(s.event, c) or (closure.first_line if closure else None)
         where = ctx.closure_where(s.event, line)
+        if t.values_at(s.event):  # a closure that holds another node says why
+            data, grad = t.state_at(s.event)
+            misread = misread_nodes(t, s.event, data.__getitem__, grad.__getitem__)
+            also += "".join(" " + m.sentence(t) for m in misread)
         if worst is None:  # no single input shows it (several inputs move together)
             return ctx.finding(
                 "wrong-derivative", s.node, s.event, where,
@@ -438,7 +455,7 @@ class NumericalCheck:
             "wrong-derivative", s.node, s.event, where,
             f"{grads}The _backward of {ctx.op_text(s.node)} added {worst.applied:.6g} to "
             f"{name}.grad, which is {worst.local_rec:.6g} × {out}.grad ({s.grad:.6g}); "
-            f"d{out}/d{name} is {worst.local_num:.6g} numerically, so it should have added "
+            f"∂{out}/∂{name} is {worst.local_num:.6g} numerically, so it should have added "
             f"{worst.expected:.6g}.{also}", numerical=worst.grad_num, recorded=worst.grad_rec,
             input=c, local=worst.local_num)
 
@@ -470,35 +487,80 @@ class NumericalCheck:
             node_moves.append(dp[s.node] - dm[s.node])
             root_moves.append(dp[plan.root] - dm[plan.root])
             alone = all(dc == 0 for k, dc in enumerate(moves[n]) if k != n)
-            if alone and (rate := self.rate(s, c, moves[n][n], node_moves[n], root_moves[n],
-                                            final[c] - start_grad[c], True)) is not None:
-                return rate  # the common case: only this input moved, no need for more runs
+            if alone:  # the common case: only this input moved, no need for more runs
+                rate = input_rate(s, c, moves[n][n], node_moves[n], root_moves[n],
+                                  final[c] - start_grad[c], True)
+                if rate is not None:
+                    return rate
         if all(all(dc == 0 for k, dc in enumerate(row) if k != j)
                for j, row in enumerate(moves)):
             return None  # each input alone, and none was off
         local = solve(moves, node_moves)
         for k, c in enumerate(inputs if local is not None else ()):
-            rate = self.rate(s, c, moves[k][k], local[k] * moves[k][k], root_moves[k],
-                             final[c] - start_grad[c], False)
+            rate = input_rate(s, c, moves[k][k], local[k] * moves[k][k], root_moves[k],
+                              final[c] - start_grad[c], False)
             if rate is not None:
                 return rate
         return None
 
-    @staticmethod
-    def rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,
-             alone: bool) -> InputRate | None:
-        """Input `c`'s numbers if the call's contribution to it is off: `dc` is how far it
-        moved, `dn` how far the op moved with it (alone, or that part of the op's move),
-        `droot` how far the root moved (a numerical gradient only if `c` moved alone)."""
-        if dc == 0 or not math.isfinite(dn / dc):
-            return None
-        local = dn / dc
-        applied = s.contrib.get(c, 0.0)
-        expected = s.grad * local
-        if close(applied, expected, max(abs(applied), abs(expected))):
-            return None
-        return InputRate(c, local, applied / s.grad if s.grad else math.nan,
-                         droot / dc if alone else None, grad_rec, applied, expected)
+
+def input_rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,
+               alone: bool) -> InputRate | None:
+    """Input `c`'s numbers if the call's contribution to it is off: `dc` is how far it
+    moved, `dn` how far the op moved with it (alone, or that part of the op's move),
+    `droot` how far the root moved (a numerical gradient only if `c` moved alone)."""
+    if dc == 0 or not math.isfinite(dn / dc):
+        return None
+    local = dn / dc
+    applied = s.contrib.get(c, 0.0)
+    expected = s.grad * local
+    if close(applied, expected, max(abs(applied), abs(expected))):
+        return None
+    return InputRate(c, local, applied / s.grad if s.grad else math.nan,
+                     droot / dc if alone else None, grad_rec, applied, expected)
+
+
+class WrongPasses:
+    """The checked backward passes each numerical finding showed in, so that the finding
+    is made once, at the first of them, and names the others."""
+
+    def __init__(self, trace: Trace, ctx: CheckContext) -> None:
+        self.trace = trace
+        self.ctx = ctx
+        self.passes: dict[tuple, list[int]] = {}  # (kind, closure or line) -> passes
+        self.made: set[int] = set()  # the id() of each finding of the numerical check
+
+    def first_time(self, kind: str, where: object, p: Pass) -> bool:
+        """Is this the first checked pass where a numerical finding of `kind` shows at
+        `where` (a closure, or a line)? Either way pass `p` is noted as wrong there."""
+        passes = self.passes.setdefault((kind, where), [])
+        passes.append(self.ctx.backward_number(p))
+        return len(passes) == 1
+
+    def own(self, found: list[Finding]) -> list[Finding]:
+        """`found`, made by the numerical check: `named` adds their other passes."""
+        self.made.update(map(id, found))
+        return found
+
+    def first_of(self, found: list[Finding], p: Pass) -> list[Finding]:
+        """The findings of pass `p` that did not show in an earlier checked pass."""
+        return self.own([f for f in found if self.first_time(f.kind, (f.file, f.line), p)])
+
+    def named(self, found: list[Finding]) -> list[Finding]:
+        """Each numerical finding, with the other checked passes it showed in
+        (`also wrong in backward passes 3, 5`); it is at the first of them."""
+        t = self.trace
+        out = []
+        for f in found:
+            where = t.closure_index(f.step) if f.kind == "wrong-derivative" else (f.file, f.line)
+            passes = self.passes.get((f.kind, where), ())
+            if len(passes) > 1 and id(f) in self.made:
+                others = passes[1:]
+                f = replace(f, also_in_passes=tuple(others), message=(
+                    f"{f.message} Also wrong in backward pass{'es' if len(others) > 1 else ''} "
+                    f"{', '.join(map(str, others))}."))
+            out.append(f)
+        return out
 
 
 def solve(a: list[list[float]], b: list[float]) -> list[float] | None:
@@ -516,24 +578,6 @@ def solve(a: list[list[float]], b: list[float]) -> list[float] | None:
                 f = rows[r][col] / rows[col][col]
                 rows[r] = [x - f * y for x, y in zip(rows[r], rows[col])]
     return [rows[k][n] / rows[k][k] for k in range(n)]
-
-
-def spread(items: list) -> list:
-    """The first and the last item, then those between them, each next one in the middle
-    of the widest gap left: the order a sample of passes grows in."""
-    if len(items) <= 2:
-        return list(items)
-    order = [0, len(items) - 1]
-    gaps = [(0, len(items) - 1)]
-    while gaps:
-        gaps.sort(key=lambda g: (g[0] - g[1], g[0]))
-        lo, hi = gaps.pop(0)
-        if hi - lo < 2:
-            continue
-        mid = (lo + hi) // 2
-        order.append(mid)
-        gaps += [(lo, mid), (mid, hi)]
-    return [items[k] for k in order]
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from typing import Callable
 
 from mgtui.doctor.context import CheckContext
@@ -24,7 +25,7 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     if kind is EventKind.CREATE:
         nid = t.event_node(i)
         value = t.node_data[nid]
-        inputs = t.children(nid)
+        inputs = ctx.inputs(nid)
         if inputs:
             shown = ", ".join(f"{t.label(c)} = {t.node_data[c]:.6g}" for c in inputs)
             finite = all(math.isfinite(t.node_data[c]) for c in inputs)
@@ -37,7 +38,7 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     if kind is EventKind.BACKWARD:
         owner = t.event_node(i)
         w = next(w for w in t.writes(i) if not math.isfinite(w.after))
-        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *t.children(owner))]
+        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *ctx.inputs(owner))]
         return [ctx.finding("non-finite", owner, i, ctx.closure_where(i, w.line),
                             f"the _backward of {ctx.op_text(owner)} "
                             f"wrote {ctx.node_text(w.node)}.{w.field} = {w.after} "
@@ -66,7 +67,8 @@ def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
         ctx.explained.add(event)
         start, g0, gs = hit.start, hit.from_zero, hit.from_start
         found.append(ctx.finding(
-            "overwrite", nid, event, ctx.closure_where(event, ctx.grad_write_line(event, target)),
+            "overwrite", nid, event,
+            ctx.closure_where(event, ctx.assigning_write_line(event, target)),
             f"the _backward of {ctx.op_text(nid)} assigns "
             f"{ctx.node_text(target)}.grad instead of adding to it: replayed with "
             f"{t.label(target)}.grad = {start:.6g} beforehand it left {gs:.6g}, "
@@ -84,7 +86,7 @@ def check_no_backward(trace: Trace, ctx: CheckContext) -> list[Finding]:
         if closure is None or not closure.default:
             continue
         nid = t.event_node(i)
-        inputs = t.children(nid)
+        inputs = ctx.inputs(nid)
         if not inputs:
             continue
         ctx.explained.add(i)
@@ -105,7 +107,7 @@ def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
         if closure is not None and closure.default:
             continue
         nid = t.event_node(i)
-        inputs = t.children(nid)
+        inputs = ctx.inputs(nid)
         ctx.explained.add(i)
         found.append(ctx.finding(
             "foreign-write", nid, i, ctx.closure_where(i, w.line),
@@ -139,17 +141,61 @@ def check_missing_seed(trace: Trace, ctx: CheckContext) -> list[Finding]:
     return found
 
 
-def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
-    """A node's `_backward` that ran before the `_backward` of a node that uses it."""
+def check_repeated_backward(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """An op node whose `_backward` ran more than once in one backward pass: the
+    topological order holds it twice, and it hands its grad on twice. (A grad written
+    between the calls, like a second `loss.backward()` seeding its root, starts anew.)"""
     t = trace
     found = []
     for p in ctx.backward_passes:
+        calls = t.backward_calls(p)
+        nodes = list(map(t.event_node, calls))
+        if len(set(nodes)) == len(nodes):
+            continue  # the common case: each node's `_backward` ran once
+        seeds = t.events_of(EventKind.GRAD, p.start, p.end)
+        runs: dict[tuple[int, int], list[int]] = {}  # (seed, op node) -> its calls
+        for i, nid in zip(calls, nodes):
+            if not t.is_leaf(nid):
+                runs.setdefault((bisect_right(seeds, i), nid), []).append(i)
+        again = sorted((c[1], nid) for (_, nid), c in runs.items() if len(c) > 1)
+        if not again:
+            continue
+        ctx.explained_passes.add(p.index)
+        ctx.repeated.add(p.index)
+        second, nid = again[0]  # the node whose second call comes first
+        twice = next(c for c in runs.values() if second in c)
+        found.append(ctx.finding(
+            "repeated-backward", nid, second, ctx.order_where(twice[0]),
+            repeated_message(t, ctx, p, nid, twice, len(again) - 1)))
+    return found
+
+
+def repeated_message(t: Trace, ctx: CheckContext, p: Pass, nid: int, calls: list[int],
+                     more: int) -> str:
+    times = "twice" if len(calls) == 2 else f"{len(calls)} times"
+    steps = ", ".join(str(i + 1) for i in calls[:-1]) + f" and {calls[-1] + 1}"
+    name = t.label(nid)
+    others = f" ({more} more node{'s' if more > 1 else ''} too)" if more else ""
+    return (f"the _backward of {ctx.op_text(nid)} ran {times} in backward pass "
+            f"{ctx.backward_number(p)} (steps {steps}), so its inputs "
+            f"({ctx.labels(ctx.inputs(nid))}) got {name}'s grad passed on {times}: the "
+            f"topological order holds {name} {times}{others}, where each node belongs once")
+
+
+def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A node's `_backward` that ran before the `_backward` of a node that uses it (in a
+    pass where no `_backward` ran twice: that finding says why the order is off)."""
+    t = trace
+    found = []
+    for p in ctx.backward_passes:
+        if p.index in ctx.repeated:
+            continue
         first_run: dict[int, int] = {}  # node -> its first `_backward` call in the pass
         for i in t.backward_calls(p):
             first_run.setdefault(t.event_node(i), i)
         last_user: dict[int, tuple[int, int]] = {}  # node -> (latest first call of a user, user)
         for user, i in first_run.items():
-            for c in set(t.children(user)):
+            for c in ctx.inputs(user):
                 if c in first_run and (c not in last_user or last_user[c][0] < i):
                     last_user[c] = (i, user)
         early = next(((nid, i) for nid, i in sorted(first_run.items(), key=lambda item: item[1])
@@ -241,18 +287,13 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     step = next((i for i, written in calls.items() if i >= first and nid in written), first)
     why = ("the parameters were updated in between" if last_update > ends[q]
            else "it is the same graph again")
+    more = f", and {len(stale) - 1} more node(s) like it" if len(stale) > 1 else ""
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
         f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
-        f"left over from backward pass {backward_number(t, q)} ({why}), and {len(stale)} "
-        f"node(s) like it: "
+        f"left over from backward pass {ctx.backward_number(t.passes[q])} ({why}){more}: "
         f"the new gradients are added on top; zero the grads before backward()",
         recorded=grad[nid])
-
-
-def backward_number(t: Trace, index: int) -> int:
-    """Pass `index`'s number among the backward passes, from 1 (as the report counts)."""
-    return sum(1 for p in t.passes[:index] if p.kind == "backward") + 1
 
 
 TRACE_CHECKS: tuple[Check, ...] = (
@@ -261,6 +302,7 @@ TRACE_CHECKS: tuple[Check, ...] = (
     check_overwrite,
     check_no_backward,
     check_foreign_write,
+    check_repeated_backward,
     check_topo_order,
     check_missing_zero_grad,
 )

@@ -38,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", dest="print_",
                       help="print the trace as text and exit")
-    mode.add_argument("--export", choices=("json", "dot", "svg"),
+    mode.add_argument("--export", choices=("json", "dot", "svg", "html"),
                       help="write the trace as JSON, or the final graph as Graphviz DOT or "
-                      "as the Graph pane's picture in SVG (no Graphviz needed), to stdout")
+                      "as the Graph pane's picture in SVG (no Graphviz needed), or the "
+                      "lesson as one HTML page that replays it offline, to stdout")
     mode.add_argument("--check", action="store_true",
                       help="run the gradient doctor and report what it finds")
     mode.add_argument("--list", action="store_true", help="list the bundled scenarios")
@@ -243,6 +244,10 @@ def write_trace(trace, args: argparse.Namespace) -> None:
         from mgtui.graph_paint import graph_svg
 
         sys.stdout.write(graph_svg(trace))  # XML-escaped text: nothing reaches a terminal raw
+    elif args.export == "html":
+        from mgtui.export_html import lesson_html
+
+        sys.stdout.write(lesson_html(trace))  # scenario text only inside JSON, as \u escapes
     elif args.print_:
         from mgtui.report import print_trace
 

@@ -8,7 +8,7 @@ The data (`pack_lesson(trace).data`), every list columnar so it compresses well:
 | key | what |
 |---|---|
 | `values` | every number shown, once, as the lesson writes it (`fmt`); the rest index it |
-| `nodes` | `label` ("" for `#id`), `op` (index into `ops`), `kids` (each child as its id's distance below the node's, per node `nkids` of them), `data` (value at creation), `uses` |
+| `nodes` | `label` ("" for `#id`), `op` (each op once) and `opof` (per node, its index there), `kids` (each child as its id's distance below the node's, per node `nkids` of them), `data` (value at creation), `uses` |
 | `events` | `kind` (one letter a step: c create, b backward, g grad, d data), `node` (each id as the difference from the step before's), `after` (the value of each g/d write, in order), `nwrites` per step, and per write `target` (its node's distance from the step's node), `field` (0 grad, 1 data, +2 for a line that assigns instead of adding) and `value` |
 | `detail` | per step (0 is the start; a trace that raised has the error as its last) one string: lines apart by newlines, each line runs, each run a tab, a style letter (`STYLES`) and its text |
 | `notes` | the lesson notes (the scenario's docstring after its title), as `paragraphs` |
@@ -16,7 +16,7 @@ The data (`pack_lesson(trace).data`), every list columnar so it compresses well:
 
 Text in `detail` names unlabelled nodes relative to the step's node (`#@-3` for the node
 three ids below it; `@@` stands for a literal `@`): the ids of one lesson repeat in
-shape from step to step, so the compressed page is a quarter the size. `decode_ids`
+shape from step to step, so the compressed page is about half the size. `decode_ids`
 undoes it (and the page does the same).
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mgtui.assigns import assigning_lines
@@ -160,8 +160,9 @@ def start_text(trace: Trace, total: int) -> list[str]:
 def error_text(trace: Trace) -> list[str]:
     error = trace.error
     where = trace.where(error.line) if error.line else ""
+    message = (error.message or error.type).splitlines() or [error.type]
     return [run("R", f"✗ the scenario raised {error.type}") + (run("d", f"  ({where})") if where else ""),
-            run("b", "  " + (error.message or error.type)),
+            *(run("b", "  " + line) for line in message),
             run("i", "  The trace stops here: every step before this one is what the scenario "
                 "did up to the error.")]
 
@@ -176,7 +177,6 @@ class Lesson:
     data: dict[str, Any]
     views: list[GraphView]
     values: Values
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def pack_lesson(trace: Trace) -> Lesson:
@@ -184,9 +184,11 @@ def pack_lesson(trace: Trace) -> Lesson:
     values(0.0)  # index 0: a grad before anything is written to it
     data: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "title": trace.title,
-        "scenario": trace.scenario, "notes": paragraphs(trace.notes),
+        "scenario": trace.scenario.replace("\\", "/").rsplit("/", 1)[-1],  # no local path
+        "notes": paragraphs(trace.notes),
         "total": len(trace) + (1 if trace.error is not None else 0),
         "error": trace.error is not None,
+        "error_type": trace.error.type if trace.error is not None else "",
     }
     data["nodes"] = pack_nodes(trace, values)
     data["events"] = pack_events(trace, values)

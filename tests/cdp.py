@@ -5,6 +5,7 @@ opened. One page, its Network and Runtime events kept, keys pressed as a user pr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
@@ -26,6 +27,13 @@ KEYS = {
 }
 
 
+def high(fd: int) -> int:
+    """`fd` moved to a number above 9 (the old one closed)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return moved
+
+
 class Chromium:
     """A headless Chromium with one page (`session`), closed by `close()`."""
 
@@ -34,6 +42,8 @@ class Chromium:
         self.profile = tempfile.mkdtemp(prefix="mgtui-chromium-")
         to_chrome, self._in = os.pipe()
         self._out, from_chrome = os.pipe()
+        # (moved above 9 first, so that making them 3 and 4 cannot clobber either)
+        to_chrome, from_chrome = (high(to_chrome), high(from_chrome))
         # fds 3 and 4 in the browser, through bash (no preexec_fn in a threaded test run;
         # dash takes no fd above 9)
         script = f'exec "$0" "$@" 3<&{to_chrome} 4>&{from_chrome} {to_chrome}<&- {from_chrome}>&-'

@@ -235,3 +235,27 @@ def test_the_lesson_packs_with_textual_and_rich_unimportable():
                             timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "15"  # 7 nodes made, the seed, 7 `_backward` calls
+
+
+@needs_chromium
+def test_the_error_step_reads_as_the_app_reads_it(browser, write_scenario, tmp_path):
+    path = write_scenario("raises", '''
+        """Raises after its backward pass"""
+        from engine import Value
+
+        a = Value(2.0, label="a")
+        b = a * a
+        b.backward()
+        raise ValueError("boom\\nsecond line")
+    ''')
+    trace = run(path).trace
+    page = tmp_path / "raises.html"
+    page.write_text(lesson_html(trace), encoding="utf-8")
+    open_page(browser, page)
+    browser.press("G")
+    shown = state(browser)
+    assert shown["where"] == Session(trace).end().header.where == "✗ ValueError · step 6/6"
+    assert "✗ the scenario raised ValueError" in shown["detail"]
+    assert "boom" in shown["detail"] and "second line" in shown["detail"]
+    assert shown["rows"]["a"][5] == "4.0"  # d(a²)/da = 2a, the backward pass before it
+    assert browser.errors() == []

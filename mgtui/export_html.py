@@ -37,8 +37,8 @@ def lesson_html(trace: Trace) -> str:
     add_pictures(trace, lesson)
     body = json.dumps(lesson.data, ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False).encode()
-    meta = {"title": trace.title or trace.scenario, "packed": base64.b64encode(deflated(body))
-            .decode("ascii")}
+    title = trace.title or lesson.data["scenario"]  # (its file name: no local path)
+    meta = {"title": title, "packed": base64.b64encode(deflated(body)).decode("ascii")}
     return page(meta)
 
 

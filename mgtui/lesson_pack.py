@@ -16,7 +16,7 @@ The data (`pack_lesson(trace).data`), every list columnar so it compresses well:
 
 Text in `detail` names unlabelled nodes relative to the step's node (`#@-3` for the node
 three ids below it; `@@` stands for a literal `@`): the ids of one lesson repeat in
-shape from step to step, so the compressed page is about half the size. `decode_ids`
+shape from step to step, so the deflated working is 39% smaller (mlp: 713 KB → 438 KB). `decode_ids`
 undoes it (and the page does the same).
 """
 

@@ -38,9 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", dest="print_",
                       help="print the trace as text and exit")
-    mode.add_argument("--export", choices=("json", "dot", "svg"),
+    mode.add_argument("--export", choices=("json", "dot", "svg", "html", "cast"),
                       help="write the trace as JSON, or the final graph as Graphviz DOT or "
-                      "as the Graph pane's picture in SVG (no Graphviz needed), to stdout")
+                      "as the Graph pane's picture in SVG (no Graphviz needed), or the "
+                      "lesson as one HTML page that replays it offline, or as an asciinema "
+                      "recording of the app (asciicast v2), to stdout")
     mode.add_argument("--check", action="store_true",
                       help="run the gradient doctor and report what it finds")
     mode.add_argument("--list", action="store_true", help="list the bundled scenarios")
@@ -48,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also write the trace to a compact binary file that "
                         "`mgtui TRACE.mgtrace` opens without running code")
     parser.add_argument("--json", action="store_true", help="with --check: findings as JSON")
+    parser.add_argument("--cast-delay", type=float, metavar="SECONDS",
+                        help="with --export cast: the time between two steps (default 1)")
     parser.add_argument("--all", action="store_true", help="with --print: every step of every pass")
     parser.add_argument("--step", type=int, metavar="N", help="open the app at step N")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
@@ -155,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--passes and --budget go with --check")
     if args.budget is not None and args.budget <= 0:
         return fail("--budget must be a positive number of seconds")
+    if args.cast_delay is not None and (args.export != "cast"
+                                        or not 0 < args.cast_delay < float("inf")):
+        return fail("--cast-delay goes with --export cast, and is a positive number of seconds")
     if args.json and not args.check:
         return fail("--json goes with --check (for the trace as JSON, use --export json)")
     headless = args.print_ or args.export or args.check
@@ -243,6 +250,15 @@ def write_trace(trace, args: argparse.Namespace) -> None:
         from mgtui.graph_paint import graph_svg
 
         sys.stdout.write(graph_svg(trace))  # XML-escaped text: nothing reaches a terminal raw
+    elif args.export == "html":
+        from mgtui.export_html import lesson_html
+
+        sys.stdout.write(lesson_html(trace))  # scenario text only in its JSON, with no `<`
+    elif args.export == "cast":
+        from mgtui.export_cast import lesson_cast
+
+        # (the app's screens, scenario text inert in them; JSON escapes every control)
+        lesson_cast(trace, sys.stdout, delay=args.cast_delay or 1.0)
     elif args.print_:
         from mgtui.report import print_trace
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from mgtui.explain import explain, fmt
 from mgtui.notebook import cells_of
+from mgtui.session import Session
 from mgtui.timeline import Timeline
 from mgtui.trace import Trace
 
@@ -29,6 +30,7 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
     console.print(Text(f"{trace.scenario}: {trace.node_count:,} nodes, {len(trace):,} steps, "
                        f"{len(trace.passes)} passes"))
     timeline = Timeline(trace)
+    notes = Session(trace).step_notes  # each step's `#:` notes, as the app shows them
     total = len(trace.passes)
     for p in trace.passes:
         console.print()
@@ -38,7 +40,7 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
         timeline.seek(p.start)
         for index in range(p.start, p.start + shown):
             timeline.step()
-            for line in step_lines(trace, timeline, index):
+            for line in step_lines(trace, timeline, index, notes(index)):
                 console.print(line)
         if shown < len(p):
             console.print(Text(f"  … {len(p) - shown:,} more steps in this pass "
@@ -54,7 +56,9 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
         console.print(Text(trace.output.rstrip("\n")))
 
 
-def step_lines(trace: Trace, timeline: Timeline, index: int) -> list[Text]:
+def step_lines(trace: Trace, timeline: Timeline, index: int,
+               notes: tuple[str, ...] = ()) -> list[Text]:
+    """One step worked out, then its `#:` notes (`✎`)."""
     ex = explain(trace, timeline.data, timeline.grad, index)
     line = trace.line_of(index)
     where = f"  ({trace.where(line)})" if line else ""
@@ -71,10 +75,12 @@ def step_lines(trace: Trace, timeline: Timeline, index: int) -> list[Text]:
             out.append(Text(f"{pad}  {working}"))
             out.append(Text(f"{pad}    {c.change}"))
         out.extend(Text(f"{pad}  note: {n}") for n in ex.notes)
+        out.extend(Text(f"{pad}  ✎ {note}") for note in notes)
         return out
     text = ex.equation if ex.kind == "create" else f"{ex.title}    {ex.equation}"
     out = [Text(f"{head}{text}{where}")]
     out.extend(Text(f"{pad}  note: {n}") for n in ex.notes if ex.kind != "create")
+    out.extend(Text(f"{pad}  ✎ {note}") for note in notes)
     return out
 
 

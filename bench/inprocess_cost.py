@@ -7,7 +7,7 @@
   with and without the `=`-for-`+=` probe, against the same step plain.
 
 Medians of a few rounds, alternating. A recording raises the collector's generation-0
-threshold, as a scenario run does (`mgtui.recorder.GC_GEN0_THRESHOLD`), and most of a
+threshold, as a scenario run does (`mgtui.defaults.GC_GEN0_THRESHOLD`), and most of a
 plain moons step is the collector: so the plain step is also timed with that setting,
 and the ratio against it is the cost of the hooks alone.
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))  # time this tree's mgtui, not whichever is instal
 
 import mgtui  # noqa: E402
 from mgtui.inprocess import record_graph  # noqa: E402
-from mgtui.recorder import GC_GEN0_THRESHOLD  # noqa: E402
+from mgtui.defaults import GC_GEN0_THRESHOLD  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
 

@@ -39,14 +39,15 @@ CHILD = """
 import gc, os, sys
 sys.path[:0] = [{root!r}, {bench!r}]
 import record_overhead as ro
-from mgtui.recorder import GC_GEN0_THRESHOLD, load_scenario
+from mgtui.defaults import GC_GEN0_THRESHOLD
 from mgtui.runner_child import child_recorder
+from mgtui.scenario import load_scenario
 how, path = {how!r}, {path!r}
 scenario = load_scenario(path)
 # warm up imports and rewrites, a few nodes only, in the one mode the step records in (a
 # run in the other mode first would change the count: the child only ever makes one run)
 warm = not how.endswith("hooks")
-recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=warm, max_nodes=10)
+recorder, _ = child_recorder(scenario, inline=warm, max_nodes=10)
 recorder.execute()
 gc.collect()
 if how == "plain":
@@ -55,7 +56,7 @@ if how == "plain":
     exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro._quiet}})
     gc.set_threshold(*old)
 elif not how.startswith("setup"):
-    recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=how == "inline")
+    recorder, _ = child_recorder(scenario, inline=how == "inline")
     error, _ = recorder.execute()
     assert error is None, error
 os._exit(0)  # as the runner's child leaves: no collection, no freeing at exit

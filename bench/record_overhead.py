@@ -44,7 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
-from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario, record  # noqa: E402
+from mgtui.defaults import GC_GEN0_THRESHOLD  # noqa: E402
+from mgtui.recorder import Recorder, load_scenario, record  # noqa: E402
 from mgtui import runner_child  # noqa: E402
 from mgtui.runner_child import Flusher, Stream, child_recorder  # noqa: E402
 
@@ -99,7 +100,7 @@ def recorded(scenario, inline: bool, values: bool = True) -> tuple[float, float]
     """CPU times of running the scenario recorded, and of building its trace after. The
     recorder is the one the runner's child makes, custom ops' values read included
     (`values=False`: the recorder alone, as before the child read them)."""
-    recorder, _ = child_recorder(scenario, {"call_values": values}, inline=inline)
+    recorder, _ = child_recorder(scenario, reads_values=values, inline=inline)
     gc.collect()
     start = time.process_time()
     error, output = recorder.execute()
@@ -113,13 +114,13 @@ def streamed(scenario, level: int | None = None) -> tuple[float, float]:
     included: every `FLUSH_EVERY` seconds it encodes the new records and writes them to
     the parent (here to /dev/null), and once more at the end. (This process's CPU time
     counts both threads.) `level`: the zlib level of the stream, if not the child's."""
-    recorder, values = child_recorder(scenario, {"call_values": True})
+    recorder, values = child_recorder(scenario)
     fd = os.open(os.devnull, os.O_WRONLY)
     child_level = runner_child.STREAM_LEVEL
     if level is not None:
         runner_child.STREAM_LEVEL = level
     try:
-        flusher = Flusher(recorder, Stream(fd), values)
+        flusher = Flusher(recorder.records, Stream(fd), values)
         gc.collect()
         start, wall = time.process_time(), time.perf_counter()
         flusher.start()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mgtui.export import dumps
-from mgtui.recorder import Recorder, closure_source, load_scenario, record
+from mgtui.recorder import Recorder, load_scenario, record
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.py")) + sorted(
@@ -26,13 +26,14 @@ SCENARIOS = [p for p in SCENARIOS if p.name != "__init__.py"]
 def raw_records(path, **options) -> tuple:
     recorder = Recorder(load_scenario(path), **options)
     error, output = recorder.execute()
-    closures = [closure_source(code, code in recorder.default_codes) for code in recorder.codes]
-    labels = recorder.resolve_labels()
+    records = recorder.records
+    closures = records.closures()
+    labels = records.relabelled(records.node_count())
     names = recorder.resolve_names()
     recorder.slots_ids.release()
     plain = recorder.inliner is None
-    return (list(recorder.nodes), list(recorder.kids), list(recorder.events),
-            list(recorder.writes), dict(recorder.late_labels), closures, labels,
+    return (list(records.nodes), list(records.kids), list(records.events),
+            list(records.writes), dict(records.late_labels), closures, labels,
             None if error is None else (error.type, error.message, error.line), output,
             names), plain
 

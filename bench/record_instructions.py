@@ -19,6 +19,8 @@ its records to fresh memory, which `record_overhead.py`'s CPU times include and 
 not. Needs valgrind; about a minute a run, two runs at a time.
 
     python bench/record_instructions.py [--flavour engine|micrograd]
+    python bench/record_instructions.py --quick   # each run once without valgrind, small:
+                                                  # does it still run? (the tests)
 """
 
 from __future__ import annotations
@@ -63,8 +65,16 @@ os._exit(0)  # as the runner's child leaves: no collection, no freeing at exit
 """
 
 
-def instructions(how: str, path: Path) -> int:
+def instructions(how: str, path: Path, quick: bool = False) -> int:
+    """The instructions of one run of `CHILD` (`quick`: run it once without valgrind, and
+    give 1)."""
     code = CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), how=how, path=str(path))
+    if quick:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=ROOT)
+        if done.returncode != 0:
+            raise SystemExit(f"{how}: the run failed:\n{done.stderr[-2000:]}")
+        return 1
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
          sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -77,7 +87,22 @@ def instructions(how: str, path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flavour", choices=("engine", "micrograd"), action="append")
+    parser.add_argument("--quick", action="store_true",
+                        help="each run once, without valgrind, on a few points: checks "
+                             "that it runs, counts nothing")
     args = parser.parse_args()
+    if args.quick:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from record_overhead import one_step_source
+
+        tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+        for flavour in args.flavour or ("engine", "micrograd"):
+            path = tmp / f"moons_step_{flavour}.py"
+            path.write_text(one_step_source(flavour, samples=6))
+            for how in HOWS:
+                instructions(how, path, quick=True)
+        print("quick: every run ran (nothing counted)")
+        return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: this benchmark counts instructions with it")
     sys.path.insert(0, str(ROOT / "bench"))

@@ -27,6 +27,7 @@ Then reading `a.grad` and `a.data` on a node, recorded and plain, and a long cha
 recorder's collector setting.
 
     python bench/record_overhead.py [--rounds 7] [--chain-nodes N] [--chain-rounds 1]
+    python bench/record_overhead.py --quick   # seconds: does it still run? (the tests)
 """
 
 from __future__ import annotations
@@ -53,12 +54,14 @@ MOONS = ROOT / "scenarios" / "moons.py"
 HOOKS_TARGET = 2.0  # recorded, against plain under the same collector setting
 
 
-def one_step_source(flavour: str) -> str:
-    """moons.py cut down to one training step, on the engine or on PyPI micrograd."""
+def one_step_source(flavour: str, samples: int = 100) -> str:
+    """moons.py cut down to one training step, on the engine or on PyPI micrograd (and
+    to fewer than its 100 points, for a quick run)."""
     source = MOONS.read_text()
-    steps = "for k in range(3):"
-    assert steps in source, "moons.py changed: update this benchmark"
+    steps, points = "for k in range(3):", "make_moons(n_samples=100,"
+    assert steps in source and points in source, "moons.py changed: update this benchmark"
     source = source.replace(steps, "for k in range(1):")
+    source = source.replace(points, f"make_moons(n_samples={samples},")
     if flavour == "micrograd":
         source = source.replace("from engine import Value", "from micrograd.engine import Value")
         source = source.replace("from engine.nn import MLP", "from micrograd.nn import MLP")
@@ -146,7 +149,7 @@ def reads(n):
         a.data; a.data; a.data; a.data; a.data; a.data; a.data; a.data; a.data; a.data
     return (time.process_time() - start) / (20 * n)
 
-result = min(reads(100_000) for _ in range(5))
+result = min(reads(READS) for _ in range(5))
 """
 
 CHAIN = """
@@ -169,10 +172,11 @@ def run_in(scenario, how: str) -> dict:
     return recorder.globals
 
 
-def reads(tmp: Path, rounds: int) -> None:
-    """Reading `a.grad` and `a.data` on a node, recorded and plain: per read, best of 5."""
+def reads(tmp: Path, rounds: int, count: int = 100_000) -> None:
+    """Reading `a.grad` and `a.data` on a node, recorded and plain: per read, best of 5
+    loops of `count` times 20 reads."""
     path = tmp / "reads.py"
-    path.write_text(READS)
+    path.write_text(READS.replace("READS", str(count)))
     scenario = load_scenario(path)
     results: dict[str, list[float]] = {"plain": [], "inline": [], "hooks": []}
     for _ in range(rounds):
@@ -217,13 +221,19 @@ def main() -> None:
     parser.add_argument("--chain-nodes", type=int, default=1_000_000,
                         help="nodes of the long chain (0: skip it)")
     parser.add_argument("--chain-rounds", type=int, default=1)
+    parser.add_argument("--quick", action="store_true",
+                        help="one round of everything, small: checks that it runs, "
+                             "measures nothing")
     args = parser.parse_args()
+    samples, read_count = 100, 100_000
+    if args.quick:
+        args.rounds, args.chain_nodes, samples, read_count = 1, 2_000, 6, 1_000
     tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
     print(f"python {sys.version.split()[0]}, {args.rounds} alternating rounds, "
           "median CPU times")
     for flavour, target in (("engine", 1.3), ("micrograd", 1.5)):
         path = tmp / f"moons_step_{flavour}.py"
-        path.write_text(one_step_source(flavour))
+        path.write_text(one_step_source(flavour, samples))
         scenario = load_scenario(path)
         record(scenario)  # warm up imports and caches
         record(scenario, inline=False)
@@ -267,7 +277,7 @@ def main() -> None:
         print(f"{'':10s}   old hooks (inline=False): the run {m['hooks run']/q:.2f}x, "
               f"with the trace built after it {h/q:.2f}x")
 
-    reads(tmp, args.rounds)
+    reads(tmp, args.rounds, read_count)
     if args.chain_nodes and args.chain_rounds > 0:  # (--chain-rounds 0: no chain)
         chain(tmp, args.chain_nodes, args.chain_rounds)
 

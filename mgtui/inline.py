@@ -7,7 +7,7 @@ specialisation of `a.grad` reads. Where a class's source is available, this modu
 rewrites the code instead, from its syntax tree, keeping every line number:
 
 - a store to `x.grad` or `x.data` becomes the store itself followed by the record of it,
-  appended inline (`__mgtui_writes__.extend(...)` inside a `_backward`, an event of its
+  appended inline (`__mgtui_add_write__(...)` inside a `_backward`, an event of its
   own outside one), only if `x` is a numbered node;
 - a store to `x.label` is followed by `__mgtui_label__(x, value)`;
 - `x._backward()` becomes `__mgtui_call_backward__(x, __mgtui_h)`, where `__mgtui_h` is
@@ -60,6 +60,7 @@ import os
 import types
 
 from mgtui.inline_helpers import (
+    ADD_WRITE,
     BACKWARD_OF,
     CALL,
     EVENT,
@@ -73,7 +74,6 @@ from mgtui.inline_helpers import (
     STACK,
     TUPLE,
     TYPE,
-    WRITES,
 )
 from mgtui.inline_helpers import NO_HERE_NAME as NO_HERE
 from mgtui.probes import REQUIRED, WRITTEN
@@ -112,9 +112,9 @@ def _store(attr: str, value: str) -> ast.Assign:
 
 
 def _record(attr: str, line: int) -> ast.If:
-    """`if stack: writes.extend((nid, field, before, value, line)) else: event(...)`"""
+    """`if stack: add_write((nid, field, before, value, line)) else: event(...)`"""
     field, kind = WRITTEN[attr]
-    write = ast.Expr(ast.Call(ast.Attribute(_name(WRITES), "extend", ast.Load()), [ast.Tuple(
+    write = ast.Expr(ast.Call(_name(ADD_WRITE), [ast.Tuple(
         [_name(NID), ast.Constant(field), _name(BEFORE), _name(VALUE), ast.Constant(line)],
         ast.Load())], []))
     event = ast.Expr(_call(EVENT, ast.Constant(kind), _name(NID), _name(BEFORE), _name(VALUE)))

@@ -37,7 +37,7 @@ writes: list = []
 stack: list = []
 made_inside: list = []
 late_labels: dict = {}
-add_kid = add_node = add_event = None  # kids.append, nodes.extend, events.extend
+add_kid = add_node = add_event = add_write = None  # `Records.add_*`: a row each
 max_nodes = 0
 limit = 0  # max_nodes, or -1 once the run is to stop (`interrupt`)
 on_progress = on_create = before = watch = None  # the recorder's hooks
@@ -71,10 +71,10 @@ class Injected(NamedTuple):
     what: str
 
 
-MADE, MADE_AGAIN, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, NO_HERE_NAME = (
+MADE, MADE_AGAIN, CALL, BACKWARD_OF, EVENT, LABEL, STACK, ADD_WRITE, NO_HERE_NAME = (
     "__mgtui_made__", "__mgtui_made_again__", "__mgtui_call_backward__",
     "__mgtui_backward_of__", "__mgtui_event__", "__mgtui_label__", "__mgtui_stack__",
-    "__mgtui_writes__", "__mgtui_no_here__")
+    "__mgtui_add_write__", "__mgtui_no_here__")
 # Python's own, for the test `mgtui.inline._ordered_prev` writes inline
 TYPE, LEN, TUPLE, KEYS, SET, FROZENSET = (
     "__mgtui_type__", "__mgtui_len__", "__mgtui_tuple__", "__mgtui_keys__", "__mgtui_set__",
@@ -93,8 +93,8 @@ INJECTED: tuple[Injected, ...] = (
              "a write of `grad` or `data` outside any `_backward` call (`event`)"),
     Injected(LABEL, "label", lambda node, value: None, "a write of `label` (`label`)"),
     Injected(STACK, "stack", [], "the `_backward` calls running (`Records.stack`)"),
-    Injected(WRITES, "writes", [],
-             "the writes column (`Records.writes`), appended inline inside a call"),
+    Injected(ADD_WRITE, "add_write", lambda row: None,
+             "a write inside a `_backward` call, appended inline (`Records.add_write`)"),
     Injected(NO_HERE_NAME, "NO_HERE", NO_HERE,
              "the `here` of a call from code without a frame list of its own"),
     Injected(TYPE, None, type, "Python's `type`"),
@@ -301,8 +301,7 @@ def backward_of(node):
 def event(kind: int, nid: int, before: object, value: object) -> None:
     """A write outside any `_backward`: an event of its own (`Probe.field_written`; the
     rewritten code appends a write inside a call itself)."""
-    events.extend((kind, nid, before, value, scenario_line(getframe(1)), -1,
-                   len(writes)))
+    add_event((kind, nid, before, value, scenario_line(getframe(1)), -1, len(writes)))
 
 
 def label(node, value) -> None:

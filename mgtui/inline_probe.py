@@ -28,7 +28,6 @@ _INSTALLED = tuple(sorted({os.path.join(path, "") for key, path in sysconfig.get
                            if key in ("stdlib", "platstdlib", "purelib", "platlib")}))
 
 
-
 class Inliner:
     """The inlined recording of one run (`mgtui.probes.Probe`): rewrites code, adopts
     Value classes, and gives the rewritten code its helpers, which write into `records`.
@@ -99,6 +98,7 @@ class Inliner:
             writes=records.writes, stack=records.stack, made_inside=records.made_inside,
             late_labels=records.late_labels, add_kid=records.add_kid,
             add_node=records.add_node, add_event=records.add_event,
+            add_write=records.add_write,
             max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else rec.max_nodes,
             on_progress=rec.hooks.on_progress, on_create=rec.hooks.on_create,
             before=rec.hooks.before_backward, watch=watch,

@@ -13,9 +13,14 @@ lists, so that a row costs one C call on the hot path). A row's fields are named
 
 plus `kids` (every node's children's ids, one after another), `late_labels` (labels set
 after a node was made), the `_backward` closures' code (`codes`, by first call) and the
-names `mgtui.naming` finds (`name_ids`, `name_texts`). A probe binds the columns (or
-their `extend`) once; whatever a column becomes later (issue 24 packs them into arrays),
-the probes' interface is `add_*` of a row and the row counts, which stay.
+names `mgtui.naming` finds (`name_ids`, `name_texts`).
+
+What a probe uses, bound once into its closures or globals: `add_node`, `add_kid`,
+`add_event` and `add_write` (a row each, as a tuple), and `len()` of `nodes`, `kids`
+and `writes` (a node's id is `len(nodes) // NODE_ROW`; an event's `writes_at` is
+`len(writes)`). The reading side (`mgtui.trace`'s chunks) goes through the methods
+below. So the columns may become packed arrays (issue 24) behind those names without a
+probe changing.
 """
 
 from __future__ import annotations

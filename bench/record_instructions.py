@@ -55,7 +55,7 @@ gc.collect()
 if how == "plain":
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], GC_GEN0_THRESHOLD), *old[1:])
-    exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro._quiet}})
+    exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro.quiet}})
     gc.set_threshold(*old)
 elif not how.startswith("setup"):
     recorder, _ = child_recorder(scenario, inline=how == "inline")

@@ -70,10 +70,10 @@ def one_step_source(flavour: str, samples: int = 100) -> str:
 
 
 def plain(scenario) -> None:
-    exec(scenario.code, {"__name__": "__main__", "__file__": str(scenario.path), "print": _quiet})
+    exec(scenario.code, {"__name__": "__main__", "__file__": str(scenario.path), "print": quiet})
 
 
-def _quiet(*args, **kwargs) -> None:
+def quiet(*args, **kwargs) -> None:
     pass
 
 

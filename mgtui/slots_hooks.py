@@ -222,7 +222,7 @@ def node_dict(obj: object):
 
 class SlotsField(property):
     """The recorder's descriptor for a field of a `__slots__` class. It wraps the class's
-    own descriptor for the field (`original`, which `uninstrument()` puts back): a read is
+    own descriptor for the field (`original`, which `detach()` puts back): a read is
     `original.__get__`, called from C, and `fset` records a write and passes it on."""
 
     def __init__(self, fget, fset, original, ids: NodeIds) -> None:

@@ -7,11 +7,12 @@
   with and without the `=`-for-`+=` probe, against the same step plain.
 
 Medians of a few rounds, alternating. A recording raises the collector's generation-0
-threshold, as a scenario run does (`mgtui.recorder.GC_GEN0_THRESHOLD`), and most of a
+threshold, as a scenario run does (`mgtui.defaults.GC_GEN0_THRESHOLD`), and most of a
 plain moons step is the collector: so the plain step is also timed with that setting,
 and the ratio against it is the cost of the hooks alone.
 
     python bench/inprocess_cost.py [--rounds 3]
+    python bench/inprocess_cost.py --quick   # seconds: does it still run? (the tests)
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ sys.path.insert(0, str(ROOT))  # time this tree's mgtui, not whichever is instal
 
 import mgtui  # noqa: E402
 from mgtui.inprocess import record_graph  # noqa: E402
-from mgtui.recorder import GC_GEN0_THRESHOLD  # noqa: E402
+from mgtui.defaults import GC_GEN0_THRESHOLD  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
 
 
-def moons_namespace() -> dict:
-    """moons.py with no training steps run: its model, data and `loss()`."""
+def moons_namespace(samples: int = 100) -> dict:
+    """moons.py with no training steps run: its model, data and `loss()` (on fewer than
+    its 100 points, for a quick run)."""
     source = MOONS.read_text()
-    assert "for k in range(3):" in source, "moons.py changed: update this benchmark"
-    source = source.replace("for k in range(3):", "for k in range(0):")
+    steps, points = "for k in range(3):", "make_moons(n_samples=100,"
+    assert steps in source and points in source, "moons.py changed: update this benchmark"
+    source = source.replace(steps, "for k in range(0):")
+    source = source.replace(points, f"make_moons(n_samples={samples},")
     namespace = {"__name__": "moons", "print": lambda *a, **k: None}
     exec(compile(source, str(MOONS), "exec"), namespace)
     return namespace
@@ -52,8 +56,11 @@ def timed(fn) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
-    rounds = parser.parse_args().rounds
-    ns = moons_namespace()
+    parser.add_argument("--quick", action="store_true",
+                        help="one round on a few points: checks that it runs, measures nothing")
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    ns = moons_namespace(6 if args.quick else 100)
     model, loss = ns["model"], ns["loss"]
 
     def plain_step() -> None:

@@ -19,6 +19,8 @@ its records to fresh memory, which `record_overhead.py`'s CPU times include and 
 not. Needs valgrind; about a minute a run, two runs at a time.
 
     python bench/record_instructions.py [--flavour engine|micrograd]
+    python bench/record_instructions.py --quick   # each run once without valgrind, small:
+                                                  # does it still run? (the tests)
 """
 
 from __future__ import annotations
@@ -39,31 +41,40 @@ CHILD = """
 import gc, os, sys
 sys.path[:0] = [{root!r}, {bench!r}]
 import record_overhead as ro
-from mgtui.recorder import GC_GEN0_THRESHOLD, load_scenario
+from mgtui.defaults import GC_GEN0_THRESHOLD
 from mgtui.runner_child import child_recorder
+from mgtui.scenario import load_scenario
 how, path = {how!r}, {path!r}
 scenario = load_scenario(path)
 # warm up imports and rewrites, a few nodes only, in the one mode the step records in (a
 # run in the other mode first would change the count: the child only ever makes one run)
 warm = not how.endswith("hooks")
-recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=warm, max_nodes=10)
+recorder, _ = child_recorder(scenario, inline=warm, max_nodes=10)
 recorder.execute()
 gc.collect()
 if how == "plain":
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], GC_GEN0_THRESHOLD), *old[1:])
-    exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro._quiet}})
+    exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro.quiet}})
     gc.set_threshold(*old)
 elif not how.startswith("setup"):
-    recorder, _ = child_recorder(scenario, {{"call_values": True}}, inline=how == "inline")
+    recorder, _ = child_recorder(scenario, inline=how == "inline")
     error, _ = recorder.execute()
     assert error is None, error
 os._exit(0)  # as the runner's child leaves: no collection, no freeing at exit
 """
 
 
-def instructions(how: str, path: Path) -> int:
+def instructions(how: str, path: Path, quick: bool = False) -> int:
+    """The instructions of one run of `CHILD` (`quick`: run it once without valgrind, and
+    give 1)."""
     code = CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), how=how, path=str(path))
+    if quick:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=ROOT)
+        if done.returncode != 0:
+            raise SystemExit(f"{how}: the run failed:\n{done.stderr[-2000:]}")
+        return 1
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
          sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -76,7 +87,22 @@ def instructions(how: str, path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flavour", choices=("engine", "micrograd"), action="append")
+    parser.add_argument("--quick", action="store_true",
+                        help="each run once, without valgrind, on a few points: checks "
+                             "that it runs, counts nothing")
     args = parser.parse_args()
+    if args.quick:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from record_overhead import one_step_source
+
+        tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+        for flavour in args.flavour or ("engine", "micrograd"):
+            path = tmp / f"moons_step_{flavour}.py"
+            path.write_text(one_step_source(flavour, samples=6))
+            for how in HOWS:
+                instructions(how, path, quick=True)
+        print("quick: every run ran (nothing counted)")
+        return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: this benchmark counts instructions with it")
     sys.path.insert(0, str(ROOT / "bench"))

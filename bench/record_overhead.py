@@ -27,6 +27,7 @@ Then reading `a.grad` and `a.data` on a node, recorded and plain, and a long cha
 recorder's collector setting.
 
     python bench/record_overhead.py [--rounds 7] [--chain-nodes N] [--chain-rounds 1]
+    python bench/record_overhead.py --quick   # seconds: does it still run? (the tests)
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
-from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario, record  # noqa: E402
+from mgtui.defaults import GC_GEN0_THRESHOLD  # noqa: E402
+from mgtui.recorder import Recorder, load_scenario, record  # noqa: E402
 from mgtui import runner_child  # noqa: E402
 from mgtui.runner_child import Flusher, Stream, child_recorder  # noqa: E402
 
@@ -52,12 +54,14 @@ MOONS = ROOT / "scenarios" / "moons.py"
 HOOKS_TARGET = 2.0  # recorded, against plain under the same collector setting
 
 
-def one_step_source(flavour: str) -> str:
-    """moons.py cut down to one training step, on the engine or on PyPI micrograd."""
+def one_step_source(flavour: str, samples: int = 100) -> str:
+    """moons.py cut down to one training step, on the engine or on PyPI micrograd (and
+    to fewer than its 100 points, for a quick run)."""
     source = MOONS.read_text()
-    steps = "for k in range(3):"
-    assert steps in source, "moons.py changed: update this benchmark"
+    steps, points = "for k in range(3):", "make_moons(n_samples=100,"
+    assert steps in source and points in source, "moons.py changed: update this benchmark"
     source = source.replace(steps, "for k in range(1):")
+    source = source.replace(points, f"make_moons(n_samples={samples},")
     if flavour == "micrograd":
         source = source.replace("from engine import Value", "from micrograd.engine import Value")
         source = source.replace("from engine.nn import MLP", "from micrograd.nn import MLP")
@@ -66,10 +70,10 @@ def one_step_source(flavour: str) -> str:
 
 
 def plain(scenario) -> None:
-    exec(scenario.code, {"__name__": "__main__", "__file__": str(scenario.path), "print": _quiet})
+    exec(scenario.code, {"__name__": "__main__", "__file__": str(scenario.path), "print": quiet})
 
 
-def _quiet(*args, **kwargs) -> None:
+def quiet(*args, **kwargs) -> None:
     pass
 
 
@@ -99,7 +103,7 @@ def recorded(scenario, inline: bool, values: bool = True) -> tuple[float, float]
     """CPU times of running the scenario recorded, and of building its trace after. The
     recorder is the one the runner's child makes, custom ops' values read included
     (`values=False`: the recorder alone, as before the child read them)."""
-    recorder, _ = child_recorder(scenario, {"call_values": values}, inline=inline)
+    recorder, _ = child_recorder(scenario, reads_values=values, inline=inline)
     gc.collect()
     start = time.process_time()
     error, output = recorder.execute()
@@ -113,13 +117,13 @@ def streamed(scenario, level: int | None = None) -> tuple[float, float]:
     included: every `FLUSH_EVERY` seconds it encodes the new records and writes them to
     the parent (here to /dev/null), and once more at the end. (This process's CPU time
     counts both threads.) `level`: the zlib level of the stream, if not the child's."""
-    recorder, values = child_recorder(scenario, {"call_values": True})
+    recorder, values = child_recorder(scenario)
     fd = os.open(os.devnull, os.O_WRONLY)
     child_level = runner_child.STREAM_LEVEL
     if level is not None:
         runner_child.STREAM_LEVEL = level
     try:
-        flusher = Flusher(recorder, Stream(fd), values)
+        flusher = Flusher(recorder.records, Stream(fd), values)
         gc.collect()
         start, wall = time.process_time(), time.perf_counter()
         flusher.start()
@@ -145,7 +149,7 @@ def reads(n):
         a.data; a.data; a.data; a.data; a.data; a.data; a.data; a.data; a.data; a.data
     return (time.process_time() - start) / (20 * n)
 
-result = min(reads(100_000) for _ in range(5))
+result = min(reads(READS) for _ in range(5))
 """
 
 CHAIN = """
@@ -168,10 +172,11 @@ def run_in(scenario, how: str) -> dict:
     return recorder.globals
 
 
-def reads(tmp: Path, rounds: int) -> None:
-    """Reading `a.grad` and `a.data` on a node, recorded and plain: per read, best of 5."""
+def reads(tmp: Path, rounds: int, count: int = 100_000) -> None:
+    """Reading `a.grad` and `a.data` on a node, recorded and plain: per read, best of 5
+    loops of `count` times 20 reads."""
     path = tmp / "reads.py"
-    path.write_text(READS)
+    path.write_text(READS.replace("READS", str(count)))
     scenario = load_scenario(path)
     results: dict[str, list[float]] = {"plain": [], "inline": [], "hooks": []}
     for _ in range(rounds):
@@ -216,13 +221,19 @@ def main() -> None:
     parser.add_argument("--chain-nodes", type=int, default=1_000_000,
                         help="nodes of the long chain (0: skip it)")
     parser.add_argument("--chain-rounds", type=int, default=1)
+    parser.add_argument("--quick", action="store_true",
+                        help="one round of everything, small: checks that it runs, "
+                             "measures nothing")
     args = parser.parse_args()
+    samples, read_count = 100, 100_000
+    if args.quick:
+        args.rounds, args.chain_nodes, samples, read_count = 1, 2_000, 6, 1_000
     tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
     print(f"python {sys.version.split()[0]}, {args.rounds} alternating rounds, "
           "median CPU times")
     for flavour, target in (("engine", 1.3), ("micrograd", 1.5)):
         path = tmp / f"moons_step_{flavour}.py"
-        path.write_text(one_step_source(flavour))
+        path.write_text(one_step_source(flavour, samples))
         scenario = load_scenario(path)
         record(scenario)  # warm up imports and caches
         record(scenario, inline=False)
@@ -266,7 +277,7 @@ def main() -> None:
         print(f"{'':10s}   old hooks (inline=False): the run {m['hooks run']/q:.2f}x, "
               f"with the trace built after it {h/q:.2f}x")
 
-    reads(tmp, args.rounds)
+    reads(tmp, args.rounds, read_count)
     if args.chain_nodes and args.chain_rounds > 0:  # (--chain-rounds 0: no chain)
         chain(tmp, args.chain_nodes, args.chain_rounds)
 

@@ -38,13 +38,17 @@ class Recording:
         self._recorder: BlockRecorder | None = None
         self._trace: Trace | None = None
         self._hits: list = []
+        self._overwrites: Any = None
 
     def __enter__(self) -> Recording:
+        from mgtui.doctor.probe import OverwriteProbe
         from mgtui.inprocess import BlockRecorder
 
         if self._recorder is not None or self._trace is not None:
             raise RuntimeError("a Recording records one block: call mgtui.record() again")
-        recorder = BlockRecorder(sys._getframe(1), probe=self._probe)
+        # the doctor's `=`-for-`+=` probe around each `_backward` call, for `check()`
+        self._overwrites = OverwriteProbe() if self._probe else None
+        recorder = BlockRecorder(sys._getframe(1), before_backward=self._overwrites)
         recorder.start()
         self._recorder = recorder
         return self
@@ -54,7 +58,7 @@ class Recording:
         recorder, self._recorder = self._recorder, None
         assert recorder is not None
         self._trace = recorder.stop(exc)
-        self._hits = recorder.hits
+        self._hits = list(self._overwrites.hits) if self._overwrites is not None else []
         # an exception from the block goes on (None: not swallowed); the trace keeps it
 
     @property
@@ -179,7 +183,7 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
     Raises `mgtui.errors.ScenarioLoadError` for a file that cannot run at all.
     """
     if isinstance(target, Recording):
-        from mgtui.inprocess import diagnose_recorded
+        from mgtui.doctor import diagnose_recorded
 
         return Findings(diagnose_recorded(target.trace, target._hits))
     if isinstance(target, (str, os.PathLike)):
@@ -190,7 +194,7 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
         return Findings(diagnose(resolve(os.fspath(target)), seed=seed, sample=sample,
                                  passes=passes, argv=tuple(argv), **options))
     if callable(target):
-        from mgtui.inprocess import diagnose_call
+        from mgtui.doctor import diagnose_call
 
         return Findings(diagnose_call(target, seed=seed, sample=sample, passes=passes,
                                       budget=budget))

@@ -17,7 +17,7 @@ import dis
 from typing import Callable
 
 from mgtui.explain import known_op
-from mgtui.recorder import EVENT_FIELDS, node_dict
+from mgtui.slots_hooks import node_dict
 
 Reads = tuple[tuple[str, int, str], ...]  # (shown name, closure cell index, "" | "data" | "grad")
 MAX_VALUES = 12  # values kept per call: a closure over a whole model shows its first ones
@@ -48,7 +48,7 @@ class CallValues:
     """The `on_backward` hook: `found` holds (event index, ((name, value), …))."""
 
     def __init__(self) -> None:
-        self.recorder = None  # set once the recorder exists: its event count is the index
+        self.records = None  # set once the recorder exists: its event count is the index
         self.found: list[tuple[int, tuple[tuple[str, float], ...]]] = []
         self.skip: set = set()  # the `_op`s of known ops: the recorder leaves them out
         # by the code's id (a code object hashes all its constants, every time), with
@@ -66,8 +66,8 @@ class CallValues:
         return found[1]
 
     def __call__(self, op: object, fn: Callable[[], object]) -> None:
-        rec = self.recorder
-        if rec is None:
+        records = self.records
+        if records is None:
             return
         if known_op(op):
             self.skip.add(op)  # (a known op is a string)
@@ -91,4 +91,4 @@ class CallValues:
             if len(values) >= MAX_VALUES:
                 break
         if values:
-            self.found.append((len(rec.events) // EVENT_FIELDS, tuple(values)))
+            self.found.append((records.event_count(), tuple(values)))

@@ -15,14 +15,13 @@ from pathlib import Path
 
 from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
+from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
 from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
 
 # mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
 # child starts (a test checks they agree)
-DEFAULT_MAX_NODES = 2_000_000
-DEFAULT_MAX_MEMORY = 8 << 30
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
 

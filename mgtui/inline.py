@@ -1,13 +1,13 @@
 """Recording inlined into the code that touches the nodes: the recorder's fast path.
 
-The hooks in `mgtui.recorder` observe a Value class from outside, with descriptors on
+The hooks (`mgtui.dict_hooks`) observe a Value class from outside, with descriptors on
 `grad`, `data`, `_backward` and `label` and a wrapper around `__init__`. Every write then
 costs a call into Python, and a data descriptor on `grad` also turns off Python 3.11's
 specialisation of `a.grad` reads. Where a class's source is available, this module
 rewrites the code instead, from its syntax tree, keeping every line number:
 
 - a store to `x.grad` or `x.data` becomes the store itself followed by the record of it,
-  appended inline (`__mgtui_writes__.extend(...)` inside a `_backward`, an event of its
+  appended inline (`__mgtui_add_write__(...)` inside a `_backward`, an event of its
   own outside one), only if `x` is a numbered node;
 - a store to `x.label` is followed by `__mgtui_label__(x, value)`;
 - `x._backward()` becomes `__mgtui_call_backward__(x, __mgtui_h)`, where `__mgtui_h` is
@@ -24,6 +24,12 @@ rewrites the code instead, from its syntax tree, keeping every line number:
 
 The class keeps no descriptor, so reads of `grad` and `data` stay plain instance-dict
 reads, and nodes keep their id in an ordinary attribute (`ID`).
+
+The rewrite is three modules: this one (the syntax tree's rewrite, `Rewriter`, whose
+docstring lists the state it keeps); `mgtui.inline_helpers`, the helpers the rewritten
+code calls, with `INJECTED`, the one table of every `__mgtui_...__` name it refers to;
+and `mgtui.inline_probe`, the probe that does all this for the length of a run
+(`BesideFinder`, the code swaps, the helpers given to each rewritten module).
 
 What is rewritten: the scenario itself (compiled rewritten from its source); modules
 beside the scenario imported during the run (loaded rewritten, `BesideFinder`); and,
@@ -49,32 +55,34 @@ from __future__ import annotations
 
 import __future__
 import ast
-import builtins
-import importlib.machinery
 import linecache
 import os
-import sys
-import sysconfig
 import types
-from typing import Callable
 
-from mgtui.trace import EventKind, Field
+from mgtui.inline_helpers import (
+    ADD_WRITE,
+    BACKWARD_OF,
+    CALL,
+    EVENT,
+    FROZENSET,
+    KEYS,
+    LABEL,
+    LEN,
+    MADE,
+    MADE_AGAIN,
+    SET,
+    STACK,
+    TUPLE,
+    TYPE,
+)
+from mgtui.inline_helpers import NO_HERE_NAME as NO_HERE
+from mgtui.probes import REQUIRED, WRITTEN
+from mgtui.records import ID
 
-ID = "_mgtui_id"
-REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
 # a class attribute under any of these names changes what a plain read gives
 OWN_NAMES = REQUIRED | {"label", ID}
-WRITTEN = {"grad": (Field.GRAD.code, EventKind.GRAD.code),
-           "data": (Field.DATA.code, EventKind.DATA.code)}
-
-MADE, CALL, BACKWARD_OF, EVENT, LABEL, STACK, WRITES, NO_HERE = (
-    "__mgtui_made__", "__mgtui_call_backward__", "__mgtui_backward_of__", "__mgtui_event__",
-    "__mgtui_label__", "__mgtui_stack__", "__mgtui_writes__", "__mgtui_no_here__")
-MADE_AGAIN = "__mgtui_made_again__"  # (an `__init__` that calls another `__init__`)
-# Python's own, under names of the rewrite's, for the test `_ordered_prev` writes inline
-BUILTINS = {"__mgtui_type__": type, "__mgtui_len__": len, "__mgtui_tuple__": tuple,
-            "__mgtui_keys__": dict.fromkeys, "__mgtui_set__": set,
-            "__mgtui_frozenset__": frozenset}
+# Every `__mgtui_...__` name the rewritten code refers to is in one table,
+# `mgtui.inline_helpers.INJECTED`; the rest are the temporaries of a function:
 OBJ, BEFORE, VALUE, NID, GIVEN = "__mgtui_o", "__mgtui_b", "__mgtui_v", "__mgtui_i", "__mgtui_g"
 HERE = "__mgtui_h"  # a function's own `[valid, line]` for its `_backward()` calls
 ALL = "__mgtui_a"  # the value of an assignment to several targets
@@ -104,9 +112,9 @@ def _store(attr: str, value: str) -> ast.Assign:
 
 
 def _record(attr: str, line: int) -> ast.If:
-    """`if stack: writes.extend((nid, field, before, value, line)) else: event(...)`"""
+    """`if stack: add_write((nid, field, before, value, line)) else: event(...)`"""
     field, kind = WRITTEN[attr]
-    write = ast.Expr(ast.Call(ast.Attribute(_name(WRITES), "extend", ast.Load()), [ast.Tuple(
+    write = ast.Expr(ast.Call(_name(ADD_WRITE), [ast.Tuple(
         [_name(NID), ast.Constant(field), _name(BEFORE), _name(VALUE), ast.Constant(line)],
         ast.Load())], []))
     event = ast.Expr(_call(EVENT, ast.Constant(kind), _name(NID), _name(BEFORE), _name(VALUE)))
@@ -170,7 +178,7 @@ def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
     set is <Python's set> else set(_children)` (with Python's own `type`, `len`, ... under
     the rewrite's names, `BUILTINS`): a set iterates in address order, which changes
     from run to run, so two or more children are kept as a set-like keys view in the order
-    given, as the recorder would reorder them (`mgtui.recorder.ordered`), without making
+    given, as the recorder would reorder them (`mgtui.probes.ordered`), without making
     the set first. (Written inline: a call to a helper costs more.)"""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
         return
@@ -183,11 +191,10 @@ def _ordered_prev(stmt: ast.stmt, me: str, children: str) -> None:
             and value.args[0].id == children):
         given, make = value.args[0].id, value.func.id
         test = ast.BoolOp(ast.And(), [
-            ast.Compare(_call("__mgtui_type__", _name(given)), [ast.Is()],
-                        [_name("__mgtui_tuple__")]),
-            ast.Compare(_call("__mgtui_len__", _name(given)), [ast.Gt()], [ast.Constant(1)]),
-            ast.Compare(_name(make), [ast.Is()], [_name(f"__mgtui_{make}__")])])
-        keys = ast.Call(ast.Attribute(_call("__mgtui_keys__", _name(given)), "keys",
+            ast.Compare(_call(TYPE, _name(given)), [ast.Is()], [_name(TUPLE)]),
+            ast.Compare(_call(LEN, _name(given)), [ast.Gt()], [ast.Constant(1)]),
+            ast.Compare(_name(make), [ast.Is()], [_name(SET if make == "set" else FROZENSET)])])
+        keys = ast.Call(ast.Attribute(_call(KEYS, _name(given)), "keys",
                                       ast.Load()), [], [])
         stmt.value = ast.copy_location(ast.IfExp(test, keys, value), value)
 
@@ -202,19 +209,30 @@ def _calls_an_init(stmt: ast.stmt) -> bool:
 
 
 class Rewriter(ast.NodeTransformer):
-    """Rewrites a module's tree (see the module's docstring). `value_inits` are the first
-    lines of the `__init__`s of Value-like classes, which get the `__mgtui_made__` end;
-    the first lines of those that got it are left in `made_inits`."""
+    """Rewrites a module's tree (see the module's docstring); every name it puts into
+    the code is in `mgtui.inline_helpers.INJECTED`, or one of the temporaries above.
+
+    The state it keeps, as it walks the tree:
+
+    - `value_inits`: the first lines of the `__init__`s of Value-like classes (given),
+      which get the `__mgtui_made__` end; `made_inits`: those that got it (its result,
+      for `Inliner.adopt`).
+    - `epilogue`: inside such an `__init__`, (the name of its node, of its children or
+      None, the helper it ends with: `MADE` or `MADE_AGAIN`); None elsewhere.
+    - `plain_self`: inside such an `__init__`, the node's name until something may have
+      numbered it (a `super().__init__`): its stores are not recorded, `made` reads
+      them. None elsewhere.
+    - `here`: inside a function, `[calls a _backward]` (it then makes its `HERE` list
+      first); None outside functions, and in a lambda or a class body.
+
+    Each scope (function, lambda, class body) saves the three and puts them back as it
+    ends."""
 
     def __init__(self, value_inits: set[int]) -> None:
         self.value_inits = value_inits
         self.made_inits: set[int] = set()
-        # in an __init__ that gets the end: the names of its node and of its children,
-        # and the helper it calls
         self.epilogue: tuple[str, str | None, str] | None = None
-        self.plain_self: str | None = None  # stores on it are not recorded (made below)
-        # in a function: does it call a `_backward` (it then makes its `HERE`)? None
-        # outside functions, and in a lambda
+        self.plain_self: str | None = None
         self.here: list[bool] | None = None
 
     # scopes
@@ -468,11 +486,6 @@ class FileRewrite:
         return self.plain.get((code.co_qualname, code.co_firstlineno))
 
 
-# Where Python's own library and installed packages live: never "beside the scenario",
-# even for a scenario at the top of the file system.
-_INSTALLED = tuple(sorted({os.path.join(path, "") for key, path in sysconfig.get_paths().items()
-                           if key in ("stdlib", "platstdlib", "purelib", "platlib")}))
-
 _REWRITES: dict[tuple, FileRewrite] = {}  # by file name, source and flags, for reuse
 
 
@@ -494,7 +507,7 @@ def rewrite_of(filename: str, source: str, flags: int = 0,
 
 
 def scenario_rewrite(scenario) -> FileRewrite | None:
-    """The rewrite of a scenario (`mgtui.recorder.Scenario`), compiled as it was."""
+    """The rewrite of a scenario (`mgtui.scenario.Scenario`), compiled as it was."""
     filename = str(scenario.path.resolve())
     flags = scenario.code.co_flags & __future__.annotations.compiler_flag
     return rewrite_of(filename, scenario.source, flags, scenario.code)
@@ -506,337 +519,3 @@ def read_source(filename: str) -> str | None:
     linecache.checkcache(filename)
     lines = linecache.getlines(filename)
     return "".join(lines) if lines else None
-
-
-# -- the run ---------------------------------------------------------------------------------
-
-
-class Inliner:
-    """The inlined recording of one run: rewrites code, adopts Value classes, and gives
-    the rewritten code its helpers, which record into the recorder's lists."""
-
-    def __init__(self, rec, record_call: Callable, run_backward: Callable,
-                 scenario: FileRewrite | None) -> None:
-        self.rec = rec
-        self.files: dict[str, FileRewrite | None] = {}
-        self.codes: dict[int, types.CodeType] = {}  # every rewritten code object, by id
-        self.adopted: set[type] = set()
-        self.patched: list[tuple[types.FunctionType, types.CodeType]] = []
-        self.namespaces: list[dict] = []  # the globals given the helpers
-        self.known_modules: set[str] = set()
-        self.home = str(rec.scenario.path.resolve().parent) + os.sep
-        self.scenario = scenario  # the scenario's rewrite (`scenario_rewrite`)
-        if scenario is not None:
-            self.files[str(rec.scenario.path.resolve())] = scenario
-            self.codes |= scenario.codes
-        self.helpers = self._helpers(record_call, run_backward)
-        self._import = None
-        self._finder: BesideFinder | None = None
-
-    # -- the helpers the rewritten code calls ----------------------------------------------
-    def _helpers(self, record_call, run_backward) -> dict:
-        """The helpers of this run: copies of `mgtui.inline_helpers`' functions whose
-        globals are this run's records, options and tables."""
-        from mgtui import inline_helpers as hot
-        from mgtui.recorder import (BACKWARD, CLASS_CODE, CREATE, NODE_FIELDS, StopRecording,
-                                    ordered)
-
-        rec = self.rec
-        watch = rec.on_backward
-        kids, nodes, events = rec.kids, rec.nodes, rec.events
-        # The library frame that made the last node through an op, its line and the op's
-        # code: the next node is most often made there too, by the same op (`w*x` in
-        # `Neuron.__call__`'s generator), and is then known by two identities without
-        # looking its code up. (The frame is kept alive here, so no other frame can take
-        # its place; its line is the one `scenario_line` gave it, as the line memo
-        # would.) Two of them: a library's `sum(w*x for ...)` makes its nodes from two
-        # frames in turn, the generator's (`w*x`) and the caller's (`+`).
-        last: list = [None] * 6
-        rec.last_frames.append(last)  # (forgotten when a class comes in)
-        run = {name: value for name, value in vars(hot).items() if not name.startswith("__")}
-        run.update(
-            __builtins__=builtins, __name__=hot.__name__,
-            rec=rec, nodes=nodes, kids=kids, events=events, writes=rec.writes,
-            stack=rec.stack, made_inside=rec.made_inside, late_labels=rec.late_labels,
-            add_kid=kids.append, add_node=nodes.extend, add_event=events.extend,
-            max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else rec.max_nodes,
-            on_progress=rec.on_progress, on_create=rec.on_create,
-            before=rec.before_backward, watch=watch,
-            skip=watch.skip if watch is not None else (),
-            scenario_line=rec.scenario_line,
-            # (`mgtui.naming`: the variable a node is bound to) The assignments'
-            # instructions come with the code's kind, so that a node made elsewhere costs
-            # no call.
-            named=rec.namer.made, candidate=rec.namer.candidate,
-            closure_ids=rec.closure_ids, closure_index=rec.closure_index,
-            kind_of=rec.code_kinds.get, code_kind=rec.code_kind,
-            # The frames outside the scenario that `scenario_line` has walked, and their
-            # lines: a library's loop (`model(x)`, `backward()`) asks about the same
-            # frames over and over. Looking there first spares the call.
-            remembered=rec.line_memo.get,
-            getframe=sys._getframe, record_call=record_call, run_backward=run_backward,
-            ordered=ordered, StopRecording=StopRecording, last=last, lines_valid=object(),
-            BACKWARD=BACKWARD, CLASS_CODE=CLASS_CODE, CREATE=CREATE, NODE_FIELDS=NODE_FIELDS)
-        for name in hot.HELPERS:
-            fn = getattr(hot, name)
-            run[name] = types.FunctionType(fn.__code__, run, name, fn.__defaults__)
-        self._run = run
-        return {MADE: run["made"], MADE_AGAIN: run["made_again"],
-                CALL: run["call_backward"], BACKWARD_OF: run["backward_of"], EVENT: run["event"],
-                LABEL: run["label"], STACK: rec.stack, WRITES: rec.writes, NO_HERE: hot.NO_HERE,
-                **BUILTINS}
-
-    def forget_lines(self) -> None:
-        """A class came in: the lines the frames' `here`s hold may be wrong now."""
-        self._run["lines_valid"] = object()
-
-    def interrupt(self) -> None:
-        """The run is to stop (`Recorder.cancel`, from any thread)."""
-        self._run["interrupt"]()
-
-    @staticmethod
-    def plain_helpers() -> dict:
-        """The helpers once the run is over, for closures made during it that outlive it."""
-        return {MADE: lambda node, children: None, MADE_AGAIN: lambda node, children: None,
-                CALL: lambda node, here: node._backward(),
-                BACKWARD_OF: lambda node: node._backward, EVENT: lambda *args: None,
-                LABEL: lambda node, value: None, STACK: [], WRITES: [], NO_HERE: [None, 0],
-                **BUILTINS}
-
-    # -- the code ---------------------------------------------------------------------------
-    def scenario_code(self, namespace: dict):
-        """The scenario's code to run in `namespace`: rewritten, with the helpers."""
-        if self.scenario is None:
-            return self.rec.scenario.code
-        self._give_helpers(namespace)
-        return self.scenario.code
-
-    def _file(self, filename: str) -> FileRewrite | None:
-        if filename in self.files:
-            return self.files[filename]
-        source = read_source(filename)
-        rewrite = None if source is None else rewrite_of(filename, source)
-        self.files[filename] = rewrite
-        if rewrite is not None:
-            self.codes |= rewrite.codes
-        return rewrite
-
-    def _give_helpers(self, namespace: dict) -> None:
-        if not any(ns is namespace for ns in self.namespaces):
-            self.namespaces.append(namespace)
-        namespace.update(self.helpers)
-
-    def _patch(self, fn: types.FunctionType, new: types.CodeType) -> None:
-        self._give_helpers(fn.__globals__)
-        self.patched.append((fn, fn.__code__))
-        fn.__code__ = new
-
-    # -- classes --------------------------------------------------------------------------
-    def adopt(self, cls: type) -> bool:
-        """Inline the recording into `cls` if it can be: True if it now records itself,
-        False if it needs the recorder's hooks."""
-        from mgtui.recorder import keeps_fields_in_slots
-
-        init = cls.__dict__.get("__init__")
-        if not isinstance(init, types.FunctionType) or keeps_fields_in_slots(cls) or any(
-                name in vars(klass) for klass in cls.__mro__[:-1] for name in OWN_NAMES):
-            self._unmade(init)
-            return False
-        code = init.__code__
-        rewrite = self._file(code.co_filename)
-        if rewrite is None or code.co_firstlineno not in rewrite.made_inits:
-            return False
-        if id(code) not in rewrite.codes:
-            new = rewrite.counterpart(code)
-            if new is None:
-                return False
-            self._patch(init, new)
-        self.adopted.add(cls)
-        self.patch_functions(self._class_functions(cls), skip_inits=False)
-        module = sys.modules.get(cls.__module__)
-        if module is not None and getattr(module, "__dict__", None) is not self.rec.globals:
-            self.patch_module(module)
-        return True
-
-    def _unmade(self, init) -> None:
-        """A class that keeps the hooks does not number its nodes from its `__init__`."""
-        code = getattr(init, "__code__", None)
-        if code is None or id(code) not in self.codes:
-            return
-        rewrite = self.files.get(code.co_filename)
-        plain = rewrite.plain_of(code) if rewrite is not None else None
-        if plain is not None and plain.co_freevars == code.co_freevars:
-            self.patched.append((init, code))
-            init.__code__ = plain
-
-    @staticmethod
-    def _class_functions(cls: type, seen: set | None = None) -> list[types.FunctionType]:
-        seen = set() if seen is None else seen
-        if id(cls) in seen:
-            return []
-        seen.add(id(cls))
-        found = []
-        for value in list(vars(cls).values()):
-            if isinstance(value, (staticmethod, classmethod)):
-                value = value.__func__
-            if isinstance(value, property):
-                found += [f for f in (value.fget, value.fset, value.fdel)
-                          if isinstance(f, types.FunctionType)]
-            elif isinstance(value, types.FunctionType):
-                found.append(value)
-            elif isinstance(value, type) and value.__module__ == cls.__module__:
-                found += Inliner._class_functions(value, seen)
-        return found
-
-    def patch_functions(self, functions, skip_inits: bool = True) -> None:
-        for fn in functions:
-            fn = getattr(fn, "__wrapped__", fn) if not isinstance(
-                fn, types.FunctionType) else fn
-            if not isinstance(fn, types.FunctionType):
-                continue
-            code = fn.__code__
-            rewrite = None if id(code) in self.codes else self._file(code.co_filename)
-            if id(code) in self.codes:  # rewritten already, as a module beside the
-                self._give_helpers(fn.__globals__)  # scenario that a run imported is
-                continue
-            if rewrite is None:
-                continue
-            if skip_inits and code.co_name == "__init__" and \
-                    code.co_firstlineno in rewrite.made_inits:
-                continue  # numbers nodes: only for a class `adopt` takes
-            new = rewrite.counterpart(code)
-            if new is not None:
-                self._patch(fn, new)
-
-    # -- modules --------------------------------------------------------------------------
-    def wants(self, module: types.ModuleType) -> bool:
-        """Should the functions of `module` be rewritten for this run? Yes if it names an
-        adopted class, or lives beside the scenario."""
-        name = getattr(module, "__name__", "") or ""
-        if name == "mgtui" or name.startswith("mgtui."):
-            return False
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict) or namespace is self.rec.globals:
-            return False
-        if self.beside(getattr(module, "__file__", None) or ""):
-            return True
-        adopted = self.adopted
-        return bool(adopted) and any(
-            isinstance(v, type) and v in adopted for v in list(namespace.values()))
-
-    def patch_module(self, module: types.ModuleType) -> None:
-        name = getattr(module, "__name__", None)
-        functions = []
-        namespace = module.__dict__
-        for value in list(namespace.values()):
-            if isinstance(value, types.FunctionType):
-                if value.__globals__ is namespace:  # its own, not an import (or a helper)
-                    functions.append(value)
-            elif isinstance(value, type) and value.__module__ == name:
-                functions += self._class_functions(value)
-        self.patch_functions(functions)
-
-    def consider_modules(self) -> None:
-        """Rewrite the modules loaded since last time that want it."""
-        modules = sys.modules
-        for name in [n for n in list(modules) if n not in self.known_modules]:
-            module = modules.get(name)
-            if getattr(getattr(module, "__spec__", None), "_initializing", False):
-                continue  # still being imported: its names are not all there yet
-            self.known_modules.add(name)
-            if module is not None and self.wants(module):
-                self.patch_module(module)
-
-    def start(self) -> None:
-        """Rewrite the modules loaded so far, and from now on each one imported."""
-        import builtins
-
-        self.consider_modules()
-        original = self._import = builtins.__import__
-        modules, known = sys.modules, self.known_modules
-
-        def import_(*args, **kwargs):
-            module = original(*args, **kwargs)
-            if len(modules) != len(known):  # new modules, or some still being imported
-                self.consider_modules()
-            return module
-
-        builtins.__import__ = import_
-        self._finder = BesideFinder(self)
-        sys.meta_path.insert(0, self._finder)
-
-    def beside(self, filename: str) -> bool:
-        """Is this source file beside the scenario (and not Python's, nor installed)?"""
-        return (filename.startswith(self.home) and filename.endswith(".py")
-                and not filename.startswith(_INSTALLED))
-
-    def stop(self) -> None:
-        """Put every function's own code back; closures made during the run that outlive
-        it find helpers that no longer record."""
-        import builtins
-
-        if self._import is not None:
-            builtins.__import__ = self._import
-            self._import = None
-        if self._finder is not None:
-            if self._finder in sys.meta_path:
-                sys.meta_path.remove(self._finder)
-            self._finder.close()
-            self._finder = None
-        for fn, code in reversed(self.patched):
-            fn.__code__ = code
-        self.patched.clear()
-        plain = self.plain_helpers()
-        for namespace in self.namespaces:
-            namespace.update(plain)
-        self.namespaces.clear()
-
-
-class BesideFinder:
-    """A finder, first on `sys.meta_path` during a run, for the modules beside the
-    scenario: they are run rewritten from their first line, so that what their module-
-    level code does to nodes as they are imported is recorded too. (Other modules get
-    their functions' code swapped once they are imported.) It never writes bytecode."""
-
-    def __init__(self, inliner: Inliner) -> None:
-        self.inliner: Inliner | None = inliner
-        self.loaders: list[RewritingLoader] = []
-
-    def find_spec(self, name, path=None, target=None):
-        inliner = self.inliner
-        if inliner is None or name == "mgtui" or name.startswith("mgtui."):
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if (spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader
-                or not inliner.beside(spec.origin or "")):
-            return None  # for the finders after this one, as if it were not there
-        loader = RewritingLoader(spec.loader.name, spec.loader.path)
-        loader.inliner = inliner
-        self.loaders.append(loader)
-        spec.loader = loader
-        return spec
-
-    def close(self) -> None:
-        """After the run, the modules it loaded are loaded plainly if reloaded."""
-        for loader in self.loaders:
-            loader.inliner = None
-        self.loaders.clear()
-        self.inliner = None
-
-
-class RewritingLoader(importlib.machinery.SourceFileLoader):
-    """Loads a module's source rewritten (`BesideFinder`)."""
-
-    inliner: Inliner | None = None
-
-    def get_code(self, fullname):
-        inliner = self.inliner
-        rewrite = inliner._file(self.get_filename(fullname)) if inliner is not None else None
-        if rewrite is None:
-            return super().get_code(fullname)
-        return rewrite.code
-
-    def exec_module(self, module) -> None:
-        if self.inliner is not None:
-            self.inliner._give_helpers(module.__dict__)
-        super().exec_module(module)

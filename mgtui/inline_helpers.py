@@ -1,25 +1,28 @@
-"""The helpers that the code `mgtui.inline` rewrites calls, as it runs: the recording's
-hot path.
+"""The helpers that the code `mgtui.inline` rewrites calls as it runs (the recording's
+hot path), and `INJECTED`, the one table of every name the rewritten code refers to.
 
-They are written as module-level functions, and each run gets copies of them whose
-globals are that run's own (`Inliner._helpers`): its record lists, its options and the
+Every name the rewrite puts into code is `__mgtui_<something>__` (a helper, or a record
+column, or one of Python's own under a name of the rewrite's), or `__mgtui_<letter>`
+(a temporary of the function it is in). Look the first kind up in `INJECTED` below:
+it says what the name is during a run, and what it is once the run is over.
+
+The helpers are written as module-level functions, and each run gets copies of them whose
+globals are that run's own (`Inliner._helpers`): its record columns, its options and the
 recorder's tables, under the names below. A global read costs no more than a closure's
 variable, and a call does not copy some twenty closure cells into its frame and drop
-them again, as the nested functions this replaces did on every node and every
-`_backward` call. The names under "filled in for each run" below are placeholders
-until then.
+them again, as nested functions would on every node and every `_backward` call. The
+names under "filled in for each run" below are placeholders until then. Each helper is
+a hot-path copy of a `mgtui.probes.Probe` method, named in its docstring.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
-from mgtui.trace import EventKind
+from mgtui.probes import CLASS_CODE, StopRecording, ordered
+from mgtui.records import BACKWARD, CREATE, ID, NODE_ROW
 
-ID = "_mgtui_id"
-NODE_FIELDS = 5  # (`mgtui.recorder`'s)
-CREATE, BACKWARD = EventKind.CREATE.code, EventKind.BACKWARD.code
-CLASS_CODE = "class"  # (`Recorder.code_kind`)
 _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.inline._ordered_prev`)
 # The `here` of a call from code that cannot hold one (a lambda, a module's or a class
 # body's own code): never filled in, so such calls always take the long way.
@@ -27,14 +30,14 @@ NO_HERE: list = [None, 0]
 
 # -- filled in for each run (`Inliner._helpers`) -------------------------------------------
 rec = None  # the Recorder
-nodes: list = []
+nodes: list = []  # the record columns (`mgtui.records.Records`)
 kids: list = []
 events: list = []
 writes: list = []
 stack: list = []
 made_inside: list = []
 late_labels: dict = {}
-add_kid = add_node = add_event = None  # kids.append, nodes.extend, events.extend
+add_kid = add_node = add_event = add_write = None  # `Records.add_*`: a row each
 max_nodes = 0
 limit = 0  # max_nodes, or -1 once the run is to stop (`interrupt`)
 on_progress = on_create = before = watch = None  # the recorder's hooks
@@ -43,7 +46,7 @@ scenario_line = named = candidate = None  # the line finder, the namer's calls
 closure_ids: dict = {}
 closure_index = kind_of = code_kind = remembered = None
 getframe = None  # sys._getframe
-record_call = run_backward = ordered = StopRecording = None  # from `mgtui.recorder`
+record_call = run_backward = None  # `mgtui.probes.BackwardCalls`
 # The library frame that made the last node through an op, its line and the op's code,
 # twice (`made`); and what a frame's `here` must hold for its line to be trusted: a new
 # object each time a class comes in (`Inliner.forget_lines`).
@@ -55,6 +58,64 @@ HELPERS = ("made", "made_again", "call_backward", "call_fully", "inside_made", "
            "event", "label", "interrupt")
 
 
+# -- every name the rewritten code refers to ------------------------------------------------
+
+
+class Injected(NamedTuple):
+    """A name the rewritten code refers to (as a global of its module)."""
+
+    name: str  # as the rewritten code spells it
+    during: str | None  # during a run: this run's global of that name (`Inliner._helpers`);
+    #                     None: `after`, always
+    after: object  # once the run is over, for code rewritten for it that outlives it
+    what: str
+
+
+MADE, MADE_AGAIN, CALL, BACKWARD_OF, EVENT, LABEL, STACK, ADD_WRITE, NO_HERE_NAME = (
+    "__mgtui_made__", "__mgtui_made_again__", "__mgtui_call_backward__",
+    "__mgtui_backward_of__", "__mgtui_event__", "__mgtui_label__", "__mgtui_stack__",
+    "__mgtui_add_write__", "__mgtui_no_here__")
+# Python's own, for the test `mgtui.inline._ordered_prev` writes inline
+TYPE, LEN, TUPLE, KEYS, SET, FROZENSET = (
+    "__mgtui_type__", "__mgtui_len__", "__mgtui_tuple__", "__mgtui_keys__", "__mgtui_set__",
+    "__mgtui_frozenset__")
+
+INJECTED: tuple[Injected, ...] = (
+    Injected(MADE, "made", lambda node, children: None,
+             "ends a Value class's `__init__`: numbers and records the node (`made`)"),
+    Injected(MADE_AGAIN, "made_again", lambda node, children: None,
+             "`made`, in an `__init__` that calls another, which may have numbered it"),
+    Injected(CALL, "call_backward", lambda node, here: node._backward(),
+             "`x._backward()`, recorded (`call_backward`)"),
+    Injected(BACKWARD_OF, "backward_of", lambda node: node._backward,
+             "any other read of `x._backward`: the closure bound to the recorder"),
+    Injected(EVENT, "event", lambda *args: None,
+             "a write of `grad` or `data` outside any `_backward` call (`event`)"),
+    Injected(LABEL, "label", lambda node, value: None, "a write of `label` (`label`)"),
+    Injected(STACK, "stack", [], "the `_backward` calls running (`Records.stack`)"),
+    Injected(ADD_WRITE, "add_write", lambda row: None,
+             "a write inside a `_backward` call, appended inline (`Records.add_write`)"),
+    Injected(NO_HERE_NAME, "NO_HERE", NO_HERE,
+             "the `here` of a call from code without a frame list of its own"),
+    Injected(TYPE, None, type, "Python's `type`"),
+    Injected(LEN, None, len, "Python's `len`"),
+    Injected(TUPLE, None, tuple, "Python's `tuple`"),
+    Injected(KEYS, None, dict.fromkeys, "Python's `dict.fromkeys`"),
+    Injected(SET, None, set, "Python's `set`"),
+    Injected(FROZENSET, None, frozenset, "Python's `frozenset`"),
+)
+
+
+def injected_during(run: dict) -> dict:
+    """Every injected name -> what it is during the run whose globals are `run`."""
+    return {i.name: i.after if i.during is None else run[i.during] for i in INJECTED}
+
+
+def injected_after() -> dict:
+    """Every injected name -> what it is once the run is over."""
+    return {i.name: i.after for i in INJECTED}
+
+
 def made_again(node, children) -> None:
     """`made`, at the end of an `__init__` that calls another one (a subclass's
     `super().__init__`), which may have numbered the node already."""
@@ -64,8 +125,8 @@ def made_again(node, children) -> None:
 
 def made(node, children, depth=2) -> None:
     """Number and record a node at the end of its class's `__init__` (`depth` frames up
-    from here is the code that called the class)."""
-    nid = len(nodes) // NODE_FIELDS
+    from here is the code that called the class): `Probe.node_made`, inlined."""
+    nid = len(nodes) // NODE_ROW
     if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
         if rec.stop_reason is None:
             rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
@@ -173,7 +234,8 @@ def call_backward(node, here):
 
 
 def call_fully(node, fn, frame, here=NO_HERE):
-    """`call_backward` for any call, from `frame` (whose `here` it fills in)."""
+    """`call_backward` for any call, from `frame` (whose `here` it fills in):
+    `Probe.backward_called`."""
     if type(fn) is partial and fn.func is run_backward:
         return fn()  # a node whose class has the hooks: they record it
     try:
@@ -237,9 +299,9 @@ def backward_of(node):
 
 
 def event(kind: int, nid: int, before: object, value: object) -> None:
-    """A write outside any `_backward`: an event of its own."""
-    events.extend((kind, nid, before, value, scenario_line(getframe(1)), -1,
-                   len(writes)))
+    """A write outside any `_backward`: an event of its own (`Probe.field_written`; the
+    rewritten code appends a write inside a call itself)."""
+    add_event((kind, nid, before, value, scenario_line(getframe(1)), -1, len(writes)))
 
 
 def label(node, value) -> None:

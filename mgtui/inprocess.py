@@ -3,38 +3,35 @@ code, a function, or a copy of a graph that exists already.
 
 The command line and the app record a scenario file in a child process
 (`mgtui.runner`); these record where the user's objects live instead, with the same
-`Recorder` hooks, installed for the length of the recording and removed after it. They
-also leave the user's objects as they found them: the recorder's node ids are taken off
-again, and `record_graph` works on a copy. Headless: no textual or rich.
+`Recorder` hooks and the same interpreter sandbox (`mgtui.sandbox`), installed for the
+length of the recording and removed after it. They also leave the user's objects as
+they found them: the recorder's node ids are taken off again, and `record_graph` works
+on a copy. What a recording is for (the gradient doctor's probe, its re-runs) comes in
+as the recorder's hooks (`mgtui.doctor`). Headless: no textual or rich.
 """
 
 from __future__ import annotations
 
-import builtins
 import copy
 import functools
-import gc
 import linecache
 import random
 import sys
-import time
 import types
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, cast
+from typing import Any, Callable
 
-from mgtui.recorder import (
-    _ONE_AT_A_TIME,
-    GC_GEN0_THRESHOLD,
-    ID,
-    Recorder,
-    Scenario,
-    StopRecording,
-    REQUIRED,
-    looks_like_value,
-)
+from mgtui.memory import collector_paused
+from mgtui.probes import REQUIRED, BeforeBackward, OnCreate, StopRecording
+from mgtui.records import ID
+from mgtui.recorder import Recorder
+from mgtui.sandbox import Isolation, RecordingError, in_process_recording, sandboxed
+from mgtui.scenario import Scenario
 from mgtui.trace import Trace, TraceError
+
+__all__ = ["BlockRecorder", "NotAGraph", "RecordingError", "names_in", "record_call",
+           "record_graph"]
 
 NO_LIMIT = sys.maxsize  # nodes: the user's own process, the user's own memory
 NO_FILE = "<mgtui.show>"  # the "scenario" of a copied graph: no line of it is known
@@ -43,46 +40,12 @@ KEYS_VIEW = type({0: 0}.keys())
 
 # -- the hooks on and off ----------------------------------------------------------------
 
-_recording: list[Recorder] = []  # the in-process recording under way (one at a time)
 
-
-class RecordingError(RuntimeError):
-    """A recording started while another one was under way in this process."""
-
-
-
-@contextmanager
-def instrumented(rec: Recorder) -> Iterator[None]:
+def instrumented(rec: Recorder) -> Any:
     """The recorder's hooks on every Value-like class loaded, and on each one defined
-    meanwhile, until the block ends. Recordings take turns: the hooks are class-wide, so
-    one cannot start inside another in the same thread."""
-    with _ONE_AT_A_TIME:
-        if _recording:
-            raise RecordingError("mgtui is recording here already (a mgtui.record() block, "
-                                 "or mgtui.check or mgtui.show running): record one at a "
-                                 "time, e.g. show or check after the block")
-        _recording.append(rec)
-        build_class = builtins.__build_class__
-        gc_threshold = gc.get_threshold()
-
-        def build_and_instrument(*args: Any, **kwargs: Any) -> Any:
-            cls = build_class(*args, **kwargs)
-            if looks_like_value(cls):
-                rec.instrument(cls)
-            return cls
-
-        try:
-            rec.instrument_loaded()
-            builtins.__build_class__ = build_and_instrument
-            # as for a scenario (`Recorder._scenario_interpreter`): every node is in a
-            # cycle with its closure, and a big graph makes the collector rescan the heap
-            gc.set_threshold(max(gc_threshold[0], GC_GEN0_THRESHOLD), *gc_threshold[1:])
-            yield
-        finally:
-            gc.set_threshold(*gc_threshold)
-            builtins.__build_class__ = build_class
-            rec.uninstrument()
-            _recording.clear()
+    meanwhile, until the block ends (`mgtui.sandbox`). One in-process recording at a
+    time: another one started inside raises `RecordingError`."""
+    return sandboxed(rec, Isolation(in_process=True))
 
 
 def in_process_recorder(scenario: Scenario, **hooks: Any) -> Recorder:
@@ -159,8 +122,8 @@ class MadeNodes:
 
 def error_of(rec: Recorder, exc: BaseException) -> TraceError:
     if isinstance(exc, StopRecording):
-        return rec._error(exc, "Stopped", f"recording stopped: {exc}")
-    return rec._error(exc, type(exc).__name__, str(exc))
+        return rec.trace_error(exc, "Stopped", f"recording stopped: {exc}")
+    return rec.trace_error(exc, type(exc).__name__, str(exc))
 
 
 def build(rec: Recorder, error: TraceError | None, names: dict[str, object]) -> Trace:
@@ -176,21 +139,17 @@ def build(rec: Recorder, error: TraceError | None, names: dict[str, object]) -> 
 
 
 class BlockRecorder:
-    """Records the code between `start()` and `stop()`, run by the caller's `frame`.
+    """Records the code between `start()` and `stop()`, run by the caller's `frame`,
+    with `before_backward` (the doctor's probe) around each `_backward` call."""
 
-    `probe` runs the doctor's `=`-for-`+=` probe around each `_backward` call (it
-    replays the closure twice and puts back every grad and data it touched)."""
-
-    def __init__(self, frame: types.FrameType, *, probe: bool = True) -> None:
-        from mgtui.doctor.probe import OverwriteProbe
-
+    def __init__(self, frame: types.FrameType, *,
+                 before_backward: BeforeBackward | None = None) -> None:
         self.frame: types.FrameType | None = frame
         filename, line = frame.f_code.co_filename, frame.f_lineno
-        self.probe = OverwriteProbe() if probe else None
         self.made = MadeNodes()
         title = f"mgtui.record() in {Path(filename).name}, line {line}"
         self.rec = in_process_recorder(scenario_of(filename, title), on_create=self.made,
-                                       before_backward=self.probe)
+                                       before_backward=before_backward)
         self.rec.adopt_strangers = True
         self._hooks: Any = None
 
@@ -207,29 +166,22 @@ class BlockRecorder:
             self.made.forget()
             self.frame = None
 
-    @property
-    def hits(self) -> list:
-        return list(self.probe.hits) if self.probe is not None else []
-
 
 # -- a function: `mgtui.check(fn)` ---------------------------------------------------------
 
 
-def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
-                on_create: Callable[[int, Any], None] | None = None,
-                before_backward: Callable | None = None) -> tuple[Trace, list]:
+def record_call(fn: Callable[[], object], *, seed: int = 0,
+                on_create: OnCreate | None = None,
+                before_backward: BeforeBackward | None = None) -> Trace:
     """Call `fn()` under the recorder, with `random` seeded (and its state put back
-    after): its trace, and the `=`-for-`+=` probe's hits if `probe`. An exception from
-    `fn` is the trace's error."""
-    from mgtui.doctor.probe import OverwriteProbe
-
+    after), and the caller's hooks: its trace. An exception from `fn` is the trace's
+    error, as is a hook's `StopRecording` (a re-run that has what it needs)."""
     code = getattr(fn, "__code__", None)
     filename = code.co_filename if code is not None else NO_FILE
     name = getattr(fn, "__qualname__", None) or repr(fn)
-    probe_hook = OverwriteProbe() if probe else None
     made = MadeNodes(on_create, code)
     rec = in_process_recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)),
-                              on_create=made, before_backward=probe_hook or before_backward)
+                              on_create=made, before_backward=before_backward)
     state = random.getstate()
     error = None
     try:
@@ -242,7 +194,7 @@ def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
             except StopRecording as exc:  # a re-run that has what it needs
                 error = error_of(rec, exc)
         names = names_in(made.frame) if made.frame is not None else {}
-        return build(rec, error, names), list(probe_hook.hits) if probe_hook else []
+        return build(rec, error, names)
     finally:
         random.setstate(state)
         made.forget()
@@ -252,107 +204,6 @@ def record_call(fn: Callable[[], object], *, seed: int = 0, probe: bool = False,
 def inspect_doc(fn: Callable) -> str:
     doc = getattr(fn, "__doc__", None)
     return doc.strip() if isinstance(doc, str) else ""
-
-
-@dataclass
-class CallReruns:
-    """The doctor's re-runs (`mgtui.doctor.reruns.Reruns`) of a function, in-process,
-    with the same hooks a re-run's child process makes (`mgtui.doctor.jobs.rerun`)."""
-
-    fn: Callable[[], object]
-    seed: int
-    count: int = 0
-
-    def __call__(self, nudge: dict[int, float], stop_after: int,
-                 on_progress: Callable[[int], None] | None = None) -> Trace:
-        return self.pair((nudge,), stop_after, (on_progress,))[0]
-
-    def pair(self, nudges: tuple[dict[int, float], ...], stop_after: int,
-             on_progress: tuple[Callable[[int], None] | None, ...] = (),
-             restore: dict[int, list[int]] | None = None) -> list[Trace]:
-        return self.wait(self.start(nudges, stop_after, on_progress, restore))
-
-    @staticmethod
-    def wait(runs: list) -> list[Trace]:
-        return list(runs)  # run as they were started: they are traces already
-
-    @staticmethod
-    def wait_quietly(runs: list) -> None:
-        pass
-
-    def start(self, nudges: tuple[dict[int, float], ...], stop_after: int,
-              on_progress: tuple[Callable[[int], None] | None, ...] = (),
-              restore: dict[int, list[int]] | None = None) -> list[Trace]:
-        """One re-run per nudge, one after the other, at once (`Reruns.start`: the
-        process's own function cannot run in a child)."""
-        from mgtui.doctor import jobs
-
-        traces = []
-        for nudge in nudges:
-            self.count += 1
-            job_args: dict[str, Any] = {"nudge": {str(k): v for k, v in nudge.items()},
-                                        "stop_after": stop_after}
-            if restore:
-                job_args["restore"] = {str(k): v for k, v in restore.items()}
-            hooks, _ = jobs.rerun(**job_args)
-            trace, _ = record_call(self.fn, seed=self.seed, on_create=hooks.get("on_create"),
-                                   before_backward=hooks.get("before_backward"))
-            traces.append(trace)
-        return traces
-
-
-def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
-                  passes: Any = None, budget: float | None = None):
-    """The doctor on a function that builds a graph and runs backward: every check of
-    `mgtui.doctor.diagnose` (its `passes`, `sample` and `budget` too), each run a call of
-    `fn` in this process."""
-    from mgtui.doctor import Report
-    from mgtui.doctor.context import CheckContext, collector_paused
-    from mgtui.doctor.findings import one_per_line
-    from mgtui.doctor.numerical import BUDGET, NumericalCheck
-    from mgtui.doctor.probe import Overwrite
-    from mgtui.doctor.reruns import Reruns
-    from mgtui.doctor.trace_checks import TRACE_CHECKS
-
-    started = time.perf_counter()
-    trace, hits = record_call(fn, seed=seed, probe=True)
-    ctx = CheckContext(trace, [Overwrite(*h) for h in hits])
-    budget = BUDGET if budget is None else budget
-    reruns = CallReruns(fn, seed)
-    numerical = NumericalCheck(trace, ctx, cast(Reruns, reruns),  # the same calls
-                               lambda done, total, phase: None, budget)
-    seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
-    with collector_paused():
-        found = seeds(trace, ctx)
-    numerical.begin(passes, sample)
-    with collector_paused():
-        found += [f for check in others for f in check(trace, ctx)]
-    found = numerical.run(found)
-    return Report(findings=one_per_line(found), trace=trace, error=trace.error,
-                  checked_passes=numerical.checked, checkable_passes=len(numerical.checkable),
-                  passes_asked="sampled" if passes is None else passes, budget=budget,
-                  numerical_seconds=numerical.seconds, checked_nodes=numerical.checked_nodes,
-                  checked_calls=numerical.checked_calls, runs=1 + reruns.count,
-                  seconds=time.perf_counter() - started, notes=numerical.notes)
-
-
-def diagnose_recorded(trace: Trace, hits: list):
-    """The doctor's checks of a recorded block's trace. A block cannot be run again, so
-    its gradients are not checked numerically (a function can be: `diagnose_call`)."""
-    from mgtui.doctor import Report
-    from mgtui.doctor.context import CheckContext, collector_paused
-    from mgtui.doctor.findings import one_per_line
-    from mgtui.doctor.probe import Overwrite
-    from mgtui.doctor.trace_checks import TRACE_CHECKS
-
-    started = time.perf_counter()
-    ctx = CheckContext(trace, [Overwrite(*h) for h in hits])
-    with collector_paused():
-        found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
-    note = ("a recorded block cannot be run again, so no gradient was checked numerically: "
-            "give mgtui.check a function that builds the graph for that")
-    return Report(findings=one_per_line(found), trace=trace, error=trace.error,
-                  seconds=time.perf_counter() - started, notes=[note])
 
 
 # -- a graph that exists: `mgtui.show(root)` -----------------------------------------------
@@ -524,7 +375,7 @@ def record_graph(root: object, names: dict[str, object], title: str, notes: str)
     """The trace of the graph behind `root`: each node made, children first, then its
     backward pass (`root.backward()`, or micrograd's loop where there is none), replayed
     on a copy from zero grads. The user's nodes are left exactly as they were."""
-    if _recording:
+    if in_process_recording():
         raise RecordingError("mgtui.show inside a mgtui.record() block (or a check): show "
                              "after the block, one at a time")
     if not is_node(root):
@@ -554,17 +405,6 @@ def _record_graph(root: object, names: dict[str, object], title: str, notes: str
         return build(rec, error, labels)
     finally:
         put_back(saved)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def run_backward(root: Any) -> None:

@@ -1,4 +1,5 @@
-"""Memory that mgtui frees goes back to the system.
+"""Memory that mgtui frees goes back to the system, and the cyclic collector paused
+where it would only rescan a big heap.
 
 A trace is a few dozen flat arrays of a few megabytes each, and a trace that grows
 while its scenario records is built again at every update. glibc's malloc serves such
@@ -11,8 +12,11 @@ behaviour for good (setting it turns off glibc's adjustment).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 BIG_BLOCK = 256 * 1024
@@ -86,3 +90,18 @@ def trim() -> bool:
         return True
     except (OSError, AttributeError):  # no glibc
         return False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: for work that makes many objects and no
+    garbage cycles (the walks over a big trace, a graph copied for `mgtui.show`).
+    Without it, the collector keeps rescanning the heap a recording left (every node of
+    a scenario is in a cycle with its closure)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -154,10 +154,11 @@ class Namer:
     `name_ids` and `name_texts` are every name confirmed so far, in the order confirmed,
     the node's id and its name (two lists of atoms, which the collector does not track;
     the runner's child streams them as they grow); `names` pairs them up, and `name_of`
-    is the same by node id."""
+    is the same by node id. `names=(ids, texts)` gives the two lists to append to."""
 
     def __init__(self, code: types.CodeType, source: str, class_codes: dict,
-                 node_id: Callable[[object], int | None]) -> None:
+                 node_id: Callable[[object], int | None],
+                 names: tuple[list[int], list[str]] | None = None) -> None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
@@ -173,8 +174,9 @@ class Namer:
         # its frame has moved on or made another node under the same instruction. The
         # node is not kept alive here: its address tells a miss cheaply, its id confirms.
         self.pending: dict[tuple, tuple] = {}
-        self.name_ids: list[int] = []
-        self.name_texts: list[str] = []  # (appended after its id)
+        # (the recording's own columns, `Records.name_ids` and `name_texts`, if given)
+        self.name_ids: list[int] = [] if names is None else names[0]
+        self.name_texts: list[str] = [] if names is None else names[1]  # (after its id)
         self.name_of: dict[int, str] = {}
         self.candidate = self._candidate_hook()
         self.made = self._made_hook()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mgtui.export import dumps
-from mgtui.recorder import Recorder, closure_source, load_scenario, record
+from mgtui.recorder import Recorder, load_scenario, record
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.py")) + sorted(
@@ -26,13 +26,14 @@ SCENARIOS = [p for p in SCENARIOS if p.name != "__init__.py"]
 def raw_records(path, **options) -> tuple:
     recorder = Recorder(load_scenario(path), **options)
     error, output = recorder.execute()
-    closures = [closure_source(code, code in recorder.default_codes) for code in recorder.codes]
-    labels = recorder.resolve_labels()
+    records = recorder.records
+    closures = records.closures()
+    labels = records.relabelled(records.node_count())
     names = recorder.resolve_names()
     recorder.slots_ids.release()
     plain = recorder.inliner is None
-    return (list(recorder.nodes), list(recorder.kids), list(recorder.events),
-            list(recorder.writes), dict(recorder.late_labels), closures, labels,
+    return (list(records.nodes), list(records.kids), list(records.events),
+            list(records.writes), dict(records.late_labels), closures, labels,
             None if error is None else (error.type, error.message, error.line), output,
             names), plain
 
@@ -459,3 +460,30 @@ def test_backward_calls_from_any_kind_of_code_get_their_line(tmp_path):
     inlined, _ = raw_records(path)
     for name, a, b in zip(("nodes", "kids", "events", "writes"), hooks, inlined):
         assert same(a, b), name
+
+
+def test_every_name_the_rewrite_injects_is_in_the_one_table():
+    """pytest's `@pytest_ar.<name>`: each `__mgtui_...__` name in rewritten code (the
+    engine, every scenario) is in `inline_helpers.INJECTED`, which says what it is during
+    a run (a helper of that name, or a record column) and after it."""
+    import re
+    import types
+
+    from mgtui import inline_helpers
+    from mgtui.inline import rewrite_of
+
+    injected = {i.name: i for i in inline_helpers.INJECTED}
+    seen: set[str] = set()
+    for path in [ROOT / "engine" / "value.py", *SCENARIOS]:
+        rewrite = rewrite_of(str(path), path.read_text())
+        assert rewrite is not None
+        for code in rewrite.rewritten.values():
+            seen.update(n for n in code.co_names if re.fullmatch(r"__mgtui_\w+__", n))
+    assert seen, "the rewrite injected nothing"
+    assert seen <= injected.keys()
+    for name in seen:
+        during = injected[name].during
+        if during is not None and during in inline_helpers.HELPERS:
+            assert isinstance(getattr(inline_helpers, during), types.FunctionType), name
+    # what the rewrite of a `_backward` call and of a write inside one call
+    assert {"__mgtui_call_backward__", "__mgtui_add_write__", "__mgtui_made__"} <= seen

@@ -466,11 +466,8 @@ def test_only_the_recording_thread_output_is_captured(tmp_path, capsys):
 
 
 def test_timeout_wakes_a_scenario_blocked_in_sleep(tmp_path):
-    import time
-
     path = write(tmp_path, "sleepy.py", "import time\nprint('zzz')\ntime.sleep(60)\n")
-    start = time.monotonic()
     trace = record(path, timeout=0.3)
-    assert time.monotonic() - start < 10
+    # stopped inside the sleep (had it slept on, the scenario would have ended well)
     assert trace.error.type == "Stopped" and trace.error.line == 3
     assert trace.output == "zzz\n"

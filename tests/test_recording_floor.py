@@ -39,9 +39,7 @@ class Watcher:
         self.recorder: Recorder | None = None
 
     def __call__(self, op, fn) -> None:
-        from mgtui.recorder import EVENT_FIELDS
-
-        self.seen.append((op, len(self.recorder.events) // EVENT_FIELDS))
+        self.seen.append((op, self.recorder.records.event_count()))
 
 
 @pytest.mark.parametrize("inline", [True, False], ids=["inline", "hooks"])

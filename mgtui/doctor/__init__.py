@@ -5,26 +5,37 @@ recording in a child process of its own (`mgtui.runner`, `jobs.py`), runs the
 trace checks of SPEC section 6 over every pass (`trace_checks.py`, one function per
 check), and re-runs the scenario with node values nudged to check the gradients of
 its backward passes numerically (`numerical.py`: by default the first, the last, and
-those between them that fit in a time budget). It returns a `Report`; presenting it is for the command line
-(`mgtui.cli`, `mgtui.report`) and the app. Headless: this package never imports textual
-or rich.
+those between them that fit in a time budget). `diagnose_call()` does the same for a
+function, each run a call of it in this process, and `diagnose_recorded()` runs the
+checks that need no re-run on a recorded block. All three end in `examine()`, the one
+orchestration. The doctor drives the recorder only through its hooks (`jobs.py`); it
+returns a `Report`, and presenting it is for the command line (`mgtui.cli`,
+`mgtui.report`) and the app. Headless: this package never imports textual or rich.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
-from mgtui.doctor.context import CheckContext, collector_paused
+from mgtui.defaults import DEFAULT_MAX_NODES
+from mgtui.doctor import jobs
+from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
 from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
 from mgtui.doctor.probe import Overwrite, OverwriteProbe
-from mgtui.doctor.reruns import Reruns, raise_if_interrupted
+from mgtui.doctor.reruns import CallReruns, Reruns, raise_if_interrupted
 from mgtui.doctor.trace_checks import TRACE_CHECKS
-from mgtui.recorder import DEFAULT_MAX_NODES, Scenario, load_scenario
-from mgtui.runner import Run, RunSpec
+from mgtui.memory import collector_paused
+from mgtui.scenario import Scenario, load_scenario
+from mgtui.trace import Trace
 
-__all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose"]
+__all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose", "diagnose_call",
+           "diagnose_recorded", "examine"]
+
+NO_RERUN = ("a recorded block cannot be run again, so no gradient was checked numerically: "
+            "give mgtui.check a function that builds the graph for that")
 
 
 def diagnose(
@@ -50,23 +61,60 @@ def diagnose(
     `sys.argv[1:]`, for every run. Raises ScenarioLoadError if the
     scenario cannot run at all.
     """
+    from mgtui.runner import Run, RunSpec
+    from mgtui.runner_child import job_reference
+
     started = time.perf_counter()
     scenario = (path_or_scenario if isinstance(path_or_scenario, Scenario)
                 else load_scenario(path_or_scenario))
-    progress = on_progress or (lambda done, total, phase: None)
+    progress = on_progress or _no_progress
     progress(0, 0, "recording")
     spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   argv=tuple(argv), job="mgtui.doctor.jobs:probe")
+                   argv=tuple(argv), job=job_reference(jobs.probe))
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
-    trace = result.trace
-    trace.index_children()  # the checks ask for the children of every call
-    raise_if_interrupted(trace)
-    hits = [Overwrite(*hit) for hit in result.job_result or ()]
-
-    progress(0, 0, "checking the trace")
-    ctx = CheckContext(trace, hits)
+    raise_if_interrupted(result.trace)
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv))
-    numerical = NumericalCheck(trace, ctx, reruns, progress, budget)
+    return examine(result.trace, result.job_result or (), reruns, passes=passes,
+                   sample=sample, budget=budget, on_progress=progress, started=started)
+
+
+def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
+                  passes: PassChoice = None, budget: float | None = None) -> Report:
+    """The doctor on a function that builds a graph and runs backward: every check of
+    `diagnose` (its `passes`, `sample` and `budget` too), each run a call of `fn` in this
+    process, with `random` seeded by `seed`."""
+    from mgtui.inprocess import record_call
+
+    started = time.perf_counter()
+    probe = OverwriteProbe()
+    trace = record_call(fn, seed=seed, before_backward=probe)
+    return examine(trace, probe.hits, CallReruns(fn, seed), passes=passes, sample=sample,
+                   budget=BUDGET if budget is None else budget, started=started)
+
+
+def diagnose_recorded(trace: Trace, hits: list) -> Report:
+    """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
+    be run again, so its gradients are not checked numerically (a function can be:
+    `diagnose_call`)."""
+    return examine(trace, hits, None)
+
+
+def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
+            passes: PassChoice = None, sample: int | None = None, budget: float = BUDGET,
+            on_progress: ProgressFn | None = None, started: float | None = None) -> Report:
+    """Every check of a recorded trace, given the probe's `hits`: the trace checks, and,
+    with `reruns` to run it again, the numerical check of its backward passes."""
+    started = time.perf_counter() if started is None else started
+    progress = on_progress or _no_progress
+    trace.index_children()  # the checks ask for the children of every call
+    progress(0, 0, "checking the trace")
+    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits])
+    if reruns is None:
+        with collector_paused():
+            found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
+        return Report(findings=one_per_line(found), trace=trace, error=trace.error,
+                      seconds=time.perf_counter() - started, notes=[NO_RERUN])
+    numerical = NumericalCheck(trace, ctx, reruns, progress, budget)  # type: ignore[arg-type]
     seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
     with collector_paused():
         found = seeds(trace, ctx)
@@ -93,3 +141,7 @@ def diagnose(
         seconds=time.perf_counter() - started,
         notes=numerical.notes,
     )
+
+
+def _no_progress(done: int, total: int, phase: str) -> None:
+    pass

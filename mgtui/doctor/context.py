@@ -4,11 +4,9 @@ already explains, and how a finding names its node and points at its source line
 from __future__ import annotations
 
 import ast
-import gc
 import linecache
 import os
 import re
-from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -20,21 +18,6 @@ from mgtui.trace import EventKind, Field, Pass, Trace, Write
 
 Where = tuple[str, int | None, str]  # a file, a line in it, and that line's text
 ASSIGNS_GRAD = re.compile(r"\.grad\s*=(?!=)")  # `x.grad = …`, not `+=` or `==`
-
-
-@contextmanager
-def collector_paused():
-    """No cyclic garbage collection inside: for the walks over a big trace, which make
-    many small objects and no cycles. Without it, the collector keeps rescanning the
-    heap the recording left (every node of a scenario is in a cycle with its closure),
-    and the checks of `moons` take half as long again."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class CheckContext:

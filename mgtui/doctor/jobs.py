@@ -1,38 +1,118 @@
-"""The doctor's recordings as runner jobs: the hooks it needs, made in the child process
-that runs the scenario, and what they report back to the parent (as JSON)."""
+"""The hooks through which the doctor drives a recording (`mgtui.probes.Hooks`), and
+the doctor's recordings as runner jobs: those hooks made in the child process that runs
+the scenario (`mgtui.runner_child.Job`), and what they report back to the parent (as
+JSON). The recorder knows none of this: it only runs the hooks it is given.
+
+- the first recording runs the `=`-for-`+=` probe around every `_backward` call;
+- a re-run nudges nodes' data as they are made (`Nudge`) and ends before a given
+  `_backward` call (`StopBeforeCall`).
+"""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mgtui.doctor.probe import OverwriteProbe
-from mgtui.doctor.reruns import Nudge, StopBeforeCall
+from mgtui.probes import Hooks, StopRecording
+
+
+class Nudge:
+    """An `on_create` hook: adds `amounts[nid]` to node `nid`'s data as it is made. The
+    nodes in `kept` are held on to, for `StopBeforeCall` to take their nudge back."""
+
+    def __init__(self, amounts: dict[int, float], kept: set[int] = frozenset()) -> None:
+        self.amounts = amounts
+        self.kept = kept
+        self.nodes: dict[int, dict] = {}
+
+    def __call__(self, nid: int, d: dict) -> None:
+        amount = self.amounts.get(nid)
+        if amount is not None:
+            d["data"] = d["data"] + amount
+            if nid in self.kept:
+                self.nodes[nid] = d
+
+    def take_back(self, nids: list[int]) -> None:
+        for nid in nids:
+            d = self.nodes.pop(nid, None)
+            if d is not None:
+                d["data"] = d["data"] - self.amounts[nid]
+
+
+class StopBeforeCall:
+    """A `before_backward` hook: ends the run just before `_backward` call number `n + 1`.
+    Before call number `k + 1` it first takes back the own nudges of `restore[k]`: the
+    op nodes of a checked pass, before that pass's backward reads them. (A nudge that
+    stayed would move a ReLU's output off 0 and switch its `_backward` on: a jump, not a
+    small move, in every pass after it.)"""
+
+    def __init__(self, n: int, nudge: Nudge | None = None,
+                 restore: dict[int, list[int]] | None = None) -> None:
+        self.n = n
+        self.calls = 0
+        self.nudge = nudge
+        self.restore = restore or {}
+
+    def __call__(self, d: dict, fn: Callable[[], object]) -> None:
+        nids = self.restore.get(self.calls)
+        if nids is not None and self.nudge is not None:
+            self.nudge.take_back(nids)
+        self.calls += 1
+        if self.calls > self.n:
+            raise StopRecording("the doctor has what it needs")
+
+
+def rerun_hooks(nudge: dict[int, float], stop_after: int,
+                restore: dict[int, list[int]] | None = None) -> Hooks:
+    """A re-run's hooks: node values nudged, the run stopped before `_backward` call
+    `stop_after + 1`, the nudges of `restore[k]` taken back before call `k + 1`."""
+    back = restore or {}
+    nudger = Nudge(nudge, {n for nids in back.values() for n in nids})
+    return Hooks(on_create=nudger, before_backward=StopBeforeCall(stop_after, nudger, back))
+
+
+# -- as runner jobs ------------------------------------------------------------------------
 
 
 class ProbeJob:
     """The first recording: the `=`-for-`+=` probe around every `_backward` call."""
 
+    reads_values = True  # (custom ops' values are shown from this trace)
+
     def __init__(self) -> None:
         self.probe = OverwriteProbe()
-
-    def hooks(self) -> dict:
-        return {"before_backward": self.probe}
+        self.hooks = Hooks(before_backward=self.probe)
 
     def result(self) -> list[list]:
         return [list(hit) for hit in self.probe.hits]
 
 
-def probe() -> tuple[dict, ProbeJob]:
-    job = ProbeJob()
-    return job.hooks(), job
+class RerunJob:
+    """A re-run (`rerun_hooks`): only the nodes' data is read from it."""
+
+    reads_values = False
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks = hooks
+
+    def result(self) -> None:
+        return None
+
+
+def probe() -> ProbeJob:
+    return ProbeJob()
 
 
 def rerun(nudge: dict[str, float], stop_after: int,
-          restore: dict[str, list[int]] | None = None) -> tuple[dict, None]:
-    """A re-run with node values nudged, stopped before `_backward` call `stop_after + 1`,
-    the nudges of `restore[k]` taken back before call `k + 1`. (JSON keys are strings:
-    the node ids and call numbers come back to ints here.)"""
+          restore: dict[str, list[int]] | None = None) -> RerunJob:
+    """`rerun_hooks` from a job's arguments (JSON keys are strings: the node ids and
+    call numbers come back to ints here)."""
     back = {int(k): [int(n) for n in v] for k, v in (restore or {}).items()}
-    nudger = Nudge({int(k): float(v) for k, v in nudge.items()},
-                   {n for nids in back.values() for n in nids})
-    hooks = {"on_create": nudger, "before_backward": StopBeforeCall(stop_after, nudger, back),
-             "call_values": False}  # only the nodes' data is read from a re-run
-    return hooks, None
+    return RerunJob(rerun_hooks({int(k): float(v) for k, v in nudge.items()}, stop_after, back))
+
+
+def job_args(nudge: dict[int, float], stop_after: int,
+             restore: dict[int, list[int]] | None = None) -> dict:
+    """`rerun`'s arguments, as they travel to the child (as JSON)."""
+    return {"nudge": {str(k): v for k, v in nudge.items()}, "stop_after": stop_after,
+            "restore": {str(k): v for k, v in (restore or {}).items()}}

@@ -44,7 +44,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from mgtui.doctor.context import CheckContext, collector_paused
+from mgtui.doctor.context import CheckContext
+from mgtui.memory import collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
 from mgtui.explain import misread_nodes

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-from mgtui.recorder import ID, SlotsNode, node_dict
+from mgtui.records import ID
+from mgtui.slots_hooks import SlotsNode, node_dict
 
 
 class Overwrite(NamedTuple):

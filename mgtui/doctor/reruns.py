@@ -1,60 +1,16 @@
-"""Re-running a scenario for the doctor, each run in a child process (`mgtui.runner`),
-with recorder hooks that are plain objects: one nudges nodes' data as they are made, one
-ends the run before a given `_backward` call (`jobs.rerun` makes them in the child)."""
+"""Re-running a scenario for the doctor, with recorder hooks that nudge nodes as they
+are made and end the run before a given `_backward` call (`jobs.rerun_hooks`): each run
+of a scenario file in a child process (`mgtui.runner`, as the job `jobs.rerun`), each run
+of a function (`mgtui.check(fn)`) a call of it in this process (`CallReruns`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from mgtui.recorder import Scenario, StopRecording
+from mgtui.doctor.jobs import job_args, rerun, rerun_hooks
+from mgtui.scenario import Scenario
 from mgtui.trace import Trace
-
-
-class Nudge:
-    """An `on_create` hook: adds `amounts[nid]` to node `nid`'s data as it is made. The
-    nodes in `kept` are held on to, for `StopBeforeCall` to take their nudge back."""
-
-    def __init__(self, amounts: dict[int, float], kept: set[int] = frozenset()) -> None:
-        self.amounts = amounts
-        self.kept = kept
-        self.nodes: dict[int, dict] = {}
-
-    def __call__(self, nid: int, d: dict) -> None:
-        amount = self.amounts.get(nid)
-        if amount is not None:
-            d["data"] = d["data"] + amount
-            if nid in self.kept:
-                self.nodes[nid] = d
-
-    def take_back(self, nids: list[int]) -> None:
-        for nid in nids:
-            d = self.nodes.pop(nid, None)
-            if d is not None:
-                d["data"] = d["data"] - self.amounts[nid]
-
-
-class StopBeforeCall:
-    """A `before_backward` hook: ends the run just before `_backward` call number `n + 1`.
-    Before call number `k + 1` it first takes back the own nudges of `restore[k]`: the
-    op nodes of a checked pass, before that pass's backward reads them. (A nudge that
-    stayed would move a ReLU's output off 0 and switch its `_backward` on: a jump, not a
-    small move, in every pass after it.)"""
-
-    def __init__(self, n: int, nudge: Nudge | None = None,
-                 restore: dict[int, list[int]] | None = None) -> None:
-        self.n = n
-        self.calls = 0
-        self.nudge = nudge
-        self.restore = restore or {}
-
-    def __call__(self, d: dict, fn: Callable[[], object]) -> None:
-        nids = self.restore.get(self.calls)
-        if nids is not None and self.nudge is not None:
-            self.nudge.take_back(nids)
-        self.calls += 1
-        if self.calls > self.n:
-            raise StopRecording("the doctor has what it needs")
 
 
 @dataclass
@@ -88,15 +44,14 @@ class Reruns:
               restore: dict[int, list[int]] | None = None) -> list:
         """The re-runs of `pair`, started: `wait` gives their traces."""
         from mgtui.runner import Run, RunSpec
+        from mgtui.runner_child import job_reference
 
         runs = []
         for nudge, progress in zip(nudges, on_progress):
             self.count += 1
             spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                           timeout=self.timeout, argv=self.argv, job="mgtui.doctor.jobs:rerun",
-                           job_args={"nudge": {str(k): v for k, v in nudge.items()},
-                                     "stop_after": stop_after,
-                                     "restore": {str(k): v for k, v in (restore or {}).items()}})
+                           timeout=self.timeout, argv=self.argv, job=job_reference(rerun),
+                           job_args=job_args(nudge, stop_after, restore))
             runs.append(Run(spec, on_progress=progress).start())
         return runs
 
@@ -124,6 +79,48 @@ class Reruns:
                 run.cancel("the doctor stopped")
                 run.wait()
             raise
+        return traces
+
+
+@dataclass
+class CallReruns:
+    """The doctor's re-runs of a function, in this process, with the same hooks a
+    re-run's child process makes (`Reruns`' interface: the numerical check takes either)."""
+
+    fn: Callable[[], object]
+    seed: int
+    count: int = 0
+
+    def __call__(self, nudge: dict[int, float], stop_after: int,
+                 on_progress: Callable[[int], None] | None = None) -> Trace:
+        return self.pair((nudge,), stop_after, (on_progress,))[0]
+
+    def pair(self, nudges: tuple[dict[int, float], ...], stop_after: int,
+             on_progress: tuple[Callable[[int], None] | None, ...] = (),
+             restore: dict[int, list[int]] | None = None) -> list[Trace]:
+        return self.wait(self.start(nudges, stop_after, on_progress, restore))
+
+    @staticmethod
+    def wait(runs: list) -> list[Trace]:
+        return list(runs)  # run as they were started: they are traces already
+
+    @staticmethod
+    def wait_quietly(runs: list) -> None:
+        pass
+
+    def start(self, nudges: tuple[dict[int, float], ...], stop_after: int,
+              on_progress: tuple[Callable[[int], None] | None, ...] = (),
+              restore: dict[int, list[int]] | None = None) -> list[Trace]:
+        """One re-run per nudge, one after the other, at once (`Reruns.start`: the
+        process's own function cannot run in a child)."""
+        from mgtui.inprocess import record_call
+
+        traces = []
+        for nudge in nudges:
+            self.count += 1
+            hooks = rerun_hooks(nudge, stop_after, restore)
+            traces.append(record_call(self.fn, seed=self.seed, on_create=hooks.on_create,
+                                      before_backward=hooks.before_backward))
         return traces
 
 

@@ -70,13 +70,10 @@ def _notebook_title(doc: dict) -> str:
 
 def _trace_file_title(path: Path) -> str:
     """The title in a binary trace's header record, read without the rest."""
-    from mgtui.tracefile import records
+    from mgtui.tracefile import header_of
 
-    with path.open("rb") as f:
-        tag, payload = next(records(f))
-    head = json.loads(payload) if tag == "H" else {}
-    title = head.get("title") if isinstance(head, dict) else None
-    return title.strip().splitlines()[0] if isinstance(title, str) and title.strip() else ""
+    title = header_of(path)["title"]
+    return title.strip().splitlines()[0] if title.strip() else ""
 
 
 # -- lessons recorded once, for a class ------------------------------------------------------

@@ -1,9 +1,10 @@
 """Every recording runs the scenario in a child process of its own.
 
-The child (`python -m mgtui.runner`) records the scenario and streams the trace to the
-parent over a pipe of its own, as the records of `mgtui.record_table` (those a saved
-file holds, and a few of its own), while the scenario still runs. Its stdout and stderr go to another pipe, so nothing the
-scenario prints, redirects or leaves running can corrupt the trace. The parent builds
+The child (`python -m mgtui.runner`, which runs `mgtui.runner_child`) records the
+scenario and streams the trace to the parent over a pipe of its own, as the records of
+`mgtui.record_table` (those a saved file holds, and a few of its own), while the
+scenario still runs. Its stdout and stderr go to another pipe, so nothing the scenario
+prints, redirects or leaves running can corrupt the trace. The parent builds
 the trace as the records arrive (`Run.snapshot()` shows it while it grows), and however
 the child ends — finished, raised, timed out, interrupted, out of memory, `os._exit`,
 a crash, a thread that never ends — the parent ends the child's whole process group,
@@ -12,7 +13,6 @@ keeps the trace up to that point, and says in one sentence what happened.
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -20,51 +20,24 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from mgtui import record_table
 from mgtui.errors import ScenarioLoadError
 from mgtui.record_table import RecordDecoder
+from mgtui.run_spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
+    DEFAULT_MAX_MEMORY,
+    FLUSH_EVERY,
+    UI_FIRST,
+    RunSpec,
+)
 from mgtui.safe import bounded
 from mgtui.trace import Trace, TraceError, TraceFormatError
 
 GRACE = 1.0  # seconds a child gets to send what it has before its group is killed
-DEFAULT_MAX_MEMORY = 8 << 30  # bytes of address space for a child (--max-memory)
 OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
-FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
-
-
-UI_FIRST = 5  # `RunSpec.nice` for the app's runs
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What the child runs, as it travels to it (JSON on its stdin)."""
-
-    path: str
-    seed: int = 0
-    max_nodes: int = 2_000_000
-    timeout: float | None = None
-    max_memory: int | None = DEFAULT_MAX_MEMORY
-    argv: tuple[str, ...] = ()
-    job: str | None = None  # "module:function" giving the doctor's hooks, in the child
-    job_args: dict = field(default_factory=dict)
-    # How much lower the child's CPU priority is than this process's: the app's runs
-    # (its UI comes before the recording on a busy machine); 0 for the headless modes.
-    nice: int = 0
-
-    def to_json(self) -> str:
-        d = dict(self.__dict__)
-        d["argv"] = list(self.argv)
-        return json.dumps(d)
-
-    @classmethod
-    def from_json(cls, text: str) -> RunSpec:
-        d = json.loads(text)
-        d["argv"] = tuple(d.get("argv", ()))
-        return cls(**d)
 
 
 @dataclass
@@ -453,6 +426,9 @@ def run(path: str | os.PathLike, **options) -> RunResult:
 
 
 def child_main(stream_fd: int) -> None:
+    """The child's entry (`python -m mgtui.runner FD`): read the spec, record, stream.
+    `mgtui.runner_child` is imported here, in the child alone: the parent never loads
+    the recorder, and the child shares only `mgtui.run_spec` with the parent's side."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see serve()
     from mgtui.runner_child import serve
 

@@ -114,11 +114,10 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
     """Record a scenario once (in the runner's child process), or read a saved trace.
     Raises LessonError when it cannot be shown at all."""
     from mgtui.errors import ScenarioLoadError
+    from mgtui.export import is_saved_trace, load
 
     try:
-        if path.suffix in (".json", ".mgtrace") or _is_binary_trace(path):
-            from mgtui.export import load
-
+        if is_saved_trace(path):
             trace, message = load(path), ""
         else:
             from mgtui.runner import run
@@ -132,8 +131,3 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
     trace.build_indexes(final=True)  # once here, not in every session (shared by a class)
     return Lesson(name or path.name, path, trace.title or file_title(path), trace, message)
 
-
-def _is_binary_trace(path: Path) -> bool:
-    from mgtui.tracefile import is_trace_file
-
-    return is_trace_file(path)

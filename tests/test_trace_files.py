@@ -315,3 +315,18 @@ def test_fuzzed_binary_columns_load_safely_or_not_at_all(tmp_path_factory, chang
         return bytes(raw)
 
     loads_safely_or_not_at_all(tmp_path_factory, rebuilt(tracefile.dumpb(NEURON), change))
+
+
+def test_the_trace_files_bench_still_runs():
+    """bench/trace_files.py, once, on a small scenario (seconds, not a measurement): a
+    bench that no longer runs fails here, not when someone next measures."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, str(root / "bench" / "trace_files.py"),
+                             "--scenario", str(SCENARIOS / "neuron.py"), "--loads", "1"],
+                            cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "neuron.py:" in result.stdout and "json/binary" in result.stdout
+    assert "binary/json" in result.stdout

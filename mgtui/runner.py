@@ -50,6 +50,9 @@ class RunResult:
     job_result: object = None  # what the job's hooks reported (the doctor's probe)
 
 
+# -- the parent --------------------------------------------------------------------------
+
+
 class LiveTrace:
     """The child's trace stream as it arrives: split into records, decoded through the
     record table (`mgtui.record_table.RecordDecoder`), the same decoder a saved file is
@@ -172,9 +175,6 @@ class LiveTrace:
             self.error = self.error or str(exc)
             return None
         return builder.build(error, output, last=last)
-
-
-# -- the parent --------------------------------------------------------------------------
 
 
 class Run:

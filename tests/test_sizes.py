@@ -23,7 +23,6 @@ MAX_MODULE = 700
 STILL_OVER = {
     "mgtui/recorder.py",
     "mgtui/inline.py",
-    "mgtui/graph_layout.py",
 }
 
 

@@ -70,6 +70,7 @@ class TraceLoading:
         self._last_shown: Trace | None = None  # the last of those, in the loading worker
         self._growth_cost = 0.0
 
+    # -- the first frame -------------------------------------------------------------------
     def on_load(self) -> None:
         """Start recording at once, and show a scenario that is recorded within
         QUICK_RECORDING in the first frame. A slower one goes on in its child process,
@@ -128,7 +129,7 @@ class TraceLoading:
         self._run = Run(spec, on_progress=self._progress).start()
         return self._run
 
-    # -- loading -----------------------------------------------------------------------------
+    # -- loading, off the UI thread ------------------------------------------------------------
     def open_path(self, path: Path, position: int = 0, reload: bool = False) -> None:
         self.path = Path(path)
         self.loading = True

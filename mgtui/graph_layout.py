@@ -6,8 +6,9 @@ grandalf (a pure-Python Sugiyama layout) ranks the nodes and orders each layer t
 crossings; it draws nothing, so the grid is ours, written here because no library lays
 out on character cells: units placed on whole cells (`mgtui.graph_placement`: a
 least-squares placement that keeps each layer's order), and edges routed orthogonally
-in the channels between layers, each source's lines on tracks of their own and each input into its op by a
-side of its own, so lines cross but never merge and no edge runs through a box.
+in the channels between layers, each source's lines on tracks of their own and each
+input into its op by a side of its own, so lines cross but never merge and no edge runs
+through a box.
 bench/graph_layout.py measured grandalf against netext, which was far slower.
 """
 

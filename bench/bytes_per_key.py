@@ -234,7 +234,7 @@ def saved_trace(scenario: str, directory: Path) -> tuple[Path, int]:
     subprocess.run([sys.executable, "-c", "from mgtui.cli import entry; entry()", scenario,
                     "--save", str(path), "--print"], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
-    from mgtui.export import load
+    from mgtui.trace.export import load
 
     trace = load(path)
     backward = next(p for p in trace.passes if p.kind == "backward")

@@ -50,10 +50,10 @@ def compare(exports: dict[str, list[str]], rounds: int) -> None:
 
 def phases(lesson: str) -> None:
     """Where `--export html`'s time goes (in this process, after the imports)."""
-    from mgtui.bundled import resolve
-    from mgtui.export_html import add_pictures, deflated
-    from mgtui.lesson_pack import pack_lesson
-    from mgtui.runner import run
+    from mgtui.run.bundled import resolve
+    from mgtui.tui.export_html import add_pictures, deflated
+    from mgtui.session.lesson_pack import pack_lesson
+    from mgtui.run.runner import run
 
     marks = [("start", time.perf_counter())]
     trace = run(resolve(lesson)).trace

@@ -1,6 +1,6 @@
 """What naming nodes costs a recording: one `moons.py` training step, and a long chain
 `y = y + 1e-6` (every node made under an assignment at the scenario's top level, the
-case that costs the namer most), recorded with the names of `mgtui.naming` and without
+case that costs the namer most), recorded with the names of `mgtui.recording.naming` and without
 them, alternating in one process; medians of this process's CPU time.
 
 "Without" gives the namer no assignments to watch (so no node is a candidate) and skips
@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from record_overhead import CHAIN, one_step_source  # noqa: E402
 
-from mgtui import naming  # noqa: E402
-from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario  # noqa: E402
+from mgtui.recording import naming
+from mgtui.recording.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario  # noqa: E402
 
 
 def without_names():

@@ -41,11 +41,11 @@ SCENARIOS = ROOT / "scenarios"
 PROGRAM = textwrap.dedent("""
     import asyncio, json, os, statistics, sys, time
     from pathlib import Path
-    from mgtui.runner import UI_FIRST, Run, RunSpec
+    from mgtui.run.runner import UI_FIRST, Run, RunSpec
     path, presses = sys.argv[1], int(sys.argv[2])
     launched = float(sys.argv[3])
     run = Run(RunSpec(path, nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     def rss() -> int:
         with open("/proc/self/statm") as f:

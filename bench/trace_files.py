@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this tree's mgtui, not whichever one is installed
 
-from mgtui import tracefile  # noqa: E402
-from mgtui.export import dumps, load  # noqa: E402
-from mgtui.recorder import record  # noqa: E402
+from mgtui.trace import binary as tracefile
+from mgtui.trace.export import dumps, load  # noqa: E402
+from mgtui.recording.recorder import record  # noqa: E402
 
 
 def main() -> None:

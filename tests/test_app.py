@@ -10,12 +10,12 @@ from array import array
 
 import pytest
 
-from mgtui.app import MgtuiApp, run_app
-from mgtui.widgets.debugger import DebuggerScreen
-from mgtui.widgets.node_table import NodeTable
-from mgtui.widgets.source_view import SourceView
-from mgtui.widgets.step_detail import StepDetail
-from mgtui.widgets.topo_list import TopoList
+from mgtui.tui.app import MgtuiApp, run_app
+from mgtui.tui.widgets.debugger import DebuggerScreen
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.source_view import SourceView
+from mgtui.tui.widgets.step_detail import StepDetail
+from mgtui.tui.widgets.topo_list import TopoList
 
 from conftest import SCENARIOS
 
@@ -345,8 +345,8 @@ async def test_open_at_a_given_step():
 
 
 async def test_open_a_saved_trace_without_running_it(tmp_path):
-    from mgtui.export import dumps
-    from mgtui.recorder import record
+    from mgtui.trace.export import dumps
+    from mgtui.recording.recorder import record
 
     trace = record(SCENARIOS / "neuron.py")
     saved = tmp_path / "neuron.json"

@@ -1,5 +1,5 @@
 """Every default a recording starts from is defined once (`mgtui/defaults.py`), and the
-node id's attribute name once (`mgtui/records.py`): the rest import them (issue 18)."""
+node id's attribute name once (`mgtui/recording/store.py`): the rest import them (issue 18)."""
 
 import ast
 from pathlib import Path

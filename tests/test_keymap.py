@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.bindings import IDS, help_rows, palette_rows
-from mgtui.config import config_path, load_config
+from mgtui.session.bindings import IDS, help_rows, palette_rows
+from mgtui.session.config import config_path, load_config
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -75,7 +75,7 @@ def test_a_bad_file_gives_one_message_and_the_defaults(config_home, text, proble
 # -- the one table ---------------------------------------------------------------------------------
 
 def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
-    from mgtui.bindings import ALL_KEYS
+    from mgtui.session.bindings import ALL_KEYS
 
     ids = [k.id for k in ALL_KEYS]
     assert len(ids) == len(set(ids)) and IDS <= set(ids)
@@ -88,7 +88,7 @@ def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
 
 
 def test_a_users_key_is_taken_from_the_panes_that_have_it():
-    from mgtui.bindings import with_panes
+    from mgtui.session.bindings import with_panes
 
     keymap = with_panes({"next": "j", "prev": "k"})
     assert keymap["next"] == "j" and keymap["table.down"] == "down"
@@ -117,7 +117,7 @@ async def loaded(pilot):
 
 
 async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(config_home):
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     config_home('[keymap]\nnext = "j"\nprev = "k"\n')  # the node table's own keys
     app = MgtuiApp(SCENARIOS / "chain.py")
@@ -140,7 +140,7 @@ async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(con
 
 
 async def test_a_bad_file_gives_a_notification_and_the_default_keys(config_home):
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     path = config_home("[keymap]\nnext = [1, 2]\n")
     app = MgtuiApp(SCENARIOS / "chain.py")

@@ -16,7 +16,7 @@ import pytest
 asyncssh = pytest.importorskip("asyncssh")
 pytest.importorskip("pyte")
 
-from mgtui.lessons import record_lesson  # noqa: E402
+from mgtui.run.lessons import record_lesson  # noqa: E402
 from mgtui.serve.auth import Auth, AuthError, host_key  # noqa: E402
 from mgtui.serve.client import ScreenClient  # noqa: E402
 from mgtui.serve.server import Class, Limits, start_server  # noqa: E402
@@ -333,7 +333,7 @@ def test_the_log_has_no_password(tmp_path, lessons, keys):
 import asyncio, logging, sys
 from pathlib import Path
 import asyncssh
-from mgtui.lessons import record_lesson
+from mgtui.run.lessons import record_lesson
 from mgtui.serve.auth import Auth, host_key
 from mgtui.serve.client import ScreenClient
 from mgtui.serve.server import Class, start_server

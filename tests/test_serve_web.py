@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("textual_serve")
 
-from mgtui.follow import Classroom, Follower  # noqa: E402
+from mgtui.session.follow import Classroom, Follower  # noqa: E402
 from mgtui.serve.web import Hub, RemoteClassroom  # noqa: E402
 from mgtui.session import Position  # noqa: E402
 

@@ -101,8 +101,8 @@ def main(argv: list[str]) -> int:
 
 def record_lessons(args) -> dict:
     """Every lesson recorded once (in the runner's child process), by unique name."""
-    from mgtui.bundled import resolve
-    from mgtui.lessons import lesson_paths, record_lesson
+    from mgtui.run.bundled import resolve
+    from mgtui.run.lessons import lesson_paths, record_lesson
 
     paths = lesson_paths([resolve(t) for t in args.lessons])
     lessons = {}
@@ -142,7 +142,7 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
 async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     import signal
 
-    from mgtui.follow import Classroom
+    from mgtui.session.follow import Classroom
     from mgtui.serve.workers import Front
 
     front = Front(listener, zygote, count, Classroom(),  # (as one process caps them)

@@ -17,8 +17,8 @@ from typing import Callable, Mapping
 
 import asyncssh
 
-from mgtui.follow import Classroom
-from mgtui.lessons import Lesson
+from mgtui.session.follow import Classroom
+from mgtui.run.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
 

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mgtui.follow import Classroom
+from mgtui.session.follow import Classroom
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -33,7 +33,7 @@ MANIFEST = "lessons.json"
 
 def save_lessons(lessons: dict, directory: Path) -> None:
     """Each lesson's trace as a binary trace file, and their names and order."""
-    from mgtui.tracefile import dumpb
+    from mgtui.trace.binary import dumpb
 
     order = []
     for i, (name, lesson) in enumerate(lessons.items()):
@@ -177,9 +177,9 @@ def visitor(argv: list[str] | None = None) -> None:
     parser.add_argument("--lessons", type=Path, required=True)
     parser.add_argument("--hub", required=True)
     args = parser.parse_args(argv)
-    from mgtui.lessons import Lesson
+    from mgtui.run.lessons import Lesson
     from mgtui.serve.app import ServedApp
-    from mgtui.tracefile import load
+    from mgtui.trace.binary import load
 
     lessons = {}
     for entry in json.loads((args.lessons / MANIFEST).read_text()):

@@ -39,7 +39,7 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
-from mgtui.follow import Classroom
+from mgtui.session.follow import Classroom
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from pathlib import Path
 
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
+from mgtui.serve.log import setup_log
 
 EXIT_OK, EXIT_UNUSABLE = 0, 2
 
@@ -178,26 +178,6 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
 
 
 READY_WAIT = 300.0  # seconds for the workers to warm up
-
-
-def setup_log(teach: bool, worker: int | None = None) -> str:
-    """Connections are logged to stderr, or to a file when this terminal teaches; a
-    worker process's lines say which it is."""
-    log = logging.getLogger("mgtui.serve")
-    log.setLevel(logging.INFO)
-    if teach:
-        from mgtui.serve.auth import state_dir
-
-        state_dir().mkdir(parents=True, exist_ok=True)
-        where = str(state_dir() / "serve.log")
-        handler: logging.Handler = logging.FileHandler(where)
-    else:
-        where = "stderr"
-        handler = logging.StreamHandler(sys.__stderr__)  # (each app redirects sys.stderr)
-    which = "" if worker is None else f"[worker {worker}] "
-    handler.setFormatter(logging.Formatter(f"%(asctime)s {which}%(message)s"))
-    log.addHandler(handler)
-    return where
 
 
 async def serve_ssh(lessons: dict, auth, args) -> int:

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from mgtui.follow import Classroom
+from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
 log = logging.getLogger("mgtui.serve")
@@ -96,8 +97,6 @@ def serve_web(lessons: dict, args) -> int:
     class ClassWebServer(Server):
         def initialize_logging(self) -> None:
             if args.teach:  # this terminal is the teacher's session: log to a file
-                from mgtui.serve.cli import setup_log
-
                 setup_log(True)
             else:
                 super().initialize_logging()

@@ -40,6 +40,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mgtui.follow import Classroom
+from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
 log = logging.getLogger("mgtui.serve")
@@ -120,8 +121,6 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
                      key) -> int:
     """Serve the connections the front hands over on `link` until it closes."""
     from mgtui.serve.server import Class, Limits, serve_connection, start_class, warm_up
-
-    from mgtui.serve.cli import setup_log
 
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()

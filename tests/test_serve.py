@@ -18,7 +18,7 @@ pytest.importorskip("pyte")
 
 from mgtui.lessons import record_lesson  # noqa: E402
 from mgtui.serve.auth import Auth, AuthError, host_key  # noqa: E402
-from mgtui.serve.client import ScreenClient  # noqa: E402
+from sshclient import ScreenClient  # noqa: E402
 from mgtui.serve.server import Class, Limits, start_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -335,7 +335,7 @@ from pathlib import Path
 import asyncssh
 from mgtui.lessons import record_lesson
 from mgtui.serve.auth import Auth, host_key
-from mgtui.serve.client import ScreenClient
+from sshclient import ScreenClient
 from mgtui.serve.server import Class, start_server
 logging.basicConfig(level=logging.INFO, stream=sys.__stderr__)
 async def main():
@@ -353,7 +353,9 @@ async def main():
 asyncio.run(main())
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          timeout=60, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              (str(ROOT), str(ROOT / "tests")))))
     log = done.stderr
     assert "password refused for class@127.0.0.1" in log, log
     assert "password accepted for class@127.0.0.1" in log

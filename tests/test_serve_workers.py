@@ -20,7 +20,7 @@ import pytest
 asyncssh = pytest.importorskip("asyncssh")
 pytest.importorskip("pyte")
 
-from mgtui.serve.client import ScreenClient  # noqa: E402
+from sshclient import ScreenClient  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "two processes"

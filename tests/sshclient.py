@@ -1,6 +1,7 @@
 """A student's screen seen from the client's side: an asyncssh client whose terminal is
-a `pyte` emulator. The tests and the load test (bench/serve_load.py) read it the way a
-person would read their terminal."""
+a `pyte` emulator (a test dependency). The class server's tests and its benches
+(bench/serve_load.py, which puts this folder on its path) read it the way a person
+would read their terminal."""
 
 from __future__ import annotations
 

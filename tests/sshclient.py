@@ -1,15 +1,25 @@
-"""A student's screen seen from the client's side: an asyncssh client whose terminal is
-a `pyte` emulator (a test dependency). The class server's tests and its benches
-(bench/serve_load.py, which puts this folder on its path) read it the way a person
-would read their terminal."""
+"""The class server from the outside. A student's screen seen from the client's side:
+an asyncssh client whose terminal is a `pyte` emulator (a test dependency), read the way
+a person would read their terminal. And `mgtui serve` run as a user runs it, in its own
+process, its log kept line by line. The class server's tests and its benches
+(bench/serve_load.py, which puts this folder on its path) use both."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import asyncssh
 import pyte
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "two processes"
 
 
 class _Terminal(asyncssh.SSHClientSession):
@@ -110,3 +120,74 @@ class ScreenClient:
         if self.conn is not None:
             self.conn.close()
             await self.conn.wait_closed()
+
+
+class ServerProcess:
+    """`mgtui serve chain.py OPTIONS...` in its own process (a class password and a
+    teacher's key), its log (stderr) kept line by line."""
+
+    def __init__(self, tmp_path: Path, *options: str, lessons: tuple[str, ...] = (),
+                 env: dict | None = None, wait: float = 120) -> None:
+        self.teacher_key = asyncssh.generate_private_key("ssh-ed25519")
+        (tmp_path / "teachers").write_bytes(self.teacher_key.export_public_key())
+        pw = tmp_path / "password"
+        pw.write_text(PASSWORD + "\n")
+        pw.chmod(0o600)
+        env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT),
+                   **(env or {}))
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve",
+             *(lessons or (str(ROOT / "scenarios" / "chain.py"),)), "--port", "0",
+             "--password-file", str(pw), "--teacher-keys", str(tmp_path / "teachers"),
+             *options], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+            errors="backslashreplace")
+        self.log: list[str] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.port = 0
+        deadline = time.monotonic() + wait
+        while not self.port and time.monotonic() < deadline and self.process.poll() is None:
+            found = re.search(r"on 127\.0\.0\.1:(\d+)[; ]", "".join(self.log))
+            self.port = int(found.group(1)) if found else 0
+            time.sleep(0.05)
+        self.clients: list[ScreenClient] = []
+        if not self.port:
+            self.stop()
+            raise AssertionError("the server did not start:\n" + "".join(self.log))
+
+    def _drain(self) -> None:
+        for line in self.process.stderr:
+            self.log.append(line)
+
+    def workers(self) -> list[int]:
+        """The pids of the worker processes ready so far (forked by the server's zygote,
+        they are not its children)."""
+        return [int(pid) for pid in re.findall(r"worker \d+ \(pid (\d+)\) ready",
+                                               "".join(self.log))]
+
+    async def logged(self, pattern: str, timeout: float = 10) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.log):
+                if re.search(pattern, line):
+                    return line
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"never logged {pattern!r}:\n{''.join(self.log)}")
+
+    async def join(self, **options) -> ScreenClient:
+        client = await ScreenClient.connect(self.port, **options)
+        self.clients.append(client)
+        return client
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+        self.stop()

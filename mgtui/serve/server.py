@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 import sys
 import threading
@@ -28,6 +29,10 @@ WRITE_BUFFER_LIMIT = 8 << 20  # bytes queued for a client that reads nothing: th
 IDLE_CHECK_EVERY = 5.0  # seconds
 WARM_UP_STEPS = 40  # steps of each lesson the server takes headless at start
 WORKER_THREADS = 6  # the event loop's (asyncio's default on 2 CPUs)
+# a terminal type as terminfo names them; any other TERM a client sends is served as
+# FALLBACK_TERM (it is looked up with `tput`, and logged)
+TERM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+FALLBACK_TERM = "xterm"
 
 
 @dataclass
@@ -114,12 +119,15 @@ class LessonSession(asyncssh.SSHServerSession):
         klass.sessions.add(self)
         klass.counted()
         width, height = self.terminal_size()
+        term = chan.get_terminal_type()
         log.info("session start %s@%s as %s (%s, %dx%d)", self.user, self.peer,
-                 "teacher" if self.teacher else "student", chan.get_terminal_type(),
-                 width, height)
+                 "teacher" if self.teacher else "student", term, width, height)
+        if not TERM_NAME.fullmatch(term):
+            log.info("TERM %r of %s@%s is no terminal's name: served as %s", term,
+                     self.user, self.peer, FALLBACK_TERM)
+            term = FALLBACK_TERM
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
-                             terminal=self, term=chan.get_terminal_type(),
-                             env=dict(chan.get_environment()))
+                             terminal=self, term=term, env=dict(chan.get_environment()))
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 

@@ -96,10 +96,7 @@ def serve_web(lessons: dict, args) -> int:
 
     class ClassWebServer(Server):
         def initialize_logging(self) -> None:
-            if args.teach:  # this terminal is the teacher's session: log to a file
-                setup_log(True)
-            else:
-                super().initialize_logging()
+            setup_log(args.teach)  # (to a file when this terminal is the teacher's session)
 
         async def on_startup(self, app) -> None:
             hub = Hub(classroom)

@@ -50,15 +50,17 @@ class ScreenClient:
     @classmethod
     async def connect(cls, port: int, *, host: str = "127.0.0.1", user: str = "class",
                       key=None, password: str | None = None, size: tuple[int, int] = (80, 24),
-                      term: str = "xterm-256color", env: dict | None = None) -> ScreenClient:
-        """Log in (raises asyncssh.PermissionDenied when refused) and open a session."""
+                      term: str = "xterm-256color", env: dict | None = None,
+                      asks: tuple[int, int] | None = None) -> ScreenClient:
+        """Log in (raises asyncssh.PermissionDenied when refused) and open a session on
+        a terminal of `size` (that asks the server for `asks` instead, if given)."""
         client = cls(*size)
         client.conn = await asyncssh.connect(
             host, port, username=user, client_keys=[key] if key is not None else [],
             password=password, known_hosts=None, agent_path=None, preferred_auth=(
                 "publickey" if key is not None else "password"))
         client.chan, _ = await client.conn.create_session(
-            lambda: _Terminal(client), term_type=term, term_size=size, env=env or {})
+            lambda: _Terminal(client), term_type=term, term_size=asks or size, env=env or {})
         return client
 
     def feed(self, data: str) -> None:

@@ -59,3 +59,43 @@ async def test_what_a_client_sends_reaches_the_log_inert(tmp_path):
         assert "eve" * 100 not in log  # (cut to 200 characters)
     finally:
         await srv.close()
+
+
+# -- 1. windows too big to draw -------------------------------------------------------------------
+
+def drawn_at(client, width: int) -> bool:
+    """The client's screen is drawn `width` wide: the header's `step N/M` ends at its
+    right edge (one cell in), and nothing is drawn right of it or under row 200."""
+    lines = client.text().splitlines()
+    steps = [line.rstrip() for line in lines if re.search(r"step \d+/\d+$", line.rstrip())]
+    return (bool(steps) and width - 2 <= len(steps[0]) <= width
+            and max(len(line.rstrip()) for line in lines) <= width
+            and not "".join(lines[200:]).strip())
+
+
+def top(client) -> str:
+    return "\n".join(line.rstrip()[-80:] for line in client.text().splitlines()[:3])
+
+
+async def test_a_window_too_big_is_drawn_at_500_by_200(tmp_path):
+    srv = ServerProcess(tmp_path, "--workers", "1")
+    try:
+        # a terminal of 600x250 on the client's side, asking for 2000x600: the header ends
+        # at column 500 (the screen's right edge), and nothing is drawn under row 200
+        client = await srv.join(password=PASSWORD, size=(600, 250), asks=(2000, 600))
+        assert await client.wait_for(lambda _: drawn_at(client, 500), 20), top(client)
+        await srv.logged(r"session start class@\S+ as student \(xterm-256color, 500x200\)")
+        # a resize to 400x100, then to 30000x30000: back to 500x200
+        client.resize(400, 100)
+        assert await client.wait_for(lambda _: drawn_at(client, 400), 10), top(client)
+        client.screen.resize(250, 600)  # (the emulator 600x250 again, asking for more)
+        client.chan.change_terminal_size(30000, 30000)
+        assert await client.wait_for(lambda _: drawn_at(client, 500), 10), top(client)
+        # a size reported in band, among the keys (CSI 48 ; rows ; columns ; ... t), is
+        # not the window's: it is ignored
+        client.send("\x1b[48;600;2000;0;0tn")
+        assert await client.wait_for(lambda _: "step 1/" in client.text(), 10)
+        await asyncio.sleep(0.3)
+        assert drawn_at(client, 500), top(client)
+    finally:
+        await srv.close()

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("textual_serve")
+pyte = pytest.importorskip("pyte")
 
 from mgtui.follow import Classroom, Follower  # noqa: E402
 from mgtui.serve.web import Hub, RemoteClassroom  # noqa: E402
@@ -51,47 +53,140 @@ async def test_a_visitor_follows_the_teacher_over_the_hub_and_a_late_one_lands_o
         await server.wait_closed()
 
 
-def test_the_web_server_answers_on_loopback(tmp_path):
-    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
-    with socket_port() as port:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", "chain",
-             "--web", "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True)
-    try:
-        page = ""
+class WebServer:
+    """`mgtui serve chain --web OPTIONS...` in its own process, on a free loopback port."""
+
+    def __init__(self, tmp_path: Path, *options: str, env: dict | None = None) -> None:
+        env = dict(os.environ, XDG_STATE_HOME=str(tmp_path), PYTHONPATH=str(ROOT), **(env or {}))
+        with socket_port() as port:
+            self.port = port
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", "chain",
+                 "--web", "--port", str(port), *options], cwd=ROOT, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                errors="backslashreplace")
+        self.page = ""
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
+                self.page = urllib.request.urlopen(f"http://127.0.0.1:{port}/",
+                                                   timeout=2).read().decode()
                 break
             except OSError:
                 time.sleep(0.3)
-        assert "mgtui" in page and re.search(r"ws://127\.0\.0\.1:\d+/ws", page), page[:500]
-        # a browser's session: its own process, drawing the lesson over the websocket
-        assert asyncio.run(browser_sees(port, b"step 0/15")), "no lesson in the browser"
+
+    def stop(self) -> str:
+        """Stop it (ctrl+c); its log."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        return self.process.stderr.read()
+
+
+@pytest.fixture
+def web(tmp_path):
+    servers = []
+
+    def start(*options: str, **kwargs) -> WebServer:
+        servers.append(WebServer(tmp_path, *options, **kwargs))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+async def test_the_web_server_answers_on_loopback(web):
+    server = web()
+    assert "mgtui" in server.page and re.search(r"ws://127\.0\.0\.1:\d+/ws", server.page), \
+        server.page[:500]
+    # a browser's session: its own process, drawing the lesson over the websocket
+    browser = await Browser.open(server.port)
+    try:
+        assert await browser.read_until(lambda lines: "step 0/15" in "".join(lines)), \
+            "no lesson in the browser"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        await browser.close()
 
 
-async def browser_sees(port: int, text: bytes) -> bool:
-    import aiohttp
+class Browser:
+    """A browser's websocket to the class, its terminal a `pyte` screen of `size`."""
 
-    got = b""
-    async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24") as ws:
-            await ws.send_str(json.dumps(["resize", {"width": 80, "height": 24}]))
-            try:
-                async with asyncio.timeout(30):
-                    async for message in ws:
-                        data = message.data
-                        got += data if isinstance(data, bytes) else data.encode()
-                        if text in got:
-                            return True
-            except TimeoutError:
-                pass
-    return False
+    def __init__(self, session, ws, size: tuple[int, int]) -> None:
+        self.session, self.ws = session, ws
+        self.screen = pyte.Screen(*size)
+        self.stream = pyte.ByteStream(self.screen)
+        self.closed = False
+
+    @classmethod
+    async def open(cls, port: int, query: str = "width=80&height=24",
+                   size: tuple[int, int] = (80, 24), headers: dict | None = None) -> Browser:
+        import aiohttp
+
+        session = aiohttp.ClientSession()
+        try:
+            ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws?{query}",
+                                          headers=headers or {})
+        except BaseException:
+            await session.close()
+            raise
+        return cls(session, ws, size)
+
+    async def read_until(self, test, timeout: float = 30) -> bool:
+        """Run the output through the screen until `test(screen lines)` holds."""
+        import aiohttp
+
+        try:
+            async with asyncio.timeout(timeout):
+                while not test(self.screen.display):
+                    message = await self.ws.receive()
+                    if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
+                                        aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.ERROR):
+                        self.closed = True
+                        return test(self.screen.display)
+                    data = message.data
+                    if isinstance(data, bytes):
+                        self.stream.feed(data)
+        except TimeoutError:
+            pass
+        return test(self.screen.display)
+
+    async def send(self, *envelope) -> None:
+        await self.ws.send_str(json.dumps(list(envelope)))
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self.session.close()
+
+
+def drawn_at(width: int):
+    """A test of a screen: drawn `width` wide (the header's `step N/M` at its right edge,
+    nothing right of it, nothing under row 200)."""
+    def test(lines: list[str]) -> bool:
+        steps = [line.rstrip() for line in lines if re.search(r"step \d+/\d+$", line.rstrip())]
+        return (bool(steps) and width - 2 <= len(steps[0]) <= width
+                and max(len(line.rstrip()) for line in lines) <= width
+                and not "".join(lines[200:]).strip())
+    return test
+
+
+async def test_a_browser_asking_for_a_window_too_big_is_drawn_at_500_by_200(web):
+    server = web()
+    browser = await Browser.open(server.port, "width=2000&height=600", size=(600, 250))
+    try:
+        assert await browser.read_until(drawn_at(500)), browser.screen.display[0]
+        await browser.send("resize", {"width": 400, "height": 100})
+        browser.screen.resize(100, 400)
+        assert await browser.read_until(drawn_at(400), 10), browser.screen.display[0]
+        browser.screen.resize(250, 600)
+        await browser.send("resize", {"width": 30000, "height": "30000"})
+        assert await browser.read_until(drawn_at(500), 10), browser.screen.display[0]
+    finally:
+        await browser.close()
 
 
 class socket_port:

@@ -17,6 +17,8 @@ from textual._xterm_parser import XTermParser
 from textual.driver import Driver
 from textual.geometry import Size
 
+from mgtui.serve.limits import capped
+
 ESCAPE_WAIT = 0.1  # seconds: a lone ESC with nothing after it is the escape key
 
 ENTER = (
@@ -114,7 +116,9 @@ class ChannelDriver(Driver):
         handles every message in its queue before it lets another run: twenty keys
         pasted or held down at once would keep every other session of the server
         waiting until all twenty steps were taken."""
-        self._pending.extend(parsed)
+        # (a window size comes from the SSH channel only: one reported in band, in the
+        # keys, would go round the cap)
+        self._pending.extend(e for e in parsed if not isinstance(e, events.Resize))
         if self._handing is None:
             self._hand_one()
 
@@ -126,8 +130,8 @@ class ChannelDriver(Driver):
                 self._handing = self._loop.call_soon(self._hand_one)
 
     def resize(self, width: int, height: int) -> None:
-        """The client's window is now `width`×`height` (at least 1×1)."""
-        size = Size(max(width, 1), max(height, 1))
+        """The client's window is now `width`×`height` (`capped`)."""
+        size = Size(*capped(width, height))
         self._size = (size.width, size.height)
         if self._input:
             self.process_message(events.Resize(size, size))

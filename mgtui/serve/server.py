@@ -22,6 +22,7 @@ from mgtui.follow import Classroom
 from mgtui.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
+from mgtui.serve.limits import capped
 
 log = logging.getLogger("mgtui.serve")
 
@@ -208,8 +209,9 @@ class LessonSession(asyncssh.SSHServerSession):
         self.klass.heap.settle()
 
     def terminal_size(self) -> tuple[int, int]:
+        """The client's window (80x24 if it said none), `capped`."""
         width, height = self.chan.get_terminal_size()[:2] if self.chan is not None else (0, 0)
-        return (width or 80, height or 24)
+        return capped(width or 80, height or 24)
 
     def end(self, because: str) -> None:
         """End this session's app (the channel closes once it has)."""

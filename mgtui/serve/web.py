@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from mgtui.follow import Classroom
+from mgtui.serve.limits import capped
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -107,6 +108,23 @@ def serve_web(lessons: dict, args) -> int:
             if args.teach:
                 self._teacher = asyncio.get_running_loop().create_task(self._teach())
 
+        async def handle_websocket(self, request):
+            """A visitor's session, at most MAX_WIDTH x MAX_HEIGHT (`capped`)."""
+            size = capped(number(request.query.get("width"), 80),
+                          number(request.query.get("height"), 24))
+            request = request.clone(rel_url=request.rel_url.update_query(
+                width=size[0], height=size[1]))
+            return await super().handle_websocket(request)
+
+        async def _process_messages(self, websocket, app_service) -> None:
+            resize = app_service.set_terminal_size
+
+            async def capped_resize(width, height) -> None:
+                await resize(*capped(number(width, 80), number(height, 24)))
+
+            app_service.set_terminal_size = capped_resize
+            await super()._process_messages(websocket, app_service)
+
         async def _teach(self) -> None:
             try:
                 await ServedApp(lessons, classroom, teacher=True).run_async()
@@ -119,6 +137,14 @@ def serve_web(lessons: dict, args) -> int:
               "can reach it", file=sys.stderr)
     ClassWebServer(command, host=args.host, port=port, title="mgtui").serve()
     return 0
+
+
+def number(value: object, default: int) -> int:
+    """A size a browser sent (a string in the address, a number in a message)."""
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return default
 
 
 # -- a visitor's process ----------------------------------------------------------------------

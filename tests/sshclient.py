@@ -193,3 +193,77 @@ class ServerProcess:
         for client in self.clients:
             await client.close()
         self.stop()
+
+
+class Flooder:
+    """A client that asks for a window of `size` and sends `keys` as fast as SSH lets
+    it, reading (and dropping) whatever the server draws."""
+
+    def __init__(self) -> None:
+        self.sent = 0  # characters the server has taken (SSH's flow control allowing)
+        self.received = 0
+        self.conn = None
+        self._tasks: list[asyncio.Task] = []
+
+    @classmethod
+    async def start(cls, port: int, *, password: str = PASSWORD, size=(80, 24),
+                    keys: str = "np") -> Flooder:
+        flooder = cls()
+        flooder.conn = await asyncssh.connect(
+            "127.0.0.1", port, username="flood", password=password, known_hosts=None,
+            agent_path=None, client_keys=[], preferred_auth="password")
+        writer, reader, _ = await flooder.conn.open_session(
+            term_type="xterm-256color", term_size=size)
+        flooder._tasks = [asyncio.create_task(flooder._read(reader)),
+                          asyncio.create_task(flooder._write(writer, keys * 2048))]
+        return flooder
+
+    async def _read(self, reader) -> None:
+        while data := await reader.read(1 << 16):
+            self.received += len(data)
+
+    async def _write(self, writer, chunk: str) -> None:
+        try:
+            while True:
+                writer.write(chunk)
+                await writer.drain()
+                self.sent += len(chunk)
+        except (OSError, asyncssh.Error):
+            pass
+
+    def kill(self) -> None:
+        """Gone at once, as a killed client (its TCP connection dropped)."""
+        for task in self._tasks:
+            task.cancel()
+        if self.conn is not None:
+            self.conn.abort()
+
+
+def processes(pid: int) -> list[int]:
+    """A process and its descendants (a server's zygote and the workers it forks)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        each = todo.pop()
+        found.append(each)
+        todo.extend(parents.get(each, []))
+    return found
+
+
+def memory_mb(pid: int) -> float:
+    """The resident memory (VmRSS) of a process and its descendants, in MB."""
+    total = 0
+    for each in processes(pid):
+        try:
+            status = Path(f"/proc/{each}/status").read_text()
+        except OSError:
+            continue
+        found = re.search(r"^VmRSS:\s+(\d+)", status, re.M)
+        total += int(found.group(1)) if found else 0
+    return total / 1024

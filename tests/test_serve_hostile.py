@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
+from pathlib import Path
 
 import pytest
 
 asyncssh = pytest.importorskip("asyncssh")
 pytest.importorskip("pyte")
 
-from sshclient import PASSWORD, ServerProcess  # noqa: E402
+from sshclient import PASSWORD, Flooder, ServerProcess, memory_mb  # noqa: E402
 
 FORGED = "\n2099-01-01 00:00:00,000 password accepted for admin@10.0.0.1 as teacher"
 RETITLE = "\x1b]0;pwned\x07"
@@ -98,4 +100,58 @@ async def test_a_window_too_big_is_drawn_at_500_by_200(tmp_path):
         await asyncio.sleep(0.3)
         assert drawn_at(client, 500), top(client)
     finally:
+        await srv.close()
+
+
+# -- 2. keys faster than a session can step ---------------------------------------------------------
+
+def step_of(client) -> int | None:
+    found = re.search(r"step (\d+)/\d+", client.text())
+    return int(found.group(1)) if found else None
+
+
+async def step_time(client, key: str, step: int) -> float:
+    """Seconds from `key` to the client's screen showing `step` (20 s at most)."""
+    start = time.monotonic()
+    client.send(key)
+    assert await client.wait_for(lambda _: step_of(client) == step, 20), client.text()
+    return time.monotonic() - start
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="memory from /proc")
+async def test_a_flood_of_keys_in_the_largest_window_is_bounded_and_others_are_served(
+        tmp_path):
+    # One process serves both: the flood's session and a student's. The server's memory
+    # stays bounded, the student steps promptly meanwhile, and the flood's session ends
+    # as soon as its client is gone (its backlog dropped), not minutes later.
+    srv = ServerProcess(tmp_path, "--workers", "1")
+    flooder = None
+    try:
+        student = await srv.join(password=PASSWORD)
+        assert await student.wait_for(lambda _: step_of(student) == 0, 20), student.text()
+        await asyncio.sleep(1.0)
+        rest = memory_mb(srv.process.pid)
+        flooder = await Flooder.start(srv.port, size=(65535, 65535))
+        await srv.logged(r"session start flood@\S+ as student \(xterm-256color, 500x200\)", 20)
+        peak, times = rest, []
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline:
+            step = step_of(student)
+            times.append(await step_time(student, "n" if step < 15 else "p",
+                                         step + 1 if step < 15 else step - 1))
+            peak = max(peak, memory_mb(srv.process.pid))
+            await asyncio.sleep(0.3)
+        print(f"FIGURES rest {rest:.0f} MB, peak {peak:.0f} MB, sent {flooder.sent}, steps {sorted(times)}")
+        assert flooder.sent > 64 << 10, flooder.sent  # it did flood (past SSH's window)
+        assert peak - rest < 300, (rest, peak)
+        assert max(times) < 2.0 and sorted(times)[len(times) // 2] < 0.5, times
+        flooder.kill()
+        gone = time.monotonic()
+        await srv.logged(r"session end flood@", 10)
+        assert time.monotonic() - gone < 5
+        assert await step_time(student, "p" if step_of(student) else "n",
+                               step_of(student) - 1 if step_of(student) else 1) < 1.0
+    finally:
+        if flooder is not None:
+            flooder.kill()
         await srv.close()

@@ -1,11 +1,18 @@
 """What one client may cost a class server, whatever it sends: the largest window a
-session is drawn at. (README.md, "Teaching a class", lists every limit.)"""
+session is drawn at, and how much of its input waits for the app. (README.md,
+"Teaching a class", lists every limit.)"""
 
 from __future__ import annotations
 
 # The largest window a session is drawn at; a client asking for more gets this much. An
 # app's memory grows with its cells: a 65535x65535 window took a worker past 4 GB.
 MAX_WIDTH, MAX_HEIGHT = 500, 200
+# Characters a client sent that wait for its app (each key a step to take, and a frame
+# to draw). Past this the channel is not read, and SSH makes the client wait (its
+# window is CHANNEL_WINDOW): keys held down or sent as fast as SSH allows took a worker
+# past 4 GB, and kept a session stepping for minutes after its client had gone.
+INPUT_HELD = 4096
+CHANNEL_WINDOW = 64 << 10  # bytes a client may send that the server has not read
 
 
 def capped(width: int, height: int) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from mgtui.follow import Classroom
 from mgtui.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
-from mgtui.serve.limits import capped
+from mgtui.serve.limits import CHANNEL_WINDOW, capped
 
 log = logging.getLogger("mgtui.serve")
 
@@ -182,6 +182,9 @@ class LessonSession(asyncssh.SSHServerSession):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        driver = self._driver()
+        if driver is not None:
+            driver.disable_input()  # what it sent and the app has not taken goes with it
         self.end("")
 
     def _driver(self):
@@ -203,6 +206,16 @@ class LessonSession(asyncssh.SSHServerSession):
             self.end("your connection fell too far behind: reconnect")
             self.closed = True
             self.chan.abort()
+
+    def hold(self, held: bool) -> None:
+        """Stop (or start again) reading the channel: its app has INPUT_HELD characters
+        of the client's waiting (SSH then makes the client wait)."""
+        if self.chan is None or self.closed:
+            return
+        try:
+            self.chan.pause_reading() if held else self.chan.resume_reading()
+        except (OSError, asyncssh.Error):
+            pass
 
     def shown(self) -> None:
         """The app has drawn its first screen: what it holds now lives as long as it."""
@@ -379,11 +392,13 @@ class ClassServer:
 
 def ssh_options(klass: Class, host_key) -> dict:
     """How every connection of the class is served: its own `ClassSSHServer`, no
-    forwarding, no SCP or SFTP, a login timeout and keepalives."""
+    forwarding, no SCP or SFTP, a login timeout, keepalives, and a small window for
+    what a client sends (its keys)."""
     return dict(server_factory=lambda: ClassSSHServer(klass), server_host_keys=[host_key],
                 encoding="utf-8", line_editor=False, login_timeout=klass.limits.login_timeout,
-                agent_forwarding=False, x11_forwarding=False, allow_scp=False,
-                sftp_factory=None, keepalive_interval=30, keepalive_count_max=4)
+                window=CHANNEL_WINDOW, agent_forwarding=False, x11_forwarding=False,
+                allow_scp=False, sftp_factory=None, keepalive_interval=30,
+                keepalive_count_max=4)
 
 
 async def start_server(klass: Class, host: str, port: int, host_key) -> ClassServer:

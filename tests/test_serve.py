@@ -308,6 +308,63 @@ async def test_the_session_limit_turns_away_one_more(lessons, keys, clean_env):
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
 
 
+async def idle_connections(port: int, count: int, source: str) -> list:
+    """`count` TCP connections to the server from `source` that send nothing."""
+    import socket
+
+    loop = asyncio.get_running_loop()
+    held = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind((source, 0))
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", port))
+        held.append(sock)
+    return held
+
+
+async def closed_within(sock, seconds: float) -> bool:
+    """The server closes `sock` within `seconds` (what it sends meanwhile is read)."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(seconds):
+            while await loop.sock_recv(sock, 4096):
+                pass
+        return True
+    except TimeoutError:
+        return False
+
+
+async def test_idle_connections_from_one_address_lock_no_student_out(lessons, keys, clean_env):
+    # With --max-sessions 5 the class has room for 20 connections at once, logged in or
+    # not. One machine (127.0.0.2) opening 20 that send nothing keeps 10 (its logins at
+    # once), each closed after the short timeout of a connection that says nothing;
+    # students (127.0.0.1) log in meanwhile, by password and by key.
+    auth = Auth.from_files(keys["dir"] / "students", None, keys["dir"] / "password")
+    srv = await start_server(Class(lessons, auth, Limits(max_sessions=5, quiet_timeout=3.0)),
+                             "127.0.0.1", 0, host_key(keys["dir"] / "state"))
+    srv.clients = []
+    held = []
+    try:
+        held = await idle_connections(srv.port, 20, "127.0.0.2")
+        closed = await asyncio.gather(*(closed_within(sock, 1.0) for sock in held))
+        assert closed.count(True) == 10, closed  # the ten past its logins at once
+        await join(srv, password=PASSWORD)
+        await join(srv, key=keys["student"])
+        kept = [sock for sock, gone in zip(held, closed) if not gone]
+        assert all(await asyncio.gather(*(closed_within(sock, 5) for sock in kept)))
+        again = await idle_connections(srv.port, 10, "127.0.0.2")  # room for 10 again
+        assert not any(await asyncio.gather(*(closed_within(sock, 1.0) for sock in again)))
+        held += again
+    finally:
+        for sock in held:
+            sock.close()
+        for client in srv.clients:
+            await client.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+
 async def test_an_idle_session_is_ended(lessons, keys, clean_env, monkeypatch):
     import mgtui.serve.server as server_module
 

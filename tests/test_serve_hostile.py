@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import time
 from pathlib import Path
 
@@ -155,3 +156,42 @@ async def test_a_flood_of_keys_in_the_largest_window_is_bounded_and_others_are_s
         if flooder is not None:
             flooder.kill()
         await srv.close()
+
+
+# -- 4. idle connections held open ------------------------------------------------------------------
+
+async def test_across_workers_one_address_cannot_hold_every_login(tmp_path):
+    # Two workers, --max-sessions 5: room for 20 connections. Twenty from 127.0.0.2 that
+    # send nothing: the front keeps 10 (its logins at once, counted over both workers)
+    # and closes the rest at once; a student from 127.0.0.1 logs in meanwhile.
+    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "5")
+    loop = asyncio.get_running_loop()
+    held = []
+    try:
+        for _ in range(20):
+            sock = socket.socket()
+            sock.bind(("127.0.0.2", 0))
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", srv.port))
+            held.append(sock)
+        closed = await asyncio.gather(*(closed_within(sock, 1.5) for sock in held))
+        assert closed.count(True) == 10, closed
+        await srv.logged(r"too many logins at once from 127\.0\.0\.2: closed 127\.0\.0\.2:\d+")
+        student = await srv.join(password=PASSWORD)
+        assert await student.wait_for("step ", 15), student.text()
+    finally:
+        for sock in held:
+            sock.close()
+        await srv.close()
+
+
+async def closed_within(sock, seconds: float) -> bool:
+    """The server closes `sock` within `seconds` (what it sends meanwhile is read)."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(seconds):
+            while await loop.sock_recv(sock, 4096):
+                pass
+        return True
+    except TimeoutError:
+        return False

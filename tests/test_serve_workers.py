@@ -218,8 +218,10 @@ def test_where_connections_cannot_be_handed_over_one_process_serves(monkeypatch,
 
 async def test_a_login_flood_is_capped_across_the_workers(tmp_path):
     # connections not yet logged in count against twice the sessions (+10) in all the
-    # workers together, as in one process: with --max-sessions 1, twelve
-    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "1")
+    # workers together, as in one process: with --max-sessions 1, twelve (from one
+    # address here: it may have more logins at once than that)
+    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "1",
+                        "--max-logins-per-address", "20")
     loop = asyncio.get_running_loop()
     held = []
     try:

@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -22,7 +23,7 @@ from mgtui.follow import Classroom
 from mgtui.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
-from mgtui.serve.limits import CHANNEL_WINDOW, capped
+from mgtui.serve.limits import CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT, capped
 
 log = logging.getLogger("mgtui.serve")
 
@@ -41,6 +42,19 @@ class Limits:
     max_sessions: int = 60
     idle_timeout: float = 3600.0  # seconds with no keys typed and nothing drawn
     login_timeout: float = 30.0
+    logins_per_address: int = LOGINS_PER_ADDRESS  # open and not logged in, from one address
+    quiet_timeout: float = QUIET_TIMEOUT  # seconds to start a login (mgtui/serve/limits.py)
+
+    @classmethod
+    def asked(cls, args) -> Limits:
+        """The limits `mgtui serve`'s options ask for."""
+        return cls(max_sessions=args.max_sessions, idle_timeout=args.idle_timeout * 60,
+                   logins_per_address=args.max_logins_per_address)
+
+    @property
+    def max_connections(self) -> int:
+        """Connections open at once, logged in or not: twice the sessions, and ten."""
+        return 2 * self.max_sessions + 10
 
 
 @dataclass
@@ -54,6 +68,7 @@ class Class:
     sessions: set = field(default_factory=set)
     heap: SessionHeap = field(default_factory=SessionHeap)
     connections: int = 0  # open, logged in or not
+    logging_in: Counter = field(default_factory=Counter)  # address -> open, not logged in
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
 
@@ -242,30 +257,61 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.klass = klass
         self.conn = None
         self.peer = "?"
+        self.host = "?"
         self.user = ""
         self.teacher = False
+        self.logging_in = False  # counted in `klass.logging_in` under its address
+        self._quiet: asyncio.TimerHandle | None = None
 
     def connection_made(self, conn) -> None:
         self.conn = conn
         host, port = (conn.get_extra_info("peername") or ("?", 0))[:2]
         self.host = host
         self.peer = f"{host}:{port}"
-        klass = self.klass
+        klass, limits = self.klass, self.klass.limits
         klass.connections += 1
         klass.counted()
-        if klass.connections > 2 * klass.limits.max_sessions + 10:
+        if klass.connections > limits.max_connections:
             log.info("too many connections: closed %s", self.peer)
             conn.close()  # (a login flood: the class's own sessions are not affected)
             return
+        if klass.logging_in[host] >= limits.logins_per_address:
+            log.info("too many logins at once from %s: closed %s", host, self.peer)
+            conn.close()  # (one machine cannot hold every connection the class has room for)
+            return
+        self.logging_in = True
+        klass.logging_in[host] += 1
+        klass.counted()
+        self._quiet = asyncio.get_running_loop().call_later(limits.quiet_timeout, self._silent)
         log.info("connect %s", self.peer)
 
+    def _silent(self) -> None:
+        self._quiet = None
+        log.info("nothing from %s for %.0f s: closed", self.peer, self.klass.limits.quiet_timeout)
+        self.conn.close()
+
+    def _logged_in_or_gone(self) -> None:
+        if self._quiet is not None:
+            self._quiet.cancel()
+            self._quiet = None
+        if self.logging_in:
+            self.logging_in = False
+            self.klass.logging_in[self.host] -= 1
+            if self.klass.logging_in[self.host] <= 0:
+                del self.klass.logging_in[self.host]
+            self.klass.counted()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._logged_in_or_gone()
         self.klass.connections -= 1
         self.klass.counted()
         log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
 
     def begin_auth(self, username: str) -> bool:
         self.user = username
+        if self._quiet is not None:  # it has begun its login: login_timeout applies
+            self._quiet.cancel()
+            self._quiet = None
         return True  # always: there is no way in without a key or the password
 
     def password_auth_supported(self) -> bool:
@@ -288,6 +334,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         return True
 
     def auth_completed(self) -> None:
+        self._logged_in_or_gone()
         log.info("logged in %s@%s as %s", self.user, self.peer,
                  "teacher" if self.teacher else "student")
 

@@ -132,6 +132,7 @@ class ServerProcess:
                  env: dict | None = None, wait: float = 120) -> None:
         self.teacher_key = asyncssh.generate_private_key("ssh-ed25519")
         (tmp_path / "teachers").write_bytes(self.teacher_key.export_public_key())
+        (tmp_path / "teachers").chmod(0o644)  # (whatever the umask: only its owner writes it)
         pw = tmp_path / "password"
         pw.write_text(PASSWORD + "\n")
         pw.chmod(0o600)

@@ -37,8 +37,9 @@ def keys(tmp_path):
     """A student's and a teacher's key pair, their authorized_keys files, a password file."""
     student = asyncssh.generate_private_key("ssh-ed25519")
     teacher = asyncssh.generate_private_key("ssh-ed25519")
-    (tmp_path / "students").write_bytes(student.export_public_key())
-    (tmp_path / "teachers").write_bytes(teacher.export_public_key())
+    for name, key in (("students", student), ("teachers", teacher)):
+        (tmp_path / name).write_bytes(key.export_public_key())
+        (tmp_path / name).chmod(0o644)  # (whatever the umask: only its owner writes it)
     pw = tmp_path / "password"
     pw.write_text(PASSWORD + "\n")
     pw.chmod(0o600)
@@ -137,9 +138,57 @@ def test_credentials_come_from_files_and_are_required(tmp_path):
         Auth.from_files()
     loose = tmp_path / "pw"
     loose.write_text("a long enough password\n")
-    loose.chmod(0o644)
-    with pytest.raises(AuthError, match="chmod 600"):
+    for mode in (0o644, 0o640, 0o604):  # readable by every user, or by the group
+        loose.chmod(mode)
+        with pytest.raises(AuthError, match=f"can be read by other users: chmod 600 {loose}"):
+            Auth.from_files(password_file=loose)
+    loose.chmod(0o600)
+    assert Auth.from_files(password_file=loose).password == "a long enough password"
+    for blank in ("      \n", "\t \t \t \t\n", "\n"):
+        loose.write_text(blank)
+        with pytest.raises(AuthError, match="is blank"):
+            Auth.from_files(password_file=loose)
+    loose.write_text("  abc  \n")
+    with pytest.raises(AuthError, match="too short"):
         Auth.from_files(password_file=loose)
+
+
+def test_an_authorized_keys_file_others_can_write_to_is_refused(tmp_path):
+    keys = tmp_path / "students"
+    keys.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_public_key())
+    for mode in (0o666, 0o664):
+        keys.chmod(mode)
+        with pytest.raises(AuthError, match=f"can be written by other users .*: chmod go-w {keys}"):
+            Auth.from_files(keys)
+    keys.chmod(0o644)
+    assert Auth.from_files(keys).takes_keys
+
+
+def test_a_host_key_others_can_read_or_replace_is_refused_with_the_fix(tmp_path):
+    state = tmp_path / "state"
+    host_key(state)
+    key = state / "ssh_host_ed25519_key"
+    key.chmod(0o644)
+    with pytest.raises(AuthError, match=f"can be read by other users: chmod 600 {key}"):
+        host_key(state)
+    key.chmod(0o640)
+    with pytest.raises(AuthError, match="chmod 600"):
+        host_key(state)
+    key.chmod(0o600)
+    state.chmod(0o777)  # anyone could put their own key in its place
+    with pytest.raises(AuthError, match=f"{state} can be written by other users .*: chmod go-w {state}"):
+        host_key(state)
+    state.chmod(0o775)
+    with pytest.raises(AuthError, match="chmod go-w"):
+        host_key(state)
+    state.chmod(0o700)
+    host_key(state)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir(mode=0o777)
+    fresh.chmod(0o777)
+    with pytest.raises(AuthError, match="chmod go-w"):  # no key is made there either
+        host_key(fresh)
+    assert not (fresh / "ssh_host_ed25519_key").exists()
 
 
 def test_the_host_key_is_made_once_and_kept(tmp_path):
@@ -441,3 +490,23 @@ def test_serve_says_what_is_wrong_in_one_line(tmp_path, capsys, monkeypatch, arg
     assert main(["serve", *[names.get(a, a) for a in args]]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mgtui serve: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_serve_refuses_a_host_key_others_can_read_in_one_line(tmp_path):
+    import subprocess
+
+    key = tmp_path / "state" / "mgtui" / "ssh_host_ed25519_key"
+    host_key(key.parent)
+    key.chmod(0o644)
+    pw = tmp_path / "pw"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
+    for workers in ("1", "2"):
+        done = subprocess.run(  # (in its own process: a server that started would serve on)
+            [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", "chain",
+             "--port", "0", "--password-file", str(pw), "--workers", workers],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        err = done.stderr.splitlines()
+        assert done.returncode == 2 and err[-1] == (
+            f"mgtui serve: the host key {key} can be read by other users: chmod 600 {key}"), err

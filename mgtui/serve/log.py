@@ -59,7 +59,7 @@ def setup_log(teach: bool, worker: int | None = None) -> str:
     if teach:
         from mgtui.serve.auth import state_dir
 
-        state_dir().mkdir(parents=True, exist_ok=True)
+        state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)  # (the host key's too)
         where = str(state_dir() / "serve.log")
     which = "" if worker is None else f"[worker {worker}] "
     formatter = InertFormatter(f"%(asctime)s {which}%(message)s")

@@ -201,3 +201,102 @@ class socket_port:
 
     def __exit__(self, *exc) -> None:
         pass
+
+
+def visitor_processes(server: WebServer) -> int:
+    """The server's processes besides itself (each visitor's, and its shell)."""
+    from sshclient import processes
+
+    return len(processes(server.process.pid)) - 1
+
+
+async def test_visitors_are_capped_by_max_sessions_and_a_freed_place_is_taken(web):
+    server = web("--max-sessions", "2")
+    drawn = lambda lines: "step 0/15" in "".join(lines)  # noqa: E731
+    first, second = await Browser.open(server.port), await Browser.open(server.port)
+    third = None
+    try:
+        assert await first.read_until(drawn) and await second.read_until(drawn)
+        started = visitor_processes(server)
+        third = await Browser.open(server.port)
+        assert await third.read_until(lambda lines: "the class is full (2 sessions)" in
+                                      "".join(lines), 10), third.screen.display[0]
+        assert await third.read_until(lambda _: False, 5) is False and third.closed
+        assert visitor_processes(server) == started  # no process for the one turned away
+        await first.close()
+        for _ in range(100):  # (its process ends: 10 s at most)
+            if visitor_processes(server) < started:
+                break
+            await asyncio.sleep(0.1)
+        fourth = await Browser.open(server.port)
+        try:
+            assert await fourth.read_until(drawn), fourth.screen.display[0]
+        finally:
+            await fourth.close()
+    finally:
+        for browser in (first, second, third):
+            if browser is not None:
+                await browser.close()
+
+
+async def test_an_idle_visitor_is_ended_and_its_process_with_it(web):
+    server = web("--idle-timeout", "0.05")  # minutes: 3 s
+    browser = await Browser.open(server.port)
+    try:
+        assert await browser.read_until(lambda lines: "step 0/15" in "".join(lines))
+        assert visitor_processes(server) >= 1
+        assert await browser.read_until(lambda lines: "closed after 3 s idle" in
+                                        "".join(lines), 15), browser.screen.display
+        for _ in range(100):  # (its process ends: 10 s at most)
+            if visitor_processes(server) == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert visitor_processes(server) == 0
+    finally:
+        await browser.close()
+
+
+async def test_only_the_class_page_may_open_its_websocket(web):
+    import aiohttp
+
+    server = web()
+    port = server.port
+    for origin, host in (("http://evil.example", None),  # another site's page
+                         (f"http://evil.example:{port}", f"evil.example:{port}"),  # rebinding
+                         ("null", None)):
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await Browser.open(port, headers={"Origin": origin, **({"Host": host} if host else {})})
+        assert refused.value.status == 403
+    assert visitor_processes(server) == 0
+    for origin in (f"http://127.0.0.1:{port}", f"http://localhost:{port}"):
+        browser = await Browser.open(port, headers={"Origin": origin})
+        try:
+            assert await browser.read_until(lambda lines: "step 0/15" in "".join(lines))
+        finally:
+            await browser.close()
+    log = server.stop()
+    assert "refused a visitor from 127.0.0.1: its page is on http://evil.example" in log
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_stopping_tells_the_visitors_ends_their_processes_and_removes_the_lessons(
+        web, tmp_path, sig):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    server = web(env={"TMPDIR": str(temp)})
+    assert [p.name.startswith("mgtui-class-") for p in temp.iterdir()] == [True]
+    browser = await Browser.open(server.port)
+    try:
+        assert await browser.read_until(lambda lines: "step 0/15" in "".join(lines))
+        from sshclient import processes
+
+        visitors = processes(server.process.pid)[1:]
+        assert visitors
+        server.process.send_signal(sig)
+        assert await browser.read_until(lambda lines: "the server is stopping" in
+                                        "".join(lines), 10)
+        assert await asyncio.to_thread(server.process.wait, 10) == 0
+    finally:
+        await browser.close()
+    assert list(temp.iterdir()) == []
+    assert not any(Path(f"/proc/{pid}").exists() for pid in visitors)

@@ -25,6 +25,7 @@ from grandalf.graphs import graph_core
 from grandalf.layouts import DummyVertex, SugiyamaLayout
 
 from mgtui.explain import fmt
+from mgtui.safe import cell_width, cells, clip_cells
 from mgtui.trace import Trace
 
 Orientation = Literal["LR", "TB"]
@@ -66,8 +67,16 @@ def squeeze(x: float, width: int) -> str:
     return "…" if width < 2 else text[: width - 1] + "…"
 
 
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+# A picture's lines hold one character a terminal cell: a wide character (CJK, most
+# emoji) is followed by this in the cell it also covers (the painter leaves it out).
+WIDE_TAIL = "\x00"
+
+
+def in_cells(text: str) -> str:
+    """`text` one character a cell, for a picture's lines: each wide character followed
+    by WIDE_TAIL, combining marks left out (inert text has no other character of no
+    width)."""
+    return text if text.isascii() else "".join(c[:1] or WIDE_TAIL for c in cells(text))
 
 
 # -- what a picture holds ---------------------------------------------------------------------
@@ -80,7 +89,7 @@ class Box:
     x: int
     y: int
     w: int
-    label: str  # clipped to its slot
+    label: str  # clipped to its slot's cells
     top: str  # the frame's top and bottom lines, with the ports' junctions
     bottom: str
     left: str  # the content row's border characters (`│`, or `┤`/`├` at a port)
@@ -224,11 +233,11 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     num_w = min(num_w, 7)  # a rare longer number is squeezed into it
 
     def box_width(nid: int) -> int:
-        return min(len(trace.label(nid)), LABEL_WIDTH) + 2 * num_w + 11
+        return min(cell_width(trace.label(nid)), LABEL_WIDTH) + 2 * num_w + 11
 
     def glyph(nid: int) -> str:
         op = trace.op(nid)
-        return f"({clip(op, OP_WIDTH)})" if op else ""
+        return in_cells(f"({clip_cells(op, OP_WIDTH)})") if op else ""
 
     units: dict[object, _Unit] = {}
     for n in drawn:
@@ -383,7 +392,7 @@ def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,
             top[mid] = "┼" if mid in seps else "┴"
         if port_out:
             bottom[mid] = "┼" if mid in seps else "┬"
-    return Box(nid, x, y, w, clip(label, lw), "".join(top), "".join(bottom), left, right)
+    return Box(nid, x, y, w, clip_cells(label, lw), "".join(top), "".join(bottom), left, right)
 
 
 def _rank_and_order(units: dict[object, _Unit], links: list[tuple]) -> tuple[list[list[_Unit]], dict]:

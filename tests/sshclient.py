@@ -43,6 +43,7 @@ class ScreenClient:
         self.received = 0  # characters of output so far
         self._pending: list[str] = []  # output not yet run through the emulator
         self._watched: list[str] = []  # the raw output since `watch()`
+        self._everything: list[str] = []  # all of it
         self.changed = asyncio.Event()
         self.conn = None
         self.chan = None
@@ -69,6 +70,7 @@ class ScreenClient:
         self.received += len(data)
         self._pending.append(data)
         self._watched.append(data)
+        self._everything.append(data)
         self.changed.set()
 
     def text(self) -> str:
@@ -76,6 +78,10 @@ class ScreenClient:
             self.stream.feed("".join(self._pending))
             self._pending.clear()
         return "\n".join(self.screen.display)
+
+    def output(self) -> str:
+        """Everything the server has sent, raw (escape sequences and all)."""
+        return "".join(self._everything)
 
     def watch(self) -> None:
         """Collect the raw output from now on, for `wait_output`."""

@@ -222,6 +222,29 @@ async def test_the_step_notes_show_in_the_step_detail_and_full_screen(server):
     assert "The first graph of the lecture" in client.text()  # the lesson notes, below
 
 
+async def test_lesson_file_names_in_the_picker_are_inert(tmp_path, lessons, keys, clean_env):
+    import shutil
+
+    hostile = tmp_path / "\x1b]0;pwned\x07\x1b[2J\u202eyp.chain.py"
+    shutil.copy(ROOT / "scenarios" / "chain.py", hostile)
+    served = {hostile.name: record_lesson(hostile, hostile.name), "neuron.py": lessons["neuron.py"]}
+    auth = Auth.from_files(password_file=keys["dir"] / "password")
+    srv = await start_server(Class(served, auth), "127.0.0.1", 0, host_key(keys["dir"] / "state"))
+    client = None
+    try:
+        client = await ScreenClient.connect(srv.port, password=PASSWORD)
+        assert await client.wait_for("neuron.py"), client.text()  # the picker of the two
+        assert "\\x1b]0;pwned\\x07\\x1b[2J\\u202eyp.chain.py" in client.text()
+        raw = client.output()
+        assert "\x1b]0;pwned" not in raw and "pwned\x07" not in raw  # (Textual's own OSCs
+        assert "\x1b[2J\u202e" not in raw and "\u202e" not in raw  # end in BEL too)
+    finally:
+        if client is not None:
+            await client.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+
 # -- follow the teacher ---------------------------------------------------------------------
 
 async def test_with_nobody_leading_a_student_picks_from_the_lessons_and_titles(server, keys):

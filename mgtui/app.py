@@ -173,6 +173,9 @@ class MgtuiApp(App[int]):
         if self.config.problem:  # (its text quotes the user's file: never markup)
             self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
                         timeout=10, markup=False)
+        if self.config.warnings:
+            self.notify(inert("\n".join(self.config.warnings)), title="mgtui settings",
+                        severity="warning", timeout=10, markup=False)
         if self.path is None and self._quick is None:
             self.action_pick()
         elif self._quick is not None:

@@ -6,7 +6,7 @@ which a server with many terminals in one process cannot use; this one is fed by
 SSH session instead, on the event loop, with no thread.
 
 Input is paced by the app: what the client sends waits here, unparsed, and each event
-goes to the app once it has handled the one before (`_hand_one`). What waits is
+goes to the app once it has handled all but a few before it (`_hand_one`). What waits is
 bounded (`INPUT_HELD`): past it the channel stops being read, and SSH's flow control
 makes the client wait. A client sending keys as fast as SSH allows costs the server
 that much and no more; when it leaves, what it sent and the app has not taken is
@@ -30,7 +30,9 @@ from mgtui.serve.limits import INPUT_HELD, capped
 ESCAPE_WAIT = constants.ESCAPE_DELAY + 0.02  # seconds: a lone ESC, nothing after it, is
 # the escape key (once the parser's own wait is over)
 PARSED_AT_ONCE = 64  # characters parsed at a time, as the app takes their events
-BUSY_WAIT = 0.01  # seconds between looks at an app still busy with the last event
+QUEUED_AT_MOST = 4  # messages waiting in the app (and its screen, and the focused
+# widget) before the next event waits too: a few let it take a burst of keys in one go
+BUSY_WAIT = 0.01  # seconds between looks at an app still that busy
 BUSY_AT_MOST = 1.0  # seconds an event waits for an app that stays busy: then it goes
 # A pasted text comes as keys: these marks would make the parser keep all of it, of
 # any length, as one Paste event (and a session has no use for one).
@@ -148,20 +150,22 @@ class ChannelDriver(Driver):
             self._handing = self._loop.call_soon(self._hand_one)
 
     def _busy(self) -> bool:
-        """The app, its screen or the widget with the focus has messages waiting (the
-        last event, forwarded from one to the other, or what it caused)."""
+        """The app, its screen and the widget with the focus have QUEUED_AT_MOST
+        messages waiting (the last events, forwarded from one to the other, and what
+        they caused)."""
         app = self._app
         pumps = [app]
         try:
             pumps += [app.screen, app.screen.focused]
         except Exception:  # noqa: BLE001 - (no screen yet, or no more)
             pass
-        return any(pump is not None and pump.message_queue_size for pump in pumps)
+        return sum(pump.message_queue_size for pump in pumps if pump is not None) \
+            >= QUEUED_AT_MOST
 
     def _hand_one(self) -> None:
-        """Give the app its next event, once it has handled the last one (or after
-        BUSY_AT_MOST), one per turn of the event loop: one client's burst of keys
-        must not keep the server's other sessions waiting."""
+        """Give the app its next event, one per turn of the event loop (one client's
+        burst of keys must not keep the server's other sessions waiting), and none
+        while it is behind (`_busy`; BUSY_AT_MOST at most)."""
         self._handing = None
         if not self._input:
             return

@@ -69,6 +69,7 @@ class Class:
     heap: SessionHeap = field(default_factory=SessionHeap)
     connections: int = 0  # open, logged in or not
     logging_in: Counter = field(default_factory=Counter)  # address -> open, not logged in
+    taken: int = 0  # connections that have reached this process, counted above (or failed)
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
 
@@ -270,6 +271,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.peer = f"{host}:{port}"
         klass, limits = self.klass, self.klass.limits
         klass.connections += 1
+        klass.taken += 1
         klass.counted()
         if klass.connections > limits.max_connections:
             log.info("too many connections: closed %s", self.peer)
@@ -472,11 +474,22 @@ def start_class(klass: Class, acceptor=None) -> ClassServer:
 async def serve_connection(klass: Class, sock, host_key) -> None:
     """Serve one client already connected on `sock` (accepted by another process) as
     if it had connected here. Its failures (a wrong password, a client gone) are the
-    connection's own, logged by `ClassSSHServer`."""
+    connection's own, logged by `ClassSSHServer`; one that fails before it is counted
+    (`klass.taken`) is counted as taken all the same."""
+    servers: list[ClassSSHServer] = []
+
+    def server() -> ClassSSHServer:
+        servers.append(ClassSSHServer(klass))
+        return servers[-1]
+
     try:
-        await asyncssh.run_server(sock, **ssh_options(klass, host_key))
+        await asyncssh.run_server(sock, **{**ssh_options(klass, host_key),
+                                           "server_factory": server})
     except (OSError, asyncssh.Error, asyncio.TimeoutError):
         sock.close()
+        if not any(each.conn is not None for each in servers):
+            klass.taken += 1
+            klass.counted()
 
 
 async def _idle_watch(klass: Class) -> None:

@@ -22,7 +22,8 @@ with the client's socket passed alongside a `connect`.
                     {"elsewhere": N} (sessions in the other workers, for the limit);
                     {"retire": true} (no more connections will come: end when empty)
   worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS],
-                    "logging_in": {ADDRESS: N}} (connections not logged in yet, by address);
+                    "logging_in": {ADDRESS: N}, "taken": T} (connections not logged in
+                    yet, by address; T: connections handed over it has counted so far);
                     {"position": {...}} when one of its sessions leads;
                     {"retiring": true} (its class has left: it would end)
   front -> zygote   {"fork": NUMBER} + the worker's end of its link
@@ -144,7 +145,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
 
     def counted() -> None:
         send(link, {"count": [klass.connections, len(klass.sessions)],
-                    "logging_in": dict(klass.logging_in)})
+                    "logging_in": dict(klass.logging_in), "taken": klass.taken})
         retiring["served"] = retiring["served"] or bool(klass.sessions)
         timer = retiring["timer"]
         if timer is not None:
@@ -221,9 +222,13 @@ class Worker:
     pid: int = 0  # (known once it is ready)
     ready: bool = False
     retiring: bool = False  # no more connections for it: it ends once empty
-    connections: int = 0  # handed over and not yet reported closed
+    connections: int = 0  # open, as it last reported
     sessions: int = 0
     logging_in: dict = field(default_factory=dict)  # address -> not logged in yet, as above
+    taken: int = 0  # connections handed over that it had counted, as it last reported
+    # the peers of the connections handed over since (its counts are always a little
+    # behind: a burst of connections must not slip between them)
+    handed: deque = field(default_factory=deque)
     gone: bool = False  # (its link closed; the front's list no longer holds it)
     # what the front has for it and it has not taken yet (its link full: a worker stuck
     # for a while); the client socket of a connection stays open until handed over
@@ -342,7 +347,7 @@ class Front:
             return
         host = address[0]
         peer = f"{host}:{address[1]}"
-        held = sum(w.connections for w in self.workers) + len(self.waiting)
+        held = sum(w.connections + len(w.handed) for w in self.workers) + len(self.waiting)
         if held >= self.max_connections:  # a login flood: the class's sessions go on
             log.info("too many connections: closed %s", peer)
             client.close()
@@ -357,19 +362,19 @@ class Front:
         """Connections from `host` not logged in yet, in every worker (as each last
         reported, and those handed over since), and waiting for one."""
         return (sum(w.logging_in.get(host, 0) for w in self.workers)
-                + sum(1 for _client, peer in self.waiting if address_of(peer) == host))
+                + sum(address_of(peer) == host for w in self.workers for peer in w.handed)
+                + sum(address_of(peer) == host for _client, peer in self.waiting))
 
     def _hand_over(self, client: socket.socket, peer: str) -> None:
         """To the worker serving the fewest; while none is ready (all of them retiring
         and starting again, say), the client waits (its SSH handshake with it)."""
-        serving = sorted(self.serving, key=lambda w: (bool(w.outbox), w.connections, w.number))
+        serving = sorted(self.serving, key=lambda w: (bool(w.outbox),
+                                                       w.connections + len(w.handed), w.number))
         if not serving:
             self.waiting.append((client, peer))
             return
         worker = serving[0]
-        worker.connections += 1
-        host = address_of(peer)
-        worker.logging_in[host] = worker.logging_in.get(host, 0) + 1  # (until it reports)
+        worker.handed.append(peer)  # (counted here until it reports it has counted it)
         self._post(worker, {"connect": peer}, client)
 
     def _post(self, worker: Worker, message: dict, client: socket.socket | None = None) -> None:
@@ -422,10 +427,14 @@ class Front:
         count = message.get("count")
         if isinstance(count, list) and len(count) == 2 and all(isinstance(n, int) for n in count):
             worker.connections, worker.sessions = count
-            logging_in = message.get("logging_in")
+            logging_in, taken = message.get("logging_in"), message.get("taken")
             if isinstance(logging_in, dict):
                 worker.logging_in = {host: n for host, n in logging_in.items()
                                      if isinstance(n, int)}
+            if isinstance(taken, int) and taken > worker.taken:
+                for _ in range(min(taken - worker.taken, len(worker.handed))):
+                    worker.handed.popleft()
+                worker.taken = taken
             self._counted()
         if isinstance(message.get("position"), dict):
             for other in self.workers:

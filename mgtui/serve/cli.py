@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
+from mgtui.serve.limits import LOGINS_PER_ADDRESS
 from mgtui.serve.log import setup_log
 
 EXIT_OK, EXIT_UNUSABLE = 0, 2
@@ -43,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--idle-timeout", type=float, default=60, metavar="MINUTES",
                         help="end a session after this long with no keys and nothing new "
                         "drawn (default 60)")
+    parser.add_argument("--max-logins-per-address", type=int, default=LOGINS_PER_ADDRESS,
+                        metavar="N", help="connections from one address logging in at once "
+                        f"(default {LOGINS_PER_ADDRESS}; more for a class behind one NAT "
+                        "address)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes serving the sessions (default: one a CPU, at most "
                         "8); 1 serves every session in this process")
@@ -61,8 +66,10 @@ def fail(message: str) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if (args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0
+            or args.max_logins_per_address < 1
             or (args.workers is not None and args.workers < 1)):
-        return fail("--max-sessions, --workers, --idle-timeout and --timeout must be positive")
+        return fail("--max-sessions, --max-logins-per-address, --workers, --idle-timeout "
+                    "and --timeout must be positive")
     try:
         import asyncssh  # noqa: F401
     except ImportError:
@@ -142,11 +149,14 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
 async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     import signal
 
+    from mgtui.serve.server import Limits
     from mgtui.session.follow import Classroom
     from mgtui.serve.workers import Front
 
+    limits = Limits.asked(args)
     front = Front(listener, zygote, count, Classroom(),  # (as one process caps them)
-                  max_connections=2 * args.max_sessions + 10)
+                  max_connections=limits.max_connections,
+                  logins_per_address=limits.logins_per_address)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)
@@ -188,8 +198,7 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         key = host_key()
     except AuthError as exc:
         return fail(str(exc))
-    klass = Class(lessons, auth, Limits(max_sessions=args.max_sessions,
-                                        idle_timeout=args.idle_timeout * 60))
+    klass = Class(lessons, auth, Limits.asked(args))
     await warm_up(lessons, key)
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     port = 2222 if args.port is None else args.port

@@ -18,9 +18,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mgtui.trace.explain import fmt
+from mgtui.safe import cell_width, cells, clip_cells
 from mgtui.session.graph_placement import Unit, place_across, rank_and_order
 from mgtui.trace import Trace
+from mgtui.trace.explain import fmt
 
 Orientation = Literal["LR", "TB"]
 
@@ -61,8 +62,16 @@ def squeeze(x: float, width: int) -> str:
     return "…" if width < 2 else text[: width - 1] + "…"
 
 
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+# A picture's lines hold one character a terminal cell: a wide character (CJK, most
+# emoji) is followed by this in the cell it also covers (the painter leaves it out).
+WIDE_TAIL = "\x00"
+
+
+def in_cells(text: str) -> str:
+    """`text` one character a cell, for a picture's lines: each wide character followed
+    by WIDE_TAIL, combining marks left out (inert text has no other character of no
+    width)."""
+    return text if text.isascii() else "".join(c[:1] or WIDE_TAIL for c in cells(text))
 
 
 # -- what a picture holds ---------------------------------------------------------------------
@@ -75,7 +84,7 @@ class Box:
     x: int
     y: int
     w: int
-    label: str  # clipped to its slot
+    label: str  # clipped to its slot's cells
     top: str  # the frame's top and bottom lines, with the ports' junctions
     bottom: str
     left: str  # the content row's border characters (`│`, or `┤`/`├` at a port)
@@ -223,11 +232,11 @@ class _Sizes:
         return cls(trace, min(num_w, 7))  # a rare longer number is squeezed into it
 
     def box_width(self, nid: int) -> int:
-        return min(len(self.trace.label(nid)), LABEL_WIDTH) + 2 * self.num_w + 11
+        return min(cell_width(self.trace.label(nid)), LABEL_WIDTH) + 2 * self.num_w + 11
 
     def glyph(self, nid: int) -> str:
         op = self.trace.op(nid)
-        return f"({clip(op, OP_WIDTH)})" if op else ""
+        return in_cells(f"({clip_cells(op, OP_WIDTH)})") if op else ""
 
 
 def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
@@ -427,7 +436,7 @@ def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,
             top[mid] = "┼" if mid in seps else "┴"
         if port_out:
             bottom[mid] = "┼" if mid in seps else "┬"
-    return Box(nid, x, y, w, clip(label, lw), "".join(top), "".join(bottom), left, right)
+    return Box(nid, x, y, w, clip_cells(label, lw), "".join(top), "".join(bottom), left, right)
 
 
 def _entries(unit: Unit, lr: bool) -> list[tuple[int, int, int]]:

@@ -12,6 +12,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from mgtui.safe import cell_width
 from mgtui.trace.names import fitted_name
 from mgtui.trace import Pass, Trace
 
@@ -77,9 +78,9 @@ class GraphView:
         view.topo_of = TopoIndex(view.topo, trace.node_count)
         sample = list(view.used[:2000]) + list(view.used[-2000:]) + list(view.made[:2000]) \
             + list(view.made[-2000:])  # widths from a sample: labels are alike in big graphs
-        view.label_width = max([5] + [len(trace.label(n)) for n in sample])
+        view.label_width = max([5] + [cell_width(trace.label(n)) for n in sample])
         view.label_width = min(view.label_width, 18)
-        widest = max([6] + [len(view.inputs_text(n)) for n in sample])
+        widest = max([6] + [cell_width(view.inputs_text(n)) for n in sample])
         view.inputs_width = min(widest, 22)
         return view
 

@@ -109,6 +109,9 @@ class MgtuiApp(TraceLoading, App[int]):
         if self.config.problem:  # (its text quotes the user's file: never markup)
             self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
                         timeout=10, markup=False)
+        if self.config.warnings:
+            self.notify(inert("\n".join(self.config.warnings)), title="mgtui settings",
+                        severity="warning", timeout=10, markup=False)
         self.open_first()
 
     # -- the gradient doctor ------------------------------------------------------------------

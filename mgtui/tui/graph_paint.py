@@ -14,7 +14,8 @@ from typing import Mapping
 from rich.style import Style
 from rich.text import Text
 
-from mgtui.session.graph_layout import MARK_WIDTH, Picture, squeeze
+from mgtui.safe import cells
+from mgtui.session.graph_layout import MARK_WIDTH, WIDE_TAIL, Picture, squeeze
 
 MARKS = {"run": "▶ ", "acc": "+=", "new": "● ", "set": "= "}
 BREAKPOINT = "◆ "
@@ -110,7 +111,10 @@ def paint_line(picture: Picture, y: int, light: Lighting, styles: Mapping[str, S
     for x in range(1, len(chars) + 1):
         if x == len(chars) or kinds[x] != kinds[start]:
             kind = kinds[start]
-            runs.append(("".join(chars[start:x]), styles.get(kind) if kind else None))
+            text = "".join(chars[start:x])
+            if WIDE_TAIL in text:  # (the second cell of a wide character in an op)
+                text = text.replace(WIDE_TAIL, "")
+            runs.append((text, styles.get(kind) if kind else None))
             start = x
     return runs
 
@@ -139,11 +143,12 @@ def _paint_box(picture: Picture, nid: int, y: int, light: Lighting, chars: list[
     else:
         data, grad = squeeze(light.data[nid], nw), squeeze(light.grad[nid], nw)
     badge = MARKS.get(mark, BREAKPOINT if nid in light.breakpoints else "  ")
-    parts: list[tuple[str, str | None]] = [
+    label = cells(box.label)  # (a wide character's second cell is "": one a cell)
+    parts: list[tuple[str | list[str], str | None]] = [
         (box.left.translate(table) if table else box.left, frame_kind),
         (badge[:MARK_WIDTH].ljust(MARK_WIDTH),
          mark or ("breakpoint" if nid in light.breakpoints else None)),
-        (box.label.ljust(lw), "future" if future else (mark or "label")),
+        (label + [" "] * (lw - len(label)), "future" if future else (mark or "label")),
         (f" {sep} ", frame_kind),
         (data.rjust(nw), "future" if future else _number_kind(light.data[nid], mark == "set")),
         (f" {sep} ", frame_kind),

@@ -469,7 +469,7 @@ def erases_here(term: str | None) -> bool:
         return False
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # (a class's clients name a few terminal types)
 def erases(term: str | None) -> bool:
     """Does terminal `term` erase in the background colour in use (terminfo's `bce`),
     and a number of cells in place (`ech`)? Without both, blanks are sent as blanks.

@@ -15,8 +15,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
+from mgtui.safe import cell_width, inert, inert_line
 from mgtui.tui.messages import OpenScenario
-from mgtui.safe import inert, inert_line
 from mgtui.tui.widgets.node_table import BREAKPOINT, MARKS
 
 
@@ -49,8 +49,8 @@ class HelpScreen(ModalScreen[None]):
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold", no_wrap=True)
         keys.add_column()
-        for key, description in self.keys:
-            keys.add_row(key, description)
+        for key, description in self.keys:  # (a key may be the user's: text, never markup)
+            keys.add_row(Text(inert_line(key)), Text(description))
         marks = Table.grid(padding=(0, 2))
         marks.add_column(style="bold reverse", no_wrap=True)
         marks.add_column()
@@ -158,7 +158,7 @@ class PickerScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Label(" mgtui · pick a scenario to step through (enter opens it)", id="picker-title")
-        width = max([len(name) for name, _, _ in self.scenarios] + [8])
+        width = max([cell_width(inert_line(name)) for name, _, _ in self.scenarios] + [8])
         options = [Option(picker_row(name, title, width), id=str(path))
                    for name, path, title in self.scenarios]
         yield OptionList(*options, id="picker-list")
@@ -174,7 +174,7 @@ def picker_row(name: str, title: str, width: int) -> Table:
     row = Table.grid(padding=(0, 2))
     row.add_column(width=width, no_wrap=True, style="bold")
     row.add_column(ratio=1)
-    row.add_row(Text(name), Text(inert_line(title)))
+    row.add_row(Text(inert_line(name)), Text(inert_line(title)))  # (file names are anyone's)
     return row
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
@@ -42,9 +43,12 @@ COLUMNS = ("id", "label", "op", "data", "grad", "inputs", "uses", "topo")
 
 
 def clip(text: str, width: int) -> str:
-    if len(text) <= width:
-        return text.ljust(width)
-    return text[: max(width - 1, 0)] + "…"
+    """`text` in exactly `width` terminal cells: padded, or cut with `…` (a wide CJK
+    character or emoji takes two cells; cutting by length let a row overflow)."""
+    cells = cell_len(text)
+    if cells <= width:
+        return text + " " * (width - cells)
+    return set_cell_size(text, max(width - 1, 0)) + "…"
 
 
 def number(x: float, width: int) -> str:

@@ -77,7 +77,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--lesson", default="mlp")
     parser.add_argument("--cast-lesson", default="neuron")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.lesson, args.cast_lesson = 1, "chain", "chain"
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
     print(f"{args.lesson}: html against json, {args.rounds} rounds alternating")

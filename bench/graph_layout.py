@@ -106,7 +106,11 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=60.0,
                         help="seconds netext may take on one graph (default 60)")
     parser.add_argument("--no-moons", action="store_true", help="skip recording moons.py")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.limit, args.no_moons = 0.5, True
 
     traces = {name: run(ROOT / "scenarios" / f"{name}.py").trace
               for name in ("chain", "neuron", "neuron_exp", "mlp")}

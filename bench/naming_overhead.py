@@ -84,7 +84,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--chain-nodes", type=int, default=300_000, help="0: skip the chain")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.chain_nodes = 1, 1_000
     tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
     print(f"python {sys.version.split()[0]}, {args.rounds} alternating rounds, "
           "median CPU times")

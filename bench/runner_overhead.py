@@ -43,7 +43,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenario", default=str(ROOT / "scenarios" / "moons.py"))
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.scenario = 1, str(ROOT / "scenarios" / "chain.py")
     path = Path(args.scenario).resolve()
     times: dict[str, list[float]] = {"plain": [], "recorded": []}
     steps = 0

@@ -139,7 +139,11 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--lesson", default="chain")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     options = parser.parse_args()
+    if options.quick:
+        options.seconds = 3
     print(f"python {sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}, lesson "
           f"{options.lesson}, --workers {options.workers}", flush=True)
     asyncio.run(main(options.seconds, options.workers, options.lesson))

@@ -14,6 +14,7 @@ bench/graph_layout.py measured grandalf against netext, which was far slower.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -473,6 +474,36 @@ def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tu
     return [entries[0]] + [main] * (len(sources) - 2) + [entries[-1]]
 
 
+def _entries_for(sources: list[Unit], entries: list[tuple[int, int, int]],
+                 rows_out: set[int]) -> list[tuple[int, int, int]]:
+    """`_choose`'s entries, kept off the rows other sources leave on: a line entering on
+    such a row would run into that source's line, and turn where it crosses. A row a
+    source leaves on is its own (it goes in straight); if `_choose` breaks that, the
+    entries that keep it, with the fewest crossings among these lines and then the
+    shortest. (Left as chosen only if no choice keeps it: `_route` orders the tracks.)"""
+    rows = [int(a.v) + a.axis for a in sources]
+
+    def kept(choice) -> bool:
+        return all(e[0] == row or e[0] not in rows_out for row, e in zip(rows, choice))
+
+    chosen = _choose(sources, entries)
+    if kept(chosen) or len(sources) > len(entries):
+        return chosen
+    free = [e for e in entries if e[0] not in rows_out or e[0] in rows]
+    if len(free) >= len(sources) and kept(again := _choose(sources, free)):
+        return again
+    choices = [c for c in itertools.permutations(entries, len(sources)) if kept(c)]
+    if not choices:
+        return chosen
+
+    def cost(choice) -> tuple[int, int]:
+        pairs = itertools.combinations(zip(rows, choice), 2)
+        crossed = sum(1 for (r0, e0), (r1, e1) in pairs if (r0 - r1) * (e0[0] - e1[0]) < 0)
+        return crossed, sum(abs(r - e[0]) for r, e in zip(rows, choice))
+
+    return list(min(choices, key=cost))
+
+
 def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[int, dict]:
     """Tracks for the channel between two layers. Each source's lines (its fan-out) go
     up on one track and down on another; each input enters its op by an entry of its own, so
@@ -491,11 +522,7 @@ def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[i
     for key, sources in inputs.items():
         b = target[key]
         rows = sorted(sources, key=lambda a: int(a.v) + a.axis)
-        # an entry on the row another source leaves on would meet that source's line
-        foreign = rows_out - {int(a.v) + a.axis for a in sources}
-        every = _entries(b, lr)
-        free = [e for e in every if e[0] not in foreign]
-        for a, e in zip(rows, _choose(rows, free if len(free) >= len(rows) else every)):
+        for a, e in zip(rows, _entries_for(rows, _entries(b, lr), rows_out)):
             entry[(a, b)] = e
     # a source's lines up and its lines down go on tracks of their own: a `┼` would
     # read as two lines crossing, never as one line branching four ways

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests write with these
     HEAD_SIZE,
@@ -112,7 +112,8 @@ def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
         yield tag, payload
 
 
-def decode(f: BinaryIO) -> RecordDecoder:
+def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None
+           ) -> RecordDecoder:
     """Every record of a file, through the record table's decoder (not built yet).
 
     All in this thread: inflating chunks in another one, ahead of this one, was slower
@@ -123,12 +124,16 @@ def decode(f: BinaryIO) -> RecordDecoder:
     take = decoder.take
     for tag, payload in _body(f):
         take(tag, payload)
+        if on_record is not None:
+            on_record(decoder)
     return decoder
 
 
-def read(f: BinaryIO) -> Trace:
-    """Read a whole binary trace, checked before it is built."""
-    return decode(f).trace()
+def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None) -> Trace:
+    """Read a whole binary trace, checked before it is built. `on_record` is given the
+    decoder after each record (the app builds the first steps from it, to show them
+    while the rest is read)."""
+    return decode(f, on_record).trace()
 
 
 def header_of(path: str | os.PathLike) -> dict[str, str]:

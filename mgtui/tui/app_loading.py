@@ -35,6 +35,11 @@ def showing(screen: Screen, name: str) -> bool:
     return dialogs is not None and isinstance(screen, getattr(dialogs, name))
 
 
+def open_saved(path: Path):
+    """A saved trace's file, opened to be read (tests slow it down)."""
+    return open(path, "rb")
+
+
 def is_scenario(path: Path) -> bool:
     """A scenario to run, rather than a saved trace to read."""
     from mgtui.trace.export import is_saved_trace
@@ -170,9 +175,7 @@ class TraceLoading:
                     self._run = None
                 trace, stopped = result.trace, result.message
             else:
-                from mgtui.trace.export import load
-
-                trace, stopped = load(path), ""
+                trace, stopped = self._read_saved(path), ""
             # here, not on the first backward step; from those shown while it recorded
             trace.build_indexes(older=self._last_shown if is_scenario(path) else None)
             self._last_shown = None
@@ -189,6 +192,35 @@ class TraceLoading:
                 self.call_from_thread(self.debugger.redraw_source)
             except Exception:  # noqa: BLE001 - the app has gone; plain source is fine
                 pass
+
+    def _read_saved(self, path: Path) -> Trace:
+        """Read a saved trace; a binary one is shown as soon as its first steps have
+        been read (as a recording's are), the rest read behind them."""
+        from mgtui.errors import ScenarioLoadError
+        from mgtui.trace import TraceFormatError, binary
+        from mgtui.trace.export import load
+
+        if not (path.is_file() and binary.is_trace_file(path)):
+            return load(path)  # (JSON, or the error for a path that is not a file)
+        shown: list[Trace] = []
+
+        def first_steps(decoder) -> None:
+            b = decoder.builder
+            if shown or b is None or not b.event_count or not b.consistent:
+                return
+            trace = b.build()
+            trace.build_indexes()
+            prepare_views(trace, (self._position, 0))
+            shown.append(trace)
+            self.post_message(TraceGrowing(trace, path))
+
+        try:
+            with open_saved(path) as f:
+                return binary.read(f, first_steps)
+        except OSError as exc:
+            raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
+        except (TraceFormatError, MemoryError) as exc:
+            raise ScenarioLoadError(f"{path} is not an mgtui trace: {exc}") from None
 
     def _steps_while_recording(self, run, path: Path, show: bool):
         """Wait for the run, showing the trace recorded so far every GROWING_EVERY
@@ -249,7 +281,8 @@ class TraceLoading:
             self._growing = True
         elif self.is_running:  # (not while it quits: the panes are going)
             d.grow_trace(message.trace, wanted=self._position)
-        d.show_recording(f"recording… {len(message.trace):,} steps")
+        doing = "recording" if is_scenario(message.path) else "loading"
+        d.show_recording(f"{doing}… {len(message.trace):,} steps")
         self._growth_cost = time.perf_counter() - started
 
     def _progress(self, nodes: int) -> None:

@@ -149,7 +149,7 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
 async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     import signal
 
-    from mgtui.serve.server import Limits
+    from mgtui.serve.server import Limits, join_command
     from mgtui.session.follow import Classroom
     from mgtui.serve.workers import Front
 
@@ -161,6 +161,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)
     where = setup_log(args.teach)
+    front.classroom.join_command = join_command(args.host, listener.getsockname()[1])
     try:
         if not await front.start(wait=READY_WAIT):
             return fail("the worker processes did not start: see the log above")
@@ -190,6 +191,13 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
 READY_WAIT = 300.0  # seconds for the workers to warm up
 
 
+async def class_ended(classroom) -> None:
+    """Until a teacher ends the class (`q`, then e)."""
+    ended = asyncio.Event()
+    classroom.watch(lambda: ended.set() if classroom.ended else None, roster=False)
+    await ended.wait()
+
+
 async def serve_ssh(lessons: dict, auth, args) -> int:
     from mgtui.serve.auth import AuthError, host_key
     from mgtui.serve.server import Class, Limits, start_server, warm_up
@@ -216,7 +224,7 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
 
             await ServedApp(lessons, klass.classroom, teacher=True).run_async()
         else:
-            await asyncio.Event().wait()
+            await class_ended(klass.classroom)
     finally:
         await server.close()
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

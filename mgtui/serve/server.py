@@ -95,8 +95,10 @@ def release_streams(app) -> None:
 class LessonSession(asyncssh.SSHServerSession):
     """One SSH session: a `ServedApp` on the client's terminal."""
 
-    def __init__(self, klass: Class, user: str, peer: str, teacher: bool) -> None:
+    def __init__(self, klass: Class, user: str, peer: str, teacher: bool,
+                 name: str = "") -> None:
         self.klass, self.user, self.peer, self.teacher = klass, user, peer, teacher
+        self.name = name or user  # as the teacher's roster shows it
         self.chan: asyncssh.SSHServerChannel | None = None
         self.app = None
         self.task: asyncio.Task | None = None
@@ -127,6 +129,9 @@ class LessonSession(asyncssh.SSHServerSession):
         if chan.get_terminal_type() is None:
             self._refuse("mgtui needs a terminal: connect with ssh -t")
             return
+        if klass.classroom.ended:
+            self._refuse("the class has ended")
+            return
         if klass.full:
             log.info("class full: refused %s@%s", self.user, self.peer)
             self._refuse(f"the class is full ({klass.limits.max_sessions} sessions): try later")
@@ -144,7 +149,8 @@ class LessonSession(asyncssh.SSHServerSession):
                      self.user, self.peer, FALLBACK_TERM)
             term = FALLBACK_TERM
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
-                             terminal=self, term=term, env=dict(chan.get_environment()))
+                             terminal=self, term=term, env=dict(chan.get_environment()),
+                             name=self.name)
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -260,6 +266,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.peer = "?"
         self.host = "?"
         self.user = ""
+        self.name = ""  # the key's comment, if it has one
         self.teacher = False
         self.logging_in = False  # counted in `klass.logging_in` under its address
         self._quiet: asyncio.TimerHandle | None = None
@@ -333,6 +340,7 @@ class ClassSSHServer(asyncssh.SSHServer):
             log.info("key refused for %s@%s", username, self.peer)
             return False
         self.teacher = role == "teacher"
+        self.name = self.klass.auth.comment_of(key)
         return True
 
     def auth_completed(self) -> None:
@@ -341,7 +349,7 @@ class ClassSSHServer(asyncssh.SSHServer):
                  "teacher" if self.teacher else "student")
 
     def session_requested(self):
-        return LessonSession(self.klass, self.user, self.peer, self.teacher)
+        return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name)
 
 
 async def start_worker_threads() -> None:
@@ -429,8 +437,10 @@ class ClassServer:
     async def close(self) -> None:
         self._watch.cancel()
         tasks = [s.task for s in list(self.klass.sessions) if s.task is not None]
+        because = ("the class has ended" if self.klass.classroom.ended
+                   else "the server is stopping")
         for session in list(self.klass.sessions):
-            session.end("the server is stopping")
+            session.end(because)
         if tasks:
             await asyncio.wait(tasks, timeout=5)
         if self._acceptor is not None:
@@ -457,7 +467,15 @@ async def start_server(klass: Class, host: str, port: int, host_key) -> ClassSer
     options = ssh_options(klass, host_key)
     acceptor = await asyncssh.create_server(options.pop("server_factory"), host, port,
                                             **options)
+    if not klass.classroom.join_command:
+        klass.classroom.join_command = join_command(host, acceptor.get_port())
     return start_class(klass, acceptor)
+
+
+def join_command(host: str, port: int) -> str:
+    """What a student types to join (HOST where the server listens on every address)."""
+    shown = "HOST" if host in ("0.0.0.0", "::", "") else host
+    return f"ssh -p {port} class@{shown}" if port != 22 else f"ssh class@{shown}"
 
 
 def start_class(klass: Class, acceptor=None) -> ClassServer:

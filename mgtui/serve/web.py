@@ -142,9 +142,10 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
         async def on_shutdown(self, app) -> None:
             """Tell every visitor, and close (each ends its process): aiohttp would
             otherwise wait for the browsers to leave."""
+            because = b"the class has ended" if classroom.ended else b"the server is stopping"
             for websocket in list(self.open_sockets):
                 try:
-                    await websocket.send_bytes(b"\r\nmgtui: the server is stopping\r\n")
+                    await websocket.send_bytes(b"\r\nmgtui: " + because + b"\r\n")
                     await websocket.close()
                 except (OSError, RuntimeError):  # (one already gone)
                     pass

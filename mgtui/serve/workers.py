@@ -20,11 +20,14 @@ with the client's socket passed alongside a `connect`.
 
   front -> worker   {"connect": PEER} + its socket; {"position": {...}} (the teacher's);
                     {"elsewhere": N} (sessions in the other workers, for the limit);
+                    {"join": COMMAND} (what students type, for a teacher's console);
+                    {"end": true} (a teacher has ended the class);
                     {"retire": true} (no more connections will come: end when empty)
   worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS],
                     "logging_in": {ADDRESS: N}, "taken": T} (connections not logged in
                     yet, by address; T: connections handed over it has counted so far);
                     {"position": {...}} when one of its sessions leads;
+                    {"end": true} when one of its teachers ends the class;
                     {"retiring": true} (its class has left: it would end)
   front -> zygote   {"fork": NUMBER} + the worker's end of its link
 """
@@ -123,6 +126,12 @@ class LinkedClassroom(Classroom):
     def heard(self, position: Position) -> None:
         super().publish(position)
 
+    def end(self) -> None:
+        """A teacher of this worker ends the class: the front ends it everywhere."""
+        if not self.ended:
+            send(self._link, {"end": True})
+        super().end()
+
 
 async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args,
                      key) -> int:
@@ -183,6 +192,10 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             task = loop.create_task(serve_connection(klass, sock, key))
             tasks.add(task)
             task.add_done_callback(lambda done: (tasks.discard(done), counted()))
+        if isinstance(message.get("join"), str):
+            classroom.join_command = message["join"]
+        if message.get("end"):  # (the class has ended in another process)
+            Classroom.end(classroom)
         if isinstance(message.get("elsewhere"), int):
             klass.elsewhere = message["elsewhere"]
         if isinstance(message.get("position"), dict):
@@ -325,6 +338,7 @@ class Front:
         loop = asyncio.get_running_loop()
         # a teacher in the front's own terminal (--teach) leads the workers' sessions too
         self.classroom.subscribe(self._from_here)
+        self.classroom.watch(self._ended, roster=False)
         for _ in range(self.count):
             if not self._spawn():
                 return False
@@ -414,6 +428,7 @@ class Front:
         if isinstance(message.get("ready"), int) and not worker.ready:
             worker.ready, worker.pid = True, message["ready"]
             log.info("worker %d (pid %d) ready", worker.number, worker.pid)
+            self._post(worker, {"join": self.classroom.join_command})
             if self.classroom.position is not None:  # (a late joiner lands there)
                 self._post(worker, {"position": self.classroom.position.to_dict()})
             self._counted()
@@ -436,6 +451,8 @@ class Front:
                     worker.handed.popleft()
                 worker.taken = taken
             self._counted()
+        if message.get("end"):
+            self.classroom.end()  # (`_ended` tells the workers)
         if isinstance(message.get("position"), dict):
             for other in self.workers:
                 if other is not worker and other.ready:
@@ -449,6 +466,15 @@ class Front:
                 self.classroom.publish(position)
             finally:
                 self._relaying = False
+
+    def _ended(self) -> None:
+        """The class has ended (here, or in a worker): every worker is told (its
+        sessions tell their students), then the server stops."""
+        if self.classroom.ended and not self.stopped.is_set():
+            for worker in self.workers:
+                if worker.ready:
+                    self._post(worker, {"end": True})
+            asyncio.get_running_loop().call_later(0.5, self.stopped.set)
 
     def _counted(self) -> None:
         """Every worker knows how many sessions the others have (the class's limit)."""

@@ -6,11 +6,36 @@ Headless and transport-free: the SSH server, the browser mode and the tests all 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from mgtui.session import Position
 
 Listener = Callable[[Position], None]
+Watcher = Callable[[], None]
+
+
+@dataclass
+class Member:
+    """One session of the class as the teacher's roster shows it."""
+
+    name: str  # the SSH user name, or the key's comment
+    teacher: bool = False  # logged in as a teacher (leading or watching)
+    following: bool = True
+    step: int = 0
+    lesson: str = ""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The students of the class (every session but the one leading)."""
+
+    connected: int = 0
+    following: int = 0
+    paused: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.connected} connected · {self.following} following · {self.paused} paused"
 
 
 class Classroom:
@@ -19,6 +44,12 @@ class Classroom:
     def __init__(self) -> None:
         self.position: Position | None = None  # None until a teacher has moved
         self._listeners: list[Listener] = []
+        self.members: dict[int, Member] = {}  # by the number `enter` gave
+        self.lead: int | None = None  # the member leading (one teacher at a time)
+        self.ended = False  # the teacher has ended the class
+        self.join_command = ""  # what students type to join, for the teacher's console
+        self._watchers: list[Watcher] = []
+        self._numbers = 0
 
     def publish(self, position: Position) -> None:
         """The teacher is at `position`: tell every listener (once per change)."""
@@ -41,6 +72,73 @@ class Classroom:
     @property
     def listeners(self) -> int:
         return len(self._listeners)
+
+    # -- the roster ------------------------------------------------------------------------------
+    def watch(self, watcher: Watcher, roster: bool = True) -> Callable[[], None]:
+        """Call `watcher` after each change of the lead or the class's end, and of the
+        roster too if `roster` (a teacher's console; a student's session needs not wake
+        for every other student's step). Returns the call that stops it."""
+        entry = (watcher, roster)
+        self._watchers.append(entry)
+        return lambda: self._watchers.remove(entry) if entry in self._watchers else None
+
+    def changed(self, roster: bool = True) -> None:
+        """Tell the watchers: of the roster only if `roster`, else everyone."""
+        for watcher, wants_roster in list(self._watchers):
+            if wants_roster or not roster:
+                watcher()
+
+    def enter(self, name: str, teacher: bool = False) -> int:
+        """A session joins the class: its number in `members`. A teacher leads if no
+        teacher does yet."""
+        self._numbers += 1
+        self.members[self._numbers] = Member(name, teacher)
+        leads = teacher and self.lead is None
+        if leads:
+            self.lead = self._numbers
+        self.changed(roster=not leads)
+        return self._numbers
+
+    def update(self, number: int, **changes) -> None:
+        member = self.members.get(number)
+        if member is None:
+            return
+        if any(getattr(member, k) != v for k, v in changes.items()):
+            for key, value in changes.items():
+                setattr(member, key, value)
+            self.changed()
+
+    def leave(self, number: int) -> None:
+        if self.members.pop(number, None) is None:
+            return
+        leads = self.lead == number
+        if leads:
+            self.lead = None
+        self.changed(roster=not leads)
+
+    def take_lead(self, number: int) -> None:
+        """`number` leads from now on (the teacher who led watches)."""
+        if number in self.members and self.lead != number:
+            self.lead = number
+            self.changed(roster=False)
+
+    def leader(self) -> Member | None:
+        return self.members.get(self.lead) if self.lead is not None else None
+
+    def counts(self) -> Counts:
+        students = [m for n, m in self.members.items() if n != self.lead]
+        following = sum(m.following for m in students)
+        return Counts(len(students), following, len(students) - following)
+
+    def roster(self) -> list[Member]:
+        """Everyone but the one leading, in the order they joined."""
+        return [m for n, m in self.members.items() if n != self.lead]
+
+    def end(self) -> None:
+        """The teacher ends the class: every session is told, and ends."""
+        if not self.ended:
+            self.ended = True
+            self.changed(roster=False)
 
 
 class Follower:
@@ -79,5 +177,9 @@ class Follower:
 
     @property
     def status(self) -> str:
-        """What the student's screen says about following ("" while following)."""
-        return "" if self.following else self.PAUSED
+        """What the student's screen says about following ("" while following), with
+        where the teacher is."""
+        if self.following:
+            return ""
+        teacher = self.teacher
+        return self.PAUSED + (f" · teacher at step {teacher.step}" if teacher else "")

@@ -21,13 +21,15 @@ from textual.widgets import Static
 
 from mgtui.safe import inert_line
 from mgtui.tui.app import MgtuiApp, showing
-from mgtui.session.follow import Classroom, Follower
+from mgtui.serve.look import TeacherLook
+from mgtui.session.follow import Classroom, Follower, Look
 from mgtui.run.lessons import Lesson
 from mgtui.tui.messages import OpenScenario, RunChecks
 from mgtui.tui.screen_diff import erases
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
 from mgtui.tui.widgets.debugger import DebuggerScreen
+from mgtui.tui.widgets.graph import GraphPane
 from mgtui.tui.widgets.node_table import NodeTable
 
 NO_CODE = ("In a class the gradient doctor is off: it re-runs the scenario's code, and a "
@@ -42,7 +44,9 @@ class ClassScreen(DebuggerScreen):
     #follow-status.-shown { display: block; }
     """
     BINDINGS = [Binding("f", "rejoin", "Follow the teacher", id="follow", show=False),
-                Binding("R", "app.roster", "Roster", id="roster", show=False)]
+                Binding("R", "app.roster", "Roster", id="roster", show=False),
+                Binding("asterisk", "app.point", "Point", id="point", show=False),
+                Binding("exclamation_mark", "app.say", "Say", id="say", show=False)]
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
@@ -97,6 +101,21 @@ class ClassScreen(DebuggerScreen):
     def action_rejoin(self) -> None:
         self.app.rejoin()
 
+    # -- where the teacher looks (published by the teacher's session) -------------------------
+    def action_toggle_graph(self) -> None:
+        super().action_toggle_graph()
+        self.app.looked()
+
+    def action_notes_view(self) -> None:
+        super().action_notes_view()
+        self.call_after_refresh(self.app.looked)
+
+    def on_screen_resume(self) -> None:
+        self.app.looked()  # (the notes, or a dialog, closed)
+
+    def on_graph_pane_viewed(self, event: GraphPane.Viewed) -> None:
+        self.app.panned()
+
     def action_help(self) -> None:
         """The debugger's help, with the follow mode's key for a student."""
         from mgtui.session.bindings import help_rows
@@ -111,7 +130,7 @@ class ClassScreen(DebuggerScreen):
         self.app.push_screen(HelpScreen(rows))
 
 
-class ServedApp(MgtuiApp):
+class ServedApp(TeacherLook, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
 
@@ -128,6 +147,11 @@ class ServedApp(MgtuiApp):
         self.follower = Follower(classroom)  # (unused while this session leads)
         self._unwatch = None
         self._news_due = False
+        self._pointer: int | None = None  # the teacher's: the node pointed at (`*`)
+        self._line = ""  # the teacher's line to the class (`!`)
+        self._pan: tuple[int, int] | None = None  # the Graph pane as the teacher panned it
+        self._look_step = -1  # the step those belong to: the next step clears them
+        self._heard_look: Look | None = None  # a student's: the teacher's latest look
         self.terminal = terminal
         if terminal is not None:
             from mgtui.serve.driver import ChannelDriver
@@ -206,12 +230,17 @@ class ServedApp(MgtuiApp):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self.leave_class()
+
+    def leave_class(self) -> None:
+        """Off the roster (its lead free for another teacher), at once: not when the app
+        has finished ending."""
         if self._unwatch is not None:
             self._unwatch()
             self._unwatch = None
         if self.member is not None:
-            self.classroom.leave(self.member)
-            self.member = None
+            member, self.member = self.member, None
+            self.classroom.leave(member)
 
     # -- following ---------------------------------------------------------------------------
     def _heard(self, position: Position) -> None:
@@ -222,11 +251,11 @@ class ServedApp(MgtuiApp):
         """The teacher moved: follow, unless paused (then the banner says where)."""
         if self.teacher:
             return
+        self._heard_look = position if isinstance(position, Look) else None
         target = self.follower.heard(position)
         if target is not None:
             self.go_to(target)
-        else:
-            self.debugger.show_status(self.follower.status)
+        self.show_student_status()
 
     def go_to(self, target: Position) -> None:
         """Go where the class is, quietly (it is not a move of this session's own)."""
@@ -237,6 +266,8 @@ class ServedApp(MgtuiApp):
         if showing(self.screen, "PickerScreen"):
             self.pop_screen()  # the teacher has chosen
         self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
+        if isinstance(target, Look):
+            self.call_after_refresh(self.apply_look, target)
 
     def arrived(self, position: Position, own: bool) -> None:
         """This session is at `position`: the teacher's is published; a student's own
@@ -246,9 +277,9 @@ class ServedApp(MgtuiApp):
             # the teacher's own moves lead; a teacher coming back, landing where the
             # class is, does not take it back to the start
             if own or self.classroom.position is None:
-                self.classroom.publish(position)
+                self.classroom.publish(self.teacher_look(position))
         elif own and self.follower.moved(position):
-            self.debugger.show_status(self.follower.status)
+            self.show_student_status()
         if self.member is not None:
             self.classroom.update(self.member, step=position.step, lesson=position.lesson,
                                   following=self.teacher or self.follower.following)
@@ -256,7 +287,8 @@ class ServedApp(MgtuiApp):
     def rejoin(self) -> None:
         if self.teacher:
             return
-        self.debugger.show_status("")
+        self.follower.following = True
+        self.show_student_status()
         if self.member is not None:
             self.classroom.update(self.member, following=True)
         position = self.follower.rejoin()
@@ -300,13 +332,19 @@ class ServedApp(MgtuiApp):
         join = self.classroom.join_command
         parts = [f"join: {join}"] if join else []
         parts += [str(self.classroom.counts()), "R roster"]
+        look = self.classroom.position
+        if isinstance(look, Look) and look.line:
+            parts.append(f"you said: {look.line}")
+        pointer = self.pointed_label(look if isinstance(look, Look) else None)
+        if pointer:
+            parts.append(pointer.replace("look at", "pointing at"))
         return " · ".join(parts)
 
     def _show_console(self) -> None:
         if self.teacher:
             self.debugger.show_status(self.console_line())
-        elif self.follower.following:
-            self.debugger.show_status("")
+        else:
+            self.show_student_status()
 
     def ask_lead(self) -> None:
         """A second teacher: take over, or watch the one who leads."""

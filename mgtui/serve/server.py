@@ -253,6 +253,8 @@ class LessonSession(asyncssh.SSHServerSession):
         if because and not self.ended_because:
             self.ended_because = because
         app = self.app
+        if app is not None:
+            app.leave_class()
         if app is not None and app.is_running:
             app.exit(0)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mgtui.serve.limits import capped
-from mgtui.session.follow import Classroom
+from mgtui.session.follow import Classroom, Look
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -293,7 +293,7 @@ class RemoteClassroom(Classroom):
             try:
                 data = json.loads(line)
                 if data is not None:
-                    Classroom.publish(self, Position.from_dict(data))
+                    Classroom.publish(self, Look.from_dict(data))
             except ValueError:  # (from our own server: a bad line is skipped, not fatal)
                 continue
 

@@ -44,7 +44,7 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
-from mgtui.session.follow import Classroom
+from mgtui.session.follow import Classroom, Look
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -200,7 +200,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             klass.elsewhere = message["elsewhere"]
         if isinstance(message.get("position"), dict):
             try:
-                classroom.heard(Position.from_dict(message["position"]))
+                classroom.heard(Look.from_dict(message["position"]))
             except ValueError:
                 log.warning("worker %d: a position it cannot read", number)
 
@@ -458,7 +458,7 @@ class Front:
                 if other is not worker and other.ready:
                     self._post(other, {"position": message["position"]})
             try:
-                position = Position.from_dict(message["position"])
+                position = Look.from_dict(message["position"])
             except ValueError:
                 return
             self._relaying = True  # (to the front's own sessions, not back to the workers)

@@ -7,9 +7,66 @@ Headless and transport-free: the SSH server, the browser mode and the tests all 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from mgtui.session import Position
+
+LINE_CHARS = 200  # a teacher's line to the class is cut to this many characters
+ORIENTATIONS = ("LR", "TB")
+
+
+@dataclass(frozen=True)
+class Look(Position):
+    """The teacher's `Position` and where the teacher looks: the Graph pane (open, its
+    orientation, where it is panned), the notes full screen (`N`), the node pointed at
+    (`*`) and the line sent to the class (`!`, until the next step)."""
+
+    graph: bool = False
+    flip: str | None = None  # "LR" or "TB" if the teacher turned it; None: by size
+    pan: tuple[int, int] = (0, 0)  # the Graph pane's scroll, in cells
+    notes: bool = False
+    pointer: int | None = None  # a node id
+    line: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "graph": self.graph, "flip": self.flip,
+                "pan": list(self.pan), "notes": self.notes, "pointer": self.pointer,
+                "line": self.line}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Look:
+        """The inverse of `to_dict` (a plain position's dict reads as one with nothing
+        looked at). Raises ValueError on a malformed value."""
+        place = Position.from_dict(data)
+        graph, flip, pan = data.get("graph", False), data.get("flip"), data.get("pan", [0, 0])
+        notes, pointer, line = data.get("notes", False), data.get("pointer"), data.get("line", "")
+        if not isinstance(graph, bool) or not isinstance(notes, bool):
+            raise ValueError("graph and notes must be true or false")
+        if flip is not None and flip not in ORIENTATIONS:
+            raise ValueError(f"flip must be LR, TB or null, not {flip!r}")
+        if (not isinstance(pan, list) or len(pan) != 2
+                or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 20
+                           for n in pan)):
+            raise ValueError(f"pan must be two cell counts, not {pan!r}")
+        if pointer is not None and (not isinstance(pointer, int) or isinstance(pointer, bool)
+                                    or pointer < 0):
+            raise ValueError(f"pointer must be a node id or null, not {pointer!r}")
+        if not isinstance(line, str):
+            raise ValueError("line must be a string")
+        return cls(place.step, place.node, place.tab, place.lesson, graph, flip,
+                   (pan[0], pan[1]), notes, pointer, line[:LINE_CHARS])
+
+    @classmethod
+    def of(cls, position: Position, **look: Any) -> Look:
+        """`position` with `look`."""
+        return cls(position.step, position.node, position.tab, position.lesson, **look)
+
+
+def same_place(a: Position | None, b: Position | None) -> bool:
+    """Whether `a` and `b` are the same step, node, tab and lesson (whatever is looked at)."""
+    if a is None or b is None:
+        return a is b
+    return (a.step, a.node, a.tab, a.lesson) == (b.step, b.node, b.tab, b.lesson)
 
 Listener = Callable[[Position], None]
 Watcher = Callable[[], None]
@@ -165,7 +222,7 @@ class Follower:
         that paused the following (it was on, a teacher leads, and this is not where
         the teacher is). Before any teacher has moved, a student explores freely and
         still follows the teacher's first move."""
-        if not self.following or self.teacher is None or position == self.teacher:
+        if not self.following or self.teacher is None or same_place(position, self.teacher):
             return False
         self.following = False
         return True

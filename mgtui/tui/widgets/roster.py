@@ -89,3 +89,33 @@ class AskScreen(ModalScreen[str | None]):
             event.stop()
             event.prevent_default()
             self.dismiss(None)
+
+
+class SayScreen(ModalScreen[str | None]):
+    """The teacher's one line to the class (`!`)."""
+
+    DEFAULT_CSS = """
+    SayScreen { align: center middle; }
+    #say { width: 70%; height: auto; border: round $accent; padding: 0 1;
+           background: $surface; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="say.cancel")]
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Input
+
+        with Vertical(id="say"):
+            yield Label("One line to the class: every header shows it until the next step "
+                        "(empty clears it)")
+            yield Input(placeholder="e.g. what is dL/dd here?", max_length=self.limit,
+                        id="say-input")
+
+    def on_input_submitted(self, event) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

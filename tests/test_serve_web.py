@@ -304,3 +304,14 @@ async def test_stopping_tells_the_visitors_ends_their_processes_and_removes_the_
     while any(Path(f"/proc/{pid}").exists() for pid in visitors) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not any(Path(f"/proc/{pid}").exists() for pid in visitors)
+
+
+def test_the_page_works_offline_it_names_no_other_server(web):
+    server = web()
+    assert "step" in server.page or "mgtui" in server.page
+    ours = (f"http://127.0.0.1:{server.port}/", f"ws://127.0.0.1:{server.port}/")
+    urls = re.findall(r"(?:https?|wss?)://[^\"'\s)<>]+", server.page)
+    assert urls, server.page[:500]  # (its own scripts and websocket, by full URL)
+    assert [url for url in urls if not url.startswith(ours)] == [], server.page[:2000]
+    assert "fonts.googleapis.com" not in server.page
+    assert "monospace" in server.page  # the browser's own font instead

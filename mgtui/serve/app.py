@@ -22,6 +22,7 @@ from textual.widgets import Static
 from mgtui.safe import inert_line
 from mgtui.tui.app import MgtuiApp, showing
 from mgtui.serve.look import TeacherLook
+from mgtui.serve.quiz_mode import QuizMode
 from mgtui.session.follow import Classroom, Follower, Look
 from mgtui.run.lessons import Lesson
 from mgtui.tui.messages import OpenScenario, RunChecks
@@ -40,13 +41,17 @@ class ClassScreen(DebuggerScreen):
     """The debugger screen with the follow mode: a status line while following is paused."""
 
     DEFAULT_CSS = """
-    #follow-status { dock: top; height: 1; width: 1fr; display: none; text-style: bold reverse; }
+    #follow-status { dock: top; height: auto; max-height: 3; width: 1fr; display: none;
+                     text-style: bold reverse; }
     #follow-status.-shown { display: block; }
     """
     BINDINGS = [Binding("f", "rejoin", "Follow the teacher", id="follow", show=False),
                 Binding("R", "app.roster", "Roster", id="roster", show=False),
                 Binding("asterisk", "app.point", "Point", id="point", show=False),
-                Binding("exclamation_mark", "app.say", "Say", id="say", show=False)]
+                Binding("exclamation_mark", "app.say", "Say", id="say", show=False),
+                Binding("a", "app.answer", "Answer", id="answer", show=False),
+                Binding("Q", "app.quiz", "Quiz", id="quiz", show=False),
+                Binding("V", "app.reveal", "Reveal", id="reveal", show=False)]
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
@@ -130,13 +135,14 @@ class ClassScreen(DebuggerScreen):
         self.app.push_screen(HelpScreen(rows))
 
 
-class ServedApp(TeacherLook, MgtuiApp):
+class ServedApp(TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
 
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
-                 env: Mapping[str, str] | None = None, name: str = "") -> None:
+                 env: Mapping[str, str] | None = None, name: str = "",
+                 quiz: bool = False) -> None:
         super().__init__(None)
         self.lessons = dict(lessons)
         self.classroom = classroom
@@ -147,6 +153,8 @@ class ServedApp(TeacherLook, MgtuiApp):
         self.follower = Follower(classroom)  # (unused while this session leads)
         self._unwatch = None
         self._news_due = False
+        if quiz:  # (quiz mode from the start: a class's `serve --quiz`, or self-study)
+            classroom.quiz_on = True
         self._pointer: int | None = None  # the teacher's: the node pointed at (`*`)
         self._line = ""  # the teacher's line to the class (`!`)
         self._pan: tuple[int, int] | None = None  # the Graph pane as the teacher panned it
@@ -283,6 +291,9 @@ class ServedApp(TeacherLook, MgtuiApp):
         if self.member is not None:
             self.classroom.update(self.member, step=position.step, lesson=position.lesson,
                                   following=self.teacher or self.follower.following)
+        if self.classroom.quiz_on or self._asking is not None:
+            self.show_quiz()
+            self._show_console()
 
     def rejoin(self) -> None:
         if self.teacher:
@@ -325,6 +336,7 @@ class ServedApp(TeacherLook, MgtuiApp):
             elif leads and not self.teacher:
                 self.take_over()
                 return
+        self.show_quiz()
         self._show_console()
 
     def console_line(self) -> str:
@@ -338,7 +350,8 @@ class ServedApp(TeacherLook, MgtuiApp):
         pointer = self.pointed_label(look if isinstance(look, Look) else None)
         if pointer:
             parts.append(pointer.replace("look at", "pointing at"))
-        return " · ".join(parts)
+        quiz = self.quiz_console()
+        return " · ".join(parts) + (f"\n{quiz}" if quiz else "")
 
     def _show_console(self) -> None:
         if self.teacher:

@@ -107,6 +107,7 @@ class TeacherLook:
         line and pointer."""
         look = self._heard_look
         parts = [self.follower.status] if not self.follower.following else []
+        parts.append(self.quiz_status())
         if look is not None and look.line:
             parts.append(f"teacher: {look.line}")
         pointer = self.pointed_label(look)

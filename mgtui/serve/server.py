@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping
 
 import asyncssh
@@ -72,6 +73,7 @@ class Class:
     taken: int = 0  # connections that have reached this process, counted above (or failed)
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
+    quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
 
     @property
     def full(self) -> bool:
@@ -382,7 +384,6 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
         await pilot.pause()
         pilot.app.exit(0)
 
-    await start_worker_threads()
     for name in lessons:
         app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
         try:
@@ -393,6 +394,21 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
     if host_key is not None:
         await warm_up_ssh(host_key)
     give_back_memory()
+
+
+def warm_up_later(klass: Class, host_key=None, label: str = "") -> asyncio.Task:
+    """`warm_up` in the background, once the class is accepting students: the first
+    sessions may take a little longer, none waits for every lesson to be warmed
+    (issue 23: 20-30 s of silence at start). Logs when it is done."""
+
+    async def warm() -> None:
+        started = time.monotonic()
+        await warm_up(klass.lessons, host_key)
+        klass.heap.settle()
+        log.info("%swarmed up %d lesson%s in %.1f s", label, len(klass.lessons),
+                 "s" if len(klass.lessons) != 1 else "", time.monotonic() - started)
+
+    return asyncio.get_running_loop().create_task(warm())
 
 
 class _Anyone(asyncssh.SSHServer):
@@ -431,13 +447,20 @@ class ClassServer:
 
     def __init__(self, klass: Class, acceptor, watch: asyncio.Task) -> None:
         self.klass, self._acceptor, self._watch = klass, acceptor, watch
+        self.warming: asyncio.Task | None = None  # `warm_up_later`'s, until done
+        self._closed = False
 
     @property
     def port(self) -> int:
         return self._acceptor.get_port()
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._watch.cancel()
+        if self.warming is not None and not self.warming.done():
+            self.warming.cancel()
         tasks = [s.task for s in list(self.klass.sessions) if s.task is not None]
         because = ("the class has ended" if self.klass.classroom.ended
                    else "the server is stopping")
@@ -445,10 +468,25 @@ class ClassServer:
             session.end(because)
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+        write_scores(self.klass)
         if self._acceptor is not None:
             self._acceptor.close()
             await self._acceptor.wait_closed()
         self.klass.heap.stop()
+
+
+def write_scores(klass: Class) -> None:
+    """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
+    a quiz was run)."""
+    if klass.quiz_scores is None or not klass.classroom.quizzes:
+        return
+    from mgtui.session.quiz import class_csv
+
+    try:
+        klass.quiz_scores.write_text(class_csv(klass.classroom.quizzes), encoding="utf-8")
+        log.info("quiz scores written to %s", klass.quiz_scores)
+    except OSError as exc:
+        log.error("cannot write the quiz scores to %s: %s", klass.quiz_scores, exc)
 
 
 def ssh_options(klass: Class, host_key) -> dict:

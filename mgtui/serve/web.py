@@ -105,10 +105,29 @@ def serve_web(lessons: dict, args) -> int:
               "can reach it", file=sys.stderr)
     try:
         save_lessons(lessons, work)
-        server_class(command, host=args.host, port=port, title="mgtui").serve()
+        templates = offline_templates(Server, work / "templates")
+        server_class(command, host=args.host, port=port, title="mgtui",
+                     templates_path=templates).serve()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def offline_templates(Server: type, directory: Path) -> Path:
+    """textual-serve's page, made to work offline: without the web font it loads from
+    the internet (the browser's monospace font instead) and the SVG namespace URL.
+    Returns the folder of templates to serve it from."""
+    import re
+    import inspect
+
+    source = Path(inspect.getfile(Server)).parent / "templates"
+    directory.mkdir(parents=True, exist_ok=True)
+    for template in source.glob("*.html"):
+        page = template.read_text(encoding="utf-8")
+        page = re.sub(r"<link[^>]*?https?://[^>]*>", "", page, flags=re.S)
+        page = re.sub(r'\s+xmlns="http://www\.w3\.org/2000/svg"', "", page)
+        (directory / template.name).write_text(page, encoding="utf-8")
+    return directory
 
 
 def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,

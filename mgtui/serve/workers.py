@@ -126,6 +126,13 @@ class LinkedClassroom(Classroom):
     def heard(self, position: Position) -> None:
         super().publish(position)
 
+    def told(self, message: dict) -> None:
+        """What the front says of the class: what students type, its end."""
+        if isinstance(message.get("join"), str):
+            self.join_command = message["join"]
+        if message.get("end"):  # (the class has ended in another process)
+            Classroom.end(self)
+
     def end(self) -> None:
         """A teacher of this worker ends the class: the front ends it everywhere."""
         if not self.ended:
@@ -136,15 +143,17 @@ class LinkedClassroom(Classroom):
 async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args,
                      key) -> int:
     """Serve the connections the front hands over on `link` until it closes."""
-    from mgtui.serve.server import Class, Limits, serve_connection, start_class, warm_up
+    from mgtui.serve.server import (Class, Limits, serve_connection, start_class,
+                                    start_worker_threads, warm_up_later)
 
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
     classroom = LinkedClassroom(link)
     klass = Class(lessons, auth, Limits.asked(args), classroom=classroom)
-    await warm_up(lessons, key)
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    classroom.quiz_on = bool(getattr(args, "quiz", False))  # (answers counted per worker)
+    await start_worker_threads()
     server = start_class(klass)
+    server.warming = warm_up_later(klass, key, f"worker {number}: ")  # (ready meanwhile)
     done = asyncio.Event()  # the front has gone, or this worker retires
     tasks: set[asyncio.Task] = set()  # connections handed over, until they are served
     retiring: dict[str, object] = {"served": False, "allowed": False, "timer": None}
@@ -192,10 +201,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             task = loop.create_task(serve_connection(klass, sock, key))
             tasks.add(task)
             task.add_done_callback(lambda done: (tasks.discard(done), counted()))
-        if isinstance(message.get("join"), str):
-            classroom.join_command = message["join"]
-        if message.get("end"):  # (the class has ended in another process)
-            Classroom.end(classroom)
+        classroom.told(message)
         if isinstance(message.get("elsewhere"), int):
             klass.elsewhere = message["elsewhere"]
         if isinstance(message.get("position"), dict):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from mgtui.session import Position
+from mgtui.session.quiz import Quiz
 
 LINE_CHARS = 200  # a teacher's line to the class is cut to this many characters
 ORIENTATIONS = ("LR", "TB")
@@ -107,6 +108,8 @@ class Classroom:
         self.join_command = ""  # what students type to join, for the teacher's console
         self._watchers: list[Watcher] = []
         self._numbers = 0
+        self.quiz_on = False  # the teacher has started quiz mode
+        self.quizzes: dict[str, Quiz] = {}  # by lesson: the class's answers
 
     def publish(self, position: Position) -> None:
         """The teacher is at `position`: tell every listener (once per change)."""
@@ -190,6 +193,27 @@ class Classroom:
     def roster(self) -> list[Member]:
         """Everyone but the one leading, in the order they joined."""
         return [m for n, m in self.members.items() if n != self.lead]
+
+    # -- quiz mode -------------------------------------------------------------------------------
+    def quiz(self, lesson: str, trace) -> Quiz:
+        """The quiz of `lesson` (made on first use)."""
+        if lesson not in self.quizzes:
+            self.quizzes[lesson] = Quiz(trace)
+        return self.quizzes[lesson]
+
+    def start_quiz(self, on: bool) -> None:
+        if on != self.quiz_on:
+            self.quiz_on = on
+            self.changed(roster=False)
+
+    def answered(self) -> None:
+        """A student answered: the teacher's console counts it."""
+        self.changed(roster=True)
+
+    def reveal(self, lesson: str, trace, step: int) -> None:
+        """The teacher reveals `step`'s grads for everyone."""
+        self.quiz(lesson, trace).reveal(step)
+        self.changed(roster=False)
 
     def end(self) -> None:
         """The teacher ends the class: every session is told, and ends."""

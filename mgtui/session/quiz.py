@@ -164,3 +164,14 @@ class Quiz:
 def csv_safe(text: str) -> str:
     """A name as a CSV cell a spreadsheet does not run as a formula."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def class_csv(quizzes: dict[str, Quiz]) -> str:
+    """Every student's score in every lesson quizzed: lesson, student, right, answered."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["lesson", "student", "right", "answered"])
+    for lesson, quiz in quizzes.items():
+        for student, (right, answered) in sorted(quiz.scores().items()):
+            writer.writerow([csv_safe(lesson), csv_safe(student), right, answered])
+    return buffer.getvalue()

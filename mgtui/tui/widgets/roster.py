@@ -92,7 +92,7 @@ class AskScreen(ModalScreen[str | None]):
 
 
 class SayScreen(ModalScreen[str | None]):
-    """The teacher's one line to the class (`!`)."""
+    """One line typed: the teacher's to the class (`!`), a student's prediction."""
 
     DEFAULT_CSS = """
     SayScreen { align: center middle; }
@@ -101,18 +101,19 @@ class SayScreen(ModalScreen[str | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="say.cancel")]
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, question: str = "", placeholder: str = "") -> None:
         super().__init__()
         self.limit = limit
+        self.question = question or ("One line to the class: every header shows it until "
+                                     "the next step (empty clears it)")
+        self.placeholder = placeholder or "e.g. what is dL/dd here?"
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Input
 
         with Vertical(id="say"):
-            yield Label("One line to the class: every header shows it until the next step "
-                        "(empty clears it)")
-            yield Input(placeholder="e.g. what is dL/dd here?", max_length=self.limit,
-                        id="say-input")
+            yield Label(Text(self.question))
+            yield Input(placeholder=self.placeholder, max_length=self.limit, id="say-input")
 
     def on_input_submitted(self, event) -> None:
         self.dismiss(event.value.strip())

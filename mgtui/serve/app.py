@@ -129,9 +129,15 @@ class ClassScreen(DebuggerScreen):
         rows = help_rows(self.keymap)
         if not self.app.teacher:
             rows.insert(0, ("f", "follow the teacher again, after your own moves paused it"))
+        if not self.app.teacher:
+            rows.insert(1, ("a", "quiz mode: your prediction of the grad asked (a number)"))
         if self.app.keyed_teacher:
             rows[0:0] = [("R", "the roster: who is here, following or paused, at which step"),
-                         ("q", "end the class (it asks first, and says how many it drops)")]
+                         ("q", "end the class (it asks first, and says how many it drops)"),
+                         ("*", "point the class at the selected node (again: stop pointing)"),
+                         ("!", "one line to the class, in every header until the next step"),
+                         ("Q", "quiz mode on or off: students predict each backward step's "
+                               "grad"), ("V", "quiz mode: reveal this step's grads for all")]
         self.app.push_screen(HelpScreen(rows))
 
 

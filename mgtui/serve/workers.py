@@ -117,6 +117,7 @@ class LinkedClassroom(Classroom):
     def __init__(self, link: socket.socket) -> None:
         super().__init__()
         self._link = link
+        self._roster_due = False
 
     def publish(self, position: Position) -> None:
         if position != self.position:
@@ -126,8 +127,21 @@ class LinkedClassroom(Classroom):
     def heard(self, position: Position) -> None:
         super().publish(position)
 
+    def changed(self, roster: bool = True) -> None:
+        super().changed(roster)
+        if roster and not self._roster_due:  # (once a turn of the loop, however many moved)
+            self._roster_due = True
+            asyncio.get_running_loop().call_soon(self._send_roster)
+
+    def _send_roster(self) -> None:
+        self._roster_due = False
+        send(self._link, {"roster": self.here()})
+
     def told(self, message: dict) -> None:
-        """What the front says of the class: what students type, its end."""
+        """What the front says of the class: what students type, the sessions of the
+        other workers, its end."""
+        if "others" in message:
+            self.set_others(message["others"])
         if isinstance(message.get("join"), str):
             self.join_command = message["join"]
         if message.get("end"):  # (the class has ended in another process)
@@ -252,6 +266,7 @@ class Worker:
     # what the front has for it and it has not taken yet (its link full: a worker stuck
     # for a while); the client socket of a connection stays open until handed over
     outbox: deque = field(default_factory=deque)
+    roster: list = field(default_factory=list)  # its sessions, as it last reported
 
 
 def start_zygote(lessons: dict, auth, args, key, listener: socket.socket
@@ -457,6 +472,9 @@ class Front:
                     worker.handed.popleft()
                 worker.taken = taken
             self._counted()
+        if isinstance(message.get("roster"), list):
+            worker.roster = message["roster"]
+            self._rosters()
         if message.get("end"):
             self.classroom.end()  # (`_ended` tells the workers)
         if isinstance(message.get("position"), dict):
@@ -472,6 +490,15 @@ class Front:
                 self.classroom.publish(position)
             finally:
                 self._relaying = False
+
+    def _rosters(self) -> None:
+        """Each worker (and the front's own teacher) knows the sessions of the others."""
+        live = [w for w in self.workers if w.ready]
+        self.classroom.set_others([row for w in live for row in w.roster])
+        here = self.classroom.here()
+        for worker in live:
+            self._post(worker, {"others": here + [row for w in live if w is not worker
+                                                  for row in w.roster]})
 
     def _ended(self) -> None:
         """The class has ended (here, or in a worker): every worker is told (its
@@ -519,6 +546,7 @@ class Front:
         log.error("worker %d (pid %d) stopped: its sessions have ended; a fresh one "
                   "takes its place", worker.number, worker.pid)
         self._counted()
+        self._rosters()
         if not self._spawn() and not self.workers:
             log.error("no worker left: the server stops")
             self.stopped.set()

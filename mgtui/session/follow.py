@@ -12,7 +12,8 @@ from typing import Any, Callable
 from mgtui.session import Position
 from mgtui.session.quiz import Quiz
 
-LINE_CHARS = 200  # a teacher's line to the class is cut to this many characters
+LINE_CHARS = 200
+NAME_CHARS = 64  # a name on the roster is cut to this many characters  # a teacher's line to the class is cut to this many characters
 ORIENTATIONS = ("LR", "TB")
 
 
@@ -108,6 +109,7 @@ class Classroom:
         self.join_command = ""  # what students type to join, for the teacher's console
         self._watchers: list[Watcher] = []
         self._numbers = 0
+        self.others: list[Member] = []  # the class in the server's other processes
         self.quiz_on = False  # the teacher has started quiz mode
         self.quizzes: dict[str, Quiz] = {}  # by lesson: the class's answers
 
@@ -152,7 +154,7 @@ class Classroom:
         """A session joins the class: its number in `members`. A teacher leads if no
         teacher does yet."""
         self._numbers += 1
-        self.members[self._numbers] = Member(name, teacher)
+        self.members[self._numbers] = Member(name[:NAME_CHARS], teacher)
         leads = teacher and self.lead is None
         if leads:
             self.lead = self._numbers
@@ -186,13 +188,30 @@ class Classroom:
         return self.members.get(self.lead) if self.lead is not None else None
 
     def counts(self) -> Counts:
-        students = [m for n, m in self.members.items() if n != self.lead]
+        students = self.roster()
         following = sum(m.following for m in students)
         return Counts(len(students), following, len(students) - following)
 
     def roster(self) -> list[Member]:
-        """Everyone but the one leading, in the order they joined."""
-        return [m for n, m in self.members.items() if n != self.lead]
+        """Everyone but the one leading, in the order they joined (this process's
+        sessions, then the others')."""
+        return [m for n, m in self.members.items() if n != self.lead] + self.others
+
+    def here(self) -> list[list]:
+        """This process's sessions, as plain lists (for the server's other processes)."""
+        return [[m.name, m.teacher, m.following, m.step, m.lesson]
+                for n, m in self.members.items() if n != self.lead]
+
+    def set_others(self, rows: list) -> None:
+        """The sessions of the server's other processes (`here`'s lists)."""
+        others = []
+        for row in rows if isinstance(rows, list) else []:
+            if (isinstance(row, list) and len(row) == 5 and isinstance(row[0], str)
+                    and isinstance(row[3], int) and isinstance(row[4], str)):
+                others.append(Member(row[0], bool(row[1]), bool(row[2]), row[3], row[4]))
+        if others != self.others:
+            self.others = others
+            self.changed()
 
     # -- quiz mode -------------------------------------------------------------------------------
     def quiz(self, lesson: str, trace) -> Quiz:

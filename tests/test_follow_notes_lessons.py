@@ -28,7 +28,7 @@ def test_a_student_follows_until_their_own_move_then_rejoins_where_the_teacher_i
     assert heard == [at2] and student.following and student.status == ""
     assert not student.moved(at2)  # being where the teacher is pauses nothing
     assert student.moved(Position(1, 0, "source", "chain.py"))
-    assert student.status == "following paused — press f to rejoin"
+    assert student.status == "following paused — press f to rejoin · teacher at step 2"
     room.publish(Position(5, 4, "notes", "chain.py"))
     assert heard[-1] is None  # paused: nowhere to go
     assert student.rejoin() == Position(5, 4, "notes", "chain.py")

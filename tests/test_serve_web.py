@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("textual_serve")
 pyte = pytest.importorskip("pyte")
 
-from mgtui.session.follow import Classroom, Follower  # noqa: E402
+from mgtui.session.follow import Classroom, Follower, Look  # noqa: E402
 from mgtui.serve.web import Hub, RemoteClassroom  # noqa: E402
 from mgtui.session import Position  # noqa: E402
 
@@ -35,7 +35,7 @@ async def test_a_visitor_follows_the_teacher_over_the_hub_and_a_late_one_lands_o
     try:
         room.publish(Position(3, 1, "source", "chain.py"))
         visitor = await asyncio.to_thread(RemoteClassroom, path)
-        assert visitor.position == Position(3, 1, "source", "chain.py")  # late: lands there
+        assert visitor.position == Look(3, 1, "source", "chain.py")  # late: lands there
         student = Follower(visitor)
         heard = []
         visitor.subscribe(lambda p: heard.append(student.heard(p)))
@@ -44,7 +44,7 @@ async def test_a_visitor_follows_the_teacher_over_the_hub_and_a_late_one_lands_o
             await asyncio.sleep(0.05)
             if heard:
                 break
-        assert heard == [Position(4, 2, "notes", "chain.py")]
+        assert heard == [Look(4, 2, "notes", "chain.py")]
         visitor.publish(Position(9))  # a visitor cannot lead the class
         await asyncio.sleep(0.1)
         assert room.position == Position(4, 2, "notes", "chain.py")
@@ -304,3 +304,14 @@ async def test_stopping_tells_the_visitors_ends_their_processes_and_removes_the_
     while any(Path(f"/proc/{pid}").exists() for pid in visitors) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not any(Path(f"/proc/{pid}").exists() for pid in visitors)
+
+
+def test_the_page_works_offline_it_names_no_other_server(web):
+    server = web()
+    assert "step" in server.page or "mgtui" in server.page
+    ours = (f"http://127.0.0.1:{server.port}/", f"ws://127.0.0.1:{server.port}/")
+    urls = re.findall(r"(?:https?|wss?)://[^\"'\s)<>]+", server.page)
+    assert urls, server.page[:500]  # (its own scripts and websocket, by full URL)
+    assert [url for url in urls if not url.startswith(ours)] == [], server.page[:2000]
+    assert "fonts.googleapis.com" not in server.page
+    assert "monospace" in server.page  # the browser's own font instead

@@ -241,3 +241,31 @@ async def test_a_login_flood_is_capped_across_the_workers(tmp_path):
         for sock in held:
             sock.close()
         await srv.close()
+
+
+async def test_a_teacher_ending_the_class_ends_it_in_every_worker(server):
+    teacher, student = await teacher_and_student(server)  # (in two workers)
+    assert await teacher.wait_for(f"join: ssh -p {server.port} class@127.0.0.1"), teacher.text()
+    teacher.send("n*")  # the line and the pointer cross workers too
+    assert await student.wait_for("☞ look at"), student.text()
+    teacher.send("q")
+    assert await teacher.wait_for("End the class?"), teacher.text()
+    teacher.send("e")
+    for client in (teacher, student):
+        await asyncio.wait_for(client.closed.wait(), 20)
+        assert "the class has ended" in client.output()
+    assert await asyncio.to_thread(server.process.wait, 30) == 0  # the server stops
+
+
+async def test_the_teachers_console_counts_the_students_of_every_worker(server):
+    teacher, student = await teacher_and_student(server)  # (in two workers)
+    other = await server.join(password=PASSWORD)
+    assert await at_step(other, 0)
+    counts = "2 connected · 2 following · 0 paused"
+    assert await teacher.wait_for(counts), teacher.text()
+    student.send("n")  # its own move: paused, in the other worker
+    assert await teacher.wait_for("2 connected · 1 following · 1 paused"), teacher.text()
+    teacher.send("R")
+    assert await teacher.wait_for("The class: 2 connected"), teacher.text()
+    states = re.findall(r"\bclass +(following|paused) +\d+", teacher.text())
+    assert sorted(states) == ["following", "paused"], teacher.text()

@@ -19,14 +19,18 @@ from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
 
+from mgtui.safe import inert_line
 from mgtui.tui.app import MgtuiApp, showing
-from mgtui.session.follow import Classroom, Follower
+from mgtui.serve.look import TeacherLook
+from mgtui.serve.quiz_mode import QuizMode
+from mgtui.session.follow import Classroom, Follower, Look
 from mgtui.run.lessons import Lesson
 from mgtui.tui.messages import OpenScenario, RunChecks
 from mgtui.tui.screen_diff import erases
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
 from mgtui.tui.widgets.debugger import DebuggerScreen
+from mgtui.tui.widgets.graph import GraphPane
 from mgtui.tui.widgets.node_table import NodeTable
 
 NO_CODE = ("In a class the gradient doctor is off: it re-runs the scenario's code, and a "
@@ -37,10 +41,17 @@ class ClassScreen(DebuggerScreen):
     """The debugger screen with the follow mode: a status line while following is paused."""
 
     DEFAULT_CSS = """
-    #follow-status { dock: top; height: 1; width: 1fr; display: none; text-style: bold reverse; }
+    #follow-status { dock: top; height: auto; max-height: 3; width: 1fr; display: none;
+                     text-style: bold reverse; }
     #follow-status.-shown { display: block; }
     """
-    BINDINGS = [Binding("f", "rejoin", "Follow the teacher", id="follow", show=False)]
+    BINDINGS = [Binding("f", "rejoin", "Follow the teacher", id="follow", show=False),
+                Binding("R", "app.roster", "Roster", id="roster", show=False),
+                Binding("asterisk", "app.point", "Point", id="point", show=False),
+                Binding("exclamation_mark", "app.say", "Say", id="say", show=False),
+                Binding("a", "app.answer", "Answer", id="answer", show=False),
+                Binding("Q", "app.quiz", "Quiz", id="quiz", show=False),
+                Binding("V", "app.reveal", "Reveal", id="reveal", show=False)]
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
@@ -95,6 +106,21 @@ class ClassScreen(DebuggerScreen):
     def action_rejoin(self) -> None:
         self.app.rejoin()
 
+    # -- where the teacher looks (published by the teacher's session) -------------------------
+    def action_toggle_graph(self) -> None:
+        super().action_toggle_graph()
+        self.app.looked()
+
+    def action_notes_view(self) -> None:
+        super().action_notes_view()
+        self.call_after_refresh(self.app.looked)
+
+    def on_screen_resume(self) -> None:
+        self.app.looked()  # (the notes, or a dialog, closed)
+
+    def on_graph_pane_viewed(self, event: GraphPane.Viewed) -> None:
+        self.app.panned()
+
     def action_help(self) -> None:
         """The debugger's help, with the follow mode's key for a student."""
         from mgtui.session.bindings import help_rows
@@ -103,21 +129,43 @@ class ClassScreen(DebuggerScreen):
         rows = help_rows(self.keymap)
         if not self.app.teacher:
             rows.insert(0, ("f", "follow the teacher again, after your own moves paused it"))
+        if not self.app.teacher:
+            rows.insert(1, ("a", "quiz mode: your prediction of the grad asked (a number)"))
+        if self.app.keyed_teacher:
+            rows[0:0] = [("R", "the roster: who is here, following or paused, at which step"),
+                         ("q", "end the class (it asks first, and says how many it drops)"),
+                         ("*", "point the class at the selected node (again: stop pointing)"),
+                         ("!", "one line to the class, in every header until the next step"),
+                         ("Q", "quiz mode on or off: students predict each backward step's "
+                               "grad"), ("V", "quiz mode: reveal this step's grads for all")]
         self.app.push_screen(HelpScreen(rows))
 
 
-class ServedApp(MgtuiApp):
+class ServedApp(TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
 
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, name: str = "",
+                 quiz: bool = False) -> None:
         super().__init__(None)
         self.lessons = dict(lessons)
         self.classroom = classroom
-        self.teacher = teacher
-        self.follower = None if teacher else Follower(classroom)
+        self.teacher = teacher  # leading the class now
+        self.keyed_teacher = teacher  # logged in as a teacher (leading, or watching)
+        self.member_name = name or ("teacher" if teacher else "student")
+        self.member: int | None = None  # this session's number in the classroom's roster
+        self.follower = Follower(classroom)  # (unused while this session leads)
+        self._unwatch = None
+        self._news_due = False
+        if quiz:  # (quiz mode from the start: a class's `serve --quiz`, or self-study)
+            classroom.quiz_on = True
+        self._pointer: int | None = None  # the teacher's: the node pointed at (`*`)
+        self._line = ""  # the teacher's line to the class (`!`)
+        self._pan: tuple[int, int] | None = None  # the Graph pane as the teacher panned it
+        self._look_step = -1  # the step those belong to: the next step clears them
+        self._heard_look: Look | None = None  # a student's: the teacher's latest look
         self.terminal = terminal
         if terminal is not None:
             from mgtui.serve.driver import ChannelDriver
@@ -163,15 +211,22 @@ class ServedApp(MgtuiApp):
             self.call_after_refresh(self.terminal.shown)
         if self._nobody_leads and len(self.lessons) > 1:
             self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
+        self.member = self.classroom.enter(self.member_name, self.keyed_teacher)
+        self._unwatch = self.classroom.watch(self._class_changed, roster=self.keyed_teacher)
+        self._unsubscribe = self.classroom.subscribe(self._heard)
+        self.teacher = self.keyed_teacher and self.classroom.lead == self.member
         if self.teacher:
-            self.notify("You are teaching: the class follows your step, node and tab.",
-                        timeout=5)
+            self.notify("You are teaching: the class follows your step, node and tab. "
+                        "R shows who is here.", timeout=5)
+            self.call_after_refresh(self._show_console)
             if not self._nobody_leads:
                 self.call_after_refresh(self._catch_up)
         else:
-            self._unsubscribe = self.classroom.subscribe(self._heard)
-            self.notify("Following the teacher. Moving on your own pauses it; f rejoins.",
-                        timeout=5)
+            if self.keyed_teacher:  # another teacher leads: watch until this one chooses
+                self.call_after_refresh(self.ask_lead)
+            else:
+                self.notify("Following the teacher. Moving on your own pauses it; f rejoins.",
+                            timeout=5)
             self.call_after_refresh(self._catch_up)
 
     def _catch_up(self) -> None:
@@ -189,6 +244,17 @@ class ServedApp(MgtuiApp):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self.leave_class()
+
+    def leave_class(self) -> None:
+        """Off the roster (its lead free for another teacher), at once: not when the app
+        has finished ending."""
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+        if self.member is not None:
+            member, self.member = self.member, None
+            self.classroom.leave(member)
 
     # -- following ---------------------------------------------------------------------------
     def _heard(self, position: Position) -> None:
@@ -196,10 +262,14 @@ class ServedApp(MgtuiApp):
         self.call_later(self.heard, position)
 
     def heard(self, position: Position) -> None:
-        """The teacher moved: follow, unless paused."""
-        target = self.follower.heard(position) if self.follower is not None else None
+        """The teacher moved: follow, unless paused (then the banner says where)."""
+        if self.teacher:
+            return
+        self._heard_look = position if isinstance(position, Look) else None
+        target = self.follower.heard(position)
         if target is not None:
             self.go_to(target)
+        self.show_student_status()
 
     def go_to(self, target: Position) -> None:
         """Go where the class is, quietly (it is not a move of this session's own)."""
@@ -210,6 +280,8 @@ class ServedApp(MgtuiApp):
         if showing(self.screen, "PickerScreen"):
             self.pop_screen()  # the teacher has chosen
         self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
+        if isinstance(target, Look):
+            self.call_after_refresh(self.apply_look, target)
 
     def arrived(self, position: Position, own: bool) -> None:
         """This session is at `position`: the teacher's is published; a student's own
@@ -219,19 +291,146 @@ class ServedApp(MgtuiApp):
             # the teacher's own moves lead; a teacher coming back, landing where the
             # class is, does not take it back to the start
             if own or self.classroom.position is None:
-                self.classroom.publish(position)
-        elif own and self.follower is not None and self.follower.moved(position):
-            self.debugger.show_status(self.follower.status)
+                self.classroom.publish(self.teacher_look(position))
+        elif own and self.follower.moved(position):
+            self.show_student_status()
+        if self.member is not None:
+            self.classroom.update(self.member, step=position.step, lesson=position.lesson,
+                                  following=self.teacher or self.follower.following)
+        if self.classroom.quiz_on or self._asking is not None:
+            self.show_quiz()
+            self._show_console()
 
     def rejoin(self) -> None:
-        if self.follower is None:
+        if self.teacher:
             return
-        self.debugger.show_status("")
+        self.follower.following = True
+        self.show_student_status()
+        if self.member is not None:
+            self.classroom.update(self.member, following=True)
         position = self.follower.rejoin()
         if position is None:
             self.notify("Following again: the teacher has not moved yet.", timeout=3)
         else:
             self.heard(position)
+
+    # -- the teacher's console -----------------------------------------------------------------
+    def _class_changed(self) -> None:
+        """(Called from whichever session changed the class: one refresh, in this app.)"""
+        if not self._news_due:
+            self._news_due = True
+            self.call_later(self._class_news)
+
+    def _class_news(self) -> None:
+        self._news_due = False
+        classroom = self.classroom
+        if classroom.ended:
+            self.end_here("the class has ended")
+            return
+        if self.keyed_teacher:
+            leads = classroom.lead == self.member
+            if classroom.lead is None and self.member is not None:
+                classroom.take_lead(self.member)  # the teacher who led has left
+                return
+            if self.teacher and not leads:
+                self.teacher = False
+                leader = classroom.leader()
+                self.notify(f"{inert_line(leader.name if leader else 'another teacher')} "
+                            "has taken over the class: you are watching (R, q still work).",
+                            timeout=8)
+                self.heard(classroom.position) if classroom.position else None
+            elif leads and not self.teacher:
+                self.take_over()
+                return
+        self.show_quiz()
+        self._show_console()
+
+    def console_line(self) -> str:
+        """The teacher's status line: how to join, and who is following."""
+        join = self.classroom.join_command
+        parts = [f"join: {join}"] if join else []
+        parts += [str(self.classroom.counts()), "R roster"]
+        look = self.classroom.position
+        if isinstance(look, Look) and look.line:
+            parts.append(f"you said: {look.line}")
+        pointer = self.pointed_label(look if isinstance(look, Look) else None)
+        if pointer:
+            parts.append(pointer.replace("look at", "pointing at"))
+        quiz = self.quiz_console()
+        return " · ".join(parts) + (f"\n{quiz}" if quiz else "")
+
+    def _show_console(self) -> None:
+        if self.teacher:
+            self.debugger.show_status(self.console_line())
+        else:
+            self.show_student_status()
+
+    def ask_lead(self) -> None:
+        """A second teacher: take over, or watch the one who leads."""
+        from mgtui.tui.widgets.roster import AskScreen
+
+        leader = self.classroom.leader()
+        who = inert_line(leader.name) if leader else "Another teacher"
+        self.push_screen(AskScreen(f"{who} is leading this class.", [
+            ("t", "take over: the class follows you from now on", "take"),
+            ("w", "watch: follow them, as a student does", "watch")]), self._lead_chosen)
+
+    def _lead_chosen(self, answer: str | None) -> None:
+        if answer == "take" and self.member is not None:
+            self.classroom.take_lead(self.member)
+            self.take_over()
+        else:
+            self.notify("You are watching: the class follows the other teacher.", timeout=5)
+
+    def take_over(self) -> None:
+        """This session leads now: the class comes to where it is."""
+        self.teacher = True
+        self.debugger.show_status(self.console_line())
+        self.notify("You lead the class now.", timeout=5)
+        if self.debugger.session is not None:
+            self.classroom.publish(replace(self.debugger.session.position, lesson=self.lesson))
+
+    def roster_rows(self) -> list[tuple[str, str, str]]:
+        rows = []
+        for member in self.classroom.roster():
+            state = ("watching (teacher)" if member.teacher
+                     else "following" if member.following else "paused")
+            rows.append((member.name, state, str(member.step)))
+        return rows
+
+    def action_roster(self) -> None:
+        from mgtui.tui.widgets.roster import RosterScreen
+
+        self.push_screen(RosterScreen(f"The class: {self.classroom.counts()}",
+                                      self.roster_rows()))
+
+    async def action_quit(self) -> None:
+        """A student leaves. The teacher who leads is asked first: ending the class
+        drops everyone (a teacher on SSH may also leave it going on)."""
+        if not self.teacher:
+            await super().action_quit()
+            return
+        from mgtui.tui.widgets.roster import AskScreen
+
+        n = self.classroom.counts().connected
+        answers = [("e", f"end the class: {n} student{'s' if n != 1 else ''} would be "
+                         "dropped", "end")]
+        if self.terminal is not None:
+            answers.append(("l", "leave: the class goes on without you", "leave"))
+        self.push_screen(AskScreen("End the class?", answers), self._quit_answer)
+
+    async def _quit_answer(self, answer: str | None) -> None:
+        if answer == "end":
+            self.classroom.end()  # (this session ends too, told by the classroom)
+        elif answer == "leave":
+            await super().action_quit()
+
+    def end_here(self, because: str) -> None:
+        """End this session, telling why."""
+        if self.terminal is not None:
+            self.terminal.end(because)
+        elif self.is_running:
+            self.exit(0, message=because)
 
     # -- a class only navigates ----------------------------------------------------------------
     def action_pick(self) -> None:
@@ -262,6 +461,8 @@ class ServedApp(MgtuiApp):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("reload", "cancel_loading", "screenshot"):
             return None
+        if action == "roster":
+            return True if self.keyed_teacher else None
         return super().check_action(action, parameters)
 
     def get_system_commands(self, screen: Screen):

@@ -141,6 +141,15 @@ class Auth:
             return "student"
         return None
 
+    def comment_of(self, key: asyncssh.SSHKey) -> str:
+        """The comment `key` has in the authorized_keys files ("" if none): the name the
+        teacher's roster shows for it."""
+        for keys in (self.teachers, self.students):
+            for entry in getattr(keys, "_user_entries", ()) if keys is not None else ():
+                if entry.key == key:
+                    return entry.key.get_comment() or ""
+        return ""
+
     def password_ok(self, password: str) -> bool:
         return self.password is not None and hmac.compare_digest(
             password.encode("utf-8"), self.password.encode("utf-8"))

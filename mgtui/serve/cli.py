@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a file (chmod 600) whose first line is the class password")
     parser.add_argument("--teach", action="store_true",
                         help="teach from this terminal: the class follows this session")
+    parser.add_argument("--quiz", action="store_true",
+                        help="start in quiz mode: students predict each backward step's grad "
+                        "before they see it (the teacher's Q turns it on and off)")
+    parser.add_argument("--quiz-scores", type=Path, metavar="FILE",
+                        help="write the quiz's scores per student to FILE (CSV) when the class "
+                        "ends (serves in one process)")
     parser.add_argument("--web", action="store_true",
                         help="serve to browsers through textual-serve instead of SSH")
     parser.add_argument("--max-sessions", type=int, default=60, metavar="N",
@@ -97,7 +103,7 @@ def main(argv: list[str]) -> int:
         return serve_web(lessons, args)
     from mgtui.serve.workers import default_workers
 
-    workers = args.workers or default_workers()
+    workers = 1 if args.quiz_scores else args.workers or default_workers()
     try:
         if workers > 1:
             return serve_in_workers(lessons, auth, args, workers)
@@ -149,7 +155,7 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
 async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     import signal
 
-    from mgtui.serve.server import Limits
+    from mgtui.serve.server import Limits, join_command
     from mgtui.session.follow import Classroom
     from mgtui.serve.workers import Front
 
@@ -161,6 +167,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)
     where = setup_log(args.teach)
+    front.classroom.join_command = join_command(args.host, listener.getsockname()[1])
     try:
         if not await front.start(wait=READY_WAIT):
             return fail("the worker processes did not start: see the log above")
@@ -190,23 +197,32 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
 READY_WAIT = 300.0  # seconds for the workers to warm up
 
 
+async def class_ended(classroom) -> None:
+    """Until a teacher ends the class (`q`, then e)."""
+    ended = asyncio.Event()
+    classroom.watch(lambda: ended.set() if classroom.ended else None, roster=False)
+    await ended.wait()
+
+
 async def serve_ssh(lessons: dict, auth, args) -> int:
     from mgtui.serve.auth import AuthError, host_key
-    from mgtui.serve.server import Class, Limits, start_server, warm_up
+    from mgtui.serve.server import (Class, Limits, start_server, start_worker_threads,
+                                    warm_up_later)
 
     try:
         key = host_key()
     except AuthError as exc:
         return fail(str(exc))
-    klass = Class(lessons, auth, Limits.asked(args))
-    await warm_up(lessons, key)
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    klass = Class(lessons, auth, Limits.asked(args), quiz_scores=args.quiz_scores)
+    klass.classroom.quiz_on = args.quiz
+    await start_worker_threads()
     port = 2222 if args.port is None else args.port
     try:
         server = await start_server(klass, args.host, port, key)
     except OSError as exc:
         return fail(f"cannot listen on {args.host}:{port}: {exc.strerror or exc}")
     where = setup_log(args.teach)
+    server.warming = warm_up_later(klass, key)  # (students are let in meanwhile)
     print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
           f"{args.host}:{server.port}; students type: ssh -p {server.port} class@HOST "
           f"(log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
@@ -214,9 +230,10 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         if args.teach:
             from mgtui.serve.app import ServedApp
 
-            await ServedApp(lessons, klass.classroom, teacher=True).run_async()
+            await ServedApp(lessons, klass.classroom, teacher=True,
+                            quiz=args.quiz).run_async()
         else:
-            await asyncio.Event().wait()
+            await class_ended(klass.classroom)
     finally:
         await server.close()
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping
 
 import asyncssh
@@ -72,6 +73,7 @@ class Class:
     taken: int = 0  # connections that have reached this process, counted above (or failed)
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
+    quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
 
     @property
     def full(self) -> bool:
@@ -95,8 +97,10 @@ def release_streams(app) -> None:
 class LessonSession(asyncssh.SSHServerSession):
     """One SSH session: a `ServedApp` on the client's terminal."""
 
-    def __init__(self, klass: Class, user: str, peer: str, teacher: bool) -> None:
+    def __init__(self, klass: Class, user: str, peer: str, teacher: bool,
+                 name: str = "") -> None:
         self.klass, self.user, self.peer, self.teacher = klass, user, peer, teacher
+        self.name = name or user  # as the teacher's roster shows it
         self.chan: asyncssh.SSHServerChannel | None = None
         self.app = None
         self.task: asyncio.Task | None = None
@@ -127,6 +131,9 @@ class LessonSession(asyncssh.SSHServerSession):
         if chan.get_terminal_type() is None:
             self._refuse("mgtui needs a terminal: connect with ssh -t")
             return
+        if klass.classroom.ended:
+            self._refuse("the class has ended")
+            return
         if klass.full:
             log.info("class full: refused %s@%s", self.user, self.peer)
             self._refuse(f"the class is full ({klass.limits.max_sessions} sessions): try later")
@@ -144,7 +151,8 @@ class LessonSession(asyncssh.SSHServerSession):
                      self.user, self.peer, FALLBACK_TERM)
             term = FALLBACK_TERM
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
-                             terminal=self, term=term, env=dict(chan.get_environment()))
+                             terminal=self, term=term, env=dict(chan.get_environment()),
+                             name=self.name)
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -247,6 +255,8 @@ class LessonSession(asyncssh.SSHServerSession):
         if because and not self.ended_because:
             self.ended_because = because
         app = self.app
+        if app is not None:
+            app.leave_class()
         if app is not None and app.is_running:
             app.exit(0)
 
@@ -260,6 +270,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.peer = "?"
         self.host = "?"
         self.user = ""
+        self.name = ""  # the key's comment, if it has one
         self.teacher = False
         self.logging_in = False  # counted in `klass.logging_in` under its address
         self._quiet: asyncio.TimerHandle | None = None
@@ -333,6 +344,7 @@ class ClassSSHServer(asyncssh.SSHServer):
             log.info("key refused for %s@%s", username, self.peer)
             return False
         self.teacher = role == "teacher"
+        self.name = self.klass.auth.comment_of(key)
         return True
 
     def auth_completed(self) -> None:
@@ -341,7 +353,7 @@ class ClassSSHServer(asyncssh.SSHServer):
                  "teacher" if self.teacher else "student")
 
     def session_requested(self):
-        return LessonSession(self.klass, self.user, self.peer, self.teacher)
+        return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name)
 
 
 async def start_worker_threads() -> None:
@@ -372,7 +384,6 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
         await pilot.pause()
         pilot.app.exit(0)
 
-    await start_worker_threads()
     for name in lessons:
         app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
         try:
@@ -383,6 +394,21 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
     if host_key is not None:
         await warm_up_ssh(host_key)
     give_back_memory()
+
+
+def warm_up_later(klass: Class, host_key=None, label: str = "") -> asyncio.Task:
+    """`warm_up` in the background, once the class is accepting students: the first
+    sessions may take a little longer, none waits for every lesson to be warmed
+    (issue 23: 20-30 s of silence at start). Logs when it is done."""
+
+    async def warm() -> None:
+        started = time.monotonic()
+        await warm_up(klass.lessons, host_key)
+        klass.heap.settle()
+        log.info("%swarmed up %d lesson%s in %.1f s", label, len(klass.lessons),
+                 "s" if len(klass.lessons) != 1 else "", time.monotonic() - started)
+
+    return asyncio.get_running_loop().create_task(warm())
 
 
 class _Anyone(asyncssh.SSHServer):
@@ -421,22 +447,46 @@ class ClassServer:
 
     def __init__(self, klass: Class, acceptor, watch: asyncio.Task) -> None:
         self.klass, self._acceptor, self._watch = klass, acceptor, watch
+        self.warming: asyncio.Task | None = None  # `warm_up_later`'s, until done
+        self._closed = False
 
     @property
     def port(self) -> int:
         return self._acceptor.get_port()
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._watch.cancel()
+        if self.warming is not None and not self.warming.done():
+            self.warming.cancel()
         tasks = [s.task for s in list(self.klass.sessions) if s.task is not None]
+        because = ("the class has ended" if self.klass.classroom.ended
+                   else "the server is stopping")
         for session in list(self.klass.sessions):
-            session.end("the server is stopping")
+            session.end(because)
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+        write_scores(self.klass)
         if self._acceptor is not None:
             self._acceptor.close()
             await self._acceptor.wait_closed()
         self.klass.heap.stop()
+
+
+def write_scores(klass: Class) -> None:
+    """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
+    a quiz was run)."""
+    if klass.quiz_scores is None or not klass.classroom.quizzes:
+        return
+    from mgtui.session.quiz import class_csv
+
+    try:
+        klass.quiz_scores.write_text(class_csv(klass.classroom.quizzes), encoding="utf-8")
+        log.info("quiz scores written to %s", klass.quiz_scores)
+    except OSError as exc:
+        log.error("cannot write the quiz scores to %s: %s", klass.quiz_scores, exc)
 
 
 def ssh_options(klass: Class, host_key) -> dict:
@@ -457,7 +507,15 @@ async def start_server(klass: Class, host: str, port: int, host_key) -> ClassSer
     options = ssh_options(klass, host_key)
     acceptor = await asyncssh.create_server(options.pop("server_factory"), host, port,
                                             **options)
+    if not klass.classroom.join_command:
+        klass.classroom.join_command = join_command(host, acceptor.get_port())
     return start_class(klass, acceptor)
+
+
+def join_command(host: str, port: int) -> str:
+    """What a student types to join (HOST where the server listens on every address)."""
+    shown = "HOST" if host in ("0.0.0.0", "::", "") else host
+    return f"ssh -p {port} class@{shown}" if port != 22 else f"ssh class@{shown}"
 
 
 def start_class(klass: Class, acceptor=None) -> ClassServer:

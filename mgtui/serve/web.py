@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mgtui.serve.limits import capped
-from mgtui.session.follow import Classroom
+from mgtui.session.follow import Classroom, Look
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -105,10 +105,29 @@ def serve_web(lessons: dict, args) -> int:
               "can reach it", file=sys.stderr)
     try:
         save_lessons(lessons, work)
-        server_class(command, host=args.host, port=port, title="mgtui").serve()
+        templates = offline_templates(Server, work / "templates")
+        server_class(command, host=args.host, port=port, title="mgtui",
+                     templates_path=templates).serve()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def offline_templates(Server: type, directory: Path) -> Path:
+    """textual-serve's page, made to work offline: without the web font it loads from
+    the internet (the browser's monospace font instead) and the SVG namespace URL.
+    Returns the folder of templates to serve it from."""
+    import re
+    import inspect
+
+    source = Path(inspect.getfile(Server)).parent / "templates"
+    directory.mkdir(parents=True, exist_ok=True)
+    for template in source.glob("*.html"):
+        page = template.read_text(encoding="utf-8")
+        page = re.sub(r"<link[^>]*?https?://[^>]*>", "", page, flags=re.S)
+        page = re.sub(r'\s+xmlns="http://www\.w3\.org/2000/svg"', "", page)
+        (directory / template.name).write_text(page, encoding="utf-8")
+    return directory
 
 
 def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
@@ -142,9 +161,10 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
         async def on_shutdown(self, app) -> None:
             """Tell every visitor, and close (each ends its process): aiohttp would
             otherwise wait for the browsers to leave."""
+            because = b"the class has ended" if classroom.ended else b"the server is stopping"
             for websocket in list(self.open_sockets):
                 try:
-                    await websocket.send_bytes(b"\r\nmgtui: the server is stopping\r\n")
+                    await websocket.send_bytes(b"\r\nmgtui: " + because + b"\r\n")
                     await websocket.close()
                 except (OSError, RuntimeError):  # (one already gone)
                     pass
@@ -292,7 +312,7 @@ class RemoteClassroom(Classroom):
             try:
                 data = json.loads(line)
                 if data is not None:
-                    Classroom.publish(self, Position.from_dict(data))
+                    Classroom.publish(self, Look.from_dict(data))
             except ValueError:  # (from our own server: a bad line is skipped, not fatal)
                 continue
 

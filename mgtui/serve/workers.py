@@ -20,11 +20,14 @@ with the client's socket passed alongside a `connect`.
 
   front -> worker   {"connect": PEER} + its socket; {"position": {...}} (the teacher's);
                     {"elsewhere": N} (sessions in the other workers, for the limit);
+                    {"join": COMMAND} (what students type, for a teacher's console);
+                    {"end": true} (a teacher has ended the class);
                     {"retire": true} (no more connections will come: end when empty)
   worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS],
                     "logging_in": {ADDRESS: N}, "taken": T} (connections not logged in
                     yet, by address; T: connections handed over it has counted so far);
                     {"position": {...}} when one of its sessions leads;
+                    {"end": true} when one of its teachers ends the class;
                     {"retiring": true} (its class has left: it would end)
   front -> zygote   {"fork": NUMBER} + the worker's end of its link
 """
@@ -41,7 +44,7 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
-from mgtui.session.follow import Classroom
+from mgtui.session.follow import Classroom, Look
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -114,6 +117,7 @@ class LinkedClassroom(Classroom):
     def __init__(self, link: socket.socket) -> None:
         super().__init__()
         self._link = link
+        self._roster_due = False
 
     def publish(self, position: Position) -> None:
         if position != self.position:
@@ -123,19 +127,47 @@ class LinkedClassroom(Classroom):
     def heard(self, position: Position) -> None:
         super().publish(position)
 
+    def changed(self, roster: bool = True) -> None:
+        super().changed(roster)
+        if roster and not self._roster_due:  # (once a turn of the loop, however many moved)
+            self._roster_due = True
+            asyncio.get_running_loop().call_soon(self._send_roster)
+
+    def _send_roster(self) -> None:
+        self._roster_due = False
+        send(self._link, {"roster": self.here()})
+
+    def told(self, message: dict) -> None:
+        """What the front says of the class: what students type, the sessions of the
+        other workers, its end."""
+        if "others" in message:
+            self.set_others(message["others"])
+        if isinstance(message.get("join"), str):
+            self.join_command = message["join"]
+        if message.get("end"):  # (the class has ended in another process)
+            Classroom.end(self)
+
+    def end(self) -> None:
+        """A teacher of this worker ends the class: the front ends it everywhere."""
+        if not self.ended:
+            send(self._link, {"end": True})
+        super().end()
+
 
 async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args,
                      key) -> int:
     """Serve the connections the front hands over on `link` until it closes."""
-    from mgtui.serve.server import Class, Limits, serve_connection, start_class, warm_up
+    from mgtui.serve.server import (Class, Limits, serve_connection, start_class,
+                                    start_worker_threads, warm_up_later)
 
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
     classroom = LinkedClassroom(link)
     klass = Class(lessons, auth, Limits.asked(args), classroom=classroom)
-    await warm_up(lessons, key)
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    classroom.quiz_on = bool(getattr(args, "quiz", False))  # (answers counted per worker)
+    await start_worker_threads()
     server = start_class(klass)
+    server.warming = warm_up_later(klass, key, f"worker {number}: ")  # (ready meanwhile)
     done = asyncio.Event()  # the front has gone, or this worker retires
     tasks: set[asyncio.Task] = set()  # connections handed over, until they are served
     retiring: dict[str, object] = {"served": False, "allowed": False, "timer": None}
@@ -183,11 +215,12 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             task = loop.create_task(serve_connection(klass, sock, key))
             tasks.add(task)
             task.add_done_callback(lambda done: (tasks.discard(done), counted()))
+        classroom.told(message)
         if isinstance(message.get("elsewhere"), int):
             klass.elsewhere = message["elsewhere"]
         if isinstance(message.get("position"), dict):
             try:
-                classroom.heard(Position.from_dict(message["position"]))
+                classroom.heard(Look.from_dict(message["position"]))
             except ValueError:
                 log.warning("worker %d: a position it cannot read", number)
 
@@ -233,6 +266,7 @@ class Worker:
     # what the front has for it and it has not taken yet (its link full: a worker stuck
     # for a while); the client socket of a connection stays open until handed over
     outbox: deque = field(default_factory=deque)
+    roster: list = field(default_factory=list)  # its sessions, as it last reported
 
 
 def start_zygote(lessons: dict, auth, args, key, listener: socket.socket
@@ -325,6 +359,7 @@ class Front:
         loop = asyncio.get_running_loop()
         # a teacher in the front's own terminal (--teach) leads the workers' sessions too
         self.classroom.subscribe(self._from_here)
+        self.classroom.watch(self._ended, roster=False)
         for _ in range(self.count):
             if not self._spawn():
                 return False
@@ -414,6 +449,7 @@ class Front:
         if isinstance(message.get("ready"), int) and not worker.ready:
             worker.ready, worker.pid = True, message["ready"]
             log.info("worker %d (pid %d) ready", worker.number, worker.pid)
+            self._post(worker, {"join": self.classroom.join_command})
             if self.classroom.position is not None:  # (a late joiner lands there)
                 self._post(worker, {"position": self.classroom.position.to_dict()})
             self._counted()
@@ -436,12 +472,17 @@ class Front:
                     worker.handed.popleft()
                 worker.taken = taken
             self._counted()
+        if isinstance(message.get("roster"), list):
+            worker.roster = message["roster"]
+            self._rosters()
+        if message.get("end"):
+            self.classroom.end()  # (`_ended` tells the workers)
         if isinstance(message.get("position"), dict):
             for other in self.workers:
                 if other is not worker and other.ready:
                     self._post(other, {"position": message["position"]})
             try:
-                position = Position.from_dict(message["position"])
+                position = Look.from_dict(message["position"])
             except ValueError:
                 return
             self._relaying = True  # (to the front's own sessions, not back to the workers)
@@ -449,6 +490,24 @@ class Front:
                 self.classroom.publish(position)
             finally:
                 self._relaying = False
+
+    def _rosters(self) -> None:
+        """Each worker (and the front's own teacher) knows the sessions of the others."""
+        live = [w for w in self.workers if w.ready]
+        self.classroom.set_others([row for w in live for row in w.roster])
+        here = self.classroom.here()
+        for worker in live:
+            self._post(worker, {"others": here + [row for w in live if w is not worker
+                                                  for row in w.roster]})
+
+    def _ended(self) -> None:
+        """The class has ended (here, or in a worker): every worker is told (its
+        sessions tell their students), then the server stops."""
+        if self.classroom.ended and not self.stopped.is_set():
+            for worker in self.workers:
+                if worker.ready:
+                    self._post(worker, {"end": True})
+            asyncio.get_running_loop().call_later(0.5, self.stopped.set)
 
     def _counted(self) -> None:
         """Every worker knows how many sessions the others have (the class's limit)."""
@@ -487,6 +546,7 @@ class Front:
         log.error("worker %d (pid %d) stopped: its sessions have ended; a fresh one "
                   "takes its place", worker.number, worker.pid)
         self._counted()
+        self._rosters()
         if not self._spawn() and not self.workers:
             log.error("no worker left: the server stops")
             self.stopped.set()

@@ -6,11 +6,95 @@ Headless and transport-free: the SSH server, the browser mode and the tests all 
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from mgtui.session import Position
+from mgtui.session.quiz import Quiz
+
+LINE_CHARS = 200
+NAME_CHARS = 64  # a name on the roster is cut to this many characters  # a teacher's line to the class is cut to this many characters
+ORIENTATIONS = ("LR", "TB")
+
+
+@dataclass(frozen=True)
+class Look(Position):
+    """The teacher's `Position` and where the teacher looks: the Graph pane (open, its
+    orientation, where it is panned), the notes full screen (`N`), the node pointed at
+    (`*`) and the line sent to the class (`!`, until the next step)."""
+
+    graph: bool = False
+    flip: str | None = None  # "LR" or "TB" if the teacher turned it; None: by size
+    pan: tuple[int, int] = (0, 0)  # the Graph pane's scroll, in cells
+    notes: bool = False
+    pointer: int | None = None  # a node id
+    line: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "graph": self.graph, "flip": self.flip,
+                "pan": list(self.pan), "notes": self.notes, "pointer": self.pointer,
+                "line": self.line}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Look:
+        """The inverse of `to_dict` (a plain position's dict reads as one with nothing
+        looked at). Raises ValueError on a malformed value."""
+        place = Position.from_dict(data)
+        graph, flip, pan = data.get("graph", False), data.get("flip"), data.get("pan", [0, 0])
+        notes, pointer, line = data.get("notes", False), data.get("pointer"), data.get("line", "")
+        if not isinstance(graph, bool) or not isinstance(notes, bool):
+            raise ValueError("graph and notes must be true or false")
+        if flip is not None and flip not in ORIENTATIONS:
+            raise ValueError(f"flip must be LR, TB or null, not {flip!r}")
+        if (not isinstance(pan, list) or len(pan) != 2
+                or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 20
+                           for n in pan)):
+            raise ValueError(f"pan must be two cell counts, not {pan!r}")
+        if pointer is not None and (not isinstance(pointer, int) or isinstance(pointer, bool)
+                                    or pointer < 0):
+            raise ValueError(f"pointer must be a node id or null, not {pointer!r}")
+        if not isinstance(line, str):
+            raise ValueError("line must be a string")
+        return cls(place.step, place.node, place.tab, place.lesson, graph, flip,
+                   (pan[0], pan[1]), notes, pointer, line[:LINE_CHARS])
+
+    @classmethod
+    def of(cls, position: Position, **look: Any) -> Look:
+        """`position` with `look`."""
+        return cls(position.step, position.node, position.tab, position.lesson, **look)
+
+
+def same_place(a: Position | None, b: Position | None) -> bool:
+    """Whether `a` and `b` are the same step, node, tab and lesson (whatever is looked at)."""
+    if a is None or b is None:
+        return a is b
+    return (a.step, a.node, a.tab, a.lesson) == (b.step, b.node, b.tab, b.lesson)
 
 Listener = Callable[[Position], None]
+Watcher = Callable[[], None]
+
+
+@dataclass
+class Member:
+    """One session of the class as the teacher's roster shows it."""
+
+    name: str  # the SSH user name, or the key's comment
+    teacher: bool = False  # logged in as a teacher (leading or watching)
+    following: bool = True
+    step: int = 0
+    lesson: str = ""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The students of the class (every session but the one leading)."""
+
+    connected: int = 0
+    following: int = 0
+    paused: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.connected} connected · {self.following} following · {self.paused} paused"
 
 
 class Classroom:
@@ -19,6 +103,15 @@ class Classroom:
     def __init__(self) -> None:
         self.position: Position | None = None  # None until a teacher has moved
         self._listeners: list[Listener] = []
+        self.members: dict[int, Member] = {}  # by the number `enter` gave
+        self.lead: int | None = None  # the member leading (one teacher at a time)
+        self.ended = False  # the teacher has ended the class
+        self.join_command = ""  # what students type to join, for the teacher's console
+        self._watchers: list[Watcher] = []
+        self._numbers = 0
+        self.others: list[Member] = []  # the class in the server's other processes
+        self.quiz_on = False  # the teacher has started quiz mode
+        self.quizzes: dict[str, Quiz] = {}  # by lesson: the class's answers
 
     def publish(self, position: Position) -> None:
         """The teacher is at `position`: tell every listener (once per change)."""
@@ -41,6 +134,111 @@ class Classroom:
     @property
     def listeners(self) -> int:
         return len(self._listeners)
+
+    # -- the roster ------------------------------------------------------------------------------
+    def watch(self, watcher: Watcher, roster: bool = True) -> Callable[[], None]:
+        """Call `watcher` after each change of the lead or the class's end, and of the
+        roster too if `roster` (a teacher's console; a student's session needs not wake
+        for every other student's step). Returns the call that stops it."""
+        entry = (watcher, roster)
+        self._watchers.append(entry)
+        return lambda: self._watchers.remove(entry) if entry in self._watchers else None
+
+    def changed(self, roster: bool = True) -> None:
+        """Tell the watchers: of the roster only if `roster`, else everyone."""
+        for watcher, wants_roster in list(self._watchers):
+            if wants_roster or not roster:
+                watcher()
+
+    def enter(self, name: str, teacher: bool = False) -> int:
+        """A session joins the class: its number in `members`. A teacher leads if no
+        teacher does yet."""
+        self._numbers += 1
+        self.members[self._numbers] = Member(name[:NAME_CHARS], teacher)
+        leads = teacher and self.lead is None
+        if leads:
+            self.lead = self._numbers
+        self.changed(roster=not leads)
+        return self._numbers
+
+    def update(self, number: int, **changes) -> None:
+        member = self.members.get(number)
+        if member is None:
+            return
+        if any(getattr(member, k) != v for k, v in changes.items()):
+            for key, value in changes.items():
+                setattr(member, key, value)
+            self.changed()
+
+    def leave(self, number: int) -> None:
+        if self.members.pop(number, None) is None:
+            return
+        leads = self.lead == number
+        if leads:
+            self.lead = None
+        self.changed(roster=not leads)
+
+    def take_lead(self, number: int) -> None:
+        """`number` leads from now on (the teacher who led watches)."""
+        if number in self.members and self.lead != number:
+            self.lead = number
+            self.changed(roster=False)
+
+    def leader(self) -> Member | None:
+        return self.members.get(self.lead) if self.lead is not None else None
+
+    def counts(self) -> Counts:
+        students = self.roster()
+        following = sum(m.following for m in students)
+        return Counts(len(students), following, len(students) - following)
+
+    def roster(self) -> list[Member]:
+        """Everyone but the one leading, in the order they joined (this process's
+        sessions, then the others')."""
+        return [m for n, m in self.members.items() if n != self.lead] + self.others
+
+    def here(self) -> list[list]:
+        """This process's sessions, as plain lists (for the server's other processes)."""
+        return [[m.name, m.teacher, m.following, m.step, m.lesson]
+                for n, m in self.members.items() if n != self.lead]
+
+    def set_others(self, rows: list) -> None:
+        """The sessions of the server's other processes (`here`'s lists)."""
+        others = []
+        for row in rows if isinstance(rows, list) else []:
+            if (isinstance(row, list) and len(row) == 5 and isinstance(row[0], str)
+                    and isinstance(row[3], int) and isinstance(row[4], str)):
+                others.append(Member(row[0], bool(row[1]), bool(row[2]), row[3], row[4]))
+        if others != self.others:
+            self.others = others
+            self.changed()
+
+    # -- quiz mode -------------------------------------------------------------------------------
+    def quiz(self, lesson: str, trace) -> Quiz:
+        """The quiz of `lesson` (made on first use)."""
+        if lesson not in self.quizzes:
+            self.quizzes[lesson] = Quiz(trace)
+        return self.quizzes[lesson]
+
+    def start_quiz(self, on: bool) -> None:
+        if on != self.quiz_on:
+            self.quiz_on = on
+            self.changed(roster=False)
+
+    def answered(self) -> None:
+        """A student answered: the teacher's console counts it."""
+        self.changed(roster=True)
+
+    def reveal(self, lesson: str, trace, step: int) -> None:
+        """The teacher reveals `step`'s grads for everyone."""
+        self.quiz(lesson, trace).reveal(step)
+        self.changed(roster=False)
+
+    def end(self) -> None:
+        """The teacher ends the class: every session is told, and ends."""
+        if not self.ended:
+            self.ended = True
+            self.changed(roster=False)
 
 
 class Follower:
@@ -67,7 +265,7 @@ class Follower:
         that paused the following (it was on, a teacher leads, and this is not where
         the teacher is). Before any teacher has moved, a student explores freely and
         still follows the teacher's first move."""
-        if not self.following or self.teacher is None or position == self.teacher:
+        if not self.following or self.teacher is None or same_place(position, self.teacher):
             return False
         self.following = False
         return True
@@ -79,5 +277,9 @@ class Follower:
 
     @property
     def status(self) -> str:
-        """What the student's screen says about following ("" while following)."""
-        return "" if self.following else self.PAUSED
+        """What the student's screen says about following ("" while following), with
+        where the teacher is."""
+        if self.following:
+            return ""
+        teacher = self.teacher
+        return self.PAUSED + (f" · teacher at step {teacher.step}" if teacher else "")

@@ -72,6 +72,9 @@ class GraphPane(ScrollView, can_focus=True):
         def control(self) -> GraphPane:
             return self.pane
 
+    class Viewed(Message):
+        """The user panned or turned the picture (a class's teacher: the students follow)."""
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.state: StepState | None = None
@@ -252,12 +255,14 @@ class GraphPane(ScrollView, can_focus=True):
         step_x, step_y = max(PAN, width // 4), max(PAN // 2, height // 4)
         self.scroll_to(x=self.scroll_x + dx * step_x, y=self.scroll_y + dy * step_y,
                        animate=False, immediate=True)
+        self.post_message(self.Viewed())
 
     def action_flip(self) -> None:
         """Left to right, or top to bottom."""
         current = self.picture.orientation if self.picture is not None else self._orientation()
         self.orientation = "TB" if current == "LR" else "LR"
         self._draw(follow=True)
+        self.post_message(self.Viewed())
 
     def on_click(self, event) -> None:
         if self.picture is None:

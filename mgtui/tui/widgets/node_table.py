@@ -119,6 +119,7 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         self.grad = None
         self.created = 0
         self.marks: dict[int, str] = {}
+        self.hidden: frozenset[int] = frozenset()  # grads shown as ? (quiz mode)
         self._rows = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._widths: tuple[int, ...] = ()
@@ -275,6 +276,12 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
             self._cache[key] = strip
         return strip
 
+    def hide_grads(self, nids: frozenset[int]) -> None:
+        """Show the grads of `nids` as ? (a prediction is asked for: quiz mode)."""
+        if nids != self.hidden:
+            self.hidden = frozenset(nids)
+            self.refresh()
+
     def _row_key(self, row: int) -> tuple:
         """What row `row` shows: its node, mark, cursor, breakpoint, flag, data and grad."""
         view = self.view
@@ -283,7 +290,7 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
             mark, data, grad = "future", 0.0, 0.0
         else:
             mark = self.marks.get(nid, "")
-            data, grad = self.data[nid], self.grad[nid]
+            data, grad = self.data[nid], (None if nid in self.hidden else self.grad[nid])
         return (nid, mark, row == self.cursor, nid in self.breakpoints, data, grad,
                 nid in self.flagged, self._widths)
 
@@ -324,8 +331,8 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
             (clip(trace.op(nid), w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),
              None if math.isfinite(data) else nonfinite),
-            ("·".rjust(w[5]) if mark == "future" else number(grad, w[5]),
-             changed if math.isfinite(grad) else nonfinite),
+            ("·".rjust(w[5]) if mark == "future" else "?".rjust(w[5]) if grad is None
+             else number(grad, w[5]), changed if grad is None or math.isfinite(grad) else nonfinite),
             (clip(view.inputs_text(nid), w[6]), None),
             (str(view.uses(nid)).rjust(w[7]), None),
             (("" if topo is None else str(topo)).rjust(w[8]), None),

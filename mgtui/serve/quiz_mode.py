@@ -1,0 +1,106 @@
+"""Predict, then see, in a class (`ServedApp` takes it in). The teacher starts quiz mode
+(`Q`); at each backward step a student's node table shows the grads the step writes as
+`?` (the step's explanation is hidden too) until they predict one (`a`, a number); then
+it says right or wrong. The teacher's console shows the class's answers as a small
+histogram with the share right, and `V` reveals the step for everyone. The rules are
+`mgtui.session.quiz`'s."""
+
+from __future__ import annotations
+
+from mgtui.safe import inert_line
+from mgtui.session.quiz import Question, Quiz, parse_number
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.step_detail import StepDetail
+from mgtui.tui.widgets.topo_list import TopoList
+
+
+class QuizMode:
+    """(A part of `ServedApp`: it has the app's `debugger`, `classroom`, `lessons`,
+    `lesson`, `teacher`, `member` and `member_name`.)"""
+
+    _asking: Question | None = None  # the question this student has not answered yet
+    _verdict: tuple[int, str] = (-1, "")  # (step, what their answer there was)
+
+    @property
+    def quiz_name(self) -> str:
+        """This student in the quiz's scores (a name may be shared: `class`, by password)."""
+        return f"{self.member_name} #{self.member}"
+
+    def quiz_here(self) -> Quiz | None:
+        if not self.classroom.quiz_on or self.lesson not in self.lessons:
+            return None
+        return self.classroom.quiz(self.lesson, self.lessons[self.lesson].trace)
+
+    def step_here(self) -> int:
+        session = self.debugger.session
+        return session.position.step if session is not None else 0
+
+    def show_quiz(self) -> None:
+        """Hide what the student is to predict (or show it again)."""
+        quiz, step = self.quiz_here(), self.step_here()
+        question = quiz.question(step) if quiz is not None else None
+        asks = (question is not None and not self.teacher
+                and not quiz.shows(self.quiz_name, step))
+        self._asking = question if asks else None
+        for table in self.debugger.query(NodeTable).results(NodeTable):
+            table.hide_grads(question.hidden if asks else frozenset())
+        for detail in self.debugger.query(StepDetail).results(StepDetail):
+            detail.display = not asks
+        for topo in self.debugger.query(TopoList).results(TopoList):
+            topo.display = not asks  # (its grad column would give the answer away)
+
+    def quiz_status(self) -> str:
+        """A student's quiz line: the question, or how their answer went."""
+        if self._asking is not None:
+            return f"quiz: {self._asking.prompt} — press a to answer"
+        step, verdict = self._verdict
+        return verdict if step == self.step_here() else ""
+
+    def quiz_console(self) -> str:
+        """The teacher's quiz line: the class's answers at this step."""
+        quiz = self.quiz_here()
+        if quiz is None:
+            return ""
+        step = self.step_here()
+        question = quiz.question(step)
+        if question is None:
+            return "quiz on (Q stops it)"
+        shown = " · revealed" if step in quiz.revealed else " · V reveals"
+        return (f"quiz {question.label}.grad = {question.answer:.4g}: "
+                f"{quiz.histogram_line(step)}{shown}")
+
+    def action_answer(self) -> None:
+        if self._asking is None:
+            return
+        from mgtui.tui.widgets.roster import SayScreen
+
+        self.push_screen(SayScreen(40, f"Your prediction: {self._asking.prompt}",
+                                   "a number, e.g. -2 or 0.5"), self._answered)
+
+    def _answered(self, text: str | None) -> None:
+        quiz, question = self.quiz_here(), self._asking
+        if text is None or quiz is None or question is None:
+            return
+        value = parse_number(text)
+        if value is None:
+            self.notify(f"{inert_line(text)!r} is not a number: press a to try again",
+                        severity="warning", timeout=5)
+            return
+        right = quiz.answer(self.quiz_name, question.step, value)
+        verdict = "right ✓" if right else "wrong ✗"
+        self._verdict = (question.step, f"quiz: you said {value:.4g}: {verdict} "
+                                        f"({question.label}.grad = {question.answer:.4g})")
+        self.classroom.answered()
+        self.show_quiz()
+        self.show_student_status()
+
+    def action_quiz(self) -> None:
+        if self.teacher:
+            self.classroom.start_quiz(not self.classroom.quiz_on)
+            self.notify("Quiz mode on: students predict each backward step's grad."
+                        if self.classroom.quiz_on else "Quiz mode off.", timeout=4)
+
+    def action_reveal(self) -> None:
+        if self.teacher and self.classroom.quiz_on:
+            self.classroom.reveal(self.lesson, self.lessons[self.lesson].trace,
+                                  self.step_here())

@@ -1,0 +1,177 @@
+"""Predict, then see: the rules of quiz mode, headless. At each backward step the grads
+its `_backward` accumulates are hidden until the student predicts one of them (the
+first it writes), a number; the answer is right within the tolerance shown. A teacher
+sees the class's answers for a step as a small histogram and the share right, and can
+reveal a step for everyone. Scores per student export as CSV.
+
+Plain data and arithmetic: no screen, no transport (the class server, the app and the
+tests all use it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+
+from mgtui.trace import Trace
+from mgtui.trace.records import EventKind, Field
+
+RELATIVE = 0.01  # an answer within 1% of the grad is right
+ABSOLUTE = 0.01  # ... or within this much of it (a grad near 0)
+BARS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a backward step asks: node `node`'s grad once this step has run."""
+
+    step: int
+    node: int
+    label: str
+    answer: float
+    hidden: frozenset[int]  # every node whose grad this step writes: shown as ?
+
+    @property
+    def tolerance(self) -> float:
+        return max(ABSOLUTE, abs(self.answer) * RELATIVE)
+
+    def right(self, value: float) -> bool:
+        return math.isfinite(value) and abs(value - self.answer) <= self.tolerance + 1e-12
+
+    @property
+    def prompt(self) -> str:
+        return (f"predict {self.label}.grad after this step (right within "
+                f"± {self.tolerance:.3g})")
+
+
+def question_at(trace: Trace, step: int) -> Question | None:
+    """The question of step `step` (None if it is no backward step writing a grad)."""
+    if step < 1 or step > len(trace):
+        return None
+    event = step - 1
+    if trace.kind(event) is not EventKind.BACKWARD:
+        return None
+    grads = [w for w in trace.writes(event) if w.field is Field.GRAD]
+    if not grads:
+        return None
+    first = grads[0]
+    final = {w.node: w.after for w in grads}  # (a node written twice: its last value)
+    return Question(step, first.node, trace.label(first.node) or f"#{first.node}",
+                    final[first.node], frozenset(final))
+
+
+def parse_number(text: str) -> float | None:
+    """A prediction as typed: a number (1e-3, -.5, 3/4 too), else None."""
+    text = text.strip().replace("−", "-")
+    try:
+        if "/" in text:
+            top, bottom = text.split("/", 1)
+            value = float(top) / float(bottom)
+        else:
+            value = float(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclass
+class Quiz:
+    """One lesson's quiz: the answers of every student, and the steps revealed to all."""
+
+    trace: Trace
+    answers: dict[str, dict[int, float]] = field(default_factory=dict)  # student -> step -> value
+    revealed: set[int] = field(default_factory=set)  # steps the teacher revealed for everyone
+
+    def question(self, step: int) -> Question | None:
+        return question_at(self.trace, step)
+
+    def answer(self, student: str, step: int, value: float) -> bool | None:
+        """`student` predicts `value` at `step`: right or wrong (None: no question
+        there). The first answer counts; another changes nothing."""
+        question = self.question(step)
+        if question is None:
+            return None
+        given = self.answers.setdefault(student, {})
+        given.setdefault(step, value)
+        return question.right(given[step])
+
+    def shows(self, student: str, step: int) -> bool:
+        """Whether `student` sees the grads of `step` (answered, or revealed to all)."""
+        return (step in self.revealed or step in self.answers.get(student, {})
+                or self.question(step) is None)
+
+    def reveal(self, step: int) -> None:
+        self.revealed.add(step)
+
+    def given(self, step: int) -> list[float]:
+        return [by_step[step] for by_step in self.answers.values() if step in by_step]
+
+    def share_right(self, step: int) -> tuple[int, int]:
+        """(right, answered) at `step`."""
+        question = self.question(step)
+        given = self.given(step)
+        return (sum(question.right(v) for v in given) if question else 0), len(given)
+
+    def histogram(self, step: int, bins: int = 8) -> list[tuple[float, float, int]]:
+        """The answers at `step` in `bins` equal bins: (low, high, count) each."""
+        given = self.given(step)
+        if not given:
+            return []
+        lo, hi = min(given), max(given)
+        if hi == lo:
+            return [(lo, hi, len(given))]
+        width = (hi - lo) / bins
+        counts = [0] * bins
+        for value in given:
+            counts[min(int((value - lo) / width), bins - 1)] += 1
+        return [(lo + i * width, lo + (i + 1) * width, n) for i, n in enumerate(counts)]
+
+    def histogram_line(self, step: int, bins: int = 8) -> str:
+        """The histogram as one line of bars, with its range and the share right."""
+        hist = self.histogram(step, bins)
+        right, answered = self.share_right(step)
+        if not hist:
+            return "no answers yet"
+        top = max(n for _lo, _hi, n in hist)
+        bars = "".join(BARS[round(n / top * (len(BARS) - 1))] if n else " " for *_r, n in hist)
+        return (f"{hist[0][0]:.3g} {bars} {hist[-1][1]:.3g} · {right}/{answered} right "
+                f"({100 * right // answered}%)")
+
+    def scores(self) -> dict[str, tuple[int, int]]:
+        """Per student: (right, answered)."""
+        out = {}
+        for student, by_step in self.answers.items():
+            right = sum(bool(q and q.right(v)) for s, v in by_step.items()
+                        for q in [self.question(s)])
+            out[student] = (right, len(by_step))
+        return out
+
+    def to_csv(self) -> str:
+        """student,right,answered,then one column per step asked (the prediction)."""
+        steps = sorted({s for by_step in self.answers.values() for s in by_step})
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["student", "right", "answered", *(f"step {s}" for s in steps)])
+        for student, (right, answered) in sorted(self.scores().items()):
+            by_step = self.answers[student]
+            writer.writerow([csv_safe(student), right, answered,
+                             *(repr(by_step[s]) if s in by_step else "" for s in steps)])
+        return buffer.getvalue()
+
+
+def csv_safe(text: str) -> str:
+    """A name as a CSV cell a spreadsheet does not run as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def class_csv(quizzes: dict[str, Quiz]) -> str:
+    """Every student's score in every lesson quizzed: lesson, student, right, answered."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["lesson", "student", "right", "answered"])
+    for lesson, quiz in quizzes.items():
+        for student, (right, answered) in sorted(quiz.scores().items()):
+            writer.writerow([csv_safe(lesson), csv_safe(student), right, answered])
+    return buffer.getvalue()

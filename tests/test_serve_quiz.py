@@ -1,0 +1,98 @@
+"""Predict, then see (issue 23, item 3) over real SSH: the teacher starts quiz mode; at
+a backward step the students' grads are `?` until they predict (right or wrong, the
+tolerance shown); the teacher's console has the class's histogram and share right, and
+reveals for everyone; a late joiner in quiz mode is asked too; the scores go to CSV
+when the class ends. The chain lesson's step 9 is L's _backward: dL/dd = f = -2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+
+asyncssh = pytest.importorskip("asyncssh")
+pytest.importorskip("pyte")
+
+from sshclient import ScreenClient  # noqa: E402
+from test_serve import PASSWORD, at_step, keys, lessons, server  # noqa: E402,F401
+
+PROMPT = "quiz: predict d.grad after this step (right within ± 0.02) — press a to answer"
+
+
+async def join(server, **options) -> ScreenClient:
+    client = await ScreenClient.connect(server.port, size=(120, 34), **options)
+    server.clients.append(client)
+    assert await client.wait_for(lambda t: "step " in t or "pick a scenario" in t, 15)
+    if "pick a scenario" in client.text():
+        client.send("\r")
+    assert await client.wait_for(lambda t: "step " in t and "pick a" not in t, 15), client.text()
+    return client
+
+
+def grad_of(client: ScreenClient, label: str) -> str | None:
+    """The grad cell of node `label`'s row in the node table (read under its heading)."""
+    lines = client.text().splitlines()
+    heading = next((line for line in lines if "id label op" in line), None)
+    if heading is None:
+        return None
+    end = heading.index(" grad") + len(" grad")
+    for line in lines:
+        if re.match(rf"\s*\S*\s*\d+ {re.escape(label)} ", line[:heading.index("op")]):
+            return line[end - 10:end].strip()
+    return None
+
+
+async def answer(client: ScreenClient, text: str) -> None:
+    client.send("a")
+    assert await client.wait_for("Your prediction"), client.text()
+    client.send(text + "\r")
+
+
+async def test_predict_reveal_histogram_late_joiner_and_csv(server, keys, tmp_path):
+    server.klass.quiz_scores = tmp_path / "scores.csv"
+    teacher = await join(server, key=keys["teacher"], user="teacher")
+    ada = await join(server, password=PASSWORD, user="ada")
+    bob = await join(server, password=PASSWORD, user="bob")
+    teacher.send("Q")  # quiz mode on
+    assert await teacher.wait_for("quiz on (Q stops it)"), teacher.text()
+    teacher.send("n" * 8)  # step 8: forward, nothing hidden
+    assert await at_step(ada, 8) and PROMPT not in ada.text()
+    teacher.send("n")  # step 9: L's _backward writes d.grad and f.grad
+    for student in (ada, bob):
+        assert await at_step(student, 9)
+        assert await student.wait_for(PROMPT), student.text()
+        assert grad_of(student, "d") == "?" and grad_of(student, "f") == "?", student.text()
+        assert grad_of(student, "L") == "1.0"  # the seed: not this step's to predict
+    assert grad_of(teacher, "d") == "-2.0"  # the teacher sees them
+    await answer(ada, "-2")
+    assert await ada.wait_for("quiz: you said -2: right ✓ (d.grad = -2)"), ada.text()
+    assert grad_of(ada, "d") == "-2.0" and grad_of(ada, "f") == "4.0"
+    assert grad_of(bob, "d") == "?"  # bob has not answered
+    await answer(bob, "4")
+    assert await bob.wait_for("quiz: you said 4: wrong ✗ (d.grad = -2)"), bob.text()
+    assert await teacher.wait_for("1/2 right (50%)"), teacher.text()
+    assert "quiz d.grad = -2: -2 █" in teacher.text() and "█ 4" in teacher.text()
+    late = await join(server, password=PASSWORD, user="late")  # joins in quiz mode
+    assert await at_step(late, 9)
+    assert await late.wait_for(PROMPT), late.text()
+    assert grad_of(late, "d") == "?"
+    teacher.send("V")  # reveal for everyone
+    assert await late.wait_for(lambda t: grad_of(late, "d") == "-2.0"), late.text()
+    assert PROMPT not in late.text()
+    assert await teacher.wait_for("revealed")
+    teacher.send("nn")  # step 11: d's _backward: e.grad and c.grad asked
+    assert await at_step(bob, 11) and await bob.wait_for("predict e.grad"), bob.text()
+    await answer(bob, "-2.01")  # within ± 0.02
+    assert await bob.wait_for("right ✓"), bob.text()
+    teacher.send("q")
+    assert await teacher.wait_for("End the class?")
+    teacher.send("e")
+    await teacher.closed.wait()
+    await server.close()
+    rows = list(csv.reader(io.StringIO(server.klass.quiz_scores.read_text())))
+    assert rows[0] == ["lesson", "student", "right", "answered"]
+    scores = {row[1].split(" #")[0]: row[2:] for row in rows[1:]}
+    assert scores == {"ada": ["1", "1"], "bob": ["1", "2"]}
+    assert all(row[0] == "chain.py" for row in rows[1:])

@@ -45,6 +45,8 @@ skip: object = ()  # the `on_backward` hook's ops to leave out
 scenario_line = named = candidate = None  # the line finder, the namer's calls
 closure_ids: dict = {}
 closure_index = kind_of = code_kind = remembered = None
+class_codes: dict = {}  # the Value classes' methods' code, by id (`LineFinder`)
+op_of_maker = None  # `mgtui.shapes.op_of_maker`: the op of a class without `_op`
 getframe = None  # sys._getframe
 record_call = run_backward = None  # `mgtui.probes.BackwardCalls`
 # The library frame that made the last node through an op, its line and the op's code,
@@ -189,8 +191,8 @@ def made(node, children, depth=2) -> None:
                 last[3:], last[:3] = last[:3], (frame, line, op_code)
     try:
         op = node._op
-    except AttributeError:
-        op = ""
+    except AttributeError:  # a class without an op field: the op of the method that made it
+        op = op_of_maker(getframe(depth), class_codes) if prev else ""
     add_node((len(kids), op, getattr(node, "label", None), node.data, line))
     if stack:  # made inside a `_backward`: its step follows that call's writes
         made_inside.append(nid)

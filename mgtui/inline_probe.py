@@ -20,6 +20,7 @@ from mgtui.inline import OWN_NAMES, FileRewrite, read_source, rewrite_of
 from mgtui.inline_helpers import injected_after, injected_during
 from mgtui.probes import record_write
 from mgtui.records import ID
+from mgtui.shapes import op_of_maker
 from mgtui.slots_hooks import keeps_fields_in_slots
 
 # Where Python's own library and installed packages live: never "beside the scenario",
@@ -109,6 +110,7 @@ class Inliner:
             # no call.
             named=rec.namer.made, candidate=rec.namer.candidate,
             closure_ids=records.closure_ids, closure_index=records.closure_index,
+            class_codes=lines.class_codes, op_of_maker=op_of_maker,
             kind_of=lines.code_kinds.get, code_kind=lines.code_kind,
             # The frames outside the scenario that `scenario_line` has walked, and their
             # lines: a library's loop (`model(x)`, `backward()`) asks about the same
@@ -187,6 +189,11 @@ class Inliner:
         if module is not None and getattr(module, "__dict__", None) is not self.rec.globals:
             self.patch_module(module)
         return True
+
+    def keep_hooks(self, cls: type) -> None:
+        """`cls` is left to the hooks (its fields are renamed): if its `__init__` was
+        rewritten to number its nodes, it no longer does."""
+        self._unmade(cls.__dict__.get("__init__"))
 
     def _unmade(self, init) -> None:
         """A class that keeps the hooks does not number its nodes from its `__init__`."""

@@ -13,8 +13,10 @@ field was written. The mechanisms are:
 
 The in-process API (`mgtui.inprocess`) records with the hooks, and `mgtui.show`'s copy of
 a graph is adopted node by node through `Probe.node_made`. The `Recorder` keeps the
-lifecycle (start, stop, limits, finish) and hands each Value class to the first probe
-that takes it.
+lifecycle (start, stop, limits, finish) and hands each Value class, with its fields
+(`mgtui.shapes.FieldMap`: which attribute holds the data, the grad, ...), to the first
+probe that takes it. Whatever a class calls its fields, the hooks given to a caller see
+a node through a view keyed by micrograd's own names (`node_view`).
 
 Each probe's hot path (a descriptor's `__set__`, a wrapped `__init__`, the rewritten
 code's helpers) is a closure over local names, or a function over globals, that makes
@@ -29,10 +31,11 @@ import types
 from typing import Callable, NamedTuple, Protocol
 
 from mgtui.records import BACKWARD, CREATE, DATA, GRAD, ID, Records
+from mgtui.shapes import MICROGRAD, FieldMap, ShapeFinder
 from mgtui.trace import Field
 
-REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
-HOOKED = ("grad", "data", "_backward", "label")  # the fields a hook probe observes
+REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})  # micrograd's names
+HOOKED = MICROGRAD.hooked  # the fields a hook probe observes, by micrograd's names
 WRITTEN = {"grad": (Field.GRAD.code, GRAD), "data": (Field.DATA.code, DATA)}  # field, kind
 CLASS_CODE, OTHER_CODE = "class", False  # (`LineFinder.code_kind`)
 
@@ -79,8 +82,9 @@ class Probe(Protocol):
 
     records: Records
 
-    def attach(self, cls: type) -> bool:
-        """Record the nodes of `cls` from now on: False if this probe cannot."""
+    def attach(self, cls: type, fields: FieldMap = MICROGRAD) -> bool:
+        """Record the nodes of `cls`, whose fields are `fields`, from now on: False if
+        this probe cannot."""
 
     def detach(self) -> None:
         """Put back every class and function it changed."""
@@ -100,11 +104,47 @@ class Probe(Protocol):
         `label`."""
 
 
+SHAPES = ShapeFinder()  # the detector with no mapping of the user's (`mgtui.shapes`)
+
+
 def looks_like_value(cls: type) -> bool:
-    """True for a micrograd-style class: its `__init__` sets the five autograd fields."""
-    init = cls.__dict__.get("__init__")
-    code = getattr(init, "__code__", None)
-    return code is not None and REQUIRED <= set(code.co_names)
+    """True for a micrograd-style class: its own `__init__` stores a number, a grad, its
+    inputs and a backward callable (`mgtui.shapes.ShapeFinder`, by any of the names
+    those go by)."""
+    return SHAPES.fields(cls) is not None
+
+
+# -- nodes as the hooks see them -----------------------------------------------------------------
+
+# How a node of an instrumented class whose fields are not micrograd's names, or are kept in
+# slots, is seen as a node dict: its class (or a base) -> the view it is read through.
+# Set by the hook probes as they attach and detach (recordings take turns, as the hooks
+# are class-wide); a class not here is read through its instance dict.
+VIEWS: dict[type, Callable[[object], object]] = {}
+_VIEW_OF: dict[type, Callable[[object], object] | None] = {}  # (by the node's own class)
+
+
+def set_view(cls: type, view: Callable[[object], object] | None) -> None:
+    """Read the nodes of `cls` (and of its subclasses) through `view` (None: no more)."""
+    if view is None:
+        VIEWS.pop(cls, None)
+    else:
+        VIEWS[cls] = view
+    _VIEW_OF.clear()
+
+
+def node_view(obj: object):
+    """A node as the recorder's hooks see it, keyed by micrograd's names: its instance
+    dict, or the view its class is read through (`set_view`); None for anything else."""
+    cls = type(obj)
+    try:
+        view = _VIEW_OF[cls]
+    except KeyError:
+        view = _VIEW_OF[cls] = next((VIEWS[k] for k in cls.__mro__ if k in VIEWS), None)
+    if view is not None:
+        return view(obj)
+    d = getattr(obj, "__dict__", None)
+    return d if isinstance(d, dict) else None
 
 
 def record_write(records: Records, scenario_line, nid: int, name: str, before: object,
@@ -123,13 +163,15 @@ def record_write(records: Records, scenario_line, nid: int, name: str, before: o
                            len(records.writes)))
 
 
-def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | None = None):
+def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | None = None,
+            keyword: str = "_children"):
     """A set of children as a set-like keys view in a fixed order.
 
     A set iterates in address order, which changes from run to run; keep the order the
-    children were passed to `__init__`, else sort them by node id (`node_id(child)`).
-    (The recorder leaves a set of one child as it is: it has one order.)"""
-    given = args[1] if len(args) > 1 else kwargs.get("_children", ())
+    children were passed to `__init__` (its second argument, or `keyword`), else sort
+    them by node id (`node_id(child)`). (The recorder leaves a set of one child as it
+    is: it has one order.)"""
+    given = args[1] if len(args) > 1 else kwargs.get(keyword, ())
     try:
         keys = dict.fromkeys(given).keys()
         if keys == prev:  # the common case: the children given are the set

@@ -176,6 +176,12 @@ def child_recorder(scenario, hooks: Hooks = Hooks(), *, reads_values: bool = Tru
     return recorder, values
 
 
+def refuse(stream: Stream, message: str, detail: str = "") -> None:
+    """End the child with the run refused (the parent raises `ScenarioLoadError`)."""
+    stream.send(tracefile.encode_json(b"X", {"message": message, "detail": detail}))
+    os._exit(2)
+
+
 def serve(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     # Leave no bytecode in the user's project: a module edited and run again within the
@@ -185,16 +191,15 @@ def serve(spec: RunSpec, fd: int) -> None:
     limit_memory(spec.max_memory)
     try:
         scenario = load_scenario(spec.path)
-    except ScenarioLoadError as exc:
+        job = job_of(spec)
+        recorder, values = child_recorder(scenario, job.hooks if job else Hooks(),
+                                          reads_values=job.reads_values if job else True,
+                                          seed=spec.seed,
+                                          max_nodes=spec.max_nodes, timeout=spec.timeout,
+                                          capture_output=False, argv=spec.argv)
+    except ScenarioLoadError as exc:  # (a `[tool.mgtui] fields` that cannot be read too)
         stream.send(tracefile.encode_header(spec.path, "", "", "")[: tracefile.HEAD_SIZE])
-        stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
-        os._exit(2)
-    job = job_of(spec)
-    recorder, values = child_recorder(scenario, job.hooks if job else Hooks(),
-                                      reads_values=job.reads_values if job else True,
-                                      seed=spec.seed,
-                                      max_nodes=spec.max_nodes, timeout=spec.timeout,
-                                      capture_output=False, argv=spec.argv)
+        refuse(stream, exc.message, exc.detail)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 
@@ -217,6 +222,10 @@ def serve(spec: RunSpec, fd: int) -> None:
     error, output = recorder.execute()
     os._exit = real_exit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    unseen = recorder.unrecorded() if error is None else None
+    if unseen is not None:  # never shown as a clean run: it was not seen
+        flusher.stop()
+        refuse(stream, f"{spec.path}: {unseen}", output.strip()[-2000:])
     recorder.resolve_names()
     flusher.stop()
     late = [list(pair) for pair in recorder.records.relabelled(flusher.sent.nodes)]

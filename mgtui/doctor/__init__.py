@@ -79,17 +79,21 @@ def diagnose(
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
-                  passes: PassChoice = None, budget: float | None = None) -> Report:
+                  passes: PassChoice = None, budget: float | None = None,
+                  fields: dict[str, str] | None = None) -> Report:
     """The doctor on a function that builds a graph and runs backward: every check of
     `diagnose` (its `passes`, `sample` and `budget` too), each run a call of `fn` in this
-    process, with `random` seeded by `seed`."""
+    process, with `random` seeded by `seed`. `fields` names the Value class's fields
+    where they cannot be told (`mgtui.shapes`). Raises `mgtui.shapes.NotAGraph` if the
+    call records no node (or makes nodes of a class it cannot record)."""
     from mgtui.inprocess import record_call
 
     started = time.perf_counter()
     probe = OverwriteProbe()
-    trace = record_call(fn, seed=seed, before_backward=probe)
-    return examine(trace, probe.hits, CallReruns(fn, seed), passes=passes, sample=sample,
-                   budget=BUDGET if budget is None else budget, started=started)
+    trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True)
+    return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
+                   sample=sample, budget=BUDGET if budget is None else budget,
+                   started=started)
 
 
 def diagnose_recorded(trace: Trace, hits: list) -> Report:

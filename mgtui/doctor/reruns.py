@@ -90,6 +90,7 @@ class CallReruns:
     fn: Callable[[], object]
     seed: int
     count: int = 0
+    fields: dict[str, str] | None = None  # the Value class's fields, if named (`mgtui.shapes`)
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
@@ -120,7 +121,8 @@ class CallReruns:
             self.count += 1
             hooks = rerun_hooks(nudge, stop_after, restore)
             traces.append(record_call(self.fn, seed=self.seed, on_create=hooks.on_create,
-                                      before_backward=hooks.before_backward))
+                                      before_backward=hooks.before_backward,
+                                      fields=self.fields))
         return traces
 
 

@@ -127,6 +127,9 @@ def check_missing_seed(trace: Trace, ctx: CheckContext) -> list[Finding]:
         root = t.event_node(first)
         if t.is_leaf(root) or ctx.grad_before(root, first) != 0:
             continue
+        if any(t.change(i)[1] != 0 for i in t.events_of(EventKind.GRAD, p.start, first)):
+            continue  # another node was seeded: the order starts at the wrong node
+            #           (the topological-order check says so)
         ctx.seedless.add(p.index)
         ctx.explained_passes.add(p.index)
         seed = next((i for i in t.events_of(EventKind.GRAD, p.start, first)

@@ -17,6 +17,7 @@ from mgtui import __version__
 from mgtui.bundled import bundled, resolve, title_of
 from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
+from mgtui.export import is_saved_trace
 from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
 
@@ -200,12 +201,6 @@ def main(argv: list[str] | None = None) -> int:
         say(f"{path}: {trace.error_text()} (the trace up to there was kept)")
         return EXIT_FAILED
     return EXIT_OK
-
-
-def is_saved_trace(path: Path) -> bool:
-    from mgtui.tracefile import is_trace_file
-
-    return path.suffix == ".json" or is_trace_file(path)
 
 
 def load_trace(path: Path, args: argparse.Namespace):

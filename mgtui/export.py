@@ -18,6 +18,14 @@ from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFo
 
 FORMAT = "mgtui-trace"
 VERSION = 1
+SUFFIX = ".json"
+
+
+def is_saved_trace(path: str | os.PathLike) -> bool:
+    """Is this a saved trace to read, JSON or binary, rather than a scenario to run? By
+    its name (`.json`, `.mgtrace`), or by the magic a binary trace starts with. (The one
+    place that says so: the command line, the app and the lessons all ask here.)"""
+    return Path(path).suffix == SUFFIX or tracefile.is_trace_file(path)
 
 
 def num(x: float) -> float | str:
@@ -176,9 +184,11 @@ CHUNK = 1 << 20  # characters read at a time
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-# Records exactly as `write_json` writes them are read with one regular expression each,
-# without a dict; anything else (other spacing, a field more, a bad value) is read by
-# `json`'s decoder and checked field by field as before.
+# One reader, two ways into it. A record exactly as `write_json` writes it is matched by
+# one regular expression, without a dict (the fast path); any other (other spacing, a
+# field more, a bad value) is read by `json`'s decoder (the slow path). Both hand the
+# record's values to `_add_node` and `_add_event`, which hold every rule of what a field
+# may be and means: the checks and their messages are the same whichever way it came.
 _INT = r"(0|[1-9][0-9]{0,17})"
 _NUM = r'(-?(?:0|[1-9][0-9]{0,20})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?|"nan"|"inf"|"-inf")'
 _LINE = r"(null|0|[1-9][0-9]{0,7})"
@@ -201,9 +211,53 @@ _EVENT_RECORD = re.compile(
     rf'|\{{"kind": "(grad|data)", "node": {_INT}, "before": {_NUM}, "after": {_NUM}, '
     rf'"line": {_LINE}\}})' + _END)
 _NODE_RECORD = re.compile(
-    rf'[ \t\n\r]*\{{"id": {_INT}, "label": {_STR}, "op": {_STR}, '
+    rf'[ \t\n\r]*\{{"id": {_INT}, "label": {_STR}(?:, "name": {_STR})?, "op": {_STR}, '
     rf'"children": \[((?:-1|{_bare(_INT)})(?:, (?:-1|{_bare(_INT)}))*)?\], "data": {_NUM}, '
     rf'"line": {_LINE}, "final_data": {_bare(_NUM)}, "final_grad": {_bare(_NUM)}\}}' + _END)
+_CREATE, _BACKWARD = EventKind.CREATE, EventKind.BACKWARD
+_LONE = (EventKind.GRAD, EventKind.DATA)
+
+
+def _add_node(builder: TraceBuilder, i: int, nid: object, label: str, name: str, op: str,
+              children: list[int], data: float, line: object) -> None:
+    """Node `i`, read either way: its id must be `i`; a label that only repeats its
+    `#id` or its name is no label of its own."""
+    if nid != i:
+        raise TraceFormatError(f"nodes[{i}].id", f"{nid!r}: ids follow creation order")
+    if line.__class__ is not int or not 0 <= line <= MAX_LINE:  # (a bool's class is bool)
+        line = fields.line(line, f"nodes[{i}].line")
+    builder.add_node("" if label == f"#{i}" or label == name else label, op, children, data,
+                     line)
+    if name:
+        builder.add_name(i, name)
+
+
+def _add_event(builder: TraceBuilder, i: int, kind: EventKind, node: int, line: object,
+               closure: object = None, before: float = 0.0, after: float = 0.0) -> None:
+    """Event `i`, read either way (its writes and values follow): a line may be null,
+    and so may a closure; only a lone write (grad, data) has a before and an after."""
+    if line.__class__ is not int or not 0 <= line <= MAX_LINE:
+        line = fields.line(line, f"events[{i}].line")
+    builder.add_event(kind, node, before, after, line,
+                      -1 if closure is None else fields.index(closure, f"events[{i}].closure"))
+
+
+def _add_write(builder: TraceBuilder, i: int, k: int, node: int, field: object,
+               before: float, after: float, line: object) -> None:
+    """Write `k` of event `i`'s `_backward` call, read either way: grad unless it says
+    data."""
+    if field == "grad":
+        field = Field.GRAD
+    elif field == "data":
+        field = Field.DATA
+    else:
+        raise TraceFormatError(f"events[{i}].writes[{k}].field", "must be grad or data")
+    if line.__class__ is not int or not 0 <= line <= MAX_LINE:
+        line = fields.line(line, f"events[{i}].writes[{k}].line")
+    builder.add_write(node, field, before, after, line)
+
+
+# -- the fast path: records as `write_json` writes them --------------------------------
 
 
 def _text(raw: str) -> str:
@@ -214,41 +268,33 @@ def _value(raw: str) -> float:
     return float(raw.strip('"'))
 
 
-def _line_no(raw: str) -> int:
-    return 0 if raw == "null" else int(raw)
+def _line_no(raw: str) -> int | None:
+    return None if raw == "null" else int(raw)
 
 
-def _node_record(builder: TraceBuilder, m: re.Match, i: int) -> bool:
-    nid, label, op, children, data, line = m.group(1, 2, 3, 4, 5, 6)
-    if int(nid) != i or _line_no(line) > MAX_LINE:
-        return False  # read again the slow way, which says what is wrong
-    label = _text(label)
-    builder.add_node("" if label == f"#{i}" else label, _text(op),
-                     [int(c) for c in children.split(", ")] if children else (),
-                     _value(data), _line_no(line))
-    return True
+def _node_record(builder: TraceBuilder, m: re.Match, i: int) -> None:
+    nid, label, name, op, children, data, line = m.group(1, 2, 3, 4, 5, 6, 7)
+    _add_node(builder, i, int(nid), _text(label), _text(name) if name else "", _text(op),
+              [int(c) for c in children.split(", ")] if children else [], _value(data),
+              _line_no(line))
 
 
-def _event_record(builder: TraceBuilder, m: re.Match, i: int) -> bool:
+def _event_record(builder: TraceBuilder, m: re.Match, i: int) -> None:
     (created, caller, writes, line, closure, kind, node, before, after,
      lone_line) = m.group(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
     if created is not None:
-        builder.add_event(EventKind.CREATE, int(created))
+        _add_event(builder, i, _CREATE, int(created), 0)
     elif caller is not None:
-        found = [w.group(1, 2, 3, 4, 5) for w in _WRITE_RECORD.finditer(writes or "")]
-        if _line_no(line) > MAX_LINE or any(_line_no(w[3]) > MAX_LINE for w in found):
-            return False
-        builder.add_event(EventKind.BACKWARD, int(caller), 0.0, 0.0, _line_no(line),
-                          -1 if closure == "null" else int(closure))
-        for w_node, w_before, w_after, w_line, w_field in found:
-            builder.add_write(int(w_node), Field.DATA if w_field == "data" else Field.GRAD,
-                              _value(w_before), _value(w_after), _line_no(w_line))
+        _add_event(builder, i, _BACKWARD, int(caller), _line_no(line),
+                   None if closure == "null" else int(closure))
+        if writes:
+            for k, w in enumerate(_WRITE_RECORD.finditer(writes)):
+                w_node, w_before, w_after, w_line, w_field = w.group(1, 2, 3, 4, 5)
+                _add_write(builder, i, k, int(w_node), w_field or "grad", _value(w_before),
+                           _value(w_after), _line_no(w_line))
     else:
-        if _line_no(lone_line) > MAX_LINE:
-            return False
-        builder.add_event(EventKind(kind), int(node), _value(before), _value(after),
-                          _line_no(lone_line))
-    return True
+        _add_event(builder, i, EventKind(kind), int(node), _line_no(lone_line), None,
+                   _value(before), _value(after))
 
 
 class _JSONStream:
@@ -297,8 +343,8 @@ class _JSONStream:
                     raise _NotStreamable() from None
 
     def records(self, pattern: re.Pattern, fast, slow) -> None:
-        """Read a list of records: each matched by `pattern` goes to `fast(match, i)`
-        (which may decline it), any other to `slow(value, i)`."""
+        """Read a list of records: each matched by `pattern` goes to `fast(match, i)`,
+        any other to `slow(value, i)`."""
         self.expect("[")
         if self.peek() == "]":
             self.pos += 1
@@ -308,7 +354,8 @@ class _JSONStream:
             if len(self.buf) - self.pos < 65536:
                 self._more()
             m = pattern.match(self.buf, self.pos)
-            if m is not None and fast(m, i):
+            if m is not None:
+                fast(m, i)
                 self.pos, end = m.end(), m.group(m.lastindex)
             else:
                 slow(self.value(), i)
@@ -338,9 +385,7 @@ def read_json(path: Path) -> Trace:
                 if builder is None:
                     if "format" not in head or "version" not in head:
                         raise _NotStreamable()
-                    _check_format(head)
-                    builder = TraceBuilder(*(fields.text(head.get(k), k)
-                                             for k in ("scenario", "title", "notes", "source")))
+                    builder = _new_builder(head)
                 if key in head:
                     raise _NotStreamable()
                 head[key] = True
@@ -358,14 +403,7 @@ def read_json(path: Path) -> Trace:
         s.pos += 1
         if s.peek() != "" or builder is None or "nodes" not in head or "events" not in head:
             raise _NotStreamable()
-    for k in ("scenario", "title", "notes", "source"):
-        setattr(builder, k, fields.text(head.get(k), k))
-    for k, c in enumerate(fields.seq(head.get("closures", []), "closures")):
-        builder.add_closure(fields.closure(c, f"closures[{k}]"))
-    passes = fields.passes(head.get("passes"))
-    error = fields.error(head.get("error"), builder.event_count)
-    builder.validate(passes, error)
-    return builder.build(error, fields.text(head.get("output"), "output"), passes)
+    return _finish(builder, head)
 
 
 def _check_format(doc: dict[str, Any]) -> None:
@@ -375,17 +413,20 @@ def _check_format(doc: dict[str, Any]) -> None:
         raise TraceFormatError("version", f"{doc.get('version')!r} (this mgtui reads {VERSION})")
 
 
-def from_json(doc: dict[str, Any]) -> Trace:
-    """A trace from its JSON document, checked field by field (TraceFormatError)."""
-    if not isinstance(doc, dict):
-        raise TraceFormatError("format", f'must be "{FORMAT}"')
+_HEAD = ("scenario", "title", "notes", "source")
+
+
+def _new_builder(doc: dict[str, Any]) -> TraceBuilder:
+    """The builder for a document whose format and version are these."""
     _check_format(doc)
-    builder = TraceBuilder(*(fields.text(doc.get(k), k)
-                             for k in ("scenario", "title", "notes", "source")))
-    for i, n in enumerate(fields.seq(doc.get("nodes"), "nodes")):
-        _node(builder, fields.obj(n, f"nodes[{i}]"), i)
-    for i, e in enumerate(fields.seq(doc.get("events"), "events")):
-        _event(builder, fields.obj(e, f"events[{i}]"), i)
+    return TraceBuilder(*(fields.text(doc.get(k), k) for k in _HEAD))
+
+
+def _finish(builder: TraceBuilder, doc: dict[str, Any]) -> Trace:
+    """The trace of a document whose nodes and events are in `builder`: the rest of
+    its fields (which may come before them or after) read, and all of it checked."""
+    for k in _HEAD:
+        setattr(builder, k, fields.text(doc.get(k), k))
     for k, c in enumerate(fields.seq(doc.get("closures", []), "closures")):
         builder.add_closure(fields.closure(c, f"closures[{k}]"))
     passes = fields.passes(doc.get("passes"))
@@ -394,19 +435,30 @@ def from_json(doc: dict[str, Any]) -> Trace:
     return builder.build(error, fields.text(doc.get("output"), "output"), passes, last=True)
 
 
+def from_json(doc: dict[str, Any]) -> Trace:
+    """A trace from its JSON document, checked field by field (TraceFormatError): the
+    slow path of the same reader, for a file not laid out as `write_json` lays it out."""
+    if not isinstance(doc, dict):
+        raise TraceFormatError("format", f'must be "{FORMAT}"')
+    builder = _new_builder(doc)
+    for i, n in enumerate(fields.seq(doc.get("nodes"), "nodes")):
+        _node(builder, fields.obj(n, f"nodes[{i}]"), i)
+    for i, e in enumerate(fields.seq(doc.get("events"), "events")):
+        _event(builder, fields.obj(e, f"events[{i}]"), i)
+    return _finish(builder, doc)
+
+
+# -- the slow path: any record, as `json` decodes it --------------------------------------
+
+
 def _node(builder: TraceBuilder, n: dict, i: int) -> None:
-    if n.get("id") != i:
-        raise TraceFormatError(f"nodes[{i}].id", f"{n.get('id')!r}: ids follow creation order")
-    where = f"nodes[{i}].children"
-    children = [fields.index(c, where) for c in fields.seq(n.get("children"), where)]
-    label = fields.text(n.get("label"), f"nodes[{i}].label")
-    name = fields.text(n.get("name"), f"nodes[{i}].name")  # a name, not a label it was given
-    builder.add_node("" if label in (f"#{i}", name) else label,
-                     fields.text(n.get("op"), f"nodes[{i}].op"),
-                     children, _num(n.get("data"), f"nodes[{i}].data"),
-                     fields.line(n.get("line"), f"nodes[{i}].line"))
-    if name:
-        builder.add_name(i, name)
+    where = f"nodes[{i}]"
+    children = f"{where}.children"
+    _add_node(builder, i, n.get("id"), fields.text(n.get("label"), f"{where}.label"),
+              fields.text(n.get("name"), f"{where}.name"),  # a name, not a label it was given
+              fields.text(n.get("op"), f"{where}.op"),
+              [fields.index(c, children) for c in fields.seq(n.get("children"), children)],
+              _num(n.get("data"), f"{where}.data"), n.get("line"))
 
 
 def _event(builder: TraceBuilder, e: dict, i: int) -> None:
@@ -415,14 +467,13 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
     except ValueError:
         raise TraceFormatError(f"events[{i}].kind", f"{e.get('kind')!r} is not a kind") from None
     node = fields.index(e.get("node"), f"events[{i}].node")
-    lone = kind in (EventKind.GRAD, EventKind.DATA)
-    closure = e.get("closure")
-    builder.add_event(kind, node,
-                      _num(e.get("before"), f"events[{i}].before") if lone else 0.0,
-                      _num(e.get("after"), f"events[{i}].after") if lone else 0.0,
-                      fields.line(e.get("line"), f"events[{i}].line"),
-                      fields.index(closure, f"events[{i}].closure") if closure is not None else -1)
-    if kind is not EventKind.BACKWARD:
+    if kind in _LONE:
+        _add_event(builder, i, kind, node, e.get("line"), e.get("closure"),
+                   _num(e.get("before"), f"events[{i}].before"),
+                   _num(e.get("after"), f"events[{i}].after"))
+    else:
+        _add_event(builder, i, kind, node, e.get("line"), e.get("closure"))
+    if kind is not _BACKWARD:
         return
     if e.get("values") is not None:  # optional: what the call read as it began
         ((_, pairs),) = fields.call_values([[i, e["values"]]], f"events[{i}].values")
@@ -430,14 +481,9 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
     for k, w in enumerate(fields.seq(e.get("writes"), f"events[{i}].writes")):
         where = f"events[{i}].writes[{k}]"
         w = fields.obj(w, where)
-        try:
-            fld = Field(w.get("field", "grad"))
-        except ValueError:
-            raise TraceFormatError(f"{where}.field", "must be grad or data") from None
-        builder.add_write(fields.index(w.get("node"), f"{where}.node"), fld,
-                          _num(w.get("before"), f"{where}.before"),
-                          _num(w.get("after"), f"{where}.after"),
-                          fields.line(w.get("line"), f"{where}.line"))
+        _add_write(builder, i, k, fields.index(w.get("node"), f"{where}.node"),
+                   w.get("field", "grad"), _num(w.get("before"), f"{where}.before"),
+                   _num(w.get("after"), f"{where}.after"), w.get("line"))
 
 
 def _num(x: Any, where: str) -> float:

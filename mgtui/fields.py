@@ -1,8 +1,9 @@
 """The fields of a saved or streamed trace, read from JSON and checked one by one.
 
-Both file formats (`mgtui.export`, `mgtui.tracefile`) and the runner's stream read their
-JSON parts through these, so that a wrong type anywhere gives a `TraceFormatError`
-naming the field, never a KeyError or TypeError from deep inside.
+The JSON reader (`mgtui.export`) and the record table's decoder (`mgtui.record_table`,
+which reads binary files and the runner's stream alike) read their JSON parts through
+these, so that a wrong type anywhere gives a `TraceFormatError` naming the field, never
+a KeyError or TypeError from deep inside.
 """
 
 from __future__ import annotations

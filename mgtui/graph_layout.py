@@ -4,27 +4,22 @@ with a slot in every box for the numbers each step fills in.
 
 grandalf (a pure-Python Sugiyama layout) ranks the nodes and orders each layer to cut
 crossings; it draws nothing, so the grid is ours, written here because no library lays
-out on character cells: units placed on whole cells (a least-squares placement that
-keeps each layer's order), and edges routed orthogonally in the channels between
-layers, each source's lines on tracks of their own and each input into its op by a
-side of its own, so lines cross but never merge and no edge runs through a box.
+out on character cells: units placed on whole cells (`mgtui.graph_placement`: a
+least-squares placement that keeps each layer's order), and edges routed orthogonally
+in the channels between layers, each source's lines on tracks of their own and each
+input into its op by a side of its own, so lines cross but never merge and no edge runs
+through a box.
 bench/graph_layout.py measured grandalf against netext, which was far slower.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from grandalf.graphs import Edge as GEdge
-from grandalf.graphs import Vertex as GVertex
-from grandalf.graphs import graph_core
-from grandalf.layouts import DummyVertex, SugiyamaLayout
-
 from mgtui.explain import fmt
+from mgtui.graph_placement import Unit, place_across, rank_and_order
 from mgtui.trace import Trace
 
 Orientation = Literal["LR", "TB"]
@@ -196,47 +191,57 @@ class GraphModel:
 
 # -- laying out ---------------------------------------------------------------------------------
 
-@dataclass(eq=False)
-class _Unit:
-    """One vertex of the layout: a value node (its op glyph and box), a "+N more" stub,
-    or a dummy that carries a long edge through a layer. Sizes in layout axes."""
-
-    key: object
-    along: int  # extent along the layers (u)
-    across: int  # extent across them (v)
-    axis: int  # offset of its ports from its v start
-    nid: int | None = None
-    glyph: str = ""  # its op, as drawn: `(*)`
-    stub: str = ""
-    dummy: bool = False
-    layer: int = 0
-    v: float = 0.0  # its v start
-
-
 def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
             cut: dict[int, tuple[int, int]], orientation: Orientation) -> Picture:
     """Lay out the value nodes `drawn`, joined by `edges` (input, result), with a stub
     for each node's `cut` (inputs, uses) counts."""
     lr = orientation == "LR"
-    values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
-                                         trace.final_grad[n])]
-    num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)])
-    num_w = min(num_w, 7)  # a rare longer number is squeezed into it
+    sizes = _Sizes.of(trace, drawn)
+    units, links = _units(sizes, drawn, edges, cut, lr)
+    layers, chains = rank_and_order(units, links)
+    place_across(layers, chains, gap=1 if lr else 2)
+    along = _place_along(layers, chains, lr)
+    lines = _Lines(lr)
+    link_cells, has_out = _draw_links(lines, along, chains)
+    return _paint(sizes, layers, along, lines, link_cells, has_out, orientation)
 
-    def box_width(nid: int) -> int:
-        return min(len(trace.label(nid)), LABEL_WIDTH) + 2 * num_w + 11
 
-    def glyph(nid: int) -> str:
-        op = trace.op(nid)
+@dataclass(frozen=True)
+class _Sizes:
+    """How a node is drawn: its box (its label, then its numbers in `num_w` characters
+    each) and its op glyph."""
+
+    trace: Trace
+    num_w: int
+
+    @classmethod
+    def of(cls, trace: Trace, drawn: list[int]) -> _Sizes:
+        """Numbers as wide as the widest finite value of `drawn` needs, within 4…7."""
+        values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
+                                             trace.final_grad[n])]
+        num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)])
+        return cls(trace, min(num_w, 7))  # a rare longer number is squeezed into it
+
+    def box_width(self, nid: int) -> int:
+        return min(len(self.trace.label(nid)), LABEL_WIDTH) + 2 * self.num_w + 11
+
+    def glyph(self, nid: int) -> str:
+        op = self.trace.op(nid)
         return f"({clip(op, OP_WIDTH)})" if op else ""
 
-    units: dict[object, _Unit] = {}
+
+def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
+           cut: dict[int, tuple[int, int]], lr: bool) -> tuple[dict[object, Unit], list[tuple]]:
+    """The units to lay out, by key: a value node's op glyph and box (its id), and a
+    `+N more` stub for the inputs and uses cut from it (`("in", id)`, `("out", id)`);
+    and the links between them, each once."""
+    units: dict[object, Unit] = {}
     for n in drawn:
-        bw, g = box_width(n), glyph(n)
+        bw, g = sizes.box_width(n), sizes.glyph(n)
         if lr:
-            units[n] = _Unit(n, (len(g) + 1 if g else 0) + bw, 3, 1, nid=n, glyph=g)
+            units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, 3, 1, nid=n, glyph=g)
         else:
-            units[n] = _Unit(n, 3 + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
+            units[n] = Unit(n, 3 + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
     links = list(dict.fromkeys(edges))
     for n, (ins, uses) in sorted(cut.items()):
         for count, side in ((ins, "in"), (uses, "out")):
@@ -244,44 +249,58 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
                 continue
             text = f"+{count} more"
             key = (side, n)
-            units[key] = (_Unit(key, len(text), 1, 0, stub=text) if lr
-                          else _Unit(key, 1, len(text), len(text) // 2, stub=text))
+            units[key] = (Unit(key, len(text), 1, 0, stub=text) if lr
+                          else Unit(key, 1, len(text), len(text) // 2, stub=text))
             links.append((key, n) if side == "in" else (n, key))
+    return units, links
 
-    layers, chains = _rank_and_order(units, links)
-    for layer in layers:
-        for unit in layer:
-            if unit.dummy:
-                unit.along, unit.across, unit.axis = 1, 1, 0
-    _place_across(layers, chains, gap=1 if lr else 2)
 
-    # along the layers: each layer's extent, then the channel after it
+@dataclass(frozen=True)
+class _Along:
+    """Where the layers lie along the layout (u): each layer's first cell and extent,
+    and the channel after each, routed (`_route`: its track count and routes)."""
+
+    starts: list[int]
+    extent: list[int]
+    channels: list[tuple[int, dict]]
+    size: int
+
+
+def _place_along(layers: list[list[Unit]], chains: dict, lr: bool) -> _Along:
+    """Each layer as long as its longest unit, then the channel after it, as wide as
+    its tracks."""
     extent = [max(u.along for u in layer) for layer in layers]
     succ: dict[object, list[object]] = {}
     for a, b in chains:
         succ.setdefault(a, []).append(b)
     channels = [_route(layers[r], layers[r + 1], succ, lr) for r in range(len(layers) - 1)]
     starts, u = [], 0
-    for r, layer in enumerate(layers):
+    for r in range(len(layers)):
         starts.append(u)
         u += extent[r]
         if r < len(channels):
             u += max(3 if lr else 2, channels[r][0] + 2)
-    along_size = u
-    across_size = max([int(x.v) + x.across for layer in layers for x in layer] + [1])
-    width, height = (along_size, across_size) if lr else (across_size, along_size)
+    return _Along(starts, extent, channels, u)
 
-    bits: dict[tuple[int, int], int] = {}
-    screen = TO_SCREEN[orientation]
 
-    def cell(u_: int, v_: int) -> tuple[int, int]:
-        return (u_, v_) if lr else (v_, u_)
+class _Lines:
+    """The cells lines run through, each with the directions its line goes (layout
+    bits, in u and v); a cell is (x, y) on screen."""
 
-    def mark(u_: int, v_: int, b: int) -> None:
-        bits[cell(u_, v_)] = bits.get(cell(u_, v_), 0) | b
+    def __init__(self, lr: bool) -> None:
+        self.lr = lr
+        self.bits: dict[tuple[int, int], int] = {}
 
-    def polyline(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def cell(self, u: int, v: int) -> tuple[int, int]:
+        return (u, v) if self.lr else (v, u)
+
+    def mark(self, u: int, v: int, b: int) -> None:
+        key = self.cell(u, v)
+        self.bits[key] = self.bits.get(key, 0) | b
+
+    def polyline(self, points: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Line bits along axis-parallel segments through `points` (u, v); its cells."""
+        cell, mark = self.cell, self.mark
         cells = []
         for (u0, v0), (u1, v1) in zip(points, points[1:]):
             if (u0, v0) == (u1, v1):
@@ -301,11 +320,16 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
         cells.append(cell(*points[-1]))
         return cells
 
-    # each link's path: out of its source, through each channel, into its target
+
+def _draw_links(lines: _Lines, along: _Along,
+                chains: dict) -> tuple[dict[tuple, list[tuple[int, int]]], set]:
+    """Each link's path: out of its source, through each channel on its track, into its
+    target. Returns each link's cells, and the keys of the units a line leaves."""
     link_cells: dict[tuple, list[tuple[int, int]]] = {}
     has_out = set()
-    for r, (_, tracks) in enumerate(channels):
-        cs = starts[r] + extent[r]  # the channel's first cell
+    starts = along.starts
+    for r, (_, tracks) in enumerate(along.channels):
+        cs = starts[r] + along.extent[r]  # the channel's first cell
         ce = starts[r + 1] - 1  # its last: the targets' in-ports
         for (a, b), (t, (ev, off, into)) in tracks.items():
             va = int(a.v) + a.axis
@@ -313,42 +337,27 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
             eu = ce if off < 0 else starts[r + 1] + off
             pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, ev), (eu, ev)] if t >= 0 \
                 else [(out_u, va), (eu, ev)]
-            cells = polyline(pts)
-            mark(out_u, va, U_MINUS)  # it leaves a box (or carries on a dummy's line)
-            mark(eu, ev, into)  # and enters an op glyph, a box or a dummy's line
+            cells = lines.polyline(pts)
+            lines.mark(out_u, va, U_MINUS)  # it leaves a box (or carries on a dummy's line)
+            lines.mark(eu, ev, into)  # and enters an op glyph, a box or a dummy's line
             for key in chains.get((a.key, b.key), ()):
                 link_cells.setdefault(key, []).extend(cells)
             has_out.add(a.key)
+    return link_cells, has_out
 
-    # the static text: op glyphs, their connectors, stubs
+
+def _paint(sizes: _Sizes, layers: list[list[Unit]], along: _Along, lines: _Lines,
+           link_cells: dict[tuple, list[tuple[int, int]]], has_out: set,
+           orientation: Orientation) -> Picture:
+    """The picture: the static text (op glyphs and their connectors, stubs, lines), the
+    boxes, which boxes cover each row, and the cells of each edge between value nodes."""
+    lr = lines.lr
+    across_size = max([int(x.v) + x.across for layer in layers for x in layer] + [1])
+    width, height = (along.size, across_size) if lr else (across_size, along.size)
     grid = [[" "] * width for _ in range(height)]
-    ops: dict[int, tuple[int, int, str]] = {}
-    boxes: dict[int, Box] = {}
-    for r, layer in enumerate(layers):
-        for unit in layer:
-            u0, v0 = starts[r], int(unit.v)
-            if unit.stub:
-                x, y = cell(u0, v0)
-                for k, ch in enumerate(unit.stub):
-                    grid[y][x + k] = ch
-                continue
-            if unit.dummy:
-                continue
-            n = unit.nid
-            g = glyph(n)
-            bw = box_width(n)
-            if lr:
-                bx, by = u0 + (len(g) + 1 if g else 0), v0
-                if g:
-                    ops[n] = (u0, v0 + 1, g)
-                    grid[v0 + 1][bx - 1] = "─"
-            else:
-                bx, by = v0, u0 + (1 if g else 0)
-                if g:
-                    ops[n] = (v0 + unit.axis - (len(g) - 1) // 2, u0, g)
-            boxes[n] = _frame(n, bx, by, bw, trace.label(n), num_w, lr,
-                              port_in=bool(g), port_out=unit.key in has_out)
-    for (x, y), b in bits.items():
+    ops, boxes = _draw_units(grid, sizes, layers, along, lines, has_out)
+    screen = TO_SCREEN[orientation]
+    for (x, y), b in lines.bits.items():
         if 0 <= y < height and 0 <= x < width and grid[y][x] == " ":
             grid[y][x] = LINE_CHARS.get(sum(s for k, s in screen.items() if b & k), " ")
     for n, (x, y, g) in ops.items():
@@ -361,7 +370,42 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     edges_out = {key: tuple(dict.fromkeys(cells)) for key, cells in link_cells.items()
                  if isinstance(key[0], int) and isinstance(key[1], int)}
     return Picture(orientation, width, height, ["".join(row) for row in grid], boxes, ops,
-                   edges_out, [tuple(r) for r in rows], num_w)
+                   edges_out, [tuple(r) for r in rows], sizes.num_w)
+
+
+def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
+                along: _Along, lines: _Lines,
+                has_out: set) -> tuple[dict[int, tuple[int, int, str]], dict[int, Box]]:
+    """Write the stubs into `grid`, and an op glyph's connector to its box; returns
+    where each op glyph goes (x, y, glyph) and each value node's box."""
+    lr = lines.lr
+    ops: dict[int, tuple[int, int, str]] = {}
+    boxes: dict[int, Box] = {}
+    for r, layer in enumerate(layers):
+        for unit in layer:
+            u0, v0 = along.starts[r], int(unit.v)
+            if unit.stub:
+                x, y = lines.cell(u0, v0)
+                for k, ch in enumerate(unit.stub):
+                    grid[y][x + k] = ch
+                continue
+            if unit.dummy:
+                continue
+            n = unit.nid
+            g = sizes.glyph(n)
+            bw = sizes.box_width(n)
+            if lr:
+                bx, by = u0 + (len(g) + 1 if g else 0), v0
+                if g:
+                    ops[n] = (u0, v0 + 1, g)
+                    grid[v0 + 1][bx - 1] = "─"
+            else:
+                bx, by = v0, u0 + (1 if g else 0)
+                if g:
+                    ops[n] = (v0 + unit.axis - (len(g) - 1) // 2, u0, g)
+            boxes[n] = _frame(n, bx, by, bw, sizes.trace.label(n), sizes.num_w, lr,
+                              port_in=bool(g), port_out=unit.key in has_out)
+    return ops, boxes
 
 
 def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,
@@ -386,158 +430,7 @@ def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,
     return Box(nid, x, y, w, clip(label, lw), "".join(top), "".join(bottom), left, right)
 
 
-def _rank_and_order(units: dict[object, _Unit], links: list[tuple]) -> tuple[list[list[_Unit]], dict]:
-    """grandalf's Sugiyama ranking (leaves pulled next to their use) and its crossing-
-    cutting order of each layer. Returns the layers, dummies included, and for each pair
-    of adjacent units the links whose path runs between them."""
-    vertex = {key: GVertex(key) for key in units}
-    for key, v in vertex.items():
-        v.view = _View(units[key].across, units[key].along)
-    layers: list[list[_Unit]] = []
-    chains: dict[tuple, list[tuple]] = {}
-    numbers = itertools.count()
-    for keys, component in _components(list(units), links):
-        # (grandalf's own Graph gathers a component's edges in a set, whose order, and so
-        # the layout, would change from run to run: each component is made here, in order)
-        core = graph_core([vertex[k] for k in keys],
-                          [GEdge(vertex[a], vertex[b]) for a, b in component])
-        sug = SugiyamaLayout(core)
-        sug.init_all(roots=[v for v in core.sV if not v.e_in()], optimize=True)
-        for _ in sug.ordering_step():
-            pass
-        for _ in sug.ordering_step(oneway=True):
-            pass
-        dummies: dict[DummyVertex, _Unit] = {}
-        for r, layer in enumerate(l for l in sug.layers if len(l)):
-            while len(layers) <= r:
-                layers.append([])
-            for v in sorted(layer, key=lambda v: sug.grx[v].pos):
-                if isinstance(v, DummyVertex):
-                    # numbered, not by id(): an earlier component's dummies are freed
-                    # by now, and a reused id would join two components' links
-                    unit = dummies[v] = _Unit(("dummy", next(numbers)), 1, 1, 0, dummy=True)
-                else:
-                    unit = units[v.data]
-                unit.layer = r
-                layers[r].append(unit)
-        for e in core.sE:
-            a, b = e.v[0].data, e.v[1].data
-            ctrl = sug.ctrls.get(e)
-            path = [units[a]]
-            if ctrl:
-                path += [dummies[ctrl[k]] for k in sorted(ctrl) if isinstance(ctrl[k], DummyVertex)]
-            path.append(units[b])
-            for p, q in zip(path, path[1:]):
-                chains.setdefault((p.key, q.key), []).append((a, b))
-    # ranks start at 0 in every component: the layers line up by rank
-    return layers, chains
-
-
-def _components(keys: list, links: list[tuple]) -> list[tuple[list, list[tuple]]]:
-    """The connected components of a graph, each its keys and its links, in order."""
-    root = {k: k for k in keys}
-
-    def find(k):
-        while root[k] != k:
-            root[k] = root[root[k]]
-            k = root[k]
-        return k
-
-    for a, b in links:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            root[rb] = ra
-    groups: dict[object, tuple[list, list]] = {}
-    for k in keys:
-        groups.setdefault(find(k), ([], []))[0].append(k)
-    for a, b in links:
-        groups[find(a)][1].append((a, b))
-    return list(groups.values())
-
-
-class _View:
-    def __init__(self, w: int, h: int) -> None:
-        self.w, self.h = w, h
-        self.xy = (0.0, 0.0)
-
-
-def _place_across(layers: list[list[_Unit]], chains: dict, gap: int) -> None:
-    """Each unit's v start: in its layer's order, `gap` apart, as near as can be to the
-    mean of its neighbours' ports (least squares, by pool-adjacent-violators), sweeping
-    down and up the layers a few times, then on whole cells."""
-    preds: dict[object, list[_Unit]] = {}
-    succs: dict[object, list[_Unit]] = {}
-    by_key = {u.key: u for layer in layers for u in layer}
-    for a, b in chains:
-        succs.setdefault(a, []).append(by_key[b])
-        preds.setdefault(b, []).append(by_key[a])
-    for layer in layers:
-        v = 0
-        for u in layer:
-            u.v = v
-            v += u.across + gap
-    order = list(range(len(layers)))
-    for sweep in range(4):
-        down = sweep % 2 == 0
-        for r in (order[1:] if down else order[-2::-1]):
-            layer = layers[r]
-            want, weight = [], []
-            for u in layer:
-                near = (preds if down else succs).get(u.key, [])
-                if near:
-                    want.append(sum(n.v + n.axis for n in near) / len(near) - u.axis)
-                    weight.append(1.0)
-                else:
-                    want.append(u.v)
-                    weight.append(0.05)
-            for u, v in zip(layer, _isotonic(layer, want, weight, gap)):
-                u.v = v
-    lowest = 0.0
-    for layer in layers:
-        last = None
-        for u in layer:
-            u.v = round(u.v)
-            if last is not None:
-                u.v = max(u.v, last.v + last.across + gap)
-            last = u
-        if layer:
-            lowest = min(lowest, layer[0].v)
-    for layer in layers:
-        for u in layer:
-            u.v -= lowest
-    # A unit whose port is on the same line as the port of a unit before it that is not
-    # its input would have its incoming line run into that unit's outgoing one: move it on.
-    for r in range(1, len(layers)):
-        for k, u in enumerate(layers[r]):
-            inputs = {p.key for p in preds.get(u.key, [])}
-            before = {int(p.v) + p.axis: p.key for p in layers[r - 1]}
-            while (row := int(u.v) + u.axis) in before and before[row] not in inputs:
-                u.v += 1
-            for prev, nxt in zip(layers[r][k:], layers[r][k + 1:]):
-                nxt.v = max(nxt.v, prev.v + prev.across + gap)
-
-
-def _isotonic(layer: list[_Unit], want: list[float], weight: list[float], gap: int) -> list[float]:
-    """Starts as near `want` as can be (weighted least squares) with each unit `gap`
-    after the one before it."""
-    offsets, s = [], 0
-    for u in layer:
-        offsets.append(s)
-        s += u.across + gap
-    blocks: list[list[float]] = []  # [mean, weight, count]
-    for w_, wt, off in zip(want, weight, offsets):
-        blocks.append([w_ - off, wt, 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            m2, w2, c2 = blocks.pop()
-            m1, w1, c1 = blocks.pop()
-            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, c1 + c2])
-    out = []
-    for mean, _, count in blocks:
-        out.extend([mean] * count)
-    return [q + off for q, off in zip(out, offsets)]
-
-
-def _entries(unit: _Unit, lr: bool) -> list[tuple[int, int, int]]:
+def _entries(unit: Unit, lr: bool) -> list[tuple[int, int, int]]:
     """The cells where lines may enter a unit's op glyph, as (v, u offset from the
     layer's start, the direction into the glyph): the main one in front of it (offset
     -1: the channel's last cell), and for an op glyph its two sides, so that two inputs
@@ -553,7 +446,7 @@ def _entries(unit: _Unit, lr: bool) -> list[tuple[int, int, int]]:
     return [(left, 0, V_PLUS), main, (left + len(g) + 1, 0, V_MINUS)]
 
 
-def _choose(sources: list[_Unit], entries: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """Entries for `sources` (in order down the channel), in the same order: the
     nearest for one, else spread out from the first and last, the middle ones sharing."""
     if len(sources) == 1:
@@ -571,7 +464,7 @@ def _choose(sources: list[_Unit], entries: list[tuple[int, int, int]]) -> list[t
     return [entries[0]] + [main] * (len(sources) - 2) + [entries[-1]]
 
 
-def _route(left: list[_Unit], right: list[_Unit], succ: dict, lr: bool) -> tuple[int, dict]:
+def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[int, dict]:
     """Tracks for the channel between two layers. Each source's lines (its fan-out) go
     up on one track and down on another; each input enters its op by an entry of its own, so
     the nets of different sources only ever cross. A source's row must not run into
@@ -579,12 +472,12 @@ def _route(left: list[_Unit], right: list[_Unit], succ: dict, lr: bool) -> tuple
     that net's. Returns the number of tracks and, per (source, target) pair, its track
     (-1: a straight line) and its entry."""
     target = {u.key: u for u in right}
-    inputs: dict[object, list[_Unit]] = {}
+    inputs: dict[object, list[Unit]] = {}
     for a in left:
         for k in succ.get(a.key, ()):
             if k in target:
                 inputs.setdefault(k, []).append(a)
-    entry: dict[tuple[_Unit, _Unit], tuple[int, int, int]] = {}
+    entry: dict[tuple[Unit, Unit], tuple[int, int, int]] = {}
     rows_out = {int(a.v) + a.axis for a in left if a.key in succ}
     for key, sources in inputs.items():
         b = target[key]
@@ -597,7 +490,7 @@ def _route(left: list[_Unit], right: list[_Unit], succ: dict, lr: bool) -> tuple
             entry[(a, b)] = e
     # a source's lines up and its lines down go on tracks of their own: a `┼` would
     # read as two lines crossing, never as one line branching four ways
-    nets: dict[tuple[_Unit, int], list[tuple[_Unit, tuple[int, int, int]]]] = {}
+    nets: dict[tuple[Unit, int], list[tuple[Unit, tuple[int, int, int]]]] = {}
     for (a, b), e in entry.items():
         src = int(a.v) + a.axis
         if e[0] != src:
@@ -606,15 +499,15 @@ def _route(left: list[_Unit], right: list[_Unit], succ: dict, lr: bool) -> tuple
     for (a, part), outs in nets.items():
         rows = [int(a.v) + a.axis] + [e[0] for _, e in outs]
         span[(a, part)] = (min(rows), max(rows))
-    source_row: dict[int, list[tuple[_Unit, int]]] = {}
+    source_row: dict[int, list[tuple[Unit, int]]] = {}
     for net in nets:
         source_row.setdefault(int(net[0].v) + net[0].axis, []).append(net)
-    before: dict[tuple[_Unit, int], set] = {net: set() for net in nets}  # nets left of it
+    before: dict[tuple[Unit, int], set] = {net: set() for net in nets}  # nets left of it
     for net, outs in nets.items():
         for _, (row, _, _) in outs:
             before[net] |= {other for other in source_row.get(row, ()) if other[0] is not net[0]}
     todo = sorted(nets, key=lambda net: span[net])
-    track_of: dict[tuple[_Unit, int], int] = {}
+    track_of: dict[tuple[Unit, int], int] = {}
     t = 0
     while todo:
         used: list[tuple[int, int]] = []

@@ -70,13 +70,10 @@ def _notebook_title(doc: dict) -> str:
 
 def _trace_file_title(path: Path) -> str:
     """The title in a binary trace's header record, read without the rest."""
-    from mgtui.tracefile import records
+    from mgtui.tracefile import header_of
 
-    with path.open("rb") as f:
-        tag, payload = next(records(f))
-    head = json.loads(payload) if tag == "H" else {}
-    title = head.get("title") if isinstance(head, dict) else None
-    return title.strip().splitlines()[0] if isinstance(title, str) and title.strip() else ""
+    title = header_of(path)["title"]
+    return title.strip().splitlines()[0] if title.strip() else ""
 
 
 # -- lessons recorded once, for a class ------------------------------------------------------
@@ -117,11 +114,10 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
     """Record a scenario once (in the runner's child process), or read a saved trace.
     Raises LessonError when it cannot be shown at all."""
     from mgtui.errors import ScenarioLoadError
+    from mgtui.export import is_saved_trace, load
 
     try:
-        if path.suffix in (".json", ".mgtrace") or _is_binary_trace(path):
-            from mgtui.export import load
-
+        if is_saved_trace(path):
             trace, message = load(path), ""
         else:
             from mgtui.runner import run
@@ -135,8 +131,3 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
     trace.build_indexes(final=True)  # once here, not in every session (shared by a class)
     return Lesson(name or path.name, path, trace.title or file_title(path), trace, message)
 
-
-def _is_binary_trace(path: Path) -> bool:
-    from mgtui.tracefile import is_trace_file
-
-    return is_trace_file(path)

@@ -1,9 +1,10 @@
 """Every recording runs the scenario in a child process of its own.
 
-The child (`python -m mgtui.runner`) records the scenario and streams the trace to the
-parent over a pipe of its own, as the binary trace records of `mgtui.tracefile`, while
-the scenario still runs. Its stdout and stderr go to another pipe, so nothing the
-scenario prints, redirects or leaves running can corrupt the trace. The parent builds
+The child (`python -m mgtui.runner`, which runs `mgtui.runner_child`) records the
+scenario and streams the trace to the parent over a pipe of its own, as the records of
+`mgtui.record_table` (those a saved file holds, and a few of its own), while the
+scenario still runs. Its stdout and stderr go to another pipe, so nothing the scenario
+prints, redirects or leaves running can corrupt the trace. The parent builds
 the trace as the records arrive (`Run.snapshot()` shows it while it grows), and however
 the child ends — finished, raised, timed out, interrupted, out of memory, `os._exit`,
 a crash, a thread that never ends — the parent ends the child's whole process group,
@@ -12,7 +13,6 @@ keeps the trace up to that point, and says in one sentence what happened.
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -20,50 +20,24 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from mgtui import fields, tracefile
+from mgtui import record_table
 from mgtui.errors import ScenarioLoadError
+from mgtui.record_table import RecordDecoder
+from mgtui.run_spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
+    DEFAULT_MAX_MEMORY,
+    FLUSH_EVERY,
+    UI_FIRST,
+    RunSpec,
+)
 from mgtui.safe import bounded
-from mgtui.trace import Trace, TraceBuilder, TraceError, TraceFormatError
+from mgtui.trace import Trace, TraceError, TraceFormatError
 
 GRACE = 1.0  # seconds a child gets to send what it has before its group is killed
-DEFAULT_MAX_MEMORY = 8 << 30  # bytes of address space for a child (--max-memory)
 OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
-FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
-
-
-UI_FIRST = 5  # `RunSpec.nice` for the app's runs
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What the child runs, as it travels to it (JSON on its stdin)."""
-
-    path: str
-    seed: int = 0
-    max_nodes: int = 2_000_000
-    timeout: float | None = None
-    max_memory: int | None = DEFAULT_MAX_MEMORY
-    argv: tuple[str, ...] = ()
-    job: str | None = None  # "module:function" giving the doctor's hooks, in the child
-    job_args: dict = field(default_factory=dict)
-    # How much lower the child's CPU priority is than this process's: the app's runs
-    # (its UI comes before the recording on a busy machine); 0 for the headless modes.
-    nice: int = 0
-
-    def to_json(self) -> str:
-        d = dict(self.__dict__)
-        d["argv"] = list(self.argv)
-        return json.dumps(d)
-
-    @classmethod
-    def from_json(cls, text: str) -> RunSpec:
-        d = json.loads(text)
-        d["argv"] = tuple(d.get("argv", ()))
-        return cls(**d)
 
 
 @dataclass
@@ -79,6 +53,130 @@ class RunResult:
 # -- the parent --------------------------------------------------------------------------
 
 
+class LiveTrace:
+    """The child's trace stream as it arrives: split into records, decoded through the
+    record table (`mgtui.record_table.RecordDecoder`), the same decoder a saved file is
+    read through, into the trace so far.
+
+    Records that build the trace are added as they arrive until a trace is first asked
+    for (the first frame finds them ready). After that they are kept as they come
+    (compressed) and added when the next one is asked for, so that between the app's
+    updates the reader thread takes no interpreter time from its UI. Records about the
+    run (X, R, Q: `record_table.RUN_TAGS`) are decoded the moment they arrive."""
+
+    def __init__(self) -> None:
+        self.decoder = RecordDecoder()
+        self.lock = threading.RLock()
+        self.error: str | None = None  # what is wrong with the stream: read no further
+        self.end_seen = False  # the end record has arrived (it is added with the rest)
+        self._buffer = bytearray()
+        self._head_seen = False
+        self._pending: list[tuple[str, bytes]] = []
+        self._deferring = False
+        self._shown: Trace | None = None  # the last snapshot
+        self._final: Trace | None = None  # the whole trace, once built
+
+    @property
+    def waiting(self) -> int:
+        """How many records arrived that wait for the next snapshot to be added."""
+        return len(self._pending)
+
+    def feed(self, data: bytes) -> int:
+        """Take bytes of the stream as they arrive (whole records or not); the number
+        of nodes in the N records they complete."""
+        with self.lock:  # a snapshot sees whole reads: events with their writes
+            self._buffer += data
+            return self._take_records()
+
+    def _take_records(self) -> int:
+        buf = self._buffer
+        if not self._head_seen:
+            if len(buf) < record_table.HEAD_SIZE:
+                return 0
+            try:
+                record_table.check_head(bytes(buf[: record_table.HEAD_SIZE]))
+            except TraceFormatError as exc:
+                self.error = str(exc)
+                return 0
+            del buf[: record_table.HEAD_SIZE]
+            self._head_seen = True
+        nodes = 0
+        while self.error is None:
+            try:
+                record = record_table.split_record(buf)
+            except TraceFormatError as exc:
+                self.error = str(exc)
+                break
+            if record is None:
+                break
+            tag, payload = record
+            if tag in record_table.RUN_TAGS:
+                self._decode(tag, payload)
+                continue
+            self._pending.append(record)
+            if not self._deferring:
+                self.add_pending()
+            self.end_seen = self.end_seen or tag == record_table.END
+            if tag == record_table.NODES:
+                nodes += record_table.node_count(payload)
+        return nodes
+
+    def _decode(self, tag: str, payload: bytes) -> None:
+        try:
+            self.decoder.take(tag, payload)
+        except (TraceFormatError, ValueError, TypeError) as exc:
+            self.error = f"record {tag}: {exc}"
+
+    def add_pending(self) -> None:
+        """Decode the records that arrived since the last time, in order."""
+        with self.lock:
+            pending, self._pending = self._pending, []
+            for tag, payload in pending:
+                if self.error is not None:
+                    return
+                self._decode(tag, payload)
+
+    def snapshot(self, output: str) -> Trace | None:
+        """The trace of what has arrived so far, checked (with `output`, what was
+        printed so far)."""
+        with self.lock:
+            self.add_pending()
+            self._deferring = True
+            if self.decoder.builder is None:
+                return self._final
+            if not self.decoder.builder.consistent:  # a chunk of events whose writes
+                return self._shown  # are coming (the next update will show them)
+            self._shown = self._checked(None, output)
+            return self._shown
+
+    def trim(self) -> None:
+        """Drop what a child killed in the middle of a flush left half sent."""
+        with self.lock:
+            if self.decoder.builder is not None:
+                self.decoder.builder.trim()
+
+    def finish(self, error: TraceError | None, output: str) -> Trace | None:
+        """The whole trace, built once (None if it does not check: `error` says why)."""
+        with self.lock:
+            self.trim()
+            trace = self._checked(error, output, last=True)
+            if trace is not None:
+                self._final = trace
+                self.decoder.builder = None  # its columns are the trace's now: not kept twice
+                self._shown = None  # nor the last snapshot
+            return trace
+
+    def _checked(self, error: TraceError | None, output: str,
+                 last: bool = False) -> Trace | None:
+        builder = self.decoder.builder
+        try:
+            builder.validate(None, error)
+        except TraceFormatError as exc:
+            self.error = self.error or str(exc)
+            return None
+        return builder.build(error, output, last=last)
+
+
 class Run:
     """One child process recording one scenario. `start()`, then `wait()`; meanwhile
     `snapshot()` gives the trace so far and `cancel()` stops it."""
@@ -86,30 +184,13 @@ class Run:
     def __init__(self, spec: RunSpec, on_progress: Callable[[int], None] | None = None) -> None:
         self.spec = spec
         self.on_progress = on_progress
-        self._builder: TraceBuilder | None = None
-        # Records that build the trace are added to the builder as they arrive until a
-        # trace is first asked for (the first frame finds them ready). After that they
-        # are kept as they come (compressed) and added when the next one is asked for,
-        # so that between the app's updates the reader thread takes no interpreter time
-        # from its UI.
-        self._pending: list[tuple[str, bytes]] = []
-        self._deferring = False
+        self.live = LiveTrace()
         self._nodes_seen = 0  # nodes in the records that arrived (for on_progress)
-        self._end_seen = False  # the end record has arrived (it is added with the rest)
-        self._lock = threading.RLock()
-        self._end: dict | None = None
-        self._load_error: dict | None = None
-        self._job_result: object = None
         self._output: list[bytes] = []
         self._output_size = 0
-        self._stream_error: str | None = None
-        self._head_seen = False
         self._progress_error: BaseException | None = None  # raised by on_progress
-        self._exit_code: object = None  # what the scenario passed to os._exit
         self._stop_reason: str | None = None
         self._proc: subprocess.Popen | None = None
-        self._final: Trace | None = None  # the whole trace, once built
-        self._shown: Trace | None = None  # the last snapshot
         self._outcome: RunResult | None = None
         self._reader: threading.Thread | None = None
 
@@ -203,7 +284,7 @@ class Run:
                 self._stop_reason = f"timed out after {limit:g} s (--timeout)"
                 self._signal(signal.SIGINT)
                 hard = now + GRACE
-            if hard is None and self._end_seen and proc.poll() is not None:
+            if hard is None and self.live.end_seen and proc.poll() is not None:
                 hard = now + GRACE  # it has said all; something it left holds the pipes
             if hard is not None and now > hard:
                 self._signal(signal.SIGKILL)
@@ -243,7 +324,6 @@ class Run:
         sel = selectors.DefaultSelector()
         sel.register(fd, selectors.EVENT_READ, "trace")
         sel.register(proc.stdout, selectors.EVENT_READ, "output")
-        pending = bytearray()
         open_ = 2
         while open_:
             for key, _ in sel.select():
@@ -254,9 +334,7 @@ class Run:
                 elif key.data == "output":
                     self._keep_output(chunk)
                 else:
-                    pending += chunk
-                    with self._lock:  # a snapshot sees whole reads: events with their writes
-                        self._take_records(pending)
+                    self._progress(self.live.feed(chunk))
         os.close(fd)
 
     def _keep_output(self, chunk: bytes) -> None:
@@ -268,89 +346,16 @@ class Run:
             self._output = [text.encode("utf-8")]
             self._output_size = len(self._output[0])
 
-    def _take_records(self, pending: bytearray) -> None:
-        if not self._head_seen:
-            if len(pending) < tracefile.HEAD_SIZE:
-                return
-            try:
-                tracefile.check_head(bytes(pending[: tracefile.HEAD_SIZE]))
-            except TraceFormatError as exc:
-                self._stream_error = str(exc)
-                return
-            del pending[: tracefile.HEAD_SIZE]
-            self._head_seen = True
-        while self._stream_error is None:
-            try:
-                record = tracefile.split_record(pending)
-            except TraceFormatError as exc:
-                self._stream_error = str(exc)
-                return
-            if record is None:
-                return
-            tag, payload = record
-            try:
-                self._take(tag, payload)
-            except (TraceFormatError, ValueError, TypeError) as exc:
-                self._stream_error = f"record {tag}: {exc}"
-
-    def _take(self, tag: str, payload: bytes) -> None:
-        if tag == "X":  # it could not run at all
-            self._load_error = json.loads(payload)
+    def _progress(self, nodes: int) -> None:
+        """Tell `on_progress` how many nodes have arrived, when more have."""
+        if not nodes or self.on_progress is None or self._progress_error is not None:
             return
-        if tag == "R":
-            self._job_result = json.loads(payload)
-            return
-        if tag == "Q":
-            self._exit_code = json.loads(payload).get("code")
-            return
-        with self._lock:
-            self._pending.append((tag, payload))
-            if not self._deferring:
-                self._add_pending()
-        self._end_seen = self._end_seen or tag == "Z"
-        if tag == "N" and self.on_progress is not None and self._progress_error is None:
-            self._nodes_seen += tracefile.node_count(payload)
-            try:
-                self.on_progress(self._nodes_seen)
-            except BaseException as exc:  # noqa: BLE001 - the caller wants the run to stop
-                self._progress_error = exc
-                self.cancel("cancelled")
-
-    def _add_pending(self) -> None:
-        """Add the records that arrived since the last time to the builder, in order.
-        (Under the lock.)"""
-        pending, self._pending = self._pending, []
-        for tag, payload in pending:
-            if self._stream_error is not None:
-                return
-            try:
-                self._add(tag, payload)
-            except (TraceFormatError, ValueError, TypeError) as exc:
-                self._stream_error = f"record {tag}: {exc}"
-
-    def _add(self, tag: str, payload: bytes) -> None:
-        if tag == "H":
-            head = fields.obj(json.loads(payload), "header")
-            self._builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
-                                           for k in ("scenario", "title", "notes", "source")))
-        elif self._builder is None:
-            raise TraceFormatError(f"record {tag}", "comes before the header")
-        elif tag == "C":
-            self._builder.add_closure(fields.closure(
-                json.loads(payload), f"closures[{len(self._builder.closures)}]"))
-        elif tag in ("N", "E", "W"):
-            self._builder.add(tracefile.decode_chunk(tag, payload))
-        elif tag == "M":
-            tracefile.add_names(self._builder, json.loads(payload))
-        elif tag == "V":
-            for event, pairs in fields.call_values(json.loads(payload)):
-                self._builder.add_values(event, pairs)
-        elif tag == "L":
-            for pair in fields.seq(json.loads(payload), "labels"):
-                nid, label = fields.seq(pair, "labels")[:2]
-                self._builder.relabel(nid, label)
-        elif tag == "Z":
-            self._end = fields.obj(json.loads(payload), "end")
+        self._nodes_seen += nodes
+        try:
+            self.on_progress(self._nodes_seen)
+        except BaseException as exc:  # noqa: BLE001 - the caller wants the run to stop
+            self._progress_error = exc
+            self.cancel("cancelled")
 
     # -- the result ------------------------------------------------------------------------------
     @property
@@ -360,73 +365,49 @@ class Run:
 
     def snapshot(self) -> Trace | None:
         """The trace of what has arrived so far, checked."""
-        with self._lock:
-            self._add_pending()
-            self._deferring = True
-            if self._builder is None:
-                return self._final
-            if not self._builder.consistent:  # a chunk of events whose writes are coming
-                return self._shown  # (the next update will show them)
-            self._shown = self._checked(None, self.output, trim=False)  # (printed so far)
-            return self._shown
-
-    def _checked(self, error: TraceError | None, output: str, trim: bool = True,
-                 last: bool = False) -> Trace | None:
-        if trim:
-            self._builder.trim()  # a child killed in the middle of a flush
-        try:
-            self._builder.validate(None, error)
-        except TraceFormatError as exc:
-            self._stream_error = self._stream_error or str(exc)
-            return None
-        return self._builder.build(error, output, last=last)
+        return self.live.snapshot(self.output)  # (printed so far)
 
     def _result(self, returncode: int) -> RunResult:
-        with self._lock:
-            self._add_pending()
-        if self._load_error is not None:
-            raise ScenarioLoadError(self._load_error["message"], self._load_error.get("detail", ""))
-        end = self._end
-        output = (fields.text(end.get("output"), "output") if end else "") + self.output
-        if self._builder is not None:
-            with self._lock:
-                self._builder.trim()  # a child killed in the middle of a flush
-        if self._builder is None:
+        live = self.live
+        decoder = live.decoder
+        live.add_pending()
+        if decoder.not_run is not None:
+            raise ScenarioLoadError(decoder.not_run["message"], decoder.not_run["detail"])
+        end = decoder.end
+        output = decoder.output() + self.output
+        live.trim()
+        if decoder.builder is None:
             why = self._ending(returncode, end)
             raise ScenarioLoadError(f"{self.spec.path}: the scenario's process ended before it "
-                              f"started recording: {why}", output.strip()[-2000:])
-        error = fields.error(end.get("error"), self._builder.event_count) if end else None
+                                    f"started recording: {why}", output.strip()[-2000:])
+        error = decoder.error()
         stopped = error is not None and error.type == "Stopped"  # a limit, or ctrl+c
         finished = (end is not None and not stopped and self._stop_reason is None
-                    and self._stream_error is None)
+                    and live.error is None)
         message = ""
         if stopped and self._stop_reason is None:
             message = error.message.removeprefix("recording stopped: ")
         elif not finished:
             message = self._ending(returncode, end)
             error = TraceError("Stopped", f"recording stopped: {message}", None,
-                               self._builder.event_count)
-        with self._lock:
-            trace = self._checked(error, output, last=True)
-            if trace is not None:
-                self._final = trace
-                self._builder = None  # its columns are the trace's now: not kept twice
-                self._shown = None  # nor the last snapshot
+                               decoder.builder.event_count)
+        trace = live.finish(error, output)
         if trace is None:
             raise ScenarioLoadError(f"{self.spec.path}: the recording could not be read: "
-                              f"{self._stream_error}")
-        return RunResult(trace, finished, message, self._job_result)
+                                    f"{live.error}")
+        return RunResult(trace, finished, message, decoder.job_result)
 
     def _ending(self, returncode: int | None, end: dict | None) -> str:
         """What happened to a run that did not finish, in one phrase."""
-        if self._stream_error is not None:
-            return f"its trace stream was damaged ({self._stream_error})"
+        if self.live.error is not None:
+            return f"its trace stream was damaged ({self.live.error})"
         if self._stop_reason is not None:
             return self._stop_reason
         if end is not None:
             return "it stopped"
-        if self._exit_code is not None:
-            return f"the scenario called os._exit({self._exit_code!r}) before it finished"
+        exit_code = self.live.decoder.exit_code
+        if exit_code is not None:
+            return f"the scenario called os._exit({exit_code!r}) before it finished"
         if returncode is not None and returncode < 0:
             sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else ""
             if -returncode == signal.SIGKILL:
@@ -445,6 +426,9 @@ def run(path: str | os.PathLike, **options) -> RunResult:
 
 
 def child_main(stream_fd: int) -> None:
+    """The child's entry (`python -m mgtui.runner FD`): read the spec, record, stream.
+    `mgtui.runner_child` is imported here, in the child alone: the parent never loads
+    the recorder, and the child shares only `mgtui.run_spec` with the parent's side."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see serve()
     from mgtui.runner_child import serve
 

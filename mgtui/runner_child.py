@@ -21,10 +21,10 @@ from mgtui.call_values import CallValues
 from mgtui.probes import Hooks, StopRecording
 from mgtui.recorder import Recorder
 from mgtui.records import Mark, Records
+from mgtui.run_spec import FLUSH_EVERY
 from mgtui.scenario import ScenarioLoadError, load_scenario
 
 
-FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
 
 
 class RunSpec(Protocol):

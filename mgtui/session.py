@@ -1,190 +1,42 @@
 """A debugging session without a screen: one trace, the step it is at, the selected node,
-the breakpoints, and every move through time. Each move returns one `StepState`, a
-plain value with everything the panes draw; its `Position` is small and serialisable.
+the breakpoints, and every move through time. Each move returns one `StepState`
+(`mgtui.step_state`), a plain value with everything the panes draw, worked out by
+`mgtui.step_panes`; its `Position` is small and serialisable.
 """
 
 from __future__ import annotations
 
-import math
-from array import array
 from bisect import bisect_right
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Callable, Literal
+from dataclasses import replace
+from typing import Literal
 
-from mgtui.assigns import assigning_lines
-from mgtui.explain import Explanation, explain
-from mgtui.notes import notes_in
+from mgtui import step_panes
+from mgtui.step_panes import short_path
+from mgtui.step_state import (
+    BARS,
+    TABS,
+    Detail,
+    Header,
+    Notice,
+    Passes,
+    Position,
+    Source,
+    StepState,
+    sparkline,
+)
 from mgtui.timeline import Timeline
-from mgtui.trace import EventKind, Trace, TraceError
+from mgtui.trace import EventKind, Trace
 from mgtui.view import GraphView, take_prepared, view_key
 
-TABS = ("source", "notes", "output", "checks")
-BARS = "▁▂▃▄▅▆▇█"
+__all__ = ["ACTIONS", "BACKWARD_ACTIONS", "BARS", "FORWARD_ACTIONS", "TABS", "Detail", "Header",
+           "Notice", "Passes", "Position", "Session", "Source", "StepState", "short_path",
+           "sparkline"]
+
 
 # Actions that move through time, and which end of the trace stops them.
 FORWARD_ACTIONS = frozenset({"next", "continue", "end", "next_pass"})
 BACKWARD_ACTIONS = frozenset({"prev", "continue_back", "start", "prev_pass"})
 ACTIONS = FORWARD_ACTIONS | BACKWARD_ACTIONS | {"breakpoint", "find", "checks"}
-
-
-def short_path(filename: str) -> str:
-    """A path as a pane title: relative to the working directory when it is under it,
-    else its last two parts (`micrograd/engine.py`)."""
-    p = Path(filename)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return "/".join(p.parts[-2:]) if len(p.parts) > 1 else filename
-
-
-def sparkline(values: tuple[float, ...]) -> str:
-    """One bar per value, scaled between the finite extremes; `?` for a non-finite one.
-    Empty when there is no curve to draw (fewer than two points, none finite)."""
-    finite = [v for v in values if math.isfinite(v)]
-    if len(values) < 2 or not finite:
-        return ""
-    lo, hi = min(finite), max(finite)
-    span = (hi - lo) or 1.0
-    top = len(BARS) - 1
-    return "".join(BARS[min(int((v - lo) / span * top + 0.5), top)] if math.isfinite(v) else "?"
-                   for v in values)
-
-
-# -- the values a move returns ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Position:
-    """Where a session is: what a teacher's session broadcasts to a class."""
-
-    step: int = 0
-    node: int | None = None  # the selected node
-    tab: str = "source"  # the side tab on show: one of TABS
-    lesson: str = ""  # the scenario (its path as recorded)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"lesson": self.lesson, "step": self.step, "node": self.node, "tab": self.tab}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Position:
-        """The inverse of `to_dict`. Raises ValueError on a malformed value."""
-        step, node = data.get("step", 0), data.get("node")
-        tab, lesson = data.get("tab", "source"), data.get("lesson", "")
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise ValueError(f"step must be a natural number, not {step!r}")
-        if node is not None and (not isinstance(node, int) or isinstance(node, bool) or node < 0):
-            raise ValueError(f"node must be a node id or null, not {node!r}")
-        if tab not in TABS:
-            raise ValueError(f"tab must be one of {', '.join(TABS)}, not {tab!r}")
-        if not isinstance(lesson, str):
-            raise ValueError(f"lesson must be a string, not {lesson!r}")
-        return cls(step, node, tab, lesson)
-
-
-@dataclass(frozen=True)
-class Source:
-    """The code the source pane shows: `lines` numbered from `first_line`, and the lines
-    marked with a glyph (`▶` wrote a grad, `✗` raised, `!` a finding or a line that
-    assigns a grad instead of adding to it)."""
-
-    key: tuple
-    title: str
-    lines: tuple[str, ...] = ()
-    first_line: int = 1
-    marked: dict[int, str] = field(default_factory=dict)
-    numbers: Callable[[int], str] | None = None  # a line's gutter number (a notebook's 3:2)
-
-
-@dataclass(frozen=True)
-class Header:
-    title: str
-    where: str
-    short: str = ""  # replaces `where` on a narrow line
-
-
-@dataclass(frozen=True)
-class Passes:
-    """The pass bar: every pass's kind, the current one, and the loss curve."""
-
-    kinds: tuple[str, ...]
-    current: int  # pass index
-    at_error: bool  # on the error step after the last pass
-    has_error: bool  # the trace ends with an error step
-    losses: tuple[float, ...] = ()  # the root's data, one per backward pass
-    bars: str = ""  # `losses` as a sparkline ("" when there is no curve)
-    loss_at: int = -1  # the last loss point at or before the current pass
-
-
-@dataclass(frozen=True)
-class Detail:
-    """What the step detail explains: the start, the error, or one event's working."""
-
-    step: int
-    total: int
-    title: str  # the scenario's title
-    explanation: Explanation | None = None
-    line: int | None = None  # the scenario line of the event
-    where: Callable[[int | None], str] = lambda line: f"line {line}" if line else ""
-    closure_file: str = ""  # the file of the `_backward` that ran
-    warnings: tuple[str, ...] = ()  # non-finite values among the nodes the step touched
-    error: TraceError | None = None  # set on the error step
-    notes: tuple[str, ...] = ()  # the `#: text` notes of the lines this step happened on
-
-
-@dataclass(frozen=True)
-class Notice:
-    """A one-off message for the user about the move just made."""
-
-    text: str
-    severity: Literal["information", "warning", "error"] = "information"
-    timeout: float = 3
-
-
-@dataclass(frozen=True, eq=False)
-class StepState:
-    """Everything the panes draw at one step. `data` and `grad` are the timeline's own
-    arrays: read them before the next move (copying them would cost in proportion to
-    the graph at every step)."""
-
-    position: Position
-    total: int
-    at_error: bool
-    event: int | None  # the event just applied; None at the start and on the error step
-    pass_index: int
-    view: GraphView | None
-    data: array
-    grad: array
-    created: int  # nodes [0, created) exist
-    walked: int  # `_backward` calls of the view's walk that have run
-    running: bool  # this step runs a `_backward`
-    marks: dict[int, str]  # node -> run / acc / new / set
-    breakpoints: frozenset[int]
-    header: Header
-    passes: Passes
-    detail: Detail
-    source: Source
-    enabled: frozenset[str]  # the actions that can run now
-    notice: Notice | None = None
-
-    @property
-    def step(self) -> int:
-        return self.position.step
-
-    @property
-    def node(self) -> int | None:
-        """The selected node: the panes follow it."""
-        return self.position.node
-
-    @property
-    def explanation(self) -> Explanation | None:
-        return self.detail.explanation
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return self.detail.warnings
-
-    def can(self, action: str) -> bool:
-        return action in self.enabled
 
 
 # -- the session --------------------------------------------------------------------------------
@@ -199,7 +51,7 @@ class Session:
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
         self._views = take_prepared(trace)  # built off the UI thread, if they were
-        self._notes: dict[str, dict[int, str]] | None = None  # file -> line -> `#:` note
+        self._notes: step_panes.NoteCache = {}  # file -> line -> `#:` note
         self._summarise(trace)
         self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
         # the doctor's numerical local derivatives: event -> input -> d node / d input
@@ -431,7 +283,7 @@ class Session:
         """The step after the doctor's `finding` (a `Finding`), its node selected and its
         line shown in the source tab."""
         self.position = replace(self.position, tab="source")
-        source = self._finding_source(finding)
+        source = step_panes.finding_source(self.trace, finding)
         return self.goto(finding.step + 1, select=finding.node, source=source,
                          notice=Notice(f"{finding.title}: {finding.message}", timeout=8))
 
@@ -445,24 +297,6 @@ class Session:
                     and 0 <= f.step < len(self.trace):
                 self.numerical.setdefault(f.step, {})[f.input] = f.local
         return self.goto(self.step, select=self.node)
-
-    def _finding_source(self, finding) -> Source | None:
-        """The finding's own line, marked `!`: in the scenario, or in the `_backward`
-        closure that holds it."""
-        trace = self.trace
-        if not finding.line:
-            return None
-        where = f"{trace.place(finding.file, finding.line, short_path(finding.file))}  {finding.title}"
-        marked = {finding.line: "!"}
-        numbers = self._numbers(finding.file)
-        if Path(finding.file).resolve() == Path(trace.scenario).resolve():
-            return Source(("finding", finding.line), where, tuple(trace.source.splitlines()),
-                          1, marked, numbers)
-        for closure in trace.closures:
-            if closure.covers(finding.file, finding.line):
-                return Source(("finding", finding.file, finding.line), where, closure.lines,
-                              closure.first_line, marked, numbers)
-        return None
 
     # -- the side tab, and a whole position -------------------------------------------------
     def show_tab(self, tab: str) -> StepState:
@@ -501,139 +335,26 @@ class Session:
 
     def _state(self, event: int | None, pass_index: int, view: GraphView | None,
                source: Source | None, notice: Notice | None) -> StepState:
-        tl = self.timeline
-        running = event is not None and self.trace.kind(event) is EventKind.BACKWARD
+        tl, trace, at_error = self.timeline, self.trace, self.at_error()
+        running = event is not None and trace.kind(event) is EventKind.BACKWARD
         return StepState(
-            position=self.position, total=self.total, at_error=self.at_error(),
+            position=self.position, total=self.total, at_error=at_error,
             event=event, pass_index=pass_index, view=view,
             data=tl.data, grad=tl.grad, created=tl.created,
             walked=view.walked(tl.position) if view is not None else 0, running=running,
-            marks=self._marks(event), breakpoints=self.breakpoints,
-            header=self._header(event), passes=self._pass_bar(pass_index),
-            detail=self._detail(event), source=source or self._source(event),
+            marks=step_panes.marks(trace, event), breakpoints=self.breakpoints,
+            header=step_panes.header(trace, self.step, self.total, event, at_error),
+            passes=self._pass_bar(pass_index),
+            detail=step_panes.detail(trace, tl.data, tl.grad, self.step, self.total, event,
+                                     at_error, self.numerical.get(event), self._notes),
+            source=source or step_panes.source(trace, event, at_error),
             enabled=self._enabled(), notice=notice)
-
-    def _marks(self, event: int | None) -> dict[int, str]:
-        """`run` on the node whose `_backward` runs and `acc` on the nodes it added to
-        (`assign` on those a line like `x.grad = …` assigned); `new` on a node just made;
-        `set` on one written outside a `_backward`."""
-        if event is None:
-            return {}
-        trace = self.trace
-        kind, nid = trace.kind(event), trace.event_node(event)
-        if kind is EventKind.BACKWARD:
-            closure = trace.closure_of(event)
-            assigns = assigning_lines(closure) if closure is not None else frozenset()
-            marks = {w.node: "assign" if w.line in assigns else "acc"
-                     for w in trace.writes(event)}
-            marks[nid] = "run"
-            return marks
-        return {nid: "new" if kind is EventKind.CREATE else "set"}
-
-    def _header(self, event: int | None) -> Header:
-        trace, step, total = self.trace, self.step, self.total
-        title = trace.title or Path(trace.scenario).name
-        if self.at_error():
-            return Header(title, f"✗ {trace.error.type} · step {step}/{total}")
-        if event is None:
-            return Header(title, f"start · step 0/{total}")
-        p = trace.pass_at(event)
-        n = len(trace.passes)
-        where = (f"{p.kind} pass {p.index + 1}/{n} · {event - p.start + 1}/{len(p)} in pass · "
-                 f"step {step}/{total}")
-        return Header(title, where, f"{p.kind} {p.index + 1}/{n} · {step}/{total}")
 
     def _pass_bar(self, pass_index: int) -> Passes:
         loss_at = bisect_right(self._loss_passes, pass_index) - 1
         return replace(self._passes, current=pass_index, at_error=self.at_error(),
                        loss_at=loss_at)
 
-    def _detail(self, event: int | None) -> Detail:
-        trace, tl = self.trace, self.timeline
-        detail = Detail(self.step, self.total, trace.title, where=trace.where)
-        if self.at_error():
-            return replace(detail, error=trace.error)
-        if event is None:
-            return detail
-        exp = explain(trace, tl.data, tl.grad, event, self.numerical.get(event))
-        closure = trace.closure_of(event)
-        warnings = []
-        for nid in dict.fromkeys([exp.node] + [c.target for c in exp.contributions]):
-            for name, value in (("data", tl.data[nid]), ("grad", tl.grad[nid])):
-                if not math.isfinite(value):
-                    warnings.append(f"⚠ {trace.label(nid)}.{name} is {value}: not a finite "
-                                    "number, and everything computed from it will not be either")
-        return replace(detail, explanation=exp, line=trace.line_of(event),
-                       closure_file=Path(closure.filename).name if closure is not None else "",
-                       warnings=tuple(warnings), notes=self.step_notes(event))
-
     def step_notes(self, event: int) -> tuple[str, ...]:
-        """The `#:` notes (`mgtui.notes`) of the lines event `event` happened on: its
-        scenario line and, for a `_backward` call, the line that made the node (the
-        forward half of its op) and the closure's lines that wrote."""
-        trace = self.trace
-        if self._notes is None:
-            self._notes = {trace.scenario: notes_in(trace.source)}
-        where = [(trace.scenario, trace.line_of(event))]
-        closure = trace.closure_of(event)
-        if trace.kind(event) is EventKind.BACKWARD:
-            made = trace.created_at(trace.event_node(event))
-            if made is not None:
-                where.append((trace.scenario, trace.line_of(made)))
-        if closure is not None and trace.kind(event) is EventKind.BACKWARD:
-            if closure.filename not in self._notes:
-                self._notes[closure.filename] = notes_in("\n".join(closure.lines),
-                                                         closure.first_line)
-            where += [(closure.filename, w.line) for w in trace.writes(event)]
-        found = (self._notes.get(filename, {}).get(line) for filename, line in where if line)
-        return tuple(dict.fromkeys(note for note in found if note))
-
-    def _source(self, event: int | None) -> Source:
-        """The scenario line of a forward step or a write; the `_backward` closure that ran,
-        with the lines that wrote marked `▶` (`!` a line that assigns a grad: `mgtui.assigns`);
-        the line that raised, marked `✗`."""
-        trace = self.trace
-        lines = tuple(trace.source.splitlines())
-        name = Path(trace.scenario).name
-        numbers = trace.line_number
-        if event is not None and not self.at_error():
-            closure_index = trace.closure_index(event)
-            if trace.kind(event) is EventKind.BACKWARD and closure_index is not None:
-                return self._closure_source(event, closure_index)  # (from the closure's file)
-        if not lines:
-            return Source(("none",), f"{name}: no source in this trace")
-        if self.at_error():
-            line = trace.error.line
-            return Source(("error", line), f"{self._at(line)}  raised {trace.error.type}",
-                          lines, 1, {line: "✗"} if line else {}, numbers)
-        if event is None:
-            return Source(("start",), name, lines, numbers=numbers)
-        kind = trace.kind(event)
-        line = trace.line_of(event)
-        what = {EventKind.CREATE: "made here", EventKind.GRAD: "seeded here"}.get(kind, "written here")
-        return Source(("scenario", line), f"{self._at(line)}  {what}", lines, 1,
-                      {line: "▶"} if line else {}, numbers)
-
-    def _at(self, line: int | None) -> str:
-        """`neuron.py:12`, or `lecture.ipynb, cell 3, line 2`."""
-        trace = self.trace
-        return trace.place(trace.scenario, line or None, Path(trace.scenario).name) \
-            + ("" if line else ":?")
-
-    def _closure_source(self, event: int, closure_index: int) -> Source:
-        trace = self.trace
-        closure = trace.closures[closure_index]
-        assigns = assigning_lines(closure)
-        marked = {w.line: "!" if w.line in assigns else "▶" for w in trace.writes(event) if w.line}
-        nid = trace.event_node(event)
-        title = (f"{trace.label(nid)}._backward ({trace.op(nid) or 'leaf'}) · "
-                 f"{trace.place(closure.filename, closure.first_line, short_path(closure.filename))}")
-        if closure.default:
-            title += "  (the default no-op)"
-        return Source(("closure", closure_index, tuple(sorted(marked))), title,
-                      closure.lines, closure.first_line, marked, self._numbers(closure.filename))
-
-    def _numbers(self, filename: str) -> Callable[[int], str] | None:
-        """The gutter numbers of a file's lines: the notebook's own, in cells."""
-        trace = self.trace
-        return trace.line_number if trace.in_cells(filename) else None
+        """The `#:` notes of the lines event `event` happened on (`step_panes.step_notes`)."""
+        return step_panes.step_notes(self.trace, event, self._notes)

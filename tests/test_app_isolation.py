@@ -216,10 +216,10 @@ async def test_a_recordings_updates_wait_while_the_user_steps_through_what_is_sh
         write_scenario, tmp_path, monkeypatch):
     """An update of a growing trace costs the UI a frame or more: it waits while the user
     steps inside what is on screen, and comes at once for a user at its last step."""
-    import mgtui.app
+    import mgtui.app_loading
 
-    monkeypatch.setattr(mgtui.app, "STEPPING", 6.0)  # (generous: a loaded machine is slow)
-    monkeypatch.setattr(mgtui.app, "STEPPING_AT_MOST", 12.0)
+    monkeypatch.setattr(mgtui.app_loading, "STEPPING", 6.0)  # (generous: a loaded machine is slow)
+    monkeypatch.setattr(mgtui.app_loading, "STEPPING_AT_MOST", 12.0)
     stop = tmp_path / "stop"
     path = write_scenario("records_on", f"""
         import os, time
@@ -258,10 +258,10 @@ async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_fi
     meant for a recording with nothing to show yet, must not come over them later and
     take the user's keys (it did when the first update was held back while they stepped,
     and on a busy machine when it was merely late)."""
-    import mgtui.app
+    import mgtui.app_loading
 
-    monkeypatch.setattr(mgtui.app, "STEPPING", 6.0)  # updates held while the keys come
-    monkeypatch.setattr(mgtui.app, "STEPPING_AT_MOST", 12.0)
+    monkeypatch.setattr(mgtui.app_loading, "STEPPING", 6.0)  # updates held while the keys come
+    monkeypatch.setattr(mgtui.app_loading, "STEPPING_AT_MOST", 12.0)
     stop = tmp_path / "stop"
     path = write_scenario("first_fast", f"""
         import os, time

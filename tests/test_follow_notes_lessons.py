@@ -122,6 +122,18 @@ def test_a_lesson_directory_lists_scenarios_notebooks_and_traces_with_titles(tmp
                      "three.json": "Saved"}
 
 
+
+def test_a_binary_trace_is_listed_by_the_title_in_its_header(tmp_path):
+    from mgtui import tracefile
+
+    (tmp_path / "saved.mgtrace").write_bytes(
+        tracefile.encode_header("x.py", "  Recorded once\nand more", "", "")
+        + tracefile.encode_end(None, "", []))
+    (tmp_path / "broken.mgtrace").write_bytes(tracefile.encode_head() + b"H\x05")
+    (tmp_path / "empty.mgtrace").write_bytes(tracefile.encode_head())
+    found = {f.name: f.title for f in lessons_in(tmp_path)}
+    assert found == {"saved.mgtrace": "Recorded once", "broken.mgtrace": "", "empty.mgtrace": ""}
+
 async def test_mgtui_on_a_directory_opens_its_picker_and_o_opens_it_again(tmp_path, clean_env):
     from mgtui.app import MgtuiApp
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 
 import pytest
 
@@ -150,3 +151,82 @@ def test_escaped_labels_read_back_as_written(tmp_path, write_scenario):
     back = export.read_json(saved)
     same_trace(trace, back)
     assert back.label(0) == trace.label(0) and "é" in back.label(0)
+
+
+def first_line(text: str, start: str, has: str = "") -> str:
+    return next(line for line in text.splitlines() if line.startswith(start) and has in line)
+
+
+def node_line_huge(text: str, doc: dict) -> str:
+    line = first_line(text, '{"id": 3,')
+    doc["nodes"][3]["line"] = 99999999
+    return text.replace(line, re.sub(r'"line": \d+', '"line": 99999999', line), 1)
+
+
+def node_id_wrong(text: str, doc: dict) -> str:
+    line = first_line(text, '{"id": 5,')
+    doc["nodes"][5]["id"] = 6
+    return text.replace(line, line.replace('"id": 5', '"id": 6'), 1)
+
+
+def backward_line_huge(text: str, doc: dict) -> str:
+    line = first_line(text, '{"kind": "backward"', '"writes": [{')
+    i = next(k for k, e in enumerate(doc["events"]) if e["kind"] == "backward" and e["writes"])
+    doc["events"][i]["line"] = 99999999
+    return text.replace(line, re.sub(r'"line": \d+, "closure"', '"line": 99999999, "closure"',
+                                     line), 1)
+
+
+def write_line_huge(text: str, doc: dict) -> str:
+    line = first_line(text, '{"kind": "backward"', '"writes": [{')
+    i = next(k for k, e in enumerate(doc["events"]) if e["kind"] == "backward" and e["writes"])
+    doc["events"][i]["writes"][0]["line"] = 99999999
+    return text.replace(line, re.sub(r'"line": (\d+|null)\}', '"line": 99999999}', line, count=1), 1)
+
+
+def write_field_wrong(text: str, doc: dict) -> str:
+    line = first_line(text, '{"kind": "backward"', '"writes": [{')
+    i = next(k for k, e in enumerate(doc["events"]) if e["kind"] == "backward" and e["writes"])
+    doc["events"][i]["writes"][0]["field"] = "both"
+    return text.replace(line, re.sub(r'("line": (\d+|null))\}', r'\1, "field": "both"}', line,
+                                     count=1), 1)
+
+
+@pytest.mark.parametrize("change", [node_line_huge, node_id_wrong, backward_line_huge,
+                                    write_line_huge, write_field_wrong])
+def test_the_fast_and_the_slow_path_refuse_a_record_alike(tmp_path, change):
+    """A record as `write_json` writes it (read without a dict) and the same record laid
+    out otherwise (read by `json`) go through the same checks: the same message."""
+    text = dumps(MLP)
+    doc = json.loads(text)
+    fast, slow = tmp_path / "fast.json", tmp_path / "slow.json"
+    fast.write_text(change(text, doc), encoding="utf-8")
+    slow.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    messages = []
+    for path in (fast, slow):
+        with pytest.raises(ScenarioLoadError) as info:
+            load(path)
+        messages.append(info.value.message.replace(str(path), "FILE"))
+    assert messages[0] == messages[1]
+    assert "not an mgtui trace" in messages[0]
+
+
+def test_named_nodes_read_back_by_either_path(tmp_path, monkeypatch):
+    trace = run(SCENARIOS / "mlp.py").trace  # the child names nodes without labels
+    named = [n for n in range(trace.node_count) if trace.derived_name(n)]
+    assert named
+    text = dumps(trace)
+    assert first_line(text, f'{{"id": {named[0]},', '"name": ')
+    fast, slow = tmp_path / "fast.json", tmp_path / "slow.json"
+    fast.write_text(text, encoding="utf-8")
+    slow.write_text(json.dumps(json.loads(text), indent=1), encoding="utf-8")
+    for path in (fast, slow):
+        back = load(path)
+        same_trace(trace, back)
+        assert [back.derived_name(n) for n in named] == [trace.derived_name(n) for n in named]
+
+    def slow_node(*args):
+        raise AssertionError("a node as write_json writes it was read the slow way")
+
+    monkeypatch.setattr(export, "_node", slow_node)
+    same_trace(trace, load(fast))  # every node, named or not, read without a dict

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from mgtui.recorder import ScenarioLoadError, record
-from mgtui.runner import Run, RunSpec, run
+from mgtui.runner import LiveTrace, Run, RunSpec, run
 
 from conftest import SCENARIOS
 
@@ -238,14 +238,12 @@ def test_a_snapshot_between_events_and_their_writes_loses_nothing():
     stream = [tracefile.encode_header(t.scenario, t.title, t.notes, t.source)]
     stream += [tracefile.encode_closure(c) for c in t.closures]
     stream += [tracefile.encode_chunk(c) for c in chunks_of(t, size=500)]
-    r = Run(RunSpec(str(SCENARIOS / "mlp.py")))
-    pending = bytearray()
+    live = LiveTrace()  # what a Run reads its child's stream with
     shown, between = 0, 0
     for k, record_ in enumerate(stream):
-        pending += record_
-        r._take_records(pending)
-        snap = r.snapshot()
-        assert r._stream_error is None
+        live.feed(record_)
+        snap = live.snapshot("")
+        assert live.error is None
         if snap is None:
             continue
         assert shown <= len(snap) <= len(t)
@@ -255,8 +253,8 @@ def test_a_snapshot_between_events_and_their_writes_loses_nothing():
         if record_[:1] == b"E":
             between += 1
     assert between > 3  # snapshots were taken between events and their writes
-    r._take_records(bytearray(tracefile.encode_end(t.error, t.output, None)))
-    assert len(r.snapshot()) == len(t)
+    live.feed(tracefile.encode_end(t.error, t.output, None))
+    assert len(live.snapshot("")) == len(t)
 
 
 def test_records_that_arrive_after_a_snapshot_wait_for_the_next_one(write_scenario):
@@ -276,7 +274,7 @@ def test_records_that_arrive_after_a_snapshot_wait_for_the_next_one(write_scenar
         time.sleep(0.05)
         first = r.snapshot()
     time.sleep(0.3)
-    assert r._pending  # what came since waits, compressed
+    assert r.live.waiting  # what came since waits, compressed
     later = r.snapshot()
     assert len(later) > len(first)
     whole = r.wait().trace

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgtui import lanes
-from mgtui import trace as trace_module
+from mgtui import lanes, trace_validation
 from mgtui.export import dumps, from_json
 from mgtui.recorder import record
 from mgtui.timeline import Timeline
@@ -431,7 +430,7 @@ def test_validate_names_the_first_bad_field_a_plain_scan_finds(small, b):
     with pytest.MonkeyPatch.context() as mp:
         if small:  # block edges and runs of every length, even in a small trace
             mp.setattr(lanes, "_BLOCK", 3)
-            mp.setattr(trace_module, "RUN_LENGTH", 1)
+            mp.setattr(trace_validation, "RUN_LENGTH", 1)
         expected = first_bad_field(b)
         if expected is None:
             b.validate()

@@ -48,6 +48,21 @@ def test_binary_round_trip(name, tmp_path):
     same_trace(trace, back)
 
 
+def test_a_saved_trace_is_told_from_a_scenario_in_one_place(tmp_path):
+    """By name (.json, .mgtrace) or by a binary trace's magic; the lessons ask here."""
+    from mgtui.export import is_saved_trace
+    from mgtui.lessons import record_lesson
+
+    binary = tmp_path / "renamed.bin"
+    binary.write_bytes(tracefile.dumpb(NEURON))
+    (tmp_path / "t.json").write_text(dumps(NEURON), encoding="utf-8")
+    (tmp_path / "t.mgtrace").write_bytes(b"")
+    (tmp_path / "s.py").write_text("x = 1\n", encoding="utf-8")
+    assert [is_saved_trace(tmp_path / n) for n in ("renamed.bin", "t.json", "t.mgtrace", "s.py",
+                                                    "missing.py")] == [True, True, True, False, False]
+    assert len(record_lesson(binary).trace) == len(NEURON)  # read, not run as a script
+
+
 def test_binary_is_much_smaller_than_json():
     trace = record(SCENARIOS / "mlp.py")
     assert len(tracefile.dumpb(trace)) * 5 <= len(dumps(trace).encode())  # issue 8: a fifth
@@ -300,3 +315,18 @@ def test_fuzzed_binary_columns_load_safely_or_not_at_all(tmp_path_factory, chang
         return bytes(raw)
 
     loads_safely_or_not_at_all(tmp_path_factory, rebuilt(tracefile.dumpb(NEURON), change))
+
+
+def test_the_trace_files_bench_still_runs():
+    """bench/trace_files.py, once, on a small scenario (seconds, not a measurement): a
+    bench that no longer runs fails here, not when someone next measures."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, str(root / "bench" / "trace_files.py"),
+                             "--scenario", str(SCENARIOS / "neuron.py"), "--loads", "1"],
+                            cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "neuron.py:" in result.stdout and "json/binary" in result.stdout
+    assert "binary/json" in result.stdout

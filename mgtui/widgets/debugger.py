@@ -2,28 +2,25 @@
 
 The screen turns keys into calls on a headless `Session`; each call returns a
 `StepState`, which the screen's `state` reactive hands to every pane. Panes never read
-the trace on their own.
+the trace on their own. The side tabs (Source, Notes, Output, Checks) are
+`mgtui.widgets.side_tabs`.
 """
 
 from __future__ import annotations
 
 import time
-from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
-from textual.widget import MountError
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Static, TabbedContent, TabPane, Tabs
+from textual.widgets import Static, TabbedContent, TabPane
 
 from mgtui.bindings import DEBUGGER_KEYS, help_rows
-from mgtui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
-from mgtui.safe import bounded, inert
+from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.widgets.checks import ChecksPane
@@ -33,14 +30,15 @@ from mgtui.widgets.key_footer import KeyFooter
 from mgtui.widgets.keys import bindings_of
 from mgtui.widgets.node_table import NodeTable
 from mgtui.widgets.pass_bar import PassBar
+from mgtui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs
 from mgtui.widgets.source_view import SourceView
 from mgtui.widgets.step_detail import StepDetail
 from mgtui.widgets.step_header import StepHeader
 from mgtui.widgets.topo_list import TopoList
 
-NOT_RUN = "The gradient doctor has not run on this trace: press d to run it."
+__all__ = ["HUGE", "MOVES", "NOT_RUN", "OUTPUT_PANE_BUDGET", "DebuggerScreen"]
 
-# The session's moves, by action name.
+# The session's moves, by action name: each action is the call on the session.
 MOVES = {
     "next": Session.next, "prev": Session.prev, "start": Session.start, "end": Session.end,
     "next_pass": Session.next_pass, "prev_pass": Session.prev_pass,
@@ -48,12 +46,23 @@ MOVES = {
     "breakpoint": Session.toggle_breakpoint,
 }
 
-
-OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
 HUGE = (160, 48)  # from this size on, the Graph pane is always shown, below the table
 
 
-class DebuggerScreen(Screen[None]):
+def session_move(name: str):
+    """The action `name` of `MOVES`: its call on the screen's session, as the user's move."""
+    move = MOVES[name]
+
+    def action(self: DebuggerScreen) -> None:
+        if self.session is not None:
+            self._move(move(self.session))
+
+    action.__name__ = action.__qualname__ = f"action_{name}"
+    action.__doc__ = f"`Session.{move.__name__}`, as the user's move."
+    return action
+
+
+class DebuggerScreen(SideTabs, Screen[None]):
     """All the panes of one trace. Empty until `load_trace` is called."""
 
     AUTO_FOCUS = "#nodes"
@@ -70,13 +79,10 @@ class DebuggerScreen(Screen[None]):
         self.keymap = keymap or {}  # the user's keys by binding id, for the help
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
-        self._notes_shown: str | None = None  # the notes on screen (not their trace)
-        self._output_shown: tuple[int, str] | None = None  # (the pane, the text it shows)
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.moved_at = 0.0  # time.monotonic() of the user's last move
-        self._checks_status: Callable[[ChecksPane], None] = partial(
-            ChecksPane.show_unavailable, reason=NOT_RUN)
+        self._init_side_tabs()
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -125,35 +131,6 @@ class DebuggerScreen(Screen[None]):
         self._side_panes_in()
         if self.state is not None:
             self._show_side(self.state, single=False)
-
-    def _side_panes_in(self) -> None:
-        """Set up the side panes once they are mounted: they show the trace's output and
-        the doctor's status, and the tab strip leaves ←/→ alone (`t` switches tabs)."""
-        for tabs in self.query(Tabs):
-            tabs.can_focus = False
-        if self.trace is None or not self._show_output():
-            return
-        self._show_checks(self._checks_status)
-
-    def _show_output(self) -> bool:
-        """Show the trace's output in the Output pane (False if it is not mounted yet).
-        A recording's trace grows: its output with it."""
-        trace, output = self.trace, self.query_one_optional("#output", Static)
-        if trace is None or output is None:
-            return False
-        if self._output_shown != (id(output), trace.output):
-            self._output_shown = (id(output), trace.output)
-            # a pane of text wraps and measures every line it holds: keep it to a budget
-            output.update(Text(bounded(trace.output, OUTPUT_PANE_BUDGET)
-                               or "(the scenario printed nothing)"))
-        return True
-
-    def _show_checks(self, show: Callable[[ChecksPane], None]) -> None:
-        """Show the doctor's status in the Checks pane: now, or once it is mounted."""
-        self._checks_status = show
-        pane = self.query_one_optional(ChecksPane)
-        if pane is not None:
-            show(pane)
 
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
@@ -210,16 +187,7 @@ class DebuggerScreen(Screen[None]):
         old = self.session
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
-        self._notes_shown = None
-        if tab == "notes":
-            self.call_later(self.show_notes)
-        else:  # off the path to the first paint: Markdown is slow to import and parse
-            self.set_timer(0.5, self.show_notes)
-        self.query_one(NodeTable).flagged = frozenset()
-        self._checks_status = partial(ChecksPane.show_unavailable, reason=NOT_RUN)
-        self._side_panes_in()
-        if tab == "checks":
-            self.call_later(self.action_checks)
+        self._reset_side_tabs(tab)
         self.state = None  # every pane draws the new trace in full
         self.state = self.session.goto(position, select=select)
 
@@ -249,36 +217,6 @@ class DebuggerScreen(Screen[None]):
         if trace is None:
             return 0
         return len(trace) + (1 if trace.error is not None else 0)
-
-    async def show_notes(self) -> None:
-        """Render the lesson notes (the scenario docstring after its title) as Markdown."""
-        trace, scroll = self.trace, self.query_one_optional("#notes-scroll", VerticalScroll)
-        if trace is None or scroll is None or self._notes_shown == trace.notes:
-            return
-        if not scroll.is_mounted:  # the side panes are still coming in: once they are
-            self.call_after_refresh(self.show_notes)
-            return
-        self._notes_shown = trace.notes
-        from textual.widgets import Markdown
-
-        try:
-            await scroll.remove_children()
-            await scroll.mount(Markdown(
-                trace.notes or "*This scenario has no lesson notes: write them in its "
-                "docstring, after the title line.*", id="notes"))
-        except MountError:  # the pane went while this waited (the app is closing)
-            self._notes_shown = None
-
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.tabbed_content.active != event.pane.id:
-            return  # stale: another tab was chosen since (else two tabs would ping-pong)
-        tab = (event.pane.id or "").removeprefix("tab-")
-        if self.session is not None and self.session.position.tab != tab:
-            self.state = self.session.show_tab(tab)
-        if tab == "notes":
-            self.call_later(self.show_notes)
-        elif tab == "checks":
-            self.call_later(self.action_checks)
 
     # -- handing a state to the panes -------------------------------------------------------
     def watch_state(self, old: StepState | None, new: StepState | None) -> None:
@@ -342,36 +280,15 @@ class DebuggerScreen(Screen[None]):
             return not self._full_layout()
         return True
 
-    def _on_move(self, name: str) -> None:
-        if self.session is not None:
-            self._move(MOVES[name](self.session))
-
-    def action_next(self) -> None:
-        self._on_move("next")
-
-    def action_prev(self) -> None:
-        self._on_move("prev")
-
-    def action_start(self) -> None:
-        self._on_move("start")
-
-    def action_end(self) -> None:
-        self._on_move("end")
-
-    def action_next_pass(self) -> None:
-        self._on_move("next_pass")
-
-    def action_prev_pass(self) -> None:
-        self._on_move("prev_pass")
-
-    def action_continue(self) -> None:
-        self._on_move("continue")
-
-    def action_continue_back(self) -> None:
-        self._on_move("continue_back")
-
-    def action_breakpoint(self) -> None:
-        self._on_move("breakpoint")
+    action_next = session_move("next")
+    action_prev = session_move("prev")
+    action_start = session_move("start")
+    action_end = session_move("end")
+    action_next_pass = session_move("next_pass")
+    action_prev_pass = session_move("prev_pass")
+    action_continue = session_move("continue")
+    action_continue_back = session_move("continue_back")
+    action_breakpoint = session_move("breakpoint")
 
     def goto(self, step: int, select: int | None = None) -> None:
         if self.session is not None:
@@ -424,23 +341,6 @@ class DebuggerScreen(Screen[None]):
     def watch_panes_open(self, open_: bool) -> None:
         self.set_class(open_, "-panes")
 
-    def action_next_tab(self) -> None:
-        if self.session is not None:
-            self._move(self.session.next_tab())
-        self.panes_open = self.panes_open or not self._full_layout()
-
-    def action_show_tab(self, tab: str) -> None:
-        self.show_tab(f"tab-{tab}")
-
-    def show_tab(self, tab: str) -> None:
-        """Show a side tab (`tab-source`, `tab-notes`, …), opening the panes if they are hidden."""
-        side = self.query_one_optional("#side", TabbedContent)
-        if self.session is not None:
-            self._move(self.session.show_tab(tab.removeprefix("tab-")))
-        elif side is not None:
-            side.active = tab
-        self.panes_open = self.panes_open or not self._full_layout()
-
     def on_resize(self) -> None:
         width, height = self.app.size
         self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
@@ -450,39 +350,3 @@ class DebuggerScreen(Screen[None]):
         if self.session is not None:
             self.set_reactive(DebuggerScreen.state, self.session.select(event.nid))
             self._refresh_keys()
-
-    # -- the gradient doctor -----------------------------------------------------------------
-    def action_checks(self) -> None:
-        """Show the Checks tab, and ask the app to run the doctor on this trace once."""
-        if self.session is None:
-            return
-        if self.session.position.tab != "checks":
-            self.show_tab("tab-checks")
-        self.post_message(RunChecks())
-
-    def on_checks_progress(self, message: ChecksProgress) -> None:
-        message.stop()
-        self._show_checks(partial(ChecksPane.show_running, done=message.done,
-                                  total=message.total, phase=message.phase))
-
-    def on_checks_done(self, message: ChecksDone) -> None:
-        message.stop()
-        report = message.report
-        self._show_checks(partial(ChecksPane.show_report, report=report))
-        count = self.trace.node_count if self.trace is not None else 0
-        self.query_one(NodeTable).flagged = frozenset(n for n in report.nodes if n < count)
-        if self.session is not None:
-            self._move(self.session.set_findings(report.findings))
-        n = len(report.findings)
-        self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
-                    else "Checks: no problems found.", severity="warning" if n else "information",
-                    timeout=4)
-
-    def on_checks_failed(self, message: ChecksFailed) -> None:
-        # not stopped: the app hears it too, and lets the doctor run again
-        self._show_checks(partial(ChecksPane.show_unavailable, reason=message.message))
-
-    def on_checks_pane_finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
-        if self.session is not None:
-            self._move(self.session.goto_finding(event.finding))
-            self.panes_open = self.panes_open or not self._full_layout()

@@ -214,7 +214,7 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
 
         options: dict[str, Any] = {} if budget is None else {"budget": budget}
         return Findings(diagnose(resolve(os.fspath(target)), seed=seed, sample=sample,
-                                 passes=passes, argv=tuple(argv), **options))
+                                 passes=passes, argv=tuple(argv), fields=fields, **options))
     if callable(target):
         from mgtui.doctor import diagnose_call
 

@@ -68,8 +68,8 @@ class Recorder:
     the parent on a pipe of their own), and `argv` is what follows the script's path in
     its `sys.argv`. `records` is the store to write into (a fresh one by default).
     `fields` names the fields of Value classes the detector cannot tell (role ->
-    attribute, `mgtui.shapes`); by default `[tool.mgtui] fields` of the `pyproject.toml`
-    above the scenario, if any (a bad one raises `mgtui.shapes.FieldsOptionError`).
+    attribute, `mgtui.shapes`), over those `[tool.mgtui] fields` of the `pyproject.toml`
+    above the scenario names, if any (a bad one raises `mgtui.shapes.FieldsOptionError`).
     """
 
     def __init__(
@@ -90,9 +90,8 @@ class Recorder:
         fields: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
-        if fields is None:
-            fields = project_fields(scenario.path.parent) if scenario.path.is_file() else {}
-        self.shapes = ShapeFinder(fields)
+        project = project_fields(scenario.path.parent) if scenario.path.is_file() else {}
+        self.shapes = ShapeFinder({**project, **(fields or {})})
         self.unseen = Unrecorded(self.shapes)
         self.capture_output = capture_output
         self.argv = tuple(argv)

@@ -22,6 +22,7 @@ from mgtui.probes import Hooks, StopRecording
 from mgtui.recorder import Recorder
 from mgtui.records import Mark, Records
 from mgtui.run_spec import FLUSH_EVERY
+from mgtui.errors import NotAGraph
 from mgtui.scenario import ScenarioLoadError, load_scenario
 
 
@@ -36,6 +37,7 @@ class RunSpec(Protocol):
     timeout: float | None
     max_memory: int | None
     argv: tuple[str, ...]
+    fields: dict | None
     job: str | None  # `job_reference` of the function that makes the job
     job_args: dict
 # The records go down a local pipe to the parent, which inflates them as they arrive and
@@ -176,9 +178,10 @@ def child_recorder(scenario, hooks: Hooks = Hooks(), *, reads_values: bool = Tru
     return recorder, values
 
 
-def refuse(stream: Stream, message: str, detail: str = "") -> None:
-    """End the child with the run refused (the parent raises `ScenarioLoadError`)."""
-    stream.send(tracefile.encode_json(b"X", {"message": message, "detail": detail}))
+def refuse(stream: Stream, message: str, detail: str = "", kind: str = "") -> None:
+    """End the child with the run refused: the parent raises `ScenarioLoadError` (or,
+    for `kind` "not-a-graph", `NotAGraph`)."""
+    stream.send(tracefile.encode_not_run(message, detail, kind))
     os._exit(2)
 
 
@@ -196,7 +199,8 @@ def serve(spec: RunSpec, fd: int) -> None:
                                           reads_values=job.reads_values if job else True,
                                           seed=spec.seed,
                                           max_nodes=spec.max_nodes, timeout=spec.timeout,
-                                          capture_output=False, argv=spec.argv)
+                                          capture_output=False, argv=spec.argv,
+                                          fields=spec.fields)
     except ScenarioLoadError as exc:  # (a `[tool.mgtui] fields` that cannot be read too)
         stream.send(tracefile.encode_header(spec.path, "", "", "")[: tracefile.HEAD_SIZE])
         refuse(stream, exc.message, exc.detail)
@@ -225,7 +229,7 @@ def serve(spec: RunSpec, fd: int) -> None:
     unseen = recorder.unrecorded() if error is None else None
     if unseen is not None:  # never shown as a clean run: it was not seen
         flusher.stop()
-        refuse(stream, f"{spec.path}: {unseen}", output.strip()[-2000:])
+        refuse(stream, f"{spec.path}: {unseen}", output.strip()[-2000:], NotAGraph.kind)
     recorder.resolve_names()
     flusher.stop()
     late = [list(pair) for pair in recorder.records.relabelled(flusher.sent.nodes)]

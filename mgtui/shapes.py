@@ -19,7 +19,9 @@ import types
 from pathlib import Path
 from typing import NamedTuple
 
-from mgtui.errors import ScenarioLoadError
+from mgtui.errors import NotAGraph, ScenarioLoadError
+
+__all__ = ["FieldMap", "FieldsOptionError", "NotAGraph", "ShapeFinder", "Unrecorded"]
 
 ROLES = ("data", "grad", "inputs", "backward", "op", "label")
 REQUIRED_ROLES = ("data", "grad", "inputs", "backward")
@@ -233,12 +235,6 @@ def _second_argument(frame: types.FrameType) -> object:
 
 class FieldsOptionError(ScenarioLoadError, ValueError):
     """A `--fields` option or a `[tool.mgtui] fields` table that cannot be read."""
-
-
-class NotAGraph(ScenarioLoadError, TypeError):
-    """No micrograd-style node where one was needed: `mgtui.show` given something else,
-    or a run that recorded none (or made nodes of a class it could not record). The
-    command line says its message and exits 2; `mgtui.check` and `mgtui.show` raise it."""
 
 
 def parse_fields(text: str) -> dict[str, str]:

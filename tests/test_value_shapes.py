@@ -280,6 +280,29 @@ def test_the_project_table_names_the_fields_and_the_run_is_checked(tmp_path, cap
     assert t.final_grad[x] == pytest.approx(2 * 1.5 * -2.0)
 
 
+def test_the_fields_option_names_them_too(tmp_path, capsys):
+    path = undecided_scenario(tmp_path)
+    assert main([str(path), "--check", "--fields", "inputs=parents"]) == 0
+    assert "no problems found." in capsys.readouterr().out
+    assert main([str(path), "--print", "--fields", "inputs=parents,data=value"]) == 0
+    assert main([str(path), "--fields", "inputs=parents"]) == 2  # the app: pyproject.toml
+    assert "--fields goes with --check, --print or --export" in capsys.readouterr().err
+    found = mgtui.check(path, fields={"inputs": "parents"})
+    assert not found and found.report.checked_passes
+    with pytest.raises(NotAGraph, match="inputs could be any of children, parents"):
+        mgtui.check(path)  # the same error as in-process (and as mgtui.show)
+
+
+def test_the_runner_tells_a_run_that_recorded_nothing_from_one_that_could_not_run():
+    from mgtui import record_table as table
+    from mgtui.record_table import RecordDecoder
+
+    decoder = RecordDecoder()
+    decoder.take("X", table.encode_not_run("x.py: no node", "", "not-a-graph")[9:])
+    assert decoder.not_run == {"message": "x.py: no node", "detail": "", "kind": "not-a-graph"}
+    assert issubclass(NotAGraph, ScenarioLoadError) and issubclass(NotAGraph, TypeError)
+
+
 def test_a_scenario_that_makes_no_node_exits_2(write_scenario, capsys):
     path = write_scenario("plain", """
         class Point:

@@ -49,6 +49,7 @@ def diagnose(
     timeout: float | None = None,
     on_progress: ProgressFn | None = None,
     argv: tuple[str, ...] = (),
+    fields: dict[str, str] | None = None,
 ) -> Report:
     """Record the scenario, run every check, and return the findings.
 
@@ -58,8 +59,9 @@ def diagnose(
     1. `sample` limits the non-leaf nodes nudged on their own in the numerical runs
     (leaves are always nudged; by default every node is). `on_progress(done, total, phase)` is
     called as the work goes (total 0: not known). `argv` is the script's
-    `sys.argv[1:]`, for every run. Raises ScenarioLoadError if the
-    scenario cannot run at all.
+    `sys.argv[1:]`, for every run; `fields` names the Value class's fields where they
+    cannot be told (`mgtui.shapes`). Raises ScenarioLoadError if the scenario cannot run
+    at all, and `NotAGraph` (one) if it recorded no node.
     """
     from mgtui.runner import Run, RunSpec
     from mgtui.runner_child import job_reference
@@ -70,10 +72,10 @@ def diagnose(
     progress = on_progress or _no_progress
     progress(0, 0, "recording")
     spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   argv=tuple(argv), job=job_reference(jobs.probe))
+                   argv=tuple(argv), job=job_reference(jobs.probe), fields=fields)
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
-    reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv))
+    reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     return examine(result.trace, result.job_result or (), reruns, passes=passes,
                    sample=sample, budget=budget, on_progress=progress, started=started)
 

@@ -23,6 +23,7 @@ class Reruns:
     timeout: float | None
     count: int = 0
     argv: tuple[str, ...] = ()  # the script's sys.argv[1:]
+    fields: dict[str, str] | None = None  # the Value class's fields, if named (`mgtui.shapes`)
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
@@ -50,7 +51,8 @@ class Reruns:
         for nudge, progress in zip(nudges, on_progress):
             self.count += 1
             spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                           timeout=self.timeout, argv=self.argv, job=job_reference(rerun),
+                           timeout=self.timeout, argv=self.argv, fields=self.fields,
+                           job=job_reference(rerun),
                            job_args=job_args(nudge, stop_after, restore))
             runs.append(Run(spec, on_progress=progress).start())
         return runs

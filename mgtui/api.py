@@ -39,6 +39,7 @@ class Recording:
         self._recorder: BlockRecorder | None = None
         self._trace: Trace | None = None
         self._unseen: str | None = None  # why the block must not be checked (`check`)
+        self._callers: list = []  # where each `backward()` was called from (the doctor's)
         self._hits: list = []
         self._overwrites: Any = None
 
@@ -62,6 +63,7 @@ class Recording:
         assert recorder is not None
         self._trace = recorder.stop(exc)
         self._unseen = recorder.unseen
+        self._callers = recorder.callers
         self._hits = list(self._overwrites.hits) if self._overwrites is not None else []
         # an exception from the block goes on (None: not swallowed); the trace keeps it
 
@@ -207,7 +209,7 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
         trace = target.trace
         if target._unseen is not None:
             raise NotAGraph(target._unseen)
-        return Findings(diagnose_recorded(trace, target._hits))
+        return Findings(diagnose_recorded(trace, target._hits, target._callers))
     if isinstance(target, (str, os.PathLike)):
         from mgtui.bundled import resolve
         from mgtui.doctor import diagnose

@@ -49,6 +49,7 @@ class_codes: dict = {}  # the Value classes' methods' code, by id (`LineFinder`)
 op_of_maker = None  # `mgtui.shapes.op_of_maker`: the op of a class without `_op`
 getframe = None  # sys._getframe
 record_call = run_backward = None  # `mgtui.probes.BackwardCalls`
+note_caller = None  # `mgtui.probes.Callers.note`: where a `backward()` was called from
 # The library frame that made the last node through an op, its line and the op's code,
 # twice (`made`); and what a frame's `here` must hold for its line to be trusted: a new
 # object each time a class comes in (`Inliner.forget_lines`).
@@ -273,6 +274,7 @@ def call_fully(node, fn, frame, here=NO_HERE):
             line = scenario_line(frame)
         if here is not NO_HERE:
             here[0], here[1] = lines_valid, line
+    note_caller(frame)
     add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
     stack.append(nid)
     try:

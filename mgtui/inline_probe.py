@@ -117,6 +117,7 @@ class Inliner:
             # frames over and over. Looking there first spares the call.
             remembered=lines.memo.get,
             getframe=sys._getframe, record_call=record_call, run_backward=run_backward,
+            note_caller=rec.calls.callers.note,
             last=last, lines_valid=object())
         for name in hot.HELPERS:
             fn = getattr(hot, name)

@@ -184,6 +184,7 @@ class BlockRecorder:
         self.rec = in_process_recorder(scenario_of(filename, title), fields,
                                        on_create=self.made, before_backward=before_backward)
         self.unseen: str | None = None  # why the block must not be checked, once stopped
+        self.callers: list = []  # where each `backward()` was called from (`Records.callers`)
         self.rec.adopt_strangers = True
         self._hooks: Any = None
 
@@ -200,6 +201,7 @@ class BlockRecorder:
         error = None if exc is None else error_of(self.rec, exc)
         self._hooks.__exit__(None, None, None)
         self.unseen = self.rec.unrecorded() if error is None else None
+        self.callers = list(self.rec.records.callers)
         try:
             return build(self.rec, error, names_in(self.frame))
         finally:
@@ -213,12 +215,14 @@ class BlockRecorder:
 def record_call(fn: Callable[[], object], *, seed: int = 0,
                 on_create: OnCreate | None = None,
                 before_backward: BeforeBackward | None = None,
-                fields: dict[str, str] | None = None, refuse: bool = False) -> Trace:
+                fields: dict[str, str] | None = None, refuse: bool = False,
+                callers: list | None = None) -> Trace:
     """Call `fn()` under the recorder, with `random` seeded (and its state put back
     after), and the caller's hooks: its trace. An exception from `fn` is the trace's
     error, as is a hook's `StopRecording` (a re-run that has what it needs). `fields`
     names the Value class's fields (`Recorder`); `refuse`: raise `NotAGraph` if the call
-    recorded nothing (`refuse_unseen`)."""
+    recorded nothing (`refuse_unseen`). `callers` is given where each `backward()` was
+    called from (`Records.callers`), for the doctor."""
     code = getattr(fn, "__code__", None)
     filename = code.co_filename if code is not None else NO_FILE
     name = getattr(fn, "__qualname__", None) or repr(fn)
@@ -240,6 +244,8 @@ def record_call(fn: Callable[[], object], *, seed: int = 0,
                 error = error_of(rec, exc)
         if refuse:
             refuse_unseen(rec, error)
+        if callers is not None:
+            callers.extend(rec.records.callers)
         names = names_in(made.frame) if made.frame is not None else {}
         return build(rec, error, names)
     finally:

@@ -26,6 +26,7 @@ per record is a few per cent of a recording), and each names the method it copie
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Callable, NamedTuple, Protocol
@@ -268,6 +269,46 @@ class LineFinder:
             last[:] = [None] * len(last)
 
 
+# -- where `backward()` was called from ---------------------------------------------------------
+
+MAX_CALLER_FRAMES = 16
+MGTUI_FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
+
+
+class Callers:
+    """`note(frame)`, as a `_backward` call is about to be recorded from `frame`: if that
+    is not the frame the last call came from, the chain of frames from it out to the
+    scenario's (innermost first: file, line, function) goes into `records.callers` at
+    the call's event, unless it is the chain noted last. That is one entry per
+    `backward()` run (per call made by hand), from which the doctor finds the line that
+    builds the order, in whatever file it is (`mgtui.doctor.context`). The last frame is
+    held, so no new frame can take its address."""
+
+    def __init__(self, records: Records, scenario_path: str) -> None:
+        self.records = records
+        self.scenario_path = scenario_path
+        self.last: list = [None]  # the frame the last call came from (a hot path reads it)
+        self.last_chain: tuple = ()
+
+    def note(self, frame) -> None:
+        if frame is self.last[0]:
+            return
+        self.last[0] = frame
+        chain = []
+        f, path = frame, self.scenario_path
+        while f is not None and len(chain) < MAX_CALLER_FRAMES:
+            code = f.f_code
+            if not code.co_filename.startswith(MGTUI_FILES):  # (not the recorder's own)
+                chain.append((code.co_filename, f.f_lineno, code.co_name))
+            if code.co_filename == path:
+                break
+            f = f.f_back
+        found = tuple(chain)
+        if found != self.last_chain:
+            self.last_chain = found
+            self.records.callers.append((self.records.event_count(), found))
+
+
 # -- `_backward` calls, as the hook probes and the inlined one's slow path record them -------
 
 
@@ -275,21 +316,24 @@ class BackwardCalls:
     """`record_call(nid, d, fn, frame)` records the call of `fn`, the `_backward` of node
     `nid` (its dict, or `SlotsNode`, `d`), made from `frame`, and makes it: runs
     `before_backward` first (its records taken back), and `on_backward`, then the
-    call. `run_backward(d, fn)` is the same from the node's dict, as the hooks bind it.
+    call (noting where it came from: `Callers`). `run_backward(d, fn)` is the same from
+    the node's dict, as the hooks bind it.
     """
 
     def __init__(self, rec, scenario_line) -> None:
         self.rec = rec
-        self.run_backward, self.record_call = self._make(rec, scenario_line)
+        self.callers = Callers(rec.records, rec.lines.scenario_path)
+        self.run_backward, self.record_call = self._make(rec, scenario_line, self.callers)
 
     @staticmethod
-    def _make(rec, scenario_line):
+    def _make(rec, scenario_line, callers: Callers):
         records: Records = rec.records
         before, watch = rec.hooks.before_backward, rec.hooks.on_backward
         skip = watch.skip if watch is not None else ()
         add_event, writes, stack = records.add_event, records.writes, records.stack
         made_inside, closure_index = records.made_inside, records.closure_index
         getframe = sys._getframe
+        note_caller, last_caller = callers.note, callers.last
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
@@ -311,6 +355,8 @@ class BackwardCalls:
                 if watched:
                     watch(op, fn)
             ci = closure_index(getattr(fn, "__code__", None))
+            if frame is not last_caller[0]:
+                note_caller(frame)
             add_event((BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
             stack.append(nid)
             try:

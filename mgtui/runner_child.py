@@ -201,6 +201,8 @@ def serve(spec: RunSpec, fd: int) -> None:
                                           max_nodes=spec.max_nodes, timeout=spec.timeout,
                                           capture_output=False, argv=spec.argv,
                                           fields=spec.fields)
+        if job is not None and hasattr(job, "records"):  # (a job that reports records)
+            job.records = recorder.records
     except ScenarioLoadError as exc:  # (a `[tool.mgtui] fields` that cannot be read too)
         stream.send(tracefile.encode_header(spec.path, "", "", "")[: tracefile.HEAD_SIZE])
         refuse(stream, exc.message, exc.detail)

@@ -76,8 +76,9 @@ def diagnose(
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
-    return examine(result.trace, result.job_result or (), reruns, passes=passes,
-                   sample=sample, budget=budget, on_progress=progress, started=started)
+    hits, callers = jobs.probe_report(result.job_result)
+    return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
+                   on_progress=progress, started=started, callers=callers)
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
@@ -92,29 +93,34 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
 
     started = time.perf_counter()
     probe = OverwriteProbe()
-    trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True)
+    callers: list = []
+    trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True,
+                        callers=callers)
     return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
                    sample=sample, budget=BUDGET if budget is None else budget,
-                   started=started)
+                   started=started, callers=callers)
 
 
-def diagnose_recorded(trace: Trace, hits: list) -> Report:
+def diagnose_recorded(trace: Trace, hits: list, callers: list = ()) -> Report:
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
     `diagnose_call`)."""
-    return examine(trace, hits, None)
+    return examine(trace, hits, None, callers=callers)
 
 
 def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
             passes: PassChoice = None, sample: int | None = None, budget: float = BUDGET,
-            on_progress: ProgressFn | None = None, started: float | None = None) -> Report:
-    """Every check of a recorded trace, given the probe's `hits`: the trace checks, and,
-    with `reruns` to run it again, the numerical check of its backward passes."""
+            on_progress: ProgressFn | None = None, started: float | None = None,
+            callers: list = ()) -> Report:
+    """Every check of a recorded trace, given the probe's `hits` and where each
+    `backward()` was called from (`callers`, `mgtui.records.Records.callers`): the trace
+    checks, and, with `reruns` to run it again, the numerical check of its backward
+    passes."""
     started = time.perf_counter() if started is None else started
     progress = on_progress or _no_progress
     trace.index_children()  # the checks ask for the children of every call
     progress(0, 0, "checking the trace")
-    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits])
+    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits], callers)
     if reruns is None:
         with collector_paused():
             found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]

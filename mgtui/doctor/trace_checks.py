@@ -209,8 +209,7 @@ def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
         j, user = last_user[nid]
         ctx.explained_passes.add(p.index)
         where = ctx.order_where(i)
-        built = (f"; the order is built at line {where[1]}"
-                 if where[1] and where[1] != t.event_line(i) else "")
+        built = ctx.built_text(where, t.event_line(i))
         found.append(ctx.finding(
             "topo-order", nid, i, where,
             f"the _backward of {ctx.node_text(nid)} ran at step {i + 1}, before the "

@@ -175,6 +175,7 @@ def child_recorder(scenario, hooks: Hooks = Hooks(), *, reads_values: bool = Tru
     recorder = Recorder(scenario, **hooks._asdict(), **options)
     if values is not None:
         values.records = recorder.records
+        values.node_id = recorder.node_id
     return recorder, values
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-from mgtui.probes import CLASS_CODE, StopRecording, ordered
+from mgtui.probes import CLASS_CODE, OTHER_CODE, StopRecording, ordered
 from mgtui.records import BACKWARD, CREATE, ID, NODE_ROW
 
 _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.inline._ordered_prev`)
@@ -58,7 +58,7 @@ lines_valid: object = object()
 
 # the functions each run gets a copy of (`Inliner._helpers`)
 HELPERS = ("made", "made_again", "call_backward", "call_fully", "inside_made", "backward_of",
-           "event", "label", "interrupt")
+           "event", "label", "interrupt", "called_by_scenario")
 
 
 # -- every name the rewritten code refers to ------------------------------------------------
@@ -176,17 +176,22 @@ def made(node, children, depth=2) -> None:
             kind = kind_of(id(code))
             if kind is None:
                 kind = code_kind(code)
-        if type(kind) is dict:  # the scenario's own code
+        if type(kind) is dict:  # the scenario's module-level code
             line = frame.f_lineno
             if kind:  # made straight under an assignment's value?
                 spot = kind.get(frame.f_lasti)
                 if spot is not None:
                     candidate(frame, frame.f_lasti, spot, node, nid)
+        elif kind is not CLASS_CODE and kind is not OTHER_CODE:  # a scenario's function:
+            line = frame.f_lineno  # its caller may bind the node too (a wrapper op)
+            named(nid, frame, node)
         else:
             line = remembered(frame)  # a library's frame, asked about before
             if line is None:
                 line = scenario_line(frame)
             if kind is CLASS_CODE:  # an op made by another op: on up to its name
+                named(nid, frame, node)
+            elif called_by_scenario(frame):  # a helper's node (`p = ops.sigmoid(z)`)
                 named(nid, frame, node)
             elif op_code is not None:  # an op called by a library's frame: remembered
                 last[3:], last[:3] = last[:3], (frame, line, op_code)
@@ -201,6 +206,18 @@ def made(node, children, depth=2) -> None:
         add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
     if on_progress is not None and not nid & 0x3FFF:
         on_progress(nid)
+
+
+def called_by_scenario(frame) -> bool:
+    """Was `frame`, not the scenario's, called by the scenario's code?"""
+    back = frame.f_back
+    if back is None:
+        return False
+    code = back.f_code
+    kind = kind_of(id(code))
+    if kind is None:
+        kind = code_kind(code)
+    return kind is not CLASS_CODE and kind is not OTHER_CODE
 
 
 def call_backward(node, here):
@@ -266,7 +283,7 @@ def call_fully(node, fn, frame, here=NO_HERE):
         ci = closure_index(getattr(fn, "__code__", None))
     code = frame.f_code
     kind = kind_of(id(code))
-    if type(kind if kind is not None else code_kind(code)) is dict:
+    if isinstance(kind if kind is not None else code_kind(code), dict):
         line = frame.f_lineno  # a call made by hand in the scenario
     else:  # (`backward()`: its next calls take the way in `call_backward`)
         line = remembered(frame)

@@ -158,11 +158,13 @@ def error_of(rec: Recorder, exc: BaseException) -> TraceError:
     return rec.trace_error(exc, type(exc).__name__, str(exc))
 
 
-def build(rec: Recorder, error: TraceError | None, names: dict[str, object]) -> Trace:
-    """The recording's trace, with nodes labelled from `names` where they have none."""
+def build(rec: Recorder, error: TraceError | None, names: dict[str, object],
+          node_id: Callable[[object], int | None] | None = None) -> Trace:
+    """The recording's trace, with nodes labelled from `names` where they have none (by
+    their path from one of them, for a parameter; `node_id`: see `Recorder.finish`)."""
     rec.globals = names
     try:
-        return rec.finish(error, "")
+        return rec.finish(error, "", node_id)
     finally:
         rec.slots_ids.release()
 
@@ -480,8 +482,9 @@ def _record_graph(root: object, names: dict[str, object], title: str, notes: str
                 run_backward(graph.of(root), shapes)
             except Exception as exc:  # noqa: BLE001 - the user's backward's error is data
                 error = error_of(rec, exc)
-        labels = {name: graph.copies[id(v)] for name, v in names.items() if id(v) in graph.copies}
-        return build(rec, error, labels)
+        # the caller's names reach the user's own nodes: each is named as its copy
+        numbered = {id(v): rec.node_id(graph.of(v)) for v in originals}
+        return build(rec, error, names, lambda obj: numbered.get(id(obj)))
     finally:
         put_back(saved)
 

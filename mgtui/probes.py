@@ -40,6 +40,13 @@ HOOKED = MICROGRAD.hooked  # the fields a hook probe observes, by micrograd's na
 WRITTEN = {"grad": (Field.GRAD.code, GRAD), "data": (Field.DATA.code, DATA)}  # field, kind
 CLASS_CODE, OTHER_CODE = "class", False  # (`LineFinder.code_kind`)
 
+
+class FunctionSpots(dict):
+    """The kind of a scenario's function's code (`LineFinder.code_kind`): its assignments'
+    spots, as a module's own code has them (a plain dict), but a node made there may be
+    bound by its caller too (`mgtui.naming.Namer.made` looks)."""
+
+
 OnCreate = Callable[[int, dict], None]
 BeforeBackward = Callable[[dict, Callable[[], object]], None]
 OnBackward = Callable[[object, Callable[[], object]], None]  # with a `skip` set
@@ -243,7 +250,8 @@ class LineFinder:
     def code_kind(self, code) -> object:
         """What `code` is, worked out once (`code_kinds`): CLASS_CODE for a method of a
         Value class; for the scenario's own code, its assignments' spots (a dict by
-        instruction offset, `mgtui.naming`; empty if it has none); else OTHER_CODE."""
+        instruction offset, `mgtui.naming`; empty if it has none; a `FunctionSpots` for
+        a function's code); else OTHER_CODE."""
         cid = id(code)
         kind = self.code_kinds.get(cid)
         if kind is None:
@@ -251,6 +259,8 @@ class LineFinder:
                 kind = CLASS_CODE
             elif code.co_filename == self.scenario_path:
                 kind = self.spots.get(cid) or {}
+                if code.co_name != "<module>":
+                    kind = FunctionSpots(kind)
             else:
                 kind = OTHER_CODE
             self.code_kinds[cid] = kind

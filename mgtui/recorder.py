@@ -346,11 +346,12 @@ class Recorder:
         return TraceError(type_name, message, line, self.records.event_count())
 
     # -- the trace ---------------------------------------------------------------------
-    def finish(self, error: TraceError | None, output: str) -> Trace:
+    def finish(self, error: TraceError | None, output: str,
+               node_id: Callable[[object], int | None] | None = None) -> Trace:
         """The trace of the records: the chunks the runner's child would stream, the
-        labels set late, the names found, the closures."""
+        labels set late, the names found (`node_id`: see `resolve_names`), the closures."""
         scenario, records = self.scenario, self.records
-        names = self.resolve_names()
+        names = self.resolve_names(node_id)
         builder = TraceBuilder(str(scenario.path), scenario.title, scenario.notes, scenario.source)
         upto = records.mark()
         for chunk in records.chunks(Mark(), upto):
@@ -363,11 +364,14 @@ class Recorder:
             builder.add_closure(closure)
         return builder.build(error, output)
 
-    def resolve_names(self) -> list[tuple[int, str]]:
+    def resolve_names(self, node_id: Callable[[object], int | None] | None = None
+                      ) -> list[tuple[int, str]]:
         """(id, name) of every node named by the variable it was bound to or by its path
-        from a global object (`mgtui.naming`); call once, after the run."""
+        from a global object (`mgtui.naming`); call once, after the run. `node_id`: how
+        an object reached from the globals is a recorded node (by default, it is one:
+        `mgtui.show` records copies, and names them from the originals)."""
         try:
-            self.namer.finish(self.globals, self.records.is_leaf)
+            self.namer.finish(self.globals, self.records.is_leaf, node_id)
         except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
             pass
         count = self.records.node_count()

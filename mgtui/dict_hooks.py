@@ -164,7 +164,7 @@ class DictHooks:
             def __set__(self, obj, value):
                 d = obj.__dict__
                 nid = d.get(ID)
-                if nid is None or (rewritten and rec.inliner is not None
+                if nid is None or (rec.inliner is not None and rewritten
                                    and id(getframe(1).f_code) in rec.inliner.codes):
                     d[name] = value  # (rewritten code records this write itself)
                     return

@@ -45,6 +45,7 @@ skip: object = ()  # the `on_backward` hook's ops to leave out
 scenario_line = named = candidate = None  # the line finder, the namer's calls
 closure_ids: dict = {}
 closure_index = kind_of = code_kind = remembered = None
+direct: dict = {}  # library frames the scenario's code called (`LineFinder.direct`)
 class_codes: dict = {}  # the Value classes' methods' code, by id (`LineFinder`)
 op_of_maker = None  # `mgtui.shapes.op_of_maker`: the op of a class without `_op`
 getframe = None  # sys._getframe
@@ -58,7 +59,7 @@ lines_valid: object = object()
 
 # the functions each run gets a copy of (`Inliner._helpers`)
 HELPERS = ("made", "made_again", "call_backward", "call_fully", "inside_made", "backward_of",
-           "event", "label", "interrupt", "called_by_scenario")
+           "event", "label", "interrupt")
 
 
 # -- every name the rewritten code refers to ------------------------------------------------
@@ -191,7 +192,7 @@ def made(node, children, depth=2) -> None:
                 line = scenario_line(frame)
             if kind is CLASS_CODE:  # an op made by another op: on up to its name
                 named(nid, frame, node)
-            elif called_by_scenario(frame):  # a helper's node (`p = ops.sigmoid(z)`)
+            elif frame in direct:  # a helper the scenario called (`p = ops.sigmoid(z)`)
                 named(nid, frame, node)
             elif op_code is not None:  # an op called by a library's frame: remembered
                 last[3:], last[:3] = last[:3], (frame, line, op_code)
@@ -206,18 +207,6 @@ def made(node, children, depth=2) -> None:
         add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
     if on_progress is not None and not nid & 0x3FFF:
         on_progress(nid)
-
-
-def called_by_scenario(frame) -> bool:
-    """Was `frame`, not the scenario's, called by the scenario's code?"""
-    back = frame.f_back
-    if back is None:
-        return False
-    code = back.f_code
-    kind = kind_of(id(code))
-    if kind is None:
-        kind = code_kind(code)
-    return kind is not CLASS_CODE and kind is not OTHER_CODE
 
 
 def call_backward(node, here):

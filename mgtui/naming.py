@@ -175,6 +175,9 @@ class Namer:
         self._codes = list(codes_in(code))  # (keeps the ids above theirs)
         self.scenario_codes = {id(c) for c in self._codes}
         self.top = id(code)  # the module's own code: no scenario frame is above it
+        # frames the scenario's code called (`LineFinder.direct`, which fills it as it
+        # walks): a helper's frame, whose nodes the scenario's variable may bind
+        self.direct: dict = {}
         self.loops = loop_names(tree) if isinstance(tree, ast.Module) else set()
         self.class_codes = class_codes  # the Value classes' methods' code, by id
         self.node_id = node_id
@@ -194,7 +197,7 @@ class Namer:
 
     def _made_hook(self) -> Callable[[int, types.FrameType, object], None]:
         spots_get, class_codes, candidate = self.spots.get, self.class_codes, self.candidate
-        scenario_codes, top = self.scenario_codes, self.top
+        scenario_codes, top, direct = self.scenario_codes, self.top, self.direct
 
         def made(nid: int, f: types.FrameType, node: object) -> None:
             """Is this node made under an assignment's value? Up through the Value
@@ -202,27 +205,28 @@ class Namer:
             wrapper op) and one function of another module called from the scenario (a
             helper: `ops.sigmoid`), each scenario frame whose instruction is an
             assignment's value is a candidate: the outermost first."""
-            found = []
-            helper, depth = True, 0
-            while f is not None and depth < MAX_FRAMES_UP:
-                cid = id(f.f_code)
-                if cid in class_codes:
-                    f = f.f_back
-                    continue
-                depth += 1
-                if cid in scenario_codes:
-                    spots = spots_get(cid)
-                    spot = spots.get(f.f_lasti) if spots is not None else None
-                    if spot is not None:
-                        found.append((f, spot))
-                    if cid == top:
-                        break
-                elif not (helper and f.f_back is not None
-                          and id(f.f_back.f_code) in scenario_codes):
-                    break
-                else:
-                    helper = False
+            cid = id(f.f_code)
+            while cid in class_codes:
                 f = f.f_back
+                if f is None:
+                    return
+                cid = id(f.f_code)
+            if cid not in scenario_codes:  # a library's frame: a helper the scenario called?
+                if f not in direct:  # (the common case: nothing to name)
+                    return
+                f = f.f_back
+            found = []
+            for _ in range(MAX_FRAMES_UP):
+                cid = id(f.f_code)
+                if cid not in scenario_codes:
+                    break
+                spots = spots_get(cid)
+                spot = spots.get(f.f_lasti) if spots is not None else None
+                if spot is not None:
+                    found.append((f, spot))
+                f = f.f_back
+                if cid == top or f is None:
+                    break
             last = len(found) - 1
             for k, (frame, spot) in enumerate(found):
                 candidate(frame, frame.f_lasti, spot, node, nid, k < last)

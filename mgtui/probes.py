@@ -41,6 +41,10 @@ WRITTEN = {"grad": (Field.GRAD.code, GRAD), "data": (Field.DATA.code, DATA)}  # 
 CLASS_CODE, OTHER_CODE = "class", False  # (`LineFinder.code_kind`)
 
 
+# the code of an expression of the code around it: what it makes, that code binds
+COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
 class FunctionSpots(dict):
     """The kind of a scenario's function's code (`LineFinder.code_kind`): its assignments'
     spots, as a module's own code has them (a plain dict), but a node made there may be
@@ -202,10 +206,13 @@ class LineFinder:
     outside the Value classes' methods (0 if there is none). Frames below it that were
     walked are remembered in `memo` (a frame held there cannot be mistaken for another),
     so the many nodes made inside one library call, like `model(x)`, each walk only up
-    to the first frame they share. `code_kind(code)` says what a code object is to the
-    recording (`CLASS_CODE`, the scenario's assignments, or `OTHER_CODE`)."""
+    to the first frame they share; a walked frame that the scenario's own code called
+    (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
+    `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
+    scenario's assignments, or `OTHER_CODE`)."""
 
-    def __init__(self, scenario_path: str, class_codes: dict[int, object], spots: dict) -> None:
+    def __init__(self, scenario_path: str, class_codes: dict[int, object], spots: dict,
+                 direct: dict | None = None) -> None:
         self.scenario_path = scenario_path
         self.class_codes = class_codes  # code of the Value classes' methods, by id
         self.spots = spots  # the scenario's assignments, by code id (`Namer.spots`)
@@ -215,10 +222,12 @@ class LineFinder:
         self._kind_codes: list = []  # (keeps the ids above theirs)
         self.last_frames: list[list] = []  # the inlined recording's caches of a frame
         self.memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.direct: dict = {} if direct is None else direct  # those the scenario's code
+        #                                                          called -> True
         self.scenario_line = self._line_finder()
 
     def _line_finder(self) -> Callable[[types.FrameType], int]:
-        path, class_codes, memo = self.scenario_path, self.class_codes, self.memo
+        path, class_codes, memo, direct = self.scenario_path, self.class_codes, self.memo, self.direct
 
         def scenario_line(f) -> int:
             code = f.f_code
@@ -232,6 +241,8 @@ class LineFinder:
                 code = f.f_code
                 if code.co_filename == path and id(code) not in class_codes:
                     line = f.f_lineno
+                    if walked:  # the last frame walked: the scenario's code called it
+                        direct[walked[-1]] = True
                     break
                 walked.append(f)
                 f = f.f_back
@@ -241,6 +252,7 @@ class LineFinder:
             if walked:
                 if len(memo) > 256:
                     memo.clear()
+                    direct.clear()
                 for w in walked:
                     memo[w] = line
             return line
@@ -259,7 +271,7 @@ class LineFinder:
                 kind = CLASS_CODE
             elif code.co_filename == self.scenario_path:
                 kind = self.spots.get(cid) or {}
-                if code.co_name != "<module>":
+                if code.co_name != "<module>" and code.co_name not in COMPREHENSIONS:
                     kind = FunctionSpots(kind)
             else:
                 kind = OTHER_CODE

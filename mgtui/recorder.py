@@ -131,7 +131,8 @@ class Recorder:
                            scenario.source, class_codes, self.node_id,
                            names=(records.name_ids, records.name_texts))
         records.forgetting.append(self.namer.forget_since)
-        self.lines = LineFinder(str(scenario.path.resolve()), class_codes, self.namer.spots)
+        self.lines = LineFinder(str(scenario.path.resolve()), class_codes, self.namer.spots,
+                                self.namer.direct)
         self.calls = BackwardCalls(self, self.lines.scenario_line)
         self.inliner: Inliner | None = None
         self.slots_hooks = SlotsHooks(self)

@@ -413,3 +413,37 @@ async def test_the_app_shows_the_message_instead_of_an_empty_trace(tmp_path):
         assert type(app.screen).__name__ == "ErrorScreen"
         text = app.screen.text
         assert "no node was recorded" in text and "inputs could be any of" in text
+
+
+# -- in this process: mgtui.check(function) on every shape -----------------------------------
+
+GRAPHS = {  # engine -> a graph through the op its twin plants its bug in, and the bug's kind
+    "tuple_prev": (lambda a, b: (a * b + a).tanh() * a, "wrong-derivative"),
+    "scalar_no_op": (lambda a, b: (a * b + a).sin() * b, "wrong-derivative"),
+    "node_value_parents": (lambda a, b: (a * b).exp() * a + b * a, "overwrite"),
+    "slots_renamed": (lambda a, b: (a * b + a ** 3) ** 2, "wrong-derivative"),
+    "var_children": (lambda a, b: (a * b + a).tanh() * a, "wrong-derivative"),
+    "children_tuple": (lambda a, b: (a * b + a * a).relu() * b, "topo-order"),
+}
+
+
+def bug_line(name: str) -> int:
+    lines = (ENGINES / f"{name}_bug.py").read_text().splitlines()
+    (n,) = [k for k, s in enumerate(lines, 1) if "# BUG" in s]
+    return n
+
+
+@pytest.mark.parametrize("name, cls", sorted(SHAPES))
+def test_every_shape_in_process_clean_and_with_its_bug(name, cls, monkeypatch):
+    graph, kind = GRAPHS[name]
+
+    def exercise(Value):
+        def build():
+            y = graph(Value(0.7), Value(-1.3))
+            y.backward()
+        return build
+
+    clean = mgtui.check(exercise(getattr(engine_module(name, monkeypatch), cls)))
+    assert not clean and clean.report.checked_passes, repr(clean)
+    found = mgtui.check(exercise(getattr(engine_module(f"{name}_bug", monkeypatch), cls)))
+    assert [(f.kind, f.line) for f in found] == [(kind, bug_line(name))], repr(found)

@@ -192,9 +192,13 @@ class Recorder:
         if id(cls) in self._looked_at:
             return
         self._looked_at[id(cls)] = cls
+        if defined_now:
+            self.unseen.defined.append(cls)
+        if not self.shapes.may_be_value(cls):
+            return
         fields = self.shapes.fields(cls)
         if fields is None:
-            self.unseen.consider(cls, defined_now)
+            self.unseen.consider(cls)
             return
         self.classes.append(cls)
         self.fields[cls] = fields
@@ -240,9 +244,10 @@ class Recorder:
 
     def instrument_loaded(self) -> None:
         """Instrument Value-like classes that were imported before the run started."""
+        may_be_value = self.shapes.may_be_value
         for module in list(sys.modules.values()):
             for obj in list(getattr(module, "__dict__", {}).values()):
-                if isinstance(obj, type):
+                if isinstance(obj, type) and may_be_value(obj):
                     self.instrument(obj)
 
     def unrecorded(self) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dis
 import os
+import re
 import sys
 import types
 from pathlib import Path
@@ -103,6 +104,8 @@ def init_code(cls: type) -> types.CodeType | None:
     return getattr(init, "__code__", None)
 
 
+_STORE_ATTR, _LOAD_FAST = dis.opmap["STORE_ATTR"], dis.opmap["LOAD_FAST"]
+_EXTENDED_ARG, _CACHE = dis.opmap["EXTENDED_ARG"], dis.opmap.get("CACHE", -1)
 REWRITE_TEMPORARY = "__mgtui_o"  # (`mgtui.inline.OBJ`; in a class body, `_Value__mgtui_o`)
 _KNOWN = frozenset(name for names in CANDIDATES.values() for name in names)
 _STORED: dict[int, tuple[types.CodeType, frozenset[str]]] = {}  # by the code's id
@@ -115,13 +118,23 @@ def stored_fields(code: types.CodeType) -> frozenset[str]:
     if found is not None and found[0] is code:
         return found[1]
     me = code.co_varnames[0] if code.co_argcount else None
+    varnames, attrs, raw = code.co_varnames, code.co_names, code.co_code
     names = set()
-    last = None
-    for ins in dis.get_instructions(code):
-        if ins.opname == "STORE_ATTR" and last is not None and last.opname == "LOAD_FAST" \
-                and (last.argval == me or last.argval.endswith(REWRITE_TEMPORARY)):
-            names.add(ins.argval)
-        last = ins
+    last_op = last_arg = -1
+    extended = 0
+    for k in range(0, len(raw), 2):  # (what `dis` reads, without its objects: quicker)
+        op, arg = raw[k], raw[k + 1] | extended
+        if op == _EXTENDED_ARG:
+            extended = arg << 8
+            continue
+        extended = 0
+        if op == _CACHE:
+            continue
+        if op == _STORE_ATTR and last_op == _LOAD_FAST and last_arg < len(varnames):
+            local = varnames[last_arg]
+            if local == me or local.endswith(REWRITE_TEMPORARY):
+                names.add(attrs[arg])
+        last_op, last_arg = op, arg
     stored = frozenset(names)
     if len(_STORED) > 4096:
         _STORED.clear()
@@ -137,6 +150,13 @@ class ShapeFinder:
     def __init__(self, given: dict[str, str] | None = None) -> None:
         self.given = dict(given or {})
         self._by_code: dict[int, tuple[types.CodeType, FieldMap | None, str]] = {}
+        self._names = _KNOWN | frozenset(self.given.values())  # (`may_be_value`)
+
+    def may_be_value(self, cls: type) -> bool:
+        """A quick look, before `fields` and `why_not`: does the `__init__` of `cls`
+        name any field a role may go by? (Most classes' do not.)"""
+        code = init_code(cls)
+        return code is not None and not self._names.isdisjoint(code.co_names)
 
     def fields(self, cls: type) -> FieldMap | None:
         """The fields of a Value class whose own `__init__` stores them, else None."""
@@ -282,15 +302,21 @@ def project_fields(start: str | os.PathLike) -> dict[str, str]:
 
 
 _PROJECTS: dict[str, tuple[int, dict[str, str]]] = {}  # each pyproject.toml read: its fields
+_MGTUI_KEY = re.compile(rb"^\s*mgtui\s*[=.]", re.M)  # (`mgtui = {...}` in a `[tool]` table)
 
 
 def _read_fields(path: Path) -> dict[str, str]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FieldsOptionError(f"{path}: cannot be read: {exc.strerror}") from None
+    if b"tool.mgtui" not in data and not (b"[tool]" in data and _MGTUI_KEY.search(data)):
+        return {}  # (no table of ours: not parsed, in each run's process)
     import tomllib
 
     try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f).get("tool", {}).get("mgtui", {})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        table = tomllib.loads(data.decode("utf-8")).get("tool", {}).get("mgtui", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise FieldsOptionError(f"{path}: cannot be read: {exc}") from None
     if not isinstance(table, dict) or "fields" not in table:
         return {}
@@ -309,14 +335,12 @@ class Unrecorded:
 
     def __init__(self, shapes: ShapeFinder) -> None:
         self.shapes = shapes
-        self.defined: list[str] = []
+        self.defined: list[type] = []  # (the user's told apart when they are named)
         self.watched: list[tuple[type, object, str]] = []  # (class, its own __init__, why)
         self.made: dict[type, int] = {}  # instances made of each watched class
 
-    def consider(self, cls: type, defined_now: bool) -> None:
+    def consider(self, cls: type) -> None:
         """`cls` is not a Value class: watch it if it looks like one all the same."""
-        if defined_now and not _installed(cls):
-            self.defined.append(cls.__qualname__)
         why = self.shapes.why_not(cls)
         if not why or any(c is cls for c, _, _ in self.watched) or \
                 (cls.__module__ or "").startswith("mgtui"):
@@ -362,7 +386,8 @@ class Unrecorded:
         sightings = self.sightings()
         if nodes and not sightings:
             return None
-        return nothing_recorded(sightings, nodes, self.defined)
+        defined = [c.__qualname__ for c in self.defined if not _installed(c)]
+        return nothing_recorded(sightings, nodes, defined)
 
 
 def _installed(cls: type) -> bool:

@@ -447,3 +447,23 @@ def test_every_shape_in_process_clean_and_with_its_bug(name, cls, monkeypatch):
     assert not clean and clean.report.checked_passes, repr(clean)
     found = mgtui.check(exercise(getattr(engine_module(f"{name}_bug", monkeypatch), cls)))
     assert [(f.kind, f.line) for f in found] == [(kind, bug_line(name))], repr(found)
+
+
+def test_show_copies_and_replays_a_graph_of_renamed_fields(monkeypatch):
+    from mgtui.api import _trace_of
+
+    Node = engine_module("node_value_parents", monkeypatch).Node
+    a, b = Node(0.3), Node(-0.8)
+    e = (a * b).exp()
+    loss = e * a + e * b
+    loss.backward()
+    grads = (a.grad, b.grad)
+    t = _trace_of(loss, sys._getframe(), None)
+    assert (a.grad, b.grad) == grads and a.value == 0.3  # the user's nodes as they were
+    (ta,), (tb,), (tl,) = t.find("a"), t.find("b"), t.find("loss")
+    assert t.op(tl) == "+" and t.final_grad[tl] == 1.0
+    # d loss / d a = e b a' ... from the formula: loss = e (a + b), e = exp(a b)
+    import math
+    ev = math.exp(0.3 * -0.8)
+    assert t.final_grad[ta] == pytest.approx(ev * -0.8 * (0.3 - 0.8) + ev)
+    assert t.final_grad[tb] == pytest.approx(ev * 0.3 * (0.3 - 0.8) + ev)

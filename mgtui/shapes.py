@@ -35,7 +35,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "data": ("data", "value", "val", "_data", "_value"),
     "grad": ("grad", "_grad", "gradient"),
     "inputs": ("_prev", "_children", "children", "parents", "_parents", "prev", "inputs",
-               "_inputs", "_parents_"),
+               "_inputs"),
     "backward": ("_backward", "backward_fn", "_backward_fn", "grad_fn", "_grad_fn",
                  "backward_func", "_backprop"),
     "op": ("_op", "op", "_operation", "operation"),

@@ -33,10 +33,13 @@ class Recording:
     """What `mgtui.record()` recorded: a context manager, then a trace to show, save or
     check. The trace is there once the `with` block has ended."""
 
-    def __init__(self, *, probe: bool = True) -> None:
+    def __init__(self, *, probe: bool = True, fields: dict[str, str] | None = None) -> None:
         self._probe = probe
+        self._fields = fields
         self._recorder: BlockRecorder | None = None
         self._trace: Trace | None = None
+        self._unseen: str | None = None  # why the block must not be checked (`check`)
+        self._callers: list = []  # where each `backward()` was called from (the doctor's)
         self._hits: list = []
         self._overwrites: Any = None
 
@@ -48,7 +51,8 @@ class Recording:
             raise RuntimeError("a Recording records one block: call mgtui.record() again")
         # the doctor's `=`-for-`+=` probe around each `_backward` call, for `check()`
         self._overwrites = OverwriteProbe() if self._probe else None
-        recorder = BlockRecorder(sys._getframe(1), before_backward=self._overwrites)
+        recorder = BlockRecorder(sys._getframe(1), before_backward=self._overwrites,
+                                 fields=self._fields)
         recorder.start()
         self._recorder = recorder
         return self
@@ -58,6 +62,8 @@ class Recording:
         recorder, self._recorder = self._recorder, None
         assert recorder is not None
         self._trace = recorder.stop(exc)
+        self._unseen = recorder.unseen
+        self._callers = recorder.callers
         self._hits = list(self._overwrites.hits) if self._overwrites is not None else []
         # an exception from the block goes on (None: not swallowed); the trace keeps it
 
@@ -91,7 +97,7 @@ class Recording:
         return f"<mgtui.Recording: {t.node_count} nodes, {len(t)} steps>"
 
 
-def record(*, probe: bool = True) -> Recording:
+def record(*, probe: bool = True, fields: dict[str, str] | None = None) -> Recording:
     """Record the Values made, and the backward passes run, inside a `with` block.
 
         with mgtui.record() as rec:
@@ -105,7 +111,8 @@ def record(*, probe: bool = True) -> Recording:
     before the block (a parameter) joins the recording when the block first uses it in
     a new Value (for a class with `__slots__`: make it inside the block). With `probe`
     (the default), each `_backward` closure is also replayed twice, its grads put back
-    afterwards, to see whether it assigns a grad where it should add to it.
+    afterwards, to see whether it assigns a grad where it should add to it. `fields`
+    names the Value class's fields where mgtui cannot tell them (see `check`).
 
     The recording runs in this process, with recorder hooks on every micrograd-style
     class for the length of the block. It works under coverage and debuggers
@@ -126,6 +133,8 @@ class Findings(list):  # list["Finding"]
     Each finding has its `kind` (`wrong-derivative`, `overwrite`, `missing-zero-grad`,
     ...), the node (`node`, `label`, `op`), where it is (`file`, `line`, `text`), a
     `message` with the numbers, and `numerical` and `recorded` grads where known.
+    `unchecked` says what the numerical check did not cover (no backward pass checked
+    numerically), and the repr says it too.
     """
 
     def __init__(self, report: Report) -> None:
@@ -133,6 +142,7 @@ class Findings(list):  # list["Finding"]
         self.report = report
         self.error = report.error
         self.notes = list(report.notes)
+        self.unchecked = report.unchecked
 
     def __bool__(self) -> bool:
         return len(self) > 0 or self.error is not None
@@ -144,13 +154,14 @@ class Findings(list):  # list["Finding"]
         return inert(format_report(self.report))
 
     def __repr__(self) -> str:
+        but = "" if self.unchecked is None else f"; but {self.unchecked}"
         if not self:
-            return "Findings(no problems found)"
+            return f"Findings(no problems found{but})"
         # one line: pytest shows it in a failed `assert not mgtui.check(...)`
         lines = [f"{f.kind} at {_where(f)}: {f.message}" for f in self]
         if self.error is not None:
             lines.append(f"the checked code raised: {self.report.trace.error_text()}")
-        return "Findings(" + "; ".join(lines) + ")"
+        return "Findings(" + "; ".join(lines) + but + ")"
 
 
 def _where(f: Finding) -> str:
@@ -163,7 +174,7 @@ CheckTarget = Union[str, "os.PathLike[str]", Recording, Callable[[], object]]
 
 def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
           passes: str | list[int] | None = None, budget: float | None = None,
-          argv: tuple[str, ...] = ()) -> Findings:
+          argv: tuple[str, ...] = (), fields: dict[str, str] | None = None) -> Findings:
     """Run the gradient doctor and return its findings (empty when all is well).
 
     `target` is one of:
@@ -180,24 +191,37 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
     pass numbers from 1), and `sample` limits the non-leaf nodes nudged one by one. In a
     test: `assert not mgtui.check(build_and_backprop)`; the assertion's message lists
     each finding with its file and line, and `str(findings)` is the whole report.
-    Raises `mgtui.errors.ScenarioLoadError` for a file that cannot run at all.
+
+    mgtui finds the Value class by what its `__init__` stores (a number, a grad, its
+    inputs, a backward callable: `data` or `value`, `_prev` or `parents`, ...). Where it
+    cannot tell, `fields` names them, role to attribute (`{"data": "value", "inputs":
+    "parents", "backward": "backward_fn"}`), as `[tool.mgtui] fields` in the
+    `pyproject.toml` above the code does. A run that records no node, or makes nodes
+    of a class mgtui cannot record, is never "no problems": it raises
+    `mgtui.recording.shapes.NotAGraph`, as `mgtui.show` does, naming the classes and the fields
+    looked for. Raises `mgtui.errors.ScenarioLoadError` (which `NotAGraph` is too) for
+    a file that cannot run at all.
     """
     if isinstance(target, Recording):
         from mgtui.doctor import diagnose_recorded
+        from mgtui.recording.shapes import NotAGraph
 
-        return Findings(diagnose_recorded(target.trace, target._hits))
+        trace = target.trace
+        if target._unseen is not None:
+            raise NotAGraph(target._unseen)
+        return Findings(diagnose_recorded(trace, target._hits, target._callers))
     if isinstance(target, (str, os.PathLike)):
         from mgtui.run.bundled import resolve
         from mgtui.doctor import diagnose
 
         options: dict[str, Any] = {} if budget is None else {"budget": budget}
         return Findings(diagnose(resolve(os.fspath(target)), seed=seed, sample=sample,
-                                 passes=passes, argv=tuple(argv), **options))
+                                 passes=passes, argv=tuple(argv), fields=fields, **options))
     if callable(target):
         from mgtui.doctor import diagnose_call
 
         return Findings(diagnose_call(target, seed=seed, sample=sample, passes=passes,
-                                      budget=budget))
+                                      budget=budget, fields=fields))
     raise TypeError(f"mgtui.check takes a scenario file, a function or a Recording, "
                     f"not {type(target).__name__}")
 
@@ -205,14 +229,17 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
 # -- show --------------------------------------------------------------------------------
 
 
-def show(root: object, *, name: str | None = None) -> Path | None:
+def show(root: object, *, name: str | None = None,
+         fields: dict[str, str] | None = None) -> Path | None:
     """Open the debugger on the graph behind `root` (a `Value`), in this terminal, and
     return when you quit it.
 
     The graph is copied and its backward pass (`root.backward()`) replayed on the copy
     from zero grads, under the recorder: every `data` and `grad` of your own Values is
     left as it was. Nodes are named by their `label`, else by your variables (the
-    caller's locals and globals), and `name` names the root.
+    caller's locals and globals), and `name` names the root. `fields` names the fields
+    of `root`'s class where mgtui cannot tell them (see `check`); something that is not
+    a node raises `mgtui.recording.shapes.NotAGraph`.
 
     `root` may also be a `Recording` or a `Trace`. Where no terminal can host the app
     (in a Jupyter kernel, under a running event loop, or with stdout not a terminal),
@@ -228,13 +255,14 @@ def show(root: object, *, name: str | None = None) -> Path | None:
         return _show_trace(root)
     frame = sys._getframe(1)
     try:
-        trace = _trace_of(root, frame, name)
+        trace = _trace_of(root, frame, name, fields)
     finally:
         del frame
     return _show_trace(trace)
 
 
-def _trace_of(root: object, frame: types.FrameType, name: str | None) -> Trace:
+def _trace_of(root: object, frame: types.FrameType, name: str | None,
+              fields: dict[str, str] | None = None) -> Trace:
     from mgtui.recording.inprocess import names_in, record_graph
 
     names = names_in(frame)
@@ -247,7 +275,7 @@ def _trace_of(root: object, frame: types.FrameType, name: str | None) -> Trace:
              f"node made, its inputs first, then `{root_name}.backward()` replayed on a copy "
              f"of the graph from zero grads. Your own Values were not changed. The lines "
              f"that made the nodes are not known; the source of each `_backward` is.")
-    return record_graph(root, names, f"mgtui.show({root_name})", notes)
+    return record_graph(root, names, f"mgtui.show({root_name})", notes, fields)
 
 
 def _show_trace(trace: Trace) -> Path | None:

@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=float, metavar="SECONDS",
                         help="with --check: the time the default sampling of backward passes "
                         "may take (default 10)")
+    parser.add_argument("--fields", type=fields_option, metavar="ROLE=ATTR,…",
+                        help="name the fields of your Value class where mgtui cannot tell "
+                        "them: data=value,grad=grad,inputs=parents,backward=backward_fn "
+                        "(,op=…,label=…); over [tool.mgtui] fields in pyproject.toml. With "
+                        "--check, --print and --export (the app reads pyproject.toml)")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
     parser.epilog = ("Arguments after -- go to the script, as its sys.argv[1:]: "
                      "mgtui train.py -- --lr 0.5")
@@ -98,6 +103,17 @@ def memory_size(text: str) -> int:
     if size < 64 << 20:
         raise argparse.ArgumentTypeError(f"{text} is too little memory to run Python in")
     return int(size)
+
+
+def fields_option(text: str) -> dict[str, str]:
+    """`--fields data=value,inputs=parents`: role -> attribute (`mgtui.recording.shapes`)."""
+    from mgtui.recording.shapes import FieldsOptionError, parse_fields
+
+    try:
+        return parse_fields(text)
+    except FieldsOptionError as exc:
+        message = exc.message.removeprefix("--fields: ").removeprefix("--fields ")
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def pass_list(text: str) -> str | list[int]:
@@ -165,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json and not args.check:
         return fail("--json goes with --check (for the trace as JSON, use --export json)")
     headless = args.print_ or args.export or args.check
+    if args.fields and not headless:
+        return fail("--fields goes with --check, --print or --export (the app reads "
+                    "[tool.mgtui] fields from the pyproject.toml above the scenario)")
     if args.file is None:
         if headless:
             return fail("this mode needs a FILE (see mgtui --list for the bundled scenarios)")
@@ -216,7 +235,7 @@ def record_trace(path: Path, args: argparse.Namespace):
 
     progress = Progress(sys.stderr)
     spec = RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
-                   max_memory=args.max_memory, argv=args.script_args)
+                   max_memory=args.max_memory, argv=args.script_args, fields=args.fields)
     tell = (lambda nodes: progress(nodes, 0, "recording")) if progress.tty else None
     try:
         result = Run(spec, on_progress=tell).run()
@@ -295,7 +314,8 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
         budget = {} if args.budget is None else {"budget": args.budget}
         report = diagnose(path, seed=args.seed, sample=args.sample, passes=args.passes,
                           max_nodes=args.max_nodes, **budget,
-                          timeout=args.timeout, on_progress=progress, argv=args.script_args)
+                          timeout=args.timeout, on_progress=progress, argv=args.script_args,
+                          fields=args.fields)
     except ScenarioLoadError as exc:
         progress.done()
         return fail(exc.message, exc.detail)

@@ -2,9 +2,11 @@
 its own (a softmax whose closures were bound late in a loop) is said to, with the node
 it holds, in the doctor's finding and in the step's explanation.
 
-The node a closure holds is told by the values the call read (`out.data`, `out.grad`),
-matched against the nodes' recorded values; which node it should be comes from how the
-scenario builds them (the loop's last node), worked out here from the trace's ops.
+The node a closure variable holds is recorded at each custom op's call (its id, for every
+variable that holds a node, those only written to included); an older trace without
+them is told by the values the call read (`out.data`, `out.grad`), matched against the
+nodes' recorded values. Which node it should be comes from how the scenario builds them
+(the loop's last node), worked out here from the trace's ops.
 """
 
 from pathlib import Path
@@ -111,3 +113,61 @@ y.backward()
                                           (True, "1.0")])
 def test_ints_show_as_ints(value, shown):
     assert fmt(value) == shown
+
+
+# -- by the node each closure variable holds (recorded at the call) ------------------------
+
+SCALE = CLOSURES / "scale_late.py"
+
+
+def test_a_late_variable_only_written_to_is_named_by_the_node_it_holds():
+    """`x.grad += k * out.grad`: `x` is only written to (no value of it is read), `out`
+    only its grad (which tells too little): the node ids recorded at the call say both."""
+    (f,) = diagnose(SCALE).findings
+    assert (f.kind, f.line) == ("foreign-write", line_of(SCALE, "# BUG"))
+    t = run(SCALE).trace
+    (a,), (b,) = t.find("a"), t.find("b")
+    first, second = [n for n in range(t.node_count) if t.op(n) == "scale"]
+    assert f.node == first
+    assert f"`x` here is b (#{b}), not a (#{a}): it holds b (#{b}) as this call begins" \
+        in f.message
+    assert f"here is #{second}, not #{first}: this call read out.grad = 1" in f.message
+    assert "`def _backward(out=out, x=x, k=k):`" in f.message  # one advice for both
+
+
+def test_ints_read_at_a_call_stay_ints():
+    trace = run(LATE).trace
+    timeline = Timeline(trace)
+    shown = []
+    for i in range(len(trace)):
+        timeline.step()
+        if trace.kind(i) == "backward" and trace.values_at(i):
+            shown.append(explain(trace, timeline.data, timeline.grad, i).values)
+            assert ("i", 2) in trace.values_at(i)
+            assert type(dict(trace.values_at(i))["i"]) is int
+    assert shown and all("i = 2," in s for s in shown)
+
+
+def test_an_older_trace_without_node_ids_is_still_read_by_its_values(tmp_path):
+    import json
+
+    from mgtui.trace.export import dumps, load
+
+    trace = run(LATE).trace
+    doc = json.loads(dumps(trace))
+    for e in doc["events"]:
+        if "values" in e:
+            e["values"] = [pair for pair in e["values"] if not pair[0].endswith("#")]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    older = load(old)
+    assert not any(n.endswith("#") for i in range(len(older)) for n, _ in older.values_at(i))
+    first, second, last = softmax_nodes(older)
+    timeline = Timeline(older)
+    notes = []
+    for i in range(len(older)):
+        timeline.step()
+        if older.kind(i) == "backward" and older.event_node(i) == first:
+            notes = explain(older, timeline.data, timeline.grad, i).notes
+    assert any(n.startswith(f"`out` here is #{last}, not #{first}: this call read out.data")
+               for n in notes)

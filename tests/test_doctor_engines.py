@@ -1,5 +1,7 @@
 """The doctor on micrograd engines of other shapes: tuple and list inputs (`x * x` lists
-x twice), `__slots__`, an explicit-stack sort, grads zeroed inside `backward()`.
+x twice), `__slots__`, an explicit-stack sort, grads zeroed inside `backward()`, and
+classes not called `Value` whose fields go by other names (`value`, `parents`,
+`backward_fn`, `children`, ...) or that have no op field.
 
 Each engine in `tests/data/engines/` is correct and must give no finding; its twin
 `<name>_bug.py` is the same file with one planted bug (marked `# BUG`), which must be
@@ -30,6 +32,12 @@ TWINS = {
     "slots_value": ("wrong-derivative", None, "*"),
     "stack_sort": ("wrong-derivative", "e", "exp"),
     "zero_in_backward": ("overwrite", "err", "+"),
+    # classes not called Value, fields under other names (`mgtui.recording.shapes`)
+    "scalar_no_op": ("wrong-derivative", "s", "sin"),  # no `_op`: named by its method
+    "node_value_parents": ("overwrite", "loss", "+"),  # value / parents / backward_fn
+    "slots_renamed": ("wrong-derivative", "loss", "**2"),  # slots: val / inputs / grad_fn
+    "var_children": ("wrong-derivative", "h", "tanh"),  # a `children` list
+    "children_tuple": ("topo-order", None, "*"),  # a `_children` tuple, a stack sort
 }
 
 

@@ -7,6 +7,7 @@ import io
 import json
 import random
 import re
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -125,7 +126,7 @@ def test_a_small_moons_leaves_no_loop_variable_names(tmp_path):
 # -- how assignments are found --------------------------------------------------------------
 
 
-def test_sum_in_a_function_names_only_the_total_and_tuples_pair_up(tmp_path):
+def test_sum_in_a_function_names_only_the_total_by_its_caller_and_tuples_pair_up(tmp_path):
     path = write(tmp_path, "s.py", """
         from engine import Value
 
@@ -147,10 +148,11 @@ def test_sum_in_a_function_names_only_the_total_and_tuples_pair_up(tmp_path):
     assert t.node_data[a] == 1.0 and t.node_data[b] == 2.0
     c_first, c_second = by_name["c"]  # c = a * b, then c += a (a new node, also c)
     assert t.op(c_first) == "*" and t.op(c_second) == "+"
-    # every sum's final node is acc, where it was made; the partial sums are not
-    accs = by_name["acc"]
-    assert len(accs) == 4 and [t.node_data[n] for n in accs] == [6.0, 6.0, 6.0, 3.0]
-    assert "s" not in by_name and "x" not in by_name  # named where it was made: acc
+    # every sum's final node is named by the caller's variable that binds it (s, then
+    # x), not the function's local `acc`; the partial sums are not named
+    assert [t.node_data[n] for n in by_name["s"]] == [6.0, 6.0, 6.0]
+    assert [t.node_data[n] for n in by_name["x"]] == [3.0]
+    assert "acc" not in by_name
 
 
 def test_a_node_made_by_a_library_call_takes_the_global_that_holds_it(tmp_path):
@@ -245,8 +247,9 @@ def test_the_doctor_names_an_unlabelled_op_by_its_assignment(tmp_path, capsys):
     path = write(tmp_path, "wd.py", source.replace("{node.label:>3}", "{node.data}"))
     assert main([str(path), "--check"]) == 1
     out = capsys.readouterr().out
-    # `out = Value(s, (x,), 'sigmoid')` made the node; `n = xw + b` its input
-    assert "node   out (#5, op sigmoid" in out and "to n.grad" in out
+    # `out = Value(s, (x,), 'sigmoid')` in the scenario's own op made the node, and
+    # `o = sigmoid(n)` bound it: the caller's name; `n = xw + b` its input
+    assert "node   o (#5, op sigmoid" in out and "to n.grad" in out
 
 
 def test_a_path_reads_in_a_formula_without_brackets():
@@ -256,3 +259,68 @@ def test_a_path_reads_in_a_formula_without_brackets():
     assert name("params['w']") == "params['w']"
     assert name("x1*w1 + x2*w2") == "(x1*w1 + x2*w2)"
     assert name("a.b + c") == "(a.b + c)"
+
+
+# -- nodes made by helpers and wrappers, and parameters in mgtui.show -------------------------
+
+WRAPPERS = """
+    from engine import Value
+
+    def mul(a, b):
+        out = a * b
+        return out
+
+    def shifted(a):
+        out = a * 2
+        return out + 1
+
+    x = Value(1.5)
+    w = Value(-2.0)
+    c = mul(x, w)
+    y = shifted(x)
+    print(mul(c, y))
+    y.backward()
+"""
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "hooks"])
+def test_a_wrappers_result_is_named_by_the_callers_variable(tmp_path, inline):
+    t = record(write(tmp_path, "wrappers.py", WRAPPERS), inline=inline)
+    by_name = named(t)
+    (c,), (y,) = by_name["c"], by_name["y"]
+    assert t.node_data[c] == 1.5 * -2.0 and t.op(c) == "*"  # c = mul(x, w): not `out`
+    assert t.node_data[y] == 1.5 * 2 + 1 and t.op(y) == "+"  # y = shifted(x)
+    # `out` where no caller's variable holds the node: shifted's own, and mul(c, y)'s
+    outs = sorted(t.node_data[n] for n in by_name["out"])
+    assert outs == sorted([1.5 * 2, (1.5 * -2.0) * (1.5 * 2 + 1)])
+
+
+def test_a_node_made_by_a_helper_module_is_named_by_the_scenarios_variable(tmp_path):
+    home = tmp_path / "project"
+    shutil.copytree(ROOT / "tests" / "data" / "myad_project", home,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    t = run(home / "train.py").trace
+    by_name = named(t)
+    # p = ops.sigmoid(z) and loss = ops.square_error(p, y), in each of three steps
+    assert len(by_name["p"]) == 3 and all(t.op(n) == "sigmoid" for n in by_name["p"])
+    assert len(by_name["loss"]) == 3 and all(t.op(n) == "*" for n in by_name["loss"])
+    assert [t.label(c) for c in t.children(by_name["p"][0])] == ["z"]
+    assert not any(label.startswith("#") for label in (t.label(n) for n in by_name["p"]))
+
+
+def test_show_names_parameters_by_their_path_from_a_global():
+    from engine import Value
+    from engine.nn import MLP
+    from mgtui.api import _trace_of
+
+    random.seed(1)
+    model = MLP(2, [3, 1])
+    loss = (model([Value(1.0), Value(-2.0)]) - 1.0) ** 2
+    t = _trace_of(loss, sys._getframe(), None)
+    by_name = named(t)
+    assert {f"model.layers[0].neurons[{k}].w[{j}]" for k in range(3) for j in range(2)} \
+        <= set(by_name)
+    assert "model.layers[1].neurons[0].b" in by_name
+    assert "loss" in by_name and len(by_name["loss"]) == 1
+    (w,) = by_name["model.layers[0].neurons[0].w[0]"]
+    assert t.node_data[w] == model.layers[0].neurons[0].w[0].data

@@ -192,6 +192,8 @@ def test_megabytes_of_output_are_kept_within_a_budget(write_scenario):
                 sys.stdout.write(f"line {k} " + "x" * 40 + "\\n")
         t = threading.Thread(target=loud); t.start(); t.join()
         print("the end")
+        from engine import Value
+        a = Value(1.0)  # (a run that records no node is refused)
     """)
     result = run(path)
     out = result.trace.output

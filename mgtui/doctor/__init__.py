@@ -49,6 +49,7 @@ def diagnose(
     timeout: float | None = None,
     on_progress: ProgressFn | None = None,
     argv: tuple[str, ...] = (),
+    fields: dict[str, str] | None = None,
 ) -> Report:
     """Record the scenario, run every check, and return the findings.
 
@@ -58,8 +59,9 @@ def diagnose(
     1. `sample` limits the non-leaf nodes nudged on their own in the numerical runs
     (leaves are always nudged; by default every node is). `on_progress(done, total, phase)` is
     called as the work goes (total 0: not known). `argv` is the script's
-    `sys.argv[1:]`, for every run. Raises ScenarioLoadError if the
-    scenario cannot run at all.
+    `sys.argv[1:]`, for every run; `fields` names the Value class's fields where they
+    cannot be told (`mgtui.recording.shapes`). Raises ScenarioLoadError if the scenario cannot run
+    at all, and `NotAGraph` (one) if it recorded no node.
     """
     from mgtui.run.runner import Run, RunSpec
     from mgtui.run.child import job_reference
@@ -70,45 +72,55 @@ def diagnose(
     progress = on_progress or _no_progress
     progress(0, 0, "recording")
     spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   argv=tuple(argv), job=job_reference(jobs.probe))
+                   argv=tuple(argv), job=job_reference(jobs.probe), fields=fields)
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
-    reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv))
-    return examine(result.trace, result.job_result or (), reruns, passes=passes,
-                   sample=sample, budget=budget, on_progress=progress, started=started)
+    reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
+    hits, callers = jobs.probe_report(result.job_result)
+    return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
+                   on_progress=progress, started=started, callers=callers)
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
-                  passes: PassChoice = None, budget: float | None = None) -> Report:
+                  passes: PassChoice = None, budget: float | None = None,
+                  fields: dict[str, str] | None = None) -> Report:
     """The doctor on a function that builds a graph and runs backward: every check of
     `diagnose` (its `passes`, `sample` and `budget` too), each run a call of `fn` in this
-    process, with `random` seeded by `seed`."""
+    process, with `random` seeded by `seed`. `fields` names the Value class's fields
+    where they cannot be told (`mgtui.recording.shapes`). Raises `mgtui.recording.shapes.NotAGraph` if the
+    call records no node (or makes nodes of a class it cannot record)."""
     from mgtui.recording.inprocess import record_call
 
     started = time.perf_counter()
     probe = OverwriteProbe()
-    trace = record_call(fn, seed=seed, before_backward=probe)
-    return examine(trace, probe.hits, CallReruns(fn, seed), passes=passes, sample=sample,
-                   budget=BUDGET if budget is None else budget, started=started)
+    callers: list = []
+    trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True,
+                        callers=callers)
+    return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
+                   sample=sample, budget=BUDGET if budget is None else budget,
+                   started=started, callers=callers)
 
 
-def diagnose_recorded(trace: Trace, hits: list) -> Report:
+def diagnose_recorded(trace: Trace, hits: list, callers: list = ()) -> Report:
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
     `diagnose_call`)."""
-    return examine(trace, hits, None)
+    return examine(trace, hits, None, callers=callers)
 
 
 def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
             passes: PassChoice = None, sample: int | None = None, budget: float = BUDGET,
-            on_progress: ProgressFn | None = None, started: float | None = None) -> Report:
-    """Every check of a recorded trace, given the probe's `hits`: the trace checks, and,
-    with `reruns` to run it again, the numerical check of its backward passes."""
+            on_progress: ProgressFn | None = None, started: float | None = None,
+            callers: list = ()) -> Report:
+    """Every check of a recorded trace, given the probe's `hits` and where each
+    `backward()` was called from (`callers`, `mgtui.recording.store.Records.callers`): the trace
+    checks, and, with `reruns` to run it again, the numerical check of its backward
+    passes."""
     started = time.perf_counter() if started is None else started
     progress = on_progress or _no_progress
     trace.index_children()  # the checks ask for the children of every call
     progress(0, 0, "checking the trace")
-    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits])
+    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits], callers)
     if reruns is None:
         with collector_paused():
             found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]

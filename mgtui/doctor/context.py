@@ -3,7 +3,6 @@ already explains, and how a finding names its node and points at its source line
 
 from __future__ import annotations
 
-import ast
 import linecache
 import os
 import re
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from mgtui.doctor.findings import Finding
+from mgtui.doctor.order_lines import Callers, built_in_frames, chain_at, order_line
+from mgtui.doctor.order_lines import walked_list  # noqa: F401 - (it lived here)
 from mgtui.doctor.probe import Overwrite
 from mgtui.safe import inert_line
 from mgtui.trace import EventKind, Field, Pass, Trace, Write
@@ -23,9 +24,11 @@ ASSIGNS_GRAD = re.compile(r"\.grad\s*=(?!=)")  # `x.grad = …`, not `+=` or `==
 class CheckContext:
     """Shared by the checks of one trace, in the order `diagnose()` runs them."""
 
-    def __init__(self, trace: Trace, overwrites: Sequence[Overwrite] = ()) -> None:
+    def __init__(self, trace: Trace, overwrites: Sequence[Overwrite] = (),
+                 callers: Callers = ()) -> None:
         self.trace = trace
         self.overwrites = overwrites  # what the `=`-for-`+=` probe saw while recording
+        self.callers = callers  # where each `backward()` was called from (`order_where`)
         self.explained: set[int] = set()  # `_backward` events a finding already explains
         self.explained_passes: set[int] = set()  # backward passes a finding explains
         self.seedless: set[int] = set()  # backward passes whose root grad is 0
@@ -97,11 +100,40 @@ class CheckContext:
 
     def order_where(self, event: int) -> Where:
         """Where the topological order walked by `_backward` event `event`'s pass is built:
-        the line that appends to it (`topo.append(v)`), found in the scenario's source
-        (else the line of the call, as recorded)."""
+        the line that appends to it (`topo.append(v)`), found from the frames the call was
+        made from, in whatever file (`mgtui.doctor.order_lines`); for a trace without
+        them, in the scenario's source; else the line of the call, as recorded."""
+        found = built_in_frames(chain_at(self.callers, event), self._source_of)
+        if found is not None:
+            return self.where_in(*found)
         call = self.trace.event_line(event)
         built = order_line(self.trace.source, call) if call else None
         return self.scenario_where(built or call)
+
+    def _source_of(self, filename: str) -> str | None:
+        if self._is_scenario(filename):
+            return self.trace.source
+        lines = linecache.getlines(filename)
+        return "".join(lines) if lines else None
+
+    def _is_scenario(self, filename: str) -> bool:
+        return os.path.abspath(filename) == str(Path(self.trace.scenario).resolve())
+
+    def where_in(self, filename: str, line: int) -> Where:
+        """Line `line` of `filename`, the scenario's or another file's."""
+        if self._is_scenario(filename):
+            return self.scenario_where(line)
+        return filename, line, inert_line(linecache.getline(filename, line).strip())
+
+    def built_text(self, where: Where, call: int | None) -> str:
+        """`; the order is built at line 12` (or `at value.py:12` in another file) for a
+        finding at `where`, unless that is the call's own line."""
+        filename, line, _ = where
+        if not line:
+            return ""
+        if not self._is_scenario(filename):
+            return f"; the order is built at {os.path.basename(filename)}:{line}"
+        return f"; the order is built at line {line}" if line != call else ""
 
     def closure_where(self, event: int, line: int | None) -> Where:
         """`line` of the `_backward` closure of event `event` (else the call's line)."""
@@ -109,10 +141,7 @@ class CheckContext:
         closure = t.closure_of(event)
         if closure is None or not line:
             return self.scenario_where(t.event_line(event))
-        filename = closure.filename
-        if os.path.abspath(filename) == str(Path(t.scenario).resolve()):
-            return self.scenario_where(line)
-        return filename, line, inert_line(linecache.getline(filename, line).strip())
+        return self.where_in(closure.filename, line)
 
     def grad_write_line(self, event: int, target: int) -> int | None:
         """The line of the first write of event `event` to `target`'s grad."""
@@ -149,43 +178,3 @@ def distinct(ids: tuple[int, ...]) -> tuple[int, ...]:
     if len(ids) < 2 or (len(ids) == 2 and ids[0] != ids[1]):
         return ids
     return tuple(dict.fromkeys(ids))
-
-
-def order_line(source: str, call: int) -> int | None:
-    """The line that adds to the topological order, for a backward pass whose
-    `_backward` calls run from line `call` of `source`: the `for v in reversed(topo)`
-    loop holding that line (or, for `root.backward()`, the loop of a function named
-    `backward` in the same source) names the order, and the first `topo.append(...)`
-    (or `insert`) in the same function builds it."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    around = [f for f in functions if f.lineno <= call <= (f.end_lineno or f.lineno)]
-    around.sort(key=lambda f: f.lineno, reverse=True)  # innermost first
-    named = [f for f in functions if f.name == "backward" and f not in around]
-    for function in around + named:
-        for loop in ast.walk(function):
-            if not isinstance(loop, ast.For):
-                continue
-            name = walked_list(loop.iter)
-            inside = loop.lineno <= call <= (loop.end_lineno or loop.lineno)
-            if name is None or not (inside or function in named):
-                continue
-            lines = [n.lineno for n in ast.walk(function) if isinstance(n, ast.Call)
-                     and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "insert")
-                     and isinstance(n.func.value, ast.Name) and n.func.value.id == name]
-            if lines:
-                return min(lines)
-    return None
-
-
-def walked_list(it: ast.expr) -> str | None:
-    """`topo` for a loop over `reversed(topo)` or `topo[::-1]`."""
-    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed"
-            and len(it.args) == 1 and isinstance(it.args[0], ast.Name)):
-        return it.args[0].id
-    if isinstance(it, ast.Subscript) and isinstance(it.value, ast.Name):
-        return it.value.id
-    return None

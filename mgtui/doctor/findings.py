@@ -103,6 +103,17 @@ class Report:
         return not self.findings and self.error is None
 
     @property
+    def unchecked(self) -> str | None:
+        """What the numerical check did not cover, said wherever the verdict is (a
+        clean verdict on gradients nobody checked is no verdict); None if it checked a
+        backward pass."""
+        if self.checked_passes:
+            return None
+        if not self.backward_count:
+            return "no backward pass was run, so no gradient was checked"
+        return "no backward pass was checked numerically"
+
+    @property
     def nodes(self) -> set[int]:
         """The ids of the nodes with a finding, to mark them in a node table."""
         return {f.node for f in self.findings}

@@ -75,16 +75,31 @@ def rerun_hooks(nudge: dict[int, float], stop_after: int,
 
 
 class ProbeJob:
-    """The first recording: the `=`-for-`+=` probe around every `_backward` call."""
+    """The first recording: the `=`-for-`+=` probe around every `_backward` call. What it
+    reports: the probe's hits, and where each `backward()` was called from (the
+    recording's `callers`, given it as `records`), for the line that builds the order."""
 
     reads_values = True  # (custom ops' values are shown from this trace)
 
     def __init__(self) -> None:
         self.probe = OverwriteProbe()
         self.hooks = Hooks(before_backward=self.probe)
+        self.records = None  # the recording's `Records` (`mgtui.run.child.serve`)
 
-    def result(self) -> list[list]:
-        return [list(hit) for hit in self.probe.hits]
+    def result(self) -> dict:
+        callers = self.records.callers if self.records is not None else []
+        return {"hits": [list(hit) for hit in self.probe.hits],
+                "callers": [[event, [list(f) for f in chain]] for event, chain in callers]}
+
+
+def probe_report(result: object) -> tuple[list, list]:
+    """(hits, callers) from what the probe's run reported (`ProbeJob.result`): the JSON
+    back as tuples."""
+    if not isinstance(result, dict):
+        return list(result or ()), []
+    callers = [(int(event), tuple((str(f), int(line), str(name)) for f, line, name in chain))
+               for event, chain in result.get("callers", ())]
+    return list(result.get("hits", ())), callers
 
 
 class RerunJob:

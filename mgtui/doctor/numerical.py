@@ -48,7 +48,7 @@ from mgtui.doctor.context import CheckContext
 from mgtui.memory import collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
-from mgtui.trace.explain import misread_nodes
+from mgtui.trace.explain import misread_nodes, misread_sentences
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
@@ -443,7 +443,7 @@ class NumericalCheck:
         if t.values_at(s.event):  # a closure that holds another node says why
             data, grad = t.state_at(s.event)
             misread = misread_nodes(t, s.event, data.__getitem__, grad.__getitem__)
-            also += "".join(" " + m.sentence(t) for m in misread)
+            also += "".join(" " + s for s in misread_sentences(t, misread))
         if worst is None:  # no single input shows it (several inputs move together)
             return ctx.finding(
                 "wrong-derivative", s.node, s.event, where,

@@ -7,7 +7,7 @@ import math
 from typing import Callable, NamedTuple
 
 from mgtui.recording.store import ID
-from mgtui.recording.slots_hooks import SlotsNode, node_dict
+from mgtui.recording.slots_hooks import node_dict
 
 
 class Overwrite(NamedTuple):
@@ -141,8 +141,9 @@ _MISSING = object()
 
 
 def node_key(od) -> int:
-    """One key per node, for its instance dict or its `SlotsNode` alike."""
-    return id(od.node if isinstance(od, SlotsNode) else od)
+    """One key per node, for its instance dict or a view of it (a `SlotsNode`, a
+    `MappedNode`: made anew each time) alike."""
+    return id(od) if type(od) is dict else od.key
 
 
 def restore(saved: list[tuple[dict, object, object]]) -> None:

@@ -23,6 +23,7 @@ class Reruns:
     timeout: float | None
     count: int = 0
     argv: tuple[str, ...] = ()  # the script's sys.argv[1:]
+    fields: dict[str, str] | None = None  # the Value class's fields, if named (`mgtui.recording.shapes`)
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
@@ -50,7 +51,8 @@ class Reruns:
         for nudge, progress in zip(nudges, on_progress):
             self.count += 1
             spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                           timeout=self.timeout, argv=self.argv, job=job_reference(rerun),
+                           timeout=self.timeout, argv=self.argv, fields=self.fields,
+                           job=job_reference(rerun),
                            job_args=job_args(nudge, stop_after, restore))
             runs.append(Run(spec, on_progress=progress).start())
         return runs
@@ -90,6 +92,7 @@ class CallReruns:
     fn: Callable[[], object]
     seed: int
     count: int = 0
+    fields: dict[str, str] | None = None  # the Value class's fields, if named (`mgtui.recording.shapes`)
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
@@ -120,7 +123,8 @@ class CallReruns:
             self.count += 1
             hooks = rerun_hooks(nudge, stop_after, restore)
             traces.append(record_call(self.fn, seed=self.seed, on_create=hooks.on_create,
-                                      before_backward=hooks.before_backward))
+                                      before_backward=hooks.before_backward,
+                                      fields=self.fields))
         return traces
 
 

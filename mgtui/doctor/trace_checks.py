@@ -10,6 +10,7 @@ from typing import Callable
 
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
+from mgtui.trace.explain import misread_nodes, misread_sentences
 from mgtui.trace import EventKind, Pass, Trace
 
 Check = Callable[[Trace, CheckContext], list[Finding]]
@@ -113,8 +114,18 @@ def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
             "foreign-write", nid, i, ctx.closure_where(i, w.line),
             f"the _backward of {ctx.op_text(nid)} wrote {ctx.node_text(w.node)}.{w.field} "
             f"({w.before:.6g} → {w.after:.6g}), which is not one of its inputs "
-            f"({ctx.labels(inputs) or 'none'})"))
+            f"({ctx.labels(inputs) or 'none'}){held_elsewhere(t, i)}"))
     return found
+
+
+def held_elsewhere(t: Trace, event: int) -> str:
+    """` `x` here is b (#1), not ...`: why, where the call's closure held nodes other
+    than its own (`mgtui.trace.explain.misread_nodes`); "" if it did not, or is not known."""
+    if not t.values_at(event):
+        return ""
+    data, grad = t.state_at(event)
+    misread = misread_nodes(t, event, data.__getitem__, grad.__getitem__)
+    return "." + "".join(" " + s for s in misread_sentences(t, misread)) if misread else ""
 
 
 def check_missing_seed(trace: Trace, ctx: CheckContext) -> list[Finding]:
@@ -127,6 +138,9 @@ def check_missing_seed(trace: Trace, ctx: CheckContext) -> list[Finding]:
         root = t.event_node(first)
         if t.is_leaf(root) or ctx.grad_before(root, first) != 0:
             continue
+        if any(t.change(i)[1] != 0 for i in t.events_of(EventKind.GRAD, p.start, first)):
+            continue  # another node was seeded: the order starts at the wrong node
+            #           (the topological-order check says so)
         ctx.seedless.add(p.index)
         ctx.explained_passes.add(p.index)
         seed = next((i for i in t.events_of(EventKind.GRAD, p.start, first)
@@ -206,8 +220,7 @@ def check_topo_order(trace: Trace, ctx: CheckContext) -> list[Finding]:
         j, user = last_user[nid]
         ctx.explained_passes.add(p.index)
         where = ctx.order_where(i)
-        built = (f"; the order is built at line {where[1]}"
-                 if where[1] and where[1] != t.event_line(i) else "")
+        built = ctx.built_text(where, t.event_line(i))
         found.append(ctx.finding(
             "topo-order", nid, i, where,
             f"the _backward of {ctx.node_text(nid)} ran at step {i + 1}, before the "

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mgtui.memory import collector_paused
-from mgtui.recording.probes import REQUIRED, BeforeBackward, OnCreate, StopRecording
+from mgtui.recording.probes import SHAPES, BeforeBackward, OnCreate, StopRecording
 from mgtui.recording.store import ID
 from mgtui.recording.recorder import Recorder
 from mgtui.recording.sandbox import Isolation, RecordingError, in_process_recording, sandboxed
 from mgtui.recording.scenario import Scenario
+from mgtui.recording.shapes import FieldMap, NotAGraph, ShapeFinder, looked_for
 from mgtui.trace import Trace, TraceError
 
 __all__ = ["BlockRecorder", "NotAGraph", "RecordingError", "names_in", "record_call",
@@ -48,11 +49,24 @@ def instrumented(rec: Recorder) -> Any:
     return sandboxed(rec, Isolation(in_process=True))
 
 
-def in_process_recorder(scenario: Scenario, **hooks: Any) -> Recorder:
+def in_process_recorder(scenario: Scenario, fields: dict[str, str] | None = None,
+                        **hooks: Any) -> Recorder:
     """A `Recorder` for the caller's own process: no node limit (its memory is the
     user's own), its output left alone, and only hooks on the classes (the user's live
-    objects and classes are never rewritten)."""
-    return Recorder(scenario, max_nodes=NO_LIMIT, capture_output=False, inline=False, **hooks)
+    objects and classes are never rewritten). `fields`: the user's names for the fields
+    (`mgtui.recording.shapes`), by default those of the `pyproject.toml` above the caller's file."""
+    return Recorder(scenario, max_nodes=NO_LIMIT, capture_output=False, inline=False,
+                    fields=fields, **hooks)
+
+
+def refuse_unseen(rec: Recorder, error: TraceError | None) -> None:
+    """Raise `NotAGraph` for a recording that ended without an error but recorded no
+    node, or made nodes of classes that look like autograd values but were not recorded
+    (`Recorder.unrecorded`): what the command line refuses with exit code 2."""
+    if error is None:
+        message = rec.unrecorded()
+        if message is not None:
+            raise NotAGraph(message)
 
 
 def scenario_of(filename: str, title: str, notes: str = "") -> Scenario:
@@ -66,6 +80,23 @@ def nothing_to_run(filename: str) -> types.CodeType:
     """The code of an in-process recording's `Scenario`: empty, for it is never run (the
     recorder's helpers that read a scenario's code find nothing in it)."""
     return compile("", filename, "exec")
+
+
+def classes_seen_by(fn: object) -> list[type]:
+    """The classes a function can name (its closure's and the globals its code reads):
+    a class defined inside a test or a function is in no module, where the recorder
+    looks for Value classes (`Recorder.instrument_loaded`)."""
+    code = getattr(fn, "__code__", None)
+    found: list[object] = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:
+            pass
+    glob = getattr(fn, "__globals__", None)
+    if code is not None and isinstance(glob, dict):
+        found += [glob[n] for n in code.co_names if n in glob]
+    return [c for c in found if isinstance(c, type)]
 
 
 def names_in(frame: types.FrameType | None) -> dict[str, object]:
@@ -113,7 +144,8 @@ class MadeNodes:
 
     def forget(self) -> None:
         for d in self.nodes:
-            d.pop(ID, None)
+            if ID in d:
+                d.pop(ID, None)
             prev = d.get("_prev")
             if isinstance(prev, KEYS_VIEW):  # a set the recorder put in a fixed order
                 d["_prev"] = set(prev)
@@ -126,11 +158,13 @@ def error_of(rec: Recorder, exc: BaseException) -> TraceError:
     return rec.trace_error(exc, type(exc).__name__, str(exc))
 
 
-def build(rec: Recorder, error: TraceError | None, names: dict[str, object]) -> Trace:
-    """The recording's trace, with nodes labelled from `names` where they have none."""
+def build(rec: Recorder, error: TraceError | None, names: dict[str, object],
+          node_id: Callable[[object], int | None] | None = None) -> Trace:
+    """The recording's trace, with nodes labelled from `names` where they have none (by
+    their path from one of them, for a parameter; `node_id`: see `Recorder.finish`)."""
     rec.globals = names
     try:
-        return rec.finish(error, "")
+        return rec.finish(error, "", node_id)
     finally:
         rec.slots_ids.release()
 
@@ -143,23 +177,33 @@ class BlockRecorder:
     with `before_backward` (the doctor's probe) around each `_backward` call."""
 
     def __init__(self, frame: types.FrameType, *,
-                 before_backward: BeforeBackward | None = None) -> None:
+                 before_backward: BeforeBackward | None = None,
+                 fields: dict[str, str] | None = None) -> None:
         self.frame: types.FrameType | None = frame
         filename, line = frame.f_code.co_filename, frame.f_lineno
         self.made = MadeNodes()
         title = f"mgtui.record() in {Path(filename).name}, line {line}"
-        self.rec = in_process_recorder(scenario_of(filename, title), on_create=self.made,
-                                       before_backward=before_backward)
+        self.rec = in_process_recorder(scenario_of(filename, title), fields,
+                                       on_create=self.made, before_backward=before_backward)
+        self.unseen: str | None = None  # why the block must not be checked, once stopped
+        self.callers: list = []  # where each `backward()` was called from (`Records.callers`)
         self.rec.adopt_strangers = True
         self._hooks: Any = None
 
     def start(self) -> None:
         self._hooks = instrumented(self.rec)
         self._hooks.__enter__()
+        if self.frame is not None:
+            for scope in (self.frame.f_locals, self.frame.f_globals):
+                for value in list(scope.values()):
+                    if isinstance(value, type):
+                        self.rec.instrument(value)
 
     def stop(self, exc: BaseException | None) -> Trace:
         error = None if exc is None else error_of(self.rec, exc)
         self._hooks.__exit__(None, None, None)
+        self.unseen = self.rec.unrecorded() if error is None else None
+        self.callers = list(self.rec.records.callers)
         try:
             return build(self.rec, error, names_in(self.frame))
         finally:
@@ -172,20 +216,27 @@ class BlockRecorder:
 
 def record_call(fn: Callable[[], object], *, seed: int = 0,
                 on_create: OnCreate | None = None,
-                before_backward: BeforeBackward | None = None) -> Trace:
+                before_backward: BeforeBackward | None = None,
+                fields: dict[str, str] | None = None, refuse: bool = False,
+                callers: list | None = None) -> Trace:
     """Call `fn()` under the recorder, with `random` seeded (and its state put back
     after), and the caller's hooks: its trace. An exception from `fn` is the trace's
-    error, as is a hook's `StopRecording` (a re-run that has what it needs)."""
+    error, as is a hook's `StopRecording` (a re-run that has what it needs). `fields`
+    names the Value class's fields (`Recorder`); `refuse`: raise `NotAGraph` if the call
+    recorded nothing (`refuse_unseen`). `callers` is given where each `backward()` was
+    called from (`Records.callers`), for the doctor."""
     code = getattr(fn, "__code__", None)
     filename = code.co_filename if code is not None else NO_FILE
     name = getattr(fn, "__qualname__", None) or repr(fn)
     made = MadeNodes(on_create, code)
-    rec = in_process_recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)),
+    rec = in_process_recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)), fields,
                               on_create=made, before_backward=before_backward)
     state = random.getstate()
     error = None
     try:
         with instrumented(rec):
+            for cls in classes_seen_by(fn):
+                rec.instrument(cls)
             random.seed(seed)
             try:
                 fn()
@@ -193,6 +244,10 @@ def record_call(fn: Callable[[], object], *, seed: int = 0,
                 error = error_of(rec, exc)
             except StopRecording as exc:  # a re-run that has what it needs
                 error = error_of(rec, exc)
+        if refuse:
+            refuse_unseen(rec, error)
+        if callers is not None:
+            callers.extend(rec.records.callers)
         names = names_in(made.frame) if made.frame is not None else {}
         return build(rec, error, names)
     finally:
@@ -209,11 +264,7 @@ def inspect_doc(fn: Callable) -> str:
 # -- a graph that exists: `mgtui.show(root)` -----------------------------------------------
 
 
-class NotAGraph(TypeError):
-    """`mgtui.show` was given something that is not a micrograd-style node."""
-
-
-def graph_of(root: object) -> list[object]:
+def graph_of(root: object, shapes: ShapeFinder = SHAPES) -> list[object]:
     """The nodes behind `root`, each after its children (an iterative depth-first
     walk, as `backward()` builds its order, so a deep chain needs no recursion)."""
     order: list[object] = []
@@ -228,29 +279,34 @@ def graph_of(root: object) -> list[object]:
             continue
         seen.add(id(v))
         stack.append((v, True))
-        stack.extend((c, False) for c in reversed(list(getattr(v, "_prev", ()) or ()))
-                     if is_node(c))
+        inputs = node_fields(v, shapes).inputs  # type: ignore[union-attr]
+        stack.extend((c, False) for c in reversed(list(getattr(v, inputs, ()) or ()))
+                     if is_node(c, shapes))
     return order
 
 
-def is_node(obj: object) -> bool:
-    """Is `obj` a micrograd-style node (its class's `__init__`, or one it inherits, sets
-    the autograd fields; also while the recorder's hooks wrap that `__init__`)?"""
+def node_fields(obj: object, shapes: ShapeFinder = SHAPES) -> FieldMap | None:
+    """The fields of a micrograd-style node (its class's `__init__`, or one it inherits,
+    stores them, `mgtui.recording.shapes`; also while the recorder's hooks wrap that `__init__`),
+    None for anything else."""
     cls = type(obj)
-    found = _NODE_CLASSES.get(cls)
-    if found is None:
-        found = _NODE_CLASSES[cls] = any(_sets_fields(k) for k in cls.__mro__)
+    key = (cls, shapes)
+    try:
+        return _NODE_CLASSES[key]
+    except KeyError:
+        pass
+    found = next((f for f in map(shapes.fields, cls.__mro__) if f is not None), None)
+    if len(_NODE_CLASSES) > 1024:
+        _NODE_CLASSES.clear()
+    _NODE_CLASSES[key] = found
     return found
 
 
-_NODE_CLASSES: dict[type, bool] = {}
+def is_node(obj: object, shapes: ShapeFinder = SHAPES) -> bool:
+    return node_fields(obj, shapes) is not None
 
 
-def _sets_fields(klass: type) -> bool:
-    init = klass.__dict__.get("__init__")
-    init = getattr(init, "__wrapped__", init)
-    code = getattr(init, "__code__", None)
-    return code is not None and REQUIRED <= set(code.co_names)
+_NODE_CLASSES: dict[tuple[type, ShapeFinder], FieldMap | None] = {}
 
 
 @dataclass
@@ -259,6 +315,7 @@ class GraphCopy:
     closures pointing at each other instead of at the user's objects."""
 
     originals: list[object]
+    shapes: ShapeFinder = SHAPES  # (its nodes' fields)
     copies: dict[int, object] = field(default_factory=dict)  # id(original) -> copy
     named: list[object] = field(default_factory=list)  # global nodes a closure names
     _functions: dict[int, object] = field(default_factory=dict)
@@ -272,13 +329,15 @@ class GraphCopy:
             d = getattr(c, "__dict__", None)
             if isinstance(d, dict):
                 d.pop(ID, None)  # a node from a `mgtui.record()` block is not yet numbered
-            prev = getattr(v, "_prev", ()) or ()
+            f = node_fields(v, self.shapes)
+            assert f is not None
+            prev = getattr(v, f.inputs, ()) or ()
             kids = [self.copies.get(id(p), p) for p in prev]
             kind = type(prev)
-            c._prev = (set(kids) if kind is set else frozenset(kids) if kind is frozenset  # type: ignore[attr-defined]
-                       else kids if kind is list else tuple(kids))
-            c.grad = 0  # type: ignore[attr-defined]
-            c._backward = self.remap(v._backward)  # type: ignore[attr-defined]
+            setattr(c, f.inputs, set(kids) if kind is set else frozenset(kids)
+                    if kind is frozenset else kids if kind is list else tuple(kids))
+            setattr(c, f.grad, 0)
+            setattr(c, f.backward, self.remap(getattr(v, f.backward)))
 
     def of(self, original: object) -> object:
         return self.copies[id(original)]
@@ -301,7 +360,7 @@ class GraphCopy:
             return type(obj)(self.remap(x) for x in obj)
         if type(obj) is dict:
             return {k: self.remap(v) for k, v in obj.items()}
-        if is_node(obj):  # captured, but not in the graph: copied alone
+        if is_node(obj, self.shapes):  # captured, but not in the graph: copied alone
             self.copies[id(obj)] = lone = copy.copy(obj)
             return lone
         return obj
@@ -311,7 +370,8 @@ class GraphCopy:
         if code not in self._codes_seen:  # a global node cannot be copied: it is put back
             self._codes_seen.add(code)
             glob = fn.__globals__
-            self.named.extend(glob[n] for n in code.co_names if is_node(glob.get(n)))
+            self.named.extend(glob[n] for n in code.co_names
+                              if is_node(glob.get(n), self.shapes))
         if not fn.__closure__:
             return fn
         done = self._functions.get(id(fn))
@@ -358,61 +418,86 @@ def plain_class(cls: type) -> bool:
             and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None))
 
 
-def saved_state(nodes: list[object]) -> list[tuple[object, object, object]]:
-    return [(v, getattr(v, "data", None), getattr(v, "grad", None)) for v in nodes]
+def saved_state(nodes: list[object], shapes: ShapeFinder = SHAPES
+                ) -> list[tuple[object, str, object, str, object]]:
+    saved = []
+    for v in nodes:
+        f = node_fields(v, shapes) or FieldMap()
+        saved.append((v, f.data, getattr(v, f.data, None), f.grad, getattr(v, f.grad, None)))
+    return saved
 
 
-def put_back(saved: list[tuple[object, object, object]]) -> None:
+def put_back(saved: list[tuple[object, str, object, str, object]]) -> None:
     """Every data and grad as it was (a closure may name a global node of the user's)."""
-    for v, data, grad in saved:
-        if getattr(v, "data", None) is not data:
-            v.data = data  # type: ignore[attr-defined]
-        if getattr(v, "grad", None) is not grad:
-            v.grad = grad  # type: ignore[attr-defined]
+    for v, data_name, data, grad_name, grad in saved:
+        if getattr(v, data_name, None) is not data:
+            setattr(v, data_name, data)
+        if getattr(v, grad_name, None) is not grad:
+            setattr(v, grad_name, grad)
 
 
-def record_graph(root: object, names: dict[str, object], title: str, notes: str) -> Trace:
+def record_graph(root: object, names: dict[str, object], title: str, notes: str,
+                 fields: dict[str, str] | None = None) -> Trace:
     """The trace of the graph behind `root`: each node made, children first, then its
     backward pass (`root.backward()`, or micrograd's loop where there is none), replayed
-    on a copy from zero grads. The user's nodes are left exactly as they were."""
+    on a copy from zero grads. The user's nodes are left exactly as they were. `fields`
+    names the fields of `root`'s class where they cannot be told (`mgtui.recording.shapes`)."""
     if in_process_recording():
         raise RecordingError("mgtui.show inside a mgtui.record() block (or a check): show "
                              "after the block, one at a time")
-    if not is_node(root):
-        raise NotAGraph(f"mgtui.show needs a micrograd-style Value (with data, grad, _prev, "
-                        f"_op and _backward), not {type(root).__name__}")
+    shapes = ShapeFinder(fields) if fields else SHAPES
+    if not is_node(root, shapes):
+        raise NotAGraph(not_a_node(root, shapes))
     with collector_paused():  # many new objects, and no garbage until the copy is dropped
-        return _record_graph(root, names, title, notes)
+        return _record_graph(root, names, title, notes, shapes)
 
 
-def _record_graph(root: object, names: dict[str, object], title: str, notes: str) -> Trace:
-    originals = graph_of(root)
-    saved = saved_state(originals)
-    graph = GraphCopy(originals)
-    saved += saved_state(graph.named)
+def not_a_node(obj: object, shapes: ShapeFinder) -> str:
+    """Why `mgtui.show` refuses `obj`: the class, why it is not a Value class if it
+    looks like one, and the fields looked for."""
+    cls = type(obj)
+    why = next((w for w in map(shapes.why_not, cls.__mro__) if w), None)
+    how = f" ({why})" if why else ""
+    return (f"mgtui.show needs a micrograd-style Value, not {cls.__qualname__}{how}: mgtui "
+            f"looks for a class whose __init__ stores a number, a gradient, its inputs and "
+            f"a backward callable, by these names: {looked_for()} (an op field is "
+            f"optional); name the fields with mgtui.show(..., fields={{...}}) or in the "
+            f"pyproject.toml above your code ([tool.mgtui] fields)")
+
+
+def _record_graph(root: object, names: dict[str, object], title: str, notes: str,
+                  shapes: ShapeFinder) -> Trace:
+    originals = graph_of(root, shapes)
+    saved = saved_state(originals, shapes)
+    graph = GraphCopy(originals, shapes)
+    saved += saved_state(graph.named, shapes)
     rec = in_process_recorder(Scenario(Path(NO_FILE), "", nothing_to_run(NO_FILE), title,
-                                       notes))
+                                       notes), shapes.given)
     error = None
     try:
         with instrumented(rec):
             for v in originals:
                 rec.adopt(graph.of(v))
             try:
-                run_backward(graph.of(root))
+                run_backward(graph.of(root), shapes)
             except Exception as exc:  # noqa: BLE001 - the user's backward's error is data
                 error = error_of(rec, exc)
-        labels = {name: graph.copies[id(v)] for name, v in names.items() if id(v) in graph.copies}
-        return build(rec, error, labels)
+        # the caller's names reach the user's own nodes: each is named as its copy
+        numbered = {id(v): rec.node_id(graph.of(v)) for v in originals}
+        return build(rec, error, names, lambda obj: numbered.get(id(obj)))
     finally:
         put_back(saved)
 
 
-def run_backward(root: Any) -> None:
+def run_backward(root: Any, shapes: ShapeFinder = SHAPES) -> None:
     backward = getattr(root, "backward", None)
     if callable(backward):
         backward()
         return
-    topo: list[Any] = graph_of(root)  # the lecture's loop, for a class with no backward()
-    root.grad = 1.0
+    topo: list[Any] = graph_of(root, shapes)  # the lecture's loop, for a class with no backward()
+    f = node_fields(root, shapes) or FieldMap()
+    setattr(root, f.grad, 1.0)
     for v in reversed(topo):
-        v._backward()
+        fn = getattr(v, f.backward, None)
+        if callable(fn):
+            fn()

@@ -1,6 +1,8 @@
 """Names for the nodes a scenario gives no `.label`: the variable an assignment bound a
-node to when it was made (`loss` in every training step), else, for a parameter, its
-path from a global object (`model.layers[0].neurons[1].w[0]`).
+node to when it was made (`loss` in every training step; `p` for `p = ops.sigmoid(z)`, a
+node a helper function made; `c` for `c = mul(a, b)`, where the scenario's own wrapper
+bound it to its local `out`), else, for a parameter, its path from a global object
+(`model.layers[0].neurons[1].w[0]`).
 
 Assignments are found without tracing. Before the run, each assignment's value span in
 the scenario's AST is matched to the instructions that compute it (`co_positions`): a
@@ -8,7 +10,10 @@ node made by the Value class's own methods straight under such an instruction is
 candidate for that target. Builtins like `sum(...)` make many candidates under one
 instruction, so a candidate is confirmed only once its frame has moved on or makes the
 next one there, by reading the variable (`frame.f_locals`): only the node the variable
-holds gets its name. The recorder looks the instruction up as it numbers the node
+holds gets its name. A node is a candidate of every scenario frame on its way up (through
+the Value class's methods, the scenario's functions and at most one function of
+another module called from the scenario): the outermost binding that holds it names
+it, an inner one (a wrapper's `out`) only if none does. The recorder looks the instruction up as it numbers the node
 (`Namer.spots`), so the nodes made elsewhere (nearly all of them) cost no call.
 Loop variables (`for p in model.parameters()`) bind nodes they did not make, so they
 name nothing. Paths are found at the end of the run by a bounded walk of the
@@ -25,6 +30,7 @@ from typing import Callable, Iterator
 
 Span = tuple  # (lineno, end_lineno, col, end_col), as co_positions and the AST give them
 MAX_DEPTH = 8  # steps of a parameter path
+MAX_FRAMES_UP = 8  # frames above the Value class's methods looked at for an assignment
 MAX_OBJECTS = 200_000  # objects the path walk visits at most
 _ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), range, memoryview)
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
@@ -167,13 +173,21 @@ class Namer:
         # time. The scenario's codes live as long as the recorder's scenario does.
         self.spots = {id(c): here for c, here in assignment_spots(code, tree).items()}
         self._codes = list(codes_in(code))  # (keeps the ids above theirs)
+        self.scenario_codes = {id(c) for c in self._codes}
+        self.top = id(code)  # the module's own code: no scenario frame is above it
+        # frames the scenario's code called (`LineFinder.direct`, which fills it as it
+        # walks): a helper's frame, whose nodes the scenario's variable may bind
+        self.direct: dict = {}
         self.loops = loop_names(tree) if isinstance(tree, ast.Module) else set()
         self.class_codes = class_codes  # the Value classes' methods' code, by id
         self.node_id = node_id
-        # (frame, offset) -> (end, target, id(node), nid): a candidate waits there until
-        # its frame has moved on or made another node under the same instruction. The
-        # node is not kept alive here: its address tells a miss cheaply, its id confirms.
+        # (frame, offset) -> (end, target, id(node), nid, inner): a candidate waits there
+        # until its frame has moved on or made another node under the same instruction.
+        # The node is not kept alive here: its address tells a miss cheaply, its id
+        # confirms. `inner`: a binding inside a function whose caller's binding of the
+        # same node comes first; confirmed, it waits in `fallback` for that one.
         self.pending: dict[tuple, tuple] = {}
+        self.fallback: dict[int, str] = {}
         # (the recording's own columns, `Records.name_ids` and `name_texts`, if given)
         self.name_ids: list[int] = [] if names is None else names[0]
         self.name_texts: list[str] = [] if names is None else names[1]  # (after its id)
@@ -183,42 +197,75 @@ class Namer:
 
     def _made_hook(self) -> Callable[[int, types.FrameType, object], None]:
         spots_get, class_codes, candidate = self.spots.get, self.class_codes, self.candidate
+        scenario_codes, top, direct = self.scenario_codes, self.top, self.direct
 
         def made(nid: int, f: types.FrameType, node: object) -> None:
-            """Is this node made straight under an assignment's value? Up through the
-            Value class's own methods (`a - b` is `a + (-b)`), then the scenario's frame."""
-            code = f.f_code
-            while id(code) in class_codes:
+            """Is this node made under an assignment's value? Up through the Value
+            class's own methods (`a - b` is `a + (-b)`), the scenario's own functions (a
+            wrapper op) and one function of another module called from the scenario (a
+            helper: `ops.sigmoid`), each scenario frame whose instruction is an
+            assignment's value is a candidate: the outermost first."""
+            cid = id(f.f_code)
+            while cid in class_codes:
                 f = f.f_back
                 if f is None:
                     return
-                code = f.f_code
-            spots = spots_get(id(code))
-            if spots is not None:
-                spot = spots.get(f.f_lasti)
+                cid = id(f.f_code)
+            if cid not in scenario_codes:  # a library's frame: a helper the scenario called?
+                if f not in direct:  # (the common case: nothing to name)
+                    return
+                f = f.f_back
+            found = []
+            for _ in range(MAX_FRAMES_UP):
+                cid = id(f.f_code)
+                if cid not in scenario_codes:
+                    break
+                spots = spots_get(cid)
+                spot = spots.get(f.f_lasti) if spots is not None else None
                 if spot is not None:
-                    candidate(f, f.f_lasti, spot, node, nid)
+                    found.append((f, spot))
+                f = f.f_back
+                if cid == top or f is None:
+                    break
+            last = len(found) - 1
+            for k, (frame, spot) in enumerate(found):
+                candidate(frame, frame.f_lasti, spot, node, nid, k < last)
 
         return made
 
     def _candidate_hook(self) -> Callable:
         pending, name_of, node_id = self.pending, self.name_of, self.node_id
+        fallback = self.fallback
         add_id, add_text = self.name_ids.append, self.name_texts.append
 
+        def give(nid: int, name: str) -> None:
+            name_of[nid] = name
+            add_id(nid)
+            add_text(name)
+
         def settle(frame, entry: tuple) -> None:
-            """Name the pending node if its variable holds it."""
-            _, target, address, nid = entry
+            """Name the pending node if its variable holds it (an inner binding: keep the
+            name in `fallback`, for its caller's binding to come first); else give it the
+            name an inner binding confirmed."""
+            _, target, address, nid, inner = entry
             try:
                 held = frame.f_locals.get(target)
             except Exception:  # noqa: BLE001 - a frame in a state that cannot be read
+                held = None
+            holds = id(held) == address and node_id(held) == nid
+            if nid in name_of:
                 return
-            if id(held) == address and nid not in name_of and node_id(held) == nid:
-                name_of[nid] = target
-                add_id(nid)
-                add_text(target)
+            if inner:
+                if holds:
+                    fallback[nid] = target
+                return
+            name = target if holds else fallback.get(nid)
+            fallback.pop(nid, None)
+            if name is not None:
+                give(nid, name)
 
         def candidate(frame, offset: int, spot: tuple[str, int], node: object,
-                      nid: int) -> None:
+                      nid: int, inner: bool = False) -> None:
             key = (frame, offset)
             entry = pending.get(key)
             if entry is not None:  # the same instruction again: a loop's next turn, or
@@ -230,9 +277,11 @@ class Namer:
                         del pending[key_]
                         settle(fr, entry)
             target, end = spot
-            pending[key] = (end, target, id(node), nid)
+            pending.pop(key, None)  # (in the order made: an inner binding settles first)
+            pending[key] = (end, target, id(node), nid, inner)
 
         self._settle = settle
+        self._give_name = give
         return candidate
 
     def forget_since(self, first: int) -> None:
@@ -240,16 +289,24 @@ class Namer:
         for key, entry in list(self.pending.items()):
             if entry[3] >= first:
                 del self.pending[key]
+        for nid in [n for n in self.fallback if n >= first]:
+            del self.fallback[nid]
 
-    def finish(self, scope: dict, is_leaf: Callable[[int], bool]) -> None:
+    def finish(self, scope: dict, is_leaf: Callable[[int], bool],
+               node_id: Callable[[object], int | None] | None = None) -> None:
         """Settle what is pending, then name what the scenario's globals hold: a global
         variable's node by its name (loop variables aside), and parameters (leaves) by
-        their path from a global object."""
+        their path from a global object. `node_id` tells the nodes among the objects
+        the globals reach (by default `self.node_id`)."""
         pending = list(self.pending.items())
         self.pending.clear()
         for (frame, _), entry in pending:
             self._settle(frame, entry)
-        node_id = self.node_id
+        for nid, name in list(self.fallback.items()):  # an inner binding, none outside it
+            if nid not in self.name_of:
+                self._give_name(nid, name)
+        self.fallback.clear()
+        node_id = node_id or self.node_id
         roots = [(name, value) for name, value in list(scope.items())
                  if not name.startswith("_") and name not in self.loops]
         for name, value in roots:

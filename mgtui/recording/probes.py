@@ -13,8 +13,10 @@ field was written. The mechanisms are:
 
 The in-process API (`mgtui.recording.inprocess`) records with the hooks, and `mgtui.show`'s copy of
 a graph is adopted node by node through `Probe.node_made`. The `Recorder` keeps the
-lifecycle (start, stop, limits, finish) and hands each Value class to the first probe
-that takes it.
+lifecycle (start, stop, limits, finish) and hands each Value class, with its fields
+(`mgtui.recording.shapes.FieldMap`: which attribute holds the data, the grad, ...), to the first
+probe that takes it. Whatever a class calls its fields, the hooks given to a caller see
+a node through a view keyed by micrograd's own names (`node_view`).
 
 Each probe's hot path (a descriptor's `__set__`, a wrapped `__init__`, the rewritten
 code's helpers) is a closure over local names, or a function over globals, that makes
@@ -24,17 +26,30 @@ per record is a few per cent of a recording), and each names the method it copie
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Callable, NamedTuple, Protocol
 
 from mgtui.recording.store import BACKWARD, CREATE, DATA, GRAD, ID, Records
+from mgtui.recording.shapes import MICROGRAD, FieldMap, ShapeFinder
 from mgtui.trace import Field
 
-REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
-HOOKED = ("grad", "data", "_backward", "label")  # the fields a hook probe observes
+REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})  # micrograd's names
+HOOKED = MICROGRAD.hooked  # the fields a hook probe observes, by micrograd's names
 WRITTEN = {"grad": (Field.GRAD.code, GRAD), "data": (Field.DATA.code, DATA)}  # field, kind
 CLASS_CODE, OTHER_CODE = "class", False  # (`LineFinder.code_kind`)
+
+
+# the code of an expression of the code around it: what it makes, that code binds
+COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+class FunctionSpots(dict):
+    """The kind of a scenario's function's code (`LineFinder.code_kind`): its assignments'
+    spots, as a module's own code has them (a plain dict), but a node made there may be
+    bound by its caller too (`mgtui.recording.naming.Namer.made` looks)."""
+
 
 OnCreate = Callable[[int, dict], None]
 BeforeBackward = Callable[[dict, Callable[[], object]], None]
@@ -79,8 +94,9 @@ class Probe(Protocol):
 
     records: Records
 
-    def attach(self, cls: type) -> bool:
-        """Record the nodes of `cls` from now on: False if this probe cannot."""
+    def attach(self, cls: type, fields: FieldMap = MICROGRAD) -> bool:
+        """Record the nodes of `cls`, whose fields are `fields`, from now on: False if
+        this probe cannot."""
 
     def detach(self) -> None:
         """Put back every class and function it changed."""
@@ -100,11 +116,47 @@ class Probe(Protocol):
         `label`."""
 
 
+SHAPES = ShapeFinder()  # the detector with no mapping of the user's (`mgtui.recording.shapes`)
+
+
 def looks_like_value(cls: type) -> bool:
-    """True for a micrograd-style class: its `__init__` sets the five autograd fields."""
-    init = cls.__dict__.get("__init__")
-    code = getattr(init, "__code__", None)
-    return code is not None and REQUIRED <= set(code.co_names)
+    """True for a micrograd-style class: its own `__init__` stores a number, a grad, its
+    inputs and a backward callable (`mgtui.recording.shapes.ShapeFinder`, by any of the names
+    those go by)."""
+    return SHAPES.fields(cls) is not None
+
+
+# -- nodes as the hooks see them -----------------------------------------------------------------
+
+# How a node of an instrumented class whose fields are not micrograd's names, or are kept in
+# slots, is seen as a node dict: its class (or a base) -> the view it is read through.
+# Set by the hook probes as they attach and detach (recordings take turns, as the hooks
+# are class-wide); a class not here is read through its instance dict.
+VIEWS: dict[type, Callable[[object], object]] = {}
+_VIEW_OF: dict[type, Callable[[object], object] | None] = {}  # (by the node's own class)
+
+
+def set_view(cls: type, view: Callable[[object], object] | None) -> None:
+    """Read the nodes of `cls` (and of its subclasses) through `view` (None: no more)."""
+    if view is None:
+        VIEWS.pop(cls, None)
+    else:
+        VIEWS[cls] = view
+    _VIEW_OF.clear()
+
+
+def node_view(obj: object):
+    """A node as the recorder's hooks see it, keyed by micrograd's names: its instance
+    dict, or the view its class is read through (`set_view`); None for anything else."""
+    cls = type(obj)
+    try:
+        view = _VIEW_OF[cls]
+    except KeyError:
+        view = _VIEW_OF[cls] = next((VIEWS[k] for k in cls.__mro__ if k in VIEWS), None)
+    if view is not None:
+        return view(obj)
+    d = getattr(obj, "__dict__", None)
+    return d if isinstance(d, dict) else None
 
 
 def record_write(records: Records, scenario_line, nid: int, name: str, before: object,
@@ -123,13 +175,15 @@ def record_write(records: Records, scenario_line, nid: int, name: str, before: o
                            len(records.writes)))
 
 
-def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | None = None):
+def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | None = None,
+            keyword: str = "_children"):
     """A set of children as a set-like keys view in a fixed order.
 
     A set iterates in address order, which changes from run to run; keep the order the
-    children were passed to `__init__`, else sort them by node id (`node_id(child)`).
-    (The recorder leaves a set of one child as it is: it has one order.)"""
-    given = args[1] if len(args) > 1 else kwargs.get("_children", ())
+    children were passed to `__init__` (its second argument, or `keyword`), else sort
+    them by node id (`node_id(child)`). (The recorder leaves a set of one child as it
+    is: it has one order.)"""
+    given = args[1] if len(args) > 1 else kwargs.get(keyword, ())
     try:
         keys = dict.fromkeys(given).keys()
         if keys == prev:  # the common case: the children given are the set
@@ -152,10 +206,13 @@ class LineFinder:
     outside the Value classes' methods (0 if there is none). Frames below it that were
     walked are remembered in `memo` (a frame held there cannot be mistaken for another),
     so the many nodes made inside one library call, like `model(x)`, each walk only up
-    to the first frame they share. `code_kind(code)` says what a code object is to the
-    recording (`CLASS_CODE`, the scenario's assignments, or `OTHER_CODE`)."""
+    to the first frame they share; a walked frame that the scenario's own code called
+    (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
+    `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
+    scenario's assignments, or `OTHER_CODE`)."""
 
-    def __init__(self, scenario_path: str, class_codes: dict[int, object], spots: dict) -> None:
+    def __init__(self, scenario_path: str, class_codes: dict[int, object], spots: dict,
+                 direct: dict | None = None) -> None:
         self.scenario_path = scenario_path
         self.class_codes = class_codes  # code of the Value classes' methods, by id
         self.spots = spots  # the scenario's assignments, by code id (`Namer.spots`)
@@ -165,10 +222,12 @@ class LineFinder:
         self._kind_codes: list = []  # (keeps the ids above theirs)
         self.last_frames: list[list] = []  # the inlined recording's caches of a frame
         self.memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.direct: dict = {} if direct is None else direct  # those the scenario's code
+        #                                                          called -> True
         self.scenario_line = self._line_finder()
 
     def _line_finder(self) -> Callable[[types.FrameType], int]:
-        path, class_codes, memo = self.scenario_path, self.class_codes, self.memo
+        path, class_codes, memo, direct = self.scenario_path, self.class_codes, self.memo, self.direct
 
         def scenario_line(f) -> int:
             code = f.f_code
@@ -182,6 +241,8 @@ class LineFinder:
                 code = f.f_code
                 if code.co_filename == path and id(code) not in class_codes:
                     line = f.f_lineno
+                    if walked:  # the last frame walked: the scenario's code called it
+                        direct[walked[-1]] = True
                     break
                 walked.append(f)
                 f = f.f_back
@@ -191,6 +252,7 @@ class LineFinder:
             if walked:
                 if len(memo) > 256:
                     memo.clear()
+                    direct.clear()
                 for w in walked:
                     memo[w] = line
             return line
@@ -200,7 +262,8 @@ class LineFinder:
     def code_kind(self, code) -> object:
         """What `code` is, worked out once (`code_kinds`): CLASS_CODE for a method of a
         Value class; for the scenario's own code, its assignments' spots (a dict by
-        instruction offset, `mgtui.recording.naming`; empty if it has none); else OTHER_CODE."""
+        instruction offset, `mgtui.recording.naming`; empty if it has none; a `FunctionSpots` for
+        a function's code); else OTHER_CODE."""
         cid = id(code)
         kind = self.code_kinds.get(cid)
         if kind is None:
@@ -208,6 +271,8 @@ class LineFinder:
                 kind = CLASS_CODE
             elif code.co_filename == self.scenario_path:
                 kind = self.spots.get(cid) or {}
+                if code.co_name != "<module>" and code.co_name not in COMPREHENSIONS:
+                    kind = FunctionSpots(kind)
             else:
                 kind = OTHER_CODE
             self.code_kinds[cid] = kind
@@ -226,6 +291,46 @@ class LineFinder:
             last[:] = [None] * len(last)
 
 
+# -- where `backward()` was called from ---------------------------------------------------------
+
+MAX_CALLER_FRAMES = 16
+MGTUI_FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
+
+
+class Callers:
+    """`note(frame)`, as a `_backward` call is about to be recorded from `frame`: if that
+    is not the frame the last call came from, the chain of frames from it out to the
+    scenario's (innermost first: file, line, function) goes into `records.callers` at
+    the call's event, unless it is the chain noted last. That is one entry per
+    `backward()` run (per call made by hand), from which the doctor finds the line that
+    builds the order, in whatever file it is (`mgtui.doctor.context`). The last frame is
+    held, so no new frame can take its address."""
+
+    def __init__(self, records: Records, scenario_path: str) -> None:
+        self.records = records
+        self.scenario_path = scenario_path
+        self.last: list = [None]  # the frame the last call came from (a hot path reads it)
+        self.last_chain: tuple = ()
+
+    def note(self, frame) -> None:
+        if frame is self.last[0]:
+            return
+        self.last[0] = frame
+        chain = []
+        f, path = frame, self.scenario_path
+        while f is not None and len(chain) < MAX_CALLER_FRAMES:
+            code = f.f_code
+            if not code.co_filename.startswith(MGTUI_FILES):  # (not the recorder's own)
+                chain.append((code.co_filename, f.f_lineno, code.co_name))
+            if code.co_filename == path:
+                break
+            f = f.f_back
+        found = tuple(chain)
+        if found != self.last_chain:
+            self.last_chain = found
+            self.records.callers.append((self.records.event_count(), found))
+
+
 # -- `_backward` calls, as the hook probes and the inlined one's slow path record them -------
 
 
@@ -233,21 +338,24 @@ class BackwardCalls:
     """`record_call(nid, d, fn, frame)` records the call of `fn`, the `_backward` of node
     `nid` (its dict, or `SlotsNode`, `d`), made from `frame`, and makes it: runs
     `before_backward` first (its records taken back), and `on_backward`, then the
-    call. `run_backward(d, fn)` is the same from the node's dict, as the hooks bind it.
+    call (noting where it came from: `Callers`). `run_backward(d, fn)` is the same from
+    the node's dict, as the hooks bind it.
     """
 
     def __init__(self, rec, scenario_line) -> None:
         self.rec = rec
-        self.run_backward, self.record_call = self._make(rec, scenario_line)
+        self.callers = Callers(rec.records, rec.lines.scenario_path)
+        self.run_backward, self.record_call = self._make(rec, scenario_line, self.callers)
 
     @staticmethod
-    def _make(rec, scenario_line):
+    def _make(rec, scenario_line, callers: Callers):
         records: Records = rec.records
         before, watch = rec.hooks.before_backward, rec.hooks.on_backward
         skip = watch.skip if watch is not None else ()
         add_event, writes, stack = records.add_event, records.writes, records.stack
         made_inside, closure_index = records.made_inside, records.closure_index
         getframe = sys._getframe
+        note_caller, last_caller = callers.note, callers.last
 
         def run_backward(d: dict, fn: Callable[[], object]):
             nid = d.get(ID)
@@ -269,6 +377,8 @@ class BackwardCalls:
                 if watched:
                     watch(op, fn)
             ci = closure_index(getattr(fn, "__code__", None))
+            if frame is not last_caller[0]:
+                note_caller(frame)
             add_event((BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
             stack.append(nid)
             try:

@@ -1,10 +1,14 @@
 """Run a scenario file and record what it does to its `Value`s into a `Trace`.
 
-The recorder observes from outside. Any class whose `__init__` sets `data`, `grad`,
-`_prev`, `_op` and `_backward` is instrumented for the length of the run, by the first
-probe that takes it (`mgtui.recording.probes`): where its source can be rewritten, the recording
-is inlined into its code (`mgtui.recording.inline.probe`); otherwise, or with `inline=False`, it
-gets hooks (`mgtui.recording.dict_hooks`, or `mgtui.recording.slots_hooks` for a class with `__slots__`).
+The recorder observes from outside. Any class whose `__init__` stores a number, a grad,
+its inputs and a backward callable, whatever it calls them (`mgtui.recording.shapes`: `data` or
+`value`, `_prev` or `parents`, ...; an op is optional), is instrumented for the length of
+the run, by the first probe that takes it (`mgtui.recording.probes`): where its fields go by
+micrograd's names and its source can be rewritten, the recording is inlined into its
+code (`mgtui.recording.inline.probe`); otherwise, or with `inline=False`, it gets hooks
+(`mgtui.recording.dict_hooks`, or `mgtui.recording.slots_hooks` for a class with `__slots__`). Classes that
+look like autograd values but whose fields cannot be told are counted, not recorded:
+`unrecorded()` says why a run that made them, or made no node, must not be shown.
 Every probe writes into the recording's one store (`mgtui.recording.store.Records`), from which
 `finish()` builds the trace, as the runner's child streams it (`mgtui.run.child`).
 
@@ -43,6 +47,7 @@ from mgtui.recording.probes import (
 from mgtui.recording.store import ID, Mark, Records, closure_source
 from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
 from mgtui.recording.scenario import Scenario, load_scenario
+from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fields
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
 from mgtui.trace import Trace, TraceBuilder, TraceError
 
@@ -62,6 +67,9 @@ class Recorder:
     the scenario's stdout and stderr where they are (the runner's child sends them to
     the parent on a pipe of their own), and `argv` is what follows the script's path in
     its `sys.argv`. `records` is the store to write into (a fresh one by default).
+    `fields` names the fields of Value classes the detector cannot tell (role ->
+    attribute, `mgtui.recording.shapes`), over those `[tool.mgtui] fields` of the `pyproject.toml`
+    above the scenario names, if any (a bad one raises `mgtui.recording.shapes.FieldsOptionError`).
     """
 
     def __init__(
@@ -79,8 +87,12 @@ class Recorder:
         argv: Sequence[str] = (),
         inline: bool = True,
         records: Records | None = None,
+        fields: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
+        project = project_fields(scenario.path.parent) if scenario.path.is_file() else {}
+        self.shapes = ShapeFinder({**project, **(fields or {})})
+        self.unseen = Unrecorded(self.shapes)
         self.capture_output = capture_output
         self.argv = tuple(argv)
         self.seed = seed
@@ -94,7 +106,9 @@ class Recorder:
         self._old_alarm = None  # SIGALRM's handler before ours, while ours is installed
         self._posted = False  # cancel() has posted StopRecording to the recording thread
         self.classes: list[type] = []  # the Value classes instrumented
+        self.fields: dict[type, FieldMap] = {}  # each one's fields
         self.attached: dict[type, Probe] = {}  # each one's probe, while it runs
+        self._looked_at: dict[int, type] = {}  # the classes `instrument` was asked about
         self.globals: dict = {}  # the scenario's, once it runs (names come from there)
         # Number a node's children made before the recording started, as it is made
         # (`mgtui.record()`: a block that uses parameters made before it).
@@ -117,7 +131,8 @@ class Recorder:
                            scenario.source, class_codes, self.node_id,
                            names=(records.name_ids, records.name_texts))
         records.forgetting.append(self.namer.forget_since)
-        self.lines = LineFinder(str(scenario.path.resolve()), class_codes, self.namer.spots)
+        self.lines = LineFinder(str(scenario.path.resolve()), class_codes, self.namer.spots,
+                                self.namer.direct)
         self.calls = BackwardCalls(self, self.lines.scenario_line)
         self.inliner: Inliner | None = None
         self.slots_hooks = SlotsHooks(self)
@@ -169,13 +184,26 @@ class Recorder:
                 return
 
     # -- the classes -------------------------------------------------------------------
-    def instrument(self, cls: type) -> None:
-        """Hand a Value class to the first probe that takes it: the inlined recording,
-        where its code can be rewritten, else the hooks."""
-        if cls in self.classes:
+    def instrument(self, cls: type, defined_now: bool = False) -> None:
+        """If `cls` is a Value class (`mgtui.recording.shapes.ShapeFinder`), hand it to the first
+        probe that takes it: the inlined recording, where its fields go by micrograd's
+        names and its code can be rewritten, else the hooks. A class that only looks like
+        one is watched (`Unrecorded`). `defined_now`: the run is defining it."""
+        if id(cls) in self._looked_at:
+            return
+        self._looked_at[id(cls)] = cls
+        if defined_now:
+            self.unseen.defined.append(cls)
+        if not self.shapes.may_be_value(cls):
+            return
+        fields = self.shapes.fields(cls)
+        if fields is None:
+            self.unseen.consider(cls)
             return
         self.classes.append(cls)
-        inline = self.inliner is not None and self.inliner.attach(cls)
+        self.fields[cls] = fields
+        inline = (self.inliner is not None and not fields.renamed
+                  and self.inliner.attach(cls))
         if inline:
             self.attached[cls] = self.inliner
         # (after the rewrite: the class's methods are its rewritten code from now on)
@@ -187,29 +215,46 @@ class Recorder:
         if self.inliner is not None:
             self.inliner.forget_lines()
         if not inline:
+            if self.inliner is not None and fields.renamed:
+                self.inliner.keep_hooks(cls)
             for probe in (self.slots_hooks, self.dict_hooks):
-                if probe.attach(cls):
+                if probe.attach(cls, fields):
                     self.attached[cls] = probe
                     return
+
+    def value_class(self, cls: type) -> type | None:
+        """The Value class whose `__init__` makes the instances of `cls` (it or a base)."""
+        return next((k for k in cls.__mro__ if k in self.fields or (
+            id(k) not in self._looked_at and self.shapes.fields(k) is not None)), None)
+
+    def is_node(self, obj: object) -> bool:
+        return self.value_class(type(obj)) is not None
 
     def adopt(self, node: object) -> None:
         """Record `node`, an instance made without its class's `__init__` (a copy of a
         node, for `mgtui.show`), as a node made now: its children must be adopted first."""
         cls = type(node)
-        if cls not in self.classes:
-            for klass in cls.__mro__:  # the class whose `__init__` makes the node
-                if looks_like_value(klass):
-                    self.instrument(klass)
-                    break
-        probe = self.slots_hooks if keeps_fields_in_slots(cls) else self.dict_hooks
+        klass = self.value_class(cls)
+        if klass is not None and klass not in self.classes:
+            self.instrument(klass)
+        fields = self.fields.get(klass) if klass is not None else None
+        probe = (self.slots_hooks if fields is not None and keeps_fields_in_slots(cls, fields)
+                 else self.dict_hooks)
         probe.node_made(node)
 
     def instrument_loaded(self) -> None:
         """Instrument Value-like classes that were imported before the run started."""
+        may_be_value = self.shapes.may_be_value
         for module in list(sys.modules.values()):
             for obj in list(getattr(module, "__dict__", {}).values()):
-                if isinstance(obj, type) and looks_like_value(obj):
+                if isinstance(obj, type) and may_be_value(obj):
                     self.instrument(obj)
+
+    def unrecorded(self) -> str | None:
+        """Why this run, which has ended, must not be shown as recorded (no node was
+        recorded, or classes that look like autograd values were made but not recorded),
+        naming the classes and the fields looked for; None if it may be."""
+        return self.unseen.message(self.records.node_count())
 
     def start(self) -> None:
         """(`mgtui.recording.sandbox`) Instrument the classes loaded so far, and from now on
@@ -222,6 +267,7 @@ class Recorder:
         """(`mgtui.recording.sandbox`) Put every class and function back."""
         for probe in self.probes:
             probe.detach()
+        self.unseen.restore()
 
     # -- running -----------------------------------------------------------------------
     def run(self) -> Trace:
@@ -306,11 +352,12 @@ class Recorder:
         return TraceError(type_name, message, line, self.records.event_count())
 
     # -- the trace ---------------------------------------------------------------------
-    def finish(self, error: TraceError | None, output: str) -> Trace:
+    def finish(self, error: TraceError | None, output: str,
+               node_id: Callable[[object], int | None] | None = None) -> Trace:
         """The trace of the records: the chunks the runner's child would stream, the
-        labels set late, the names found, the closures."""
+        labels set late, the names found (`node_id`: see `resolve_names`), the closures."""
         scenario, records = self.scenario, self.records
-        names = self.resolve_names()
+        names = self.resolve_names(node_id)
         builder = TraceBuilder(str(scenario.path), scenario.title, scenario.notes, scenario.source)
         upto = records.mark()
         for chunk in records.chunks(Mark(), upto):
@@ -323,11 +370,14 @@ class Recorder:
             builder.add_closure(closure)
         return builder.build(error, output)
 
-    def resolve_names(self) -> list[tuple[int, str]]:
+    def resolve_names(self, node_id: Callable[[object], int | None] | None = None
+                      ) -> list[tuple[int, str]]:
         """(id, name) of every node named by the variable it was bound to or by its path
-        from a global object (`mgtui.recording.naming`); call once, after the run."""
+        from a global object (`mgtui.recording.naming`); call once, after the run. `node_id`: how
+        an object reached from the globals is a recorded node (by default, it is one:
+        `mgtui.show` records copies, and names them from the originals)."""
         try:
-            self.namer.finish(self.globals, self.records.is_leaf)
+            self.namer.finish(self.globals, self.records.is_leaf, node_id)
         except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
             pass
         count = self.records.node_count()

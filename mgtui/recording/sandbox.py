@@ -2,7 +2,8 @@
 context manager for a scenario run (in the runner's child, or in-process by
 `mgtui.recording.recorder.record`) and for the in-code API's recordings (`mgtui.recording.inprocess`).
 
-Both instrument every Value-like class loaded, and each one defined meanwhile, and
+Both instrument every Value-like class loaded, and each one defined meanwhile (the
+recorder decides which are: `mgtui.recording.shapes`), and
 collect garbage less often (every node is in a reference cycle with its `_backward`
 closure, so a big graph makes the collector rescan the heap over and over). A scenario
 file also gets a fresh `__main__`, its own `sys.argv` and `sys.path[0]`, no stdin,
@@ -23,7 +24,6 @@ from dataclasses import dataclass
 from typing import Iterator, Protocol
 
 from mgtui.defaults import GC_GEN0_THRESHOLD
-from mgtui.recording.probes import looks_like_value
 
 # Recordings take turns: the hooks are class-wide. The in-code API's recordings are
 # also kept from nesting in one thread (`RecordingError`).
@@ -38,7 +38,8 @@ class RecordingError(RuntimeError):
 class Instrumenting(Protocol):
     """What the sandbox asks of a recording (`Recorder`)."""
 
-    def instrument(self, cls: type) -> None: ...
+    def instrument(self, cls: type, defined_now: bool = False) -> None:
+        """Instrument `cls` if it is a Value class (`defined_now`: the run defines it)."""
 
     def start(self) -> None:
         """Instrument the Value classes loaded so far (and start rewriting code)."""
@@ -77,8 +78,8 @@ def sandboxed(rec: Instrumenting, isolation: Isolation) -> Iterator[None]:
 
         def build_and_instrument(*args, **kwargs):
             cls = build_class(*args, **kwargs)
-            if looks_like_value(cls):
-                rec.instrument(cls)
+            if isinstance(cls, type):
+                rec.instrument(cls, True)
             return cls
 
         try:

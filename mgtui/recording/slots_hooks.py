@@ -3,7 +3,8 @@
 Such a node has no instance dict to read or to hold a node id, so it gets hooks of its
 own: properties that wrap each slot's own descriptor (reads go to it at C speed), with
 nodes numbered by address (`NodeIds`). The hooks given to a caller (`mgtui.recording.probes.Hooks`)
-see such a node through a `SlotsNode`, a small mapping over its slots.
+see such a node through a `SlotsNode`, a small mapping over its slots, keyed by
+micrograd's names whatever the class calls its fields (`mgtui.recording.shapes.FieldMap`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import weakref
 from functools import partial
 from typing import Callable
 
-from mgtui.recording.probes import HOOKED, WRITTEN, StopRecording, ordered, record_write
+from mgtui.recording.probes import WRITTEN, StopRecording, node_view, ordered, record_write, set_view
 from mgtui.recording.store import CREATE, ID, NODE_ROW
+from mgtui.recording.shapes import MICROGRAD, FieldMap, op_of_maker
 
 _MISSING = object()
 
@@ -31,15 +33,19 @@ class SlotsHooks:
         self.records = rec.records
         self.ids: NodeIds = rec.slots_ids
         self._restore: list[tuple[type, str, object]] = []
-        self._numbering = self._init_wrapper(_made_already)
+        self._numbering: dict[FieldMap, Callable] = {}  # `node_made`, per field map
+        self.attached: list[type] = []
 
     # -- the protocol ------------------------------------------------------------------------
-    def attach(self, cls: type) -> bool:
-        if not keeps_fields_in_slots(cls):
+    def attach(self, cls: type, fields: FieldMap = MICROGRAD) -> bool:
+        if not keeps_fields_in_slots(cls, fields):
             return False
-        for name, value in self._hooks(cls, cls.__dict__["__init__"]):
+        self.ids.fields[cls] = fields
+        for name, value in self._hooks(cls, cls.__dict__["__init__"], fields):
             self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
             setattr(cls, name, value)
+        self.attached.append(cls)
+        set_view(cls, self.ids.view)
         return True
 
     def detach(self) -> None:
@@ -52,9 +58,16 @@ class SlotsHooks:
             else:
                 setattr(cls, name, old)
         self._restore.clear()
+        for cls in self.attached:
+            set_view(cls, None)
+        self.attached.clear()
 
     def node_made(self, node: object) -> None:
-        self._numbering(node)
+        fields = self.ids.fields_of(type(node))
+        numbering = self._numbering.get(fields)
+        if numbering is None:
+            numbering = self._numbering[fields] = self._init_wrapper(_made_already, fields)
+        numbering(node)
 
     def backward_called(self, node: object, fn: Callable[[], object],
                         frame: types.FrameType) -> object:
@@ -71,18 +84,18 @@ class SlotsHooks:
                          value, frame)
 
     # -- the hooks: the hot path (copies of the protocol's methods, see `DictHooks`) ---------
-    def _hooks(self, cls: type, init) -> list[tuple[str, object]]:
-        """(name, hook) for each field `cls` can hold, and its wrapped `__init__`."""
+    def _hooks(self, cls: type, init, fields: FieldMap) -> list[tuple[str, object]]:
+        """(attribute, hook) for each field `cls` can hold, and its wrapped `__init__`."""
         layout = self.ids.layout(cls)
         makers = (("grad", partial(self._write_hook, "grad")),
                   ("data", partial(self._write_hook, "data")),
                   ("_backward", self._backward_hook),
                   ("label", self._label_hook))
-        hooks: list[tuple[str, object]] = [("__init__", self._init_wrapper(init))]
-        for name, make in makers:
-            raw = layout.raw(name)
+        hooks: list[tuple[str, object]] = [("__init__", self._init_wrapper(init, fields))]
+        for key, make in makers:
+            raw = layout.raw(key)
             if raw is not None:  # else no instance can hold it, hooked or not
-                hooks.append((name, make(raw)))
+                hooks.append((layout.names[key], make(raw)))
         return hooks
 
     def _write_hook(self, name: str, raw) -> SlotsField:
@@ -120,8 +133,11 @@ class SlotsHooks:
         ids_get, layout_of, get = ids.get, ids.layout, raw.__get__
 
         def read(obj):
+            fn = get(obj)
+            if not callable(fn):  # (`backward_fn = None` for a leaf): as it is
+                return fn
             node = SlotsNode(obj, layout_of(type(obj)), ids_get(id(obj)))
-            return partial(run_backward, node, get(obj))
+            return partial(run_backward, node, fn)
 
         return SlotsField(read, raw.__set__, raw, ids)
 
@@ -137,10 +153,15 @@ class SlotsHooks:
 
         return SlotsField(raw.__get__, write, raw, self.ids)
 
-    def _init_wrapper(self, orig_init):
+    def _init_wrapper(self, orig_init, fields: FieldMap = MICROGRAD):
         """`orig_init` wrapped to number each new node and record it (`node_made`,
-        inlined): the node is read through a `SlotsNode` and numbered in `ids`."""
+        inlined): the node is read through a `SlotsNode` and numbered in `ids`. One whose
+        class has no op field gets the op of the method that made it (`op_of_maker`)."""
         rec, records = self.rec, self.records
+        infer_op, class_codes = fields.op is None, rec.lines.class_codes
+        init_code = getattr(orig_init, "__code__", None)
+        keyword = (init_code.co_varnames[2] if init_code is not None
+                   and init_code.co_argcount > 2 else "_children")
         nodes, kids, add_node, add_event = records.nodes, records.kids, records.add_node, records.add_event
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
         max_nodes, (on_create, _, _, on_progress) = rec.max_nodes, rec.hooks
@@ -163,17 +184,18 @@ class SlotsHooks:
                 raise StopRecording(rec.stop_reason)
             layout = layout_of(type(self))
             d = SlotsNode(self, layout, None)
-            prev = d.get("_prev", ())
+            prev = d.get("_prev") or ()
             if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # (see `ordered`)
-                prev = d["_prev"] = ordered(prev, args, kwargs, node_id)
+                prev = d["_prev"] = ordered(prev, args, kwargs, node_id, keyword)
             kids.extend(map(node_id, prev))
             if on_create is not None:
                 on_create(nid, d)
             ids.add(self, nid, layout.weak)
             d.nid = nid
             caller = getframe(1)
-            add_node((len(kids), d.get("_op", ""), d.get("label"), d["data"],
-                      scenario_line(caller)))
+            op = d.get("_op", "") if not infer_op else (
+                op_of_maker(caller, class_codes) if prev else "")
+            add_node((len(kids), op, d.get("label"), d["data"], scenario_line(caller)))
             named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)
@@ -203,21 +225,19 @@ def class_attribute(cls: type, name: str) -> object:
     return _MISSING
 
 
-def keeps_fields_in_slots(cls: type) -> bool:
-    """Do the instances of `cls` lack a `__dict__`, or keep a hooked field in a slot?
-    Then the recorder gives it its `__slots__` hooks."""
+def keeps_fields_in_slots(cls: type, fields: FieldMap = MICROGRAD) -> bool:
+    """Do the instances of `cls` lack a `__dict__`, or keep a hooked field (named as
+    `fields` says) in a slot? Then the recorder gives it its `__slots__` hooks."""
     return not cls.__dictoffset__ or any(
-        isinstance(class_attribute(cls, name), types.MemberDescriptorType) for name in HOOKED)
+        isinstance(class_attribute(cls, name), types.MemberDescriptorType)
+        for name in fields.hooked)
 
 
 def node_dict(obj: object):
-    """A node as the recorder's hooks see it: its instance dict, or a `SlotsNode` for an
-    instance of an instrumented `__slots__` class; None for anything else."""
-    field = getattr(type(obj), "grad", None)
-    if isinstance(field, SlotsField):
-        return field.ids.view(obj)
-    d = getattr(obj, "__dict__", None)
-    return d if isinstance(d, dict) else None
+    """A node as the recorder's hooks see it: its instance dict, or the view its class
+    is read through (a `SlotsNode` for an instrumented `__slots__` class, a
+    `mgtui.recording.dict_hooks.MappedNode` for renamed fields); None for anything else."""
+    return node_view(obj)
 
 
 class SlotsField(property):
@@ -262,20 +282,27 @@ class InstanceDictField:
 
 class SlotsLayout:
     """Where the instances of a class keep each field: behind a data descriptor of the
-    class (a slot's `member_descriptor`, or a property), else in their `__dict__`."""
+    class (a slot's `member_descriptor`, or a property), else in their `__dict__`.
+    Fields are asked for by micrograd's names, and found under the class's own
+    (`fields`)."""
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type, fields: FieldMap = MICROGRAD) -> None:
         self.cls = cls
         self.weak = bool(cls.__weakrefoffset__)  # its instances take weak references
+        self.names = fields.keys  # micrograd's name -> the class's
         self._raw: dict[str, object] = {}
 
-    def raw(self, name: str):
-        """The descriptor that reads and writes `name` past the recorder's hooks, or None
-        if no instance can hold `name`."""
+    def raw(self, key: str):
+        """The descriptor that reads and writes the field `key` (by micrograd's name)
+        past the recorder's hooks, or None if no instance can hold it."""
         try:
-            return self._raw[name]
+            return self._raw[key]
         except KeyError:
             pass
+        name = self.names.get(key)
+        if name is None:  # a field the class does not have (its op, its label)
+            self._raw[key] = None
+            return None
         found = class_attribute(self.cls, name)
         if hasattr(type(found), "__set__"):
             raw = found
@@ -283,7 +310,7 @@ class SlotsLayout:
             raw = InstanceDictField(name, found)
         else:
             raw = None
-        self._raw[name] = raw
+        self._raw[key] = raw
         return raw
 
 
@@ -334,6 +361,11 @@ class SlotsNode:
         self.layout.raw(key).__delete__(self.node)
         return value
 
+    @property
+    def key(self) -> int:
+        """One key per node (the view is made anew each time)."""
+        return id(self.node)
+
     def __repr__(self) -> str:
         return f"SlotsNode(#{self.nid} {type(self.node).__name__})"
 
@@ -352,11 +384,15 @@ class NodeIds(dict):
         self.kept: list = []
         self.refs: dict[int, weakref.ref] = {}
         self.layouts: dict[type, SlotsLayout] = {}
+        self.fields: dict[type, FieldMap] = {}  # each class attached, its fields
+
+    def fields_of(self, cls: type) -> FieldMap:
+        return next((self.fields[k] for k in cls.__mro__ if k in self.fields), MICROGRAD)
 
     def layout(self, cls: type) -> SlotsLayout:
         layout = self.layouts.get(cls)
         if layout is None:
-            layout = self.layouts[cls] = SlotsLayout(cls)
+            layout = self.layouts[cls] = SlotsLayout(cls, self.fields_of(cls))
         return layout
 
     def add(self, node: object, nid: int, weak: bool) -> None:
@@ -379,5 +415,6 @@ class NodeIds(dict):
         self.kept.clear()
         self.refs.clear()
         self.layouts.clear()
+        self.fields.clear()
 
 

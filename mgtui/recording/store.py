@@ -12,8 +12,10 @@ lists, so that a row costs one C call on the hot path). A row's fields are named
     writes  WriteRow  node, field, before, after, line     (made inside a `_backward`)
 
 plus `kids` (every node's children's ids, one after another), `late_labels` (labels set
-after a node was made), the `_backward` closures' code (`codes`, by first call) and the
-names `mgtui.recording.naming` finds (`name_ids`, `name_texts`).
+after a node was made), the `_backward` closures' code (`codes`, by first call), the
+names `mgtui.recording.naming` finds (`name_ids`, `name_texts`), and `callers`: where the
+`_backward` calls of each `backward()` came from (`mgtui.recording.probes.Callers`), which the
+doctor reads to point at the line that builds the order.
 
 What a probe uses, bound once into its closures or globals: `add_node`, `add_kid`,
 `add_event` and `add_write` (a row each, as a tuple), and `len()` of `nodes`, `kids`
@@ -118,6 +120,10 @@ class Records:
         self.add_event = self.events.extend
         self.add_write = self.writes.extend
         self.forgetting: list[Callable[[int], None]] = []  # told the first node forgotten
+        # (event, frames): the chain of frames, innermost first, each (file, line,
+        # function), from which the `_backward` call `event` was made, for each call made
+        # from a frame other than the last one's whose chain differs (`Callers`)
+        self.callers: list[tuple[int, tuple[tuple[str, int, str], ...]]] = []
 
     # -- counts ----------------------------------------------------------------------------
     def node_count(self) -> int:
@@ -164,6 +170,8 @@ class Records:
         creations."""
         del self.writes[mark.writes * WRITE_ROW:]
         del self.events[mark.events * EVENT_ROW:]
+        while self.callers and self.callers[-1][0] >= mark.events:
+            self.callers.pop()
         first = mark.nodes
         self.made_inside[:] = [nid for nid in self.made_inside if nid < first]
         if len(self.nodes) > first * NODE_ROW:

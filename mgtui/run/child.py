@@ -22,6 +22,7 @@ from mgtui.recording.probes import Hooks, StopRecording
 from mgtui.recording.recorder import Recorder
 from mgtui.recording.store import Mark, Records
 from mgtui.run.spec import FLUSH_EVERY
+from mgtui.errors import NotAGraph
 from mgtui.recording.scenario import ScenarioLoadError, load_scenario
 
 
@@ -36,6 +37,7 @@ class RunSpec(Protocol):
     timeout: float | None
     max_memory: int | None
     argv: tuple[str, ...]
+    fields: dict | None
     job: str | None  # `job_reference` of the function that makes the job
     job_args: dict
 # The records go down a local pipe to the parent, which inflates them as they arrive and
@@ -173,7 +175,15 @@ def child_recorder(scenario, hooks: Hooks = Hooks(), *, reads_values: bool = Tru
     recorder = Recorder(scenario, **hooks._asdict(), **options)
     if values is not None:
         values.records = recorder.records
+        values.node_id = recorder.node_id
     return recorder, values
+
+
+def refuse(stream: Stream, message: str, detail: str = "", kind: str = "") -> None:
+    """End the child with the run refused: the parent raises `ScenarioLoadError` (or,
+    for `kind` "not-a-graph", `NotAGraph`)."""
+    stream.send(tracefile.encode_not_run(message, detail, kind))
+    os._exit(2)
 
 
 def serve(spec: RunSpec, fd: int) -> None:
@@ -185,16 +195,18 @@ def serve(spec: RunSpec, fd: int) -> None:
     limit_memory(spec.max_memory)
     try:
         scenario = load_scenario(spec.path)
-    except ScenarioLoadError as exc:
+        job = job_of(spec)
+        recorder, values = child_recorder(scenario, job.hooks if job else Hooks(),
+                                          reads_values=job.reads_values if job else True,
+                                          seed=spec.seed,
+                                          max_nodes=spec.max_nodes, timeout=spec.timeout,
+                                          capture_output=False, argv=spec.argv,
+                                          fields=spec.fields)
+        if job is not None and hasattr(job, "records"):  # (a job that reports records)
+            job.records = recorder.records
+    except ScenarioLoadError as exc:  # (a `[tool.mgtui] fields` that cannot be read too)
         stream.send(tracefile.encode_header(spec.path, "", "", "")[: tracefile.HEAD_SIZE])
-        stream.send(tracefile.encode_json(b"X", {"message": exc.message, "detail": exc.detail}))
-        os._exit(2)
-    job = job_of(spec)
-    recorder, values = child_recorder(scenario, job.hooks if job else Hooks(),
-                                      reads_values=job.reads_values if job else True,
-                                      seed=spec.seed,
-                                      max_nodes=spec.max_nodes, timeout=spec.timeout,
-                                      capture_output=False, argv=spec.argv)
+        refuse(stream, exc.message, exc.detail)
     stream.send(tracefile.encode_header(str(scenario.path), scenario.title, scenario.notes,
                                         scenario.source))
 
@@ -217,6 +229,10 @@ def serve(spec: RunSpec, fd: int) -> None:
     error, output = recorder.execute()
     os._exit = real_exit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    unseen = recorder.unrecorded() if error is None else None
+    if unseen is not None:  # never shown as a clean run: it was not seen
+        flusher.stop()
+        refuse(stream, f"{spec.path}: {unseen}", output.strip()[-2000:], NotAGraph.kind)
     recorder.resolve_names()
     flusher.stop()
     late = [list(pair) for pair in recorder.records.relabelled(flusher.sent.nodes)]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from mgtui.trace import table as record_table
-from mgtui.errors import ScenarioLoadError
+from mgtui.errors import NotAGraph, ScenarioLoadError
 from mgtui.trace.table import RecordDecoder
 from mgtui.run.spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
     DEFAULT_MAX_MEMORY,
@@ -372,7 +372,9 @@ class Run:
         decoder = live.decoder
         live.add_pending()
         if decoder.not_run is not None:
-            raise ScenarioLoadError(decoder.not_run["message"], decoder.not_run["detail"])
+            x = decoder.not_run  # (NotAGraph: it ran, but recorded no node)
+            error = NotAGraph if x.get("kind") == NotAGraph.kind else ScenarioLoadError
+            raise error(x["message"], x["detail"])
         end = decoder.end
         output = decoder.output() + self.output
         live.trim()

@@ -28,6 +28,9 @@ class RunSpec:
     # How much lower the child's CPU priority is than this process's: the app's runs
     # (its UI comes before the recording on a busy machine); 0 for the headless modes.
     nice: int = 0
+    # The Value class's fields, role -> attribute, where mgtui cannot tell them
+    # (`mgtui.recording.shapes`, `--fields`), over those of `[tool.mgtui] fields` in pyproject.toml.
+    fields: dict | None = None
 
     def to_json(self) -> str:
         d = dict(self.__dict__)

@@ -160,7 +160,7 @@ class TraceBuilder(RecordValidation):
             if not isinstance(name, str) or isinstance(value, bool) \
                     or not isinstance(value, (int, float)):
                 raise TraceFormatError(f"values[{event}]", f"{pair!r} is not a name and a number")
-            checked.append((name, float(value)))
+            checked.append((name, value if type(value) is int else float(value)))
         self.values[event] = tuple(checked)
 
     def add_closure(self, closure: Closure) -> int:

@@ -98,6 +98,12 @@ class Explanation:
 
 
 KNOWN_OPS = frozenset({"+", "*", "tanh", "exp", "ReLU", "relu"})  # and "**k"
+# The name of a value a `_backward` call read ends in this when the value is the id of the
+# node a closure variable held (`out#` = 77: `mgtui.recording.call_values`); older traces have none.
+NODE_MARK = "#"
+# a node's data or grad as a closure read it, under any name a class gives it (`value`)
+DATA_NAMES = frozenset({"data", "value", "val", "_data", "_value"})
+GRAD_NAMES = frozenset({"grad", "_grad", "gradient"})
 
 
 def known_op(op: object) -> bool:
@@ -259,44 +265,83 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
     values = trace.values_at(index)
     if values:
         at_call = state_before(writes, data, grad)
-        notes.extend(m.sentence(trace) for m in misread_nodes(trace, index, *at_call))
+        notes.extend(misread_sentences(trace, misread_nodes(trace, index, *at_call)))
     if not known and not local and kids:
         local = _implied(trace, nid, out, g, contributions, numerical)
     return Explanation("backward", nid, title,
                        f"{out}.grad = {fmt(g)}", local, tuple(contributions), tuple(notes),
-                       ", ".join(f"{n} = {fmt(v)}" for n, v in values))
+                       values_text(trace, values, (nid, *kids)))
+
+
+def values_text(trace: Trace, values, own: tuple[int, ...] = ()) -> str:
+    """`i = 2, out.data = 0.14`: what a call read; and `out = p (#7)` for a closure
+    variable that held a node other than the call's own ones (`own`: its node and its
+    inputs, which go without saying)."""
+    shown = []
+    for n, v in values:
+        if not n.endswith(NODE_MARK):
+            shown.append(f"{n} = {fmt(v)}")
+        elif type(v) is int and 0 <= v < trace.node_count and v not in own:
+            shown.append(f"{n[:-1]} = {node_ref(trace, v)}")
+    return ", ".join(shown)
 
 
 @dataclass(frozen=True)
 class Misread:
     """A closure variable of a `_backward` that holds a node other than the call's own
-    node and its inputs, told by the values the call read (`out.data`, `out.grad`)."""
+    node and its inputs: by the node id recorded at the call, or, in an older trace, by
+    the values the call read (`out.data`, `out.grad`)."""
 
     name: str  # the closure variable, `out`
-    node: int  # the node it holds at the call, by its values
+    node: int  # the node it holds at the call
     owner: int  # the node whose `_backward` ran
     fields: tuple[tuple[str, float], ...]  # what was read of it: ("data", 0.14), …
-    late: bool  # made after the owner by the same op: a loop rebound the variable
+    late: bool  # a later turn of the loop that made the owner rebound the variable
     plain: tuple[tuple[str, float], ...] = ()  # the other variables read: numbers (`i`)
+    instead: int | None = None  # the node it should hold (the owner, or its input), if late
 
-    def sentence(self, trace: Trace) -> str:
-        node, owner = node_ref(trace, self.node), node_ref(trace, self.owner)
+    def sentence(self, trace: Trace, advise: bool = True) -> str:
+        """What the variable holds, and why (`advise`: how to bind it; see
+        `misread_sentences` for several)."""
+        node = node_ref(trace, self.node)
+        should = node_ref(trace, self.owner if self.instead is None else self.instead)
         if trace.label(self.node) == trace.label(self.owner):  # both `out`: by id
-            node, owner = f"#{self.node}", f"#{self.owner}"
+            node, should = f"#{self.node}", f"#{self.owner if self.instead is None else self.instead}"
         read = ", ".join(f"{self.name}.{f} = {fmt(v)}" for f, v in self.fields)
-        if self.late:
-            names = [self.name, *(n for n, _ in self.plain)]
-            plain = ", ".join(f"{n} = {fmt(v)}" for n, v in self.plain)
-            also = (f" It reads {plain} too, which that loop may have moved on as well."
-                    if plain else "")
-            return (f"`{self.name}` here is {node}, not {owner}: this call read {read}, "
-                    f"which are {node}'s. The closure was bound late: `{self.name}` was "
-                    f"rebound to {node} (a later turn of the loop) after this _backward was "
-                    f"made, and a closure reads its variables as they are when it runs.{also} "
-                    f"Bind them as it is made: "
-                    f"`def _backward({', '.join(f'{n}={n}' for n in names)}):`.")
-        return (f"`{self.name}` here is {node}, which is neither {owner} nor one of its "
-                f"inputs: this call read {read}, which are {node}'s.")
+        # what shows it: the values read, which are that node's; else the node it holds,
+        # as recorded (a variable only written to: `x.grad += ...`)
+        shown = (f"this call read {read}, which are {node}'s" if read
+                 else f"it holds {node} as this call begins")
+        if not self.late:
+            return (f"`{self.name}` here is {node}, which is neither "
+                    f"{node_ref(trace, self.owner)} nor one of its inputs: {shown}.")
+        head = f"`{self.name}` here is {node}, not {should}: {shown}."
+        return f"{head} {late_advice([self])}" if advise else head
+
+
+def late_advice(misreads: list[Misread]) -> str:
+    """How closures bound late in a loop go wrong, and how to bind their variables."""
+    names = list(dict.fromkeys([m.name for m in misreads]
+                               + [n for m in misreads for n, _ in m.plain]))
+    late = [f"`{m.name}`" for m in misreads]
+    were = (f"{late[0]} was" if len(late) == 1
+            else f"{', '.join(late[:-1])} and {late[-1]} were")
+    plain = ", ".join(dict.fromkeys(f"{n} = {fmt(v)}" for m in misreads for n, v in m.plain))
+    also = f" It reads {plain} too, which that loop may have moved on as well." if plain else ""
+    return (f"The closure was bound late: {were} rebound (a later turn of the loop) after "
+            f"this _backward was made, and a closure reads its variables as they are when "
+            f"it runs.{also} Bind them as it is made: "
+            f"`def _backward({', '.join(f'{n}={n}' for n in names)}):`.")
+
+
+def misread_sentences(trace: Trace, misreads: list[Misread]) -> list[str]:
+    """One sentence per variable; the advice on binding once, after the last late one."""
+    late = [m for m in misreads if m.late]
+    out = [m.sentence(trace, advise=False) for m in misreads]
+    if late:
+        k = max(i for i, m in enumerate(misreads) if m.late)
+        out[k] += " " + late_advice(late)
+    return out
 
 
 def node_ref(trace: Trace, nid: int) -> str:
@@ -316,23 +361,34 @@ def state_before(writes, data, grad) -> tuple:
 
 
 def misread_nodes(trace: Trace, index: int, data_of, grad_of) -> list[Misread]:
-    """The closure variables of `_backward` event `index` whose `data` (and `grad`, if
-    read) match no node of the call (its own, its inputs) but exactly one other node
-    made before it. `data_of`/`grad_of(n)`: node n's values as the call began."""
+    """The closure variables of `_backward` event `index` that hold a node other than the
+    call's own and its inputs: by the node ids recorded (`NODE_MARK`), or, in a trace
+    without them, the variables whose `data` (and `grad`, if read) match no node of the
+    call but exactly one other node made before it. `data_of`/`grad_of(n)`: node n's
+    values as the call began."""
     fields: dict[str, dict[str, float]] = {}
+    held: dict[str, int] = {}
     plain = []
     for shown, value in trace.values_at(index):
+        if shown.endswith(NODE_MARK):
+            held[shown[:-1]] = value  # type: ignore[assignment]
+            continue
         var, _, attr = shown.partition(".")
-        if attr in ("data", "grad"):
-            fields.setdefault(var, {})[attr] = value
+        if attr in DATA_NAMES or attr in GRAD_NAMES:
+            fields.setdefault(var, {})["data" if attr in DATA_NAMES else "grad"] = value
         elif not attr:
             plain.append((shown, value))
     owner = trace.event_node(index)
     own = (owner, *trace.children(owner))
     found = []
+    for var, n in held.items():
+        if type(n) is int and 0 <= n < trace.node_count and n not in own:
+            instead = rebound(trace, n, owner)
+            found.append(Misread(var, n, owner, tuple(sorted(fields.get(var, {}).items())),
+                                 instead is not None, tuple(plain), instead))
     for var, read in fields.items():
-        if "data" not in read:
-            continue  # a grad alone (often 0) tells too little
+        if var in held or "data" not in read:
+            continue  # known by its id; or a grad alone (often 0), which tells too little
 
         def holds(n: int) -> bool:
             return all((data_of if f == "data" else grad_of)(n) == v for f, v in read.items())
@@ -347,6 +403,23 @@ def misread_nodes(trace: Trace, index: int, data_of, grad_of) -> list[Misread]:
             found.append(Misread(var, n, owner, tuple(sorted(read.items())), late,
                                  tuple(plain)))
     return found
+
+
+def rebound(trace: Trace, n: int, owner: int) -> int | None:
+    """If node `n`, held by a closure of `owner`'s, is a later turn's of the loop that
+    made `owner` (a node the same op made after it, or an input of one: `for x in xs`),
+    the node it should have held: `owner`, or `owner`'s input in the same place."""
+    op, kids = trace.op(owner), trace.children(owner)
+    for m in range(owner + 1, trace.node_count):
+        if trace.op(m) != op:
+            continue
+        if m == n:
+            return owner
+        theirs = trace.children(m)
+        if n in theirs:
+            k = theirs.index(n)
+            return kids[k] if k < len(kids) else None
+    return None
 
 
 def _implied(trace: Trace, nid: int, out: str, g: float,

@@ -90,6 +90,12 @@ def number(x: Any, where: str) -> float:
     return float(x)
 
 
+def value_read(x: Any, where: str) -> int | float:
+    """A value a `_backward` call read: an int stays an int (a loop index `i = 2`, a
+    node id), anything else is a `number`."""
+    return x if type(x) is int else number(x, where)
+
+
 def call_values(x: Any, where: str = "values") -> list[tuple[int, list[tuple[str, float]]]]:
     """What `_backward` calls read as they began: `[[event, [[name, value], ...]], ...]`."""
     out = []
@@ -103,7 +109,7 @@ def call_values(x: Any, where: str = "values") -> list[tuple[int, list[tuple[str
             pair = seq(pair, f"{at}[1][{j}]")
             if len(pair) != 2:
                 raise TraceFormatError(f"{at}[1][{j}]", "must be [name, value]")
-            pairs.append((text(pair[0], f"{at}[1][{j}]"), number(pair[1], f"{at}[1][{j}]")))
+            pairs.append((text(pair[0], f"{at}[1][{j}]"), value_read(pair[1], f"{at}[1][{j}]")))
         out.append((index(entry[0], f"{at}[0]"), pairs))
     return out
 

@@ -30,8 +30,10 @@ A saved file (`mgtui.trace.binary`) and the stream from the runner's child to it
                           the last record (a stream's passes are null: the parent finds them)
     L   LABELS      no    labels set late, once the scenario ended: JSON [[id, label], ...]
                           (a file holds the final labels in its N records)
-    X   NOT_RUN     no    the scenario could not run at all: JSON {"message", "detail"};
-                          a stream that has it has no H and no Z
+    X   NOT_RUN     no    the scenario could not run at all: JSON {"message", "detail"},
+                          and "kind": "not-a-graph" for a run that recorded no node (or
+                          made nodes of a class it could not record: `mgtui.recording.shapes`);
+                          a stream that has it has no Z
     R   JOB_RESULT  no    what a job's hooks reported (the doctor's probe): any JSON
     Q   EXIT        no    the scenario called `os._exit` (sent just before): JSON {"code"}
 
@@ -199,8 +201,12 @@ def encode_labels(pairs: list[list]) -> bytes:
     return _record(LABELS, _json(pairs))
 
 
-def encode_not_run(message: str, detail: str) -> bytes:
-    return _record(NOT_RUN, _json({"message": message, "detail": detail}))
+def encode_not_run(message: str, detail: str, kind: str = "") -> bytes:
+    """An X record; `kind` "not-a-graph": the run ended, but recorded no node."""
+    payload = {"message": message, "detail": detail}
+    if kind:
+        payload["kind"] = kind
+    return _record(NOT_RUN, _json(payload))
 
 
 def encode_job_result(result: object) -> bytes:
@@ -436,6 +442,8 @@ class RecordDecoder:
         x = fields.obj(_json_of(tag, payload), "not run")
         self.not_run = {"message": fields.text(x.get("message"), "not run.message"),
                         "detail": fields.text(x.get("detail"), "not run.detail")}
+        if "kind" in x:  # (`NotAGraph`: it ran, but recorded no node)
+            self.not_run["kind"] = fields.text(x["kind"], "not run.kind")
 
     def _job_result(self, tag: str, payload: bytes) -> None:
         self.job_result = _json_of(tag, payload)

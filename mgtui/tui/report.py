@@ -133,7 +133,9 @@ def format_report(report: Report) -> str:
     if report.error is not None:
         out.append(f"the scenario raised: {t.error_text()} (checked up to there)")
     n = len(report.findings)
-    out.append("no problems found." if n == 0 else f"{n} problem{'s' if n != 1 else ''} found.")
+    verdict = "no problems found" if n == 0 else f"{n} problem{'s' if n != 1 else ''} found"
+    unchecked = report.unchecked
+    out.append(f"{verdict}." if unchecked is None else f"{verdict}, but {unchecked}.")
     out.append(f"({report.seconds:.1f} s)")
     return "\n".join(out) + "\n"
 

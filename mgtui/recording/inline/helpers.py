@@ -20,7 +20,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-from mgtui.recording.probes import CLASS_CODE, StopRecording, ordered
+from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, StopRecording, ordered
 from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW
 
 _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.recording.inline.rewrite._ordered_prev`)
@@ -45,8 +45,12 @@ skip: object = ()  # the `on_backward` hook's ops to leave out
 scenario_line = named = candidate = None  # the line finder, the namer's calls
 closure_ids: dict = {}
 closure_index = kind_of = code_kind = remembered = None
+direct: dict = {}  # library frames the scenario's code called (`LineFinder.direct`)
+class_codes: dict = {}  # the Value classes' methods' code, by id (`LineFinder`)
+op_of_maker = None  # `mgtui.recording.shapes.op_of_maker`: the op of a class without `_op`
 getframe = None  # sys._getframe
 record_call = run_backward = None  # `mgtui.recording.probes.BackwardCalls`
+note_caller = None  # `mgtui.recording.probes.Callers.note`: where a `backward()` was called from
 # The library frame that made the last node through an op, its line and the op's code,
 # twice (`made`); and what a frame's `here` must hold for its line to be trusted: a new
 # object each time a class comes in (`Inliner.forget_lines`).
@@ -173,24 +177,29 @@ def made(node, children, depth=2) -> None:
             kind = kind_of(id(code))
             if kind is None:
                 kind = code_kind(code)
-        if type(kind) is dict:  # the scenario's own code
+        if type(kind) is dict:  # the scenario's module-level code
             line = frame.f_lineno
             if kind:  # made straight under an assignment's value?
                 spot = kind.get(frame.f_lasti)
                 if spot is not None:
                     candidate(frame, frame.f_lasti, spot, node, nid)
+        elif kind is not CLASS_CODE and kind is not OTHER_CODE:  # a scenario's function:
+            line = frame.f_lineno  # its caller may bind the node too (a wrapper op)
+            named(nid, frame, node)
         else:
             line = remembered(frame)  # a library's frame, asked about before
             if line is None:
                 line = scenario_line(frame)
             if kind is CLASS_CODE:  # an op made by another op: on up to its name
                 named(nid, frame, node)
+            elif frame in direct:  # a helper the scenario called (`p = ops.sigmoid(z)`)
+                named(nid, frame, node)
             elif op_code is not None:  # an op called by a library's frame: remembered
                 last[3:], last[:3] = last[:3], (frame, line, op_code)
     try:
         op = node._op
-    except AttributeError:
-        op = ""
+    except AttributeError:  # a class without an op field: the op of the method that made it
+        op = op_of_maker(getframe(depth), class_codes) if prev else ""
     add_node((len(kids), op, getattr(node, "label", None), node.data, line))
     if stack:  # made inside a `_backward`: its step follows that call's writes
         made_inside.append(nid)
@@ -263,7 +272,7 @@ def call_fully(node, fn, frame, here=NO_HERE):
         ci = closure_index(getattr(fn, "__code__", None))
     code = frame.f_code
     kind = kind_of(id(code))
-    if type(kind if kind is not None else code_kind(code)) is dict:
+    if isinstance(kind if kind is not None else code_kind(code), dict):
         line = frame.f_lineno  # a call made by hand in the scenario
     else:  # (`backward()`: its next calls take the way in `call_backward`)
         line = remembered(frame)
@@ -271,6 +280,7 @@ def call_fully(node, fn, frame, here=NO_HERE):
             line = scenario_line(frame)
         if here is not NO_HERE:
             here[0], here[1] = lines_valid, line
+    note_caller(frame)
     add_event((BACKWARD, nid, 0.0, 0.0, line, ci, len(writes)))
     stack.append(nid)
     try:

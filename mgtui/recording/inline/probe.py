@@ -20,6 +20,7 @@ from mgtui.recording.inline.rewrite import OWN_NAMES, FileRewrite, read_source, 
 from mgtui.recording.inline.helpers import injected_after, injected_during
 from mgtui.recording.probes import record_write
 from mgtui.recording.store import ID
+from mgtui.recording.shapes import op_of_maker
 from mgtui.recording.slots_hooks import keeps_fields_in_slots
 
 # Where Python's own library and installed packages live: never "beside the scenario",
@@ -109,12 +110,14 @@ class Inliner:
             # no call.
             named=rec.namer.made, candidate=rec.namer.candidate,
             closure_ids=records.closure_ids, closure_index=records.closure_index,
+            class_codes=lines.class_codes, op_of_maker=op_of_maker,
             kind_of=lines.code_kinds.get, code_kind=lines.code_kind,
             # The frames outside the scenario that `scenario_line` has walked, and their
             # lines: a library's loop (`model(x)`, `backward()`) asks about the same
             # frames over and over. Looking there first spares the call.
-            remembered=lines.memo.get,
+            remembered=lines.memo.get, direct=lines.direct,
             getframe=sys._getframe, record_call=record_call, run_backward=run_backward,
+            note_caller=rec.calls.callers.note,
             last=last, lines_valid=object())
         for name in hot.HELPERS:
             fn = getattr(hot, name)
@@ -187,6 +190,11 @@ class Inliner:
         if module is not None and getattr(module, "__dict__", None) is not self.rec.globals:
             self.patch_module(module)
         return True
+
+    def keep_hooks(self, cls: type) -> None:
+        """`cls` is left to the hooks (its fields are renamed): if its `__init__` was
+        rewritten to number its nodes, it no longer does."""
+        self._unmade(cls.__dict__.get("__init__"))
 
     def _unmade(self, init) -> None:
         """A class that keeps the hooks does not number its nodes from its `__init__`."""

@@ -37,17 +37,19 @@ for the length of the run, the functions of every module that defines an adopted
 class, refers to one, or lives beside the scenario: their `__code__` is swapped for the
 rewritten code compiled from the same file, only where the function's own code is the
 one that file compiles to, and put back afterwards. A class that cannot be adopted (no
-source, fields in `__slots__`, its own class attributes on the fields, an `__init__`
-taking `*args`) keeps the recorder's hooks; the hooks then leave to the rewritten code
-the writes it records itself.
+source, fields in `__slots__` or under names other than micrograd's, its own class
+attributes on the fields, an `__init__` taking `*args`) keeps the recorder's hooks; the
+hooks then leave to the rewritten code the writes it records itself.
 
 Not seen, where the hooks would see them: writes to an adopted class's nodes made by
 code that is not rewritten (a module without source; the module-level code of a module
 elsewhere, run as it is imported; closures made before the run; `exec` of a string;
-`setattr` other than as a statement). Also, a temporary of the rewrite keeps the last
-node written in a function alive until the function returns, and a proxy whose
-`__getattr__` answers `_mgtui_id` for a node it wraps has its own writes taken for the
-node's. A node whose `__init__` is called again by hand (`v.__init__(2.0)`) is recorded
+`setattr` other than as a statement). A class whose fields go by other names has
+the hooks; on its nodes, a store to an attribute micrograd would name (`x.data = ...`
+where its number is `value`) is taken for that field by the rewritten code. Also, a
+temporary of the rewrite keeps the last node written in a function alive until the
+function returns, and a proxy whose `__getattr__` answers `_mgtui_id` for a node it
+wraps has its own writes taken for the node's. A node whose `__init__` is called again by hand (`v.__init__(2.0)`) is recorded
 as a new node, with the values it is given; the hooks record them as writes to it.
 """
 
@@ -76,7 +78,7 @@ from mgtui.recording.inline.helpers import (
     TYPE,
 )
 from mgtui.recording.inline.helpers import NO_HERE_NAME as NO_HERE
-from mgtui.recording.probes import REQUIRED, WRITTEN
+from mgtui.recording.probes import REQUIRED, SHAPES, WRITTEN
 from mgtui.recording.store import ID
 
 # a class attribute under any of these names changes what a plain read gives
@@ -451,9 +453,16 @@ def code_index(code: types.CodeType) -> dict[tuple[str, int], types.CodeType]:
 
 
 def value_init_lines(index: dict) -> set[int]:
-    """The first lines of the `__init__`s that make a class Value-like."""
-    return {line for (qualname, line), c in index.items()
-            if c.co_name == "__init__" and REQUIRED <= set(c.co_names)}
+    """The first lines of the `__init__`s that make a class Value-like, with its fields
+    under micrograd's names (`mgtui.recording.shapes`: the one detector; a class whose fields go by
+    other names is recorded by the hooks)."""
+    found = set()
+    for (qualname, line), c in index.items():
+        if c.co_name == "__init__":
+            fields = SHAPES.fields_of_code(c)
+            if fields is not None and not fields.renamed:
+                found.add(line)
+    return found
 
 
 class FileRewrite:

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 def load_trace(path: Path, args: argparse.Namespace):
     from mgtui.export import load
 
-    return load(path), ""
+    return load(path, max_nodes=args.max_nodes, max_memory=args.max_memory), ""
 
 
 def record_trace(path: Path, args: argparse.Namespace):

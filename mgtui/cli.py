@@ -20,6 +20,7 @@ from mgtui.errors import ScenarioLoadError
 from mgtui.export import is_saved_trace
 from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
+from mgtui.undecodable import visible_bytes
 
 # mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
 # child starts (a test checks they agree)
@@ -124,10 +125,11 @@ def fail(message: str, detail: str = "") -> int:
 
 
 def say(message: str, detail: str = "") -> None:
-    """A message on stderr; scenario text in it is made inert (`mgtui.safe`)."""
-    print(f"mgtui: {inert(message)}", file=sys.stderr)
+    """A message on stderr; scenario text in it is made inert (`mgtui.safe`), and a file
+    name's bytes that are not UTF-8 visible (`mgtui.undecodable`)."""
+    print(f"mgtui: {inert(visible_bytes(message))}", file=sys.stderr)
     if detail:
-        print(inert(detail), file=sys.stderr)
+        print(inert(visible_bytes(detail)), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,14 +263,15 @@ def write_trace(trace, args: argparse.Namespace) -> None:
 
 
 class InertStream:
-    """A text stream that makes everything written to it inert (`mgtui.safe`): what
-    --print and --check write is scenario text, and it goes to a terminal."""
+    """A text stream that makes everything written to it inert (`mgtui.safe`), bytes
+    that are not UTF-8 visible: what --print and --check write is scenario text, and it
+    goes to a terminal."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        return self.stream.write(inert(text))
+        return self.stream.write(inert(visible_bytes(text)))
 
     def flush(self) -> None:
         self.stream.flush()

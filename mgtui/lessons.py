@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mgtui.bundled import title_of
 from mgtui.trace import Trace
+from mgtui.undecodable import visible_bytes
 
 SUFFIXES = (".py", ".ipynb", ".json", ".mgtrace")
 TITLE_READ_LIMIT = 4 << 20  # bytes: a bigger JSON trace or notebook is listed by its name
@@ -20,7 +21,7 @@ TITLE_READ_LIMIT = 4 << 20  # bytes: a bigger JSON trace or notebook is listed b
 class LessonFile:
     """One file a lesson directory offers: its name in the picker, its path, its title."""
 
-    name: str
+    name: str  # (bytes of it that are not UTF-8 written as \xNN: `mgtui.undecodable`)
     path: Path
     title: str
 
@@ -31,7 +32,7 @@ def lessons_in(directory: Path) -> list[LessonFile]:
     for path in sorted(directory.iterdir()):
         if (path.suffix in SUFFIXES and path.is_file() and not path.name.startswith(".")
                 and path.name != "__init__.py"):
-            found.append(LessonFile(path.name, path, file_title(path)))
+            found.append(LessonFile(visible_bytes(path.name), path, file_title(path)))
     return found
 
 

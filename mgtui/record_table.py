@@ -119,7 +119,14 @@ def _le(a: array) -> bytes:
 
 
 def _json(obj: object) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    """JSON in UTF-8. A string that is not Unicode throughout (a file name of bytes that
+    are not UTF-8, which Python holds as lone surrogates, `os.fsdecode`) is written with
+    JSON's escapes, and reads back as the same string."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
 def _record(tag: str | bytes, payload: bytes) -> bytes:

@@ -33,6 +33,7 @@ from mgtui.record_table import RecordDecoder
 from mgtui.run_spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
+    STREAM_CLOSED,
     UI_FIRST,
     RunSpec,
 )
@@ -197,10 +198,12 @@ class Run:
         self._proc: subprocess.Popen | None = None
         self._outcome: RunResult | None = None
         self._reader: threading.Thread | None = None
+        self._stream_fd: int | None = None
 
     # -- control ---------------------------------------------------------------------------
     def start(self) -> Run:
         read_fd, write_fd = os.pipe()
+        self._stream_fd = write_fd  # (its number in the child too)
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8:backslashreplace")
         env.pop("PYTHONSTARTUP", None)
         try:
@@ -445,6 +448,9 @@ class Run:
         if end is not None:
             return "it stopped"
         exit_code = self.live.decoder.exit_code
+        if returncode == STREAM_CLOSED:
+            return (f"the scenario closed its stream to mgtui (file descriptor "
+                    f"{self._stream_fd}), so the recording ended there")
         if exit_code is not None:
             return f"the scenario called os._exit({exit_code!r}) before it finished"
         if returncode is not None and returncode < 0:

@@ -8,6 +8,7 @@ Each test that starts a process able to outlive the run kills what is left at it
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -198,3 +199,41 @@ def test_ctrl_c_ends_a_scenario_that_ignores_sigint(write_scenario, tmp_path, ig
             f"process was killed ({killed_by})") in err
     assert "Nodes at the end (3)" in out  # what it recorded is kept
     assert not alive(scenario)
+
+
+# -- 14. a scenario that closes mgtui's stream ------------------------------------------------
+
+CLOSES = """
+import os, time
+from engine import Value
+
+a = Value(2.0, label="a")
+b = a * 3.0; b.label = "b"
+time.sleep(0.2)  # (sent: the child flushes every 50 ms)
+os.closerange(3, 1000)
+{after}
+for _ in range(100):
+    b = b * 1.0
+time.sleep(0.2)
+b.backward()
+"""
+
+
+@pytest.mark.parametrize("after", ["", "reused = open({file!r}, 'wb')"],
+                         ids=["closed", "number reused"])
+def test_a_scenario_that_closes_its_stream_is_told_so(write_scenario, tmp_path, after):
+    """It used to be reported as killed (SIGKILL: out of memory…), or as an os._exit(1)
+    with mgtui's traceback. A file the scenario opens under the stream's old number gets
+    none of the trace."""
+    file = tmp_path / "reused.bin"
+    path = write_scenario("closes", CLOSES.format(after=after.format(file=str(file))))
+    result = mgtui(path, "--print")
+    assert result.returncode == 1
+    assert re.fullmatch(r"mgtui: \S+closes\.py: recording stopped: the scenario closed its "
+                        r"stream to mgtui \(file descriptor \d+\), so the recording ended "
+                        r"there \(the trace up to there was kept\)\n", result.stderr), \
+        result.stderr
+    assert "Traceback" not in result.stdout
+    assert "Nodes at the end (3)" in result.stdout  # a, 3.0 and b: sent before it closed
+    if after:
+        assert file.read_bytes() == b""

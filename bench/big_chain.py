@@ -6,7 +6,7 @@ opened in the app with `G` and `g` fast.
    JSON to /dev/null and notes the peak RSS again. Target: at most 1.3× the recording's.
    `--old` also measures, in another fresh process, the export as it was before issue
    12 (a dict per event, then `json.dumps`).
-2. Reading the JSON back (`mgtui.export.load`), and the binary file, with peak RSS.
+2. Reading the JSON back (`mgtui.trace.export.load`), and the binary file, with peak RSS.
 3. The app. The saved trace opened in a headless app at 80×24; the time to load and
    show it, then `G` and `g`, each from the key to the repainted screen. Target: under
    0.5 s each.
@@ -39,7 +39,7 @@ PEAK = "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).
 
 EXPORT = textwrap.dedent("""
     import json, os, sys, time
-    from mgtui.runner import run
+    from mgtui.run.runner import run
     t = time.perf_counter()
     result = run({path!r}, max_nodes=3_000_000, max_memory=20 << 30)
     trace = result.trace
@@ -49,8 +49,8 @@ EXPORT = textwrap.dedent("""
         {export}
     exported, rss_exported = time.perf_counter() - t, {peak}
     if {save!r}:
-        from mgtui.export import write_json
-        from mgtui.tracefile import dumpb
+        from mgtui.trace.export import write_json
+        from mgtui.trace.binary import dumpb
         with open({save!r} + ".json", "w") as out:
             write_json(trace, out)
         open({save!r} + ".mgtrace", "wb").write(dumpb(trace))
@@ -59,10 +59,10 @@ EXPORT = textwrap.dedent("""
                           rss_exported=rss_exported)))
 """)
 
-NEW_EXPORT = "from mgtui.export import write_json; write_json(trace, out)"
+NEW_EXPORT = "from mgtui.trace.export import write_json; write_json(trace, out)"
 # The export before issue 12: a dict per node and per event, then json.dumps of it all.
 OLD_EXPORT = textwrap.dedent("""\
-        from mgtui.export import num
+        from mgtui.trace.export import num
         doc = {"nodes": [{"id": n.id, "label": n.label, "op": n.op, "children": list(n.children),
                           "data": num(n.data), "line": n.line, "final_data": num(n.final_data),
                           "final_grad": num(n.final_grad)} for n in trace.nodes()],
@@ -83,7 +83,7 @@ def body(code: str) -> str:
 READ = textwrap.dedent("""
     import json, time
     from pathlib import Path
-    from mgtui.export import load, from_json
+    from mgtui.trace.export import load, from_json
     t = time.perf_counter()
     trace = {read}
     print(json.dumps(dict(seconds=time.perf_counter() - t, rss={peak}, events=len(trace))))
@@ -92,7 +92,7 @@ READ = textwrap.dedent("""
 APP = textwrap.dedent("""
     import asyncio, json, time
     from pathlib import Path
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     async def main():
         out = {{}}

@@ -234,7 +234,7 @@ def saved_trace(scenario: str, directory: Path) -> tuple[Path, int]:
     subprocess.run([sys.executable, "-c", "from mgtui.cli import entry; entry()", scenario,
                     "--save", str(path), "--print"], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
-    from mgtui.export import load
+    from mgtui.trace.export import load
 
     trace = load(path)
     backward = next(p for p in trace.passes if p.kind == "backward")
@@ -250,7 +250,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="80x24,200x60")
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="the checkout whose mgtui runs (another commit's, to compare)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.scenario, args.keys, args.sizes = "chain", "n,p", "80x24"
     ROOT = args.root.resolve()
     keys = args.keys.split(",")
     with tempfile.TemporaryDirectory() as tmp:

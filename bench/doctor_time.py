@@ -152,9 +152,12 @@ def small_scenarios() -> list[Path]:
     return bugs + shapes
 
 
-def compare_small(before: Path, after: Path, repeat: int) -> None:
-    """Each small scenario under both doctors, in turns, best of `repeat` each."""
+def compare_small(before: Path, after: Path, repeat: int, quick: bool = False) -> None:
+    """Each small scenario under both doctors, in turns, best of `repeat` each (`quick`:
+    the first bug scenario and the last other shape only)."""
     scenarios = small_scenarios()
+    if quick:
+        scenarios = [scenarios[0], scenarios[-1]]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     runs: dict[tuple[str, Path], list[dict]] = {}
     for _ in range(repeat):
@@ -194,13 +197,17 @@ def main() -> int:
     parser.add_argument("--bug", action="store_true", help="also time a moons with a faulty ReLU")
     parser.add_argument("--bugs", action="store_true",
                         help="time the bundled bug scenarios and the other shapes instead")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:  # this tree against itself, on two scenarios
+        args.tree, args.bugs, args.repeat = ROOT, True, 1
     with tempfile.TemporaryDirectory() as tmp:
         before = args.tree.resolve() if args.tree else baseline_tree(args.baseline, Path(tmp))
         name = args.tree or args.baseline
         if args.bugs:
             print(f"small scenarios, before = {name}, after = this tree")
-            compare_small(before, ROOT, args.repeat)
+            compare_small(before, ROOT, args.repeat, args.quick)
             return 0
         print(f"moons.py, before = {name}, after = this tree")
         compare(before, ROOT, "moons.py", args.repeat)

@@ -50,10 +50,10 @@ def compare(exports: dict[str, list[str]], rounds: int) -> None:
 
 def phases(lesson: str) -> None:
     """Where `--export html`'s time goes (in this process, after the imports)."""
-    from mgtui.bundled import resolve
-    from mgtui.export_html import add_pictures, deflated
-    from mgtui.lesson_pack import pack_lesson
-    from mgtui.runner import run
+    from mgtui.run.bundled import resolve
+    from mgtui.tui.export_html import add_pictures, deflated
+    from mgtui.session.lesson_pack import pack_lesson
+    from mgtui.run.runner import run
 
     marks = [("start", time.perf_counter())]
     trace = run(resolve(lesson)).trace
@@ -77,7 +77,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--lesson", default="mlp")
     parser.add_argument("--cast-lesson", default="neuron")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.lesson, args.cast_lesson = 1, "chain", "chain"
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
     print(f"{args.lesson}: html against json, {args.rounds} rounds alternating")

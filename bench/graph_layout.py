@@ -1,4 +1,4 @@
-"""The Graph pane's layout, measured: mgtui.graph_layout (grandalf's Sugiyama ranking and
+"""The Graph pane's layout, measured: mgtui.session.graph_layout (grandalf's Sugiyama ranking and
 ordering, our grid placement and routing) against netext (a Rust core with its own
 Sugiyama layout, and a rich renderable) on the same graphs, side by side in one run.
 
@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mgtui.graph_layout import GraphModel  # noqa: E402
-from mgtui.runner import run  # noqa: E402
+from mgtui.session.graph_layout import GraphModel  # noqa: E402
+from mgtui.run.runner import run  # noqa: E402
 from mgtui.session import Session  # noqa: E402
 
 NETEXT = textwrap.dedent("""
@@ -106,7 +106,11 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=60.0,
                         help="seconds netext may take on one graph (default 60)")
     parser.add_argument("--no-moons", action="store_true", help="skip recording moons.py")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.limit, args.no_moons = 0.5, True
 
     traces = {name: run(ROOT / "scenarios" / f"{name}.py").trace
               for name in ("chain", "neuron", "neuron_exp", "mlp")}

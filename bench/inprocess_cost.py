@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's mgtui, not whichever is installed
 
 import mgtui  # noqa: E402
-from mgtui.inprocess import record_graph  # noqa: E402
+from mgtui.recording.inprocess import record_graph  # noqa: E402
 from mgtui.defaults import GC_GEN0_THRESHOLD  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"

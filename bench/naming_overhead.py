@@ -1,6 +1,6 @@
 """What naming nodes costs a recording: one `moons.py` training step, and a long chain
 `y = y + 1e-6` (every node made under an assignment at the scenario's top level, the
-case that costs the namer most), recorded with the names of `mgtui.naming` and without
+case that costs the namer most), recorded with the names of `mgtui.recording.naming` and without
 them, alternating in one process; medians of this process's CPU time.
 
 "Without" gives the namer no assignments to watch (so no node is a candidate) and skips
@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from record_overhead import CHAIN, one_step_source  # noqa: E402
 
-from mgtui import naming  # noqa: E402
-from mgtui.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario  # noqa: E402
+from mgtui.recording import naming
+from mgtui.recording.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario  # noqa: E402
 
 
 def without_names():
@@ -84,7 +84,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--chain-nodes", type=int, default=300_000, help="0: skip the chain")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.chain_nodes = 1, 1_000
     tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
     print(f"python {sys.version.split()[0]}, {args.rounds} alternating rounds, "
           "median CPU times")

@@ -42,8 +42,8 @@ import gc, os, sys
 sys.path[:0] = [{root!r}, {bench!r}]
 import record_overhead as ro
 from mgtui.defaults import GC_GEN0_THRESHOLD
-from mgtui.runner_child import child_recorder
-from mgtui.scenario import load_scenario
+from mgtui.run.child import child_recorder
+from mgtui.recording.scenario import load_scenario
 how, path = {how!r}, {path!r}
 scenario = load_scenario(path)
 # warm up imports and rewrites, a few nodes only, in the one mode the step records in (a

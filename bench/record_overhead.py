@@ -13,7 +13,7 @@ the target ratio is against plain Python as it comes, and the "hooks" ratios are
 plain Python with the same collector setting: for the run of the scenario (what the
 runner's child does; the target), and with the trace built after it in this process.
 Both are given for the recording as it is now, inlined into the Value class's code
-(`mgtui.inline`), and for the old hooks, which still record the classes whose source
+(`mgtui.recording.inline.rewrite`), and for the old hooks, which still record the classes whose source
 cannot be rewritten (`inline=False`). The recorder is made as the runner's child makes
 it (`runner_child.child_recorder`: custom ops' values are read as their `_backward`s
 begin). What the child's flusher thread does with the records as the run goes
@@ -46,9 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 
 from mgtui.defaults import GC_GEN0_THRESHOLD  # noqa: E402
-from mgtui.recorder import Recorder, load_scenario, record  # noqa: E402
-from mgtui import runner_child  # noqa: E402
-from mgtui.runner_child import Flusher, Stream, child_recorder  # noqa: E402
+from mgtui.recording.recorder import Recorder, load_scenario, record  # noqa: E402
+from mgtui.run import child as runner_child
+from mgtui.run.child import Flusher, Stream, child_recorder  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
 HOOKS_TARGET = 2.0  # recorded, against plain under the same collector setting

@@ -41,11 +41,11 @@ SCENARIOS = ROOT / "scenarios"
 PROGRAM = textwrap.dedent("""
     import asyncio, json, os, statistics, sys, time
     from pathlib import Path
-    from mgtui.runner import UI_FIRST, Run, RunSpec
+    from mgtui.run.runner import UI_FIRST, Run, RunSpec
     path, presses = sys.argv[1], int(sys.argv[2])
     launched = float(sys.argv[3])
     run = Run(RunSpec(path, nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     def rss() -> int:
         with open("/proc/self/statm") as f:
@@ -187,7 +187,11 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--presses", type=int, default=20)
     parser.add_argument("--pty-runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.starts, args.presses, args.pty_runs = 1, 2, 0
     if args.pty_runs:
         rec, idle = [], []
         for _ in range(args.pty_runs):

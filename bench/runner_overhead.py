@@ -1,6 +1,6 @@
 """Recording in the runner's child process, trace transfer included, against plain Python.
 
-`python scenarios/moons.py` in a fresh process, against `mgtui.runner.run` on the same
+`python scenarios/moons.py` in a fresh process, against `mgtui.run.runner.run` on the same
 file: a fresh child that records every node, write and `_backward` call and streams the
 trace to this process, which builds and checks it. Both are timed from launch to the
 end (the plain run's interpreter start-up counts as the child's does), alternating,
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from mgtui.runner import run
+from mgtui.run.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenario", default=str(ROOT / "scenarios" / "moons.py"))
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.scenario = 1, str(ROOT / "scenarios" / "chain.py")
     path = Path(args.scenario).resolve()
     times: dict[str, list[float]] = {"plain": [], "recorded": []}
     steps = 0

@@ -31,8 +31,9 @@ import asyncssh
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' SSH client, whose screen is a pyte terminal
 
-from mgtui.serve.client import ScreenClient  # noqa: E402
+from sshclient import ScreenClient  # noqa: E402
 
 PASSWORD = "load test password"
 WAIT = 20.0

@@ -31,7 +31,7 @@ SCENARIOS = ROOT / "scenarios"
 
 
 async def step_latency(presses: int, graph: bool = False) -> tuple[float, float]:
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     async def middle_of_backward(app: MgtuiApp) -> int:
         trace = app.debugger.trace
@@ -96,9 +96,9 @@ MGTUI = textwrap.dedent("""
     import time
     from pathlib import Path
     # as `mgtui FILE` does: the scenario's child process starts before the app is imported
-    from mgtui.runner import Run, RunSpec
+    from mgtui.run.runner import Run, RunSpec
     run = Run(RunSpec({path!r})).start()
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     class FirstPaint(MgtuiApp):
         # The first paint that shows the trace: after the first refresh if the trace is
@@ -144,7 +144,11 @@ def main() -> None:
     parser.add_argument("--start-only", action="store_true", help="measure only the start-up")
     parser.add_argument("--graph", action="store_true",
                         help="step with the Graph pane open, and skip the start-up")
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.presses, args.starts = 2, 1
 
     if not args.start_only:
         print_step_latency(args.presses, args.graph)

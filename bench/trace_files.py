@@ -19,16 +19,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this tree's mgtui, not whichever one is installed
 
-from mgtui import tracefile  # noqa: E402
-from mgtui.export import dumps, load  # noqa: E402
-from mgtui.recorder import record  # noqa: E402
+from mgtui.trace import binary as tracefile
+from mgtui.trace.export import dumps, load  # noqa: E402
+from mgtui.recording.recorder import record  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenario", default=str(ROOT / "scenarios" / "moons.py"))
     parser.add_argument("--loads", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="small and fast, for the test suite: measures nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.scenario, args.loads = str(ROOT / "scenarios" / "mlp.py"), 1
     trace = record(args.scenario)
     with tempfile.TemporaryDirectory() as tmp:
         as_json, as_binary = Path(tmp) / "t.json", Path(tmp) / "t.mgtrace"

@@ -12,6 +12,5 @@ From the command line, `mgtui SCENARIO.py` (see `mgtui --help`). From your own c
 """
 
 from mgtui.api import Findings, Recording, check, record, show
-
-__version__ = "0.1.0"
+from mgtui.version import __version__
 __all__ = ["Findings", "Recording", "check", "record", "show", "__version__"]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mgtui.doctor import Finding, Report  # noqa: F401
-    from mgtui.inprocess import BlockRecorder
+    from mgtui.recording.inprocess import BlockRecorder
     from mgtui.trace import Trace
 
 __all__ = ["Findings", "Recording", "check", "record", "show"]
@@ -42,7 +42,7 @@ class Recording:
 
     def __enter__(self) -> Recording:
         from mgtui.doctor.probe import OverwriteProbe
-        from mgtui.inprocess import BlockRecorder
+        from mgtui.recording.inprocess import BlockRecorder
 
         if self._recorder is not None or self._trace is not None:
             raise RuntimeError("a Recording records one block: call mgtui.record() again")
@@ -138,7 +138,7 @@ class Findings(list):  # list["Finding"]
         return len(self) > 0 or self.error is not None
 
     def __str__(self) -> str:
-        from mgtui.report import format_report
+        from mgtui.tui.report import format_report
         from mgtui.safe import inert
 
         return inert(format_report(self.report))
@@ -187,7 +187,7 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
 
         return Findings(diagnose_recorded(target.trace, target._hits))
     if isinstance(target, (str, os.PathLike)):
-        from mgtui.bundled import resolve
+        from mgtui.run.bundled import resolve
         from mgtui.doctor import diagnose
 
         options: dict[str, Any] = {} if budget is None else {"budget": budget}
@@ -235,7 +235,7 @@ def show(root: object, *, name: str | None = None) -> Path | None:
 
 
 def _trace_of(root: object, frame: types.FrameType, name: str | None) -> Trace:
-    from mgtui.inprocess import names_in, record_graph
+    from mgtui.recording.inprocess import names_in, record_graph
 
     names = names_in(frame)
     root_name = name or next((k for k, v in names.items() if v is root), None) \
@@ -267,7 +267,7 @@ def _show_trace(trace: Trace) -> Path | None:
 
 
 def _run_app(trace: Trace) -> None:
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     MgtuiApp(None, trace=trace).run(**APP_RUN_OPTIONS)
 
@@ -314,7 +314,7 @@ def _trace_file(trace: Trace) -> Path:
 
 
 def _save(trace: Trace, path: Path) -> Path:
-    from mgtui.saving import save_trace
+    from mgtui.trace.saving import save_trace
 
     return save_trace(trace, path)
 
@@ -329,9 +329,9 @@ def compact_view(trace: Trace, rows: int = MAX_VIEW_ROWS):
     from rich.table import Table
     from rich.text import Text
 
-    from mgtui.explain import fmt
-    from mgtui.report import step_lines
-    from mgtui.timeline import Timeline
+    from mgtui.trace.explain import fmt
+    from mgtui.tui.report import step_lines
+    from mgtui.session.timeline import Timeline
 
     table = Table(title=Text(f"{trace.title}: {trace.node_count} nodes", style="bold"),
                   title_justify="left")

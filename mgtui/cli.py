@@ -13,16 +13,15 @@ import sys
 import time
 from pathlib import Path
 
-from mgtui import __version__
-from mgtui.bundled import bundled, resolve, title_of
+from mgtui.version import __version__
+from mgtui.run.bundled import bundled, resolve, title_of
 from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
-from mgtui.export import is_saved_trace
+from mgtui.trace.export import is_saved_trace
 from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
-from mgtui.undecodable import visible_bytes
 
-# mgtui.recorder's and mgtui.runner's, without importing them before the scenario's
+# mgtui.recording.recorder's and mgtui.run.runner's, without importing them before the scenario's
 # child starts (a test checks they agree)
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -125,11 +124,10 @@ def fail(message: str, detail: str = "") -> int:
 
 
 def say(message: str, detail: str = "") -> None:
-    """A message on stderr; scenario text in it is made inert (`mgtui.safe`), and a file
-    name's bytes that are not UTF-8 visible (`mgtui.undecodable`)."""
-    print(f"mgtui: {inert(visible_bytes(message))}", file=sys.stderr)
+    """A message on stderr; scenario text in it is made inert (`mgtui.safe`)."""
+    print(f"mgtui: {inert(message)}", file=sys.stderr)
     if detail:
-        print(inert(visible_bytes(detail)), file=sys.stderr)
+        print(inert(detail), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,14 +204,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def load_trace(path: Path, args: argparse.Namespace):
-    from mgtui.export import load
+    from mgtui.trace.export import load
 
     return load(path, max_nodes=args.max_nodes, max_memory=args.max_memory), ""
 
 
 def record_trace(path: Path, args: argparse.Namespace):
     """Record in a child process: (the trace, "" or why it did not finish)."""
-    from mgtui.runner import run
+    from mgtui.run.runner import run
 
     result = run(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
                  max_memory=args.max_memory, argv=args.script_args)
@@ -221,8 +219,8 @@ def record_trace(path: Path, args: argparse.Namespace):
 
 
 def save_trace(trace, path: Path) -> bool:
-    """Save, all or nothing (`mgtui.saving`); False, with the reason said, if it failed."""
-    from mgtui.saving import save_trace as save
+    """Save, all or nothing (`mgtui.trace.saving`); False, with the reason said, if it failed."""
+    from mgtui.trace.saving import save_trace as save
 
     try:
         save(trace, path)
@@ -235,43 +233,42 @@ def save_trace(trace, path: Path) -> bool:
 def write_trace(trace, args: argparse.Namespace) -> None:
     out = InertStream(sys.stdout)
     if args.export == "json":
-        from mgtui.export import write_json
+        from mgtui.trace.export import write_json
 
         write_json(trace, sys.stdout)  # as a stream; JSON escapes every control character
     elif args.export == "dot":
-        from mgtui.export import to_dot
+        from mgtui.trace.export import to_dot
 
         out.write(to_dot(trace))
     elif args.export == "svg":
-        from mgtui.graph_paint import graph_svg
+        from mgtui.tui.graph_paint import graph_svg
 
         sys.stdout.write(graph_svg(trace))  # XML-escaped text: nothing reaches a terminal raw
     elif args.export == "html":
-        from mgtui.export_html import lesson_html
+        from mgtui.tui.export_html import lesson_html
 
         sys.stdout.write(lesson_html(trace))  # scenario text only in its JSON, with no `<`
     elif args.export == "cast":
-        from mgtui.export_cast import lesson_cast
+        from mgtui.tui.export_cast import lesson_cast
 
         # (the app's screens, scenario text inert in them; JSON escapes every control)
         lesson_cast(trace, sys.stdout, delay=args.cast_delay or 1.0)
     elif args.print_:
-        from mgtui.report import print_trace
+        from mgtui.tui.report import print_trace
 
         print_trace(trace, out, limit=None if args.all else 200)
     sys.stdout.flush()
 
 
 class InertStream:
-    """A text stream that makes everything written to it inert (`mgtui.safe`), bytes
-    that are not UTF-8 visible: what --print and --check write is scenario text, and it
-    goes to a terminal."""
+    """A text stream that makes everything written to it inert (`mgtui.safe`): what
+    --print and --check write is scenario text, and it goes to a terminal."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        return self.stream.write(inert(visible_bytes(text)))
+        return self.stream.write(inert(text))
 
     def flush(self) -> None:
         self.stream.flush()
@@ -284,7 +281,7 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
     """`mgtui FILE --check`: the doctor's report (or its findings as JSON) on stdout,
     its progress on stderr; exit 1 if it found a problem or the scenario raised."""
     from mgtui.doctor import diagnose
-    from mgtui.report import format_report
+    from mgtui.tui.report import format_report
 
     progress = Progress(sys.stderr)
     try:
@@ -361,13 +358,13 @@ def launch_app(path: Path | None, args: argparse.Namespace,
     run = None
     if path is not None and path.is_file() and not is_saved_trace(path):
         # Start the scenario's child now: it records while this process imports the app.
-        from mgtui.runner import UI_FIRST, Run, RunSpec
+        from mgtui.run.runner import UI_FIRST, Run, RunSpec
 
         run = Run(RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes,
                           timeout=args.timeout, max_memory=args.max_memory,
                           argv=args.script_args, nice=UI_FIRST)).start()
     try:
-        from mgtui.app import run_app
+        from mgtui.tui.app import run_app
     except ImportError:  # pragma: no cover - the app ships with the package
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,

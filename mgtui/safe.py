@@ -1,33 +1,49 @@
 """Text from a scenario or a trace, made inert before it reaches a terminal.
 
 Labels, output, notes, source lines, error messages and search terms all come from code
-or files mgtui did not write. Every one of them passes through `inert` (or `inert_line`
-where it must stay on one line) on its way to the screen, so an escape sequence, a
-carriage return or a C1 control shows as visible text (`\\x1b`) instead of moving the
-cursor, leaving the alternate screen, retitling the window or writing the clipboard.
+or files mgtui did not write (and, in a class, the client's strings in the server's
+log). Every one of them passes through `inert` (or `inert_line` where it must stay on
+one line) on its way to the screen, so an escape sequence, a carriage return, a C1
+control or an invisible format character shows as visible text (`\\x1b`, `\\u200b`)
+instead of moving the cursor, leaving the alternate screen, retitling the window,
+writing the clipboard or hiding what the text says.
 Inert text is still plain text: it reaches rich and Textual as `Text` (or with
 `markup=False`), never as markup to be parsed.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 
-# C0 controls but tab and newline, DEL, the C1 controls (U+009B is a one-character CSI
-# to some terminals), and the bidirectional overrides and isolates that can make shown
-# text read differently from what it is.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-UNSAFE_LINE = _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# What a terminal would obey or hide rather than show. The C0 controls but tab and
+# newline, DEL and the C1 controls (U+009B is a one-character CSI to some terminals);
+# Unicode's format characters (category Cf: the bidirectional overrides, isolates and
+# marks that make shown text read differently from what it is, the zero-width space
+# and joiners, the soft hyphen, the byte order mark, the tag characters); the line and
+# paragraph separators (some terminals break the line there); and lone surrogates
+# (a file name that is not UTF-8, which no terminal could be sent). The Cf list is
+# Unicode 15's (a test checks it against `unicodedata`).
+_FORMAT = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+           "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff"
+           "\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+           "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
+UNSAFE_LINE = _UNSAFE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}]")
 _NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 def _visible(match: re.Match[str]) -> str:
     ch = match.group()
-    return _NAMES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    code = ord(ch)
+    return _NAMES.get(ch) or (f"\\x{code:02x}" if code < 0x100 else
+                              f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
 
 
 def inert(text: object) -> str:
-    """`text` with every control character but tab and newline shown as an escape."""
+    """`text` with every control and format character but tab and newline shown as an
+    escape."""
     s = text if isinstance(text, str) else str(text)
     return _UNSAFE.sub(_visible, s) if _UNSAFE.search(s) else s
 
@@ -54,3 +70,49 @@ def bounded(text: str, budget: int = 200_000) -> str:
     lines = text.count("\n", len(head), len(text) - len(tail))
     return (f"{head}\n… {left_out:,} characters ({lines:,} lines) of output left out here …\n\n"
             f"{tail}")
+
+
+# -- how much of a terminal's row text takes ----------------------------------------------------
+# A wide character (CJK, most emoji) takes two cells of a terminal's row and a combining
+# mark none, so a label cut by its length can overflow its column. The headless core
+# (the Graph pane's layout, the node table's column widths) measures here, with
+# `unicodedata`: it cannot ask rich, whose widths agree with these for those characters.
+
+@functools.lru_cache(maxsize=4096)
+def _char_cells(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def cell_width(text: str) -> int:
+    """The terminal cells `text` takes on one row (of inert text: no controls)."""
+    return len(text) if text.isascii() else sum(map(_char_cells, text))
+
+
+def cells(text: str) -> list[str]:
+    """`text` cut into terminal cells, one string each: a wide character is followed by
+    an empty cell, and a combining mark joins the cell before it."""
+    if text.isascii():
+        return list(text)
+    out: list[str] = []
+    for ch in text:
+        width = _char_cells(ch)
+        if width == 0 and out:
+            out[-1 if out[-1] else -2] += ch
+        elif width == 2:
+            out += [ch, ""]
+        else:
+            out.append(ch)
+    return out
+
+
+def clip_cells(text: str, width: int) -> str:
+    """`text` if it fits in `width` cells, else cut to fit with `…` at its end (a wide
+    character that would straddle the edge is left out)."""
+    if cell_width(text) <= width:
+        return text
+    kept = cells(text)[: max(width - 1, 0)]
+    if kept and kept[-1] and _char_cells(kept[-1][0]) == 2:
+        kept.pop()  # (its second cell was cut off)
+    return "".join(kept) + ("…" if width > 0 else "")

@@ -28,7 +28,7 @@ def clean_env(monkeypatch):
     # The source pane shows plain text until pygments' lexer is built, once per process,
     # by whichever load path comes first. Build it now, so that what a test sees does not
     # depend on which tests ran before it in the same process (or on the xdist worker).
-    from mgtui.widgets.source_view import warm_highlighter
+    from mgtui.tui.widgets.source_view import warm_highlighter
 
     warm_highlighter()
     yield

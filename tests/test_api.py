@@ -17,7 +17,7 @@ import pytest
 import mgtui
 import mgtui.api
 from engine import Value
-from mgtui.tracefile import load
+from mgtui.trace.binary import load
 
 from conftest import ROOT, SCENARIOS
 
@@ -249,7 +249,7 @@ def test_show_runs_the_app_under_pilot_and_returns_when_it_quits(monkeypatch, tm
         seen["steps"] = len(screen.trace)
         await pilot.press("d")  # the doctor explains it needs code to re-run
         await pilot.pause(0.3)
-        from mgtui.widgets.checks import ChecksPane
+        from mgtui.tui.widgets.checks import ChecksPane
 
         seen["checks"] = screen.query_one(ChecksPane).status
         await pilot.press("q")
@@ -434,7 +434,7 @@ def test_a_shown_graph_has_its_closures_source_at_backward_steps(capsys):
 
 
 def test_recordings_do_not_nest_and_say_so():
-    from mgtui.inprocess import RecordingError
+    from mgtui.recording.inprocess import RecordingError
 
     with mgtui.record() as outer:
         a = Value(1.0)

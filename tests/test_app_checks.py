@@ -5,10 +5,10 @@ from pathlib import Path
 
 from textual.widgets import OptionList, TabbedContent
 
-from mgtui.app import MgtuiApp
-from mgtui.widgets.checks import ChecksPane
-from mgtui.widgets.node_table import NodeTable
-from mgtui.widgets.source_view import SourceView
+from mgtui.tui.app import MgtuiApp
+from mgtui.tui.widgets.checks import ChecksPane
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.source_view import SourceView
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 

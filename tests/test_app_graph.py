@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.app import MgtuiApp
-from mgtui.widgets.graph import GraphPane
-from mgtui.widgets.node_table import NodeTable
+from mgtui.tui.app import MgtuiApp
+from mgtui.tui.widgets.graph import GraphPane
+from mgtui.tui.widgets.node_table import NodeTable
 
 from conftest import SCENARIOS
 

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from mgtui.app import MgtuiApp
-from mgtui.app import showing
-from mgtui.widgets.node_table import NodeTable
-from mgtui.widgets.step_detail import StepDetail
+from mgtui.tui.app import MgtuiApp
+from mgtui.tui.app import showing
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.step_detail import StepDetail
 
 from conftest import SCENARIOS
 from test_app import loaded, table_line
@@ -132,8 +132,8 @@ async def test_ten_megabytes_of_output_load_and_stay_responsive(write_scenario):
 
 
 async def test_a_corrupt_saved_trace_gets_an_error_screen_naming_the_field(tmp_path):
-    from mgtui.export import dumps
-    from mgtui.recorder import record
+    from mgtui.trace.export import dumps
+    from mgtui.recording.recorder import record
 
     doc = json.loads(dumps(record(SCENARIOS / "chain.py")))
     doc["nodes"][2]["children"] = [7]  # a node made later: a cycle
@@ -216,10 +216,10 @@ async def test_a_recordings_updates_wait_while_the_user_steps_through_what_is_sh
         write_scenario, tmp_path, monkeypatch):
     """An update of a growing trace costs the UI a frame or more: it waits while the user
     steps inside what is on screen, and comes at once for a user at its last step."""
-    import mgtui.app
+    import mgtui.tui.app_loading
 
-    monkeypatch.setattr(mgtui.app, "STEPPING", 6.0)  # (generous: a loaded machine is slow)
-    monkeypatch.setattr(mgtui.app, "STEPPING_AT_MOST", 12.0)
+    monkeypatch.setattr(mgtui.tui.app_loading, "STEPPING", 6.0)  # (generous: a loaded machine is slow)
+    monkeypatch.setattr(mgtui.tui.app_loading, "STEPPING_AT_MOST", 12.0)
     stop = tmp_path / "stop"
     path = write_scenario("records_on", f"""
         import os, time
@@ -258,10 +258,10 @@ async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_fi
     meant for a recording with nothing to show yet, must not come over them later and
     take the user's keys (it did when the first update was held back while they stepped,
     and on a busy machine when it was merely late)."""
-    import mgtui.app
+    import mgtui.tui.app_loading
 
-    monkeypatch.setattr(mgtui.app, "STEPPING", 6.0)  # updates held while the keys come
-    monkeypatch.setattr(mgtui.app, "STEPPING_AT_MOST", 12.0)
+    monkeypatch.setattr(mgtui.tui.app_loading, "STEPPING", 6.0)  # updates held while the keys come
+    monkeypatch.setattr(mgtui.tui.app_loading, "STEPPING_AT_MOST", 12.0)
     stop = tmp_path / "stop"
     path = write_scenario("first_fast", f"""
         import os, time
@@ -275,7 +275,7 @@ async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_fi
             time.sleep(0.01)
             b = b + 1.0
     """)
-    from mgtui.runner import UI_FIRST, Run, RunSpec
+    from mgtui.run.runner import UI_FIRST, Run, RunSpec
 
     run = Run(RunSpec(str(path), nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
     for _ in range(1500):  # its first steps recorded before the app starts
@@ -301,8 +301,8 @@ async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_fi
 
 @pytest.mark.parametrize("name", ["neuron.mgtrace", "no_suffix"])
 async def test_a_saved_binary_trace_opens_without_running_code(tmp_path, name):
-    from mgtui.recorder import record
-    from mgtui.tracefile import dumpb
+    from mgtui.recording.recorder import record
+    from mgtui.trace.binary import dumpb
 
     saved = tmp_path / name  # told apart by its suffix, or by its magic bytes
     saved.write_bytes(dumpb(record(SCENARIOS / "neuron.py")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.app import MgtuiApp
+from mgtui.tui.app import MgtuiApp
 
 from conftest import SCENARIOS
 
@@ -21,7 +21,7 @@ def highlighted():
     """Source panes highlighted, as in every accepted snapshot. The app warms the
     highlighter only after a recording in its worker, so without this a snapshot would
     depend on which tests ran before it in the same process."""
-    from mgtui.widgets.source_view import warm_highlighter
+    from mgtui.tui.widgets.source_view import warm_highlighter
 
     warm_highlighter()
 

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.app import MgtuiApp
-from mgtui.assigns import assigning_lines
-from mgtui.recorder import record
+from mgtui.tui.app import MgtuiApp
+from mgtui.session.assigns import assigning_lines
+from mgtui.recording.recorder import record
 from mgtui.session import Session
 from mgtui.trace import Closure
-from mgtui.widgets.node_table import MARKS, NodeTable
-from mgtui.widgets.source_view import SourceView
+from mgtui.tui.widgets.node_table import MARKS, NodeTable
+from mgtui.tui.widgets.source_view import SourceView
 
 BUGS = Path(__file__).resolve().parent.parent / "scenarios" / "bugs"
 OVERWRITE = BUGS / "overwrite.py"

@@ -17,7 +17,7 @@ import pytest
 
 from mgtui.cli import main
 from mgtui.doctor import Finding, OverwriteProbe, diagnose
-from mgtui.recorder import ScenarioLoadError, record
+from mgtui.recording.recorder import ScenarioLoadError, record
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -498,7 +498,7 @@ def test_doctor_leaves_presentation_to_the_edge():
     """No rich, and none of the command line, the app or the report, behind the doctor."""
     code = ("import sys; sys.modules['textual'] = sys.modules['rich'] = None; "
             "import mgtui.doctor; "
-            "print(sorted(m for m in ('mgtui.cli', 'mgtui.app', 'mgtui.report') "
+            "print(sorted(m for m in ('mgtui.cli', 'mgtui.tui.app', 'mgtui.tui.report') "
             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)

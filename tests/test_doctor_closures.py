@@ -14,9 +14,9 @@ import pytest
 import mgtui
 from mgtui.cli import main
 from mgtui.doctor import diagnose
-from mgtui.explain import explain, fmt
-from mgtui.runner import run
-from mgtui.timeline import Timeline
+from mgtui.trace.explain import explain, fmt
+from mgtui.run.runner import run
+from mgtui.session.timeline import Timeline
 
 CLOSURES = Path(__file__).resolve().parent / "data" / "closures"
 LATE = CLOSURES / "softmax_late.py"

@@ -142,9 +142,9 @@ def test_pypi_micrograd_set_inputs_repeated_are_no_false_alarm():
 
 
 def test_the_step_of_x_times_x_explains_both_uses():
-    from mgtui.explain import explain
-    from mgtui.recorder import record
-    from mgtui.timeline import Timeline
+    from mgtui.trace.explain import explain
+    from mgtui.recording.recorder import record
+    from mgtui.session.timeline import Timeline
 
     trace = record(ENGINES / "tuple_prev.py")
     (sq,) = trace.find("sq")

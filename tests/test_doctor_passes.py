@@ -105,8 +105,8 @@ def test_cli_rejects_a_bad_pass_list(bad, capsys):
 async def test_the_checks_pane_says_which_passes_were_checked():
     from textual.widgets import OptionList
 
-    from mgtui.app import MgtuiApp
-    from mgtui.widgets.checks import ChecksPane
+    from mgtui.tui.app import MgtuiApp
+    from mgtui.tui.widgets.checks import ChecksPane
 
     app = MgtuiApp(LATE)
     async with app.run_test(size=(120, 40)) as pilot:

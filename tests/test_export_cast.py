@@ -13,8 +13,8 @@ import pyte
 import pytest
 
 from mgtui.cli import main
-from mgtui.export_cast import CastWriter, cast_steps, write_cast
-from mgtui.runner import run
+from mgtui.tui.export_cast import CastWriter, cast_steps, write_cast
+from mgtui.run.runner import run
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 PRIVATE_MODE = re.compile(r"\x1b\[\?(\d+)[hl]")

@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mgtui.cli import main
-from mgtui.export_html import lesson_html, paths, script_json
-from mgtui.lesson_pack import decode_ids, encode_ids, pack_lesson
-from mgtui.runner import run
+from mgtui.tui.export_html import lesson_html, paths, script_json
+from mgtui.session.lesson_pack import decode_ids, encode_ids, pack_lesson
+from mgtui.run.runner import run
 from mgtui.session import Session
 
 from cdp import CHROMIUM, Chromium
@@ -227,8 +227,8 @@ def test_the_lesson_packs_with_textual_and_rich_unimportable():
 
     code = ("import sys\n"
             "sys.modules['textual'] = None; sys.modules['rich'] = None\n"
-            "from mgtui.runner import run\n"
-            "from mgtui.lesson_pack import pack_lesson\n"
+            "from mgtui.run.runner import run\n"
+            "from mgtui.session.lesson_pack import pack_lesson\n"
             f"data = pack_lesson(run({str(SCENARIOS / 'chain.py')!r}).trace).data\n"
             "print(data['total'])\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mgtui.follow import Classroom, Follower
-from mgtui.lessons import lessons_in
-from mgtui.notes import notes_in
+from mgtui.session.follow import Classroom, Follower
+from mgtui.run.lessons import lessons_in
+from mgtui.session.notes import notes_in
 from mgtui.session import Position, Session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ def test_notes_are_comments_that_start_with_hash_colon_not_strings():
 
 
 def test_chain_notes_show_on_the_forward_step_and_on_that_nodes_backward_step():
-    from mgtui.runner import run
+    from mgtui.run.runner import run
 
     session = Session(run(ROOT / "scenarios" / "chain.py").trace)
     trace = session.trace
@@ -79,7 +79,7 @@ def test_chain_notes_show_on_the_forward_step_and_on_that_nodes_backward_step():
 
 
 def test_notes_in_a_class_the_scenario_defines(write_scenario):
-    from mgtui.runner import run
+    from mgtui.run.runner import run
 
     path = write_scenario("own", '''
         class V:
@@ -124,7 +124,7 @@ def test_a_lesson_directory_lists_scenarios_notebooks_and_traces_with_titles(tmp
 
 
 def test_a_binary_trace_is_listed_by_the_title_in_its_header(tmp_path):
-    from mgtui import tracefile
+    from mgtui.trace import binary as tracefile
 
     (tmp_path / "saved.mgtrace").write_bytes(
         tracefile.encode_header("x.py", "  Recorded once\nand more", "", "")
@@ -135,7 +135,7 @@ def test_a_binary_trace_is_listed_by_the_title_in_its_header(tmp_path):
     assert found == {"saved.mgtrace": "Recorded once", "broken.mgtrace": "", "empty.mgtrace": ""}
 
 async def test_mgtui_on_a_directory_opens_its_picker_and_o_opens_it_again(tmp_path, clean_env):
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     (tmp_path / "first.py").write_text(
         '"""First lesson"""\nfrom engine import Value\na = Value(1.0)\n')

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgtui.graph_layout import GraphModel, Picture, squeeze
-from mgtui.graph_paint import DEFAULT_STYLES, Lighting, lit_edges, paint, paint_line
-from mgtui.runner import run
+from mgtui.session.graph_layout import GraphModel, Picture, squeeze
+from mgtui.tui.graph_paint import DEFAULT_STYLES, Lighting, lit_edges, paint, paint_line
+from mgtui.run.runner import run
 from mgtui.session import Session
 from mgtui.trace import EventKind, TraceBuilder
 

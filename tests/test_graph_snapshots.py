@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.app import MgtuiApp
+from mgtui.tui.app import MgtuiApp
 
 from conftest import SCENARIOS
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("clean_env", "highlighted", "no_user_config
 
 @pytest.fixture(scope="module")
 def highlighted():
-    from mgtui.widgets.source_view import warm_highlighter
+    from mgtui.tui.widgets.source_view import warm_highlighter
 
     warm_highlighter()
 
@@ -52,7 +52,7 @@ async def show_graph(pilot) -> None:
     await pilot.press("m")
     # the pane scrolls to its node after its first refresh, and paints after that:
     # wait until its scroll has stayed put for a few frames (a loaded machine is slow)
-    from mgtui.widgets.graph import GraphPane
+    from mgtui.tui.widgets.graph import GraphPane
 
     graph, last, still = app.debugger.query_one(GraphPane), None, 0
     for _ in range(100):

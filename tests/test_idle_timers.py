@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.app import MgtuiApp
+from mgtui.tui.app import MgtuiApp
 
 from conftest import SCENARIOS
 from test_app import loaded

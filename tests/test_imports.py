@@ -1,22 +1,27 @@
 """The walls between the rooms, checked in the test run rather than promised.
 
-The import contract lives in pyproject.toml (`[tool.importlinter]`): the headless core
-imports no textual or rich and nothing from the command line or the app, the engine
-knows nothing of mgtui, and the command line sits over the app over the widgets.
+The import contracts live in pyproject.toml (`[tool.importlinter]`), written over the
+folders, never over lists of modules: the rooms in their order (presentation, then the
+doctor and the session, running, recording, the trace), the session beside the doctor,
+the headless core free of textual and rich, the shared modules under every room, no
+import cycle anywhere in `mgtui`, and the engine knowing nothing of mgtui.
 """
 
 from __future__ import annotations
 
+import pkgutil
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import mgtui
+
 ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
-CORE = ("engine", "engine.nn", "mgtui.recorder", "mgtui.naming", "mgtui.runner", "mgtui.runner_child",
-        "mgtui.trace", "mgtui.timeline", "mgtui.session", "mgtui.view", "mgtui.explain", "mgtui.doctor", "mgtui.export",
-        "mgtui.tracefile", "mgtui.bundled", "mgtui.bindings", "mgtui.config", "mgtui.safe", "mgtui.inprocess", "mgtui.notebook")
+# The headless core, by room: every module under these is imported with textual blocked.
+CORE_ROOMS = ("mgtui.trace", "mgtui.recording", "mgtui.run", "mgtui.session", "mgtui.doctor")
+SHARED = ("mgtui.safe", "mgtui.errors", "mgtui.memory", "mgtui.defaults", "mgtui.version")
 
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess:
@@ -24,40 +29,67 @@ def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def test_the_import_contract_holds():
+def project_copy(tmp_path: Path) -> Path:
+    for name in ("mgtui", "engine"):
+        shutil.copytree(ROOT / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def append(path: Path, line: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+
+
+def test_the_import_contracts_hold():
     result = lint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
 
 
-def test_the_contract_fails_when_the_core_imports_textual(tmp_path):
-    """The contract is not a check that cannot fail: `import textual` in trace.py breaks it."""
-    for name in ("mgtui", "engine"):
-        shutil.copytree(ROOT / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    assert lint(tmp_path, "headless-core").returncode == 0
-    trace_py = tmp_path / "mgtui" / "trace.py"
-    trace_py.write_text(trace_py.read_text(encoding="utf-8") + "\nimport textual\n",
-                        encoding="utf-8")
-    result = lint(tmp_path, "headless-core")
+def test_every_module_is_in_a_room():
+    """A module left at the top of the package would stand outside every contract: only
+    the entry points and the shared modules may."""
+    top = {m.name for m in pkgutil.iter_modules(mgtui.__path__)}
+    rooms = {name.split(".")[1] for name in CORE_ROOMS} | {"tui", "serve"}
+    assert top - rooms == {"api", "cli"} | {name.split(".")[1] for name in SHARED}
+
+
+def test_the_contracts_fail_on_a_cycle_a_wrong_way_import_and_textual(tmp_path):
+    """The contracts are not checks that cannot fail: each breaks on the import it bans."""
+    copy = project_copy(tmp_path)
+    assert lint(copy, "headless-core", "rooms", "no-cycles").returncode == 0
+    append(copy / "mgtui" / "trace" / "model.py", "import textual")
+    append(copy / "mgtui" / "recording" / "store.py", "import mgtui.doctor.findings")
+    append(copy / "mgtui" / "trace" / "lanes.py", "import mgtui.trace.builder")
+    result = lint(copy, "headless-core")
+    assert result.returncode != 0 and "mgtui.trace.model -> textual" in result.stdout
+    result = lint(copy, "rooms")
     assert result.returncode != 0
-    assert "mgtui.trace -> textual" in result.stdout
+    assert "mgtui.recording.store -> mgtui.doctor.findings" in result.stdout
+    result = lint(copy, "no-cycles")
+    assert result.returncode != 0 and "No cycles are allowed in mgtui.trace" in result.stdout
 
 
 def test_the_core_runs_with_textual_and_rich_unimportable():
-    """harlequin's hygiene test: each headless module imports, and a scenario records,
-    in a process where importing textual or rich would fail."""
+    """harlequin's hygiene test: every module of the headless rooms imports, and a
+    scenario records, in a process where importing textual or rich would fail."""
     code = (
-        "import sys\n"
+        "import sys, pkgutil, importlib\n"
         "sys.modules['textual'] = None; sys.modules['rich'] = None\n"
-        f"for name in {CORE!r}: __import__(name)\n"
-        "from mgtui.recorder import record\n"
+        "import engine, engine.nn\n"
+        f"for name in {SHARED!r}: importlib.import_module(name)\n"
+        "count = 0\n"
+        f"for room in {CORE_ROOMS!r}:\n"
+        "    package = importlib.import_module(room)\n"
+        "    for info in pkgutil.walk_packages(package.__path__, room + '.'):\n"
+        "        importlib.import_module(info.name); count += 1\n"
+        "from mgtui.recording.recorder import record\n"
         "trace = record('scenarios/chain.py')\n"
-        "print(len(trace), trace.error)\n"
+        "print(count, len(trace), trace.error)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    steps, error = result.stdout.split()
-    assert int(steps) > 0 and error == "None"
+    modules, steps, error = result.stdout.split()
+    assert int(modules) > 40 and int(steps) > 0 and error == "None"

@@ -1,4 +1,4 @@
-"""The inlined recording (`mgtui.inline`) against the hooks: the same records, exactly.
+"""The inlined recording (`mgtui.recording.inline.rewrite`) against the hooks: the same records, exactly.
 
 Every bundled scenario and every bug scenario is recorded both ways, and the raw records
 (nodes, children, events, writes, late labels, closures) and the finished trace's JSON
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.export import dumps
-from mgtui.recorder import Recorder, load_scenario, record
+from mgtui.trace.export import dumps
+from mgtui.recording.recorder import Recorder, load_scenario, record
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.py")) + sorted(
@@ -255,7 +255,7 @@ def test_the_same_trace_in_fresh_processes(tmp_path):
         for p in model.parameters():
             p.data -= 0.1 * p.grad
     """))
-    program = ("import sys; from mgtui.recorder import record; from mgtui.export import dumps; "
+    program = ("import sys; from mgtui.recording.recorder import record; from mgtui.trace.export import dumps; "
                "print(dumps(record(sys.argv[1], inline=sys.argv[2] == 'inline')))")
     outputs = [subprocess.run([sys.executable, "-c", program, str(path), mode],
                               capture_output=True, text=True, check=True, cwd=ROOT).stdout
@@ -469,8 +469,8 @@ def test_every_name_the_rewrite_injects_is_in_the_one_table():
     import re
     import types
 
-    from mgtui import inline_helpers
-    from mgtui.inline import rewrite_of
+    from mgtui.recording.inline import helpers as inline_helpers
+    from mgtui.recording.inline.rewrite import rewrite_of
 
     injected = {i.name: i for i in inline_helpers.INJECTED}
     seen: set[str] = set()

@@ -266,7 +266,7 @@ def test_a_value_class_with_slots_is_recorded(write_scenario):
 def test_recording_under_an_active_settrace_does_not_hang(tmp_path):
     (tmp_path / "t.py").write_text("x = 1\n")
     code = ("import sys; sys.settrace(lambda *a: None); "
-            "from mgtui.recorder import record; t = record(sys.argv[1]); "
+            "from mgtui.recording.recorder import record; t = record(sys.argv[1]); "
             "print('ok', t.error)")
     for tracer in ("settrace", "setprofile"):
         result = subprocess.run([sys.executable, "-c", code.replace("settrace", tracer),

@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from mgtui import export
-from mgtui.export import dumps, load, write_json
-from mgtui.recorder import ScenarioLoadError, record
-from mgtui.runner import run
+from mgtui.trace import export
+from mgtui.trace.export import dumps, load, write_json
+from mgtui.recording.recorder import ScenarioLoadError, record
+from mgtui.run.runner import run
 
 from conftest import SCENARIOS
 from test_trace_files import same_trace

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.bindings import IDS, help_rows, palette_rows
-from mgtui.config import config_path, load_config
+from mgtui.session.bindings import IDS, help_rows, palette_rows
+from mgtui.session.config import config_path, load_config
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -72,10 +72,62 @@ def test_a_bad_file_gives_one_message_and_the_defaults(config_home, text, proble
     assert "default keys" in config.problem
 
 
+def test_a_name_that_is_no_key_is_left_out_with_a_warning(config_home):
+    path = config_home('[keymap]\nnext = "j, nope"\nprev = "ctrl+nope"\nfind = "question_mark"\n'
+                       'checks = "\\u001b]0;pwned\\u0007"\n')
+    config = load_config()
+    assert config.keymap == {"next": "j", "find": "question_mark"} and not config.problem
+    text = "\n".join(config.warnings)
+    assert len(config.warnings) == 3 and all(w.startswith(f"{path}: ") for w in config.warnings)
+    assert 'keymap.next: "nope" is not a key\'s name' in text and "left out" in text
+    assert 'keymap.prev: "ctrl+nope"' in text and "its default keys are kept" in text
+    assert 'keymap.checks: "\\x1b]0;pwned\\x07"' in text and "\x1b" not in text
+
+
+@pytest.mark.parametrize("keymap, left, warned", [
+    ('next = "q"', {}, ["next"]),  # q would no longer quit: it stays quit's
+    ('next = "n,q"', {"next": "n"}, ["next"]),
+    ('prev = "q"\n"next.alt" = "q"', {}, ["prev", "next.alt"]),
+    ('next = "q"\nquit = "ctrl+q"', {"next": "q", "quit": "ctrl+q"}, []),  # quit has another
+    ('quit = "x"', {"quit": "x"}, []),
+])
+def test_a_keymap_that_leaves_no_key_to_quit_is_refused_for_that_key(config_home, keymap, left,
+                                                                     warned):
+    config_home(f"[keymap]\n{keymap}\n")
+    config = load_config()
+    assert config.keymap == left
+    assert [w.split("keymap.")[1].split(":")[0] for w in config.warnings] == warned
+    assert all("would leave no key to quit with: it stays quit's" in w for w in config.warnings)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_only_a_regular_file_is_read(tmp_path, kind):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "mgtui" / "config.toml"
+    path.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(path)  # no writer ever comes: reading it would wait for ever
+    elif kind == "device":
+        path.symlink_to("/dev/zero")  # endless
+    else:
+        path.mkdir()
+    code = ("from pathlib import Path; from mgtui.session.config import load_config; "
+            f"c = load_config(Path({str(path)!r})); print(c.problem); print(c.keymap)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30, cwd=Path(__file__).resolve().parent.parent)
+    problem, keymap = done.stdout.splitlines()
+    assert problem.startswith(str(path)) and "default keys" in problem, done.stderr
+    assert ("not a regular file" in problem) or kind == "directory" and "cannot be read" in problem
+    assert keymap == "{}"
+
+
 # -- the one table ---------------------------------------------------------------------------------
 
 def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
-    from mgtui.bindings import ALL_KEYS
+    from mgtui.session.bindings import ALL_KEYS
 
     ids = [k.id for k in ALL_KEYS]
     assert len(ids) == len(set(ids)) and IDS <= set(ids)
@@ -88,7 +140,7 @@ def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
 
 
 def test_a_users_key_is_taken_from_the_panes_that_have_it():
-    from mgtui.bindings import with_panes
+    from mgtui.session.bindings import with_panes
 
     keymap = with_panes({"next": "j", "prev": "k"})
     assert keymap["next"] == "j" and keymap["table.down"] == "down"
@@ -117,7 +169,7 @@ async def loaded(pilot):
 
 
 async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(config_home):
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     config_home('[keymap]\nnext = "j"\nprev = "k"\n')  # the node table's own keys
     app = MgtuiApp(SCENARIOS / "chain.py")
@@ -140,7 +192,7 @@ async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(con
 
 
 async def test_a_bad_file_gives_a_notification_and_the_default_keys(config_home):
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     path = config_home("[keymap]\nnext = [1, 2]\n")
     app = MgtuiApp(SCENARIOS / "chain.py")
@@ -151,3 +203,24 @@ async def test_a_bad_file_gives_a_notification_and_the_default_keys(config_home)
         assert str(path) in messages[0] and "keymap.next must be a string" in messages[0]
         await pilot.press("n")
         assert screen.position == 1
+
+
+async def test_a_key_with_escapes_never_reaches_the_footer_and_q_still_quits(config_home):
+    from mgtui.tui.app import MgtuiApp
+
+    config_home('[keymap]\nnext = "\\u001b]0;pwned\\u0007"\nprev = "q"\n')
+    app = MgtuiApp(SCENARIOS / "chain.py")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        footer = [(key.key, key.key_display or "") for key in screen.query("FooterKey")]
+        assert footer and not any("\x1b" in k or "\x07" in k or "pwned" in k
+                                  for pair in footer for k in pair)
+        assert ("n", "n") in [(k, d or k) for k, d in footer]  # next kept its own key
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1 and "\\x1b]0;pwned\\x07" in messages[0]
+        assert "would leave no key to quit with" in messages[0]
+        await pilot.press("n")
+        assert screen.position == 1
+        await pilot.press("q")  # still quits
+        await pilot.pause()
+    assert app.return_code == 0

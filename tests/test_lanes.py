@@ -1,4 +1,4 @@
-"""mgtui.lanes answers every question exactly as a plain loop over the numbers would,
+"""mgtui.trace.lanes answers every question exactly as a plain loop over the numbers would,
 for any 32-bit numbers, across the edges of its blocks (made small here)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgtui import lanes
+from mgtui.trace import lanes
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 EDGY = st.one_of(INT32, st.sampled_from([-(2**31), -2, -1, 0, 1, 2, 2**31 - 2, 2**31 - 1]),

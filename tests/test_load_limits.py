@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from mgtui import record_table
+from mgtui.trace import table as record_table
 from mgtui.errors import ScenarioLoadError
-from mgtui.export import dumps, load
-from mgtui.lessons import LessonError, record_lesson
-from mgtui.recorder import record
+from mgtui.trace.export import dumps, load
+from mgtui.run.lessons import LessonError, record_lesson
+from mgtui.recording.recorder import record
 from mgtui.trace import NodeChunk
 
 from conftest import ROOT, SCENARIOS

@@ -1,4 +1,4 @@
-"""Names for nodes without a label (`mgtui.naming`): the variable an assignment bound a
+"""Names for nodes without a label (`mgtui.recording.naming`): the variable an assignment bound a
 node to when it was made, else a parameter's path from a global object, else `#id`.
 Expected names are read off the scenario's own text; parameter paths are checked against
 the engine's `MLP` built independently here with the scenario's seed."""
@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from mgtui import export, tracefile
+from mgtui.trace import export
+
+from mgtui.trace import binary as tracefile
 from mgtui.cli import main
-from mgtui.naming import assignment_values, loop_names, shorten
+from mgtui.recording.naming import assignment_values, loop_names
+from mgtui.trace.names import shorten
 from mgtui.trace import Texts
-from mgtui.recorder import record
-from mgtui.runner import run
+from mgtui.recording.recorder import record
+from mgtui.run.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -247,7 +250,7 @@ def test_the_doctor_names_an_unlabelled_op_by_its_assignment(tmp_path, capsys):
 
 
 def test_a_path_reads_in_a_formula_without_brackets():
-    from mgtui.explain import name
+    from mgtui.trace.explain import name
 
     assert name("n.layers[0].neurons[1].w[0]") == "n.layers[0].neurons[1].w[0]"
     assert name("params['w']") == "params['w']"

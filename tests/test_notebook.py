@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from mgtui.notebook import read, where
-from mgtui.recorder import load_scenario, record
+from mgtui.trace.notebook import read, where
+from mgtui.recording.recorder import load_scenario, record
 
 from conftest import ROOT, SCENARIOS
 
@@ -155,9 +155,9 @@ def test_a_plain_script_keeps_plain_line_numbers():
 @pytest.mark.usefixtures("clean_env")
 async def test_the_app_shows_cells_in_the_source_pane_and_the_step(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    from mgtui.app import MgtuiApp
-    from mgtui.widgets.source_view import SourceView
-    from mgtui.widgets.step_detail import StepDetail
+    from mgtui.tui.app import MgtuiApp
+    from mgtui.tui.widgets.source_view import SourceView
+    from mgtui.tui.widgets.step_detail import StepDetail
 
     from test_app import loaded
 

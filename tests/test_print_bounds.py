@@ -10,9 +10,9 @@ import re
 import subprocess
 import sys
 
-from mgtui.export import dumps, load
-from mgtui.report import LABEL_BUDGET, LINE_BUDGET, print_trace
-from mgtui.recorder import record
+from mgtui.trace.export import dumps, load
+from mgtui.tui.report import LABEL_BUDGET, LINE_BUDGET, print_trace
+from mgtui.recording.recorder import record
 
 from conftest import ROOT, SCENARIOS
 

@@ -2,10 +2,10 @@
 
 Each bundled scenario (and every bug scenario) is recorded through the path the product
 uses, a child process of the runner, three ways: as it is (the Value class's code is
-rewritten, `mgtui.inline_probe`), with a copy of the engine whose `__init__` the rewrite
-leaves alone (the dict hooks, `mgtui.dict_hooks`), and with a copy of the engine whose
-`Value` keeps its fields in `__slots__` (`mgtui.slots_hooks`). It is also recorded in
-this process by `Recorder.finish`, and by the in-code API (`mgtui.inprocess`). All the
+rewritten, `mgtui.recording.inline.probe`), with a copy of the engine whose `__init__` the rewrite
+leaves alone (the dict hooks, `mgtui.recording.dict_hooks`), and with a copy of the engine whose
+`Value` keeps its fields in `__slots__` (`mgtui.recording.slots_hooks`). It is also recorded in
+this process by `Recorder.finish`, and by the in-code API (`mgtui.recording.inprocess`). All the
 traces must be the same. (`moons.py` is left to `test_inline.py` and the benchmarks.)
 """
 
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.dict_hooks import DictHooks
-from mgtui.inline_probe import Inliner
-from mgtui.inprocess import record_call
-from mgtui.recorder import Recorder, load_scenario, record
-from mgtui.records import EVENT_ROW, NODE_ROW, WRITE_ROW, EventRow, NodeRow, Records, WriteRow
-from mgtui.runner import Run, RunSpec
-from mgtui.sandbox import Isolation, sandboxed
-from mgtui.slots_hooks import SlotsHooks
+from mgtui.recording.dict_hooks import DictHooks
+from mgtui.recording.inline.probe import Inliner
+from mgtui.recording.inprocess import record_call
+from mgtui.recording.recorder import Recorder, load_scenario, record
+from mgtui.recording.store import EVENT_ROW, NODE_ROW, WRITE_ROW, EventRow, NodeRow, Records, WriteRow
+from mgtui.run.runner import Run, RunSpec
+from mgtui.recording.sandbox import Isolation, sandboxed
+from mgtui.recording.slots_hooks import SlotsHooks
 from mgtui.trace import EventKind, Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,7 +234,7 @@ def test_a_replay_is_taken_back_from_the_store(write_scenario):
 def test_the_store_cuts_the_same_chunks_at_any_mark(write_scenario):
     """Chunks cut at several marks, added one after another, build the trace that one
     chunk of everything builds (what the child's flusher sends, against `finish`)."""
-    from mgtui.records import Mark
+    from mgtui.recording.store import Mark
     from mgtui.trace import TraceBuilder
 
     path = write_scenario("chunks", """

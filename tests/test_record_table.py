@@ -10,11 +10,11 @@ from typing import Callable
 
 import pytest
 
-from mgtui import record_table as table
-from mgtui import tracefile
-from mgtui.record_table import RecordDecoder
-from mgtui.recorder import record
-from mgtui.runner import LiveTrace
+from mgtui.trace import table
+from mgtui.trace import binary as tracefile
+from mgtui.trace.table import RecordDecoder
+from mgtui.recording.recorder import record
+from mgtui.run.runner import LiveTrace
 from mgtui.trace import EventKind, NodeChunk, Trace, TraceError, TraceFormatError, chunks_of
 
 from conftest import SCENARIOS

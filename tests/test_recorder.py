@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.recorder import ID, Recorder, ScenarioLoadError, StopRecording, load_scenario, record
+from mgtui.recording.recorder import ID, Recorder, ScenarioLoadError, StopRecording, load_scenario, record
 from mgtui.trace import EventKind, Trace
 
 ROOT = Path(__file__).resolve().parent.parent

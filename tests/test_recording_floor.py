@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.recorder import Recorder, load_scenario, record
+from mgtui.recording.recorder import Recorder, load_scenario, record
 from mgtui.trace import EventKind
 from tests.test_recorder import MICROGRAD_NEURON, OWN_CLASS_NEURON
 
@@ -122,7 +122,7 @@ MIXED_LABELS = """
 def test_the_child_streams_the_trace_recorded_in_process(write_scenario, source):
     """The flusher's columns, converted at C speed, are those `Recorder.finish` builds:
     for micrograd (no labels at all) and for labels of every kind."""
-    from mgtui.runner import run
+    from mgtui.run.runner import run
 
     path = write_scenario("streamed", source)
     here, there = record(path), run(path)

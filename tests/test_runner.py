@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from mgtui.recorder import ScenarioLoadError, record
-from mgtui.runner import LiveTrace, Run, RunSpec, run
+from mgtui.recording.recorder import ScenarioLoadError, record
+from mgtui.run.runner import LiveTrace, Run, RunSpec, run
 
 from conftest import SCENARIOS
 
@@ -63,7 +63,7 @@ def test_a_trace_from_the_child_saves_compressed(tmp_path):
     import io
     import zlib
 
-    from mgtui import tracefile
+    from mgtui.trace import binary as tracefile
 
     t = run(SCENARIOS / "mlp.py").trace
     data = tracefile.dumpb(t)
@@ -257,7 +257,7 @@ def test_a_snapshot_between_events_and_their_writes_loses_nothing():
     """The stream sends a chunk of events, then the chunk of their writes. A snapshot
     taken between the two shows the trace as it was; the events are not dropped (they
     once were, and every later creation then looked out of order)."""
-    from mgtui import tracefile
+    from mgtui.trace import binary as tracefile
     from mgtui.trace import chunks_of
 
     t = record(SCENARIOS / "mlp.py")

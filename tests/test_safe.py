@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.safe import bounded, inert, inert_line
+import unicodedata
+
+from mgtui.safe import bounded, cell_width, cells, clip_cells, inert, inert_line
 
 HOSTILE = {
     "clear screen": "\x1b[2J",
@@ -16,6 +18,13 @@ HOSTILE = {
     "backspace": "ab\x08\x08",
     "right-to-left override": "x\u202egnp.exe",
     "NUL": "a\x00b",
+    "zero-width space": "pass\u200bword",
+    "right-to-left mark": "abc\u200f123",
+    "line separator": "one\u2028two",
+    "paragraph separator": "one\u2029two",
+    "byte order mark": "\ufeffx",
+    "tag characters": "flag\U000e0067\U000e0062\U000e007f",
+    "lone surrogate (a file name not in UTF-8)": "name\udcff.py",
 }
 
 
@@ -24,7 +33,7 @@ def test_no_control_character_survives(text):
     for shown in (inert(text), inert_line(text)):
         assert not any(ord(c) < 0x20 and c not in "\n\t" for c in shown)
         assert not any(0x7f <= ord(c) <= 0x9f for c in shown)
-        assert "\u202e" not in shown
+        assert not any(unicodedata.category(c) in ("Cf", "Zl", "Zp", "Cs") for c in shown)
 
 
 def test_escapes_are_visible_and_the_rest_is_unchanged():
@@ -36,6 +45,33 @@ def test_escapes_are_visible_and_the_rest_is_unchanged():
     assert inert("x[i] [/] [@click=app.quit]") == "x[i] [/] [@click=app.quit]"  # not markup here
     assert inert("∂L/∂a = −4 ✓") == "∂L/∂a = −4 ✓"
     assert inert(42) == "42"
+    assert inert_line("pass\u200bword") == "pass\\u200bword"
+    assert inert("one\u2028two\u2029") == "one\\u2028two\\u2029"
+    assert inert("\U000e0041") == "\\U000e0041"  # (not \\ue0041: that reads as U+E004 and 1)
+    assert inert("naïve café 中文 😀 e\u0301") == "naïve café 中文 😀 e\u0301"  # text, shown
+
+
+def test_every_control_format_and_separator_character_is_shown_as_an_escape():
+    # the list in safe.py, checked against this Python's Unicode database
+    wanted = ("Cc", "Cf", "Zl", "Zp", "Cs")
+    for code in range(0x110000):
+        ch = chr(code)
+        category = unicodedata.category(ch)
+        shown = inert_line(ch)
+        if category in wanted:
+            assert shown != ch and shown.startswith("\\"), (hex(code), category)
+        else:  # (Cn: unassigned here, a format character in a later Unicode)
+            assert shown == ch or category == "Cn", (hex(code), category)
+
+
+def test_text_is_measured_and_clipped_in_terminal_cells():
+    assert cell_width("abc") == 3 and cell_width("中文") == 4 and cell_width("😀x") == 3
+    assert cell_width("e\u0301") == 1  # a combining mark takes no cell of its own
+    assert cells("中a😀e\u0301") == ["中", "", "a", "😀", "", "e\u0301"]
+    assert clip_cells("short", 10) == "short"
+    assert clip_cells("中文标签很长", 5) == "中文…"  # 5 cells
+    assert clip_cells("中文标签很长", 4) == "中…"  # 3: half a 文 cannot be shown
+    assert all(cell_width(clip_cells("😀中a文" * 5, w)) <= w for w in range(1, 30))
 
 
 def test_bounded_output_keeps_head_and_tail_and_says_what_it_left_out():

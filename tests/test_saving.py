@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mgtui.cli import main
-from mgtui.export import load
+from mgtui.trace.export import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -50,8 +50,8 @@ def test_a_save_over_the_file_size_limit_exits_2_and_keeps_the_old_file(tmp_path
 
 KILLED_AT = textwrap.dedent("""
     import os, signal, sys
-    from mgtui.recorder import record
-    from mgtui.saving import save_trace
+    from mgtui.recording.recorder import record
+    from mgtui.trace.saving import save_trace
     trace = record(sys.argv[1])
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)

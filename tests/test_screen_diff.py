@@ -21,7 +21,7 @@ from rich.color import ColorSystem
 from rich.style import Style
 from textual.strip import Strip
 
-from mgtui.screen_diff import Look, ScreenDiff, _Diffing, change, diffing, erases
+from mgtui.tui.screen_diff import Look, ScreenDiff, _Diffing, change, diffing, erases
 
 COLS, ROWS = 30, 6
 
@@ -246,7 +246,7 @@ def test_cells_in_a_link_are_always_sent():
 
 
 async def test_every_driver_the_app_runs_writes_through_a_screen_diff():
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
     from textual.driver import Driver
 
     written: list[str] = []
@@ -299,7 +299,7 @@ def test_odd_writes_pass(data):
 
 @pytest.mark.skipif(shutil.which("tput") is None, reason="tput answers for the comparison")
 def test_this_terminal_is_read_as_tput_reads_it():
-    from mgtui.screen_diff import erases, erases_here
+    from mgtui.tui.screen_diff import erases, erases_here
 
     assert erases_here("xterm-256color") == erases("xterm-256color") is True
     assert erases_here(None) is False and erases("dumb") is False

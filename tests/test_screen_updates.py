@@ -15,8 +15,8 @@ import pyte
 import pytest
 from textual._compositor import CompositorUpdate
 
-from mgtui.app import MgtuiApp
-from mgtui.screen_diff import ScreenDiff
+from mgtui.tui.app import MgtuiApp
+from mgtui.tui.screen_diff import ScreenDiff
 
 from conftest import SCENARIOS
 

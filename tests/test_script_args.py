@@ -93,7 +93,7 @@ def test_the_doctor_passes_them_to_every_run(write_scenario):
 @pytest.mark.usefixtures("clean_env")
 async def test_the_app_runs_and_reloads_with_them(write_scenario, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    from mgtui.app import MgtuiApp
+    from mgtui.tui.app import MgtuiApp
 
     from test_app import loaded
 

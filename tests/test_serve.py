@@ -16,9 +16,9 @@ import pytest
 asyncssh = pytest.importorskip("asyncssh")
 pytest.importorskip("pyte")
 
-from mgtui.lessons import record_lesson  # noqa: E402
+from mgtui.run.lessons import record_lesson  # noqa: E402
 from mgtui.serve.auth import Auth, AuthError, host_key  # noqa: E402
-from mgtui.serve.client import ScreenClient  # noqa: E402
+from sshclient import ScreenClient  # noqa: E402
 from mgtui.serve.server import Class, Limits, start_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +37,9 @@ def keys(tmp_path):
     """A student's and a teacher's key pair, their authorized_keys files, a password file."""
     student = asyncssh.generate_private_key("ssh-ed25519")
     teacher = asyncssh.generate_private_key("ssh-ed25519")
-    (tmp_path / "students").write_bytes(student.export_public_key())
-    (tmp_path / "teachers").write_bytes(teacher.export_public_key())
+    for name, key in (("students", student), ("teachers", teacher)):
+        (tmp_path / name).write_bytes(key.export_public_key())
+        (tmp_path / name).chmod(0o644)  # (whatever the umask: only its owner writes it)
     pw = tmp_path / "password"
     pw.write_text(PASSWORD + "\n")
     pw.chmod(0o600)
@@ -137,9 +138,57 @@ def test_credentials_come_from_files_and_are_required(tmp_path):
         Auth.from_files()
     loose = tmp_path / "pw"
     loose.write_text("a long enough password\n")
-    loose.chmod(0o644)
-    with pytest.raises(AuthError, match="chmod 600"):
+    for mode in (0o644, 0o640, 0o604):  # readable by every user, or by the group
+        loose.chmod(mode)
+        with pytest.raises(AuthError, match=f"can be read by other users: chmod 600 {loose}"):
+            Auth.from_files(password_file=loose)
+    loose.chmod(0o600)
+    assert Auth.from_files(password_file=loose).password == "a long enough password"
+    for blank in ("      \n", "\t \t \t \t\n", "\n"):
+        loose.write_text(blank)
+        with pytest.raises(AuthError, match="is blank"):
+            Auth.from_files(password_file=loose)
+    loose.write_text("  abc  \n")
+    with pytest.raises(AuthError, match="too short"):
         Auth.from_files(password_file=loose)
+
+
+def test_an_authorized_keys_file_others_can_write_to_is_refused(tmp_path):
+    keys = tmp_path / "students"
+    keys.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_public_key())
+    for mode in (0o666, 0o664):
+        keys.chmod(mode)
+        with pytest.raises(AuthError, match=f"can be written by other users .*: chmod go-w {keys}"):
+            Auth.from_files(keys)
+    keys.chmod(0o644)
+    assert Auth.from_files(keys).takes_keys
+
+
+def test_a_host_key_others_can_read_or_replace_is_refused_with_the_fix(tmp_path):
+    state = tmp_path / "state"
+    host_key(state)
+    key = state / "ssh_host_ed25519_key"
+    key.chmod(0o644)
+    with pytest.raises(AuthError, match=f"can be read by other users: chmod 600 {key}"):
+        host_key(state)
+    key.chmod(0o640)
+    with pytest.raises(AuthError, match="chmod 600"):
+        host_key(state)
+    key.chmod(0o600)
+    state.chmod(0o777)  # anyone could put their own key in its place
+    with pytest.raises(AuthError, match=f"{state} can be written by other users .*: chmod go-w {state}"):
+        host_key(state)
+    state.chmod(0o775)
+    with pytest.raises(AuthError, match="chmod go-w"):
+        host_key(state)
+    state.chmod(0o700)
+    host_key(state)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir(mode=0o777)
+    fresh.chmod(0o777)
+    with pytest.raises(AuthError, match="chmod go-w"):  # no key is made there either
+        host_key(fresh)
+    assert not (fresh / "ssh_host_ed25519_key").exists()
 
 
 def test_the_host_key_is_made_once_and_kept(tmp_path):
@@ -171,6 +220,29 @@ async def test_the_step_notes_show_in_the_step_detail_and_full_screen(server):
     assert await client.wait_for("Notes · The chain rule"), client.text()
     assert "At step 4:" in client.text()
     assert "The first graph of the lecture" in client.text()  # the lesson notes, below
+
+
+async def test_lesson_file_names_in_the_picker_are_inert(tmp_path, lessons, keys, clean_env):
+    import shutil
+
+    hostile = tmp_path / "\x1b]0;pwned\x07\x1b[2J\u202eyp.chain.py"
+    shutil.copy(ROOT / "scenarios" / "chain.py", hostile)
+    served = {hostile.name: record_lesson(hostile, hostile.name), "neuron.py": lessons["neuron.py"]}
+    auth = Auth.from_files(password_file=keys["dir"] / "password")
+    srv = await start_server(Class(served, auth), "127.0.0.1", 0, host_key(keys["dir"] / "state"))
+    client = None
+    try:
+        client = await ScreenClient.connect(srv.port, password=PASSWORD)
+        assert await client.wait_for("neuron.py"), client.text()  # the picker of the two
+        assert "\\x1b]0;pwned\\x07\\x1b[2J\\u202eyp.chain.py" in client.text()
+        raw = client.output()
+        assert "\x1b]0;pwned" not in raw and "pwned\x07" not in raw  # (Textual's own OSCs
+        assert "\x1b[2J\u202e" not in raw and "\u202e" not in raw  # end in BEL too)
+    finally:
+        if client is not None:
+            await client.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
 
 
 # -- follow the teacher ---------------------------------------------------------------------
@@ -308,6 +380,63 @@ async def test_the_session_limit_turns_away_one_more(lessons, keys, clean_env):
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
 
 
+async def idle_connections(port: int, count: int, source: str) -> list:
+    """`count` TCP connections to the server from `source` that send nothing."""
+    import socket
+
+    loop = asyncio.get_running_loop()
+    held = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind((source, 0))
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", port))
+        held.append(sock)
+    return held
+
+
+async def closed_within(sock, seconds: float) -> bool:
+    """The server closes `sock` within `seconds` (what it sends meanwhile is read)."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(seconds):
+            while await loop.sock_recv(sock, 4096):
+                pass
+        return True
+    except TimeoutError:
+        return False
+
+
+async def test_idle_connections_from_one_address_lock_no_student_out(lessons, keys, clean_env):
+    # With --max-sessions 5 the class has room for 20 connections at once, logged in or
+    # not. One machine (127.0.0.2) opening 20 that send nothing keeps 10 (its logins at
+    # once), each closed after the short timeout of a connection that says nothing;
+    # students (127.0.0.1) log in meanwhile, by password and by key.
+    auth = Auth.from_files(keys["dir"] / "students", None, keys["dir"] / "password")
+    srv = await start_server(Class(lessons, auth, Limits(max_sessions=5, quiet_timeout=3.0)),
+                             "127.0.0.1", 0, host_key(keys["dir"] / "state"))
+    srv.clients = []
+    held = []
+    try:
+        held = await idle_connections(srv.port, 20, "127.0.0.2")
+        closed = await asyncio.gather(*(closed_within(sock, 1.0) for sock in held))
+        assert closed.count(True) == 10, closed  # the ten past its logins at once
+        await join(srv, password=PASSWORD)
+        await join(srv, key=keys["student"])
+        kept = [sock for sock, gone in zip(held, closed) if not gone]
+        assert all(await asyncio.gather(*(closed_within(sock, 5) for sock in kept)))
+        again = await idle_connections(srv.port, 10, "127.0.0.2")  # room for 10 again
+        assert not any(await asyncio.gather(*(closed_within(sock, 1.0) for sock in again)))
+        held += again
+    finally:
+        for sock in held:
+            sock.close()
+        for client in srv.clients:
+            await client.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+
 async def test_an_idle_session_is_ended(lessons, keys, clean_env, monkeypatch):
     import mgtui.serve.server as server_module
 
@@ -333,9 +462,9 @@ def test_the_log_has_no_password(tmp_path, lessons, keys):
 import asyncio, logging, sys
 from pathlib import Path
 import asyncssh
-from mgtui.lessons import record_lesson
+from mgtui.run.lessons import record_lesson
 from mgtui.serve.auth import Auth, host_key
-from mgtui.serve.client import ScreenClient
+from sshclient import ScreenClient
 from mgtui.serve.server import Class, start_server
 logging.basicConfig(level=logging.INFO, stream=sys.__stderr__)
 async def main():
@@ -353,7 +482,9 @@ async def main():
 asyncio.run(main())
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          timeout=60, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              (str(ROOT), str(ROOT / "tests")))))
     log = done.stderr
     assert "password refused for class@127.0.0.1" in log, log
     assert "password accepted for class@127.0.0.1" in log
@@ -382,3 +513,23 @@ def test_serve_says_what_is_wrong_in_one_line(tmp_path, capsys, monkeypatch, arg
     assert main(["serve", *[names.get(a, a) for a in args]]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mgtui serve: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_serve_refuses_a_host_key_others_can_read_in_one_line(tmp_path):
+    import subprocess
+
+    key = tmp_path / "state" / "mgtui" / "ssh_host_ed25519_key"
+    host_key(key.parent)
+    key.chmod(0o644)
+    pw = tmp_path / "pw"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
+    for workers in ("1", "2"):
+        done = subprocess.run(  # (in its own process: a server that started would serve on)
+            [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", "chain",
+             "--port", "0", "--password-file", str(pw), "--workers", workers],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        err = done.stderr.splitlines()
+        assert done.returncode == 2 and err[-1] == (
+            f"mgtui serve: the host key {key} can be read by other users: chmod 600 {key}"), err

@@ -45,7 +45,7 @@ def test_the_caches_sessions_fill_are_emptied():
     from rich.segment import Segment
 
     from mgtui.serve.heap import forget_caches
-    from mgtui.widgets.strips import _LOOKS, _compacted
+    from mgtui.tui.widgets.strips import _LOOKS, _compacted
 
     cache = LRUCache(10)
     cache.set("key", "value")

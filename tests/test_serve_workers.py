@@ -9,9 +9,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,77 +17,17 @@ import pytest
 asyncssh = pytest.importorskip("asyncssh")
 pytest.importorskip("pyte")
 
-from mgtui.serve.client import ScreenClient  # noqa: E402
+from sshclient import PASSWORD, ScreenClient, ServerProcess  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-PASSWORD = "two processes"
 PAUSED = "following paused — press f to rejoin"
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
 
 
-class Server:
-    """`mgtui serve chain.py --workers 2` in its own process, its log kept line by line."""
-
-    def __init__(self, tmp_path: Path, *options: str) -> None:
-        self.teacher_key = asyncssh.generate_private_key("ssh-ed25519")
-        (tmp_path / "teachers").write_bytes(self.teacher_key.export_public_key())
-        pw = tmp_path / "password"
-        pw.write_text(PASSWORD + "\n")
-        pw.chmod(0o600)
-        env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT))
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve",
-             str(ROOT / "scenarios" / "chain.py"), "--port", "0", "--workers", "2",
-             "--password-file", str(pw), "--teacher-keys", str(tmp_path / "teachers"),
-             *options], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-        self.log: list[str] = []
-        self.port = 0
-        for line in self.process.stderr:
-            self.log.append(line)
-            found = re.search(r"on 127\.0\.0\.1:(\d+) in 2 processes", line)
-            if found:
-                self.port = int(found.group(1))
-                break
-        assert self.port, "".join(self.log)
-        threading.Thread(target=self._drain, daemon=True).start()
-        self.clients: list[ScreenClient] = []
-
-    def _drain(self) -> None:
-        for line in self.process.stderr:
-            self.log.append(line)
-
-    def workers(self) -> list[int]:
-        """The pids of the worker processes ready so far (forked by the server's zygote,
-        they are not its children)."""
-        return [int(pid) for pid in re.findall(r"worker \d+ \(pid (\d+)\) ready",
-                                               "".join(self.log))]
-
-    async def logged(self, pattern: str, timeout: float = 10) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.log):
-                if re.search(pattern, line):
-                    return line
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"never logged {pattern!r}:\n{''.join(self.log)}")
-
-    async def join(self, **options) -> ScreenClient:
-        client = await ScreenClient.connect(self.port, **options)
-        self.clients.append(client)
-        return client
-
-    async def close(self) -> None:
-        for client in self.clients:
-            await client.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-        self.process.wait(20)
-
-
 @pytest.fixture
 async def server(tmp_path):
-    srv = Server(tmp_path, "--max-sessions", "3")
+    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "3")
     try:
         yield srv
     finally:
@@ -115,7 +52,7 @@ async def at_step(client: ScreenClient, step: int) -> bool:
     return await client.wait_for(lambda _: step_of(client) == step, 10)
 
 
-async def teacher_and_student(server: Server) -> tuple[ScreenClient, ScreenClient]:
+async def teacher_and_student(server: ServerProcess) -> tuple[ScreenClient, ScreenClient]:
     """A teacher and a student logged in, both at step 0: each connection goes to the
     worker serving the fewest, so the teacher is in worker 0 and the student in 1."""
     teacher = await server.join(key=server.teacher_key)
@@ -225,7 +162,7 @@ async def test_a_worker_stuck_for_a_while_holds_up_nobody_and_then_catches_up(se
 
 
 async def test_workers_end_when_the_front_is_killed(tmp_path):
-    srv = Server(tmp_path)
+    srv = ServerProcess(tmp_path, "--workers", "2")
     try:
         student = await srv.join(password=PASSWORD)
         assert await student.wait_for("step ", 15)
@@ -281,8 +218,10 @@ def test_where_connections_cannot_be_handed_over_one_process_serves(monkeypatch,
 
 async def test_a_login_flood_is_capped_across_the_workers(tmp_path):
     # connections not yet logged in count against twice the sessions (+10) in all the
-    # workers together, as in one process: with --max-sessions 1, twelve
-    srv = Server(tmp_path, "--max-sessions", "1")
+    # workers together, as in one process: with --max-sessions 1, twelve (from one
+    # address here: it may have more logins at once than that)
+    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "1",
+                        "--max-logins-per-address", "20")
     loop = asyncio.get_running_loop()
     held = []
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.recorder import record
+from mgtui.recording.recorder import record
 from mgtui.session import Position, Session, sparkline
 from mgtui.trace import EventKind
 
@@ -389,7 +389,7 @@ def test_the_session_imports_no_textual_or_rich():
                 if name.split(".")[0] in ("textual", "rich"):
                     raise ImportError(name)
         sys.meta_path.insert(0, Block())
-        import mgtui.session, mgtui.view, mgtui.bindings, mgtui.config
+        import mgtui.session, mgtui.session.view, mgtui.session.bindings, mgtui.session.config
     """)
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parent.parent)
@@ -454,7 +454,7 @@ def test_views_prepared_off_the_ui_thread_are_taken_once_by_the_next_session():
     session of that trace uses those very views, and builds no other at its start."""
     import threading
 
-    from mgtui import view as views
+    from mgtui.session import view as views
 
     trace = record(SCENARIOS / "mlp.py")
     worker = threading.Thread(target=views.prepare, args=(trace, (0, len(trace))))
@@ -471,7 +471,7 @@ def test_views_prepared_off_the_ui_thread_are_taken_once_by_the_next_session():
 
 
 def test_the_topological_index_answers_as_a_dict_would():
-    from mgtui.view import TopoIndex
+    from mgtui.session.view import TopoIndex
 
     topo = [5, 2, 9, 0]
     index = TopoIndex(topo, 12)

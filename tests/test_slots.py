@@ -17,8 +17,8 @@ import pytest
 
 from mgtui.cli import main
 from mgtui.doctor import diagnose
-from mgtui.recorder import ID, Recorder, SlotsNode, load_scenario, looks_like_value, record
-from mgtui.runner import run
+from mgtui.recording.recorder import ID, Recorder, SlotsNode, load_scenario, looks_like_value, record
+from mgtui.run.runner import run
 
 # L 1, f 4, d -2, e -2, c -2, a 6, b -4: dL/dd = f, dL/df = d, and e, c pass d's grad on
 CHAIN_GRADS = {"L": 1.0, "f": 4.0, "d": -2.0, "e": -2.0, "c": -2.0, "a": 6.0, "b": -4.0}

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from mgtui import cli
-from mgtui.app import MgtuiApp
-from mgtui.recorder import record
-from mgtui.widgets.checks import ChecksPane
-from mgtui.widgets.step_header import StepHeader
+from mgtui.tui.app import MgtuiApp
+from mgtui.recording.recorder import record
+from mgtui.tui.widgets.checks import ChecksPane
+from mgtui.tui.widgets.step_header import StepHeader
 
 BUG = Path(__file__).resolve().parent.parent / "scenarios" / "bugs" / "wrong_derivative.py"
 

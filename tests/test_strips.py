@@ -8,7 +8,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from mgtui.widgets.strips import changed_width, compact
+from mgtui.tui.widgets.strips import changed_width, compact
 
 STYLES = [
     None,
@@ -99,7 +99,7 @@ def test_a_line_is_sent_only_as_far_as_it_changed():
 def test_a_strip_is_compacted_once_and_one_that_cannot_be_does_not_keep_itself():
     import gc
 
-    from mgtui.widgets.strips import _compacted
+    from mgtui.tui.widgets.strips import _compacted
 
     merges = Strip([Segment("a", Style(bold=True)), Segment("b", Style(bold=True))])
     small = _compacted(merges)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.recorder import record
-from mgtui.timeline import Timeline
+from mgtui.recording.recorder import record
+from mgtui.session.timeline import Timeline
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgtui import lanes
-from mgtui import trace as trace_module
-from mgtui.export import dumps, from_json
-from mgtui.recorder import record
-from mgtui.timeline import Timeline
+from mgtui.trace import lanes
+
+from mgtui.trace import validation as trace_validation
+from mgtui.trace.export import dumps, from_json
+from mgtui.recording.recorder import record
+from mgtui.session.timeline import Timeline
 from mgtui.trace import Closure, EventKind, Field, TraceBuilder, TraceFormatError
 
 from conftest import add_records, stream_of
@@ -249,8 +250,8 @@ def test_indexes_extended_from_an_earlier_prefix_equal_indexes_built_afresh():
 
 def test_state_at_is_the_timeline_at_that_step():
     """`Trace.state_at(k)`, replayed in bulk, is what stepping a Timeline to k gives."""
-    from mgtui.recorder import record
-    from mgtui.timeline import Timeline
+    from mgtui.recording.recorder import record
+    from mgtui.session.timeline import Timeline
 
     root = Path(__file__).resolve().parent.parent / "scenarios"
     for name in ("mlp.py", "bugs/foreign_write.py", "bugs/late_pass.py"):
@@ -264,7 +265,7 @@ def test_state_at_is_the_timeline_at_that_step():
 def test_replay_of_a_span_is_applying_its_events():
     from array import array
 
-    from mgtui.recorder import record
+    from mgtui.recording.recorder import record
 
     root = Path(__file__).resolve().parent.parent / "scenarios"
     for name in ("mlp.py", "bugs/no_zero_grad.py"):
@@ -426,12 +427,12 @@ def built_and_broken(draw):
 @settings(max_examples=400, deadline=None)
 @given(b=built_and_broken())
 def test_validate_names_the_first_bad_field_a_plain_scan_finds(small, b):
-    """The checks at C speed (mgtui.lanes, a run of events at a time) accept exactly the
+    """The checks at C speed (mgtui.trace.lanes, a run of events at a time) accept exactly the
     traces a plain scan accepts, and name the same first bad field."""
     with pytest.MonkeyPatch.context() as mp:
         if small:  # block edges and runs of every length, even in a small trace
             mp.setattr(lanes, "_BLOCK", 3)
-            mp.setattr(trace_module, "RUN_LENGTH", 1)
+            mp.setattr(trace_validation, "RUN_LENGTH", 1)
         expected = first_bad_field(b)
         if expected is None:
             b.validate()

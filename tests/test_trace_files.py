@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mgtui import tracefile
-from mgtui.explain import explain
-from mgtui.export import dumps, load, to_json
-from mgtui.recorder import ScenarioLoadError, record
-from mgtui.timeline import Timeline
+from mgtui.trace import binary as tracefile
+from mgtui.trace.explain import explain
+from mgtui.trace.export import dumps, load, to_json
+from mgtui.recording.recorder import ScenarioLoadError, record
+from mgtui.session.timeline import Timeline
 
 from conftest import SCENARIOS
 
@@ -50,8 +50,8 @@ def test_binary_round_trip(name, tmp_path):
 
 def test_a_saved_trace_is_told_from_a_scenario_in_one_place(tmp_path):
     """By name (.json, .mgtrace) or by a binary trace's magic; the lessons ask here."""
-    from mgtui.export import is_saved_trace
-    from mgtui.lessons import record_lesson
+    from mgtui.trace.export import is_saved_trace
+    from mgtui.run.lessons import record_lesson
 
     binary = tmp_path / "renamed.bin"
     binary.write_bytes(tracefile.dumpb(NEURON))

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.app import MgtuiApp
+from mgtui.tui.app import MgtuiApp
 from mgtui.cli import main
 from mgtui.doctor import diagnose
-from mgtui.export import dumps, from_json, load
-from mgtui.runner import run
+from mgtui.trace.export import dumps, from_json, load
+from mgtui.run.runner import run
 from mgtui.session import Session
-from mgtui.tracefile import dumpb, loadb
-from mgtui.widgets.step_detail import StepDetail
+from mgtui.trace.binary import dumpb, loadb
+from mgtui.tui.widgets.step_detail import StepDetail
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

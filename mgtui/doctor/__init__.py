@@ -1,7 +1,7 @@
 """The gradient doctor: find the node and source line behind a wrong gradient.
 
 `diagnose()` records the scenario once with the `=`-for-`+=` probe (`probe.py`), each
-recording in a child process of its own (`mgtui.runner`, `jobs.py`), runs the
+recording in a child process of its own (`mgtui.run.runner`, `jobs.py`), runs the
 trace checks of SPEC section 6 over every pass (`trace_checks.py`, one function per
 check), and re-runs the scenario with node values nudged to check the gradients of
 its backward passes numerically (`numerical.py`: by default the first, the last, and
@@ -10,7 +10,7 @@ function, each run a call of it in this process, and `diagnose_recorded()` runs 
 checks that need no re-run on a recorded block. All three end in `examine()`, the one
 orchestration. The doctor drives the recorder only through its hooks (`jobs.py`); it
 returns a `Report`, and presenting it is for the command line (`mgtui.cli`,
-`mgtui.report`) and the app. Headless: this package never imports textual or rich.
+`mgtui.tui.report`) and the app. Headless: this package never imports textual or rich.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from mgtui.doctor.probe import Overwrite, OverwriteProbe
 from mgtui.doctor.reruns import CallReruns, Reruns, raise_if_interrupted
 from mgtui.doctor.trace_checks import TRACE_CHECKS
 from mgtui.memory import collector_paused
-from mgtui.scenario import Scenario, load_scenario
+from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.trace import Trace
 
 __all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose", "diagnose_call",
@@ -61,8 +61,8 @@ def diagnose(
     `sys.argv[1:]`, for every run. Raises ScenarioLoadError if the
     scenario cannot run at all.
     """
-    from mgtui.runner import Run, RunSpec
-    from mgtui.runner_child import job_reference
+    from mgtui.run.runner import Run, RunSpec
+    from mgtui.run.child import job_reference
 
     started = time.perf_counter()
     scenario = (path_or_scenario if isinstance(path_or_scenario, Scenario)
@@ -83,7 +83,7 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     """The doctor on a function that builds a graph and runs backward: every check of
     `diagnose` (its `passes`, `sample` and `budget` too), each run a call of `fn` in this
     process, with `random` seeded by `seed`."""
-    from mgtui.inprocess import record_call
+    from mgtui.recording.inprocess import record_call
 
     started = time.perf_counter()
     probe = OverwriteProbe()

@@ -1,6 +1,6 @@
-"""The hooks through which the doctor drives a recording (`mgtui.probes.Hooks`), and
+"""The hooks through which the doctor drives a recording (`mgtui.recording.probes.Hooks`), and
 the doctor's recordings as runner jobs: those hooks made in the child process that runs
-the scenario (`mgtui.runner_child.Job`), and what they report back to the parent (as
+the scenario (`mgtui.run.child.Job`), and what they report back to the parent (as
 JSON). The recorder knows none of this: it only runs the hooks it is given.
 
 - the first recording runs the `=`-for-`+=` probe around every `_backward` call;
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mgtui.doctor.probe import OverwriteProbe
-from mgtui.probes import Hooks, StopRecording
+from mgtui.recording.probes import Hooks, StopRecording
 
 
 class Nudge:

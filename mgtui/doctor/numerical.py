@@ -48,7 +48,7 @@ from mgtui.doctor.context import CheckContext
 from mgtui.memory import collector_paused
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.reruns import Reruns
-from mgtui.explain import misread_nodes
+from mgtui.trace.explain import misread_nodes
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-from mgtui.records import ID
-from mgtui.slots_hooks import SlotsNode, node_dict
+from mgtui.recording.store import ID
+from mgtui.recording.slots_hooks import SlotsNode, node_dict
 
 
 class Overwrite(NamedTuple):
@@ -35,7 +35,7 @@ class OverwriteProbe:
     `REPLAYS_PER_CLOSURE` calls of each code are replayed: in a training run the same
     few closures run hundreds of thousands of times, and replaying each call was a
     quarter of the doctor's time. (A closure that assigns only in a branch first taken later is left to
-    the `=` its source line shows: `mgtui.assigns`.)"""
+    the `=` its source line shows: `mgtui.session.assigns`.)"""
 
     def __init__(self) -> None:
         self.calls = 0

@@ -1,6 +1,6 @@
 """Re-running a scenario for the doctor, with recorder hooks that nudge nodes as they
 are made and end the run before a given `_backward` call (`jobs.rerun_hooks`): each run
-of a scenario file in a child process (`mgtui.runner`, as the job `jobs.rerun`), each run
+of a scenario file in a child process (`mgtui.run.runner`, as the job `jobs.rerun`), each run
 of a function (`mgtui.check(fn)`) a call of it in this process (`CallReruns`)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from mgtui.doctor.jobs import job_args, rerun, rerun_hooks
-from mgtui.scenario import Scenario
+from mgtui.recording.scenario import Scenario
 from mgtui.trace import Trace
 
 
@@ -43,8 +43,8 @@ class Reruns:
               on_progress: tuple[Callable[[int], None] | None, ...],
               restore: dict[int, list[int]] | None = None) -> list:
         """The re-runs of `pair`, started: `wait` gives their traces."""
-        from mgtui.runner import Run, RunSpec
-        from mgtui.runner_child import job_reference
+        from mgtui.run.runner import Run, RunSpec
+        from mgtui.run.child import job_reference
 
         runs = []
         for nudge, progress in zip(nudges, on_progress):
@@ -113,7 +113,7 @@ class CallReruns:
               restore: dict[int, list[int]] | None = None) -> list[Trace]:
         """One re-run per nudge, one after the other, at once (`Reruns.start`: the
         process's own function cannot run in a child)."""
-        from mgtui.inprocess import record_call
+        from mgtui.recording.inprocess import record_call
 
         traces = []
         for nudge in nudges:

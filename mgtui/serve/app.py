@@ -19,15 +19,15 @@ from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
 
-from mgtui.app import MgtuiApp, showing
-from mgtui.follow import Classroom, Follower
-from mgtui.lessons import Lesson
-from mgtui.messages import OpenScenario, RunChecks
-from mgtui.screen_diff import erases
+from mgtui.tui.app import MgtuiApp, showing
+from mgtui.session.follow import Classroom, Follower
+from mgtui.run.lessons import Lesson
+from mgtui.tui.messages import OpenScenario, RunChecks
+from mgtui.tui.screen_diff import erases
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
-from mgtui.widgets.debugger import DebuggerScreen
-from mgtui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.debugger import DebuggerScreen
+from mgtui.tui.widgets.node_table import NodeTable
 
 NO_CODE = ("In a class the gradient doctor is off: it re-runs the scenario's code, and a "
            "served lesson runs none.")
@@ -97,8 +97,8 @@ class ClassScreen(DebuggerScreen):
 
     def action_help(self) -> None:
         """The debugger's help, with the follow mode's key for a student."""
-        from mgtui.bindings import help_rows
-        from mgtui.widgets.dialogs import HelpScreen
+        from mgtui.session.bindings import help_rows
+        from mgtui.tui.widgets.dialogs import HelpScreen
 
         rows = help_rows(self.keymap)
         if not self.app.teacher:
@@ -235,7 +235,7 @@ class ServedApp(MgtuiApp):
 
     # -- a class only navigates ----------------------------------------------------------------
     def action_pick(self) -> None:
-        from mgtui.widgets.dialogs import PickerScreen
+        from mgtui.tui.widgets.dialogs import PickerScreen
 
         self.push_screen(PickerScreen(
             [(name, lesson.path, lesson.title) for name, lesson in self.lessons.items()],
@@ -255,7 +255,7 @@ class ServedApp(MgtuiApp):
 
     def on_run_checks(self, message: RunChecks) -> None:
         message.prevent_default()
-        from mgtui.messages import ChecksFailed
+        from mgtui.tui.messages import ChecksFailed
 
         self.debugger.post_message(ChecksFailed(NO_CODE))
 

@@ -27,10 +27,13 @@ def state_dir() -> Path:
 
 def host_key(directory: Path | None = None) -> asyncssh.SSHKey:
     """The server's host key: read from the state directory, or generated there once
-    (readable by this user only), so students' `known_hosts` stay valid."""
+    (readable by this user only), so students' `known_hosts` stay valid. A key others
+    can read, or in a directory others can write to (they could put their own key
+    there), is refused, with the command that fixes it."""
     directory = directory or state_dir()
     path = directory / HOST_KEY_NAME
     if path.exists():
+        check_private(directory, path, "the host key")
         try:
             return asyncssh.read_private_key(path)
         except (OSError, ValueError, asyncssh.KeyImportError) as exc:
@@ -39,6 +42,7 @@ def host_key(directory: Path | None = None) -> asyncssh.SSHKey:
     key = asyncssh.generate_private_key("ssh-ed25519", comment="mgtui serve")
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        check_private(directory)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(key.export_private_key())
@@ -47,17 +51,47 @@ def host_key(directory: Path | None = None) -> asyncssh.SSHKey:
     return key
 
 
-def read_keys(path: Path) -> asyncssh.SSHAuthorizedKeys:
+def check_private(directory: Path, path: Path | None = None, what: str = "") -> None:
+    """Refuse a secret file (`path`, named `what`) that another user can read or write,
+    or that is not this user's, and a `directory` for it that others can write to."""
+    if os.name != "posix":  # (no owner and mode bits to go by)
+        return
     try:
-        return asyncssh.read_authorized_keys(str(path))
+        mode = directory.stat().st_mode
+        if path is not None:
+            st = path.stat()
+    except OSError as exc:
+        raise AuthError(f"cannot read {path or directory}: {exc.strerror}") from None
+    if mode & 0o022:
+        raise AuthError(f"the directory {directory} can be written by other users (they "
+                        f"could put their own key there): chmod go-w {directory}")
+    if path is None:
+        return
+    if st.st_uid != os.getuid():
+        raise AuthError(f"{what} {path} belongs to another user: remove it to make a new one")
+    if st.st_mode & 0o077:
+        raise AuthError(f"{what} {path} can be read by other users: chmod 600 {path}")
+
+
+def read_keys(path: Path) -> asyncssh.SSHAuthorizedKeys:
+    """An authorized_keys file; one that other users can write to (they could add their
+    own key, as a teacher) is refused."""
+    try:
+        mode = path.stat().st_mode
+        keys = asyncssh.read_authorized_keys(str(path))
     except OSError as exc:
         raise AuthError(f"cannot read {path}: {exc.strerror}") from None
     except (ValueError, asyncssh.KeyImportError) as exc:
         raise AuthError(f"{path} is not an authorized_keys file: {exc}") from None
+    if os.name == "posix" and mode & 0o022:
+        raise AuthError(f"{path} can be written by other users (they could add their own "
+                        f"key): chmod go-w {path}")
+    return keys
 
 
 def read_password(path: Path) -> str:
-    """The class password: the file's first line. A file others can read is refused."""
+    """The class password: the file's first line. A file other users can read (its
+    group too) is refused, and so is a password of spaces."""
     try:
         mode = path.stat().st_mode
         text = path.read_text(encoding="utf-8")
@@ -65,11 +99,13 @@ def read_password(path: Path) -> str:
         raise AuthError(f"cannot read the password file {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise AuthError(f"the password file {path} is not UTF-8 text") from None
-    if mode & 0o007:
-        raise AuthError(f"the password file {path} is readable by every user: "
+    if os.name == "posix" and mode & 0o077:
+        raise AuthError(f"the password file {path} can be read by other users: "
                         f"chmod 600 {path}")
     password = text.splitlines()[0] if text.splitlines() else ""
-    if len(password) < 6:
+    if not password.strip():
+        raise AuthError(f"the password in {path} is blank: its first line is the password")
+    if len(password.strip()) < 6:
         raise AuthError(f"the password in {path} is too short (6 characters at least)")
     return password
 

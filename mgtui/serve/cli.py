@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from pathlib import Path
 
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
+from mgtui.serve.limits import LOGINS_PER_ADDRESS
+from mgtui.serve.log import setup_log
 
 EXIT_OK, EXIT_UNUSABLE = 0, 2
 
@@ -43,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--idle-timeout", type=float, default=60, metavar="MINUTES",
                         help="end a session after this long with no keys and nothing new "
                         "drawn (default 60)")
+    parser.add_argument("--max-logins-per-address", type=int, default=LOGINS_PER_ADDRESS,
+                        metavar="N", help="connections from one address logging in at once "
+                        f"(default {LOGINS_PER_ADDRESS}; more for a class behind one NAT "
+                        "address)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes serving the sessions (default: one a CPU, at most "
                         "8); 1 serves every session in this process")
@@ -61,8 +66,10 @@ def fail(message: str) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if (args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0
+            or args.max_logins_per_address < 1
             or (args.workers is not None and args.workers < 1)):
-        return fail("--max-sessions, --workers, --idle-timeout and --timeout must be positive")
+        return fail("--max-sessions, --max-logins-per-address, --workers, --idle-timeout "
+                    "and --timeout must be positive")
     try:
         import asyncssh  # noqa: F401
     except ImportError:
@@ -101,8 +108,8 @@ def main(argv: list[str]) -> int:
 
 def record_lessons(args) -> dict:
     """Every lesson recorded once (in the runner's child process), by unique name."""
-    from mgtui.bundled import resolve
-    from mgtui.lessons import lesson_paths, record_lesson
+    from mgtui.run.bundled import resolve
+    from mgtui.run.lessons import lesson_paths, record_lesson
 
     paths = lesson_paths([resolve(t) for t in args.lessons])
     lessons = {}
@@ -142,11 +149,14 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
 async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     import signal
 
-    from mgtui.follow import Classroom
+    from mgtui.serve.server import Limits
+    from mgtui.session.follow import Classroom
     from mgtui.serve.workers import Front
 
+    limits = Limits.asked(args)
     front = Front(listener, zygote, count, Classroom(),  # (as one process caps them)
-                  max_connections=2 * args.max_sessions + 10)
+                  max_connections=limits.max_connections,
+                  logins_per_address=limits.logins_per_address)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)
@@ -180,26 +190,6 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
 READY_WAIT = 300.0  # seconds for the workers to warm up
 
 
-def setup_log(teach: bool, worker: int | None = None) -> str:
-    """Connections are logged to stderr, or to a file when this terminal teaches; a
-    worker process's lines say which it is."""
-    log = logging.getLogger("mgtui.serve")
-    log.setLevel(logging.INFO)
-    if teach:
-        from mgtui.serve.auth import state_dir
-
-        state_dir().mkdir(parents=True, exist_ok=True)
-        where = str(state_dir() / "serve.log")
-        handler: logging.Handler = logging.FileHandler(where)
-    else:
-        where = "stderr"
-        handler = logging.StreamHandler(sys.__stderr__)  # (each app redirects sys.stderr)
-    which = "" if worker is None else f"[worker {worker}] "
-    handler.setFormatter(logging.Formatter(f"%(asctime)s {which}%(message)s"))
-    log.addHandler(handler)
-    return where
-
-
 async def serve_ssh(lessons: dict, auth, args) -> int:
     from mgtui.serve.auth import AuthError, host_key
     from mgtui.serve.server import Class, Limits, start_server, warm_up
@@ -208,8 +198,7 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         key = host_key()
     except AuthError as exc:
         return fail(str(exc))
-    klass = Class(lessons, auth, Limits(max_sessions=args.max_sessions,
-                                        idle_timeout=args.idle_timeout * 60))
+    klass = Class(lessons, auth, Limits.asked(args))
     await warm_up(lessons, key)
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     port = 2222 if args.port is None else args.port

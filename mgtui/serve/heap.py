@@ -176,6 +176,6 @@ def forget_caches() -> None:
         elif (isinstance(thing, functools._lru_cache_wrapper)
               and (getattr(thing, "__module__", None) or "").split(".")[0] in ("textual", "rich")):
             thing.cache_clear()
-    from mgtui.widgets import strips
+    from mgtui.tui.widgets import strips
 
     strips.clear_caches()

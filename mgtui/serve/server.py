@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 import sys
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import asyncssh
 
-from mgtui.follow import Classroom
-from mgtui.lessons import Lesson
+from mgtui.session.follow import Classroom
+from mgtui.run.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
+from mgtui.serve.limits import CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT, capped
 
 log = logging.getLogger("mgtui.serve")
 
@@ -28,6 +31,10 @@ WRITE_BUFFER_LIMIT = 8 << 20  # bytes queued for a client that reads nothing: th
 IDLE_CHECK_EVERY = 5.0  # seconds
 WARM_UP_STEPS = 40  # steps of each lesson the server takes headless at start
 WORKER_THREADS = 6  # the event loop's (asyncio's default on 2 CPUs)
+# a terminal type as terminfo names them; any other TERM a client sends is served as
+# FALLBACK_TERM (it is looked up with `tput`, and logged)
+TERM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+FALLBACK_TERM = "xterm"
 
 
 @dataclass
@@ -35,6 +42,19 @@ class Limits:
     max_sessions: int = 60
     idle_timeout: float = 3600.0  # seconds with no keys typed and nothing drawn
     login_timeout: float = 30.0
+    logins_per_address: int = LOGINS_PER_ADDRESS  # open and not logged in, from one address
+    quiet_timeout: float = QUIET_TIMEOUT  # seconds to start a login (mgtui/serve/limits.py)
+
+    @classmethod
+    def asked(cls, args) -> Limits:
+        """The limits `mgtui serve`'s options ask for."""
+        return cls(max_sessions=args.max_sessions, idle_timeout=args.idle_timeout * 60,
+                   logins_per_address=args.max_logins_per_address)
+
+    @property
+    def max_connections(self) -> int:
+        """Connections open at once, logged in or not: twice the sessions, and ten."""
+        return 2 * self.max_sessions + 10
 
 
 @dataclass
@@ -48,6 +68,8 @@ class Class:
     sessions: set = field(default_factory=set)
     heap: SessionHeap = field(default_factory=SessionHeap)
     connections: int = 0  # open, logged in or not
+    logging_in: Counter = field(default_factory=Counter)  # address -> open, not logged in
+    taken: int = 0  # connections that have reached this process, counted above (or failed)
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
 
@@ -114,12 +136,15 @@ class LessonSession(asyncssh.SSHServerSession):
         klass.sessions.add(self)
         klass.counted()
         width, height = self.terminal_size()
+        term = chan.get_terminal_type()
         log.info("session start %s@%s as %s (%s, %dx%d)", self.user, self.peer,
-                 "teacher" if self.teacher else "student", chan.get_terminal_type(),
-                 width, height)
+                 "teacher" if self.teacher else "student", term, width, height)
+        if not TERM_NAME.fullmatch(term):
+            log.info("TERM %r of %s@%s is no terminal's name: served as %s", term,
+                     self.user, self.peer, FALLBACK_TERM)
+            term = FALLBACK_TERM
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
-                             terminal=self, term=chan.get_terminal_type(),
-                             env=dict(chan.get_environment()))
+                             terminal=self, term=term, env=dict(chan.get_environment()))
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -173,6 +198,9 @@ class LessonSession(asyncssh.SSHServerSession):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        driver = self._driver()
+        if driver is not None:
+            driver.disable_input()  # what it sent and the app has not taken goes with it
         self.end("")
 
     def _driver(self):
@@ -195,13 +223,24 @@ class LessonSession(asyncssh.SSHServerSession):
             self.closed = True
             self.chan.abort()
 
+    def hold(self, held: bool) -> None:
+        """Stop (or start again) reading the channel: its app has INPUT_HELD characters
+        of the client's waiting (SSH then makes the client wait)."""
+        if self.chan is None or self.closed:
+            return
+        try:
+            self.chan.pause_reading() if held else self.chan.resume_reading()
+        except (OSError, asyncssh.Error):
+            pass
+
     def shown(self) -> None:
         """The app has drawn its first screen: what it holds now lives as long as it."""
         self.klass.heap.settle()
 
     def terminal_size(self) -> tuple[int, int]:
+        """The client's window (80x24 if it said none), `capped`."""
         width, height = self.chan.get_terminal_size()[:2] if self.chan is not None else (0, 0)
-        return (width or 80, height or 24)
+        return capped(width or 80, height or 24)
 
     def end(self, because: str) -> None:
         """End this session's app (the channel closes once it has)."""
@@ -219,30 +258,62 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.klass = klass
         self.conn = None
         self.peer = "?"
+        self.host = "?"
         self.user = ""
         self.teacher = False
+        self.logging_in = False  # counted in `klass.logging_in` under its address
+        self._quiet: asyncio.TimerHandle | None = None
 
     def connection_made(self, conn) -> None:
         self.conn = conn
         host, port = (conn.get_extra_info("peername") or ("?", 0))[:2]
         self.host = host
         self.peer = f"{host}:{port}"
-        klass = self.klass
+        klass, limits = self.klass, self.klass.limits
         klass.connections += 1
+        klass.taken += 1
         klass.counted()
-        if klass.connections > 2 * klass.limits.max_sessions + 10:
+        if klass.connections > limits.max_connections:
             log.info("too many connections: closed %s", self.peer)
             conn.close()  # (a login flood: the class's own sessions are not affected)
             return
+        if klass.logging_in[host] >= limits.logins_per_address:
+            log.info("too many logins at once from %s: closed %s", host, self.peer)
+            conn.close()  # (one machine cannot hold every connection the class has room for)
+            return
+        self.logging_in = True
+        klass.logging_in[host] += 1
+        klass.counted()
+        self._quiet = asyncio.get_running_loop().call_later(limits.quiet_timeout, self._silent)
         log.info("connect %s", self.peer)
 
+    def _silent(self) -> None:
+        self._quiet = None
+        log.info("nothing from %s for %.0f s: closed", self.peer, self.klass.limits.quiet_timeout)
+        self.conn.close()
+
+    def _logged_in_or_gone(self) -> None:
+        if self._quiet is not None:
+            self._quiet.cancel()
+            self._quiet = None
+        if self.logging_in:
+            self.logging_in = False
+            self.klass.logging_in[self.host] -= 1
+            if self.klass.logging_in[self.host] <= 0:
+                del self.klass.logging_in[self.host]
+            self.klass.counted()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._logged_in_or_gone()
         self.klass.connections -= 1
         self.klass.counted()
         log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
 
     def begin_auth(self, username: str) -> bool:
         self.user = username
+        if self._quiet is not None:  # it has begun its login: login_timeout applies
+            self._quiet.cancel()
+            self._quiet = None
         return True  # always: there is no way in without a key or the password
 
     def password_auth_supported(self) -> bool:
@@ -265,6 +336,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         return True
 
     def auth_completed(self) -> None:
+        self._logged_in_or_gone()
         log.info("logged in %s@%s as %s", self.user, self.peer,
                  "teacher" if self.teacher else "student")
 
@@ -369,11 +441,13 @@ class ClassServer:
 
 def ssh_options(klass: Class, host_key) -> dict:
     """How every connection of the class is served: its own `ClassSSHServer`, no
-    forwarding, no SCP or SFTP, a login timeout and keepalives."""
+    forwarding, no SCP or SFTP, a login timeout, keepalives, and a small window for
+    what a client sends (its keys)."""
     return dict(server_factory=lambda: ClassSSHServer(klass), server_host_keys=[host_key],
                 encoding="utf-8", line_editor=False, login_timeout=klass.limits.login_timeout,
-                agent_forwarding=False, x11_forwarding=False, allow_scp=False,
-                sftp_factory=None, keepalive_interval=30, keepalive_count_max=4)
+                window=CHANNEL_WINDOW, agent_forwarding=False, x11_forwarding=False,
+                allow_scp=False, sftp_factory=None, keepalive_interval=30,
+                keepalive_count_max=4)
 
 
 async def start_server(klass: Class, host: str, port: int, host_key) -> ClassServer:
@@ -400,11 +474,22 @@ def start_class(klass: Class, acceptor=None) -> ClassServer:
 async def serve_connection(klass: Class, sock, host_key) -> None:
     """Serve one client already connected on `sock` (accepted by another process) as
     if it had connected here. Its failures (a wrong password, a client gone) are the
-    connection's own, logged by `ClassSSHServer`."""
+    connection's own, logged by `ClassSSHServer`; one that fails before it is counted
+    (`klass.taken`) is counted as taken all the same."""
+    servers: list[ClassSSHServer] = []
+
+    def server() -> ClassSSHServer:
+        servers.append(ClassSSHServer(klass))
+        return servers[-1]
+
     try:
-        await asyncssh.run_server(sock, **ssh_options(klass, host_key))
+        await asyncssh.run_server(sock, **{**ssh_options(klass, host_key),
+                                           "server_factory": server})
     except (OSError, asyncssh.Error, asyncio.TimeoutError):
         sock.close()
+        if not any(each.conn is not None for each in servers):
+            klass.taken += 1
+            klass.counted()
 
 
 async def _idle_watch(klass: Class) -> None:

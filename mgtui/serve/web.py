@@ -15,13 +15,18 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from mgtui.follow import Classroom
+from mgtui.serve.limits import capped
+from mgtui.session.follow import Classroom
+from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
 log = logging.getLogger("mgtui.serve")
@@ -32,7 +37,7 @@ MANIFEST = "lessons.json"
 
 def save_lessons(lessons: dict, directory: Path) -> None:
     """Each lesson's trace as a binary trace file, and their names and order."""
-    from mgtui.tracefile import dumpb
+    from mgtui.trace.binary import dumpb
 
     order = []
     for i, (name, lesson) in enumerate(lessons.items()):
@@ -74,33 +79,56 @@ class Hub:
                 writer.write(data)
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+IDLE_CHECK_EVERY = 5.0  # seconds
+
+
 def serve_web(lessons: dict, args) -> int:
-    """Serve `lessons` to browsers until ctrl+c (or until the teacher's session ends)."""
+    """Serve `lessons` to browsers until ctrl+c (or until the teacher's session ends),
+    then remove the folder of the saved lessons."""
     try:
         from textual_serve.server import Server
     except ImportError:
         print("mgtui serve: --web needs textual-serve: pip install 'mgtui[serve]'",
               file=sys.stderr)
         return 2
-    from mgtui.serve.app import ServedApp
 
     work = Path(tempfile.mkdtemp(prefix="mgtui-class-"))
-    save_lessons(lessons, work)
     hub_path = str(work / "hub.sock")
-    classroom = Classroom()
     command = " ".join(shlex.quote(part) for part in (
         sys.executable, "-c", "from mgtui.serve.web import visitor; visitor()",
         "--lessons", str(work), "--hub", hub_path))
     port = 8000 if args.port is None else args.port
+    server_class = class_web_server(Server, lessons, Classroom(), args, hub_path, port)
+    if args.host not in LOOPBACK:
+        print(f"mgtui serve: warning: --web has no login, and {args.host} lets in anyone who "
+              "can reach it", file=sys.stderr)
+    try:
+        save_lessons(lessons, work)
+        server_class(command, host=args.host, port=port, title="mgtui").serve()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
+                     hub_path: str, port: int) -> type:
+    """textual-serve's `Server` with the class's limits (a subclass made here, since
+    textual-serve is imported only when --web is asked for)."""
+    from aiohttp import web
+
+    from mgtui.serve.app import ServedApp
 
     class ClassWebServer(Server):
-        def initialize_logging(self) -> None:
-            if args.teach:  # this terminal is the teacher's session: log to a file
-                from mgtui.serve.cli import setup_log
+        """textual-serve's server, with the class's limits: at most --max-sessions
+        visitors (each is a process), each at most MAX_WIDTH x MAX_HEIGHT and ended
+        after --idle-timeout, and only from this server's own page (`page_of_ours`)."""
 
-                setup_log(True)
-            else:
-                super().initialize_logging()
+        visitors = 0
+        open_sockets: set = set()
+
+        def initialize_logging(self) -> None:
+            setup_log(args.teach)  # (to a file when this terminal is the teacher's session)
 
         async def on_startup(self, app) -> None:
             hub = Hub(classroom)
@@ -111,6 +139,47 @@ def serve_web(lessons: dict, args) -> int:
             if args.teach:
                 self._teacher = asyncio.get_running_loop().create_task(self._teach())
 
+        async def on_shutdown(self, app) -> None:
+            """Tell every visitor, and close (each ends its process): aiohttp would
+            otherwise wait for the browsers to leave."""
+            for websocket in list(self.open_sockets):
+                try:
+                    await websocket.send_bytes(b"\r\nmgtui: the server is stopping\r\n")
+                    await websocket.close()
+                except (OSError, RuntimeError):  # (one already gone)
+                    pass
+
+        async def handle_websocket(self, request):
+            who = request.remote or "?"
+            origin = request.headers.get("Origin")
+            if origin is not None and not page_of_ours(origin, request.host, args.host, port):
+                log.info("refused a visitor from %s: its page is on %s", who, origin)
+                raise web.HTTPForbidden(text="mgtui: open the class from its own address")
+            if self.visitors >= args.max_sessions:
+                log.info("class full: refused a visitor from %s", who)
+                return await refuse(request, f"the class is full ({args.max_sessions} "
+                                             "sessions): try later")
+            size = capped(number(request.query.get("width"), 80),
+                          number(request.query.get("height"), 24))
+            request = request.clone(rel_url=request.rel_url.update_query(
+                width=size[0], height=size[1]))
+            self.visitors += 1
+            log.info("visitor from %s (%dx%d)", who, *size)
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                self.visitors -= 1
+                log.info("visitor from %s left", who)
+
+        async def _process_messages(self, websocket, app_service) -> None:
+            watch = guard_visitor(websocket, app_service, args.idle_timeout * 60)
+            self.open_sockets.add(websocket)
+            try:
+                await super()._process_messages(websocket, app_service)
+            finally:
+                self.open_sockets.discard(websocket)
+                watch.cancel()
+
         async def _teach(self) -> None:
             try:
                 await ServedApp(lessons, classroom, teacher=True).run_async()
@@ -118,11 +187,82 @@ def serve_web(lessons: dict, args) -> int:
                 sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
                 os.kill(os.getpid(), signal.SIGINT)  # the class ends with the teacher's session
 
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"mgtui serve: warning: --web has no login, and {args.host} lets in anyone who "
-              "can reach it", file=sys.stderr)
-    ClassWebServer(command, host=args.host, port=port, title="mgtui").serve()
-    return 0
+    return ClassWebServer
+
+
+def guard_visitor(websocket, app_service, idle_timeout: float) -> asyncio.Task:
+    """The browser's messages to its process, with each size `capped`, and an idle
+    watch: nothing typed and nothing drawn for `idle_timeout` seconds ends it. Returns
+    the watch, for the caller to cancel when the visitor leaves."""
+    last = [time.monotonic()]
+    resize, send, draw = (app_service.set_terminal_size, app_service.send_bytes,
+                          app_service.remote_write_bytes)
+
+    async def capped_resize(width, height) -> None:
+        await resize(*capped(number(width, 80), number(height, 24)))
+
+    async def typed(data: bytes) -> bool:
+        last[0] = time.monotonic()
+        return await send(data)
+
+    async def drawn(data: bytes) -> None:
+        last[0] = time.monotonic()
+        await draw(data)
+
+    app_service.set_terminal_size = capped_resize
+    app_service.send_bytes, app_service.remote_write_bytes = typed, drawn
+    return asyncio.get_running_loop().create_task(
+        close_when_idle(websocket, last, idle_timeout))
+
+
+def page_of_ours(origin: str, host: str, served: str, port: int) -> bool:
+    """Whether a websocket comes from this server's own page, by its `Origin`: the
+    address the browser asked for (`host`, the request's Host), not another site's page
+    that opens this class's websocket in the background. Served on loopback, both must
+    be loopback names on its port (a site whose name points at 127.0.0.1 is not ours)."""
+    page, asked = urlsplit(origin), urlsplit(f"//{host}")
+    try:
+        where = (page.hostname, page.port or {"http": 80, "https": 443}.get(page.scheme))
+        asked_where = (asked.hostname, asked.port or where[1])
+    except ValueError:  # (a port that is no number)
+        return False
+    if page.scheme not in ("http", "https") or not page.hostname:
+        return False
+    if served in LOOPBACK:
+        return (where[0] in LOOPBACK and asked_where[0] in LOOPBACK
+                and where[1] == asked_where[1] == port)
+    return where == asked_where
+
+
+async def refuse(request, text: str):
+    """Tell a browser `text` on its terminal, and close."""
+    from aiohttp import web
+
+    websocket = web.WebSocketResponse()
+    await websocket.prepare(request)
+    await websocket.send_bytes(f"mgtui: {text}\r\n".encode())
+    await websocket.close()
+    return websocket
+
+
+async def close_when_idle(websocket, last: list[float], idle_timeout: float) -> None:
+    """Close `websocket` once `last[0]` (its last key or frame) is `idle_timeout` ago."""
+    while True:
+        await asyncio.sleep(min(IDLE_CHECK_EVERY, idle_timeout))
+        if time.monotonic() - last[0] > idle_timeout:
+            log.info("visitor closed after %.0f s idle", idle_timeout)
+            await websocket.send_bytes(f"\r\nmgtui: closed after {idle_timeout:.0f} s idle\r\n"
+                                       .encode())
+            await websocket.close()
+            return
+
+
+def number(value: object, default: int) -> int:
+    """A size a browser sent (a string in the address, a number in a message)."""
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return default
 
 
 # -- a visitor's process ----------------------------------------------------------------------
@@ -178,9 +318,9 @@ def visitor(argv: list[str] | None = None) -> None:
     parser.add_argument("--lessons", type=Path, required=True)
     parser.add_argument("--hub", required=True)
     args = parser.parse_args(argv)
-    from mgtui.lessons import Lesson
+    from mgtui.run.lessons import Lesson
     from mgtui.serve.app import ServedApp
-    from mgtui.tracefile import load
+    from mgtui.trace.binary import load
 
     lessons = {}
     for entry in json.loads((args.lessons / MANIFEST).read_text()):

@@ -21,7 +21,9 @@ with the client's socket passed alongside a `connect`.
   front -> worker   {"connect": PEER} + its socket; {"position": {...}} (the teacher's);
                     {"elsewhere": N} (sessions in the other workers, for the limit);
                     {"retire": true} (no more connections will come: end when empty)
-  worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS]};
+  worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS],
+                    "logging_in": {ADDRESS: N}, "taken": T} (connections not logged in
+                    yet, by address; T: connections handed over it has counted so far);
                     {"position": {...}} when one of its sessions leads;
                     {"retiring": true} (its class has left: it would end)
   front -> zygote   {"fork": NUMBER} + the worker's end of its link
@@ -39,7 +41,8 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
-from mgtui.follow import Classroom
+from mgtui.session.follow import Classroom
+from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
 log = logging.getLogger("mgtui.serve")
@@ -96,6 +99,11 @@ def receive(link: socket.socket) -> tuple[dict | None, list[int]]:
     return (message if isinstance(message, dict) else {}), fds
 
 
+def address_of(peer: str) -> str:
+    """The address of a peer written ADDRESS:PORT."""
+    return peer.rsplit(":", 1)[0]
+
+
 # -- a worker ----------------------------------------------------------------------------------
 
 class LinkedClassroom(Classroom):
@@ -121,14 +129,10 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     """Serve the connections the front hands over on `link` until it closes."""
     from mgtui.serve.server import Class, Limits, serve_connection, start_class, warm_up
 
-    from mgtui.serve.cli import setup_log
-
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
     classroom = LinkedClassroom(link)
-    klass = Class(lessons, auth, Limits(max_sessions=args.max_sessions,
-                                        idle_timeout=args.idle_timeout * 60),
-                  classroom=classroom)
+    klass = Class(lessons, auth, Limits.asked(args), classroom=classroom)
     await warm_up(lessons, key)
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     server = start_class(klass)
@@ -140,7 +144,8 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
         return not (klass.connections or klass.sessions or tasks)
 
     def counted() -> None:
-        send(link, {"count": [klass.connections, len(klass.sessions)]})
+        send(link, {"count": [klass.connections, len(klass.sessions)],
+                    "logging_in": dict(klass.logging_in), "taken": klass.taken})
         retiring["served"] = retiring["served"] or bool(klass.sessions)
         timer = retiring["timer"]
         if timer is not None:
@@ -217,8 +222,13 @@ class Worker:
     pid: int = 0  # (known once it is ready)
     ready: bool = False
     retiring: bool = False  # no more connections for it: it ends once empty
-    connections: int = 0  # handed over and not yet reported closed
+    connections: int = 0  # open, as it last reported
     sessions: int = 0
+    logging_in: dict = field(default_factory=dict)  # address -> not logged in yet, as above
+    taken: int = 0  # connections handed over that it had counted, as it last reported
+    # the peers of the connections handed over since (its counts are always a little
+    # behind: a burst of connections must not slip between them)
+    handed: deque = field(default_factory=deque)
     gone: bool = False  # (its link closed; the front's list no longer holds it)
     # what the front has for it and it has not taken yet (its link full: a worker stuck
     # for a while); the client socket of a connection stays open until handed over
@@ -278,10 +288,12 @@ class Front:
     replaces the workers that retire, and stops them all."""
 
     def __init__(self, listener: socket.socket, zygote: tuple[socket.socket, int], count: int,
-                 classroom: Classroom, max_connections: int = 130) -> None:
+                 classroom: Classroom, max_connections: int = 130,
+                 logins_per_address: int = 10) -> None:
         self.listener, (self.zygote, self.zygote_pid), self.count = listener, zygote, count
         self.classroom = classroom
         self.max_connections = max_connections  # open, logged in or not, in all workers
+        self.logins_per_address = logins_per_address  # not logged in yet, in all workers
         self.workers: list[Worker] = []
         self.waiting: list[tuple[socket.socket, str]] = []  # clients while none is ready
         self.stopped = asyncio.Event()
@@ -333,23 +345,36 @@ class Front:
         except OSError as exc:
             log.warning("accept failed: %s", exc)
             return
-        peer = f"{address[0]}:{address[1]}"
-        held = sum(w.connections for w in self.workers) + len(self.waiting)
+        host = address[0]
+        peer = f"{host}:{address[1]}"
+        held = sum(w.connections + len(w.handed) for w in self.workers) + len(self.waiting)
         if held >= self.max_connections:  # a login flood: the class's sessions go on
             log.info("too many connections: closed %s", peer)
             client.close()
             return
+        if self._logging_in(host) >= self.logins_per_address:
+            log.info("too many logins at once from %s: closed %s", host, peer)
+            client.close()  # (one machine cannot hold every connection there is room for)
+            return
         self._hand_over(client, peer)
+
+    def _logging_in(self, host: str) -> int:
+        """Connections from `host` not logged in yet, in every worker (as each last
+        reported, and those handed over since), and waiting for one."""
+        return (sum(w.logging_in.get(host, 0) for w in self.workers)
+                + sum(address_of(peer) == host for w in self.workers for peer in w.handed)
+                + sum(address_of(peer) == host for _client, peer in self.waiting))
 
     def _hand_over(self, client: socket.socket, peer: str) -> None:
         """To the worker serving the fewest; while none is ready (all of them retiring
         and starting again, say), the client waits (its SSH handshake with it)."""
-        serving = sorted(self.serving, key=lambda w: (bool(w.outbox), w.connections, w.number))
+        serving = sorted(self.serving, key=lambda w: (bool(w.outbox),
+                                                       w.connections + len(w.handed), w.number))
         if not serving:
             self.waiting.append((client, peer))
             return
         worker = serving[0]
-        worker.connections += 1
+        worker.handed.append(peer)  # (counted here until it reports it has counted it)
         self._post(worker, {"connect": peer}, client)
 
     def _post(self, worker: Worker, message: dict, client: socket.socket | None = None) -> None:
@@ -402,6 +427,14 @@ class Front:
         count = message.get("count")
         if isinstance(count, list) and len(count) == 2 and all(isinstance(n, int) for n in count):
             worker.connections, worker.sessions = count
+            logging_in, taken = message.get("logging_in"), message.get("taken")
+            if isinstance(logging_in, dict):
+                worker.logging_in = {host: n for host, n in logging_in.items()
+                                     if isinstance(n, int)}
+            if isinstance(taken, int) and taken > worker.taken:
+                for _ in range(min(taken - worker.taken, len(worker.handed))):
+                    worker.handed.popleft()
+                worker.taken = taken
             self._counted()
         if isinstance(message.get("position"), dict):
             for other in self.workers:

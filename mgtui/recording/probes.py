@@ -1,0 +1,283 @@
+"""The probe protocol: what every way of seeing a scenario's nodes does, and the parts
+of it they share.
+
+A probe (coverage.py's tracer, for nodes) makes three records, each into the
+recording's one `Records`: a node was made, a `_backward` call began and ended, a
+field was written. The mechanisms are:
+
+- `mgtui.recording.dict_hooks.DictHooks`: descriptors on a class's fields and a wrapped
+  `__init__`, for a class whose nodes keep their fields in an instance dict;
+- `mgtui.recording.slots_hooks.SlotsHooks`: the same for a class with `__slots__`;
+- `mgtui.recording.inline.probe.Inliner`: the recording rewritten into the class's own code
+  (`mgtui.recording.inline.rewrite`), with no hooks at all, where its source can be rewritten.
+
+The in-process API (`mgtui.recording.inprocess`) records with the hooks, and `mgtui.show`'s copy of
+a graph is adopted node by node through `Probe.node_made`. The `Recorder` keeps the
+lifecycle (start, stop, limits, finish) and hands each Value class to the first probe
+that takes it.
+
+Each probe's hot path (a descriptor's `__set__`, a wrapped `__init__`, the rewritten
+code's helpers) is a closure over local names, or a function over globals, that makes
+the same appends as the methods below: those copies are kept on purpose (a call saved
+per record is a few per cent of a recording), and each names the method it copies.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Callable, NamedTuple, Protocol
+
+from mgtui.recording.store import BACKWARD, CREATE, DATA, GRAD, ID, Records
+from mgtui.trace import Field
+
+REQUIRED = frozenset({"data", "grad", "_prev", "_op", "_backward"})
+HOOKED = ("grad", "data", "_backward", "label")  # the fields a hook probe observes
+WRITTEN = {"grad": (Field.GRAD.code, GRAD), "data": (Field.DATA.code, DATA)}  # field, kind
+CLASS_CODE, OTHER_CODE = "class", False  # (`LineFinder.code_kind`)
+
+OnCreate = Callable[[int, dict], None]
+BeforeBackward = Callable[[dict, Callable[[], object]], None]
+OnBackward = Callable[[object, Callable[[], object]], None]  # with a `skip` set
+
+
+class StopRecording(BaseException):
+    """Raised inside the scenario to end the run: a limit was hit or the user cancelled.
+
+    A BaseException, so a scenario's own `except Exception` does not swallow it.
+    """
+
+
+class Hooks(NamedTuple):
+    """What a caller (the gradient doctor, the runner's child) runs inside a recording,
+    without the recorder knowing what for:
+
+    - `on_create(nid, node_dict)` runs as each node gets its id, before its `data` is
+      recorded: a change to `node_dict["data"]` is recorded as the node's value.
+    - `before_backward(node_dict, fn)` runs just before each recorded `_backward` call,
+      with the node's dict and the closure about to run. Whatever it records (it may
+      call `fn`) is taken back (`Records.replay`), and raising `StopRecording` from it
+      ends the run there.
+    - `on_backward(op, fn)` only watches: it runs just before each recorded `_backward`
+      call, with the node's `_op` and the closure about to run, unless `op` is in
+      `on_backward.skip` (a set the hook may add to). It must not call `fn` nor change
+      any node, so nothing is taken back after it (the runner's child reads custom
+      ops' values this way, `mgtui.recording.call_values`). The call's event index is
+      `records.event_count()`.
+    - `on_progress(nodes)` now and then, as nodes are made.
+    """
+
+    on_create: OnCreate | None = None
+    before_backward: BeforeBackward | None = None
+    on_backward: OnBackward | None = None
+    on_progress: Callable[[int], None] | None = None
+
+
+class Probe(Protocol):
+    """One mechanism that sees what a scenario does to the nodes of the classes it
+    attaches to, and writes it into `records`."""
+
+    records: Records
+
+    def attach(self, cls: type) -> bool:
+        """Record the nodes of `cls` from now on: False if this probe cannot."""
+
+    def detach(self) -> None:
+        """Put back every class and function it changed."""
+
+    def node_made(self, node: object) -> None:
+        """Number and record `node`, whose `__init__` has run (or that was made without
+        it: a copy of a node, for `mgtui.show`)."""
+
+    def backward_called(self, node: object, fn: Callable[[], object],
+                        frame: types.FrameType) -> object:
+        """Record the call of `fn`, `node`'s `_backward`, made from `frame`, and make it:
+        the call began, its writes, the call ended."""
+
+    def field_written(self, node: object, name: str, before: object, value: object,
+                      frame: types.FrameType) -> None:
+        """Record that `frame` wrote `value` over `before` into `node`'s `grad`, `data` or
+        `label`."""
+
+
+def looks_like_value(cls: type) -> bool:
+    """True for a micrograd-style class: its `__init__` sets the five autograd fields."""
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    return code is not None and REQUIRED <= set(code.co_names)
+
+
+def record_write(records: Records, scenario_line, nid: int, name: str, before: object,
+                 value: object, frame: types.FrameType) -> None:
+    """`Probe.field_written` once the node's id is known: a write inside a `_backward`
+    call is one of that call's writes, any other write is an event of its own, and a
+    label is a late label."""
+    if name == "label":
+        records.late_labels[nid] = value
+        return
+    field, kind = WRITTEN[name]
+    if records.stack:
+        records.add_write((nid, field, before, value, frame.f_lineno))
+    else:
+        records.add_event((kind, nid, before, value, scenario_line(frame), -1,
+                           len(records.writes)))
+
+
+def ordered(prev, args: tuple, kwargs: dict, node_id: Callable[[object], int] | None = None):
+    """A set of children as a set-like keys view in a fixed order.
+
+    A set iterates in address order, which changes from run to run; keep the order the
+    children were passed to `__init__`, else sort them by node id (`node_id(child)`).
+    (The recorder leaves a set of one child as it is: it has one order.)"""
+    given = args[1] if len(args) > 1 else kwargs.get("_children", ())
+    try:
+        keys = dict.fromkeys(given).keys()
+        if keys == prev:  # the common case: the children given are the set
+            return keys
+        order = [c for c in keys if c in prev]
+    except TypeError:
+        order = []
+    if len(order) != len(prev):
+        order = sorted(prev, key=node_id or (lambda c: getattr(c, ID, -1)))
+    return dict.fromkeys(order).keys()
+
+
+# -- where a record was made -------------------------------------------------------------------
+
+
+class LineFinder:
+    """Which scenario line a record belongs to, shared by every probe of a recording.
+
+    `scenario_line(frame)`: the innermost scenario line on the stack from `frame`,
+    outside the Value classes' methods (0 if there is none). Frames below it that were
+    walked are remembered in `memo` (a frame held there cannot be mistaken for another),
+    so the many nodes made inside one library call, like `model(x)`, each walk only up
+    to the first frame they share. `code_kind(code)` says what a code object is to the
+    recording (`CLASS_CODE`, the scenario's assignments, or `OTHER_CODE`)."""
+
+    def __init__(self, scenario_path: str, class_codes: dict[int, object], spots: dict) -> None:
+        self.scenario_path = scenario_path
+        self.class_codes = class_codes  # code of the Value classes' methods, by id
+        self.spots = spots  # the scenario's assignments, by code id (`Namer.spots`)
+        # What the code a node is made from is, by its id (`code_kind`): CLASS_CODE, the
+        # assignments of a scenario code (a dict, maybe empty), or OTHER_CODE.
+        self.code_kinds: dict[int, object] = {}
+        self._kind_codes: list = []  # (keeps the ids above theirs)
+        self.last_frames: list[list] = []  # the inlined recording's caches of a frame
+        self.memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.scenario_line = self._line_finder()
+
+    def _line_finder(self) -> Callable[[types.FrameType], int]:
+        path, class_codes, memo = self.scenario_path, self.class_codes, self.memo
+
+        def scenario_line(f) -> int:
+            code = f.f_code
+            if code.co_filename == path and id(code) not in class_codes:
+                return f.f_lineno  # made by the scenario's own line: the common case
+            walked = []
+            while f is not None:
+                line = memo.get(f)
+                if line is not None:
+                    break
+                code = f.f_code
+                if code.co_filename == path and id(code) not in class_codes:
+                    line = f.f_lineno
+                    break
+                walked.append(f)
+                f = f.f_back
+            else:
+                line = 0  # no scenario frame on the stack (remembered too: a graph copied
+                #           for `mgtui.show` has no scenario lines, node after node)
+            if walked:
+                if len(memo) > 256:
+                    memo.clear()
+                for w in walked:
+                    memo[w] = line
+            return line
+
+        return scenario_line
+
+    def code_kind(self, code) -> object:
+        """What `code` is, worked out once (`code_kinds`): CLASS_CODE for a method of a
+        Value class; for the scenario's own code, its assignments' spots (a dict by
+        instruction offset, `mgtui.recording.naming`; empty if it has none); else OTHER_CODE."""
+        cid = id(code)
+        kind = self.code_kinds.get(cid)
+        if kind is None:
+            if cid in self.class_codes:
+                kind = CLASS_CODE
+            elif code.co_filename == self.scenario_path:
+                kind = self.spots.get(cid) or {}
+            else:
+                kind = OTHER_CODE
+            self.code_kinds[cid] = kind
+            self._kind_codes.append(code)
+        return kind
+
+    def class_came_in(self, cls: type) -> None:
+        """A Value class is recorded from now on: its methods' code is class code, and
+        what was worked out before may be wrong now."""
+        for klass in cls.__mro__:
+            self.class_codes.update(
+                (id(f.__code__), f.__code__) for f in vars(klass).values()
+                if hasattr(f, "__code__"))
+        self.code_kinds.clear()
+        for last in self.last_frames:
+            last[:] = [None] * len(last)
+
+
+# -- `_backward` calls, as the hook probes and the inlined one's slow path record them -------
+
+
+class BackwardCalls:
+    """`record_call(nid, d, fn, frame)` records the call of `fn`, the `_backward` of node
+    `nid` (its dict, or `SlotsNode`, `d`), made from `frame`, and makes it: runs
+    `before_backward` first (its records taken back), and `on_backward`, then the
+    call. `run_backward(d, fn)` is the same from the node's dict, as the hooks bind it.
+    """
+
+    def __init__(self, rec, scenario_line) -> None:
+        self.rec = rec
+        self.run_backward, self.record_call = self._make(rec, scenario_line)
+
+    @staticmethod
+    def _make(rec, scenario_line):
+        records: Records = rec.records
+        before, watch = rec.hooks.before_backward, rec.hooks.on_backward
+        skip = watch.skip if watch is not None else ()
+        add_event, writes, stack = records.add_event, records.writes, records.stack
+        made_inside, closure_index = records.made_inside, records.closure_index
+        getframe = sys._getframe
+
+        def run_backward(d: dict, fn: Callable[[], object]):
+            nid = d.get(ID)
+            if nid is None:
+                return fn()
+            return record_call(nid, d, fn, getframe(1))
+
+        def record_call(nid: int, d, fn: Callable[[], object], frame):
+            if rec.stop_reason:
+                return fn()
+            if before is not None:  # whatever the hook records is taken back
+                records.replay(before, d, fn)
+            if watch is not None and not records.replays & 1:  # (not a call a replay made)
+                op = d.get("_op") if d is not None else None
+                try:
+                    watched = op not in skip
+                except TypeError:  # an `_op` that cannot be hashed
+                    watched = True
+                if watched:
+                    watch(op, fn)
+            ci = closure_index(getattr(fn, "__code__", None))
+            add_event((BACKWARD, nid, 0.0, 0.0, scenario_line(frame), ci, len(writes)))
+            stack.append(nid)
+            try:
+                return fn()
+            finally:
+                stack.pop()
+                if made_inside and not stack:
+                    for made in made_inside:
+                        add_event((CREATE, made, 0.0, 0.0, 0, -1, len(writes)))
+                    made_inside.clear()
+
+        return run_backward, record_call

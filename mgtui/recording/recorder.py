@@ -1,0 +1,381 @@
+"""Run a scenario file and record what it does to its `Value`s into a `Trace`.
+
+The recorder observes from outside. Any class whose `__init__` sets `data`, `grad`,
+`_prev`, `_op` and `_backward` is instrumented for the length of the run, by the first
+probe that takes it (`mgtui.recording.probes`): where its source can be rewritten, the recording
+is inlined into its code (`mgtui.recording.inline.probe`); otherwise, or with `inline=False`, it
+gets hooks (`mgtui.recording.dict_hooks`, or `mgtui.recording.slots_hooks` for a class with `__slots__`).
+Every probe writes into the recording's one store (`mgtui.recording.store.Records`), from which
+`finish()` builds the trace, as the runner's child streams it (`mgtui.run.child`).
+
+The `Recorder` itself keeps the lifecycle: the interpreter set up and put back
+(`mgtui.recording.sandbox`), the limits (nodes, timeout, cancel), and the trace at the end.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+import signal
+import sys
+import threading
+import traceback
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+from mgtui.defaults import DEFAULT_MAX_NODES, GC_GEN0_THRESHOLD
+from mgtui.recording.dict_hooks import DictHooks
+from mgtui.errors import ScenarioLoadError
+from mgtui.recording.naming import Namer
+from mgtui.recording.probes import (
+    BackwardCalls,
+    BeforeBackward,
+    Hooks,
+    LineFinder,
+    OnBackward,
+    OnCreate,
+    Probe,
+    StopRecording,
+    looks_like_value,
+    ordered,
+)
+from mgtui.recording.store import ID, Mark, Records, closure_source
+from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
+from mgtui.recording.scenario import Scenario, load_scenario
+from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
+from mgtui.trace import Trace, TraceBuilder, TraceError
+
+__all__ = [
+    "DEFAULT_MAX_NODES", "GC_GEN0_THRESHOLD", "ID", "Recorder", "Scenario",
+    "ScenarioLoadError", "SlotsNode", "StopRecording", "closure_source", "keeps_fields_in_slots",
+    "load_scenario", "looks_like_value", "node_dict", "ordered", "record",
+]
+
+
+class Recorder:
+    """One recording of one scenario. Use `record()` unless you need `cancel()`.
+
+    `on_create`, `before_backward`, `on_backward` and `on_progress` are the caller's
+    hooks (`mgtui.recording.probes.Hooks`: what they are given, and when). `inline=False` records
+    every class through the hooks, never rewriting code. `capture_output=False` leaves
+    the scenario's stdout and stderr where they are (the runner's child sends them to
+    the parent on a pipe of their own), and `argv` is what follows the script's path in
+    its `sys.argv`. `records` is the store to write into (a fresh one by default).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int = 0,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        timeout: float | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        on_create: OnCreate | None = None,
+        before_backward: BeforeBackward | None = None,
+        on_backward: OnBackward | None = None,
+        capture_output: bool = True,
+        argv: Sequence[str] = (),
+        inline: bool = True,
+        records: Records | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.capture_output = capture_output
+        self.argv = tuple(argv)
+        self.seed = seed
+        self.max_nodes = max_nodes
+        self.timeout = timeout
+        self.hooks = Hooks(on_create, before_backward, on_backward, on_progress)
+        self.records = Records() if records is None else records
+        self.stop_reason: str | None = None
+        self._thread_id: int | None = None  # the thread `cancel()` may interrupt
+        self._lock = threading.Lock()
+        self._old_alarm = None  # SIGALRM's handler before ours, while ours is installed
+        self._posted = False  # cancel() has posted StopRecording to the recording thread
+        self.classes: list[type] = []  # the Value classes instrumented
+        self.attached: dict[type, Probe] = {}  # each one's probe, while it runs
+        self.globals: dict = {}  # the scenario's, once it runs (names come from there)
+        # Number a node's children made before the recording started, as it is made
+        # (`mgtui.record()`: a block that uses parameters made before it).
+        self.adopt_strangers = False
+        self._make_probes(inline)
+
+    def _make_probes(self, inline: bool) -> None:
+        """The tables every probe shares, then the probes, in the order they are offered
+        a class: the inlined recording first, where the code can be rewritten."""
+        from mgtui.recording.inline.rewrite import scenario_rewrite
+        from mgtui.recording.inline.probe import Inliner
+
+        scenario, records = self.scenario, self.records
+        rewrite = scenario_rewrite(scenario) if inline else None
+        self.slots_ids = NodeIds()  # the nodes of `__slots__` classes, by address
+        self.node_id = node_id_reader(self.slots_ids)
+        class_codes: dict[int, object] = {}
+        # the namer reads the code that runs: the scenario's, rewritten or not
+        self.namer = Namer(scenario.code if rewrite is None else rewrite.code,
+                           scenario.source, class_codes, self.node_id,
+                           names=(records.name_ids, records.name_texts))
+        records.forgetting.append(self.namer.forget_since)
+        self.lines = LineFinder(str(scenario.path.resolve()), class_codes, self.namer.spots)
+        self.calls = BackwardCalls(self, self.lines.scenario_line)
+        self.inliner: Inliner | None = None
+        self.slots_hooks = SlotsHooks(self)
+        self.dict_hooks = DictHooks(self)
+        if inline:
+            self.inliner = Inliner(self, rewrite)
+        self.probes: list[Probe] = [p for p in (self.inliner, self.slots_hooks, self.dict_hooks)
+                                    if p is not None]
+
+    # -- control -----------------------------------------------------------------------
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run from another thread, as soon as the scenario next touches a node
+        (or, for a pure-Python loop, at its next bytecode)."""
+        self.stop_reason = reason
+        if self.inliner is not None:
+            self.inliner.interrupt()
+        with self._lock:
+            tid = self._thread_id
+            if tid is None or tid == threading.get_ident():
+                return
+            if tid == threading.main_thread().ident and self._old_alarm is not None:
+                # a signal also wakes a main thread blocked in a call such as sleep()
+                signal.pthread_kill(tid, signal.SIGALRM)
+            else:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(tid), ctypes.py_object(StopRecording))
+                self._posted = True
+
+    def _on_alarm(self, signum, frame) -> None:
+        if self._thread_id is not None:  # still inside the scenario
+            raise StopRecording(self.stop_reason or "stopped")
+
+    def _disarm(self) -> None:
+        """From here on `cancel()` no longer interrupts this thread; a stop it asked for
+        a moment ago but that has not landed yet is withdrawn."""
+        with self._lock:
+            self._thread_id = None
+            posted, self._posted = self._posted, False
+        if not posted:
+            return
+        # Let a stop that was posted but has not landed yet land here, harmlessly. (It
+        # is not withdrawn with PyThreadState_SetAsyncExc(tid, NULL): under an active
+        # sys.settrace or sys.setprofile, as coverage and debuggers set, that hangs.)
+        for _ in range(10_000):
+            try:
+                for _ in range(100):
+                    pass
+            except StopRecording:
+                return
+
+    # -- the classes -------------------------------------------------------------------
+    def instrument(self, cls: type) -> None:
+        """Hand a Value class to the first probe that takes it: the inlined recording,
+        where its code can be rewritten, else the hooks."""
+        if cls in self.classes:
+            return
+        self.classes.append(cls)
+        inline = self.inliner is not None and self.inliner.attach(cls)
+        if inline:
+            self.attached[cls] = self.inliner
+        # (after the rewrite: the class's methods are its rewritten code from now on)
+        init_code = getattr(cls.__dict__["__init__"], "__code__", None)
+        if init_code is not None:
+            self.records.default_codes.update(
+                c for c in init_code.co_consts if hasattr(c, "co_code"))
+        self.lines.class_came_in(cls)
+        if self.inliner is not None:
+            self.inliner.forget_lines()
+        if not inline:
+            for probe in (self.slots_hooks, self.dict_hooks):
+                if probe.attach(cls):
+                    self.attached[cls] = probe
+                    return
+
+    def adopt(self, node: object) -> None:
+        """Record `node`, an instance made without its class's `__init__` (a copy of a
+        node, for `mgtui.show`), as a node made now: its children must be adopted first."""
+        cls = type(node)
+        if cls not in self.classes:
+            for klass in cls.__mro__:  # the class whose `__init__` makes the node
+                if looks_like_value(klass):
+                    self.instrument(klass)
+                    break
+        probe = self.slots_hooks if keeps_fields_in_slots(cls) else self.dict_hooks
+        probe.node_made(node)
+
+    def instrument_loaded(self) -> None:
+        """Instrument Value-like classes that were imported before the run started."""
+        for module in list(sys.modules.values()):
+            for obj in list(getattr(module, "__dict__", {}).values()):
+                if isinstance(obj, type) and looks_like_value(obj):
+                    self.instrument(obj)
+
+    def start(self) -> None:
+        """(`mgtui.recording.sandbox`) Instrument the classes loaded so far, and from now on
+        rewrite what is imported."""
+        self.instrument_loaded()
+        if self.inliner is not None:
+            self.inliner.start()
+
+    def stop(self) -> None:
+        """(`mgtui.recording.sandbox`) Put every class and function back."""
+        for probe in self.probes:
+            probe.detach()
+
+    # -- running -----------------------------------------------------------------------
+    def run(self) -> Trace:
+        """Run the scenario once and build its trace."""
+        error, output = self.execute()
+        try:
+            return self.finish(error, output)
+        finally:
+            self.slots_ids.release()
+
+    def execute(self) -> tuple[TraceError | None, str]:
+        """Run the scenario once, leaving its records in `records`: (the error, its
+        output). The runner's child streams the records and never builds a trace of its
+        own. Recordings take turns: the hooks are class-wide."""
+        out = io.StringIO()
+        path = str(self.scenario.path.resolve())
+        main_module = fresh_main(path)
+        self.globals = main_module.__dict__
+        isolation = Isolation(main=main_module, argv=[path, *self.argv],
+                              path=os.path.dirname(path), seed=self.seed, no_stdin=True,
+                              output=out if self.capture_output else None)
+        with sandboxed(self, isolation), self._limits_armed():
+            error = self._execute(main_module.__dict__)
+        return error, out.getvalue()
+
+    @contextmanager
+    def _limits_armed(self) -> Iterator[None]:
+        """The `--timeout` timer, and on the main thread the SIGALRM handler through
+        which `cancel()` wakes a scenario blocked in a call."""
+        timer = None
+        try:
+            if self.timeout:
+                timer = threading.Timer(
+                    self.timeout, self.cancel, (f"timed out after {self.timeout:g} s (--timeout)",))
+                timer.daemon = True
+                timer.start()
+            if (threading.current_thread() is threading.main_thread()
+                    and hasattr(signal, "pthread_kill")):
+                self._old_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
+            yield
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if self._old_alarm is not None:
+                signal.signal(signal.SIGALRM, self._old_alarm)
+                self._old_alarm = None
+
+    def _execute(self, module_globals: dict) -> TraceError | None:
+        """Run the scenario's code; how it ended, as an error (None: it ran to the end)."""
+        try:
+            try:
+                with self._lock:
+                    self._thread_id = threading.get_ident()
+                if self.stop_reason:
+                    raise StopRecording(self.stop_reason)
+                code = self.scenario.code
+                if self.inliner is not None:
+                    code = self.inliner.scenario_code(module_globals)
+                exec(code, module_globals)
+            finally:
+                self._disarm()
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                return self.trace_error(exc, "SystemExit", f"sys.exit({exc.code!r}) called")
+        except StopRecording as exc:
+            reason = self.stop_reason or str(exc) or "stopped"
+            return self.trace_error(exc, "Stopped", f"recording stopped: {reason}")
+        except BaseException as exc:  # noqa: BLE001 - the scenario's error is data
+            if isinstance(exc, KeyboardInterrupt) and self.stop_reason is None:
+                self.stop_reason = "interrupted"
+                return self.trace_error(exc, "Stopped", "recording stopped: interrupted")
+            return self.trace_error(exc, type(exc).__name__, str(exc))
+        return None
+
+    def trace_error(self, exc: BaseException, type_name: str, message: str) -> TraceError:
+        """`exc` as the trace's error, at the last scenario line its traceback passed."""
+        line = None
+        path = str(self.scenario.path.resolve())
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            if frame.f_code.co_filename == path:
+                line = lineno
+        return TraceError(type_name, message, line, self.records.event_count())
+
+    # -- the trace ---------------------------------------------------------------------
+    def finish(self, error: TraceError | None, output: str) -> Trace:
+        """The trace of the records: the chunks the runner's child would stream, the
+        labels set late, the names found, the closures."""
+        scenario, records = self.scenario, self.records
+        names = self.resolve_names()
+        builder = TraceBuilder(str(scenario.path), scenario.title, scenario.notes, scenario.source)
+        upto = records.mark()
+        for chunk in records.chunks(Mark(), upto):
+            builder.add(chunk)
+        for nid, label in records.relabelled(upto.nodes):
+            builder.relabel(nid, label)
+        for nid, name in names:
+            builder.add_name(nid, name)
+        for closure in records.closures():
+            builder.add_closure(closure)
+        return builder.build(error, output)
+
+    def resolve_names(self) -> list[tuple[int, str]]:
+        """(id, name) of every node named by the variable it was bound to or by its path
+        from a global object (`mgtui.recording.naming`); call once, after the run."""
+        try:
+            self.namer.finish(self.globals, self.records.is_leaf)
+        except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
+            pass
+        count = self.records.node_count()
+        return [(nid, name) for nid, name in self.namer.names if nid < count]
+
+
+def node_id_reader(slots_ids: NodeIds) -> Callable[[object], int | None]:
+    """`node_id(obj)`: the id of a recorded node, None for anything else; runs no code
+    of `obj`'s. (It reads the id as an attribute: asking for `__dict__` would make
+    Python build the node's dict, and slow down every later read of its fields.)"""
+    plain_types: dict[type, bool] = {}
+    slots_get = slots_ids.get
+    get_attribute = object.__getattribute__
+
+    def node_id(obj: object) -> int | None:
+        cls = type(obj)
+        plain = plain_types.get(cls)
+        if plain is None:  # no class on the way defines the name: nothing of theirs runs
+            plain = plain_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
+        nid = None
+        if plain:
+            try:
+                nid = get_attribute(obj, ID)
+            except (AttributeError, TypeError):
+                nid = None
+        if nid is None:
+            nid = slots_get(id(obj))
+        return nid if type(nid) is int else None
+
+    return node_id
+
+
+def record(
+    path: str | os.PathLike | Scenario,
+    *,
+    seed: int = 0,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    timeout: float | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    on_create: OnCreate | None = None,
+    before_backward: BeforeBackward | None = None,
+    inline: bool = True,
+) -> Trace:
+    """Run the scenario and return its trace. Raises ScenarioLoadError if it cannot run.
+    The hooks and `inline` are `Recorder`'s."""
+    scenario = path if isinstance(path, Scenario) else load_scenario(path)
+    recorder = Recorder(
+        scenario, seed=seed, max_nodes=max_nodes, timeout=timeout, on_progress=on_progress,
+        on_create=on_create, before_backward=before_backward, inline=inline,
+    )
+    return recorder.run()

@@ -1,0 +1,357 @@
+"""The record store of one recording: what every probe writes, and what both the
+finished trace (`Recorder.finish`) and the runner's child stream (`runner_child.Flusher`)
+are read from.
+
+Probes append rows flat, one `extend` of a tuple a record, into a few columns (plain
+lists, so that a row costs one C call on the hot path). A row's fields are named by the
+`IntEnum`s below; the code that cuts the columns into chunks (`NodeChunk`, `EventChunk`,
+`WriteChunk` of `mgtui.trace`) reads them by those names, never by bare offsets:
+
+    nodes   NodeRow   kids_end, op, label, data, line      (children in `kids`)
+    events  EventRow  kind, node, before, after, line, closure, writes_at
+    writes  WriteRow  node, field, before, after, line     (made inside a `_backward`)
+
+plus `kids` (every node's children's ids, one after another), `late_labels` (labels set
+after a node was made), the `_backward` closures' code (`codes`, by first call) and the
+names `mgtui.recording.naming` finds (`name_ids`, `name_texts`).
+
+What a probe uses, bound once into its closures or globals: `add_node`, `add_kid`,
+`add_event` and `add_write` (a row each, as a tuple), and `len()` of `nodes`, `kids`
+and `writes` (a node's id is `len(nodes) // NODE_ROW`; an event's `writes_at` is
+`len(writes)`). The reading side (`mgtui.trace`'s chunks) goes through the methods
+below. So the columns may become packed arrays (issue 24) behind those names without a
+probe changing.
+"""
+
+from __future__ import annotations
+
+import linecache
+import math
+import re
+import tokenize
+from array import array
+from enum import IntEnum
+from itertools import compress
+from typing import Callable, NamedTuple
+
+from mgtui.trace import Closure, EventChunk, EventKind, NodeChunk, WriteChunk
+
+ID = "_mgtui_id"  # the attribute in which a node of a class with an instance dict keeps its id
+CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
+
+
+class NodeRow(IntEnum):
+    """The fields of a node's row in `Records.nodes`."""
+
+    KIDS_END = 0  # where its children end in `kids` (they start where the last node's end)
+    OP = 1
+    LABEL = 2  # as made (None for a class without labels); see `late_labels`
+    DATA = 3
+    LINE = 4  # the scenario line that made it (0: none known)
+
+
+class EventRow(IntEnum):
+    """The fields of an event's row in `Records.events`."""
+
+    KIND = 0  # `EventKind.code`
+    NODE = 1
+    BEFORE = 2  # a lone write's value before (grad and data events), else 0.0
+    AFTER = 3
+    LINE = 4
+    CLOSURE = 5  # a `_backward` call's closure index in `codes`, else -1
+    WRITES_AT = 6  # len(writes) as the event was made: its writes start there
+
+
+class WriteRow(IntEnum):
+    """The fields of a write's row in `Records.writes` (a write inside a `_backward`)."""
+
+    NODE = 0
+    FIELD = 1  # `Field.code`
+    BEFORE = 2
+    AFTER = 3
+    LINE = 4
+
+
+NODE_ROW, EVENT_ROW, WRITE_ROW = len(NodeRow), len(EventRow), len(WriteRow)
+# 1 for the kind of a lone write (a grad or data event), else 0: only theirs carry values
+LONE = bytes(int(k in (GRAD, DATA)) for k in range(256))
+
+
+class Mark(NamedTuple):
+    """A point in a recording: how many rows of each kind it had made."""
+
+    nodes: int = 0
+    events: int = 0
+    writes: int = 0
+
+
+Chunks = list  # of NodeChunk | EventChunk | WriteChunk, in that order
+
+
+class Records:
+    """The columns of one recording (see the module's docstring), and the tables every
+    probe shares while it runs: `stack` (the `_backward` calls running, innermost last:
+    a write while it is not empty is that call's), `made_inside` (nodes made inside a
+    `_backward` call, whose creation steps follow that call's writes) and `replays` (odd
+    while a `before_backward` hook runs: its records are taken back after it)."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.kids: list[int] = []
+        self.events: list = []
+        self.writes: list = []
+        self.late_labels: dict[int, object] = {}
+        self.stack: list[int] = []
+        self.made_inside: list[int] = []
+        self.replays = 0
+        self.name_ids: list[int] = []  # names found (`mgtui.recording.naming.Namer` appends)
+        self.name_texts: list[str] = []  # (each name's id is appended before its text)
+        self.codes: dict[object, int] = {}  # each `_backward` closure's code: its index
+        # The same by the code object's id, which is kept alive in `codes` or here. (A
+        # code object does not cache its hash, and hashes all its constants, nested code
+        # included: looking a big one up by value on every node costs microseconds.)
+        self.code_ids: dict[int, tuple[int, object]] = {}
+        self.closure_ids: dict[int, int] = {}  # the same, the index alone
+        self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
+        self.add_node = self.nodes.extend  # (a row)
+        self.add_kid = self.kids.append
+        self.add_event = self.events.extend
+        self.add_write = self.writes.extend
+        self.forgetting: list[Callable[[int], None]] = []  # told the first node forgotten
+
+    # -- counts ----------------------------------------------------------------------------
+    def node_count(self) -> int:
+        return len(self.nodes) // NODE_ROW
+
+    def event_count(self) -> int:
+        return len(self.events) // EVENT_ROW
+
+    def write_count(self) -> int:
+        return len(self.writes) // WRITE_ROW
+
+    def mark(self) -> Mark:
+        return Mark(self.node_count(), self.event_count(), self.write_count())
+
+    def is_leaf(self, nid: int) -> bool:
+        nodes, N = self.nodes, NODE_ROW
+        if not 0 <= nid < len(nodes) // N:
+            return False
+        start = nodes[(nid - 1) * N + NodeRow.KIDS_END] if nid else 0
+        return nodes[nid * N + NodeRow.KIDS_END] == start
+
+    # -- closures --------------------------------------------------------------------------
+    def closure_index(self, code) -> int:
+        """The index of a `_backward` closure's code among those recorded."""
+        found = self.code_ids.get(id(code))
+        if found is not None:
+            return found[0]
+        ci = self.codes.get(code)
+        if ci is None:
+            ci = self.codes[code] = len(self.codes)
+        self.code_ids[id(code)] = (ci, code)
+        self.closure_ids[id(code)] = ci
+        return ci
+
+    def closures(self, since: int = 0) -> list[Closure]:
+        """The source of each closure recorded since the first `since`."""
+        codes = list(self.codes)[since:]
+        return [closure_source(code, code in self.default_codes) for code in codes]
+
+    # -- taking records back -----------------------------------------------------------------
+    def forget_since(self, mark: Mark, kids: int) -> None:
+        """Take back every record made since `mark` (and `kids` children): the nodes a
+        hook's replay made are forgotten too, so that ids keep following the recorded
+        creations."""
+        del self.writes[mark.writes * WRITE_ROW:]
+        del self.events[mark.events * EVENT_ROW:]
+        first = mark.nodes
+        self.made_inside[:] = [nid for nid in self.made_inside if nid < first]
+        if len(self.nodes) > first * NODE_ROW:
+            del self.nodes[first * NODE_ROW:]
+            del self.kids[kids:]
+            for nid in [n for n in self.late_labels if n >= first]:
+                del self.late_labels[nid]
+            for tell in self.forgetting:
+                tell(first)
+
+    def replay(self, hook: Callable, d, fn: Callable[[], object]) -> None:
+        """Run a `before_backward` hook, which may call `fn`, then take back whatever it
+        recorded. `replays` is odd meanwhile: a reader in another thread (the runner's
+        flusher) takes the lengths only while it is even and unchanged."""
+        mark, kids = self.mark(), len(self.kids)
+        self.replays += 1
+        try:
+            hook(d, fn)
+        finally:
+            self.forget_since(mark, kids)
+            self.replays += 1
+
+    def settled(self) -> Mark | None:
+        """The records another thread may read now: None while a replay is being taken
+        back; else the counts, less the events at the end whose writes are not all in
+        yet. (Writes are counted first: an event made after that has its first write at
+        or past the count, and is held back until those writes are counted too.)"""
+        replays = self.replays
+        mark = self.mark()
+        if replays % 2 or self.replays != replays:
+            return None
+        events, E, at = self.events, EVENT_ROW, EventRow.WRITES_AT
+        end, n_events = mark.writes * WRITE_ROW, mark.events
+        while n_events and events[(n_events - 1) * E + at] > end:
+            n_events -= 1
+        return mark._replace(events=n_events)
+
+    # -- chunks ------------------------------------------------------------------------------
+    # Each column is sliced straight out of the flat lists and converted at C speed (`map`
+    # of an int's own method rather than a generator): the runner's child cuts chunks in
+    # the recording process, so their time is the recording's too.
+    def chunks(self, since: Mark, upto: Mark) -> Chunks:
+        """The records made between two marks, as chunks: nodes, events, writes (each
+        only if there are any)."""
+        out: Chunks = []
+        if upto.nodes > since.nodes:
+            out.append(self.node_chunk(since.nodes, upto.nodes))
+        if upto.events > since.events:
+            out.append(self.event_chunk(since.events, upto.events))
+        if upto.writes > since.writes:
+            out.append(self.write_chunk(since.writes, upto.writes))
+        return out
+
+    def node_chunk(self, first: int, end: int) -> NodeChunk:
+        """Nodes `first` to `end` (not included), with their labels as made."""
+        N, nodes = NODE_ROW, self.nodes
+        a, b = first * N, end * N
+        ends = nodes[a + NodeRow.KIDS_END : b : N]
+        base = nodes[a - N + NodeRow.KIDS_END] if first else 0
+        return NodeChunk(
+            tuple(label_texts(nodes[a + NodeRow.LABEL : b : N])),
+            strings(nodes[a + NodeRow.OP : b : N]), floats(nodes[a + NodeRow.DATA : b : N]),
+            ints(nodes[a + NodeRow.LINE : b : N]),
+            array("i", map(base.__rsub__, ends) if base else ends),
+            array("i", self.kids[base : ends[-1]]))
+
+    def event_chunk(self, first: int, end: int) -> EventChunk:
+        E, events = EVENT_ROW, self.events
+        a, b = first * E, end * E
+        kinds = small_codes(events[a + EventRow.KIND : b : E])
+        lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
+        return EventChunk(
+            kinds, array("i", events[a + EventRow.NODE : b : E]),
+            floats(list(compress(events[a + EventRow.BEFORE : b : E], lone))),
+            floats(list(compress(events[a + EventRow.AFTER : b : E], lone))),
+            ints(events[a + EventRow.LINE : b : E]), array("i", events[a + EventRow.CLOSURE : b : E]),
+            array("i", map(WRITE_ROW.__rfloordiv__, events[a + EventRow.WRITES_AT : b : E])))
+
+    def write_chunk(self, first: int, end: int) -> WriteChunk:
+        W, writes = WRITE_ROW, self.writes
+        a, b = first * W, end * W
+        return WriteChunk(
+            array("i", writes[a + WriteRow.NODE : b : W]),
+            small_codes(writes[a + WriteRow.FIELD : b : W]),
+            floats(writes[a + WriteRow.BEFORE : b : W]), floats(writes[a + WriteRow.AFTER : b : W]),
+            ints(writes[a + WriteRow.LINE : b : W]))
+
+    def relabelled(self, nodes: int) -> list[tuple[int, str]]:
+        """(id, label) of the first `nodes` nodes whose label was set, to a string other
+        than the one they were made with, after they were made (`e.label = 'e'`)."""
+        made, N = self.nodes, NODE_ROW
+        found = []
+        for nid, label in self.late_labels.items():
+            if isinstance(label, str) and nid < nodes:
+                was = made[nid * N + NodeRow.LABEL]
+                if label != (was if isinstance(was, str) else ""):
+                    found.append((nid, label))
+        return found
+
+    def names(self, since: int = 0) -> list[tuple[int, str]]:
+        """(id, name) of the names found since the first `since`, in the order found."""
+        n = len(self.name_texts)
+        return list(zip(self.name_ids[since:n], self.name_texts[since:n]))
+
+
+# -- columns as the trace keeps them ----------------------------------------------------------
+
+
+def small_codes(values: list) -> array:
+    """A column of event kinds or write fields as signed bytes, through `bytes` (a third
+    of the time of `array("b", values)`). They are the recorder's own codes, 0 to 3: never
+    past 127, which would read back negative."""
+    return array("b", bytes(values))
+
+
+def label_texts(values: list) -> list:
+    """Labels as strings: anything else (None, for a class without labels) becomes ""."""
+    if values.count(None) == len(values):
+        return [""] * len(values)
+    try:
+        "".join(values)  # fails unless every value is a str, at C speed
+        return values
+    except TypeError:
+        return [x if isinstance(x, str) else "" for x in values]
+
+
+def strings(values: list) -> tuple[str, ...]:
+    """A tuple of str; anything else (an `_op` that is not a string) becomes its str()."""
+    try:
+        "".join(values)  # fails unless every value is a str, at C speed
+        return tuple(values)
+    except TypeError:
+        return tuple(v if isinstance(v, str) else str(v) for v in values)
+
+
+def ints(values: list) -> array:
+    """An array of ints; a missing value (None) becomes 0."""
+    try:
+        return array("i", values)
+    except TypeError:
+        return array("i", [v if isinstance(v, int) else 0 for v in values])
+
+
+def floats(values: list) -> array:
+    """An array of doubles; values that are not numbers become nan."""
+    try:
+        return array("d", values)
+    except (TypeError, OverflowError):
+        return array("d", [to_float(x) for x in values])
+
+
+def to_float(x: object) -> float:
+    try:
+        return float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+# -- closures ---------------------------------------------------------------------------------
+
+
+def closure_source(code: object, default: bool = False) -> Closure:
+    """The source of a `_backward` closure's code, read from the line cache.
+
+    The same block `inspect.getsourcelines` gives, without its scan of every loaded
+    module for the code's file (most of the time of recording a small scenario); where
+    the first line is not a `def` or a `lambda`, `inspect` finds the block itself."""
+    import inspect
+
+    name = getattr(code, "co_name", "?")
+    filename = getattr(code, "co_filename", "?")
+    first = getattr(code, "co_firstlineno", 0)
+    lines = []
+    if first:
+        linecache.checkcache(filename)  # the file may have been edited since (reload)
+        lines = linecache.getlines(filename)
+    if first and first <= len(lines) and _BLOCK_START.match(lines[first - 1]):
+        try:
+            block = inspect.getblock(lines[first - 1:])
+        except (SyntaxError, tokenize.TokenError):
+            block = lines[first - 1:first]
+    else:
+        try:
+            block, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            block = lines[first - 1:first] if first else []
+    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in block), default)
+
+
+# the first line of a block, as `inspect.findsource` looks for it
+_BLOCK_START = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")

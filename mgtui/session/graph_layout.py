@@ -1,0 +1,542 @@
+"""The Graph pane's picture without a screen: a pass's graph, or the neighbourhood of one
+node, laid out once as a grid of box-drawing characters in micrograd's `draw_dot` style,
+with a slot in every box for the numbers each step fills in.
+
+grandalf (a pure-Python Sugiyama layout) ranks the nodes and orders each layer to cut
+crossings; it draws nothing, so the grid is ours, written here because no library lays
+out on character cells: units placed on whole cells (`mgtui.session.graph_placement`: a
+least-squares placement that keeps each layer's order), and edges routed orthogonally
+in the channels between layers, each source's lines on tracks of their own and each
+input into its op by a side of its own, so lines cross but never merge and no edge runs
+through a box.
+bench/graph_layout.py measured grandalf against netext, which was far slower.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mgtui.safe import cell_width, cells, clip_cells
+from mgtui.session.graph_placement import Unit, place_across, rank_and_order
+from mgtui.trace import Trace
+from mgtui.trace.explain import fmt
+
+Orientation = Literal["LR", "TB"]
+
+WHOLE_LIMIT = 60  # value nodes a graph may have and still be drawn whole
+HOPS = 2  # a neighbourhood: this many hops each way from its centre
+FAN_LIMIT = 3  # inputs or uses of one node drawn in a neighbourhood; the rest is a stub
+LABEL_WIDTH = 14
+OP_WIDTH = 6
+MARK_WIDTH = 2  # `▶ `, `+=`, `● `, `= ` in front of the label
+
+# direction bits of a line cell, in layout axes: u runs along the layers, v across them
+U_PLUS, U_MINUS, V_PLUS, V_MINUS = 1, 2, 4, 8
+# ... and on screen
+EAST, WEST, SOUTH, NORTH = 1, 2, 4, 8
+LINE_CHARS = {
+    EAST | WEST: "─", NORTH | SOUTH: "│", EAST | SOUTH: "┌", WEST | SOUTH: "┐",
+    NORTH | EAST: "└", NORTH | WEST: "┘", NORTH | SOUTH | EAST: "├", NORTH | SOUTH | WEST: "┤",
+    EAST | WEST | SOUTH: "┬", EAST | WEST | NORTH: "┴", EAST | WEST | NORTH | SOUTH: "┼",
+    EAST: "╶", WEST: "╴", SOUTH: "╷", NORTH: "╵",
+}
+TO_SCREEN = {  # layout bits -> screen bits
+    "LR": {U_PLUS: EAST, U_MINUS: WEST, V_PLUS: SOUTH, V_MINUS: NORTH},
+    "TB": {U_PLUS: SOUTH, U_MINUS: NORTH, V_PLUS: EAST, V_MINUS: WEST},
+}
+
+
+def squeeze(x: float, width: int) -> str:
+    """`x` as the lesson writes it (`fmt`), shortened to fit `width` characters."""
+    text = fmt(x)
+    if len(text) <= width:
+        return text
+    forms = ("g", "f") if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5) else ("f", "g")
+    for form in forms:
+        for digits in range(max(width - 2, 1), 0, -1):
+            text = f"{x:.{digits}{form}}"
+            if len(text) <= width:
+                return text
+    return "…" if width < 2 else text[: width - 1] + "…"
+
+
+# A picture's lines hold one character a terminal cell: a wide character (CJK, most
+# emoji) is followed by this in the cell it also covers (the painter leaves it out).
+WIDE_TAIL = "\x00"
+
+
+def in_cells(text: str) -> str:
+    """`text` one character a cell, for a picture's lines: each wide character followed
+    by WIDE_TAIL, combining marks left out (inert text has no other character of no
+    width)."""
+    return text if text.isascii() else "".join(c[:1] or WIDE_TAIL for c in cells(text))
+
+
+# -- what a picture holds ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Box:
+    """A value node's frame: `label | data | grad` on its middle row (`row`)."""
+
+    nid: int
+    x: int
+    y: int
+    w: int
+    label: str  # clipped to its slot's cells
+    top: str  # the frame's top and bottom lines, with the ports' junctions
+    bottom: str
+    left: str  # the content row's border characters (`│`, or `┤`/`├` at a port)
+    right: str
+
+    @property
+    def row(self) -> int:
+        return self.y + 1
+
+    def contains(self, x: int, y: int) -> bool:
+        return self.x <= x < self.x + self.w and self.y <= y < self.y + 3
+
+
+@dataclass
+class Picture:
+    """One laid-out graph: the static part as text lines, the boxes drawn per step over
+    it, and the cells of every edge (to light the ones a step's gradient flows along)."""
+
+    orientation: Orientation
+    width: int
+    height: int
+    lines: list[str]
+    boxes: dict[int, Box]
+    ops: dict[int, tuple[int, int, str]]  # node -> x, y, its op glyph `(*)`
+    edges: dict[tuple[int, int], tuple[tuple[int, int], ...]]  # (input, result) -> cells
+    rows: list[tuple[int, ...]]  # per line: the boxes that cover it
+    num_width: int
+    center: int | None = None  # the node a neighbourhood is around; None: the whole graph
+    inner: frozenset[int] = field(default_factory=frozenset)  # selecting one keeps it
+
+    def box_at(self, x: int, y: int) -> int | None:
+        if not 0 <= y < self.height:
+            return None
+        for nid in self.rows[y]:
+            if self.boxes[nid].contains(x, y):
+                return nid
+        return None
+
+
+# -- the graph of one view, and its pictures ----------------------------------------------------
+
+class GraphModel:
+    """The current graph (a `GraphView`'s nodes) and the pictures laid out from it: the
+    whole graph when it is small, else one neighbourhood per centre, each laid out once."""
+
+    def __init__(self, trace: Trace, nodes: list[int], whole_limit: int = WHOLE_LIMIT) -> None:
+        self.trace = trace
+        self.nodes = nodes
+        self.members = set(nodes)
+        self.whole = len(nodes) <= whole_limit
+        self.root = nodes[-1] if nodes else None
+        self._pictures: dict[tuple, Picture] = {}
+
+    def parents(self, nid: int) -> list[int]:
+        """The nodes of this graph that use `nid`."""
+        return [p for p in self.trace.users(nid) if p in self.members]
+
+    def inputs(self, nid: int) -> list[int]:
+        return [c for c in dict.fromkeys(self.trace.children(nid)) if c in self.members]
+
+    def picture(self, center: int | None, orientation: Orientation) -> Picture:
+        """The whole graph, or the neighbourhood of `center` (the root if None)."""
+        if self.whole:
+            key: tuple = (None, orientation)
+        else:
+            if center is None or center not in self.members:
+                center = self.root
+            key = (center, orientation)
+        picture = self._pictures.get(key)
+        if picture is None:
+            if len(self._pictures) > 32:
+                self._pictures.clear()
+            picture = self._lay_out(key[0], orientation)
+            self._pictures[key] = picture
+        return picture
+
+    def neighbourhood(self, center: int, hops: int = HOPS) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+        """The nodes within `hops` of `center` (node -> distance), at most FAN_LIMIT
+        inputs and uses of each, and per node how many inputs and uses were cut."""
+        dist = {center: 0}
+        frontier = [center]
+        for d in range(1, hops + 1):
+            nxt = []
+            for n in frontier:
+                for m in self.inputs(n)[:FAN_LIMIT] + self.parents(n)[:FAN_LIMIT]:
+                    if m not in dist:
+                        dist[m] = d
+                        nxt.append(m)
+            frontier = nxt
+        cut = {}
+        for n in dist:
+            ins = sum(1 for c in self.inputs(n) if c not in dist)
+            uses = sum(1 for p in self.parents(n) if p not in dist)
+            if ins or uses:
+                cut[n] = (ins, uses)
+        return dist, cut
+
+    def _lay_out(self, center: int | None, orientation: Orientation) -> Picture:
+        if center is None:
+            drawn = list(self.nodes)
+            cut: dict[int, tuple[int, int]] = {}
+            inner: frozenset[int] = frozenset(drawn)
+        else:
+            dist, cut = self.neighbourhood(center)
+            drawn = sorted(dist)
+            inner = frozenset(n for n, d in dist.items() if d < HOPS)
+        members = set(drawn)
+        edges = [(c, n) for n in drawn for c in self.inputs(n) if c in members]
+        picture = lay_out(self.trace, drawn, edges, cut, orientation)
+        picture.center, picture.inner = center, inner
+        return picture
+
+
+# -- laying out ---------------------------------------------------------------------------------
+
+def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
+            cut: dict[int, tuple[int, int]], orientation: Orientation) -> Picture:
+    """Lay out the value nodes `drawn`, joined by `edges` (input, result), with a stub
+    for each node's `cut` (inputs, uses) counts."""
+    lr = orientation == "LR"
+    sizes = _Sizes.of(trace, drawn)
+    units, links = _units(sizes, drawn, edges, cut, lr)
+    layers, chains = rank_and_order(units, links)
+    place_across(layers, chains, gap=1 if lr else 2)
+    along = _place_along(layers, chains, lr)
+    lines = _Lines(lr)
+    link_cells, has_out = _draw_links(lines, along, chains)
+    return _paint(sizes, layers, along, lines, link_cells, has_out, orientation)
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """How a node is drawn: its box (its label, then its numbers in `num_w` characters
+    each) and its op glyph."""
+
+    trace: Trace
+    num_w: int
+
+    @classmethod
+    def of(cls, trace: Trace, drawn: list[int]) -> _Sizes:
+        """Numbers as wide as the widest finite value of `drawn` needs, within 4…7."""
+        values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
+                                             trace.final_grad[n])]
+        num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)])
+        return cls(trace, min(num_w, 7))  # a rare longer number is squeezed into it
+
+    def box_width(self, nid: int) -> int:
+        return min(cell_width(self.trace.label(nid)), LABEL_WIDTH) + 2 * self.num_w + 11
+
+    def glyph(self, nid: int) -> str:
+        op = self.trace.op(nid)
+        return in_cells(f"({clip_cells(op, OP_WIDTH)})") if op else ""
+
+
+def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
+           cut: dict[int, tuple[int, int]], lr: bool) -> tuple[dict[object, Unit], list[tuple]]:
+    """The units to lay out, by key: a value node's op glyph and box (its id), and a
+    `+N more` stub for the inputs and uses cut from it (`("in", id)`, `("out", id)`);
+    and the links between them, each once."""
+    units: dict[object, Unit] = {}
+    for n in drawn:
+        bw, g = sizes.box_width(n), sizes.glyph(n)
+        if lr:
+            units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, 3, 1, nid=n, glyph=g)
+        else:
+            units[n] = Unit(n, 3 + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
+    links = list(dict.fromkeys(edges))
+    for n, (ins, uses) in sorted(cut.items()):
+        for count, side in ((ins, "in"), (uses, "out")):
+            if not count:
+                continue
+            text = f"+{count} more"
+            key = (side, n)
+            units[key] = (Unit(key, len(text), 1, 0, stub=text) if lr
+                          else Unit(key, 1, len(text), len(text) // 2, stub=text))
+            links.append((key, n) if side == "in" else (n, key))
+    return units, links
+
+
+@dataclass(frozen=True)
+class _Along:
+    """Where the layers lie along the layout (u): each layer's first cell and extent,
+    and the channel after each, routed (`_route`: its track count and routes)."""
+
+    starts: list[int]
+    extent: list[int]
+    channels: list[tuple[int, dict]]
+    size: int
+
+
+def _place_along(layers: list[list[Unit]], chains: dict, lr: bool) -> _Along:
+    """Each layer as long as its longest unit, then the channel after it, as wide as
+    its tracks."""
+    extent = [max(u.along for u in layer) for layer in layers]
+    succ: dict[object, list[object]] = {}
+    for a, b in chains:
+        succ.setdefault(a, []).append(b)
+    channels = [_route(layers[r], layers[r + 1], succ, lr) for r in range(len(layers) - 1)]
+    starts, u = [], 0
+    for r in range(len(layers)):
+        starts.append(u)
+        u += extent[r]
+        if r < len(channels):
+            u += max(3 if lr else 2, channels[r][0] + 2)
+    return _Along(starts, extent, channels, u)
+
+
+class _Lines:
+    """The cells lines run through, each with the directions its line goes (layout
+    bits, in u and v); a cell is (x, y) on screen."""
+
+    def __init__(self, lr: bool) -> None:
+        self.lr = lr
+        self.bits: dict[tuple[int, int], int] = {}
+
+    def cell(self, u: int, v: int) -> tuple[int, int]:
+        return (u, v) if self.lr else (v, u)
+
+    def mark(self, u: int, v: int, b: int) -> None:
+        key = self.cell(u, v)
+        self.bits[key] = self.bits.get(key, 0) | b
+
+    def polyline(self, points: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Line bits along axis-parallel segments through `points` (u, v); its cells."""
+        cell, mark = self.cell, self.mark
+        cells = []
+        for (u0, v0), (u1, v1) in zip(points, points[1:]):
+            if (u0, v0) == (u1, v1):
+                continue
+            if v0 == v1:
+                step, fwd, back = (1, U_PLUS, U_MINUS) if u1 > u0 else (-1, U_MINUS, U_PLUS)
+                for k in range(u0, u1, step):
+                    mark(k, v0, fwd)
+                    mark(k + step, v0, back)
+                    cells.append(cell(k, v0))
+            else:
+                step, fwd, back = (1, V_PLUS, V_MINUS) if v1 > v0 else (-1, V_MINUS, V_PLUS)
+                for k in range(v0, v1, step):
+                    mark(u0, k, fwd)
+                    mark(u0, k + step, back)
+                    cells.append(cell(u0, k))
+        cells.append(cell(*points[-1]))
+        return cells
+
+
+def _draw_links(lines: _Lines, along: _Along,
+                chains: dict) -> tuple[dict[tuple, list[tuple[int, int]]], set]:
+    """Each link's path: out of its source, through each channel on its track, into its
+    target. Returns each link's cells, and the keys of the units a line leaves."""
+    link_cells: dict[tuple, list[tuple[int, int]]] = {}
+    has_out = set()
+    starts = along.starts
+    for r, (_, tracks) in enumerate(along.channels):
+        cs = starts[r] + along.extent[r]  # the channel's first cell
+        ce = starts[r + 1] - 1  # its last: the targets' in-ports
+        for (a, b), (t, (ev, off, into)) in tracks.items():
+            va = int(a.v) + a.axis
+            out_u = starts[r] if a.dummy else starts[r] + a.along
+            eu = ce if off < 0 else starts[r + 1] + off
+            pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, ev), (eu, ev)] if t >= 0 \
+                else [(out_u, va), (eu, ev)]
+            cells = lines.polyline(pts)
+            lines.mark(out_u, va, U_MINUS)  # it leaves a box (or carries on a dummy's line)
+            lines.mark(eu, ev, into)  # and enters an op glyph, a box or a dummy's line
+            for key in chains.get((a.key, b.key), ()):
+                link_cells.setdefault(key, []).extend(cells)
+            has_out.add(a.key)
+    return link_cells, has_out
+
+
+def _paint(sizes: _Sizes, layers: list[list[Unit]], along: _Along, lines: _Lines,
+           link_cells: dict[tuple, list[tuple[int, int]]], has_out: set,
+           orientation: Orientation) -> Picture:
+    """The picture: the static text (op glyphs and their connectors, stubs, lines), the
+    boxes, which boxes cover each row, and the cells of each edge between value nodes."""
+    lr = lines.lr
+    across_size = max([int(x.v) + x.across for layer in layers for x in layer] + [1])
+    width, height = (along.size, across_size) if lr else (across_size, along.size)
+    grid = [[" "] * width for _ in range(height)]
+    ops, boxes = _draw_units(grid, sizes, layers, along, lines, has_out)
+    screen = TO_SCREEN[orientation]
+    for (x, y), b in lines.bits.items():
+        if 0 <= y < height and 0 <= x < width and grid[y][x] == " ":
+            grid[y][x] = LINE_CHARS.get(sum(s for k, s in screen.items() if b & k), " ")
+    for n, (x, y, g) in ops.items():
+        for k, ch in enumerate(g):
+            grid[y][x + k] = ch
+    rows: list[list[int]] = [[] for _ in range(height)]
+    for n, box in boxes.items():
+        for y in range(box.y, box.y + 3):
+            rows[y].append(n)
+    edges_out = {key: tuple(dict.fromkeys(cells)) for key, cells in link_cells.items()
+                 if isinstance(key[0], int) and isinstance(key[1], int)}
+    return Picture(orientation, width, height, ["".join(row) for row in grid], boxes, ops,
+                   edges_out, [tuple(r) for r in rows], sizes.num_w)
+
+
+def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
+                along: _Along, lines: _Lines,
+                has_out: set) -> tuple[dict[int, tuple[int, int, str]], dict[int, Box]]:
+    """Write the stubs into `grid`, and an op glyph's connector to its box; returns
+    where each op glyph goes (x, y, glyph) and each value node's box."""
+    lr = lines.lr
+    ops: dict[int, tuple[int, int, str]] = {}
+    boxes: dict[int, Box] = {}
+    for r, layer in enumerate(layers):
+        for unit in layer:
+            u0, v0 = along.starts[r], int(unit.v)
+            if unit.stub:
+                x, y = lines.cell(u0, v0)
+                for k, ch in enumerate(unit.stub):
+                    grid[y][x + k] = ch
+                continue
+            if unit.dummy:
+                continue
+            n = unit.nid
+            g = sizes.glyph(n)
+            bw = sizes.box_width(n)
+            if lr:
+                bx, by = u0 + (len(g) + 1 if g else 0), v0
+                if g:
+                    ops[n] = (u0, v0 + 1, g)
+                    grid[v0 + 1][bx - 1] = "─"
+            else:
+                bx, by = v0, u0 + (1 if g else 0)
+                if g:
+                    ops[n] = (v0 + unit.axis - (len(g) - 1) // 2, u0, g)
+            boxes[n] = _frame(n, bx, by, bw, sizes.trace.label(n), sizes.num_w, lr,
+                              port_in=bool(g), port_out=unit.key in has_out)
+    return ops, boxes
+
+
+def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,
+           port_in: bool, port_out: bool) -> Box:
+    lw = w - 2 * num_w - 11
+    seps = (lw + 4, lw + num_w + 7)
+    top = ["─"] * w
+    bottom = ["─"] * w
+    top[0], top[-1], bottom[0], bottom[-1] = "┌", "┐", "└", "┘"
+    for s in seps:
+        top[s], bottom[s] = "┬", "┴"
+    left = right = "│"
+    if lr:
+        left = "┤" if port_in else "│"
+        right = "├" if port_out else "│"
+    else:
+        mid = w // 2
+        if port_in:
+            top[mid] = "┼" if mid in seps else "┴"
+        if port_out:
+            bottom[mid] = "┼" if mid in seps else "┬"
+    return Box(nid, x, y, w, clip_cells(label, lw), "".join(top), "".join(bottom), left, right)
+
+
+def _entries(unit: Unit, lr: bool) -> list[tuple[int, int, int]]:
+    """The cells where lines may enter a unit's op glyph, as (v, u offset from the
+    layer's start, the direction into the glyph): the main one in front of it (offset
+    -1: the channel's last cell), and for an op glyph its two sides, so that two inputs
+    meet only at the op they feed, never on a shared wire."""
+    axis = int(unit.v) + unit.axis
+    main = (axis, -1, U_PLUS)
+    if not unit.glyph:
+        return [main]
+    g = unit.glyph
+    if lr:  # above and below the op's middle character
+        return [(axis - 1, len(g) // 2, V_PLUS), main, (axis + 1, len(g) // 2, V_MINUS)]
+    left = axis - (len(g) - 1) // 2 - 1  # beside the op, on its line
+    return [(left, 0, V_PLUS), main, (left + len(g) + 1, 0, V_MINUS)]
+
+
+def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Entries for `sources` (in order down the channel), in the same order: the
+    nearest for one, else spread out from the first and last, the middle ones sharing."""
+    if len(sources) == 1:
+        row = int(sources[0].v) + sources[0].axis
+        return [min(entries, key=lambda e: (abs(e[0] - row), e[1] >= 0))]
+    if len(entries) >= len(sources):
+        if len(sources) == 2 and len(entries) == 3:
+            upper, lower = (int(a.v) + a.axis for a in sources)
+            top, main, bottom = entries
+            axis = main[0]
+            return ([main, bottom] if upper >= axis else [top, main] if lower <= axis
+                    else [top, bottom])
+        return entries[:len(sources)]
+    main = next(e for e in entries if e[1] < 0)  # more inputs than entries: they share
+    return [entries[0]] + [main] * (len(sources) - 2) + [entries[-1]]
+
+
+def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[int, dict]:
+    """Tracks for the channel between two layers. Each source's lines (its fan-out) go
+    up on one track and down on another; each input enters its op by an entry of its own, so
+    the nets of different sources only ever cross. A source's row must not run into
+    another net's entry row on the same line, so such a source's track goes left of
+    that net's. Returns the number of tracks and, per (source, target) pair, its track
+    (-1: a straight line) and its entry."""
+    target = {u.key: u for u in right}
+    inputs: dict[object, list[Unit]] = {}
+    for a in left:
+        for k in succ.get(a.key, ()):
+            if k in target:
+                inputs.setdefault(k, []).append(a)
+    entry: dict[tuple[Unit, Unit], tuple[int, int, int]] = {}
+    rows_out = {int(a.v) + a.axis for a in left if a.key in succ}
+    for key, sources in inputs.items():
+        b = target[key]
+        rows = sorted(sources, key=lambda a: int(a.v) + a.axis)
+        # an entry on the row another source leaves on would meet that source's line
+        foreign = rows_out - {int(a.v) + a.axis for a in sources}
+        every = _entries(b, lr)
+        free = [e for e in every if e[0] not in foreign]
+        for a, e in zip(rows, _choose(rows, free if len(free) >= len(rows) else every)):
+            entry[(a, b)] = e
+    # a source's lines up and its lines down go on tracks of their own: a `┼` would
+    # read as two lines crossing, never as one line branching four ways
+    nets: dict[tuple[Unit, int], list[tuple[Unit, tuple[int, int, int]]]] = {}
+    for (a, b), e in entry.items():
+        src = int(a.v) + a.axis
+        if e[0] != src:
+            nets.setdefault((a, -1 if e[0] < src else 1), []).append((b, e))
+    span = {}
+    for (a, part), outs in nets.items():
+        rows = [int(a.v) + a.axis] + [e[0] for _, e in outs]
+        span[(a, part)] = (min(rows), max(rows))
+    source_row: dict[int, list[tuple[Unit, int]]] = {}
+    for net in nets:
+        source_row.setdefault(int(net[0].v) + net[0].axis, []).append(net)
+    before: dict[tuple[Unit, int], set] = {net: set() for net in nets}  # nets left of it
+    for net, outs in nets.items():
+        for _, (row, _, _) in outs:
+            before[net] |= {other for other in source_row.get(row, ()) if other[0] is not net[0]}
+    todo = sorted(nets, key=lambda net: span[net])
+    track_of: dict[tuple[Unit, int], int] = {}
+    t = 0
+    while todo:
+        used: list[tuple[int, int]] = []
+        placed = []
+        for net in todo:
+            lo, hi = span[net]
+            if any(not (hi < x or lo > y) for x, y in used):
+                continue
+            if any(p not in track_of or track_of[p] >= t for p in before[net]):
+                continue
+            used.append((lo, hi))
+            placed.append(net)
+            track_of[net] = t
+        if not placed:  # a cycle of constraints: break it
+            track_of[todo[0]] = t
+            placed.append(todo[0])
+        todo = [net for net in todo if net not in placed]
+        t += 1
+    routes = {}
+    for (a, b), e in entry.items():
+        src = int(a.v) + a.axis
+        routes[(a, b)] = (-1 if e[0] == src else track_of[(a, -1 if e[0] < src else 1)], e)
+    return t, routes

@@ -1,0 +1,425 @@
+"""The one way to make a `Trace`, for the recorder and the file loaders alike: a
+`TraceBuilder` takes records one at a time or in bulk, only ever appends, checks them
+(`mgtui.trace.validation`) and builds a trace of everything added so far, its strings
+made inert (`mgtui.safe`) and its passes found (`split_passes`)."""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_left
+from collections.abc import Sequence
+from copy import copy
+from dataclasses import replace
+from itertools import compress
+from typing import Iterable
+
+from mgtui.trace import lanes
+from mgtui.safe import UNSAFE_LINE, inert, inert_line
+from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
+from mgtui.trace.model import Texts, Trace
+from mgtui.trace.records import (
+    _BACKWARD,
+    _CREATE,
+    _DATA,
+    _GRAD,
+    _LONE,
+    Closure,
+    EventKind,
+    Field,
+    Pass,
+    TraceError,
+    TraceFormatError,
+)
+from mgtui.trace.validation import RecordValidation
+
+
+class TraceBuilder(RecordValidation):
+    """Makes a `Trace`, chunk by chunk. It only appends, so a trace can be built while
+    the scenario still runs; `build()` gives the trace of everything added so far.
+
+    Records come in bulk, as parallel sequences (what the recorder keeps), or one at a
+    time (what a file loader reads). In both, kinds and fields are `EventKind.code` and
+    `Field.code`, lines are 0 when unknown, and the closure is -1 when there is none.
+    """
+
+    def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
+        self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
+        self.labels: list[str] = []
+        self.names: dict[int, str] = {}  # the nodes `mgtui.recording.naming` named, by id
+        self.ops: list[str] = []
+        self.node_data = array("d")
+        self.node_line = array("i")
+        self.child_start = array("i", [0])
+        self.child_ids = array("i")
+        self.ev_kind = array("b")
+        self.ev_node = array("i")
+        self.ev_line = array("i")
+        self.ev_closure = array("i")
+        self.ev_write_start = array("i")
+        self.lone_at = array("i")  # the grad and data events outside `_backward`
+        self.lone_before = array("d")
+        self.lone_after = array("d")
+        self.wr_node = array("i")
+        self.wr_field = array("b")
+        self.wr_before = array("d")
+        self.wr_after = array("d")
+        self.wr_line = array("i")
+        self.closures: list[Closure] = []
+        # What validate() has checked and build() has derived so far: a trace that grows
+        # while its scenario records is checked and built a chunk at a time, not in full
+        # on every update.
+        self._checked_nodes = self._checked_events = self._checked_writes = 0
+        self._made = 0  # nodes made by the checked events
+        self._inert_labels: list[str] = []
+        self._op_code = array("B")  # the ops made inert, each once in `_ops`
+        self._ops: list[str] = []
+        self._op_codes: dict[str, int] = {}
+        self.values: dict[int, tuple[tuple[str, float], ...]] = {}
+
+    @property
+    def node_count(self) -> int:
+        return len(self.ops)
+
+    @property
+    def event_count(self) -> int:
+        return len(self.ev_kind)
+
+    # -- one record at a time --------------------------------------------------------------
+    def add_node(self, label: str, op: str, children: Iterable[int], data: float,
+                 line: int = 0) -> int:
+        nid = len(self.ops)
+        self.labels.append(label)
+        self.ops.append(op)
+        self.node_data.append(data)
+        self.node_line.append(line)
+        try:
+            self.child_ids.extend(children)
+        except OverflowError:
+            raise TraceFormatError(f"nodes[{nid}].children", "an id is out of range") from None
+        self.child_start.append(len(self.child_ids))
+        return nid
+
+    def add_event(self, kind: EventKind, node: int, before: float = 0.0, after: float = 0.0,
+                  line: int = 0, closure: int = -1) -> int:
+        index = len(self.ev_kind)
+        code = kind.code
+        self.ev_kind.append(code)
+        try:
+            self.ev_node.append(node)
+            self.ev_closure.append(closure)
+        except OverflowError:
+            raise TraceFormatError(f"events[{index}]", "an id is out of range") from None
+        self.ev_line.append(line)
+        self.ev_write_start.append(len(self.wr_node))
+        if code >= _GRAD:
+            self.lone_at.append(index)
+            self.lone_before.append(before)
+            self.lone_after.append(after)
+        return index
+
+    def add_write(self, node: int, field_: Field, before: float, after: float,
+                  line: int = 0) -> None:
+        """A write made by the `_backward` call of the last event added."""
+        try:
+            self.wr_node.append(node)
+        except OverflowError:
+            raise TraceFormatError(f"writes[{len(self.wr_node)}].node",
+                                   "an id is out of range") from None
+        self.wr_field.append(field_.code)
+        self.wr_before.append(before)
+        self.wr_after.append(after)
+        self.wr_line.append(line)
+
+    def relabel(self, nid: int, label: str) -> None:
+        """A label given after the node was made (`e.label = 'e'`, or the variable that
+        holds it at the end). Labels are names, not structure: the one thing that may
+        change after it was added."""
+        if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
+            raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
+        self.labels[nid] = label
+        if nid < len(self._inert_labels):
+            self._inert_labels[nid] = inert_line(label)
+
+    def add_name(self, nid: int, name: str) -> None:
+        """The name a node goes by when it has no label: the variable it was bound to,
+        or its path from a global object (`mgtui.recording.naming`)."""
+        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
+            raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
+        self.names[nid] = name
+
+    def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
+        """What the `_backward` call of event `event` read as it began: (name, value)
+        pairs. It may come before the event itself (the stream sends it first); one
+        for an event that never arrives is dropped when the trace is built."""
+        if not isinstance(event, int) or isinstance(event, bool) or event < 0:
+            raise TraceFormatError("values", f"{event!r} is not an event")
+        checked = []
+        for pair in pairs:
+            name, value = pair
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
+                raise TraceFormatError(f"values[{event}]", f"{pair!r} is not a name and a number")
+            checked.append((name, float(value)))
+        self.values[event] = tuple(checked)
+
+    def add_closure(self, closure: Closure) -> int:
+        self.closures.append(closure)
+        return len(self.closures) - 1
+
+    # -- in bulk ---------------------------------------------------------------------------
+    def add_nodes(self, labels: Sequence[str], ops: Sequence[str], data: Sequence[float],
+                  lines: Sequence[int], child_ends: Sequence[int], child_ids: Sequence[int]) -> None:
+        """Nodes in creation order. `child_ends[k]` is where node k's children end in
+        `child_ids`, counted from the start of this chunk's `child_ids`."""
+        base = len(self.child_ids)
+        self.labels.extend(labels)
+        self.ops.extend(ops)
+        _append(self.node_data, data)
+        _append(self.node_line, lines)
+        _extend(self.child_ids, child_ids, "nodes.children")
+        ends: Iterable[int] | None = child_ends
+        if base:  # counted from this chunk's first child: from the first of all
+            ends = (lanes.shifted(child_ends, base)
+                    if isinstance(child_ends, (array, memoryview)) and child_ends.itemsize == 4
+                    else None)
+            if ends is None:
+                ends = map(base.__add__, child_ends)
+        _extend(self.child_start, ends, "nodes.children")
+
+    def add_events(self, kinds: Sequence[int], nodes: Sequence[int], before: Sequence[float],
+                   after: Sequence[float], lines: Sequence[int], closures: Sequence[int],
+                   write_starts: Sequence[int]) -> None:
+        """Events in order. `write_starts[k]` is the number of writes made before event
+        k, over the whole run (writes are numbered by the recorder, not by the chunk).
+        `before` and `after` are those of the lone writes among the events (grad and
+        data events), in order; given one per event, only theirs are kept."""
+        e0 = len(self.ev_kind)
+        _append(self.ev_kind, kinds)
+        _extend(self.ev_node, nodes, "events.node")
+        _append(self.ev_line, lines)
+        _extend(self.ev_closure, closures, "events.closure")
+        _extend(self.ev_write_start, write_starts, "events.writes")
+        kinds = self.ev_kind[e0:]
+        lone = kinds.tobytes().translate(_LONE)  # 1 for a lone write, else 0
+        if lone.count(1):
+            self.lone_at.extend(compress(range(e0, len(self.ev_kind)), lone))
+        before, after = lone_values(kinds, before, after)
+        _append(self.lone_before, before)
+        _append(self.lone_after, after)
+
+    def add_writes(self, nodes: Sequence[int], fields: Sequence[int], before: Sequence[float],
+                   after: Sequence[float], lines: Sequence[int]) -> None:
+        _extend(self.wr_node, nodes, "writes.node")
+        _append(self.wr_field, fields)
+        _append(self.wr_before, before)
+        _append(self.wr_after, after)
+        _append(self.wr_line, lines)
+
+    def add(self, chunk: Chunk) -> None:
+        if isinstance(chunk, NodeChunk):
+            base = len(self.labels)
+            self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
+                           chunk.child_ids)
+            names = chunk.names
+            for k in compress(range(len(names)), names):  # (most nodes have none)
+                self.add_name(base + k, names[k])
+        elif isinstance(chunk, EventChunk):
+            self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
+                            chunk.closures, chunk.write_starts)
+        else:
+            self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
+
+    @property
+    def consistent(self) -> bool:
+        """Have the writes that the events added so far start at arrived? (Between a
+        chunk of events and the chunk of their writes, they have not.)"""
+        return not self.ev_write_start or self.ev_write_start[-1] <= len(self.wr_node)
+
+    def trim(self) -> None:
+        """Drop events at the end whose writes never arrived (a stream cut off in the
+        middle of a flush), so that what is left is a consistent trace. Only for the
+        end of a stream: in the middle of one, their writes are on their way."""
+        keep = len(self.ev_write_start)
+        w = len(self.wr_node)
+        while keep > self._checked_events and self.ev_write_start[keep - 1] > w:
+            keep -= 1
+        if keep < len(self.ev_write_start):
+            for column in (self.ev_kind, self.ev_node, self.ev_line, self.ev_closure,
+                           self.ev_write_start):
+                del column[keep:]
+            lone = bisect_left(self.lone_at, keep)
+            for column in (self.lone_at, self.lone_before, self.lone_after):
+                del column[lone:]
+
+    # -- the trace -------------------------------------------------------------------------
+    def build(self, error: TraceError | None = None, output: str = "",
+              passes: Sequence[tuple[str, int, int]] | None = None, *,
+              last: bool = False) -> Trace:
+        """The trace of everything added so far. `passes`, as (kind, start, end), are
+        taken as given (a saved trace's); else they are found from the events.
+
+        What is derived (inert names, the final state) is kept and carried forward, so a
+        trace built again after more records were added costs those records, plus
+        copying the columns. The `last` build hands its columns over to the trace
+        instead of copying them (a file's load): the builder is empty after it."""
+        self._catch_up_names()
+        keep = (lambda column: column) if last else copy
+        write_start = keep(self.ev_write_start)
+        write_start.append(len(self.wr_node))
+        n = self.node_count
+        trace = Trace(
+            scenario=inert_line(self.scenario),
+            title=inert_line(self.title),
+            notes=inert(self.notes),
+            source=inert(self.source),
+            _label=Texts(self._inert_labels),
+            _op_code=keep(self._op_code),
+            _ops=tuple(self._ops),
+            node_data=keep(self.node_data),
+            _line=keep(self.node_line),
+            _child_start=keep(self.child_start),
+            _child_ids=keep(self.child_ids),
+            _ev_kind=keep(self.ev_kind),
+            _ev_node=keep(self.ev_node),
+            _ev_line=keep(self.ev_line),
+            _ev_closure=keep(self.ev_closure),
+            _ev_write_start=write_start,
+            _lone_at=keep(self.lone_at),
+            _lone_before=keep(self.lone_before),
+            _lone_after=keep(self.lone_after),
+            _wr_node=keep(self.wr_node),
+            _wr_field=keep(self.wr_field),
+            _wr_before=keep(self.wr_before),
+            _wr_after=keep(self.wr_after),
+            _wr_line=keep(self.wr_line),
+            closures=tuple(map(_inert_closure, self.closures)),
+            error=None if error is None else replace(
+                error, type=inert_line(error.type), message=inert(error.message)),
+            output=inert(output),
+            _name=Texts.of({nid: inert_line(name) for nid, name in self.names.items() if nid < n},
+                           n),
+        )
+        n, kinds = self.event_count, self.ev_kind
+        object.__setattr__(trace, "_values", {
+            i: tuple((inert_line(name), value) for name, value in pairs)
+            for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD})
+        if passes is None:
+            found = split_passes(trace)
+        else:
+            found = [Pass(i, kind, start, end)  # type: ignore[arg-type]
+                     for i, (kind, start, end) in enumerate(passes)]
+        object.__setattr__(trace, "passes", tuple(found))
+        if last:
+            self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
+        return trace
+
+    def _catch_up_names(self) -> None:
+        """Labels and ops made inert, for the nodes added since the last build (later
+        labels are made inert by `relabel`). Equal labels share one string; each op is
+        kept once, and a node holds its number."""
+        k = len(self._inert_labels)
+        one = {}.setdefault  # equal labels, one string
+        labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
+        if labels.count("") == len(labels):  # (a big graph's nodes mostly have none)
+            self._inert_labels.extend(labels)
+        else:
+            self._inert_labels.extend(map(one, labels, labels))
+        codes = self._op_codes
+        for op in set(ops) - codes.keys():
+            codes[op] = len(self._ops)
+            self._ops.append(op)
+        if len(self._ops) > _CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
+            self._op_code = array("H" if len(self._ops) <= _CODE_LIMIT["H"] else "i",
+                                  self._op_code)
+        if self._op_code.typecode == "B":  # (bytes() of a map is faster than extend)
+            self._op_code.frombytes(bytes(map(codes.__getitem__, ops)))
+        else:
+            self._op_code.extend(map(codes.__getitem__, ops))
+
+
+def _append(column: array, values: Iterable) -> None:
+    """column.extend(values); a memoryview of the column's own type (a file's chunk,
+    read in place) is copied in as bytes, not an element at a time."""
+    if isinstance(values, memoryview) and values.format == column.typecode:
+        column.frombytes(values.cast("B"))
+    else:
+        column.extend(values)
+
+
+def _extend(column: array, values: Iterable[int], where: str) -> None:
+    """Append ids to an int32 column; one too big for it is a corrupt trace."""
+    try:
+        _append(column, values)
+    except OverflowError:
+        raise TraceFormatError(where, "an id or count is out of range") from None
+    except TypeError:  # an array of another type (an older file's 64-bit ids)
+        try:
+            column.extend(array(column.typecode, values))
+        except OverflowError:
+            raise TraceFormatError(where, "an id or count is out of range") from None
+
+
+_CODE_LIMIT = {"B": 256, "H": 65536, "i": 2**31}  # how many ops an op-code column can tell apart
+
+
+def _inert_names(names: list[str]) -> tuple[str, ...]:
+    """Labels or ops made inert (`mgtui.safe`); checked all at once, as most have nothing
+    to change."""
+    try:
+        clean = not UNSAFE_LINE.search("".join(names))
+    except TypeError:  # not all strings: validate() has not been run on them
+        clean = False
+    return tuple(names) if clean else tuple(inert_line(x) for x in names)
+
+
+def _inert_closure(c: Closure) -> Closure:
+    return replace(c, name=inert_line(c.name), filename=inert_line(c.filename),
+                   lines=tuple(inert_line(x) for x in c.lines))
+
+
+def split_passes(trace: Trace) -> list[Pass]:
+    """Group the events into runs of one kind: forward, backward, zero_grad, update, other.
+
+    A grad write that is followed directly by a `_backward` call (perhaps after more
+    writes to the same node) is that backward pass's seed. Other grad writes outside
+    `_backward` set to zero form `zero_grad` passes; any other lone grad write is
+    `other`. Runs of one event kind are found with a regular expression over the kind
+    bytes, so only grad writes are looked at one by one, and each only once.
+    """
+    kinds = trace._ev_kind
+    nodes, after = trace._ev_node, trace._lone_after
+    n = len(kinds)
+    spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
+
+    def add(kind: str, start: int, end: int) -> None:
+        if spans and spans[-1][0] == kind and spans[-1][2] == start:
+            spans[-1] = (kind, spans[-1][1], end)
+        else:
+            spans.append((kind, start, end))
+
+    for run in re.finditer(rb"(.)\1*", kinds.tobytes(), re.S):
+        start, end = run.span()
+        kind = kinds[start]
+        if kind != _GRAD:
+            add(RUN_KINDS[kind], start, end)
+            continue
+        # Walk the run backwards, so each write knows at once whether a `_backward`
+        # follows the writes to its node that come right after it (linear, not quadratic).
+        lone = bisect_left(trace._lone_at, start) - start  # grad writes are lone writes
+        seeds = [False] * (end - start)
+        seeded = end < n and kinds[end] == _BACKWARD
+        for i in range(end - 1, start - 1, -1):
+            if i + 1 < end and nodes[i + 1] != nodes[i]:
+                seeded = False
+            seeds[i - start] = seeded
+        for i in range(start, end):
+            if seeds[i - start]:
+                add("backward", i, i + 1)
+            elif after[lone + i] == 0:
+                add("zero_grad", i, i + 1)
+            else:
+                add("other", i, i + 1)
+    return [Pass(index, kind, start, end)  # type: ignore[arg-type]
+            for index, (kind, start, end) in enumerate(spans)]
+RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}

@@ -1,0 +1,102 @@
+"""A trace's records in chunks, as they travel between processes and files: nodes,
+events and writes, column by column, cut from a trace (`chunks_of`) and added to a
+`TraceBuilder` as they come."""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
+from typing import Iterator
+
+from mgtui.trace.model import Trace
+from mgtui.trace.records import _LONE, TraceFormatError
+
+
+@dataclass(frozen=True)
+class NodeChunk:
+    """Nodes in creation order, as they travel between processes and files.
+    `child_ends[k]` is where node k's children end in `child_ids`, counted from the
+    start of this chunk's `child_ids`."""
+
+    labels: tuple[str, ...]
+    ops: tuple[str, ...]
+    data: array  # 'd'
+    lines: array  # 'i'
+    child_ends: array  # 'i'
+    child_ids: array  # 'i'
+    names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
+
+
+@dataclass(frozen=True)
+class EventChunk:
+    """Events in order. Kinds are `EventKind.code`; `write_starts[k]` is the number of
+    writes made before event k over the whole run. `before` and `after` are those of
+    the lone writes among them (grad and data events), in order; one per event is
+    taken too, and only those kept."""
+
+    kinds: array  # 'b'
+    nodes: array  # 'i'
+    before: array  # 'd'
+    after: array  # 'd'
+    lines: array  # 'i'
+    closures: array  # 'i'
+    write_starts: array  # 'i'
+
+
+@dataclass(frozen=True)
+class WriteChunk:
+    """Writes made inside `_backward` calls, in order. Fields are `Field.code`."""
+
+    nodes: array  # 'i'
+    fields: array  # 'b'
+    before: array  # 'd'
+    after: array  # 'd'
+    lines: array  # 'i'
+
+
+Chunk = NodeChunk | EventChunk | WriteChunk
+# (A chunk read from a file may hold memoryviews of the same types instead of arrays:
+# its columns in place, copied once, into the builder's own.)
+
+
+def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
+    """The trace's records as chunks of at most `size` records, nodes first, then
+    events and writes in step, so a reader can build (and show) the trace as they come."""
+    t = trace
+    for lo in range(0, t.node_count, size):
+        hi = min(lo + size, t.node_count)
+        base = t._child_start[lo]
+        names = t._name.slice(lo, hi)
+        yield NodeChunk(t._label.slice(lo, hi), tuple(map(t._ops.__getitem__, t._op_code[lo:hi])),
+                        t.node_data[lo:hi], t._line[lo:hi],
+                        array("i", (e - base for e in t._child_start[lo + 1 : hi + 1])),
+                        t._child_ids[base : t._child_start[hi]], names if any(names) else ())
+    w = 0
+    for lo in range(0, len(t), size):
+        hi = min(lo + size, len(t))
+        a, b = bisect_left(t._lone_at, lo), bisect_left(t._lone_at, hi)
+        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._lone_before[a:b],
+                         t._lone_after[a:b], t._ev_line[lo:hi], t._ev_closure[lo:hi],
+                         t._ev_write_start[lo:hi])
+        end = t._ev_write_start[hi]
+        if end > w:
+            yield WriteChunk(t._wr_node[w:end], t._wr_field[w:end], t._wr_before[w:end],
+                             t._wr_after[w:end], t._wr_line[w:end])
+            w = end
+
+
+def lone_values(kinds: array, before: Sequence[float],
+                after: Sequence[float]) -> tuple[Sequence[float], Sequence[float]]:
+    """The before and after values of the lone writes (grad and data events) among
+    events of `kinds` ('b'), given as theirs alone or as one per event."""
+    lone = kinds.tobytes().translate(_LONE)
+    count = lone.count(1)
+    if len(before) == count and len(after) == count:
+        return before, after
+    if len(before) != len(lone) or len(after) != len(lone):
+        raise TraceFormatError("events.before", f"{len(before)} and {len(after)} values "
+                               f"for {count} grad and data writes")
+    return array("d", compress(before, lone)), array("d", compress(after, lone))

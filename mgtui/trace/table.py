@@ -1,0 +1,541 @@
+"""The record table: every record a binary trace is made of, how each is written, and
+the one decoder that reads them into a `TraceBuilder`.
+
+A saved file (`mgtui.trace.binary`) and the stream from the runner's child to its parent
+(`mgtui.run.runner`) are the same thing: a head, then records, each a one-byte tag, an
+8-byte little-endian length and a payload. Both are read through `RecordDecoder`.
+
+    head  MGTUI\\0TR  u16 version  u16 flags (0)
+
+    tag constant    file  payload
+    H   HEADER      yes   JSON {"scenario", "title", "notes", "source"}; the first record
+    C   CLOSURE     yes   one `_backward` closure's source: JSON {"name", "filename",
+                          "first_line", "lines", "default"}
+    N   NODES       yes   nodes (zlib): u32 count, u32 children; data f64[count],
+                          lines i32[count], child_ends i32[count], child_ids i32[children];
+                          JSON [labels, ops] or [labels, ops, names] (the names of
+                          `mgtui.recording.naming`; older files have none)
+    E   EVENTS      yes   events (zlib): u32 count, u32 lone; kinds i8, nodes i32,
+                          lines i32, closures i32, write_starts i32 (each [count]);
+                          before f64, after f64 (each [lone]: the grad and data writes
+                          outside `_backward`, the only events with values)
+    W   WRITES      yes   writes (zlib): u32 count; nodes i32, fields i8, before f64,
+                          after f64, lines i32
+    M   NAMES       yes   names given late, while a scenario still runs: JSON [[id, name], ...]
+    V   VALUES      yes   values read by `_backward` calls as they began (older files have
+                          none): JSON [[event, [[name, value], ...]], ...], a value that is
+                          not finite as "nan", "inf" or "-inf"
+    Z   END         yes   JSON {"error": null | {"type", "message", "line", "after_event"},
+                          "output": str, "passes": null | [[kind, start, end], ...]};
+                          the last record (a stream's passes are null: the parent finds them)
+    L   LABELS      no    labels set late, once the scenario ended: JSON [[id, label], ...]
+                          (a file holds the final labels in its N records)
+    X   NOT_RUN     no    the scenario could not run at all: JSON {"message", "detail"};
+                          a stream that has it has no H and no Z
+    R   JOB_RESULT  no    what a job's hooks reported (the doctor's probe): any JSON
+    Q   EXIT        no    the scenario called `os._exit` (sent just before): JSON {"code"}
+
+"file: no" are the tags only the live stream carries: they are decoded by the same
+code, and `mgtui.trace.binary.write` never writes them (a file that has them still reads).
+
+The payloads of N, E and W are zlib-compressed (level 1 in a file: most of a trace is
+small ids and repeated zeros). The runner's child streams them at level 0 (stored
+blocks: the same format, read the same way, without the cost of deflating records
+that go down a local pipe and are inflated as they arrive). They carry the trace's
+chunks (`mgtui.trace.chunks_of`), so the same records can be written while a scenario
+still runs and read as they arrive. Numbers are stored as they are, so nan and inf
+need no special form.
+
+Version 2 stores ids in 32 bits and the values of only the events that have them.
+Version 1 files (64-bit ids, a before and an after for every event) are still read.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+from array import array
+from typing import Callable
+
+from mgtui.trace import fields
+from mgtui.trace.load_limits import LoadLimits
+from mgtui.trace import (
+    Chunk,
+    Closure,
+    EventChunk,
+    NodeChunk,
+    Trace,
+    TraceBuilder,
+    TraceError,
+    TraceFormatError,
+    WriteChunk,
+    lone_values,
+)
+
+MAGIC = b"MGTUI\0TR"
+VERSION = 2
+READS = (1, 2)  # the versions this mgtui reads
+MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
+
+HEADER = "H"
+CLOSURE = "C"
+NODES = "N"
+EVENTS = "E"
+WRITES = "W"
+NAMES = "M"
+VALUES = "V"
+END = "Z"
+LABELS = "L"
+NOT_RUN = "X"
+JOB_RESULT = "R"
+EXIT = "Q"
+
+FILE_TAGS = (HEADER, CLOSURE, NODES, EVENTS, WRITES, NAMES, VALUES, END)
+STREAM_TAGS = (LABELS, NOT_RUN, JOB_RESULT, EXIT)  # only the runner's live stream has them
+TAGS = FILE_TAGS + STREAM_TAGS
+CHUNK_TAGS = (NODES, EVENTS, WRITES)
+# Records about the run rather than its trace: they need no header, and the runner
+# takes them the moment they arrive.
+RUN_TAGS = (NOT_RUN, JOB_RESULT, EXIT)
+
+_HEAD = struct.Struct("<8sHH")
+HEAD_SIZE = _HEAD.size
+_RECORD = struct.Struct("<cQ")
+_COUNT = struct.Struct("<I")
+_COUNTS = struct.Struct("<II")
+_BIG = sys.byteorder == "big"
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _le(a: array) -> bytes:
+    if _BIG:
+        a = array(a.typecode, a)
+        a.byteswap()
+    return a.tobytes()
+
+
+def _json(obj: object) -> bytes:
+    """JSON in UTF-8. A string that is not Unicode throughout (a file name of bytes that
+    are not UTF-8, which Python holds as lone surrogates, `os.fsdecode`) is written with
+    JSON's escapes, and reads back as the same string."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode("ascii")
+
+
+def _record(tag: str | bytes, payload: bytes) -> bytes:
+    if isinstance(tag, str):
+        tag = tag.encode("latin-1")
+    return _RECORD.pack(tag, len(payload)) + payload
+
+
+def _i32(a: array) -> array:
+    return a if a.typecode == "i" else array("i", a)
+
+
+def encode_head() -> bytes:
+    """The head a file and a stream start with: the magic, this version, the flags."""
+    return _HEAD.pack(MAGIC, VERSION, 0)
+
+
+def encode_header(scenario: str, title: str, notes: str, source: str) -> bytes:
+    """The head, then the H record."""
+    return encode_head() + _record(HEADER, _json({"scenario": scenario, "title": title,
+                                                  "notes": notes, "source": source}))
+
+
+def encode_closure(c: Closure) -> bytes:
+    return _record(CLOSURE, _json({"name": c.name, "filename": c.filename,
+                                   "first_line": c.first_line, "lines": list(c.lines),
+                                   "default": c.default}))
+
+
+def encode_chunk(chunk: Chunk, level: int = 1) -> bytes:
+    """One N, E or W record, compressed at zlib `level` (0: stored as it is, still a
+    zlib stream that any reader inflates; what the runner's child streams)."""
+    if isinstance(chunk, NodeChunk):
+        payload = b"".join((
+            _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
+            _le(chunk.data), _le(chunk.lines), _le(_i32(chunk.child_ends)),
+            _le(_i32(chunk.child_ids)),
+            _json([list(chunk.labels), list(chunk.ops), *([list(chunk.names)] if chunk.names else [])])))
+        return _record(NODES, zlib.compress(payload, level))
+    if isinstance(chunk, EventChunk):
+        count = len(chunk.kinds)
+        before, after = lone_values(chunk.kinds, chunk.before, chunk.after)
+        columns = (chunk.kinds, _i32(chunk.nodes), chunk.lines, chunk.closures,
+                   _i32(chunk.write_starts), before, after)
+        payload = _COUNTS.pack(count, len(before)) + b"".join(map(_le, columns))
+        return _record(EVENTS, zlib.compress(payload, level))
+    columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, chunk.lines)
+    payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
+    return _record(WRITES, zlib.compress(payload, level))
+
+
+def encode_json(tag: str | bytes, obj: object) -> bytes:
+    """A record of JSON, for any tag whose payload is JSON (M, L, R, X, Q...); the
+    functions below name each."""
+    return _record(tag, _json(obj))
+
+
+def encode_names(pairs: list[list]) -> bytes:
+    """An M record: [[id, name], ...]."""
+    return _record(NAMES, _json(pairs))
+
+
+def encode_values(entries: list[tuple[int, tuple[tuple[str, float], ...]]]) -> bytes:
+    """A V record: what some `_backward` calls read as they began."""
+    return _record(VALUES, _json([[event, [[name, fields.json_number(v)] for name, v in pairs]]
+                                  for event, pairs in entries]))
+
+
+def encode_end(error: TraceError | None, output: str,
+               passes: list[tuple[str, int, int]] | None) -> bytes:
+    err = None if error is None else {"type": error.type, "message": error.message,
+                                      "line": error.line, "after_event": error.after_event}
+    return _record(END, _json({"error": err, "output": output, "passes": passes}))
+
+
+def encode_labels(pairs: list[list]) -> bytes:
+    """An L record: [[id, label], ...]."""
+    return _record(LABELS, _json(pairs))
+
+
+def encode_not_run(message: str, detail: str) -> bytes:
+    return _record(NOT_RUN, _json({"message": message, "detail": detail}))
+
+
+def encode_job_result(result: object) -> bytes:
+    return _record(JOB_RESULT, _json(result))
+
+
+def encode_exit(code: object) -> bytes:
+    return _record(EXIT, _json({"code": code}))
+
+
+# -- framing ---------------------------------------------------------------------------
+
+
+def check_head(head: bytes, versions: tuple[int, ...] = (VERSION,)) -> int:
+    """The version of the trace `head` (the first 12 bytes) starts; TraceFormatError
+    unless it starts one of `versions`. (A stream from the runner's child is always
+    this version.)"""
+    if len(head) < _HEAD.size or head[: len(MAGIC)] != MAGIC:
+        raise TraceFormatError("header", "not an mgtui binary trace")
+    _, version, _ = _HEAD.unpack(head[: _HEAD.size])
+    if version not in versions:
+        raise TraceFormatError("version", f"{version} (this mgtui reads "
+                               f"{', '.join(map(str, versions))})")
+    return version
+
+
+RECORD_HEAD_SIZE = _RECORD.size
+
+
+def record_head(raw: bytes) -> tuple[str, int]:
+    """The tag and payload length a record starts with (its first 9 bytes)."""
+    tag, length = _RECORD.unpack(raw)
+    return tag.decode("latin-1"), length
+
+
+def check_length(tag: str, length: int) -> None:
+    """TraceFormatError if a record claims a payload longer than any record may be (read
+    before a byte of it is: a file may claim 2**60 bytes)."""
+    if length > MAX_RECORD:
+        raise TraceFormatError(f"record {tag}", f"claims {length:,} bytes, more than a "
+                               f"record may hold ({MAX_RECORD:,})")
+
+
+def split_record(buf: bytearray) -> tuple[str, bytes] | None:
+    """Take the first whole record off the front of `buf` (a stream as it arrives), or
+    None if it has not all arrived yet."""
+    if len(buf) < _RECORD.size:
+        return None
+    tag, length = _RECORD.unpack_from(buf)
+    check_length(tag.decode("latin-1"), length)
+    end = _RECORD.size + length
+    if len(buf) < end:
+        return None
+    payload = bytes(buf[_RECORD.size : end])
+    del buf[:end]
+    return tag.decode("latin-1"), payload
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+class _Payload:
+    """Reads a record's payload front to back; every read is bounds-checked."""
+
+    def __init__(self, tag: str, data: bytes) -> None:
+        self.tag, self.data, self.at = tag, memoryview(data), 0
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.at + n > len(self.data):
+            raise TraceFormatError(f"record {self.tag}", "ends too soon")
+        piece = self.data[self.at : self.at + n]
+        self.at += n
+        return piece
+
+    def unpack(self, s: struct.Struct) -> tuple:
+        return s.unpack(self.take(s.size))
+
+    def column(self, typecode: str, count: int) -> array:
+        a = array(typecode)
+        a.frombytes(self.take(a.itemsize * count))
+        if _BIG:
+            a.byteswap()
+        return a
+
+    def view(self, typecode: str, count: int) -> array | memoryview:
+        """A column read in place, without a copy (the builder copies it into its own
+        columns); an array where the numbers need turning round (a big-endian machine)."""
+        if _BIG:
+            return self.column(typecode, count)
+        size = array(typecode).itemsize
+        return self.take(size * count).cast(typecode)
+
+    def json(self) -> object:
+        try:
+            return json.loads(str(self.take(len(self.data) - self.at), "utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise TraceFormatError(f"record {self.tag}", f"not valid JSON ({exc})") from None
+
+    def done(self) -> None:
+        if self.at != len(self.data):
+            raise TraceFormatError(f"record {self.tag}", "has bytes left over")
+
+
+def _json_of(tag: str, payload: bytes) -> object:
+    return _Payload(tag, payload).json()
+
+
+def _inflate(tag: str, data: bytes) -> bytes:
+    unpack = zlib.decompressobj()
+    try:
+        out = unpack.decompress(data, MAX_RECORD)
+    except zlib.error as exc:
+        raise TraceFormatError(f"record {tag}", f"is damaged ({exc})") from None
+    if unpack.unconsumed_tail or not unpack.eof:
+        raise TraceFormatError(f"record {tag}", "is damaged or too big")
+    return out
+
+
+def decode_chunk(tag: str, data: bytes, version: int = VERSION,
+                 limits: LoadLimits | None = None) -> Chunk:
+    """A chunk from the (compressed) payload of an N, E or W record. Its columns are
+    memoryviews of the inflated payload (arrays for a version 1 file), for
+    `TraceBuilder.add` to copy once into its own. With `limits`, its rows are charged
+    to them (from the counts it declares) before it is inflated, and its labels' JSON
+    before it is parsed."""
+    if limits is not None:
+        _charge(limits, tag, data, version)
+    p = _Payload(tag, _inflate(tag, data))
+    ids = "q" if version == 1 else "i"
+    column = p.column if version == 1 else p.view
+    if tag == NODES:
+        count, children = p.unpack(_COUNTS)
+        numbers = (column("d", count), column("i", count), column(ids, count),
+                   column(ids, children))
+        if limits is not None:
+            limits.take_text(len(p.data) - p.at)
+        strings = p.json()
+        if (not isinstance(strings, list) or len(strings) not in (2, 3)
+                or not all(isinstance(x, list) and len(x) == count for x in strings)):
+            raise TraceFormatError("record N", f"needs [labels, ops] for {count} nodes")
+        labels, ops, *names = strings
+        data_, lines, ends, ids = numbers
+        return NodeChunk(tuple(labels), tuple(ops), data_, lines, ends, ids,
+                         tuple(names[0]) if names else ())
+    if tag == EVENTS and version == 1:
+        (count,) = p.unpack(_COUNT)
+        chunk = EventChunk(*(p.column(t, count) for t in "bqddiiq"))
+    elif tag == EVENTS:
+        count, lone = p.unpack(_COUNTS)
+        kinds, nodes, lines, closures, starts = (column(t, count) for t in "biiii")
+        chunk = EventChunk(kinds, nodes, column("d", lone), column("d", lone), lines,
+                           closures, starts)
+    else:
+        (count,) = p.unpack(_COUNT)
+        chunk = WriteChunk(*(column(t, count) for t in ids + "bddi"))
+    p.done()
+    return chunk
+
+
+def declared_counts(tag: str, payload: bytes, version: int = VERSION) -> tuple[int, int]:
+    """The counts an N, E or W record's (compressed) payload starts with, read from its
+    first bytes alone: (nodes, children), (events, lone values) or (writes, 0)."""
+    two = tag == NODES or (tag == EVENTS and version != 1)
+    size = _COUNTS.size if two else _COUNT.size
+    try:
+        head = zlib.decompressobj().decompress(payload, size)
+    except zlib.error as exc:
+        raise TraceFormatError(f"record {tag}", f"is damaged ({exc})") from None
+    if len(head) < size:
+        raise TraceFormatError(f"record {tag}", "ends too soon")
+    if two:
+        return _COUNTS.unpack(head)
+    (count,) = _COUNT.unpack(head)
+    return count, count if tag == EVENTS else 0  # (version 1 keeps values for every event)
+
+
+def _charge(limits: LoadLimits, tag: str, payload: bytes, version: int) -> None:
+    count, other = declared_counts(tag, payload, version)
+    if tag == NODES:
+        limits.take_nodes(count, other)
+    elif tag == EVENTS:
+        limits.take_events(count, other)
+    else:
+        limits.take_writes(count)
+
+
+def node_count(payload: bytes) -> int:
+    """How many nodes an N record's (compressed) payload holds, read from its first
+    bytes alone; 0 if they cannot be read (reading the record says why)."""
+    try:
+        head = zlib.decompressobj().decompress(payload, _COUNTS.size)
+        return _COUNTS.unpack(head)[0] if len(head) == _COUNTS.size else 0
+    except zlib.error:
+        return 0
+
+
+def add_names(builder: TraceBuilder, pairs: object) -> None:
+    """The names of an M record, [[id, name], ...], checked."""
+    for pair in fields.seq(pairs, "names"):
+        nid, name = (list(fields.seq(pair, "names")) + [None, None])[:2]
+        builder.add_name(nid, name)
+
+
+def add_labels(builder: TraceBuilder, pairs: object) -> None:
+    """The labels of an L record, [[id, label], ...], checked."""
+    for pair in fields.seq(pairs, "labels"):
+        nid, label = (list(fields.seq(pair, "labels")) + [None, None])[:2]
+        builder.relabel(nid, label)
+
+
+class RecordDecoder:
+    """Records, one at a time, into a `TraceBuilder`: a saved file and the runner's
+    live stream are both read through this, record by record, whatever their tag.
+
+    The H record makes the builder; C, N, E, W, M, V and L add to it (each chunk is
+    checked as it is added, once the writes its events start at have come, while it
+    is fresh in the cache); Z is kept as `end`. X, R and Q are about the run, not its
+    trace: kept as `not_run`, `job_result` and `exit_code`, and need no header.
+
+    With `limits` (a file's: `mgtui.trace.load_limits`), every record is charged to them
+    before it is read: a chunk from the counts it declares, JSON by its length."""
+
+    def __init__(self, version: int = VERSION, limits: LoadLimits | None = None) -> None:
+        self.version = version  # of the file or stream (the chunks' layout)
+        self.limits = limits
+        self.builder: TraceBuilder | None = None
+        self.end: dict | None = None  # the Z record
+        self.not_run: dict | None = None  # the X record: {"message", "detail"}
+        self.job_result: object = None  # the R record
+        self.exit_code: object = None  # the Q record's code
+
+    def take(self, tag: str, payload: bytes) -> None:
+        """Decode one record; TraceFormatError naming what is wrong with it."""
+        read = _READERS.get(tag)
+        if read is None:
+            raise TraceFormatError("record", f"unknown tag {tag!r}")
+        if self.limits is not None and tag not in CHUNK_TAGS:
+            self.limits.take_text(len(payload))
+        read(self, tag, payload)
+
+    def _trace_builder(self, tag: str) -> TraceBuilder:
+        if self.builder is None:
+            raise TraceFormatError(f"record {tag}", "comes before the header")
+        return self.builder
+
+    def _header(self, tag: str, payload: bytes) -> None:
+        if self.builder is not None:
+            raise TraceFormatError(f"record {tag}", "a second header")
+        head = fields.obj(_json_of(tag, payload), "header")
+        self.builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
+                                      for k in ("scenario", "title", "notes", "source")))
+
+    def _closure(self, tag: str, payload: bytes) -> None:
+        builder = self._trace_builder(tag)
+        builder.add_closure(fields.closure(_json_of(tag, payload),
+                                           f"closures[{len(builder.closures)}]"))
+
+    def _chunk(self, tag: str, payload: bytes) -> None:
+        builder = self._trace_builder(tag)
+        builder.add(decode_chunk(tag, payload, self.version, self.limits))
+        if builder.consistent:
+            builder.validate()  # a chunk at a time, while it is fresh in the cache
+
+    def _names(self, tag: str, payload: bytes) -> None:
+        add_names(self._trace_builder(tag), _json_of(tag, payload))
+
+    def _values(self, tag: str, payload: bytes) -> None:
+        builder = self._trace_builder(tag)
+        for event, pairs in fields.call_values(_json_of(tag, payload)):
+            builder.add_values(event, pairs)
+
+    def _labels(self, tag: str, payload: bytes) -> None:
+        add_labels(self._trace_builder(tag), _json_of(tag, payload))
+
+    def _end(self, tag: str, payload: bytes) -> None:
+        self._trace_builder(tag)
+        self.end = fields.obj(_json_of(tag, payload), "end")
+
+    def _not_run(self, tag: str, payload: bytes) -> None:
+        x = fields.obj(_json_of(tag, payload), "not run")
+        self.not_run = {"message": fields.text(x.get("message"), "not run.message"),
+                        "detail": fields.text(x.get("detail"), "not run.detail")}
+
+    def _job_result(self, tag: str, payload: bytes) -> None:
+        self.job_result = _json_of(tag, payload)
+
+    def _exit(self, tag: str, payload: bytes) -> None:
+        self.exit_code = fields.obj(_json_of(tag, payload), "exit").get("code")
+
+    # -- the end -------------------------------------------------------------------------
+    def error(self) -> TraceError | None:
+        """The scenario's error, as the end record gives it (None without one)."""
+        if self.end is None or self.builder is None:
+            return None
+        return fields.error(self.end.get("error"), self.builder.event_count)
+
+    def output(self) -> str:
+        """What the scenario printed, as the end record gives it ("" without one)."""
+        return "" if self.end is None else fields.text(self.end.get("output"), "output")
+
+    def passes(self) -> list[tuple[str, int, int]] | None:
+        """The passes the end record gives (None: the trace finds them)."""
+        given = None if self.end is None else self.end.get("passes")
+        return None if given is None else fields.passes(given)
+
+    def trace(self) -> Trace:
+        """The whole trace (of a file: its header and end record must both be there),
+        checked before it is built."""
+        builder = self.builder
+        if builder is None or self.end is None:
+            raise TraceFormatError("file", "is cut short: no header or no end record")
+        error, passes = self.error(), self.passes()
+        builder.validate(passes, error)
+        return builder.build(error, self.output(), passes, last=True)
+
+
+_READERS: dict[str, Callable[[RecordDecoder, str, bytes], None]] = {
+    HEADER: RecordDecoder._header,
+    CLOSURE: RecordDecoder._closure,
+    NODES: RecordDecoder._chunk,
+    EVENTS: RecordDecoder._chunk,
+    WRITES: RecordDecoder._chunk,
+    NAMES: RecordDecoder._names,
+    VALUES: RecordDecoder._values,
+    END: RecordDecoder._end,
+    LABELS: RecordDecoder._labels,
+    NOT_RUN: RecordDecoder._not_run,
+    JOB_RESULT: RecordDecoder._job_result,
+    EXIT: RecordDecoder._exit,
+}

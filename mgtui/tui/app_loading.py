@@ -1,0 +1,338 @@
+"""How the app loads a trace: a scenario recorded in a child process (its first steps
+on screen while it still records, updated as it grows), or a saved trace read, off the
+UI thread in a worker; the loading and error screens meanwhile. A part of `MgtuiApp`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from textual import work
+from textual.screen import Screen
+from textual.worker import WorkerState
+
+from mgtui.memory import trim
+from mgtui.tui.messages import LoadFailed, LoadProgress, OpenScenario, TraceGrowing, TraceLoaded
+from mgtui.trace import Trace
+from mgtui.session.view import prepare as prepare_views
+from mgtui.tui.widgets.source_view import highlighter_ready, warm_highlighter
+
+QUICK_RECORDING = 0.05  # seconds: a scenario recorded within this is shown at once
+FIRST_STEPS = 0.3  # seconds before the first update of a recording whose first steps show
+FIRST_POLL = 0.02  # seconds between looks for a recording's first steps while none show
+GROWING_EVERY = 1.0  # seconds between the trace's updates while it still records
+GROWING_SHARE = 5  # ... or this many times what the last update cost, if more
+LOADING_SCREEN_AFTER = 0.6  # seconds before a recording with no steps yet says so
+STEPPING = 0.5  # seconds after the user's last move that a recording's update waits
+STEPPING_AT_MOST = 3.0  # ... at most, in all, before the update comes anyway
+
+
+def showing(screen: Screen, name: str) -> bool:
+    """Is `screen` the dialog class `name`? (The dialogs are imported when first needed.)"""
+    dialogs = sys.modules.get("mgtui.tui.widgets.dialogs")
+    return dialogs is not None and isinstance(screen, getattr(dialogs, name))
+
+
+def is_scenario(path: Path) -> bool:
+    """A scenario to run, rather than a saved trace to read."""
+    from mgtui.trace.export import is_saved_trace
+
+    return not is_saved_trace(path)
+
+
+class TraceLoading:
+    """The loading of a trace, from the first frame to the last update. A mixin of
+    `MgtuiApp`: it loads the app's `path` (or the trace it was `_given`) at its
+    `start_step`, with its run settings (`seed`, `max_nodes`, `timeout`, `max_memory`,
+    `argv`), and shows it on the app's `debugger` screen.
+
+    Its state: `loading` (a load is under way, its whole trace not yet shown); `_run`,
+    the runner's `Run` while a recording goes on; `_position`, the step to open at;
+    `_growing`, the trace on screen is one still being recorded, and `_last_shown` the
+    last of those (in the loading worker), `_growth_cost` what its update cost the UI;
+    `_quick`, a trace recorded (or given) before the first frame, and `_first_steps`,
+    the first steps of a longer recording are in the first frame."""
+
+    def _init_loading(self, run) -> None:
+        """Set up the loading's state; `run` is a `Run` already started, or None."""
+        self.loading = False
+        self._run = run  # the runner's Run while a recording goes on
+        if run is not None:
+            run.on_progress = self._progress
+        self._last_progress = 0.0
+        self._loading_timer = None
+        self._position = 0
+        self._growing = False  # the trace on screen is one still being recorded
+        self._last_shown: Trace | None = None  # the last of those, in the loading worker
+        self._growth_cost = 0.0
+
+    # -- the first frame -------------------------------------------------------------------
+    def on_load(self) -> None:
+        """Start recording at once, and show a scenario that is recorded within
+        QUICK_RECORDING in the first frame. A slower one goes on in its child process,
+        and the loading worker takes it from there."""
+        self._quick: Trace | None = None
+        self._quick_stopped = ""
+        self._first_steps = False  # the first steps of a longer recording are preloaded
+        if self._given is not None:
+            self._quick, self._given = self._given, None
+            self.loading = True
+            self.debugger.preload(self._quick, self.start_step or 0)
+            return
+        if self.path is None or not is_scenario(self.path):
+            return
+        self.loading = True  # from the start: a preloaded first frame is not the whole trace
+        run = self._run or self._start_run(self.path)
+        budget = min(QUICK_RECORDING, self.timeout or QUICK_RECORDING)
+        if not run.done_within(budget):
+            # a longer one: its first steps are in the first frame all the same
+            first_steps = run.snapshot()
+            if first_steps is not None and len(first_steps):
+                self._first_steps = True
+                self.debugger.preload(first_steps, self.start_step or 0)
+            return
+        try:
+            result = run.wait()
+        except Exception:  # noqa: BLE001 - ScenarioLoadError: the worker reports it
+            return
+        self._run = None
+        trace, self._quick_stopped = result.trace, result.message
+        self._quick = trace
+        self.debugger.preload(trace, self.start_step or 0)  # in the first frame
+
+    def open_first(self) -> None:
+        """Once mounted: show the trace recorded (or given) before the first frame, else
+        load the path given, else open the picker."""
+        if self.path is None and self._quick is None:
+            self.action_pick()
+        elif self._quick is not None:
+            trace, self._quick = self._quick, None
+            self.loading = True
+            self._position = self.start_step or 0
+            self.post_message(TraceLoaded(trace, self.path, stopped=self._quick_stopped))
+        else:
+            self.open_path(self.path, position=self.start_step or 0)
+            if self._first_steps:
+                self._growing = True
+                self.debugger.show_recording("recording…")
+
+    def _start_run(self, path: Path):
+        from mgtui.run.runner import UI_FIRST, Run, RunSpec
+
+        spec = RunSpec(str(path), seed=self.seed, max_nodes=self.max_nodes,
+                       timeout=self.timeout, argv=self.argv, nice=UI_FIRST,
+                       **({"max_memory": self.max_memory} if self.max_memory else {}))
+        self._run = Run(spec, on_progress=self._progress).start()
+        return self._run
+
+    # -- loading, off the UI thread ------------------------------------------------------------
+    def open_path(self, path: Path, position: int = 0, reload: bool = False) -> None:
+        self.path = Path(path)
+        self.loading = True
+        self._growing = False  # the first steps of this load are not on screen yet
+        self._position = position
+        if self.debugger.trace is None:
+            self.debugger.show_loading(self.path)
+        # A quick load never shows the loading screen: it would only cost a frame.
+        self._loading_timer = self.set_timer(LOADING_SCREEN_AFTER, self._show_loading)
+        self.record(self.path, reload)
+
+    def _show_loading(self) -> None:
+        # not once steps are on screen (the first steps of a recording, shown at once, or
+        # an update): the user may be stepping, and the screen would take their keys
+        if self.loading and not self._growing and not showing(self.screen, "LoadingScreen"):
+            from mgtui.tui.widgets.dialogs import LoadingScreen
+
+            self.push_screen(LoadingScreen(self.path))
+
+    async def _hide_loading(self) -> None:
+        self.loading = False
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+            self._loading_timer = None
+        if showing(self.screen, "LoadingScreen"):
+            await self.pop_screen()
+
+    @work(thread=True, exclusive=True, group="load")
+    def record(self, path: Path, reload: bool) -> None:
+        """Record (in a child process) or read the trace, off the UI thread, and report
+        it as a message."""
+        from mgtui.errors import ScenarioLoadError
+
+        try:
+            if is_scenario(path):
+                run = self._run if self._run is not None else self._start_run(path)
+                try:
+                    result = self._steps_while_recording(run, path, show=not reload)
+                finally:
+                    self._run = None
+                trace, stopped = result.trace, result.message
+            else:
+                from mgtui.trace.export import load
+
+                trace, stopped = load(path), ""
+            # here, not on the first backward step; from those shown while it recorded
+            trace.build_indexes(older=self._last_shown if is_scenario(path) else None)
+            self._last_shown = None
+            prepare_views(trace, (self._position, self.debugger.position, 0, len(trace) + 1))
+            self.post_message(TraceLoaded(trace, path, reload, stopped))
+        except ScenarioLoadError as exc:
+            self.post_message(LoadFailed(path, exc.message, exc.detail))
+        except BaseException as exc:  # noqa: BLE001 - shown to the user, never a traceback
+            self.post_message(LoadFailed(path, f"{path}: {type(exc).__name__}: {exc}"))
+        if not highlighter_ready():
+            # pygments builds its lexer on first use: do that after the first paint
+            try:
+                warm_highlighter()
+                self.call_from_thread(self.debugger.redraw_source)
+            except Exception:  # noqa: BLE001 - the app has gone; plain source is fine
+                pass
+
+    def _steps_while_recording(self, run, path: Path, show: bool):
+        """Wait for the run, showing the trace recorded so far every GROWING_EVERY
+        seconds, so its first steps can be stepped through while it still records."""
+        shown = None
+        # steps on screen already (the first frame's, or the last run's): the first update
+        # in a moment; else the first steps as soon as there are any (the child may still
+        # be starting when the app is)
+        wait = FIRST_STEPS if self._first_steps or self.debugger.trace is not None else FIRST_POLL
+        self._last_shown = None
+        self._growth_cost = 0.0  # seconds the UI thread spent on the last update
+        held = 0.0  # seconds the next update has waited for the user
+        while not run.done_within(wait):
+            pause = self._user_stepping()
+            if pause and held < STEPPING_AT_MOST:
+                held += pause
+                wait = pause
+                continue
+            held = 0.0
+            start = time.perf_counter()
+            trace = run.snapshot() if show else None
+            if trace is not None and len(trace) > (len(shown) if shown else 0):
+                trace.build_indexes(older=shown, users=False)  # from the last one's
+                prepare_views(trace, (self._position, self.debugger.position, 0))
+                shown = self._last_shown = trace
+                self.post_message(TraceGrowing(trace, path))
+            # Updates take at most a fifth of the time, so that the user's own steps
+            # stay quick while a big scenario records (moons: 0.1-0.3 s an update).
+            cost = time.perf_counter() - start + self._growth_cost
+            wait = max(GROWING_EVERY, GROWING_SHARE * cost) if shown is not None or \
+                wait != FIRST_POLL else FIRST_POLL
+        return run.wait()
+
+    def _user_stepping(self) -> float:
+        """How long the next update of a recording should wait (0: not at all) because
+        the user is stepping through what is on screen: an update costs the UI a frame
+        or more (moons: 0.1-0.3 s), felt as a slow key. Not when they are at the last
+        step shown, where they wait for more, and not while nothing is shown."""
+        d = self.debugger
+        on_screen = d.trace
+        since = time.monotonic() - d.moved_at
+        if on_screen is None or since >= STEPPING or d.position + 1 >= len(on_screen):
+            return 0.0
+        return STEPPING - since
+
+    async def on_trace_growing(self, message: TraceGrowing) -> None:
+        if not self.loading or message.path != self.path or not self.is_running:
+            return  # the whole trace is here already, another file is loading, or it quits
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        if showing(self.screen, "LoadingScreen"):
+            await self.pop_screen()
+        d = self.debugger
+        started = time.perf_counter()
+        if not self._growing:
+            await self._clear_to_debugger()  # the picker or an error screen: not the user's
+            d.load_trace(message.trace, self._position)
+            self._growing = True
+        elif self.is_running:  # (not while it quits: the panes are going)
+            d.grow_trace(message.trace, wanted=self._position)
+        d.show_recording(f"recording… {len(message.trace):,} steps")
+        self._growth_cost = time.perf_counter() - started
+
+    def _progress(self, nodes: int) -> None:
+        now = time.monotonic()
+        if now - self._last_progress > 0.1:
+            self._last_progress = now
+            self.post_message(LoadProgress(nodes))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        if showing(self.screen, "LoadingScreen"):
+            self.screen.progress(message.nodes)
+
+    async def _clear_to_debugger(self) -> None:
+        while len(self.screen_stack) > 1 and self.screen is not self.debugger:
+            await self.pop_screen()
+
+    async def on_trace_loaded(self, message: TraceLoaded) -> None:
+        if not self.is_running:
+            return  # it quits: the panes are going
+        await self._hide_loading()
+        self.debugger.show_recording("")
+        grown, self._growing = self._growing, False
+        if not grown:
+            await self._clear_to_debugger()
+        if not self.is_running:
+            return
+        trace = message.trace
+        if message.reload and self.debugger.trace is not None:
+            keep = self.debugger.selected
+            if keep is not None and keep >= trace.node_count:
+                keep = None
+            self.debugger.load_trace(trace, self.debugger.position, select=keep)
+            self.say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
+        elif grown:
+            # the first steps were shown while it recorded: stay where the user is
+            self.debugger.grow_trace(trace, wanted=self._position)
+        elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
+            self.debugger.load_trace(trace, self._position)
+        if message.stopped:
+            self.say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
+                     severity="warning", timeout=6)
+        elif trace.error is not None:
+            self.say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
+                     "the error is the last step.", severity="warning", timeout=6)
+        self.refresh_bindings()
+        self.call_after_refresh(trim)  # what loading it freed goes back to the system
+
+    async def on_load_failed(self, message: LoadFailed) -> None:
+        await self._hide_loading()
+        if showing(self.screen, "ErrorScreen"):
+            await self.pop_screen()
+        from mgtui.tui.widgets.dialogs import ErrorScreen
+
+        await self.push_screen(ErrorScreen(message.path, message.message, message.detail))
+
+    def on_open_scenario(self, message: OpenScenario) -> None:
+        self.open_path(message.path)
+
+    def action_cancel_loading(self) -> None:
+        run = self._run
+        if run is not None:
+            run.cancel("cancelled with ctrl+c")
+
+    async def stop_loading(self) -> None:
+        """Stop a recording in progress and the doctor, and wait for their workers."""
+        self.action_cancel_loading()
+        for worker in list(self.workers):
+            if worker.group == "checks":
+                worker.cancel()
+        for worker in list(self.workers):
+            if worker.group in ("load", "checks") and worker.state == WorkerState.RUNNING:
+                try:
+                    await worker.wait()
+                except Exception:  # noqa: BLE001 - cancelled or failed: it has stopped
+                    pass
+
+    def stop_recording_now(self) -> None:
+        """After the app has ended, however it ended: a child still recording is stopped
+        (its whole process group ends a moment later)."""
+        run = self._run
+        if run is not None and run.started:
+            run.cancel("the debugger was closed")
+            try:
+                run.wait()
+            except Exception:  # noqa: BLE001 - nothing is shown any more
+                pass

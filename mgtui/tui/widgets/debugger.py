@@ -1,0 +1,352 @@
+"""The debugger screen: the panes of one trace, and the keys that move through its steps.
+
+The screen turns keys into calls on a headless `Session`; each call returns a
+`StepState`, which the screen's `state` reactive hands to every pane. Panes never read
+the trace on their own. The side tabs (Source, Notes, Output, Checks) are
+`mgtui.tui.widgets.side_tabs`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Static, TabbedContent, TabPane
+
+from mgtui.session.bindings import DEBUGGER_KEYS, help_rows
+from mgtui.safe import inert
+from mgtui.session import Header, Session, StepState
+from mgtui.trace import Trace
+from mgtui.tui.widgets.checks import ChecksPane
+from mgtui.tui.widgets.deferred import Deferred
+from mgtui.tui.widgets.graph import GraphPane
+from mgtui.tui.widgets.key_footer import KeyFooter
+from mgtui.tui.widgets.keys import bindings_of
+from mgtui.tui.widgets.node_table import NodeTable
+from mgtui.tui.widgets.pass_bar import PassBar
+from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs
+from mgtui.tui.widgets.source_view import SourceView
+from mgtui.tui.widgets.step_detail import StepDetail
+from mgtui.tui.widgets.step_header import StepHeader
+from mgtui.tui.widgets.topo_list import TopoList
+
+__all__ = ["HUGE", "MOVES", "NOT_RUN", "OUTPUT_PANE_BUDGET", "DebuggerScreen"]
+
+# The session's moves, by action name: each action is the call on the session.
+MOVES = {
+    "next": Session.next, "prev": Session.prev, "start": Session.start, "end": Session.end,
+    "next_pass": Session.next_pass, "prev_pass": Session.prev_pass,
+    "continue": Session.continue_forward, "continue_back": Session.continue_back,
+    "breakpoint": Session.toggle_breakpoint,
+}
+
+HUGE = (160, 48)  # from this size on, the Graph pane is always shown, below the table
+
+
+def session_move(name: str):
+    """The action `name` of `MOVES`: its call on the screen's session, as the user's move."""
+    move = MOVES[name]
+
+    def action(self: DebuggerScreen) -> None:
+        if self.session is not None:
+            self._move(move(self.session))
+
+    action.__name__ = action.__qualname__ = f"action_{name}"
+    action.__doc__ = f"`Session.{move.__name__}`, as the user's move."
+    return action
+
+
+class DebuggerScreen(SideTabs, Screen[None]):
+    """All the panes of one trace. Empty until `load_trace` is called."""
+
+    AUTO_FOCUS = "#nodes"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
+
+    BINDINGS = bindings_of(DEBUGGER_KEYS)
+
+    state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
+    panes_open: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, keymap: dict[str, str] | None = None) -> None:
+        super().__init__(id="debugger")
+        self.keymap = keymap or {}  # the user's keys by binding id, for the help
+        self.session: Session | None = None
+        self._pending: tuple[Trace, int, int | None] | None = None
+        self._mounted = False
+        self._key_state: tuple | None = None  # what the footer's greying was worked out from
+        self.moved_at = 0.0  # time.monotonic() of the user's last move
+        self._init_side_tabs()
+
+    # -- layout ----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        # Take the breakpoint classes now, from the terminal's size, rather than at the
+        # first resize: that would restyle every pane once more before the first paint.
+        width, height = self.app.size
+        for breakpoints, value in ((self.HORIZONTAL_BREAKPOINTS, width),
+                                   (self.VERTICAL_BREAKPOINTS, height)):
+            chosen = [name for limit, name in breakpoints if value >= limit][-1:]
+            for _, name in breakpoints:
+                self.set_class(name in chosen, name, update=False)
+        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge", update=False)
+        # The panes hidden in the compact layout (80×24) come in after the first paint.
+        later = Deferred if not self._full_layout() else lambda widget: widget
+        yield StepHeader(id="header")
+        yield PassBar(id="passbar")
+        with Horizontal(id="top"):
+            yield NodeTable(id="nodes")
+            yield later(TopoList(id="topo"))
+        yield GraphPane(id="graph")
+        with Horizontal(id="bottom"):
+            yield StepDetail(id="detail")
+            with later(TabbedContent(id="side")):
+                with TabPane("Source", id="tab-source"):
+                    yield SourceView(id="source")
+                with TabPane("Notes", id="tab-notes"):
+                    yield VerticalScroll(id="notes-scroll")
+                with TabPane("Output", id="tab-output"):
+                    with VerticalScroll(id="output-scroll"):
+                        yield Static("", id="output", markup=False)
+                with TabPane("Checks", id="tab-checks"):
+                    yield ChecksPane(id="checks")
+        yield KeyFooter(compact=True)
+
+    def on_mount(self) -> None:
+        self._mounted = True
+        self.show_recording(self._recording)
+        self._side_panes_in()
+        if self._pending is not None:
+            self._load_pending()
+        elif self.session is None:  # a trace may have arrived already: then keep it
+            self.query_one(StepDetail).show_message(Text("No trace loaded.", style="dim"))
+
+    def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
+        event.stop()
+        self._side_panes_in()
+        if self.state is not None:
+            self._show_side(self.state, single=False)
+
+    def preload(self, trace: Trace, position: int = 0) -> None:
+        """Show `trace` from the first paint on: called before the screen is mounted."""
+        self._pending = (trace, position, None)
+
+    def show_loading(self, path) -> None:
+        if self.query(StepDetail) and self.session is None:
+            self.query_one(StepDetail).show_message(Text(f"Recording {Path(path).name} …",
+                                                         style="dim"))
+            self.query_one(StepHeader).header = Header(Path(path).name, "loading")
+
+    def _load_pending(self) -> None:
+        if self._pending is not None:
+            trace, position, select = self._pending
+            self._pending = None
+            self.load_trace(trace, position, select)
+
+    # -- what tests, the palette and the app read -----------------------------------------------
+    @property
+    def trace(self) -> Trace | None:
+        return self.session.trace if self.session is not None else None
+
+    @property
+    def position(self) -> int:
+        return self.state.step if self.state is not None else 0
+
+    @property
+    def total(self) -> int:
+        return self.session.total if self.session is not None else 0
+
+    @property
+    def at_error(self) -> bool:
+        return self.state is not None and self.state.at_error
+
+    @property
+    def selected(self) -> int | None:
+        return self.state.node if self.state is not None else None
+
+    _recording = ""  # what the header says about a recording still going on
+
+    def show_recording(self, text: str) -> None:
+        """Say in the header how far a recording still going on has got ("" when done)."""
+        self._recording = text
+        for header in self.query(StepHeader):
+            header.recording = text
+
+    # -- the trace -------------------------------------------------------------------------
+    def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:
+        """Show `trace` at step `position` (clamped), keeping breakpoints that still exist."""
+        if not self._mounted:  # the panes are not mounted yet: try once they are
+            self._pending = (trace, position, select)
+            self.call_after_refresh(self._load_pending)
+            return
+        old = self.session
+        tab = old.position.tab if old is not None else "source"
+        self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
+        self._reset_side_tabs(tab)
+        self.state = None  # every pane draws the new trace in full
+        self.state = self.session.goto(position, select=select)
+
+    def grow_trace(self, trace: Trace, wanted: int | None = None) -> None:
+        """Show `trace`, the run on screen recorded further, at the same step and node:
+        the session goes on from where it is instead of starting again. `wanted` is the
+        step the user asked to open at, which a shorter trace could not reach yet: it is
+        gone to if the user has not moved since."""
+        if self.session is None or not self._mounted or self._pending is not None:
+            # nothing shown yet, so nobody has moved: the step asked for, else the one
+            # the first steps were to open at
+            pending = self._pending[1] if self._pending is not None else self.position
+            self.load_trace(trace, pending if wanted is None else wanted, select=self.selected)
+            return
+        if wanted is not None and self.position != min(wanted, self._reachable()):
+            wanted = None  # the user has moved: stay with them
+        state = self.session.grow(trace)
+        if wanted is not None and wanted != state.position.step:
+            state = self.session.goto(wanted)
+        self.state = None  # every pane draws the longer trace in full
+        self.state = state
+        self._show_output()
+
+    def _reachable(self) -> int:
+        """The last step of the trace on screen (or about to be)."""
+        trace = self._pending[0] if self._pending is not None else self.trace
+        if trace is None:
+            return 0
+        return len(trace) + (1 if trace.error is not None else 0)
+
+    # -- handing a state to the panes -------------------------------------------------------
+    def watch_state(self, old: StepState | None, new: StepState | None) -> None:
+        if new is None:
+            return
+        single = old is not None and abs(new.step - old.step) <= 1
+        self.query_one(NodeTable).show(new, single)
+        self.query_one(GraphPane).show(new)
+        self.query_one(PassBar).passes = new.passes
+        self.query_one(StepHeader).header = new.header
+        self.query_one(StepDetail).detail = new.detail
+        self._show_side(new, single)
+        if new.notice is not None:
+            self.notify(inert(new.notice.text), severity=new.notice.severity,
+                        timeout=new.notice.timeout, markup=False)
+        self._refresh_keys()
+
+    def _show_side(self, state: StepState, single: bool) -> None:
+        """The topo list and the side tabs, once they are mounted."""
+        topo = self.query_one_optional(TopoList)
+        if topo is not None:
+            topo.show(state, single)
+        source = self.query_one_optional(SourceView)
+        if source is not None:
+            source.source = state.source
+        side = self.query_one_optional("#side", TabbedContent)
+        if side is not None and side.active != f"tab-{state.position.tab}":
+            switching = bool(side.active)  # not the first tab of panes just mounted
+            try:
+                side.active = f"tab-{state.position.tab}"
+            except (ValueError, NoMatches):  # its tab strip is still being mounted: once it is
+                self.call_after_refresh(self._show_side, state, single)
+                return
+            if switching:  # a tab the user asked for: show it in the compact layout too
+                self.panes_open = self.panes_open or not self._full_layout()
+
+    def _move(self, state: StepState) -> None:
+        self.moved_at = time.monotonic()  # (a recording's updates wait while the user steps)
+        self.state = state
+
+    def _refresh_keys(self) -> None:
+        """Grey out the keys that cannot run, redrawing the footer only when that changes."""
+        keys = (self.state.enabled if self.state is not None else None, self.classes)
+        if keys != self._key_state:
+            self._key_state = keys
+            self.refresh_bindings()
+
+    def _full_layout(self) -> bool:
+        return self.has_class("-wide") and self.has_class("-tall")
+
+    def redraw_source(self) -> None:
+        source = self.query_one_optional(SourceView)
+        if source is not None:
+            source.redraw()
+
+    # -- actions -----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MOVES or action in ("find", "checks"):
+            return True if self.state is not None and self.state.can(action) else None
+        if action == "toggle_panes":
+            return not self._full_layout()
+        return True
+
+    action_next = session_move("next")
+    action_prev = session_move("prev")
+    action_start = session_move("start")
+    action_end = session_move("end")
+    action_next_pass = session_move("next_pass")
+    action_prev_pass = session_move("prev_pass")
+    action_continue = session_move("continue")
+    action_continue_back = session_move("continue_back")
+    action_breakpoint = session_move("breakpoint")
+
+    def goto(self, step: int, select: int | None = None) -> None:
+        if self.session is not None:
+            self._move(self.session.goto(step, select=select))
+
+    def goto_node(self, nid: int, to: str = "here") -> None:
+        """Select node `nid`; if it is not in the current graph, go to the step that made it
+        (`to`: "made" the step that made it, "backward" the step its `_backward` ran)."""
+        if self.session is not None:
+            self._move(self.session.goto_node(nid, to))  # type: ignore[arg-type]
+
+    def action_find(self) -> None:
+        if self.session is not None:
+            from mgtui.tui.widgets.dialogs import FindScreen
+
+            self.app.push_screen(FindScreen(), self.find)
+
+    def find(self, query: str | None) -> None:
+        if self.session is not None and query:
+            self._move(self.session.find(query))
+
+    def action_notes_view(self) -> None:
+        """The step's `#:` notes and the lesson notes, full screen."""
+        if self.session is None or self.state is None:
+            return
+        from mgtui.tui.widgets.notes_view import NotesScreen
+
+        trace = self.session.trace
+        self.app.push_screen(NotesScreen(trace.title or Path(trace.scenario).name,
+                                         self.state.step, self.state.detail.notes, trace.notes))
+
+    def action_help(self) -> None:
+        from mgtui.tui.widgets.dialogs import HelpScreen
+
+        self.app.push_screen(HelpScreen(help_rows(self.keymap)))
+
+    def action_toggle_graph(self) -> None:
+        """The Graph pane in place of the node table (on a huge screen: the table off)."""
+        shown = not self.has_class("-graph")
+        self.set_class(shown, "-graph")  # the pane draws once it is shown (or resized)
+        (self.query_one(GraphPane) if shown else self.query_one(NodeTable)).focus()
+
+    def on_graph_pane_selected(self, event: GraphPane.Selected) -> None:
+        if self.session is not None:
+            self.state = self.session.select(event.nid)
+
+    def action_toggle_panes(self) -> None:
+        self.panes_open = not self.panes_open
+
+    def watch_panes_open(self, open_: bool) -> None:
+        self.set_class(open_, "-panes")
+
+    def on_resize(self) -> None:
+        width, height = self.app.size
+        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
+        self._refresh_keys()
+
+    def on_node_table_selected(self, event: NodeTable.Selected) -> None:
+        if self.session is not None:
+            self.set_reactive(DebuggerScreen.state, self.session.select(event.nid))
+            self._refresh_keys()

@@ -1,0 +1,293 @@
+"""The Graph pane: micrograd's `draw_dot` picture of the current graph, lit by the step.
+
+A Line-API `ScrollView`. The picture is laid out once per graph (or per neighbourhood of
+the selected node, on a big graph) by `mgtui.session.graph_layout`; a step only repaints the
+lines on screen with that step's numbers and marks (`mgtui.tui.graph_paint`). It follows the
+selected node; the arrow keys (and h/l) move its cursor from box to box, and enter or a
+click selects the cursor's node through the session, as the node table does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from mgtui.session.bindings import GRAPH_KEYS
+from mgtui.session import StepState
+from mgtui.tui.widgets.keys import bindings_of
+
+if TYPE_CHECKING:
+    from mgtui.session.graph_layout import GraphModel, Orientation, Picture
+    from mgtui.tui.graph_paint import Lighting
+
+PAN = 8  # cells a pan key moves (a quarter screen at least)
+
+
+class GraphPane(ScrollView, can_focus=True):
+    """The current graph drawn as boxes and op nodes; the selected box framed double."""
+
+    inherit_bindings = False
+    BINDINGS = bindings_of(GRAPH_KEYS)
+    COMPONENT_CLASSES = {
+        "graph--line", "graph--lit", "graph--op", "graph--frame", "graph--label",
+        "graph--selected", "graph--cursor", "graph--run", "graph--acc", "graph--new",
+        "graph--set", "graph--changed", "graph--future", "graph--nonfinite",
+        "graph--breakpoint", "graph--stub",
+    }
+    DEFAULT_CSS = """
+    GraphPane { background: $surface; scrollbar-size: 1 1; }
+    GraphPane > .graph--line { color: $text-muted; }
+    GraphPane > .graph--lit { color: $warning; text-style: bold; }
+    GraphPane > .graph--op { color: $secondary; text-style: bold; }
+    GraphPane > .graph--frame { color: $primary 70%; }
+    GraphPane > .graph--label { text-style: bold; }
+    GraphPane > .graph--selected { color: $accent; text-style: bold; }
+    GraphPane > .graph--cursor { color: $secondary; text-style: bold; }
+    GraphPane > .graph--run { text-style: bold reverse; color: $warning; }
+    GraphPane > .graph--acc { text-style: bold; color: $success; }
+    GraphPane > .graph--new { text-style: bold; color: $primary; }
+    GraphPane > .graph--set { text-style: bold; color: $secondary; }
+    GraphPane > .graph--changed { text-style: bold reverse; color: $success; }
+    GraphPane > .graph--future { color: $text-disabled; }
+    GraphPane > .graph--nonfinite { color: $error; text-style: bold reverse; }
+    GraphPane > .graph--breakpoint { color: $error; text-style: bold; }
+    GraphPane > .graph--stub { color: $text-muted; text-style: italic; }
+    """
+
+    class Selected(Message):
+        """The user chose a box (enter or a click)."""
+
+        def __init__(self, pane: GraphPane, nid: int) -> None:
+            super().__init__()
+            self.pane = pane
+            self.nid = nid
+
+        @property
+        def control(self) -> GraphPane:
+            return self.pane
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.state: StepState | None = None
+        self.model: GraphModel | None = None
+        self.picture: Picture | None = None
+        self.light: Lighting | None = None
+        self.cursor: int | None = None  # the box the keys move; enter selects it
+        self.orientation: Orientation | None = None  # the user's choice (o); else by size
+        self._auto: Orientation | None = None
+        self._selected: int | None = None
+        self._lit: dict[int, set[int]] = {}
+        self._styles: dict[str, Style] | None = None
+        self._view = None  # the GraphView the model was made from
+
+    # -- state from the session ------------------------------------------------------------
+    def show(self, state: StepState) -> None:
+        """Show one step. Nothing is laid out while the pane is hidden."""
+        self.state = state
+        if self.display and self.is_mounted and self.size.area:
+            self._draw()
+
+    def _draw(self, follow: bool = False) -> None:
+        state = self.state
+        if state is None:
+            return
+        from mgtui.session.graph_layout import GraphModel
+        from mgtui.tui.graph_paint import Lighting, lit_cells, lit_edges
+
+        view = state.view
+        if view is None:
+            self.model = self.picture = None
+            self.virtual_size = Size(0, 0)
+            self.refresh()
+            return
+        if self.model is None or self._view is not view:  # a new graph: lay it out anew
+            self.model = GraphModel(view.trace, [*view.used, *view.made])
+            self._view = view
+            self._auto = None
+            self.picture = None
+        node = state.node
+        moved = node != self._selected
+        if moved:
+            self._selected = node
+            self.cursor = node
+        picture = self.picture
+        if picture is None or picture.orientation != self._orientation() or (
+                node is not None and node not in picture.inner):
+            picture = self.model.picture(node, self._orientation())
+        if picture is not self.picture:
+            self.picture = picture
+            self.virtual_size = Size(picture.width, picture.height)
+            follow = True
+        if self.cursor is not None and self.cursor not in picture.boxes:
+            self.cursor = node if node in picture.boxes else None
+        trace = view.trace
+        self.light = Lighting(state.data, state.grad, state.created, state.marks, node,
+                              self.cursor, state.breakpoints,
+                              lit_edges(picture, state.marks, trace.children))
+        self._lit = lit_cells(picture, self.light)
+        self.refresh()
+        if follow or moved:
+            # at once, so that a step is one frame, not one and then one scrolled; and
+            # after the refresh too, for a new picture whose size applies only then
+            self.scroll_to_box(self.cursor, True, fresh=follow)
+            self.call_after_refresh(self.scroll_to_box, self.cursor, True, follow)
+
+    def _orientation(self) -> Orientation:
+        """The user's choice, else left to right like `draw_dot` when that fits the pane
+        as well as top to bottom does (in pages to pan through)."""
+        if self.orientation is not None:
+            return self.orientation
+        if self._auto is None and self.model is not None:
+            center = self.state.node if self.state is not None else None
+            room = self.content_region.size
+            bar_w = self.styles.scrollbar_size_vertical
+            bar_h = self.styles.scrollbar_size_horizontal
+
+            def pages(p: Picture) -> int:
+                # each with the scrollbars it would bring, not the ones on screen now:
+                # those belong to the picture shown, and would make the choice flip
+                width, height = room
+                if p.width > width:
+                    height -= bar_h
+                if p.height > height:
+                    width -= bar_w
+                    if p.width > width and p.width <= width + bar_w:
+                        height -= bar_h
+                width, height = max(width, 20), max(height, 5)
+                return -(-p.width // width) * -(-p.height // height)
+
+            lr, tb = self.model.picture(center, "LR"), self.model.picture(center, "TB")
+            self._auto = "LR" if pages(lr) <= pages(tb) else "TB"
+        return self._auto or "LR"
+
+    def on_resize(self) -> None:
+        self._auto = None
+        if self.state is not None and self.display:
+            self._draw(follow=True)
+
+    def on_show(self) -> None:
+        if self.state is not None:
+            self._auto = None
+            self.call_after_refresh(self._draw, True)
+
+    # -- moving around -------------------------------------------------------------------
+    def scroll_to_box(self, nid: int | None, with_marks: bool = False,
+                      fresh: bool = False) -> None:
+        """Bring box `nid` on screen, centred if it was off it; `with_marks`: with the
+        boxes the step marked too (the grads a `_backward` added to), if they all fit.
+        `fresh`: a new picture, which is shown from its top left corner if the boxes are
+        on screen there; its old scroll, made at whatever size the pane had then, would
+        make where it lands depend on timing."""
+        picture = self.picture
+        if picture is None or nid not in picture.boxes:
+            return
+        boxes = [picture.boxes[nid]]
+        if with_marks and self.light is not None:
+            boxes += [picture.boxes[n] for n in self.light.marks if n in picture.boxes]
+        left, top = min(b.x for b in boxes), min(b.y for b in boxes)
+        right, bottom = max(b.x + b.w for b in boxes), max(b.y + 3 for b in boxes)
+        width, height = self.scrollable_content_region.size
+        if right - left > width or bottom - top > height:
+            box = boxes[0]
+            left, top, right, bottom = box.x, box.y, box.x + box.w, box.y + 3
+        x0, y0 = (0, 0) if fresh else (round(self.scroll_x), round(self.scroll_y))
+        if x0 <= left and right <= x0 + width and y0 <= top and bottom <= y0 + height:
+            if fresh:
+                self.scroll_to(x=0, y=0, animate=False, immediate=True)
+            return
+        x = (left + right) // 2 - width // 2
+        y = (top + bottom) // 2 - height // 2
+        self.scroll_to(x=max(x, 0), y=max(y, 0), animate=False, immediate=True)
+
+    def action_move(self, dx: int, dy: int) -> None:
+        """Move the cursor to the nearest box in direction (dx, dy)."""
+        picture = self.picture
+        if picture is None or not picture.boxes:
+            return
+        here = picture.boxes.get(self.cursor) if self.cursor is not None else None
+        if here is None:
+            self._set_cursor(next(iter(picture.boxes)))
+            return
+        cx, cy = here.x + here.w / 2, here.y + 1
+        best, best_score = None, None
+        for nid, box in picture.boxes.items():
+            if nid == self.cursor:
+                continue
+            bx, by = box.x + box.w / 2, box.y + 1
+            along = (bx - cx) * dx + (by - cy) * dy
+            across = abs((bx - cx) * dy) + abs((by - cy) * dx)
+            if along <= 0:
+                continue
+            score = along + 2 * across * (1 if dy else 0.5)
+            if best_score is None or score < best_score:
+                best, best_score = nid, score
+        if best is not None:
+            self._set_cursor(best)
+
+    def _set_cursor(self, nid: int) -> None:
+        self.cursor = nid
+        if self.light is not None:
+            from dataclasses import replace
+
+            self.light = replace(self.light, cursor=nid)
+        self.refresh()
+        self.scroll_to_box(nid)
+
+    def action_choose(self) -> None:
+        if self.cursor is not None:
+            self.scroll_to_box(self.cursor)
+            self.post_message(self.Selected(self, self.cursor))
+
+    def action_pan(self, dx: int, dy: int) -> None:
+        width, height = self.scrollable_content_region.size
+        step_x, step_y = max(PAN, width // 4), max(PAN // 2, height // 4)
+        self.scroll_to(x=self.scroll_x + dx * step_x, y=self.scroll_y + dy * step_y,
+                       animate=False, immediate=True)
+
+    def action_flip(self) -> None:
+        """Left to right, or top to bottom."""
+        current = self.picture.orientation if self.picture is not None else self._orientation()
+        self.orientation = "TB" if current == "LR" else "LR"
+        self._draw(follow=True)
+
+    def on_click(self, event) -> None:
+        if self.picture is None:
+            return
+        nid = self.picture.box_at(round(self.scroll_x) + event.x, round(self.scroll_y) + event.y)
+        if nid is not None:
+            self._set_cursor(nid)
+            self.post_message(self.Selected(self, nid))
+
+    # -- rendering --------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+
+    def _style_table(self) -> dict[str, Style]:
+        if self._styles is None:
+            from mgtui.tui.graph_paint import STYLE_NAMES
+
+            self._styles = {name: self.get_component_rich_style(f"graph--{name}")
+                            for name in STYLE_NAMES}
+        return self._styles
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        picture, light = self.picture, self.light
+        row = round(self.scroll_y) + y
+        if picture is None or light is None or not 0 <= row < picture.height:
+            return Strip.blank(width, base)
+        from mgtui.tui.graph_paint import paint_line
+
+        runs = paint_line(picture, row, light, self._style_table(), self._lit)
+        segments = [Segment(text, base + style if style is not None else base)
+                    for text, style in runs]
+        x = round(self.scroll_x)
+        return Strip(segments, picture.width).crop_extend(x, x + width, base)

@@ -1,0 +1,197 @@
+"""`mgtui serve` against hostile clients: what they send in the log, windows too big
+to draw, keys faster than a session can step, idle connections held open, loose files.
+Real asyncssh clients against a real server on 127.0.0.1, run as a user runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+asyncssh = pytest.importorskip("asyncssh")
+pytest.importorskip("pyte")
+
+from sshclient import PASSWORD, Flooder, ServerProcess, memory_mb  # noqa: E402
+
+FORGED = "\n2099-01-01 00:00:00,000 password accepted for admin@10.0.0.1 as teacher"
+RETITLE = "\x1b]0;pwned\x07"
+
+
+class Leaving(asyncssh.SSHClient):
+    """A client that gives a hostile reason for leaving, before it has logged in."""
+
+    def connection_made(self, conn) -> None:
+        self.conn = conn
+
+    def password_auth_requested(self):
+        self.conn.disconnect(asyncssh.DISC_PROTOCOL_ERROR, "bye" + RETITLE + FORGED)
+        return None
+
+
+async def test_what_a_client_sends_reaches_the_log_inert(tmp_path):
+    srv = ServerProcess(tmp_path, "--workers", "1")
+    try:
+        # (asyncssh refuses a user name with controls in it, but not a long one)
+        with pytest.raises(asyncssh.PermissionDenied):
+            await asyncssh.connect("127.0.0.1", srv.port, username="eve" * 300,
+                                   password="wrong password", known_hosts=None,
+                                   agent_path=None, client_keys=[], preferred_auth="password")
+        try:  # a hostile reason for leaving, before login
+            conn, _ = await asyncssh.create_connection(
+                Leaving, "127.0.0.1", srv.port, username="class", known_hosts=None,
+                agent_path=None, client_keys=[], preferred_auth="password")
+            await asyncio.wait_for(conn.wait_closed(), 10)
+        except (asyncssh.Error, OSError):
+            pass
+        client = await srv.join(password=PASSWORD, term="xterm" + RETITLE + FORGED)
+        assert await client.wait_for("step ", 15), client.text()  # (a TERM of no terminal)
+        await srv.logged(r"TERM .* is no terminal's name: served as xterm")
+        client.conn.disconnect(asyncssh.DISC_PROTOCOL_ERROR, "later" + RETITLE + FORGED)
+        await srv.logged(r"session end class@")
+        await srv.logged(r"disconnect 127\.0\.0\.1:\d+ \(later")
+        await srv.logged(r"disconnect 127\.0\.0\.1:\d+ \(bye")
+        log = "".join(srv.log)
+        assert "\x1b" not in log and "\x07" not in log, log
+        assert not re.search(r"^2099-01-01", log, re.M), log  # no forged line
+        assert log.count("\\x1b]0;pwned\\x07\\n2099-01-01") >= 4, log  # shown, on its line
+        assert "password refused for eveeve" in log and "… (900 characters)@127.0.0.1" in log
+        assert "eve" * 100 not in log  # (cut to 200 characters)
+    finally:
+        await srv.close()
+
+
+# -- 1. windows too big to draw -------------------------------------------------------------------
+
+def drawn_at(client, width: int) -> bool:
+    """The client's screen is drawn `width` wide: the header's `step N/M` ends at its
+    right edge (one cell in), and nothing is drawn right of it or under row 200."""
+    lines = client.text().splitlines()
+    steps = [line.rstrip() for line in lines if re.search(r"step \d+/\d+$", line.rstrip())]
+    return (bool(steps) and width - 2 <= len(steps[0]) <= width
+            and max(len(line.rstrip()) for line in lines) <= width
+            and not "".join(lines[200:]).strip())
+
+
+def top(client) -> str:
+    return "\n".join(line.rstrip()[-80:] for line in client.text().splitlines()[:3])
+
+
+async def test_a_window_too_big_is_drawn_at_500_by_200(tmp_path):
+    srv = ServerProcess(tmp_path, "--workers", "1")
+    try:
+        # a terminal of 600x250 on the client's side, asking for 2000x600: the header ends
+        # at column 500 (the screen's right edge), and nothing is drawn under row 200
+        client = await srv.join(password=PASSWORD, size=(600, 250), asks=(2000, 600))
+        assert await client.wait_for(lambda _: drawn_at(client, 500), 20), top(client)
+        await srv.logged(r"session start class@\S+ as student \(xterm-256color, 500x200\)")
+        # a resize to 400x100, then to 30000x30000: back to 500x200
+        client.resize(400, 100)
+        assert await client.wait_for(lambda _: drawn_at(client, 400), 10), top(client)
+        client.screen.resize(250, 600)  # (the emulator 600x250 again, asking for more)
+        client.chan.change_terminal_size(30000, 30000)
+        assert await client.wait_for(lambda _: drawn_at(client, 500), 10), top(client)
+        # a size reported in band, among the keys (CSI 48 ; rows ; columns ; ... t), is
+        # not the window's: it is ignored
+        client.send("\x1b[48;600;2000;0;0tn")
+        assert await client.wait_for(lambda _: "step 1/" in client.text(), 10)
+        await asyncio.sleep(0.3)
+        assert drawn_at(client, 500), top(client)
+    finally:
+        await srv.close()
+
+
+# -- 2. keys faster than a session can step ---------------------------------------------------------
+
+def step_of(client) -> int | None:
+    found = re.search(r"step (\d+)/\d+", client.text())
+    return int(found.group(1)) if found else None
+
+
+async def step_time(client, key: str, step: int) -> float:
+    """Seconds from `key` to the client's screen showing `step` (20 s at most)."""
+    start = time.monotonic()
+    client.send(key)
+    assert await client.wait_for(lambda _: step_of(client) == step, 20), client.text()
+    return time.monotonic() - start
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="memory from /proc")
+async def test_a_flood_of_keys_in_the_largest_window_is_bounded_and_others_are_served(
+        tmp_path):
+    # One process serves both: the flood's session and a student's. The server's memory
+    # stays bounded, the student steps promptly meanwhile, and the flood's session ends
+    # as soon as its client is gone (its backlog dropped), not minutes later.
+    srv = ServerProcess(tmp_path, "--workers", "1")
+    flooder = None
+    try:
+        student = await srv.join(password=PASSWORD)
+        assert await student.wait_for(lambda _: step_of(student) == 0, 20), student.text()
+        await asyncio.sleep(1.0)
+        rest = memory_mb(srv.process.pid)
+        flooder = await Flooder.start(srv.port, size=(65535, 65535))
+        await srv.logged(r"session start flood@\S+ as student \(xterm-256color, 500x200\)", 20)
+        peak, times = rest, []
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline:
+            step = step_of(student)
+            times.append(await step_time(student, "n" if step < 15 else "p",
+                                         step + 1 if step < 15 else step - 1))
+            peak = max(peak, memory_mb(srv.process.pid))
+            await asyncio.sleep(0.3)
+        print(f"FIGURES rest {rest:.0f} MB, peak {peak:.0f} MB, sent {flooder.sent}, steps {sorted(times)}")
+        assert flooder.sent > 64 << 10, flooder.sent  # it did flood (past SSH's window)
+        assert peak - rest < 300, (rest, peak)
+        assert max(times) < 2.0 and sorted(times)[len(times) // 2] < 0.5, times
+        flooder.kill()
+        gone = time.monotonic()
+        await srv.logged(r"session end flood@", 10)
+        assert time.monotonic() - gone < 5
+        assert await step_time(student, "p" if step_of(student) else "n",
+                               step_of(student) - 1 if step_of(student) else 1) < 1.0
+    finally:
+        if flooder is not None:
+            flooder.kill()
+        await srv.close()
+
+
+# -- 4. idle connections held open ------------------------------------------------------------------
+
+async def test_across_workers_one_address_cannot_hold_every_login(tmp_path):
+    # Two workers, --max-sessions 5: room for 20 connections. Twenty from 127.0.0.2 that
+    # send nothing: the front keeps 10 (its logins at once, counted over both workers)
+    # and closes the rest at once; a student from 127.0.0.1 logs in meanwhile.
+    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "5")
+    loop = asyncio.get_running_loop()
+    held = []
+    try:
+        for _ in range(20):
+            sock = socket.socket()
+            sock.bind(("127.0.0.2", 0))
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", srv.port))
+            held.append(sock)
+        closed = await asyncio.gather(*(closed_within(sock, 1.5) for sock in held))
+        assert closed.count(True) == 10, closed
+        await srv.logged(r"too many logins at once from 127\.0\.0\.2: closed 127\.0\.0\.2:\d+")
+        student = await srv.join(password=PASSWORD)
+        assert await student.wait_for("step ", 15), student.text()
+    finally:
+        for sock in held:
+            sock.close()
+        await srv.close()
+
+
+async def closed_within(sock, seconds: float) -> bool:
+    """The server closes `sock` within `seconds` (what it sends meanwhile is read)."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(seconds):
+            while await loop.sock_recv(sock, 4096):
+                pass
+        return True
+    except TimeoutError:
+        return False

@@ -150,3 +150,18 @@ def test_a_message_quotes_at_most_a_few_dozen_digits_of_a_bad_value(tmp_path, ch
     assert len(message) < len(str(path)) + 200, message
     assert not re.search(r"[0-9x]{41}", message), message
     assert "set_int_max_str_digits" not in message
+
+
+async def test_the_app_loads_a_file_within_its_limits(tmp_path, clean_env):
+    """`mgtui FILE --max-nodes N` opens the app: the same limits hold there."""
+    from mgtui.tui.app import MgtuiApp
+
+    from test_app import loaded
+
+    path = bomb(tmp_path / "bomb.mgtrace", 1)
+    app = MgtuiApp(path, max_nodes=1000)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        assert type(app.screen).__name__ == "ErrorScreen"
+        assert app.screen.message == f"{path}: not loaded: it holds more than 1,000 nodes " \
+            "(--max-nodes)"

@@ -199,6 +199,7 @@ class Run:
         self._outcome: RunResult | None = None
         self._reader: threading.Thread | None = None
         self._stream_fd: int | None = None
+        self._waiting = threading.Lock()  # (held by the thread that waits for the child)
 
     # -- control ---------------------------------------------------------------------------
     def start(self) -> Run:
@@ -277,20 +278,22 @@ class Run:
     def wait(self) -> RunResult:
         """Wait for the child to end (ending it at the time limit, or a moment after
         `cancel()`), then end its whole process group and give the result. On the main
-        thread, ctrl+c meanwhile cancels the run instead of raising: its trace is kept."""
-        if self._outcome is not None:
-            return self._outcome
+        thread, ctrl+c meanwhile cancels the run instead of raising: its trace is kept.
+        (Two threads may wait: the second is given the first one's result.)"""
         main = threading.current_thread() is threading.main_thread()
         old = signal.signal(signal.SIGINT, self._interrupted) if main else None
         try:
-            self._wait_for_child()
-            if self._progress_error is not None:
-                raise self._progress_error
-            result = self._result(self._proc.returncode)
-            if result.finished and self._stop_reason is not None:
-                result = self._stopped_late(result)
-            self._outcome = result
-            return result
+            with self._waiting:
+                if self._outcome is not None:
+                    return self._outcome
+                self._wait_for_child()
+                if self._progress_error is not None:
+                    raise self._progress_error
+                result = self._result(self._proc.returncode)
+                if result.finished and self._stop_reason is not None:
+                    result = self._stopped_late(result)
+                self._outcome = result
+                return result
         finally:
             if main:
                 signal.signal(signal.SIGINT, old)

@@ -1,9 +1,11 @@
 """The keeper: the runner's child process, which runs the scenario's process under it and
 leaves nothing of it behind.
 
-`python -m mgtui.run.runner` (the process `mgtui.run.runner.Run` starts, in a session of its
-own) forks the scenario's process and stays as its keeper, a small process that runs no
-scenario code. It is a child subreaper (`PR_SET_CHILD_SUBREAPER`, Linux): every process
+`python -m mgtui.run.keeper FD` (the process `mgtui.run.runner.Run` starts, in a session
+of its own) reads what to run (`RunSpec`), forks the scenario's process, which records
+and streams the trace to the parent through FD (`mgtui.run.child`), and stays as its
+keeper, a small process that runs no scenario code and loads no more of mgtui than this
+(the recorder and the trace are imported after the fork, by the scenario's process). It is a child subreaper (`PR_SET_CHILD_SUBREAPER`, Linux): every process
 the scenario starts stays below it, even one that leaves the process group and the
 session (`setsid()`) and whose parent ends, so when the scenario's process ends, however
 it ends, the keeper kills every process left below it, reaps them, and only then ends,
@@ -33,6 +35,8 @@ import sys
 import time
 import traceback
 from typing import Callable, NoReturn
+
+from mgtui.run.spec import RunSpec
 
 TERM_AFTER = 0.5  # seconds after SIGINT that a scenario still running is sent SIGTERM
 KILL_AFTER = 1.0  # ... and SIGKILL
@@ -204,3 +208,37 @@ def exit_as(status: int) -> NoReturn:
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)  # pragma: no cover - a signal whose default is not to end
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+# -- the runner's child ----------------------------------------------------------------------
+
+
+def child_main(stream_fd: int) -> NoReturn:
+    """The runner's child (`python -m mgtui.run.keeper FD`): read the spec, fork the
+    scenario's process, which records and streams through `stream_fd`, and keep it.
+    `mgtui.run.child` is imported in the scenario's process alone: the parent never
+    loads the recorder, and shares only `mgtui.run.spec` with the child."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see serve()
+    spec = RunSpec.from_json(sys.stdin.read())
+
+    def record() -> None:
+        from mgtui.run.child import serve
+
+        # The stream is this process's alone: not a program's it starts, and a copy of
+        # this process (os.fork, multiprocessing) writes what it records to /dev/null.
+        os.set_inheritable(stream_fd, False)
+        os.register_at_fork(after_in_child=lambda: _detach(stream_fd))
+        serve(spec, stream_fd)
+
+    keep(record, close_fds=(stream_fd,))
+
+
+def _detach(fd: int) -> None:
+    """Point `fd` at /dev/null (in a forked copy of the scenario's process)."""
+    null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    os.dup2(null, fd, inheritable=False)
+    os.close(null)
+
+
+if __name__ == "__main__":
+    child_main(int(sys.argv[1]))

@@ -1,6 +1,6 @@
 """Every recording runs the scenario in a child process of its own.
 
-The child (`python -m mgtui.run.runner`) is a keeper (`mgtui.run.keeper`): it forks
+The child (`python -m mgtui.run.keeper`) is a keeper (`mgtui.run.keeper`): it forks
 the scenario's process, which records the scenario (`mgtui.run.child`) and streams the
 trace to the parent over a pipe of its own, as the records of `mgtui.trace.table`
 (those a saved file holds, and a few of its own), while the scenario still runs. Its
@@ -209,7 +209,7 @@ class Run:
         env.pop("PYTHONSTARTUP", None)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "mgtui.run.runner", str(write_fd)],
+                [sys.executable, "-m", "mgtui.run.keeper", str(write_fd)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), start_new_session=True, env=env,
                 cwd=os.getcwd())
@@ -468,40 +468,3 @@ class Run:
 def run(path: str | os.PathLike, **options) -> RunResult:
     """Record the scenario at `path` in a child process; see `RunSpec` for the options."""
     return Run(RunSpec(str(Path(path)), **options)).run()
-
-
-# -- the child ---------------------------------------------------------------------------
-
-
-def child_main(stream_fd: int) -> None:
-    """The child's entry (`python -m mgtui.run.runner FD`): read the spec, then fork the
-    scenario's process, which records and streams, and stay as its keeper
-    (`mgtui.run.keeper`), which leaves no process of it behind. `mgtui.run.child` is
-    imported in the scenario's process alone: the parent never loads the recorder, and
-    the child shares only `mgtui.run.spec` with the parent's side."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see serve()
-    from mgtui.run.keeper import keep
-
-    spec = RunSpec.from_json(sys.stdin.read())
-
-    def record() -> None:
-        from mgtui.run.child import serve
-
-        # The stream is this process's alone: not a program's it starts, and a copy of
-        # this process (os.fork, multiprocessing) writes what it records to /dev/null.
-        os.set_inheritable(stream_fd, False)
-        os.register_at_fork(after_in_child=lambda: _detach(stream_fd))
-        serve(spec, stream_fd)
-
-    keep(record, close_fds=(stream_fd,))
-
-
-def _detach(fd: int) -> None:
-    """Point `fd` at /dev/null (in a forked copy of the scenario's process)."""
-    null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
-    os.dup2(null, fd, inheritable=False)
-    os.close(null)
-
-
-if __name__ == "__main__":
-    child_main(int(sys.argv[1]))

@@ -210,11 +210,18 @@ def load_trace(path: Path, args: argparse.Namespace):
 
 
 def record_trace(path: Path, args: argparse.Namespace):
-    """Record in a child process: (the trace, "" or why it did not finish)."""
-    from mgtui.run.runner import run
+    """Record in a child process: (the trace, "" or why it did not finish). On a
+    terminal, stderr shows how many nodes have been recorded meanwhile."""
+    from mgtui.run.runner import Run, RunSpec
 
-    result = run(path, seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
-                 max_memory=args.max_memory, argv=args.script_args)
+    progress = Progress(sys.stderr)
+    spec = RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
+                   max_memory=args.max_memory, argv=args.script_args)
+    tell = (lambda nodes: progress(nodes, 0, "recording")) if progress.tty else None
+    try:
+        result = Run(spec, on_progress=tell).run()
+    finally:
+        progress.done()
     return result.trace, result.message
 
 

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from functools import lru_cache
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mgtui.session.graph_layout import GraphModel, Picture, squeeze
@@ -45,7 +45,7 @@ def box_cells(picture: Picture) -> dict[tuple[int, int], int]:
     cells: dict[tuple[int, int], int] = {}
     for nid, box in picture.boxes.items():
         for x in range(box.x, box.x + box.w):
-            for y in range(box.y, box.y + 3):
+            for y in range(box.y, box.y + box.h):
                 assert (x, y) not in cells, f"boxes {cells.get((x, y))} and {nid} overlap"
                 cells[(x, y)] = nid
     for nid, (x, y, glyph) in picture.ops.items():
@@ -60,7 +60,7 @@ def out_port(picture: Picture, child: int) -> tuple[int, int]:
     box = picture.boxes[child]
     if picture.orientation == "LR":
         return box.x + box.w, box.row
-    return box.x + box.w // 2, box.y + 3
+    return box.x + box.w // 2, box.y + box.h
 
 
 def in_ports(picture: Picture) -> dict[tuple[int, int], int]:
@@ -148,16 +148,18 @@ def crossings(picture: Picture) -> int:
 
 @pytest.mark.parametrize("name", ["chain", "neuron", "neuron_exp"])
 @pytest.mark.parametrize("orientation", ["LR", "TB"])
-def test_lesson_graphs_are_drawn_whole_and_well(name, orientation):
+@pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
+def test_lesson_graphs_are_drawn_whole_and_well(name, orientation, compact):
     trace = recorded(name)
     nodes = last_graph(trace)
     model = GraphModel(trace, nodes)
     assert model.whole
-    picture = model.picture(None, orientation)
+    picture = model.picture(None, orientation, compact)
     assert sorted(picture.boxes) == sorted(nodes)
     check_drawing(picture, drawn_edges(trace, nodes))
     for nid in nodes:  # every label, in its box
         assert picture.boxes[nid].label == trace.label(nid)
+        assert picture.boxes[nid].h == (1 if compact else 3)
     # op nodes sit between their inputs and their result, as draw_dot draws them
     for nid in nodes:
         assert (nid in picture.ops) == bool(trace.op(nid))
@@ -199,11 +201,15 @@ def random_trace(seed: int, size: int):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), size=st.integers(2, 40),
-       orientation=st.sampled_from(["LR", "TB"]))
-def test_any_graph_is_drawn_by_the_rules(seed, size, orientation):
+       orientation=st.sampled_from(["LR", "TB"]), compact=st.booleans())
+# two sources that each fed an op on the other's row: a line turned where another
+# crossed it (`┼`), and read as going straight on
+@example(seed=63, size=40, orientation="LR", compact=False)
+@example(seed=288, size=30, orientation="LR", compact=False)
+def test_any_graph_is_drawn_by_the_rules(seed, size, orientation, compact):
     trace = random_trace(seed, size)
     nodes = list(range(size))
-    picture = GraphModel(trace, nodes, whole_limit=size).picture(None, orientation)
+    picture = GraphModel(trace, nodes, whole_limit=size).picture(None, orientation, compact)
     assert sorted(picture.boxes) == nodes
     check_drawing(picture, drawn_edges(trace, nodes))
 
@@ -288,6 +294,31 @@ def test_nodes_not_made_yet_show_no_numbers():
     assert "·" in text[picture.boxes[L].row]
     (a,) = trace.find("a")
     assert "2.0" in text[picture.boxes[a].row]
+
+
+def test_op_labels_are_whole_and_a_compact_box_shows_the_steps_value():
+    """`(sigmoid)`, not `(sigmo…)`; a compact box holds its label and one number: the
+    data on a forward step, the grad on a backward one (neuron: x1.grad = -1.5)."""
+    builder = TraceBuilder("ops.py", "ops")
+    builder.add_node("x", "", (), 0.5)
+    builder.add_node("s", "sigmoid", (0,), 0.6225)
+    for nid in range(2):
+        builder.add_event(EventKind.CREATE, nid)
+    trace = builder.build()
+    for orientation in ("LR", "TB"):
+        picture = GraphModel(trace, [0, 1]).picture(None, orientation, True)
+        assert picture.ops[1][2] == "(sigmoid)"
+        assert any("(sigmoid)" in line for line in picture.lines)
+    trace = recorded("neuron")
+    state = Session(trace).goto(Session(trace).total)
+    picture = GraphModel(trace, [*state.view.used, *state.view.made]).picture(None, "LR", True)
+    (x1,) = trace.find("x1")
+    box = picture.boxes[x1]
+    for grads, value in ((True, "-1.5"), (False, "2.0")):
+        light = Lighting(state.data, state.grad, state.created, state.marks, grads=grads)
+        row = painted_text(picture, light).splitlines()[box.row][box.x:box.x + box.w]
+        assert row.startswith("│") and row.endswith(("│", "├"))
+        assert row[2:-1].split() == ["x1", value]
 
 
 def test_numbers_are_squeezed_into_their_slot():

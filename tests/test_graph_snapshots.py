@@ -78,3 +78,10 @@ def test_graph_pane_without_colour(snap_compare, name, step, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = MgtuiApp(SCENARIOS / f"{name}.py", step=step)
     assert snap_compare(app, terminal_size=(80, 24), run_before=show_graph)
+
+
+def test_graph_pane_mlp_neighbourhood(snap_compare):
+    """mlp's graph is big: the pane draws the neighbourhood of the step's node, whole at
+    120×40 (compact boxes: the grads of this backward step)."""
+    app = MgtuiApp(SCENARIOS / "mlp.py", step=460)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=show_graph)

@@ -26,6 +26,7 @@ from mgtui.session.step_state import (
 )
 from mgtui.session.timeline import Timeline
 from mgtui.trace import EventKind, Trace
+from mgtui.trace.names import mentions, shown_as
 from mgtui.session.view import GraphView, take_prepared, view_key
 
 __all__ = ["ACTIONS", "BACKWARD_ACTIONS", "BARS", "FORWARD_ACTIONS", "TABS", "Detail", "Header",
@@ -234,8 +235,9 @@ class Session:
         return self._update(position=replace(self.position, node=nid))
 
     def find(self, query: str | None) -> StepState:
-        """Select the next node of the current graph, after the selected one, labelled
-        `query` exactly, else containing it (case-insensitively)."""
+        """Select the next node of the current graph, after the selected one, named
+        `query` as the table shows it (its label, or its path shortened to fit:
+        `model.l[1].n[0].b`, `…n[0].b`), else whose name holds it (case-insensitively)."""
         view, trace = self.state.view, self.trace
         every = trace.node_count
         rows = view.row_count(every) if view is not None else 0
@@ -243,11 +245,10 @@ class Session:
             return self._update()
         here = view.row_of(self.node, every) if self.node is not None else None
         order = [((here or 0) + 1 + k) % rows for k in range(rows)]
-        needle = query.lower()
-        for test in (lambda s: s == query, lambda s: needle in s.lower()):
+        for test in (shown_as, mentions):
             for row in order:
                 nid = view.row_node(row, every)
-                if test(trace.label(nid)):
+                if test(trace, nid, query):
                     return self.select(nid)
         elsewhere = trace.find(query)
         if elsewhere:

@@ -14,6 +14,7 @@ bench/graph_layout.py measured grandalf against netext, which was far slower.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,7 +30,9 @@ WHOLE_LIMIT = 60  # value nodes a graph may have and still be drawn whole
 HOPS = 2  # a neighbourhood: this many hops each way from its centre
 FAN_LIMIT = 3  # inputs or uses of one node drawn in a neighbourhood; the rest is a stub
 LABEL_WIDTH = 14
-OP_WIDTH = 6
+COMPACT_LABEL = 13  # a compact box's label and number, in cells
+COMPACT_NUMBER = 5
+OP_WIDTH = 12  # an op as `(sigmoid)`: whole, up to this many cells
 MARK_WIDTH = 2  # `▶ `, `+=`, `● `, `= ` in front of the label
 
 # direction bits of a line cell, in layout axes: u runs along the layers, v across them
@@ -78,7 +81,8 @@ def in_cells(text: str) -> str:
 
 @dataclass(frozen=True)
 class Box:
-    """A value node's frame: `label | data | grad` on its middle row (`row`)."""
+    """A value node's frame: `label | data | grad` on its middle row (`row`); or, compact,
+    one row `label value` (`h` 1: the value the step is about, data or grad)."""
 
     nid: int
     x: int
@@ -89,13 +93,14 @@ class Box:
     bottom: str
     left: str  # the content row's border characters (`│`, or `┤`/`├` at a port)
     right: str
+    h: int = 3  # its rows: 3, or 1 for a compact box
 
     @property
     def row(self) -> int:
-        return self.y + 1
+        return self.y + self.h // 2
 
     def contains(self, x: int, y: int) -> bool:
-        return self.x <= x < self.x + self.w and self.y <= y < self.y + 3
+        return self.x <= x < self.x + self.w and self.y <= y < self.y + self.h
 
 
 @dataclass
@@ -114,6 +119,7 @@ class Picture:
     num_width: int
     center: int | None = None  # the node a neighbourhood is around; None: the whole graph
     inner: frozenset[int] = field(default_factory=frozenset)  # selecting one keeps it
+    compact: bool = False  # one-row boxes, each with one number
 
     def box_at(self, x: int, y: int) -> int | None:
         if not 0 <= y < self.height:
@@ -145,19 +151,21 @@ class GraphModel:
     def inputs(self, nid: int) -> list[int]:
         return [c for c in dict.fromkeys(self.trace.children(nid)) if c in self.members]
 
-    def picture(self, center: int | None, orientation: Orientation) -> Picture:
-        """The whole graph, or the neighbourhood of `center` (the root if None)."""
+    def picture(self, center: int | None, orientation: Orientation,
+                compact: bool = False) -> Picture:
+        """The whole graph, or the neighbourhood of `center` (the root if None); with
+        compact boxes (one row, one number) if `compact`."""
         if self.whole:
-            key: tuple = (None, orientation)
+            key: tuple = (None, orientation, compact)
         else:
             if center is None or center not in self.members:
                 center = self.root
-            key = (center, orientation)
+            key = (center, orientation, compact)
         picture = self._pictures.get(key)
         if picture is None:
             if len(self._pictures) > 32:
                 self._pictures.clear()
-            picture = self._lay_out(key[0], orientation)
+            picture = self._lay_out(key[0], orientation, compact)
             self._pictures[key] = picture
         return picture
 
@@ -182,7 +190,7 @@ class GraphModel:
                 cut[n] = (ins, uses)
         return dist, cut
 
-    def _lay_out(self, center: int | None, orientation: Orientation) -> Picture:
+    def _lay_out(self, center: int | None, orientation: Orientation, compact: bool) -> Picture:
         if center is None:
             drawn = list(self.nodes)
             cut: dict[int, tuple[int, int]] = {}
@@ -193,7 +201,7 @@ class GraphModel:
             inner = frozenset(n for n, d in dist.items() if d < HOPS)
         members = set(drawn)
         edges = [(c, n) for n in drawn for c in self.inputs(n) if c in members]
-        picture = lay_out(self.trace, drawn, edges, cut, orientation)
+        picture = lay_out(self.trace, drawn, edges, cut, orientation, compact)
         picture.center, picture.inner = center, inner
         return picture
 
@@ -201,11 +209,12 @@ class GraphModel:
 # -- laying out ---------------------------------------------------------------------------------
 
 def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
-            cut: dict[int, tuple[int, int]], orientation: Orientation) -> Picture:
+            cut: dict[int, tuple[int, int]], orientation: Orientation,
+            compact: bool = False) -> Picture:
     """Lay out the value nodes `drawn`, joined by `edges` (input, result), with a stub
-    for each node's `cut` (inputs, uses) counts."""
+    for each node's `cut` (inputs, uses) counts; `compact`: one-row boxes."""
     lr = orientation == "LR"
-    sizes = _Sizes.of(trace, drawn)
+    sizes = _Sizes.of(trace, drawn, compact)
     units, links = _units(sizes, drawn, edges, cut, lr)
     layers, chains = rank_and_order(units, links)
     place_across(layers, chains, gap=1 if lr else 2)
@@ -222,17 +231,29 @@ class _Sizes:
 
     trace: Trace
     num_w: int
+    compact: bool = False
 
     @classmethod
-    def of(cls, trace: Trace, drawn: list[int]) -> _Sizes:
-        """Numbers as wide as the widest finite value of `drawn` needs, within 4…7."""
+    def of(cls, trace: Trace, drawn: list[int], compact: bool = False) -> _Sizes:
+        """Numbers as wide as the widest finite value of `drawn` needs, within 4…7
+        (within 4…5 in a compact box)."""
         values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
                                              trace.final_grad[n])]
         num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)])
-        return cls(trace, min(num_w, 7))  # a rare longer number is squeezed into it
+        # a rare longer number is squeezed into it
+        return cls(trace, min(num_w, COMPACT_NUMBER if compact else 7), compact)
+
+    def label_width(self, nid: int) -> int:
+        return min(cell_width(self.trace.label(nid)),
+                   COMPACT_LABEL if self.compact else LABEL_WIDTH)
 
     def box_width(self, nid: int) -> int:
-        return min(cell_width(self.trace.label(nid)), LABEL_WIDTH) + 2 * self.num_w + 11
+        if self.compact:  # `│` mark label ` ` number `│`
+            return self.label_width(nid) + self.num_w + 4
+        return self.label_width(nid) + 2 * self.num_w + 11
+
+    def box_height(self) -> int:
+        return 1 if self.compact else 3
 
     def glyph(self, nid: int) -> str:
         op = self.trace.op(nid)
@@ -245,12 +266,15 @@ def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
     `+N more` stub for the inputs and uses cut from it (`("in", id)`, `("out", id)`);
     and the links between them, each once."""
     units: dict[object, Unit] = {}
+    bh = sizes.box_height()
     for n in drawn:
         bw, g = sizes.box_width(n), sizes.glyph(n)
-        if lr:
-            units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, 3, 1, nid=n, glyph=g)
+        if lr:  # (an op keeps a row above and below it, for its inputs' side entries)
+            across = 3 if g or not sizes.compact else 1
+            units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, across, across // 2,
+                            nid=n, glyph=g)
         else:
-            units[n] = Unit(n, 3 + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
+            units[n] = Unit(n, bh + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
     links = list(dict.fromkeys(edges))
     for n, (ins, uses) in sorted(cut.items()):
         for count, side in ((ins, "in"), (uses, "out")):
@@ -374,12 +398,12 @@ def _paint(sizes: _Sizes, layers: list[list[Unit]], along: _Along, lines: _Lines
             grid[y][x + k] = ch
     rows: list[list[int]] = [[] for _ in range(height)]
     for n, box in boxes.items():
-        for y in range(box.y, box.y + 3):
+        for y in range(box.y, box.y + box.h):
             rows[y].append(n)
     edges_out = {key: tuple(dict.fromkeys(cells)) for key, cells in link_cells.items()
                  if isinstance(key[0], int) and isinstance(key[1], int)}
     return Picture(orientation, width, height, ["".join(row) for row in grid], boxes, ops,
-                   edges_out, [tuple(r) for r in rows], sizes.num_w)
+                   edges_out, [tuple(r) for r in rows], sizes.num_w, compact=sizes.compact)
 
 
 def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
@@ -404,22 +428,28 @@ def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
             g = sizes.glyph(n)
             bw = sizes.box_width(n)
             if lr:
-                bx, by = u0 + (len(g) + 1 if g else 0), v0
+                bx = u0 + (len(g) + 1 if g else 0)
+                by = v0 + unit.axis - sizes.box_height() // 2
                 if g:
-                    ops[n] = (u0, v0 + 1, g)
-                    grid[v0 + 1][bx - 1] = "─"
+                    ops[n] = (u0, v0 + unit.axis, g)
+                    grid[v0 + unit.axis][bx - 1] = "─"
             else:
                 bx, by = v0, u0 + (1 if g else 0)
                 if g:
                     ops[n] = (v0 + unit.axis - (len(g) - 1) // 2, u0, g)
-            boxes[n] = _frame(n, bx, by, bw, sizes.trace.label(n), sizes.num_w, lr,
+            boxes[n] = _frame(n, bx, by, bw, sizes, lr,
                               port_in=bool(g), port_out=unit.key in has_out)
     return ops, boxes
 
 
-def _frame(nid: int, x: int, y: int, w: int, label: str, num_w: int, lr: bool,
+def _frame(nid: int, x: int, y: int, w: int, sizes: _Sizes, lr: bool,
            port_in: bool, port_out: bool) -> Box:
-    lw = w - 2 * num_w - 11
+    label, lw = sizes.trace.label(nid), sizes.label_width(nid)
+    if sizes.compact:
+        left = "┤" if lr and port_in else "│"
+        right = "├" if lr and port_out else "│"
+        return Box(nid, x, y, w, clip_cells(label, lw), "", "", left, right, h=1)
+    num_w = sizes.num_w
     seps = (lw + 4, lw + num_w + 7)
     top = ["─"] * w
     bottom = ["─"] * w
@@ -473,6 +503,36 @@ def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tu
     return [entries[0]] + [main] * (len(sources) - 2) + [entries[-1]]
 
 
+def _entries_for(sources: list[Unit], entries: list[tuple[int, int, int]],
+                 rows_out: set[int]) -> list[tuple[int, int, int]]:
+    """`_choose`'s entries, kept off the rows other sources leave on: a line entering on
+    such a row would run into that source's line, and turn where it crosses. A row a
+    source leaves on is its own (it goes in straight); if `_choose` breaks that, the
+    entries that keep it, with the fewest crossings among these lines and then the
+    shortest. (Left as chosen only if no choice keeps it: `_route` orders the tracks.)"""
+    rows = [int(a.v) + a.axis for a in sources]
+
+    def kept(choice) -> bool:
+        return all(e[0] == row or e[0] not in rows_out for row, e in zip(rows, choice))
+
+    chosen = _choose(sources, entries)
+    if kept(chosen) or len(sources) > len(entries):
+        return chosen
+    free = [e for e in entries if e[0] not in rows_out or e[0] in rows]
+    if len(free) >= len(sources) and kept(again := _choose(sources, free)):
+        return again
+    choices = [c for c in itertools.permutations(entries, len(sources)) if kept(c)]
+    if not choices:
+        return chosen
+
+    def cost(choice) -> tuple[int, int]:
+        pairs = itertools.combinations(zip(rows, choice), 2)
+        crossed = sum(1 for (r0, e0), (r1, e1) in pairs if (r0 - r1) * (e0[0] - e1[0]) < 0)
+        return crossed, sum(abs(r - e[0]) for r, e in zip(rows, choice))
+
+    return list(min(choices, key=cost))
+
+
 def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[int, dict]:
     """Tracks for the channel between two layers. Each source's lines (its fan-out) go
     up on one track and down on another; each input enters its op by an entry of its own, so
@@ -491,11 +551,7 @@ def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[i
     for key, sources in inputs.items():
         b = target[key]
         rows = sorted(sources, key=lambda a: int(a.v) + a.axis)
-        # an entry on the row another source leaves on would meet that source's line
-        foreign = rows_out - {int(a.v) + a.axis for a in sources}
-        every = _entries(b, lr)
-        free = [e for e in every if e[0] not in foreign]
-        for a, e in zip(rows, _choose(rows, free if len(free) >= len(rows) else every)):
+        for a, e in zip(rows, _entries_for(rows, _entries(b, lr), rows_out)):
             entry[(a, b)] = e
     # a source's lines up and its lines down go on tracks of their own: a `┼` would
     # read as two lines crossing, never as one line branching four ways

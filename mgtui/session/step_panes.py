@@ -87,11 +87,13 @@ def detail(trace: Trace, data: array, grad: array, step: int, total: int, event:
 def step_notes(trace: Trace, event: int, notes: NoteCache) -> tuple[str, ...]:
     """The `#:` notes (`mgtui.session.notes`) of the lines event `event` happened on: its
     scenario line and, for a `_backward` call, the line that made the node (the
-    forward half of its op) and the closure's lines that wrote. The notes of each file
-    are read once, into `notes`."""
+    forward half of its op) and the closure's lines that wrote; each note once. A
+    backward pass (or a zero_grad, an update) runs many steps from one scenario line,
+    `loss.backward()`: its note shows at the first of them, where the pass starts. The
+    notes of each file are read once, into `notes`."""
     if not notes:
         notes[trace.scenario] = notes_in(trace.source)
-    where = [(trace.scenario, trace.line_of(event))]
+    where = [] if _runs_on(trace, event) else [(trace.scenario, trace.line_of(event))]
     closure = trace.closure_of(event)
     if trace.kind(event) is EventKind.BACKWARD:
         made = trace.created_at(trace.event_node(event))
@@ -103,6 +105,15 @@ def step_notes(trace: Trace, event: int, notes: NoteCache) -> tuple[str, ...]:
         where += [(closure.filename, w.line) for w in trace.writes(event)]
     found = (notes.get(filename, {}).get(line) for filename, line in where if line)
     return tuple(dict.fromkeys(note for note in found if note))
+
+
+def _runs_on(trace: Trace, event: int) -> bool:
+    """Is event `event` one of a run of steps from the same scenario line (not its
+    first) in a pass that is not a forward one (there, each step makes a node of its
+    own)?"""
+    p = trace.pass_at(event)
+    return (p is not None and p.kind != "forward" and event > p.start
+            and trace.line_of(event - 1) == trace.line_of(event))
 
 
 # -- the source pane ------------------------------------------------------------------------------

@@ -116,6 +116,14 @@ class GraphView:
             return a + k
         return None
 
+    def uses(self, nid: int) -> int:
+        """How many nodes of this graph take node `nid` as an input (not those of other
+        training steps' graphs)."""
+        made = self.made
+        if not isinstance(made, range):
+            made = range(made[0], made[-1] + 1) if made else range(0)
+        return self.trace.uses_within(nid, made)
+
     def inputs_text(self, nid: int) -> str:
         return ", ".join(fitted_name(self.trace, c, INPUT_NAME) for c in self.trace.children(nid))
 

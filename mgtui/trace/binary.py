@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests write with these
     HEAD_SIZE,
@@ -131,9 +131,11 @@ def _read(f: BinaryIO, length: int) -> bytes:
     return b"".join(pieces)
 
 
-def decode(f: BinaryIO, limits: LoadLimits | None = None) -> RecordDecoder:
+def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
+           limits: LoadLimits | None = None) -> RecordDecoder:
     """Every record of a file, through the record table's decoder (not built yet),
-    within `limits` (`mgtui.trace.load_limits`: by default, --max-nodes's and --max-memory's).
+    within `limits` (`mgtui.trace.load_limits`: by default, --max-nodes's and
+    --max-memory's).
 
     All in this thread: inflating chunks in another one, ahead of this one, was slower
     on a busy machine (each inflated chunk handed back waits for this thread to let go
@@ -144,12 +146,17 @@ def decode(f: BinaryIO, limits: LoadLimits | None = None) -> RecordDecoder:
     take = decoder.take
     for tag, payload in _body(f):
         take(tag, payload)
+        if on_record is not None:
+            on_record(decoder)
     return decoder
 
 
-def read(f: BinaryIO, limits: LoadLimits | None = None) -> Trace:
-    """Read a whole binary trace, checked before it is built."""
-    return decode(f, limits).trace()
+def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
+         limits: LoadLimits | None = None) -> Trace:
+    """Read a whole binary trace, checked before it is built. `on_record` is given the
+    decoder after each record (the app builds the first steps from it, to show them
+    while the rest is read)."""
+    return decode(f, on_record, limits).trace()
 
 
 def header_of(path: str | os.PathLike) -> dict[str, str]:
@@ -166,9 +173,9 @@ def header_of(path: str | os.PathLike) -> dict[str, str]:
 
 
 def loadb(data: bytes, limits: LoadLimits | None = None) -> Trace:
-    return read(io.BytesIO(data), limits)
+    return read(io.BytesIO(data), limits=limits)
 
 
 def load(path: str | os.PathLike, limits: LoadLimits | None = None) -> Trace:
     with Path(path).open("rb") as f:
-        return read(f, limits)
+        return read(f, limits=limits)

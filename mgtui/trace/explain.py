@@ -64,7 +64,7 @@ class Contribution:
     formula: str  # e.g. "n.grad += (1 - o²) × o.grad"
     numbers: str  # e.g. "0.5 × 1.0", or "" when the op is unknown
     nth: int  # 1 for the first contribution to this node in its backward pass
-    uses: int  # the target's fan-out
+    uses: int  # the target's fan-out in the graph this pass walks
     expected: float | None = None  # what the formula gives, when the op is known
 
     @property
@@ -201,6 +201,18 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
                        local_derivative(op, name(label), names, repeated_input(kids)))
 
 
+def graph_made(trace: Trace, index: int) -> range:
+    """The nodes of the graph event `index` works on: those the latest forward pass up to
+    it made (the session's `views_for` rule), so a backward pass's fan-outs count its own
+    graph, not every training step's."""
+    p = trace.pass_at(index)
+    for k in range(p.index if p is not None else -1, -1, -1):
+        if trace.passes[k].kind == "forward":
+            return trace.made_ids(trace.passes[k])
+    forward = next((q for q in trace.passes if q.kind == "forward"), None)
+    return trace.made_ids(forward) if forward is not None else range(0)
+
+
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:
     nid = trace.event_node(index)
     op = trace.op(nid)
@@ -214,6 +226,7 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
     contributions = []
     notes: list[str] = []
     known = False
+    graph = graph_made(trace, index)
     for k, w in enumerate(writes):
         tl = name(trace.label(w.node))
         formula, numbers, expected = _formula(
@@ -223,7 +236,7 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
             formula = _source_formula(closure, w.line, trace) or f"{tl}.{w.field} written"
         nth = trace.contribution(w) if w.field is Field.GRAD else 1
         c = Contribution(w.node, tl, w.field.value, w.before, w.after, w.line,
-                         formula, numbers, nth, trace.uses[w.node], expected)
+                         formula, numbers, nth, trace.uses_within(w.node, graph), expected)
         contributions.append(c)
         if nth > 1:
             why = (f"{tl} feeds {c.uses} nodes" if c.uses > 1

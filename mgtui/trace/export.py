@@ -156,20 +156,29 @@ def load(path: str | os.PathLike, *, max_nodes: int = DEFAULT_MAX_NODES,
         raise ScenarioLoadError(f"no such file: {path}" if not p.exists() else f"{path} is not a file")
     try:
         return _load(p, LoadLimits(max_nodes, max_memory))
-    except LoadLimitError as exc:
-        raise ScenarioLoadError(f"{path}: not loaded: it {exc.problem}") from None
-    except MemoryError:
-        raise ScenarioLoadError(f"{path}: not loaded: there was not enough memory to read "
-                                "it") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ScenarioLoadError(
-            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: nested too deeply") from None
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: {_reason(exc)}") from None
+    except READ_ERRORS as exc:
+        raise load_error(path, exc) from None
+
+
+# What reading a saved trace may raise, each made a message by `load_error`.
+READ_ERRORS = (MemoryError, OSError, RecursionError, KeyError, TypeError, ValueError,
+               IndexError, OverflowError)
+
+
+def load_error(path: str | os.PathLike, exc: BaseException) -> ScenarioLoadError:
+    """What went wrong reading the saved trace at `path` (one of READ_ERRORS), in the
+    words the user is shown (for `load`, and the app's own read of a binary trace)."""
+    if isinstance(exc, LoadLimitError):
+        return ScenarioLoadError(f"{path}: not loaded: it {exc.problem}")
+    if isinstance(exc, MemoryError):
+        return ScenarioLoadError(f"{path}: not loaded: there was not enough memory to read it")
+    if isinstance(exc, (OSError, UnicodeDecodeError)):
+        return ScenarioLoadError(f"cannot read {path}: {exc}")
+    if isinstance(exc, json.JSONDecodeError):
+        return ScenarioLoadError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}")
+    if isinstance(exc, RecursionError):
+        return ScenarioLoadError(f"{path} is not an mgtui trace: nested too deeply")
+    return ScenarioLoadError(f"{path} is not an mgtui trace: {_reason(exc)}")
 
 
 def _load(p: Path, limits: LoadLimits) -> Trace:

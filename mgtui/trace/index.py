@@ -5,6 +5,7 @@ each node, and each write's earlier writes to the same field. A part of `Trace`.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from functools import cached_property
 from itertools import repeat
 from typing import Self
@@ -38,7 +39,8 @@ class TraceIndexes:
 
     @cached_property
     def uses(self) -> array:
-        """Per node, how many nodes take it as an input (its fan-out)."""
+        """Per node, how many nodes take it as an input (its fan-out), over the whole
+        trace: every training step's graph (`uses_within` counts one graph's)."""
         uses = array("i", bytes(4 * self.node_count))
         for nid in range(self.node_count):
             for c in set(self.children(nid)):
@@ -116,6 +118,15 @@ class TraceIndexes:
         """The nodes that take node `nid` as an input, each once, in creation order."""
         start, ids = self._users
         return tuple(ids[start[nid]:start[nid + 1]])
+
+    def uses_within(self, nid: int, made: range) -> int:
+        """How many of the nodes `made` (a forward pass's: one graph) take node `nid` as
+        an input: its uses in that graph, where `uses` counts every pass's."""
+        if not made:
+            return 0
+        start, ids = self._users
+        lo, hi = start[nid], start[nid + 1]
+        return bisect_left(ids, made.stop, lo, hi) - bisect_left(ids, made.start, lo, hi)
 
     @cached_property
     def _earlier_write(self) -> array:

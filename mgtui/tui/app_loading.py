@@ -14,6 +14,7 @@ from textual import work
 from textual.screen import Screen
 from textual.worker import WorkerState
 
+from mgtui.defaults import DEFAULT_MAX_MEMORY
 from mgtui.memory import trim
 from mgtui.tui.messages import LoadFailed, LoadProgress, OpenScenario, TraceGrowing, TraceLoaded
 from mgtui.trace import Trace
@@ -35,6 +36,11 @@ def showing(screen: Screen, name: str) -> bool:
     """Is `screen` the dialog class `name`? (The dialogs are imported when first needed.)"""
     dialogs = sys.modules.get("mgtui.tui.widgets.dialogs")
     return dialogs is not None and isinstance(screen, getattr(dialogs, name))
+
+
+def open_saved(path: Path):
+    """A saved trace's file, opened to be read (tests slow it down)."""
+    return open(path, "rb")
 
 
 def is_scenario(path: Path) -> bool:
@@ -175,10 +181,7 @@ class TraceLoading:
                     return
                 trace, stopped = result.trace, result.message
             else:
-                from mgtui.trace.export import load
-
-                limits = {"max_memory": self.max_memory} if self.max_memory else {}
-                trace, stopped = load(path, max_nodes=self.max_nodes, **limits), ""
+                trace, stopped = self._read_saved(path), ""
             # here, not on the first backward step; from those shown while it recorded
             trace.build_indexes(older=self._last_shown if is_scenario(path) else None)
             self._last_shown = None
@@ -195,6 +198,36 @@ class TraceLoading:
                 self.call_from_thread(self.debugger.redraw_source)
             except Exception:  # noqa: BLE001 - the app has gone; plain source is fine
                 pass
+
+    def _read_saved(self, path: Path) -> Trace:
+        """Read a saved trace; a binary one is shown as soon as its first steps have
+        been read (as a recording's are), the rest read behind them."""
+        from mgtui.trace import binary
+        from mgtui.trace.export import READ_ERRORS, load, load_error
+        from mgtui.trace.load_limits import LoadLimits
+
+        # (within --max-nodes and --max-memory, as a recording is)
+        limits = LoadLimits(self.max_nodes, self.max_memory or DEFAULT_MAX_MEMORY)
+        if not (path.is_file() and binary.is_trace_file(path)):
+            # (JSON, or the error for a path that is not a file)
+            return load(path, max_nodes=limits.max_nodes, max_memory=limits.max_memory)
+        shown: list[Trace] = []
+
+        def first_steps(decoder) -> None:
+            b = decoder.builder
+            if shown or b is None or not b.event_count or not b.consistent:
+                return
+            trace = b.build()
+            trace.build_indexes()
+            prepare_views(trace, (self._position, 0))
+            shown.append(trace)
+            self.post_message(TraceGrowing(trace, path))
+
+        try:
+            with open_saved(path) as f:
+                return binary.read(f, first_steps, limits)
+        except READ_ERRORS as exc:
+            raise load_error(path, exc) from None
 
     def _steps_while_recording(self, run, path: Path, show: bool):
         """Wait for the run, showing the trace recorded so far every GROWING_EVERY
@@ -255,7 +288,8 @@ class TraceLoading:
             self._growing = True
         elif self.is_running:  # (not while it quits: the panes are going)
             d.grow_trace(message.trace, wanted=self._position)
-        d.show_recording(f"recording… {len(message.trace):,} steps")
+        doing = "recording" if is_scenario(message.path) else "loading"
+        d.show_recording(f"{doing}… {len(message.trace):,} steps")
         self._growth_cost = time.perf_counter() - started
 
     def _progress(self, nodes: int) -> None:

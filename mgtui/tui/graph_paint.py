@@ -61,6 +61,7 @@ class Lighting:
     cursor: int | None = None
     breakpoints: frozenset[int] = frozenset()
     lit: frozenset[tuple[int, int]] = frozenset()
+    grads: bool = False  # a compact box's one number: grad (a backward step), else data
 
 
 def lit_edges(picture: Picture, marks: Mapping[int, str], children) -> frozenset[tuple[int, int]]:
@@ -136,15 +137,51 @@ def _paint_box(picture: Picture, nid: int, y: int, light: Lighting, chars: list[
         kinds[x0:x0 + box.w] = [frame_kind] * box.w
         return
     nw = picture.num_width
+    badge = MARKS.get(mark, BREAKPOINT if nid in light.breakpoints else "  ")
+    label = cells(box.label)  # (a wide character's second cell is "": one a cell)
+    if box.h == 1:
+        parts = _compact_parts(box, nw, light, mark, badge, label, frame_kind, table)
+    else:
+        parts = _full_parts(box, nw, light, mark, badge, label, frame_kind, table)
+    x = x0
+    for text, kind in parts:
+        for ch in text:
+            chars[x] = ch
+            kinds[x] = "future" if future and kind is None else kind
+            x += 1
+
+
+def _compact_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: list[str],
+                   frame_kind: str, table) -> list[tuple]:
+    """A compact box: `│▶label  value│`, its one-cell mark (`▶`, `+`, `●`, `=`, `◆`)
+    and the value the step is about (grad on a backward step, else data)."""
+    nid, future = box.nid, frame_kind == "future"
+    values = light.grad if light.grads else light.data
+    value = "·" if future else squeeze(values[nid], nw)
+    changed = mark in ("acc", "set") if light.grads else mark == "set"
+    lw = box.w - nw - 4
+    return [
+        (box.left.translate(table) if table else box.left, frame_kind),
+        (badge[:1] if badge.strip() else " ",
+         mark or ("breakpoint" if nid in light.breakpoints else None)),
+        (label + [" "] * (lw - len(label)), "future" if future else (mark or "label")),
+        (" ", None),
+        (value.rjust(nw), "future" if future else _number_kind(values[nid], changed)),
+        (box.right.translate(table) if table else box.right, frame_kind),
+    ]
+
+
+def _full_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: list[str],
+                frame_kind: str, table) -> list[tuple]:
+    """A full box's middle row: `│▶ label │ data │ grad │`."""
+    nid, future = box.nid, frame_kind == "future"
     lw = box.w - 2 * nw - 11  # the label's slot
     sep = "│" if table is None else "│".translate(table)
     if future:
         data = grad = "·"
     else:
         data, grad = squeeze(light.data[nid], nw), squeeze(light.grad[nid], nw)
-    badge = MARKS.get(mark, BREAKPOINT if nid in light.breakpoints else "  ")
-    label = cells(box.label)  # (a wide character's second cell is "": one a cell)
-    parts: list[tuple[str | list[str], str | None]] = [
+    return [
         (box.left.translate(table) if table else box.left, frame_kind),
         (badge[:MARK_WIDTH].ljust(MARK_WIDTH),
          mark or ("breakpoint" if nid in light.breakpoints else None)),
@@ -157,12 +194,6 @@ def _paint_box(picture: Picture, nid: int, y: int, light: Lighting, chars: list[
         (" ", None),
         (box.right.translate(table) if table else box.right, frame_kind),
     ]
-    x = x0
-    for text, kind in parts:
-        for ch in text:
-            chars[x] = ch
-            kinds[x] = "future" if future and kind is None else kind
-            x += 1
 
 
 def _number_kind(value: float, changed: bool) -> str | None:

@@ -27,8 +27,9 @@ COLUMN_HELP = (
     ("op", "the op that made it (+, *, tanh, …); empty for a leaf"),
     ("data grad", "its value and its gradient at the current step"),
     ("inputs", "the nodes it was computed from"),
-    ("uses", "how many nodes use it as an input: its fan-out. A node used twice gets "
-             "two contributions to its grad, added with +="),
+    ("uses", "how many nodes use it as an input: its fan-out in this graph (this "
+             "training step's). A node used twice gets two contributions to its grad, "
+             "added with +="),
     ("topo", "its place in the topological order; the backward pass runs _backward "
              "from the highest topo number down to 0"),
 )

@@ -41,7 +41,7 @@ class GraphPane(ScrollView, can_focus=True):
         "graph--breakpoint", "graph--stub",
     }
     DEFAULT_CSS = """
-    GraphPane { background: $surface; scrollbar-size: 1 1; }
+    GraphPane { background: $surface; scrollbar-size: 0 0; }  /* it pans with keys */
     GraphPane > .graph--line { color: $text-muted; }
     GraphPane > .graph--lit { color: $warning; text-style: bold; }
     GraphPane > .graph--op { color: $secondary; text-style: bold; }
@@ -80,7 +80,8 @@ class GraphPane(ScrollView, can_focus=True):
         self.light: Lighting | None = None
         self.cursor: int | None = None  # the box the keys move; enter selects it
         self.orientation: Orientation | None = None  # the user's choice (o); else by size
-        self._auto: Orientation | None = None
+        self._auto: tuple[Orientation, bool] | None = None  # by size: and compact boxes?
+        self._auto_key: tuple | None = None  # what `_auto` was chosen for
         self._selected: int | None = None
         self._lit: dict[int, set[int]] = {}
         self._styles: dict[str, Style] | None = None
@@ -117,9 +118,10 @@ class GraphPane(ScrollView, can_focus=True):
             self._selected = node
             self.cursor = node
         picture = self.picture
-        if picture is None or picture.orientation != self._orientation() or (
-                node is not None and node not in picture.inner):
-            picture = self.model.picture(node, self._orientation())
+        orientation, compact = self._form()
+        if picture is None or picture.orientation != orientation or (
+                picture.compact != compact) or (node is not None and node not in picture.inner):
+            picture = self.model.picture(node, orientation, compact)
         if picture is not self.picture:
             self.picture = picture
             self.virtual_size = Size(picture.width, picture.height)
@@ -127,9 +129,11 @@ class GraphPane(ScrollView, can_focus=True):
         if self.cursor is not None and self.cursor not in picture.boxes:
             self.cursor = node if node in picture.boxes else None
         trace = view.trace
+        kinds = state.passes.kinds
+        grads = 0 <= state.pass_index < len(kinds) and kinds[state.pass_index] == "backward"
         self.light = Lighting(state.data, state.grad, state.created, state.marks, node,
                               self.cursor, state.breakpoints,
-                              lit_edges(picture, state.marks, trace.children))
+                              lit_edges(picture, state.marks, trace.children), grads)
         self._lit = lit_cells(picture, self.light)
         self.refresh()
         if follow or moved:
@@ -138,33 +142,32 @@ class GraphPane(ScrollView, can_focus=True):
             self.scroll_to_box(self.cursor, True, fresh=follow)
             self.call_after_refresh(self.scroll_to_box, self.cursor, True, follow)
 
-    def _orientation(self) -> Orientation:
-        """The user's choice, else left to right like `draw_dot` when that fits the pane
-        as well as top to bottom does (in pages to pan through)."""
-        if self.orientation is not None:
-            return self.orientation
-        if self._auto is None and self.model is not None:
-            center = self.state.node if self.state is not None else None
-            room = self.content_region.size
-            bar_w = self.styles.scrollbar_size_vertical
-            bar_h = self.styles.scrollbar_size_horizontal
+    def _form(self) -> tuple[Orientation, bool]:
+        """The orientation and the boxes: full boxes (`label │ data │ grad`) where the
+        picture fits the pane with them, else compact ones (one row, one number); left
+        to right like `draw_dot` unless top to bottom fits (or needs fewer pages to pan
+        through). `o` fixes the orientation; the boxes still follow the room."""
+        if self.model is None:
+            return self.orientation or "LR", False
+        center = self.state.node if self.state is not None else None
+        key = (None if self.model.whole else center, self.orientation)
+        if self._auto is None or self._auto_key != key:  # (a neighbourhood: per centre)
+            self._auto_key = key
+            width, height = self.content_region.size
+            width, height = max(width, 20), max(height, 5)
 
             def pages(p: Picture) -> int:
-                # each with the scrollbars it would bring, not the ones on screen now:
-                # those belong to the picture shown, and would make the choice flip
-                width, height = room
-                if p.width > width:
-                    height -= bar_h
-                if p.height > height:
-                    width -= bar_w
-                    if p.width > width and p.width <= width + bar_w:
-                        height -= bar_h
-                width, height = max(width, 20), max(height, 5)
                 return -(-p.width // width) * -(-p.height // height)
 
-            lr, tb = self.model.picture(center, "LR"), self.model.picture(center, "TB")
-            self._auto = "LR" if pages(lr) <= pages(tb) else "TB"
-        return self._auto or "LR"
+            ways = [self.orientation] if self.orientation else ["LR", "TB"]
+            forms = [(o, c) for c in (False, True) for o in ways]
+            costs = {form: pages(self.model.picture(center, *form)) for form in forms}
+            fits = [form for form in forms if costs[form] == 1]
+            self._auto = fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
+        return self._auto
+
+    def _orientation(self) -> Orientation:
+        return self._form()[0]
 
     def on_resize(self) -> None:
         self._auto = None

@@ -327,7 +327,7 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
             ("·".rjust(w[5]) if mark == "future" else number(grad, w[5]),
              changed if math.isfinite(grad) else nonfinite),
             (clip(view.inputs_text(nid), w[6]), None),
-            (str(trace.uses[nid]).rjust(w[7]), None),
+            (str(view.uses(nid)).rjust(w[7]), None),
             (("" if topo is None else str(topo)).rjust(w[8]), None),
         ]
         segments = []

@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
 def load_trace(path: Path, args: argparse.Namespace):
     from mgtui.trace.export import load
 
-    return load(path), ""
+    return load(path, max_nodes=args.max_nodes, max_memory=args.max_memory), ""
 
 
 def record_trace(path: Path, args: argparse.Namespace):

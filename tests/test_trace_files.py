@@ -239,7 +239,9 @@ def loads_safely_or_not_at_all(tmp_path_factory, data: bytes) -> None:
     try:
         trace = load(path)
     except ScenarioLoadError as exc:
-        assert "not an mgtui trace" in exc.message or "not valid JSON" in exc.message
+        # (a flipped count may declare more than the limits: refused before it is read)
+        assert any(why in exc.message for why in ("not an mgtui trace", "not valid JSON",
+                                                 "not loaded: it "))
         return
     use_everything(trace)
 

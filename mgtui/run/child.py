@@ -21,8 +21,8 @@ from mgtui.recording.call_values import CallValues
 from mgtui.recording.probes import Hooks, StopRecording
 from mgtui.recording.recorder import Recorder
 from mgtui.recording.store import Mark, Records
-from mgtui.run.spec import FLUSH_EVERY
 from mgtui.errors import NotAGraph
+from mgtui.run.spec import FLUSH_EVERY, STREAM_CLOSED
 from mgtui.recording.scenario import ScenarioLoadError, load_scenario
 
 
@@ -45,25 +45,44 @@ class RunSpec(Protocol):
 # spares the child deflating them (a moons step's 7.6 MB: 47 ms of CPU at level 1, 9 ms
 # at 0). A trace saved from the parent is written again, compressed (`tracefile.write`).
 STREAM_LEVEL = 0
+_exit = os._exit  # the real one: `serve` gives the scenario another, which sends first
 
 
 class Stream:
     """The pipe to the parent. Writes from the flusher thread and the main thread take
-    turns; a parent that has gone away ends the child."""
+    turns; a parent that has gone away ends the child, and so does a stream the scenario
+    closed (`os.closerange`), even if the number is another file's now: STREAM_CLOSED.
+    A forked copy of the process (`os.fork`, multiprocessing) sends nothing."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.lock = threading.Lock()
+        self.pipe = _identity(fd)
+        self.owner = os.getpid()
 
     def send(self, data: bytes) -> None:
+        if os.getpid() != self.owner:
+            return
         with self.lock:
+            if _identity(self.fd) != self.pipe:
+                _exit(STREAM_CLOSED)
             view = memoryview(data)
             while view:
                 try:
                     n = os.write(self.fd, view)
                 except BrokenPipeError:
-                    os._exit(3)
+                    _exit(3)
+                except OSError:
+                    _exit(STREAM_CLOSED)
                 view = view[n:]
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class Flusher:

@@ -117,8 +117,9 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
     from mgtui.trace.export import is_saved_trace, load
 
     try:
-        if is_saved_trace(path):
-            trace, message = load(path), ""
+        if is_saved_trace(path):  # (within the limits a recording would have)
+            limits = {k: options[k] for k in ("max_nodes", "max_memory") if k in options}
+            trace, message = load(path, **limits), ""
         else:
             from mgtui.run.runner import run
 

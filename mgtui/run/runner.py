@@ -1,15 +1,17 @@
 """Every recording runs the scenario in a child process of its own.
 
-The child (`python -m mgtui.run.runner`, which runs `mgtui.run.child`) records the
-scenario and streams the trace to the parent over a pipe of its own, as the records of
-`mgtui.trace.table` (those a saved file holds, and a few of its own), while the
-scenario still runs. Its stdout and stderr go to another pipe, so nothing the scenario
-prints, redirects or leaves running can corrupt the trace. The parent builds
-the trace as the records arrive (`Run.snapshot()` shows it while it grows), and however
-the child ends — finished, raised, timed out, interrupted, out of memory, `os._exit`,
-a crash, a thread that never ends — the parent ends the child's whole process group,
-keeps the trace up to that point, and says in one sentence what happened.
-"""
+The child (`python -m mgtui.run.keeper`) is a keeper (`mgtui.run.keeper`): it forks
+the scenario's process, which records the scenario (`mgtui.run.child`) and streams the
+trace to the parent over a pipe of its own, as the records of `mgtui.trace.table`
+(those a saved file holds, and a few of its own), while the scenario still runs. Its
+stdout and stderr go to another pipe, so nothing the scenario prints, redirects or
+leaves running can corrupt the trace. The parent builds the trace as the records arrive
+(`Run.snapshot()` shows it while it grows). However the scenario's process ends —
+finished, raised, timed out, interrupted (SIGINT, then SIGTERM and SIGKILL if it will
+not stop), out of memory, `os._exit`, a crash, a thread that never ends — the keeper
+ends every process it left, even one that left the process group, and the parent keeps
+the trace up to that point and says in one sentence what happened. It reads the pipes
+for at most a moment after the child has ended."""
 
 from __future__ import annotations
 
@@ -26,17 +28,20 @@ from typing import Callable
 
 from mgtui.trace import table as record_table
 from mgtui.errors import NotAGraph, ScenarioLoadError
+from mgtui.run.keeper import KILL_AFTER
 from mgtui.trace.table import RecordDecoder
 from mgtui.run.spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
+    STREAM_CLOSED,
     UI_FIRST,
     RunSpec,
 )
 from mgtui.safe import bounded
 from mgtui.trace import Trace, TraceError, TraceFormatError
 
-GRACE = 1.0  # seconds a child gets to send what it has before its group is killed
+GRACE = 1.0  # seconds past its time limit, or past the keeper's SIGKILL, a child is given
+DRAIN = 1.0  # seconds its pipes are read once the child has ended
 OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
 
 
@@ -193,15 +198,18 @@ class Run:
         self._proc: subprocess.Popen | None = None
         self._outcome: RunResult | None = None
         self._reader: threading.Thread | None = None
+        self._stream_fd: int | None = None
+        self._waiting = threading.Lock()  # (held by the thread that waits for the child)
 
     # -- control ---------------------------------------------------------------------------
     def start(self) -> Run:
         read_fd, write_fd = os.pipe()
+        self._stream_fd = write_fd  # (its number in the child too)
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8:backslashreplace")
         env.pop("PYTHONSTARTUP", None)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "mgtui.run.runner", str(write_fd)],
+                [sys.executable, "-m", "mgtui.run.keeper", str(write_fd)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), start_new_session=True, env=env,
                 cwd=os.getcwd())
@@ -222,39 +230,70 @@ class Run:
         return self
 
     def cancel(self, reason: str = "interrupted") -> None:
-        """Ask the child to stop (it keeps what it recorded); `wait()` ends it for good."""
+        """Ask the child to stop (it keeps what it recorded). Its keeper sends the scenario
+        SIGINT, then SIGTERM and SIGKILL if it goes on (`mgtui.run.keeper`); `wait()` ends it
+        for good."""
         if self._stop_reason is None:
             self._stop_reason = reason
-        self._signal(signal.SIGINT)
+        self._ask_keeper(signal.SIGINT)
 
-    def _signal(self, sig: int) -> None:
-        """Signal the child's whole process group: the child, and what it started, which
-        may outlive it (the group lives on while one of them does, and its id is not
-        given to another process meanwhile)."""
+    def end_now(self, reason: str = "ended") -> None:
+        """End the child at once, keeping what has arrived (the app quitting)."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self._ask_keeper(signal.SIGTERM)
+
+    def _ask_keeper(self, sig: int) -> None:
         proc = self._proc
-        if proc is not None:
+        if proc is not None and proc.returncode is None:  # (not reaped: the id is its)
             try:
-                os.killpg(proc.pid, sig)
+                os.kill(proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _end_group(self) -> None:
+        """SIGKILL the child's whole process group: what is left of it if the keeper was
+        killed from outside, or did not end. Only while the keeper is not reaped (its id
+        is then not given to another process)."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):  # no one left in the group
                 pass
+
+    def _child_ended(self) -> bool:
+        """Has the keeper ended (without reaping it)?"""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return True
+        try:
+            return os.waitid(os.P_PID, proc.pid,
+                             os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:  # reaped meanwhile
+            return True
+        except AttributeError:  # pragma: no cover - no waitid here
+            return proc.poll() is not None
 
     def wait(self) -> RunResult:
         """Wait for the child to end (ending it at the time limit, or a moment after
         `cancel()`), then end its whole process group and give the result. On the main
-        thread, ctrl+c meanwhile cancels the run instead of raising: its trace is kept."""
-        if self._outcome is not None:
-            return self._outcome
+        thread, ctrl+c meanwhile cancels the run instead of raising: its trace is kept.
+        (Two threads may wait: the second is given the first one's result.)"""
         main = threading.current_thread() is threading.main_thread()
         old = signal.signal(signal.SIGINT, self._interrupted) if main else None
         try:
-            self._wait_for_child()
-            if self._progress_error is not None:
-                raise self._progress_error
-            result = self._result(self._proc.returncode)
-            if result.finished and self._stop_reason is not None:
-                result = self._stopped_late(result)
-            self._outcome = result
-            return result
+            with self._waiting:
+                if self._outcome is not None:
+                    return self._outcome
+                self._wait_for_child()
+                if self._progress_error is not None:
+                    raise self._progress_error
+                result = self._result(self._proc.returncode)
+                if result.finished and self._stop_reason is not None:
+                    result = self._stopped_late(result)
+                self._outcome = result
+                return result
         finally:
             if main:
                 signal.signal(signal.SIGINT, old)
@@ -273,25 +312,21 @@ class Run:
         assert proc is not None and self._reader is not None
         limit = self.spec.timeout
         soft = None if limit is None else time.monotonic() + limit + GRACE
-        hard: float | None = None
+        backstop: float | None = None
         while self._reader.is_alive():
             self._reader.join(0.05)
             now = time.monotonic()
-            if hard is None and self._stop_reason is not None:
-                hard = now + GRACE  # cancelled: the child has a moment to send what it has
-            if hard is None and soft is not None and now > soft:
+            if soft is not None and now > soft and self._stop_reason is None:
                 # the child's own timer did not stop it (a call that never returns)
                 self._stop_reason = f"timed out after {limit:g} s (--timeout)"
-                self._signal(signal.SIGINT)
-                hard = now + GRACE
-            if hard is None and self.live.end_seen and proc.poll() is not None:
-                hard = now + GRACE  # it has said all; something it left holds the pipes
-            if hard is not None and now > hard:
-                self._signal(signal.SIGKILL)
-                hard = float("inf")
-        # Nothing of its process group may outlive the run (threads that never end,
-        # processes it started).
-        self._signal(signal.SIGKILL)
+                self._ask_keeper(signal.SIGINT)
+            if backstop is None and self._stop_reason is not None:
+                backstop = now + KILL_AFTER + GRACE
+            if backstop is not None and now > backstop:  # the keeper did not end it
+                self._end_group()
+                backstop = float("inf")
+        # (the keeper ended it all; this is for a keeper killed from outside)
+        self._end_group()
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zombie that will not go
@@ -318,15 +353,17 @@ class Run:
 
     # -- the stream ----------------------------------------------------------------------------
     def _read(self, fd: int) -> None:
-        """Read the trace stream and the output pipe until both close."""
+        """Read the trace stream and the output pipe until both close, or for DRAIN
+        seconds after the child has ended: a process that got away with them (passed
+        to a stranger) does not hold the run open."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         sel = selectors.DefaultSelector()
         sel.register(fd, selectors.EVENT_READ, "trace")
         sel.register(proc.stdout, selectors.EVENT_READ, "output")
-        open_ = 2
-        while open_:
-            for key, _ in sel.select():
+        open_, drained = 2, None
+        while open_ and (drained is None or time.monotonic() < drained):
+            for key, _ in sel.select(0.1):
                 chunk = os.read(key.fd, 1 << 20)
                 if not chunk:
                     sel.unregister(key.fileobj)
@@ -335,7 +372,11 @@ class Run:
                     self._keep_output(chunk)
                 else:
                     self._progress(self.live.feed(chunk))
+            if drained is None and self._child_ended():
+                drained = time.monotonic() + DRAIN
+        sel.close()
         os.close(fd)
+        proc.stdout.close()
 
     def _keep_output(self, chunk: bytes) -> None:
         self._output.append(chunk)
@@ -404,10 +445,17 @@ class Run:
         if self.live.error is not None:
             return f"its trace stream was damaged ({self.live.error})"
         if self._stop_reason is not None:
+            if end is None and returncode in (-signal.SIGTERM, -signal.SIGKILL):
+                sig = signal.Signals(-returncode).name
+                return (f"{self._stop_reason}; the scenario did not stop when asked, so its "
+                        f"process was killed ({sig})")
             return self._stop_reason
         if end is not None:
             return "it stopped"
         exit_code = self.live.decoder.exit_code
+        if returncode == STREAM_CLOSED:
+            return (f"the scenario closed its stream to mgtui (file descriptor "
+                    f"{self._stream_fd}), so the recording ended there")
         if exit_code is not None:
             return f"the scenario called os._exit({exit_code!r}) before it finished"
         if returncode is not None and returncode < 0:
@@ -422,21 +470,3 @@ class Run:
 def run(path: str | os.PathLike, **options) -> RunResult:
     """Record the scenario at `path` in a child process; see `RunSpec` for the options."""
     return Run(RunSpec(str(Path(path)), **options)).run()
-
-
-# -- the child ---------------------------------------------------------------------------
-
-
-def child_main(stream_fd: int) -> None:
-    """The child's entry (`python -m mgtui.run.runner FD`): read the spec, record, stream.
-    `mgtui.run.child` is imported here, in the child alone: the parent never loads
-    the recorder, and the child shares only `mgtui.run.spec` with the parent's side."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see serve()
-    from mgtui.run.child import serve
-
-    spec = RunSpec.from_json(sys.stdin.read())
-    serve(spec, stream_fd)
-
-
-if __name__ == "__main__":
-    child_main(int(sys.argv[1]))

@@ -11,6 +11,8 @@ from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 
 FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
 UI_FIRST = 5  # `RunSpec.nice` for the app's runs
+# The exit code of a child whose stream to the parent the scenario closed (or replaced)
+STREAM_CLOSED = 86
 
 
 @dataclass(frozen=True)

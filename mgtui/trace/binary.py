@@ -31,6 +31,7 @@ from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests
     add_labels,
     add_names,
     check_head,
+    check_length,
     decode_chunk,
     encode_chunk,
     encode_closure,
@@ -48,9 +49,11 @@ from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests
     record_head,
     split_record,
 )
+from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace import Trace, TraceFormatError, chunks_of
 
 SUFFIX = ".mgtrace"
+READ_PIECE = 1 << 24  # bytes read at a time of a record that claims more
 
 
 def is_trace_file(path: str | os.PathLike) -> bool:
@@ -106,21 +109,40 @@ def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
         if len(raw) < RECORD_HEAD_SIZE:
             raise TraceFormatError("file", "ends inside a record")
         tag, length = record_head(raw)
-        payload = f.read(length) if length <= 1 << 36 else b""
+        check_length(tag, length)
+        payload = _read(f, length)
         if len(payload) != length:
             raise TraceFormatError("file", "ends inside a record")
         yield tag, payload
 
 
-def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None
-           ) -> RecordDecoder:
-    """Every record of a file, through the record table's decoder (not built yet).
+def _read(f: BinaryIO, length: int) -> bytes:
+    """`length` bytes of `f`, or as many as there are: read a piece at a time, so that a
+    record that claims more than the file holds costs no more than the file."""
+    if length <= READ_PIECE:
+        return f.read(length)
+    pieces = []
+    while length > 0:
+        piece = f.read(min(length, READ_PIECE))
+        if not piece:
+            break
+        pieces.append(piece)
+        length -= len(piece)
+    return b"".join(pieces)
+
+
+def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
+           limits: LoadLimits | None = None) -> RecordDecoder:
+    """Every record of a file, through the record table's decoder (not built yet),
+    within `limits` (`mgtui.trace.load_limits`: by default, --max-nodes's and
+    --max-memory's).
 
     All in this thread: inflating chunks in another one, ahead of this one, was slower
     on a busy machine (each inflated chunk handed back waits for this thread to let go
     of the GIL, and then for the other to be given a core), and little faster on a
     quiet one."""
-    decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS))
+    decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS),
+                            LoadLimits() if limits is None else limits)
     take = decoder.take
     for tag, payload in _body(f):
         take(tag, payload)
@@ -129,11 +151,12 @@ def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None
     return decoder
 
 
-def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None) -> Trace:
+def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
+         limits: LoadLimits | None = None) -> Trace:
     """Read a whole binary trace, checked before it is built. `on_record` is given the
     decoder after each record (the app builds the first steps from it, to show them
     while the rest is read)."""
-    return decode(f, on_record).trace()
+    return decode(f, on_record, limits).trace()
 
 
 def header_of(path: str | os.PathLike) -> dict[str, str]:
@@ -149,10 +172,10 @@ def header_of(path: str | os.PathLike) -> dict[str, str]:
     return {"scenario": b.scenario, "title": b.title, "notes": b.notes, "source": b.source}
 
 
-def loadb(data: bytes) -> Trace:
-    return read(io.BytesIO(data))
+def loadb(data: bytes, limits: LoadLimits | None = None) -> Trace:
+    return read(io.BytesIO(data), limits=limits)
 
 
-def load(path: str | os.PathLike) -> Trace:
+def load(path: str | os.PathLike, limits: LoadLimits | None = None) -> Trace:
     with Path(path).open("rb") as f:
-        return read(f)
+        return read(f, limits=limits)

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mgtui.trace import fields
-
 from mgtui.trace import binary as tracefile
+from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
+from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
 
 FORMAT = "mgtui-trace"
@@ -43,9 +44,9 @@ def unnum(x: Any) -> float:
     if isinstance(x, str):
         if x in ("nan", "inf", "-inf"):
             return float(x)
-        raise ValueError(f"not a number: {x!r}")
+        raise ValueError(f"not a number: {fields.shown(x)}")
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ValueError(f"not a number: {x!r}")
+        raise ValueError(f"not a number: {fields.shown(x)}")
     return float(x)
 
 
@@ -143,38 +144,65 @@ def _float(x: float) -> str:
     return text if text not in ("nan", "inf", "-inf") else f'"{text}"'
 
 
-def load(path: str | os.PathLike) -> Trace:
+def load(path: str | os.PathLike, *, max_nodes: int = DEFAULT_MAX_NODES,
+         max_memory: int | None = DEFAULT_MAX_MEMORY) -> Trace:
     """Read a saved trace, JSON or binary (`mgtui.trace.binary`). Runs no code, and checks
     every reference and bound. Raises ScenarioLoadError, naming the first bad field, if
-    it is not a trace this mgtui can show."""
+    it is not a trace this mgtui can show, or if it holds more than `max_nodes` nodes
+    or would take more than `max_memory` bytes (`mgtui.trace.load_limits`: checked from what
+    each part declares, before it is read)."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioLoadError(f"no such file: {path}" if not p.exists() else f"{path} is not a file")
     try:
-        if tracefile.is_trace_file(p):
-            return tracefile.load(p)
-        try:
-            return read_json(p)
-        except _NotStreamable:
-            pass
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ScenarioLoadError(
-            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: nested too deeply") from None
-    except (TraceFormatError, MemoryError) as exc:
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: {exc}") from None
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: {what}") from None
+        return _load(p, LoadLimits(max_nodes, max_memory))
+    except READ_ERRORS as exc:
+        raise load_error(path, exc) from None
+
+
+# What reading a saved trace may raise, each made a message by `load_error`.
+READ_ERRORS = (MemoryError, OSError, RecursionError, KeyError, TypeError, ValueError,
+               IndexError, OverflowError)
+
+
+def load_error(path: str | os.PathLike, exc: BaseException) -> ScenarioLoadError:
+    """What went wrong reading the saved trace at `path` (one of READ_ERRORS), in the
+    words the user is shown (for `load`, and the app's own read of a binary trace)."""
+    if isinstance(exc, LoadLimitError):
+        return ScenarioLoadError(f"{path}: not loaded: it {exc.problem}")
+    if isinstance(exc, MemoryError):
+        return ScenarioLoadError(f"{path}: not loaded: there was not enough memory to read it")
+    if isinstance(exc, (OSError, UnicodeDecodeError)):
+        return ScenarioLoadError(f"cannot read {path}: {exc}")
+    if isinstance(exc, json.JSONDecodeError):
+        return ScenarioLoadError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}")
+    if isinstance(exc, RecursionError):
+        return ScenarioLoadError(f"{path} is not an mgtui trace: nested too deeply")
+    return ScenarioLoadError(f"{path} is not an mgtui trace: {_reason(exc)}")
+
+
+def _load(p: Path, limits: LoadLimits) -> Trace:
+    if tracefile.is_trace_file(p):
+        return tracefile.load(p, limits)
     try:
-        return from_json(doc)
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise ScenarioLoadError(f"{path} is not an mgtui trace: {what}") from None
+        return read_json(p, limits)
+    except _NotStreamable:
+        pass
+    limits.take_text(p.stat().st_size)  # the document `json.loads` makes of it
+    return from_json(json.loads(p.read_text(encoding="utf-8")), limits)
+
+
+REASON = 300  # characters of a reason a message gives
+
+
+def _reason(exc: Exception) -> str:
+    """What is wrong, in a message's words and length."""
+    if isinstance(exc, KeyError):
+        return f"missing field {fields.shown(exc.args[0] if exc.args else '')}"
+    text = str(exc)
+    if "integer string conversion" in text:  # (json: a number of over 4,300 digits)
+        return "a number has too many digits"
+    return text if len(text) <= REASON else f"{text[:REASON]}…"
 
 
 class _NotStreamable(Exception):
@@ -225,7 +253,7 @@ def _add_node(builder: TraceBuilder, i: int, nid: object, label: str, name: str,
     """Node `i`, read either way: its id must be `i`; a label that only repeats its
     `#id` or its name is no label of its own."""
     if nid != i:
-        raise TraceFormatError(f"nodes[{i}].id", f"{nid!r}: ids follow creation order")
+        raise TraceFormatError(f"nodes[{i}].id", f"{fields.shown(nid)}: ids follow creation order")
     if line.__class__ is not int or not 0 <= line <= MAX_LINE:  # (a bool's class is bool)
         line = fields.line(line, f"nodes[{i}].line")
     builder.add_node("" if label == f"#{i}" or label == name else label, op, children, data,
@@ -344,9 +372,10 @@ class _JSONStream:
                 if not self._more():
                     raise _NotStreamable() from None
 
-    def records(self, pattern: re.Pattern, fast, slow) -> None:
+    def records(self, pattern: re.Pattern, fast, slow, charge) -> None:
         """Read a list of records: each matched by `pattern` goes to `fast(match, i)`,
-        any other to `slow(value, i)`."""
+        any other to `slow(value, i)`; `charge(n)` is told of them a BATCH at a time,
+        as they are read."""
         self.expect("[")
         if self.peek() == "]":
             self.pos += 1
@@ -364,17 +393,21 @@ class _JSONStream:
                 end = self.peek()
                 self.pos += 1
             i += 1
+            if i % BATCH == 0 or end == "]":
+                charge(i % BATCH or BATCH)
             if end == "]":
                 return
             if end != ",":
                 raise _NotStreamable()
 
 
-def read_json(path: Path) -> Trace:
+def read_json(path: Path, limits: LoadLimits | None = None) -> Trace:
     """A JSON trace read as a stream: its nodes and events go into the builder one at a
     time, so no document of the whole trace is built, and a record as `write_json`
     writes it is read without even a dict. Raises `_NotStreamable` for a
-    file that is not an object with "format" and "version" before its nodes and events."""
+    file that is not an object with "format" and "version" before its nodes and events.
+    Its nodes and events are charged to `limits` as they are read, a batch at a time."""
+    limits = LoadLimits() if limits is None else limits
     head: dict[str, Any] = {}
     builder: TraceBuilder | None = None
     with open(path, encoding="utf-8") as file:
@@ -394,10 +427,12 @@ def read_json(path: Path) -> Trace:
                 b = builder
                 if key == "nodes":
                     s.records(_NODE_RECORD, partial(_node_record, b),
-                              lambda n, i: _node(b, fields.obj(n, f"nodes[{i}]"), i))
+                              lambda n, i: _node(b, fields.obj(n, f"nodes[{i}]"), i),
+                              limits.take_nodes)
                 else:
                     s.records(_EVENT_RECORD, partial(_event_record, b),
-                              lambda e, i: _event(b, fields.obj(e, f"events[{i}]"), i))
+                              lambda e, i: _event(b, fields.obj(e, f"events[{i}]"), i),
+                              limits.take_events)
             else:
                 head[key] = s.value()
             if s.peek() == ",":
@@ -412,7 +447,7 @@ def _check_format(doc: dict[str, Any]) -> None:
     if doc.get("format") != FORMAT:
         raise TraceFormatError("format", f'must be "{FORMAT}"')
     if doc.get("version") != VERSION:
-        raise TraceFormatError("version", f"{doc.get('version')!r} (this mgtui reads {VERSION})")
+        raise TraceFormatError("version", f"{fields.shown(doc.get('version'))} (this mgtui reads {VERSION})")
 
 
 _HEAD = ("scenario", "title", "notes", "source")
@@ -437,15 +472,20 @@ def _finish(builder: TraceBuilder, doc: dict[str, Any]) -> Trace:
     return builder.build(error, fields.text(doc.get("output"), "output"), passes, last=True)
 
 
-def from_json(doc: dict[str, Any]) -> Trace:
+def from_json(doc: dict[str, Any], limits: LoadLimits | None = None) -> Trace:
     """A trace from its JSON document, checked field by field (TraceFormatError): the
     slow path of the same reader, for a file not laid out as `write_json` lays it out."""
     if not isinstance(doc, dict):
         raise TraceFormatError("format", f'must be "{FORMAT}"')
     builder = _new_builder(doc)
-    for i, n in enumerate(fields.seq(doc.get("nodes"), "nodes")):
+    nodes = fields.seq(doc.get("nodes"), "nodes")
+    events = fields.seq(doc.get("events"), "events")
+    if limits is not None:
+        limits.take_nodes(len(nodes))
+        limits.take_events(len(events))
+    for i, n in enumerate(nodes):
         _node(builder, fields.obj(n, f"nodes[{i}]"), i)
-    for i, e in enumerate(fields.seq(doc.get("events"), "events")):
+    for i, e in enumerate(events):
         _event(builder, fields.obj(e, f"events[{i}]"), i)
     return _finish(builder, doc)
 
@@ -467,7 +507,7 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
     try:
         kind = EventKind(e.get("kind"))
     except ValueError:
-        raise TraceFormatError(f"events[{i}].kind", f"{e.get('kind')!r} is not a kind") from None
+        raise TraceFormatError(f"events[{i}].kind", f"{fields.shown(e.get('kind'))} is not a kind") from None
     node = fields.index(e.get("node"), f"events[{i}].node")
     if kind in _LONE:
         _add_event(builder, i, kind, node, e.get("line"), e.get("closure"),
@@ -492,7 +532,7 @@ def _num(x: Any, where: str) -> float:
     try:
         return unnum(x)
     except (ValueError, OverflowError):
-        raise TraceFormatError(where, f"{x!r} is not a number") from None
+        raise TraceFormatError(where, f"{fields.shown(x)} is not a number") from None
 
 
 def to_dot(trace: Trace) -> str:

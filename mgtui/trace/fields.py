@@ -13,6 +13,19 @@ from typing import Any
 from mgtui.trace import MAX_LINE, Closure, TraceError, TraceFormatError
 
 
+SHOWN = 40  # characters of a bad value a message quotes
+
+
+def shown(x: Any) -> str:
+    """A bad value as a message quotes it: its repr, or the start of it and its length
+    (a file may hold a 100,000-digit number or a megabyte string)."""
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 128:
+        return f"a number of about {int(x.bit_length() * 0.30103) + 1:,} digits"
+    text = repr(x) if isinstance(x, (str, int, float, bool, type(None))) else \
+        f"a {type(x).__name__}"
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}… ({len(text):,} characters)"
+
+
 def obj(x: Any, where: str) -> dict:
     if not isinstance(x, dict):
         raise TraceFormatError(where, "must be an object")
@@ -37,7 +50,7 @@ def text(x: Any, where: str) -> str:
 def index(x: Any, where: str) -> int:
     """An id, a step or a count (-1 allowed: a child made before the recording)."""
     if isinstance(x, bool) or not isinstance(x, int) or not -1 <= x < 1 << 62:
-        raise TraceFormatError(where, f"{x!r} is not an index")
+        raise TraceFormatError(where, f"{shown(x)} is not an index")
     return x
 
 
@@ -46,7 +59,7 @@ def line(x: Any, where: str) -> int:
     if x is None:
         return 0
     if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_LINE:
-        raise TraceFormatError(where, f"{x!r} is not a line number")
+        raise TraceFormatError(where, f"{shown(x)} is not a line number")
     return x
 
 
@@ -86,7 +99,7 @@ def number(x: Any, where: str) -> float:
     if x in ("nan", "inf", "-inf"):
         return float(x)
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise TraceFormatError(where, f"{x!r} is not a number")
+        raise TraceFormatError(where, f"{shown(x)} is not a number")
     return float(x)
 
 

@@ -62,6 +62,7 @@ from array import array
 from typing import Callable
 
 from mgtui.trace import fields
+from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace import (
     Chunk,
     Closure,
@@ -120,7 +121,14 @@ def _le(a: array) -> bytes:
 
 
 def _json(obj: object) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    """JSON in UTF-8. A string that is not Unicode throughout (a file name of bytes that
+    are not UTF-8, which Python holds as lone surrogates, `os.fsdecode`) is written with
+    JSON's escapes, and reads back as the same string."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
 def _record(tag: str | bytes, payload: bytes) -> bytes:
@@ -242,14 +250,21 @@ def record_head(raw: bytes) -> tuple[str, int]:
     return tag.decode("latin-1"), length
 
 
+def check_length(tag: str, length: int) -> None:
+    """TraceFormatError if a record claims a payload longer than any record may be (read
+    before a byte of it is: a file may claim 2**60 bytes)."""
+    if length > MAX_RECORD:
+        raise TraceFormatError(f"record {tag}", f"claims {length:,} bytes, more than a "
+                               f"record may hold ({MAX_RECORD:,})")
+
+
 def split_record(buf: bytearray) -> tuple[str, bytes] | None:
     """Take the first whole record off the front of `buf` (a stream as it arrives), or
     None if it has not all arrived yet."""
     if len(buf) < _RECORD.size:
         return None
     tag, length = _RECORD.unpack_from(buf)
-    if length > MAX_RECORD:
-        raise TraceFormatError(f"record {tag.decode('latin-1')}", "is too big")
+    check_length(tag.decode("latin-1"), length)
     end = _RECORD.size + length
     if len(buf) < end:
         return None
@@ -318,10 +333,15 @@ def _inflate(tag: str, data: bytes) -> bytes:
     return out
 
 
-def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
+def decode_chunk(tag: str, data: bytes, version: int = VERSION,
+                 limits: LoadLimits | None = None) -> Chunk:
     """A chunk from the (compressed) payload of an N, E or W record. Its columns are
     memoryviews of the inflated payload (arrays for a version 1 file), for
-    `TraceBuilder.add` to copy once into its own."""
+    `TraceBuilder.add` to copy once into its own. With `limits`, its rows are charged
+    to them (from the counts it declares) before it is inflated, and its labels' JSON
+    before it is parsed."""
+    if limits is not None:
+        _charge(limits, tag, data, version)
     p = _Payload(tag, _inflate(tag, data))
     ids = "q" if version == 1 else "i"
     column = p.column if version == 1 else p.view
@@ -329,6 +349,8 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
         count, children = p.unpack(_COUNTS)
         numbers = (column("d", count), column("i", count), column(ids, count),
                    column(ids, children))
+        if limits is not None:
+            limits.take_text(len(p.data) - p.at)
         strings = p.json()
         if (not isinstance(strings, list) or len(strings) not in (2, 3)
                 or not all(isinstance(x, list) and len(x) == count for x in strings)):
@@ -350,6 +372,33 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION) -> Chunk:
         chunk = WriteChunk(*(column(t, count) for t in ids + "bddi"))
     p.done()
     return chunk
+
+
+def declared_counts(tag: str, payload: bytes, version: int = VERSION) -> tuple[int, int]:
+    """The counts an N, E or W record's (compressed) payload starts with, read from its
+    first bytes alone: (nodes, children), (events, lone values) or (writes, 0)."""
+    two = tag == NODES or (tag == EVENTS and version != 1)
+    size = _COUNTS.size if two else _COUNT.size
+    try:
+        head = zlib.decompressobj().decompress(payload, size)
+    except zlib.error as exc:
+        raise TraceFormatError(f"record {tag}", f"is damaged ({exc})") from None
+    if len(head) < size:
+        raise TraceFormatError(f"record {tag}", "ends too soon")
+    if two:
+        return _COUNTS.unpack(head)
+    (count,) = _COUNT.unpack(head)
+    return count, count if tag == EVENTS else 0  # (version 1 keeps values for every event)
+
+
+def _charge(limits: LoadLimits, tag: str, payload: bytes, version: int) -> None:
+    count, other = declared_counts(tag, payload, version)
+    if tag == NODES:
+        limits.take_nodes(count, other)
+    elif tag == EVENTS:
+        limits.take_events(count, other)
+    else:
+        limits.take_writes(count)
 
 
 def node_count(payload: bytes) -> int:
@@ -383,10 +432,14 @@ class RecordDecoder:
     The H record makes the builder; C, N, E, W, M, V and L add to it (each chunk is
     checked as it is added, once the writes its events start at have come, while it
     is fresh in the cache); Z is kept as `end`. X, R and Q are about the run, not its
-    trace: kept as `not_run`, `job_result` and `exit_code`, and need no header."""
+    trace: kept as `not_run`, `job_result` and `exit_code`, and need no header.
 
-    def __init__(self, version: int = VERSION) -> None:
+    With `limits` (a file's: `mgtui.trace.load_limits`), every record is charged to them
+    before it is read: a chunk from the counts it declares, JSON by its length."""
+
+    def __init__(self, version: int = VERSION, limits: LoadLimits | None = None) -> None:
         self.version = version  # of the file or stream (the chunks' layout)
+        self.limits = limits
         self.builder: TraceBuilder | None = None
         self.end: dict | None = None  # the Z record
         self.not_run: dict | None = None  # the X record: {"message", "detail"}
@@ -398,6 +451,8 @@ class RecordDecoder:
         read = _READERS.get(tag)
         if read is None:
             raise TraceFormatError("record", f"unknown tag {tag!r}")
+        if self.limits is not None and tag not in CHUNK_TAGS:
+            self.limits.take_text(len(payload))
         read(self, tag, payload)
 
     def _trace_builder(self, tag: str) -> TraceBuilder:
@@ -419,7 +474,7 @@ class RecordDecoder:
 
     def _chunk(self, tag: str, payload: bytes) -> None:
         builder = self._trace_builder(tag)
-        builder.add(decode_chunk(tag, payload, self.version))
+        builder.add(decode_chunk(tag, payload, self.version, self.limits))
         if builder.consistent:
             builder.validate()  # a chunk at a time, while it is fresh in the cache
 

@@ -201,7 +201,10 @@ class MgtuiApp(TraceLoading, App[int]):
         self.push_screen(PickerScreen(found, closable=self.debugger.trace is not None))
 
     async def action_quit(self) -> None:
-        await self.stop_loading()
+        """Quit, always and at once: a recording's process is ended, not asked to stop,
+        and its trace is not built."""
+        self._quitting = True
+        await self.stop_loading(now=True)
         self.exit(0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -5,6 +5,7 @@ UI thread in a worker; the loading and error screens meanwhile. A part of `Mgtui
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from textual import work
 from textual.screen import Screen
 from textual.worker import WorkerState
 
+from mgtui.defaults import DEFAULT_MAX_MEMORY
 from mgtui.memory import trim
 from mgtui.tui.messages import LoadFailed, LoadProgress, OpenScenario, TraceGrowing, TraceLoaded
 from mgtui.trace import Trace
@@ -27,6 +29,7 @@ GROWING_SHARE = 5  # ... or this many times what the last update cost, if more
 LOADING_SCREEN_AFTER = 0.6  # seconds before a recording with no steps yet says so
 STEPPING = 0.5  # seconds after the user's last move that a recording's update waits
 STEPPING_AT_MOST = 3.0  # ... at most, in all, before the update comes anyway
+QUIT_WAIT = 0.3  # seconds quitting waits for a worker still loading (its child is ended)
 
 
 def showing(screen: Screen, name: str) -> bool:
@@ -72,6 +75,7 @@ class TraceLoading:
         self._growing = False  # the trace on screen is one still being recorded
         self._last_shown: Trace | None = None  # the last of those, in the loading worker
         self._growth_cost = 0.0
+        self._quitting = False  # the app quits: a recording's trace is not wanted
 
     # -- the first frame -------------------------------------------------------------------
     def on_load(self) -> None:
@@ -173,6 +177,8 @@ class TraceLoading:
                     result = self._steps_while_recording(run, path, show=not reload)
                 finally:
                     self._run = None
+                if self._quitting:
+                    return
                 trace, stopped = result.trace, result.message
             else:
                 trace, stopped = self._read_saved(path), ""
@@ -196,12 +202,15 @@ class TraceLoading:
     def _read_saved(self, path: Path) -> Trace:
         """Read a saved trace; a binary one is shown as soon as its first steps have
         been read (as a recording's are), the rest read behind them."""
-        from mgtui.errors import ScenarioLoadError
-        from mgtui.trace import TraceFormatError, binary
-        from mgtui.trace.export import load
+        from mgtui.trace import binary
+        from mgtui.trace.export import READ_ERRORS, load, load_error
+        from mgtui.trace.load_limits import LoadLimits
 
+        # (within --max-nodes and --max-memory, as a recording is)
+        limits = LoadLimits(self.max_nodes, self.max_memory or DEFAULT_MAX_MEMORY)
         if not (path.is_file() and binary.is_trace_file(path)):
-            return load(path)  # (JSON, or the error for a path that is not a file)
+            # (JSON, or the error for a path that is not a file)
+            return load(path, max_nodes=limits.max_nodes, max_memory=limits.max_memory)
         shown: list[Trace] = []
 
         def first_steps(decoder) -> None:
@@ -216,11 +225,9 @@ class TraceLoading:
 
         try:
             with open_saved(path) as f:
-                return binary.read(f, first_steps)
-        except OSError as exc:
-            raise ScenarioLoadError(f"cannot read {path}: {exc}") from None
-        except (TraceFormatError, MemoryError) as exc:
-            raise ScenarioLoadError(f"{path} is not an mgtui trace: {exc}") from None
+                return binary.read(f, first_steps, limits)
+        except READ_ERRORS as exc:
+            raise load_error(path, exc) from None
 
     def _steps_while_recording(self, run, path: Path, show: bool):
         """Wait for the run, showing the trace recorded so far every GROWING_EVERY
@@ -346,25 +353,30 @@ class TraceLoading:
         if run is not None:
             run.cancel("cancelled with ctrl+c")
 
-    async def stop_loading(self) -> None:
-        """Stop a recording in progress and the doctor, and wait for their workers."""
+    async def stop_loading(self, now: bool = False) -> None:
+        """Stop a recording in progress and the doctor, and wait for their workers.
+        `now`: the scenario's process is ended at once (the app quits), not asked to
+        stop (SIGINT, then SIGTERM and SIGKILL if it goes on: `mgtui.run.keeper`)."""
+        run = self._run
+        if now and run is not None:
+            run.end_now("the debugger was closed")
         self.action_cancel_loading()
         for worker in list(self.workers):
             if worker.group == "checks":
                 worker.cancel()
         for worker in list(self.workers):
             if worker.group in ("load", "checks") and worker.state == WorkerState.RUNNING:
-                try:
-                    await worker.wait()
-                except Exception:  # noqa: BLE001 - cancelled or failed: it has stopped
+                try:  # (quitting, a moment at most: what is left ends with the app)
+                    await asyncio.wait_for(worker.wait(), QUIT_WAIT if now else None)
+                except Exception:  # noqa: BLE001 - cancelled, failed, or still going
                     pass
 
     def stop_recording_now(self) -> None:
-        """After the app has ended, however it ended: a child still recording is stopped
-        (its whole process group ends a moment later)."""
+        """After the app has ended, however it ended: a child still recording is ended,
+        with every process it started."""
         run = self._run
         if run is not None and run.started:
-            run.cancel("the debugger was closed")
+            run.end_now("the debugger was closed")
             try:
                 run.wait()
             except Exception:  # noqa: BLE001 - nothing is shown any more

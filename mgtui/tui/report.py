@@ -1,5 +1,11 @@
 """Text for the terminal: the trace for `--print` (the passes, each step worked out, the
-nodes), and the gradient doctor's report for `--check`."""
+nodes), and the gradient doctor's report for `--check`.
+
+A trace file may hold anything: a label of a megabyte, output of one 50 MB line. What
+`--print` shows is bounded as the app bounds it: the output to OUTPUT_BUDGET characters
+(`mgtui.safe.bounded`), every line to LINE_BUDGET and a label in the table of nodes to
+LABEL_BUDGET, each cut in the middle with a note of how much was left out (so printing
+takes time in proportion to what is shown, not to the longest line)."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from rich.text import Text
 
 from mgtui.trace.explain import explain, fmt
 from mgtui.trace.notebook import cells_of
+from mgtui.safe import bounded
 from mgtui.session import Session
 from mgtui.session.timeline import Timeline
 from mgtui.trace import Trace
@@ -20,22 +27,49 @@ if TYPE_CHECKING:
     from mgtui.doctor import Report
 
 MAX_TABLE_ROWS = 2000
+OUTPUT_BUDGET = 200_000  # characters of the scenario's output shown (its head and tail)
+LINE_BUDGET = 2000  # characters of one line shown
+LABEL_BUDGET = 60  # characters of a label (or of its inputs' labels) in the table of nodes
+
+
+def cut(line: str, budget: int = LINE_BUDGET) -> str:
+    """One line of at most about `budget` characters: its head and its tail, with how
+    much was left out between them."""
+    if len(line) <= budget:
+        return line
+    half = budget // 2
+    return f"{line[:half]} … {len(line) - 2 * half:,} characters left out … {line[-half:]}"
+
+
+def bounded_lines(text: str, budget: int = LINE_BUDGET) -> str:
+    """`text` with every line longer than `budget` cut (`cut`)."""
+    if len(text) <= budget:
+        return text
+    return "\n".join(cut(line, budget) for line in text.split("\n"))
+
+
+def bounded_text(text: str, style: str = "") -> Text:
+    """Text as --print shows it: no line longer than LINE_BUDGET."""
+    return Text(bounded_lines(text), style=style)
 
 
 def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: int = 100) -> None:
     """Write the whole trace. `limit` caps the steps shown per pass (None: all of them)."""
     console = Console(file=file, width=width, highlight=False, markup=False, emoji=False,
                       color_system=None, soft_wrap=False)
-    console.print(Text(f"{trace.title}", style="bold"))
-    console.print(Text(f"{trace.scenario}: {trace.node_count:,} nodes, {len(trace):,} steps, "
-                       f"{len(trace.passes)} passes"))
+
+    def say(text: str = "", style: str = "") -> None:
+        console.print(bounded_text(text, style))
+
+    say(trace.title, style="bold")
+    say(f"{trace.scenario}: {trace.node_count:,} nodes, {len(trace):,} steps, "
+        f"{len(trace.passes)} passes")
     timeline = Timeline(trace)
     notes = Session(trace).step_notes  # each step's `#:` notes, as the app shows them
     total = len(trace.passes)
     for p in trace.passes:
-        console.print()
-        console.print(Text(f"Pass {p.index + 1}/{total}: {p.kind}, steps {p.start + 1}–{p.end}",
-                           style="bold"))
+        say()
+        say(f"Pass {p.index + 1}/{total}: {p.kind}, steps {p.start + 1}–{p.end}", style="bold")
         shown = len(p) if limit is None else min(len(p), limit)
         timeline.seek(p.start)
         for index in range(p.start, p.start + shown):
@@ -43,17 +77,17 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
             for line in step_lines(trace, timeline, index, notes(index)):
                 console.print(line)
         if shown < len(p):
-            console.print(Text(f"  … {len(p) - shown:,} more steps in this pass "
-                               f"(--all prints every step)", style="dim"))
-    console.print()
+            say(f"  … {len(p) - shown:,} more steps in this pass (--all prints every step)",
+                style="dim")
+    say()
     print_nodes(trace, console)
     if trace.error is not None:
-        console.print()
-        console.print(Text(f"error after step {trace.error.after_event}: {trace.error_text()}"))
+        say()
+        say(f"error after step {trace.error.after_event}: {trace.error_text()}")
     if trace.output:
-        console.print()
-        console.print(Text("scenario output:", style="bold"))
-        console.print(Text(trace.output.rstrip("\n")))
+        say()
+        say("scenario output:", style="bold")
+        say(bounded(trace.output.rstrip("\n"), OUTPUT_BUDGET))
 
 
 def step_lines(trace: Trace, timeline: Timeline, index: int,
@@ -65,22 +99,22 @@ def step_lines(trace: Trace, timeline: Timeline, index: int,
     head = f"  step {index + 1:>4}  "
     pad = " " * len(head)
     if ex.kind == "backward":
-        out = [Text(f"{head}{ex.title}{where}")]
+        out = [bounded_text(f"{head}{ex.title}{where}")]
         if ex.values:
-            out.append(Text(f"{pad}values at this call: {ex.values}"))
+            out.append(bounded_text(f"{pad}values at this call: {ex.values}"))
         if ex.local:
-            out.append(Text(f"{pad}local derivative: {ex.local}"))
+            out.append(bounded_text(f"{pad}local derivative: {ex.local}"))
         for c in ex.contributions:
             working = f"{c.formula} = {c.numbers}" if c.numbers else c.formula
-            out.append(Text(f"{pad}  {working}"))
-            out.append(Text(f"{pad}    {c.change}"))
-        out.extend(Text(f"{pad}  note: {n}") for n in ex.notes)
-        out.extend(Text(f"{pad}  ✎ {note}") for note in notes)
+            out.append(bounded_text(f"{pad}  {working}"))
+            out.append(bounded_text(f"{pad}    {c.change}"))
+        out.extend(bounded_text(f"{pad}  note: {n}") for n in ex.notes)
+        out.extend(bounded_text(f"{pad}  ✎ {note}") for note in notes)
         return out
     text = ex.equation if ex.kind == "create" else f"{ex.title}    {ex.equation}"
-    out = [Text(f"{head}{text}{where}")]
-    out.extend(Text(f"{pad}  note: {n}") for n in ex.notes if ex.kind != "create")
-    out.extend(Text(f"{pad}  ✎ {note}") for note in notes)
+    out = [bounded_text(f"{head}{text}{where}")]
+    out.extend(bounded_text(f"{pad}  note: {n}") for n in ex.notes if ex.kind != "create")
+    out.extend(bounded_text(f"{pad}  ✎ {note}") for note in notes)
     return out
 
 
@@ -91,9 +125,10 @@ def print_nodes(trace: Trace, console: Console) -> None:
     for name in ("id", "label", "op", "data", "grad", "inputs", line):
         table.add_column(name, justify="right" if name in ("id", "data", "grad", line) else "left")
     for nid in range(min(count, MAX_TABLE_ROWS)):
+        inputs = ", ".join(cut(trace.label(c), LABEL_BUDGET) for c in trace.children(nid))
         table.add_row(
-            str(nid), trace.label(nid), trace.op(nid), fmt(trace.final_data[nid]),
-            fmt(trace.final_grad[nid]), ", ".join(trace.label(c) for c in trace.children(nid)),
+            str(nid), cut(trace.label(nid), LABEL_BUDGET), cut(trace.op(nid), LABEL_BUDGET),
+            fmt(trace.final_data[nid]), fmt(trace.final_grad[nid]), cut(inputs, LABEL_BUDGET),
             trace.line_number(trace.line(nid)) if trace.line(nid) else "")
     console.print(table)
     if count > MAX_TABLE_ROWS:

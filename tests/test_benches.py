@@ -29,7 +29,6 @@ SAYS = {
     "serve_hostile.py": "the flood's session ended",
     "serve_load.py": None,
     "step_latency.py": "first paint",
-    "stop_latency.py": "a process left the session",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
     "trace_files.py": "load       json",
 }

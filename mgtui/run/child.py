@@ -248,6 +248,8 @@ def serve(spec: RunSpec, fd: int) -> None:
     error, output = recorder.execute()
     os._exit = real_exit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # (it sends the rest now: the keeper's SIGTERM waits, its SIGKILL does not)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     unseen = recorder.unrecorded() if error is None else None
     if unseen is not None:  # never shown as a clean run: it was not seen
         flusher.stop()

@@ -17,7 +17,8 @@ The parent asks it, by a signal to the keeper alone:
 
     SIGINT   stop: SIGINT to the scenario's process group at once, SIGTERM after
              TERM_AFTER if it has not ended, SIGKILL after KILL_AFTER (a scenario that
-             ignores SIGINT, or is blocked in a call, still ends within about a second)
+             ignores SIGINT, or is blocked in a call, still ends within about a second;
+             one that has stopped recording and is sending the rest ignores the SIGTERM)
     SIGTERM  end it now: SIGKILL
 
 The scenario's process stays in the keeper's process group, so that when the keeper is

@@ -22,11 +22,18 @@ from functools import partial
 from operator import attrgetter
 from typing import Callable
 
-from mgtui.recording.probes import WRITTEN, StopRecording, ordered, record_write, set_view
+from mgtui.recording.probes import (
+    MISSING,
+    WRITTEN,
+    StopRecording,
+    ordered,
+    put_back,
+    record_write,
+    set_view,
+)
 from mgtui.recording.store import CREATE, ID, NODE_ROW
 from mgtui.recording.shapes import MICROGRAD, FieldMap, op_of_maker
 
-_MISSING = object()
 
 
 def made_already(node: object) -> None:
@@ -50,7 +57,7 @@ class DictHooks:
         init = self._init_wrapper(cls.__dict__["__init__"], fields)
         hooks = [("__init__", init), *self._field_hooks(fields)]
         for name, value in hooks:
-            self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
+            self._restore.append((cls, name, cls.__dict__.get(name, MISSING)))
             setattr(cls, name, value)
         self.fields[cls] = fields
         if fields.renamed:
@@ -73,15 +80,7 @@ class DictHooks:
         return hooks
 
     def detach(self) -> None:
-        for cls, name, old in reversed(self._restore):
-            if old is _MISSING:
-                try:
-                    delattr(cls, name)
-                except AttributeError:
-                    pass
-            else:
-                setattr(cls, name, old)
-        self._restore.clear()
+        put_back(self._restore)
         for cls in self.fields:
             set_view(cls, None)
         self.fields.clear()

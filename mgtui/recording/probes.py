@@ -391,3 +391,20 @@ class BackwardCalls:
                     made_inside.clear()
 
         return run_backward, record_call
+
+
+MISSING = object()  # a class attribute that was not there before a probe put one on
+
+
+def put_back(restore: list[tuple[type, str, object]]) -> None:
+    """Undo a probe's class attributes, last first: each `(cls, name, old)` gets `old`
+    back, or loses the attribute where `old` is MISSING; `restore` is emptied."""
+    for cls, name, old in reversed(restore):
+        if old is MISSING:
+            try:
+                delattr(cls, name)
+            except AttributeError:
+                pass
+        else:
+            setattr(cls, name, old)
+    restore.clear()

@@ -15,11 +15,19 @@ import weakref
 from functools import partial
 from typing import Callable
 
-from mgtui.recording.probes import WRITTEN, StopRecording, node_view, ordered, record_write, set_view
+from mgtui.recording.probes import (
+    MISSING,
+    WRITTEN,
+    StopRecording,
+    node_view,
+    ordered,
+    put_back,
+    record_write,
+    set_view,
+)
 from mgtui.recording.store import CREATE, ID, NODE_ROW
 from mgtui.recording.shapes import MICROGRAD, FieldMap, op_of_maker
 
-_MISSING = object()
 
 
 class SlotsHooks:
@@ -42,22 +50,14 @@ class SlotsHooks:
             return False
         self.ids.fields[cls] = fields
         for name, value in self._hooks(cls, cls.__dict__["__init__"], fields):
-            self._restore.append((cls, name, cls.__dict__.get(name, _MISSING)))
+            self._restore.append((cls, name, cls.__dict__.get(name, MISSING)))
             setattr(cls, name, value)
         self.attached.append(cls)
         set_view(cls, self.ids.view)
         return True
 
     def detach(self) -> None:
-        for cls, name, old in reversed(self._restore):
-            if old is _MISSING:
-                try:
-                    delattr(cls, name)
-                except AttributeError:
-                    pass
-            else:
-                setattr(cls, name, old)
-        self._restore.clear()
+        put_back(self._restore)
         for cls in self.attached:
             set_view(cls, None)
         self.attached.clear()
@@ -217,12 +217,12 @@ def _made_already(node: object) -> None:
 
 def class_attribute(cls: type, name: str) -> object:
     """`name` as `cls` or its bases define it (no descriptor called), with the recorder's
-    own `SlotsField` taken off; `_MISSING` if none does."""
+    own `SlotsField` taken off; `MISSING` if none does."""
     for klass in cls.__mro__:
-        value = klass.__dict__.get(name, _MISSING)
-        if value is not _MISSING:
+        value = klass.__dict__.get(name, MISSING)
+        if value is not MISSING:
             return value.original if isinstance(value, SlotsField) else value
-    return _MISSING
+    return MISSING
 
 
 def keeps_fields_in_slots(cls: type, fields: FieldMap = MICROGRAD) -> bool:
@@ -265,7 +265,7 @@ class InstanceDictField:
         try:
             return obj.__dict__[self.name]
         except KeyError:
-            if self.default is _MISSING:
+            if self.default is MISSING:
                 raise AttributeError(self.name) from None
             get = getattr(type(self.default), "__get__", None)
             return self.default if get is None else get(self.default, obj, type(obj))
@@ -338,13 +338,13 @@ class SlotsNode:
             return default
 
     def __getitem__(self, key: str):
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
+        value = self.get(key, MISSING)
+        if value is MISSING:
             raise KeyError(key)
         return value
 
     def __contains__(self, key: str) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
+        return self.get(key, MISSING) is not MISSING
 
     def __setitem__(self, key: str, value) -> None:
         raw = None if key == ID else self.layout.raw(key)
@@ -352,10 +352,10 @@ class SlotsNode:
             raise KeyError(key)
         raw.__set__(self.node, value)
 
-    def pop(self, key: str, default=_MISSING):
-        value = self.get(key, _MISSING)
-        if value is _MISSING or key == ID:
-            if default is _MISSING:
+    def pop(self, key: str, default=MISSING):
+        value = self.get(key, MISSING)
+        if value is MISSING or key == ID:
+            if default is MISSING:
                 raise KeyError(key)
             return default
         self.layout.raw(key).__delete__(self.node)

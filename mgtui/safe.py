@@ -37,6 +37,8 @@ _NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 def _visible(match: re.Match[str]) -> str:
     ch = match.group()
     code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, as `os.fsdecode` keeps it
+        return f"\\x{code - 0xDC00:02x}"
     return _NAMES.get(ch) or (f"\\x{code:02x}" if code < 0x100 else
                               f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
 

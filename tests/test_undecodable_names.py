@@ -1,8 +1,8 @@
 """A scenario whose file name is not UTF-8 (issue 22 item 14): it gave a traceback and
 "ended its process with os._exit(1)", and in a lesson directory it stopped the class
 server from starting. Now it records, its name shows with the odd bytes made visible
-(`mgtui.safe` writes each as `\\udcNN`), a saved trace keeps the name, and the server
-serves it."""
+(`mgtui.safe` writes each byte as `\\xNN`, as Python writes bytes), a saved trace
+keeps the name, and the server serves it."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_it_records_and_prints_with_its_name_made_visible(odd_scenario):
     assert result.stderr == b""
     out = result.stdout.decode("utf-8")  # (all of it UTF-8: no byte of the name raw)
     assert f"{inert(str(odd_scenario))}: 7 nodes," in out.replace("\n", "")  # (wrapped)
-    assert "bad\\udcff.py" in out
+    assert "bad\\xff.py" in out
 
 
 def test_a_saved_trace_keeps_the_name_as_shown_and_reads_back(odd_scenario, tmp_path):
@@ -55,7 +55,7 @@ def test_a_saved_trace_keeps_the_name_as_shown_and_reads_back(odd_scenario, tmp_
     result = mgtui(os.fsencode(odd_scenario), "--save", saved, "--export", "json")
     assert result.returncode == 0, result.stderr
     shown = inert(str(odd_scenario))  # (a trace's text is made inert as it is built)
-    assert shown.endswith("bad\\udcff.py")
+    assert shown.endswith("bad\\xff.py")
     assert json.loads(result.stdout)["scenario"] == shown
     trace = load(saved)
     assert trace.scenario == shown and len(trace) == 15

@@ -259,6 +259,11 @@ class TraceArrays:
         b, a = found
         return (scalar_before if b is None else b), (scalar_after if a is None else a)
 
+    def final_value(self, nid: int, grad: bool) -> Value:
+        """Node `nid`'s grad (or data) at the end of the run."""
+        final = self.final_grad if grad else self.final_data  # type: ignore[attr-defined]
+        return self.value_at(nid, grad, len(self), final[nid])  # type: ignore[arg-type]
+
     def value_at(self, nid: int, grad: bool, position: int, scalar: float) -> Value:
         """Node `nid`'s grad (or data) after the first `position` events, given the
         scalar state's (a `Timeline`'s) float for it: an array where it was one."""
@@ -315,12 +320,17 @@ class TraceArrays:
 
 
 def number(x: float, digits: int = 4) -> str:
-    """A float as the node table writes one."""
+    """A float as a lesson shows it: at most `digits` decimals, trailing zeros trimmed
+    (`mgtui.trace.explain.fmt`); `digits` below 4 for a short summary."""
     if x != x:
         return "nan"
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    return f"{x:.{digits}g}"
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 10.0 ** -digits):
+        return f"{x:.{digits}g}"
+    s = f"{x:.{digits}f}".rstrip("0")
+    s = s + "0" if s.endswith(".") else s
+    return "0.0" if s == "-0.0" else s
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -331,8 +341,7 @@ def brief(value: Value, digits: int = 4) -> str:
     """A value in a few characters: a float as it is; an array as its shape and a short
     summary, `(4, 5) μ 0.12 ‖‖ 1.9` (a 0-d or one-element array: its shape and number)."""
     if not isinstance(value, ArrayValue):
-        return f"{value:.{digits}f}" if isinstance(value, float) and math.isfinite(value) \
-            else number(value, digits) if isinstance(value, float) else str(value)
+        return number(value, digits) if isinstance(value, float) else str(value)
     if value.size == 1 and value.values:
         return f"{shape_text(value.shape)} {number(value.values[0], digits)}"
     if value.size == 0:

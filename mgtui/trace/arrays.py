@@ -38,6 +38,7 @@ WHOLE_LIMIT = 1 << 16  # elements an array may have and still be kept whole
 SAMPLE = 8  # elements kept of a bigger one
 MAX_DIMS = 32  # numpy's own bound
 SHOWN_WHOLE = 12  # elements a display writes out in full (`display`)
+ARRAY_CELL = 20  # the width of a node table's data and grad cells in a trace with arrays
 NODE, GRAD, EVENT, WRITE = range(4)  # the places an array may stand in (see above)
 PLACE_NAMES = ("node", "grad", "event", "write")
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds an `ArrayValue` holds (bool, ints, floats)
@@ -316,6 +317,37 @@ class TraceArrays:
         return history
 
 
+class ValuesAt:
+    """Every node's grad (or data) after the first `position` events, by id, as a
+    sequence: the scalar state's float (`scalar`, a `Timeline`'s own array), or the
+    `ArrayValue` where the value was an array. What the panes read a tensor trace's
+    state through (a trace of floats hands them the scalar arrays themselves)."""
+
+    __slots__ = ("trace", "grad", "position", "scalar")
+
+    def __init__(self, trace: TraceArrays, grad: bool, position: int, scalar) -> None:
+        self.trace, self.grad, self.position, self.scalar = trace, grad, position, scalar
+
+    def __len__(self) -> int:
+        return len(self.scalar)
+
+    def __getitem__(self, nid: int) -> Value:
+        return self.trace.value_at(nid, self.grad, self.position, self.scalar[nid])
+
+
+def state_values(trace: TraceArrays, position: int, data, grad) -> tuple:
+    """(data, grad) as the panes read them: the scalar state itself for a trace of floats,
+    `ValuesAt` views for one with arrays."""
+    if not trace.arrays:
+        return data, grad
+    return ValuesAt(trace, False, position, data), ValuesAt(trace, True, position, grad)
+
+
+def is_finite(value: Value) -> bool:
+    """A float that is finite, or an array whose elements all are."""
+    return value.finite if isinstance(value, ArrayValue) else math.isfinite(value)
+
+
 # -- text ----------------------------------------------------------------------------------
 
 
@@ -331,6 +363,11 @@ def number(x: float, digits: int = 4) -> str:
     s = f"{x:.{digits}f}".rstrip("0")
     s = s + "0" if s.endswith(".") else s
     return "0.0" if s == "-0.0" else s
+
+
+def box_shape(shape: tuple[int, ...]) -> str:
+    """A shape where space is tight (a graph box): `100×16`, `16` (1-d), `()` (0-d)."""
+    return "×".join(map(str, shape)) if shape else "()"
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

@@ -22,7 +22,7 @@ from itertools import product
 
 from mgtui.trace import EventKind, Field, Trace
 from mgtui.trace.arrays import ArrayValue, Value, display, shape_text
-from mgtui.trace.explain import Contribution, Explanation, graph_made, name
+from mgtui.trace.working import Contribution, Explanation, graph_made, name
 
 WORK_LIMIT = 1 << 18  # multiply-adds a worked rule may take
 ELEMENTWISE = {"relu": "(out.data > 0)", "ReLU": "(out.data > 0)", "tanh": "(1 - out²)",

@@ -165,3 +165,34 @@ def array_value(shape: Any, dtype: Any, values: Any, summary: Any, where: str):
                                f"and at most {SAMPLE} values")
     stats = [number(v, f"{where}.summary") for v in parts[:4]]
     return ArrayValue.of(values, dims, name, (*stats, index(parts[4], f"{where}.summary")))
+
+
+def json_array(x: Any, where: str):
+    """An array as JSON holds one (`mgtui.trace.export`): {"shape", "dtype", "values":
+    nested lists of the shape} for one kept whole, or {"shape", "dtype", "first": [the
+    first few elements], "summary": [min, max, mean, norm, nonfinite]} for a bigger one."""
+    a = obj(x, where)
+    shape = seq(a.get("shape"), f"{where}.shape")
+    if "summary" in a:
+        first = [number(v, f"{where}.first") for v in seq(a.get("first"), f"{where}.first")]
+        return array_value(shape, a.get("dtype"), first, a.get("summary"), where)
+    flat: list[float] = []
+    _flatten(a.get("values"), [n if isinstance(n, int) else -1 for n in shape], flat,
+             f"{where}.values")
+    return array_value(shape, a.get("dtype"), flat, None, where)
+
+
+def _flatten(x: Any, shape: list[int], out: list[float], where: str) -> None:
+    """`x`, nested lists of `shape`, appended element by element (C order) to `out`."""
+    from mgtui.trace.arrays import WHOLE_LIMIT
+
+    if not shape:
+        out.append(number(x, where))
+        if len(out) > WHOLE_LIMIT:
+            raise TraceFormatError(where, f"more than {WHOLE_LIMIT:,} values")
+        return
+    items = seq(x, where)
+    if len(items) != shape[0]:
+        raise TraceFormatError(where, f"{len(items)} items where the shape has {shape[0]}")
+    for item in items:
+        _flatten(item, shape[1:], out, where)

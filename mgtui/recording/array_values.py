@@ -150,17 +150,20 @@ class ArraySnapshots:
                 found = made[id(copy)] = from_numpy(copy)
             return found
 
+        # (The runner's child cuts chunks in another thread while the scenario records:
+        # each table is copied first, in one C call, not iterated while it may grow.)
         entries = []
         for place, table, lo, hi in ((NODE, self.nodes, since.nodes, upto.nodes),
                                      (GRAD, self.grads, since.nodes, upto.nodes)):
-            entries += [(place, k, 0, value(c)) for k, c in table.items() if lo <= k < hi]
+            entries += [(place, k, 0, value(c)) for k, c in list(table.items()) if lo <= k < hi]
         for place, table, lo, hi in ((EVENT, self.events, since.events, upto.events),
                                      (WRITE, self.writes, since.writes, upto.writes)):
-            for k, pair in table.items():
+            for k, pair in list(table.items()):
                 if lo <= k < hi:
-                    entries += [(place, k, side, value(c)) for side, c in enumerate(pair)
+                    entries += [(place, k, side, value(c)) for side, c in enumerate(tuple(pair))
                                 if c is not None]
-        if not entries and self.unrecorded == self.told:
+        unrecorded = dict(self.unrecorded)
+        if not entries and unrecorded == self.told:
             return None
-        self.told = dict(self.unrecorded)
-        return ArrayChunk(tuple(entries), tuple(sorted(self.unrecorded.items())))
+        self.told = unrecorded
+        return ArrayChunk(tuple(entries), tuple(sorted(unrecorded.items())))

@@ -229,6 +229,14 @@ class ArrayTable:
 EMPTY = ArrayTable()
 
 
+def _sides(found: list | None, before: float, after: float) -> tuple[Value, Value]:
+    """A write's (before, after): its arrays where it has them, else its columns'."""
+    if found is None:
+        return before, after
+    b, a = found
+    return (before if b is None else b), (after if a is None else a)
+
+
 class TraceArrays:
     """The readers of values that know arrays: a mixin of `Trace`, which has `arrays`
     (an `ArrayTable`) beside its scalar columns. Each answers a float where the value
@@ -259,20 +267,12 @@ class TraceArrays:
     def write_value(self, w: int, scalar_before: float, scalar_after: float
                     ) -> tuple[Value, Value]:
         """(before, after) of write `w` (inside a `_backward`), given its columns'."""
-        found = self.arrays.writes.get(w)
-        if found is None:
-            return scalar_before, scalar_after
-        b, a = found
-        return (scalar_before if b is None else b), (scalar_after if a is None else a)
+        return _sides(self.arrays.writes.get(w), scalar_before, scalar_after)
 
     def event_value(self, index: int, scalar_before: float, scalar_after: float
                     ) -> tuple[Value, Value]:
         """(before, after) of the lone write of event `index`, given its columns'."""
-        found = self.arrays.events.get(index)
-        if found is None:
-            return scalar_before, scalar_after
-        b, a = found
-        return (scalar_before if b is None else b), (scalar_after if a is None else a)
+        return _sides(self.arrays.events.get(index), scalar_before, scalar_after)
 
     def final_value(self, nid: int, grad: bool) -> Value:
         """Node `nid`'s grad (or data) at the end of the run."""

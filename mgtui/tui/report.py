@@ -64,6 +64,8 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
     say(trace.title, style="bold")
     say(f"{trace.scenario}: {trace.node_count:,} nodes, {len(trace):,} steps, "
         f"{len(trace.passes)} passes")
+    if trace.arrays.unrecorded:  # values neither numbers nor arrays: said out loud
+        say(f"⚠ {trace.arrays.unrecorded_note()}")
     timeline = Timeline(trace)
     notes = Session(trace).step_notes  # each step's `#:` notes, as the app shows them
     total = len(trace.passes)
@@ -128,7 +130,8 @@ def print_nodes(trace: Trace, console: Console) -> None:
         inputs = ", ".join(cut(trace.label(c), LABEL_BUDGET) for c in trace.children(nid))
         table.add_row(
             str(nid), cut(trace.label(nid), LABEL_BUDGET), cut(trace.op(nid), LABEL_BUDGET),
-            fmt(trace.final_data[nid]), fmt(trace.final_grad[nid]), cut(inputs, LABEL_BUDGET),
+            fmt(trace.final_value(nid, False)), fmt(trace.final_value(nid, True)),
+            cut(inputs, LABEL_BUDGET),
             trace.line_number(trace.line(nid)) if trace.line(nid) else "")
     console.print(table)
     if count > MAX_TABLE_ROWS:

@@ -49,6 +49,7 @@ from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
 from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fields
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
+from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch
 from mgtui.trace import Trace, TraceBuilder, TraceError
 
 __all__ = [
@@ -141,6 +142,7 @@ class Recorder:
             self.inliner = Inliner(self, rewrite)
         self.probes: list[Probe] = [p for p in (self.inliner, self.slots_hooks, self.dict_hooks)
                                     if p is not None]
+        self.torch = TorchWatch(self)  # PyTorch, once the scenario has it
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -262,11 +264,13 @@ class Recorder:
         self.instrument_loaded()
         if self.inliner is not None:
             self.inliner.start()
+        self.torch.start()
 
     def stop(self) -> None:
         """(`mgtui.recording.sandbox`) Put every class and function back."""
         for probe in self.probes:
             probe.detach()
+        self.torch.stop()
         self.unseen.restore()
 
     # -- running -----------------------------------------------------------------------
@@ -335,6 +339,10 @@ class Recorder:
         except StopRecording as exc:
             reason = self.stop_reason or str(exc) or "stopped"
             return self.trace_error(exc, "Stopped", f"recording stopped: {reason}")
+        except ModuleNotFoundError as exc:
+            if missing_torch(exc):
+                return self.trace_error(exc, "ModuleNotFoundError", MISSING_TORCH)
+            return self.trace_error(exc, type(exc).__name__, str(exc))
         except BaseException as exc:  # noqa: BLE001 - the scenario's error is data
             if isinstance(exc, KeyboardInterrupt) and self.stop_reason is None:
                 self.stop_reason = "interrupted"
@@ -381,7 +389,13 @@ class Recorder:
         except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
             pass
         count = self.records.node_count()
-        return [(nid, name) for nid, name in self.namer.names if nid < count]
+        named = [(nid, name) for nid, name in self.namer.names if nid < count]
+        if self.torch.used:
+            try:
+                named += self.torch.names(self.globals)
+            except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
+                pass
+        return named
 
 
 def node_id_reader(slots_ids: NodeIds) -> Callable[[object], int | None]:

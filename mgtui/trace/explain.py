@@ -219,6 +219,9 @@ def graph_made(trace: Trace, index: int) -> range:
     return trace.made_ids(forward) if forward is not None else range(0)
 
 
+TORCH_NODE = "<torch>"  # the file of a torch autograd node's step (no source)
+
+
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:
     nid = trace.event_node(index)
     op = trace.op(nid)
@@ -254,13 +257,19 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
             notes.append(
                 f"the recorded change to {tl}.grad is {fmt(c.delta)}, but {op}'s derivative "
                 f"gives {fmt(expected)}")
-    if not kids:
+    torch_node = closure.name if closure is not None and closure.filename == TORCH_NODE else ""
+    if torch_node == "AccumulateGrad":
+        notes.append(f"torch's AccumulateGrad: what reached {out} is added into {out}.grad "
+                     f"(each += shows at the step that passed it on).")
+    elif not kids:
         notes.append(f"{out} is a leaf: its _backward has nothing to pass on.")
     elif not writes:
         notes.append(f"{out}._backward wrote no grad.")
     if g == 0 and kids:
         notes.append(f"{out}.grad is 0, so everything it passes back is 0.")
     title = f"backward: {out}._backward()" + (f"  ({op})" if op else "")
+    if torch_node:  # a torch autograd node (`mgtui.recording.torch_probe`)
+        title = f"backward: {torch_node} of {out}" + (f"  ({op})" if op else "")
     local = local_derivative(op, out, names, repeated_input(kids))
     values = trace.values_at(index)
     if values:

@@ -1,0 +1,448 @@
+"""The torch adapter: a PyTorch scenario recorded into the same store as a micrograd one
+(`mgtui.recording.store.Records`), so that its trace reads, and diffs, like one.
+
+Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it records:
+
+- **Forward.** A `TorchFunctionMode` sees every torch call the scenario makes. Each
+  tensor an op makes that has a `grad_fn` becomes a node, at the scenario line that
+  made it, with its op (`MulBackward0` reads `*`, `TanhBackward0` `tanh`, a custom
+  `Function` by its class name: `OPS`) and its inputs as children. A leaf becomes a
+  node where it is given `requires_grad` (`x.requires_grad = True`, a factory's
+  `requires_grad=True`), or where it is first used (a module's parameters). Autograd
+  nodes the scenario never saw made (those inside `F.linear`, a `.t()` of a weight) are
+  nodes too, with the line of the op that made them and no value. Custom
+  `Function.apply` calls go through the same.
+- **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
+  the root's seed is a grad event (`o.grad = 1.0`), and every autograd node reachable
+  from the root gets a pre-hook and a hook for the length of the call. Each node the
+  engine runs is one backward step, in the engine's order, on the tensor it made: the
+  gradients it returns are `+=` writes into its inputs' grads (a leaf's too, as
+  micrograd's `_backward` writes them); its `AccumulateGrad` runs as the leaf's own
+  step, which writes only if the engine's sum differs from the trace's (float32). The
+  step's "closure" is the autograd node by name (`MulBackward0`, no source), or a custom
+  Function's `backward`, whose writes carry the line it returned from.
+
+A tensor with one element reads as a float, as a micrograd value; a bigger one has no
+float (nan) and its shape is left to the array support. Nothing here changes a tensor,
+a gradient or the engine's order: the hooks only read, and are taken off after each
+backward call, so the final gradients are those of the script without mgtui.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import NamedTuple
+
+import torch
+from torch.autograd.function import BackwardCFunction, Function
+from torch.overrides import TorchFunctionMode
+
+from mgtui.recording.store import BACKWARD, CREATE, GRAD, NODE_ROW
+from mgtui.trace import Field
+from mgtui.trace.explain import TORCH_NODE
+
+ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
+GRAD_FIELD = Field.GRAD.code
+OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
+    "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
+    "DivBackward0": ("/", 2), "TanhBackward0": ("tanh", 1), "ExpBackward0": ("exp", 1),
+    "LogBackward0": ("log", 1), "ReluBackward0": ("relu", 1),
+    "SigmoidBackward0": ("sigmoid", 1), "NegBackward0": ("neg", 1),
+    "SumBackward0": ("sum", 1), "MeanBackward0": ("mean", 1), "MmBackward0": ("@", 2),
+}
+REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
+NAN = math.nan
+
+
+class TorchNode:
+    """What a backward step's closure index is kept by: an autograd node's class, with
+    the code attributes `mgtui.recording.store.closure_source` reads (no source)."""
+
+    def __init__(self, name: str) -> None:
+        self.co_name = name
+        self.co_filename = TORCH_NODE
+        self.co_firstlineno = 0
+
+
+class FunctionCall(NamedTuple):
+    """A custom Function's backward call, as the doctor's check (`mgtui.recording.torch_watch`) is given it."""
+
+    cls: type  # the Function
+    args: tuple  # what its apply got (tensors detached and copied)
+    grad_outputs: tuple  # the gradients the backward was given
+    grad_inputs: tuple  # and what it returned, as the engine passed them on
+    node: int  # the node of its output
+    event: int  # its backward step's event index
+    backward_pass: int  # counted from 1
+    line: int  # the line of its backward that returned
+
+
+def value_of(t) -> float:
+    """A tensor's value as the trace's float: one element reads as itself, else nan."""
+    try:
+        return float(t.item()) if t.numel() == 1 else NAN
+    except (RuntimeError, TypeError, ValueError, OverflowError):
+        return NAN
+
+
+def op_of(fn, kids: int) -> str:
+    name = type(fn).__name__
+    if isinstance(fn, BackwardCFunction):
+        return fn._forward_cls.__name__
+    known = OPS.get(name)
+    if known is not None and known[1] == kids:
+        return known[0]
+    if name == "PowBackward0" and kids == 1:
+        e = getattr(fn, "_saved_exponent", None)
+        if isinstance(e, (int, float)):
+            return f"**{int(e) if float(e).is_integer() else e}"
+    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+class TorchProbe:
+    """The adapter of one recording (`rec`, a `Recorder`): see the module."""
+
+    def __init__(self, rec, check=lambda: None) -> None:
+        self.rec = rec
+        self.check = check  # () -> the doctor's Function check, or None (`torch_watch`)
+        self.records = rec.records
+        self.key = f"mgtui-{id(self)}-{id(rec)}"
+        self.path = rec.lines.scenario_path
+        self.scenario_line = rec.lines.scenario_line
+        self.mode: _Mode | None = None
+        self.saved: list = []
+        self.paused = 0  # > 0 while the doctor's check runs a Function itself
+        self.passes = 0  # backward calls recorded
+        self.closures: dict[str, TorchNode] = {}
+        self.kept: list = []  # the tensors recorded (their ids stay theirs)
+
+    # -- on and off --------------------------------------------------------------------
+    def attach(self) -> None:
+        import torch.autograd as autograd
+
+        backward, apply = autograd.backward, Function.__dict__["apply"]
+        self.saved = [(autograd, "backward", backward), (Function, "apply", apply)]
+        autograd.backward = self._backward_wrapper(backward)
+        Function.apply = classmethod(self._apply_wrapper(apply.__func__))
+        self.mode = _Mode(self)
+        self.mode.__enter__()
+
+    def detach(self) -> None:
+        if self.mode is not None:
+            try:
+                self.mode.__exit__(None, None, None)
+            except (RuntimeError, IndexError):  # the scenario left a mode of its own on
+                pass
+            self.mode = None
+        for owner, name, old in reversed(self.saved):
+            setattr(owner, name, old)
+        self.saved = []
+
+    # -- nodes ---------------------------------------------------------------------------
+    def nid_of(self, t) -> int | None:
+        mark = getattr(t, ATTR, None)
+        return mark[1] if type(mark) is tuple and mark[0] == self.key else None
+
+    def tensor(self, t, line: int) -> int:
+        """The node of tensor `t`, recorded now (with its unrecorded inputs) if need be."""
+        nid = self.nid_of(t)
+        if nid is not None:
+            return nid
+        fn = t.grad_fn
+        if fn is None:
+            nid = self._add((), "", value_of(t), line, self._leaf_label(t, line))
+        else:
+            nid = self._fn_node(fn, line, t)
+        try:
+            setattr(t, ATTR, (self.key, nid))
+        except (AttributeError, TypeError):
+            pass
+        self.kept.append(t)
+        return nid
+
+    def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
+        """The node of output `nr` (of `t`) of autograd node `fn`."""
+        nr = t.output_nr if t is not None else (nr or 0)
+        known = fn.metadata.get(self.key)
+        if known is not None and nr in known:
+            return known[nr]
+        kids = [self._kid(nf, k, line) for nf, k in fn.next_functions if nf is not None]
+        data = value_of(t) if t is not None else NAN
+        nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
+        fn.metadata.setdefault(self.key, {})[nr] = nid
+        return nid
+
+    def out_node(self, fn, line: int) -> int:
+        """The node of autograd node `fn`'s first output recorded."""
+        known = fn.metadata.get(self.key)
+        return min(known.values()) if known else self._fn_node(fn, line, None, 0)
+
+    def _kid(self, nf, nr: int, line: int) -> int:
+        if type(nf).__name__ == "AccumulateGrad":
+            return self.tensor(nf.variable, line)
+        return self._fn_node(nf, line, None, nr)
+
+    def _add(self, kids, op: str, data: float, line: int, label: str | None) -> int:
+        records = self.records
+        nid = records.node_count()
+        if nid >= self.rec.max_nodes or self.rec.stop_reason:
+            from mgtui.recording.probes import StopRecording
+
+            if self.rec.stop_reason is None:
+                self.rec.stop_reason = f"more than {self.rec.max_nodes:,} nodes (--max-nodes)"
+            raise StopRecording(self.rec.stop_reason)
+        for k in kids:
+            records.add_kid(k)
+        records.add_node((len(records.kids), op, label, data, line))
+        records.add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(records.writes)))
+        return nid
+
+    def _leaf_label(self, t, line: int) -> str | None:
+        """The variable of the scenario's frame that holds leaf `t`, if any."""
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_filename != self.path:
+            f = f.f_back
+        if f is None:
+            return None
+        for name, v in list(f.f_locals.items()):
+            if v is t and not name.startswith("_"):
+                return name
+        return None
+
+    def made(self, out, frame) -> None:
+        """Record the tensors a torch call returned, if autograd tracks them."""
+        if type(out) is tuple or type(out) is list:
+            for o in out:
+                self.made(o, frame)
+            return
+        if isinstance(out, torch.Tensor) and out.requires_grad and self.nid_of(out) is None:
+            self.tensor(out, self.scenario_line(frame))
+
+    # -- backward -------------------------------------------------------------------------
+    def _apply_wrapper(self, apply):
+        probe = self
+
+        def wrapped(cls, *args, **kwargs):
+            out = apply(cls, *args, **kwargs)
+            if not probe.paused:
+                probe.made(out, sys._getframe(1))
+                fn = getattr(out if isinstance(out, torch.Tensor) else out[0], "grad_fn", None)
+                if fn is not None and probe.check() is not None:
+                    fn.metadata[probe.key + "args"] = tuple(
+                        a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
+            return out
+
+        return wrapped
+
+    def _backward_wrapper(self, backward):
+        probe = self
+
+        def wrapped(tensors, grad_tensors=None, *args, **kwargs):
+            if probe.paused:
+                return backward(tensors, grad_tensors, *args, **kwargs)
+            frame = sys._getframe(1)
+            line = probe.scenario_line(frame)
+            roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            seeds = ([grad_tensors] if isinstance(grad_tensors, torch.Tensor)
+                     else list(grad_tensors) if grad_tensors is not None else [None] * len(roots))
+            run = _BackwardRun(probe, line)
+            for root, seed in zip(roots, seeds):
+                run.seed(root, seed)
+            handles = run.hook(roots)
+            profile = sys.getprofile()
+            try:
+                return backward(tensors, grad_tensors, *args, **kwargs)
+            finally:
+                sys.setprofile(profile)
+                for h in handles:
+                    h.remove()
+
+        return wrapped
+
+    def closure(self, fn) -> int:
+        """The closure index of autograd node `fn`'s step: a custom Function's backward,
+        else the node's class by name."""
+        if isinstance(fn, BackwardCFunction):
+            code = getattr(fn._forward_cls.backward, "__code__", None)
+            if code is not None:
+                return self.records.closure_index(code)
+        name = type(fn).__name__
+        node = self.closures.get(name)
+        if node is None:
+            node = self.closures[name] = TorchNode(name)
+        return self.records.closure_index(node)
+
+    # -- names -------------------------------------------------------------------------------
+    def names(self, scope: dict) -> list[tuple[int, str]]:
+        found: dict[int, str] = {}
+        modules = []
+        for name, v in list(scope.items()):
+            if name.startswith("_"):
+                continue
+            if isinstance(v, torch.Tensor):
+                nid = self.nid_of(v)
+                if nid is not None:
+                    found.setdefault(nid, name)
+            elif isinstance(v, torch.nn.Module):
+                modules.append((name, v))
+        for name, module in modules:
+            for path, p in module.named_parameters():
+                nid = self.nid_of(p)
+                if nid is not None:
+                    found.setdefault(nid, path if len(modules) == 1 else f"{name}.{path}")
+        out = sorted(found.items())
+        for nid, name in out:
+            self.records.name_ids.append(nid)
+            self.records.name_texts.append(name)
+        return out
+
+
+class _Mode(TorchFunctionMode):
+    """Every torch call of the scenario, while the recording runs."""
+
+    def __init__(self, probe: TorchProbe) -> None:
+        super().__init__()
+        self.probe = probe
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        probe = self.probe
+        if probe.paused:
+            return out
+        if getattr(func, "__self__", None) is REQUIRES_GRAD:
+            t = args[0]
+            if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
+                frame = sys._getframe(1)
+                probe.tensor(t, probe.scenario_line(frame))
+            return out
+        if isinstance(out, (torch.Tensor, tuple, list)):
+            probe.made(out, sys._getframe(1))
+        return out
+
+
+class _BackwardRun:
+    """One `backward()` call: its seeds, and the hooks on every autograd node it runs."""
+
+    def __init__(self, probe: TorchProbe, line: int) -> None:
+        self.probe = probe
+        self.line = line
+        self.records = probe.records
+        self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
+        probe.passes += 1
+        self.number = probe.passes
+        self.returned = 0  # the line a custom Function's backward returned from
+
+    def grad_of(self, nid: int, t=None) -> float:
+        g = self.grads.get(nid)
+        if g is None:
+            g = 0.0
+            if t is not None and t.is_leaf and t.grad is not None:
+                g = value_of(t.grad)
+            self.grads[nid] = g
+        return g
+
+    def seed(self, root, seed) -> None:
+        nid = self.probe.tensor(root, self.line)
+        before = self.grad_of(nid, root)
+        after = value_of(seed) if seed is not None else 1.0
+        self.grads[nid] = after
+        self.records.add_event((GRAD, nid, before, after, self.line, -1,
+                                len(self.records.writes)))
+
+    def hook(self, roots) -> list:
+        """Hooks on every autograd node reachable from `roots`, for this call."""
+        handles, seen = [], set()
+        todo = [r.grad_fn for r in roots if r.grad_fn is not None]
+        while todo:
+            fn = todo.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            handles.append(fn.register_prehook(self._before(fn)))
+            handles.append(fn.register_hook(self._after(fn)))
+            todo.extend(nf for nf, _ in fn.next_functions if nf is not None)
+        return handles
+
+    def _before(self, fn):
+        probe, records = self.probe, self.records
+        leaf = fn.variable if type(fn).__name__ == "AccumulateGrad" else None
+        nid = probe.tensor(leaf, self.line) if leaf is not None else probe.out_node(fn, self.line)
+        ci = probe.closure(fn)
+        custom = fn._forward_cls.backward.__code__ if isinstance(fn, BackwardCFunction) else None
+
+        def before(grad_outputs):
+            if nid is not None:
+                self.event = records.event_count()
+                records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, ci, len(records.writes)))
+            if custom is not None:
+                self._watch_return(custom)
+            return None
+
+        return before
+
+    def _watch_return(self, code) -> None:
+        """Note the line `code` (a custom Function's backward) returns from."""
+        old = sys.getprofile()
+
+        def profile(frame, event, arg):
+            if event == "return" and frame.f_code is code:
+                self.returned = frame.f_lineno
+                sys.setprofile(old)
+
+        self.returned = 0
+        sys.setprofile(profile)
+
+    def _after(self, fn):
+        probe, records = self.probe, self.records
+        if type(fn).__name__ == "AccumulateGrad":
+            leaf = fn.variable
+            nid = probe.tensor(leaf, self.line)
+
+            def accumulated(grad_inputs, grad_outputs):
+                real = value_of(leaf.grad) if leaf.grad is not None else 0.0
+                have = self.grad_of(nid, leaf)
+                if real != have and not (real != real and have != have):
+                    records.add_write((nid, GRAD_FIELD, have, real, 0))
+                    self.grads[nid] = real
+                return None
+
+            return accumulated
+        targets = [(nf, nr) for nf, nr in fn.next_functions]
+        custom = isinstance(fn, BackwardCFunction)
+
+        def after(grad_inputs, grad_outputs):
+            line = self.returned if custom else 0
+            for (nf, nr), g in zip(targets, grad_inputs):
+                if nf is None or g is None:
+                    continue
+                if type(nf).__name__ == "AccumulateGrad":
+                    t = nf.variable
+                    tid = probe.tensor(t, self.line)
+                else:
+                    t, tid = None, probe._fn_node(nf, self.line, None, nr)
+                before = self.grad_of(tid, t)
+                after = before + value_of(g)
+                self.grads[tid] = after
+                records.add_write((tid, GRAD_FIELD, before, after, line))
+            if custom and probe.check() is not None:
+                self._check(fn, grad_outputs, grad_inputs, line)
+            return None
+
+        return after
+
+    def _check(self, fn, grad_outputs, grad_inputs, line: int) -> None:
+        probe = self.probe
+        args = fn.metadata.get(probe.key + "args")
+        if args is None:
+            return
+        nid = probe.out_node(fn, self.line)
+        call = FunctionCall(fn._forward_cls, args,
+                            tuple(g.detach().clone() if g is not None else None for g in grad_outputs),
+                            tuple(g.detach().clone() if g is not None else None for g in grad_inputs),
+                            nid, getattr(self, "event", 0), self.number, line)
+        probe.paused += 1  # (what the check runs is not the scenario's)
+        try:
+            probe.check()(call)
+        finally:
+            probe.paused -= 1

@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
@@ -247,10 +248,12 @@ class Recorder:
     def instrument_loaded(self) -> None:
         """Instrument Value-like classes that were imported before the run started."""
         may_be_value = self.shapes.may_be_value
-        for module in list(sys.modules.values()):
-            for obj in list(getattr(module, "__dict__", {}).values()):
-                if isinstance(obj, type) and may_be_value(obj):
-                    self.instrument(obj)
+        with warnings.catch_warnings():  # (a library's deprecated names warn as they are read)
+            warnings.simplefilter("ignore")
+            for module in list(sys.modules.values()):
+                for obj in list(getattr(module, "__dict__", {}).values()):
+                    if isinstance(obj, type) and may_be_value(obj):
+                        self.instrument(obj)
 
     def unrecorded(self) -> str | None:
         """Why this run, which has ended, must not be shown as recorded (no node was

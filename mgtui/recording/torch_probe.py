@@ -229,8 +229,14 @@ class TorchProbe:
                 probe.made(out, sys._getframe(1))
                 fn = getattr(out if isinstance(out, torch.Tensor) else out[0], "grad_fn", None)
                 if fn is not None and probe.check() is not None:
-                    fn.metadata[probe.key + "args"] = tuple(
-                        a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
+                    probe.paused += 1  # (copies for the check are no nodes)
+                    try:
+                        fn.metadata[probe.key + "args"] = tuple(
+                            a.detach().clone().requires_grad_(a.requires_grad)
+                            if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                            for a in args)
+                    finally:
+                        probe.paused -= 1
             return out
 
         return wrapped

@@ -1,0 +1,229 @@
+"""PyTorch scenarios (issue 21): the lecture's neuron recorded like a micrograd one, its
+gradients the lecture's and bit-identical to torch run without mgtui, custom autograd
+Functions checked by the doctor and by `mgtui.check`, and mgtui without torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mgtui.doctor import diagnose  # noqa: E402
+from mgtui.run.runner import run  # noqa: E402
+
+from conftest import ROOT, SCENARIOS  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+LECTURE = {"x1": -1.5, "w1": 1.0, "x2": 0.5, "w2": 0.0, "b": 0.5, "n": 0.5, "o": 1.0}
+
+
+def plain_output(path) -> dict[str, float]:
+    """The scenario run by Python alone (no mgtui): the `name value` lines it prints."""
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         check=True, cwd=path.parent).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines()
+                                     if len(line.split()) == 2)}
+
+
+@pytest.fixture(scope="module")
+def neuron():
+    return run(SCENARIOS / "torch_neuron.py").trace
+
+
+def by_label(trace) -> dict[str, int]:
+    return {trace.label(n): n for n in range(trace.node_count)}
+
+
+def test_the_torch_neuron_is_the_lectures_graph(neuron):
+    t = neuron
+    assert t.error is None
+    assert t.node_count == 10  # 5 leaves, 5 ops: the micrograd neuron's count
+    ids = by_label(t)
+    assert [t.label(n) for n in range(5)] == ["x1", "x2", "w1", "w2", "b"]
+    assert [t.line(ids[x]) for x in ("x1", "x2", "w1", "w2", "b")] == [21, 22, 23, 24, 25]
+    assert t.op(ids["o"]) == "tanh" and t.children(ids["o"]) == (ids["n"],)
+    assert t.op(ids["n"]) == "+" and ids["b"] in t.children(ids["n"])
+    assert sorted(t.op(n) for n in range(t.node_count) if t.op(n)) == ["*", "*", "+", "+", "tanh"]
+    assert t.line(ids["o"]) == 27 and t.node_data[ids["o"]] == pytest.approx(0.7071, abs=1e-4)
+
+
+def test_the_final_gradients_are_the_lectures_and_torchs_own(neuron):
+    t = neuron
+    ids = by_label(t)
+    for name, grad in LECTURE.items():
+        assert t.final_grad[ids[name]] == pytest.approx(grad, abs=1e-6), name
+    plain = plain_output(SCENARIOS / "torch_neuron.py")  # torch without mgtui
+    for name in ("x1", "w1", "x2", "w2"):
+        assert t.final_grad[ids[name]] == plain[name], name  # bit for bit
+
+
+def test_each_autograd_node_is_a_step_in_the_engines_order(neuron):
+    t = neuron
+    backward = [p for p in t.passes if p.kind == "backward"][0]
+    calls = t.backward_calls(backward)
+    names = [t.closure_of(i).name for i in calls]
+    # the order torch's engine runs them in, recorded independently by hooks below
+    o = _plain_neuron()
+    order: list[str] = []
+    handles, todo, seen = [], [o.grad_fn], set()
+    while todo:
+        fn = todo.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        handles.append(fn.register_prehook(lambda g, fn=fn: order.append(type(fn).__name__)))
+        todo += [f for f, _ in fn.next_functions]
+    o.backward()
+    assert names == order
+    assert names.count("AccumulateGrad") == 5
+    # the seed is a grad event, and every write is a += whose sum is the final grad
+    seed = backward.start
+    assert t.change(seed) == (0.0, 1.0)
+    totals: dict[int, float] = {}
+    for i in calls:
+        for w in t.writes(i):
+            assert w.before == totals.get(w.node, 0.0)
+            totals[w.node] = w.after
+    ids = by_label(t)
+    assert totals[ids["x1"]] == t.final_grad[ids["x1"]]
+
+
+def _plain_neuron():
+    vals = [2.0, 0.0, -3.0, 1.0, 6.8813735870195432]
+    x1, x2, w1, w2, b = (torch.Tensor([v]).double().requires_grad_() for v in vals)
+    return torch.tanh(x1 * w1 + x2 * w2 + b)
+
+
+def test_print_and_json_show_the_lectures_gradients():
+    cmd = [sys.executable, "-m", "mgtui.cli", str(SCENARIOS / "torch_neuron.py")]
+    printed = subprocess.run(cmd + ["--print"], capture_output=True, text=True, cwd=ROOT).stdout
+    assert "backward: TanhBackward0 of o  (tanh)" in printed
+    assert "n.grad: 0.0 → 0.5 (+0.5)" in printed
+    assert "x1.grad: 0.0 → -1.5 (-1.5)" in printed and "w1.grad: 0.0 → 1.0 (+1.0)" in printed
+    assert "x2.grad: 0.0 → 0.5 (+0.5)" in printed and "w2.grad: 0.0 → 0.0 (+0.0)" in printed
+    assert "backward: AccumulateGrad of x1" in printed
+    out = subprocess.run(cmd + ["--export", "json"], capture_output=True, text=True,
+                         cwd=ROOT).stdout
+    nodes = {n["label"]: n for n in json.loads(out)["nodes"]}
+    for name in ("x1", "w1", "x2", "w2"):
+        assert nodes[name]["final_grad"] == pytest.approx(LECTURE[name], abs=1e-6)
+
+
+def test_parameters_are_named_by_their_module_path(write_scenario):
+    path = write_scenario("lin", '''
+        """A linear layer"""
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(1, 1))
+        x = torch.tensor([[0.5]])
+        loss = model(x).sum()
+        loss.backward()
+        print("w", model[0].weight.grad.item())
+        print("b", model[0].bias.grad.item())
+    ''')
+    t = run(path).trace
+    ids = by_label(t)
+    assert {"0.weight", "0.bias", "loss"} <= set(ids)
+    plain = plain_output(path)
+    assert t.final_grad[ids["0.weight"]] == plain["w"] == 0.5
+    assert t.final_grad[ids["0.bias"]] == plain["b"] == 1.0
+
+
+# -- custom Functions, checked ------------------------------------------------------------
+
+
+def test_the_doctor_finds_a_wrong_function_backward_at_its_line():
+    report = diagnose(SCENARIOS / "bugs" / "torch_function.py")
+    assert len(report.findings) == 1
+    f = report.findings[0]
+    assert f.op == "Tanh" and f.kind == "wrong-gradient"
+    assert f.line == 25 and "return (1 - o) * grad_o" in f.text
+    assert f.recorded == pytest.approx(1 - 0.70710678, abs=1e-6)  # what it returned
+    assert f.numerical == pytest.approx(0.5, abs=1e-6)  # 1 - o², by finite differences
+    assert "∂L/∂n[0]" in f.message and "backward pass 1" in f.message
+    assert report.trace.closure_of(f.step).name == "backward"
+
+
+def test_the_doctor_finds_nothing_in_the_correct_twin():
+    report = diagnose(SCENARIOS / "torch_function.py")
+    assert report.findings == []
+    assert report.checked_calls == 1 and report.checked_passes
+    assert any("custom Functions: Tanh" in n for n in report.notes)
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return scale * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        wrong = x.clone()
+        wrong[2] = 0.0  # element 2 forgotten
+        return ctx.scale * 2 * wrong * g, None
+
+
+class GoodSquare(Square):
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return ctx.scale * 2 * x * g, None
+
+
+@pytest.mark.parametrize("fn, wrong", [(Square, True), (GoodSquare, False)])
+def test_mgtui_check_on_a_function_that_builds_a_torch_graph(fn, wrong):
+    import mgtui
+
+    grads = {}
+
+    def build():
+        x = torch.tensor([1.5, -2.0, 3.0, 0.25], requires_grad=True)
+        y = (fn.apply(x, 0.5) * torch.tensor([1.0, 2.0, 3.0, 4.0])).sum()
+        y.backward()
+        grads["x"] = x.grad.clone()
+
+    found = mgtui.check(build)
+    plain = torch.tensor([1.5, -2.0, 3.0, 0.25], requires_grad=True)
+    (fn.apply(plain, 0.5) * torch.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert torch.equal(grads["x"], plain.grad)  # the check changed no gradient
+    if wrong:
+        (f,) = found
+        assert f.op == "Square" and "∂L/∂x[2]" in f.message
+        assert f.numerical == pytest.approx(0.5 * 2 * 3.0 * 3.0, rel=1e-6)
+        assert f.recorded == 0.0 and "wrong[2]" not in f.text and "return" in f.text
+    else:
+        assert not found and found.unchecked is None and found.report.checked_calls == 1
+
+
+# -- without torch -------------------------------------------------------------------------
+
+
+def test_a_micrograd_scenario_never_imports_torch():
+    code = ("import sys; from mgtui.recording.recorder import record; "
+            "record(sys.argv[1]); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(SCENARIOS / "neuron.py")],
+                         capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.strip() == "False"
+
+
+def test_a_torch_scenario_without_torch_says_how_to_install_it(tmp_path):
+    # a `torch` that is not there, as `import torch` finds it without PyTorch installed
+    (tmp_path / "torch.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+    (tmp_path / "s.py").write_text(textwrap.dedent('''
+        """Needs torch"""
+        import torch
+    '''))
+    done = subprocess.run([sys.executable, "-m", "mgtui.cli", str(tmp_path / "s.py"), "--print"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1
+    assert "pip install 'mgtui[torch]'" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

@@ -227,3 +227,54 @@ def test_a_torch_scenario_without_torch_says_how_to_install_it(tmp_path):
     assert done.returncode == 1
     assert "pip install 'mgtui[torch]'" in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+# -- the MLP, with nn.Linear (arrays) --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return run(SCENARIOS / "torch_mlp.py").trace
+
+
+def test_the_mlp_is_recorded_with_its_parameters_by_path_and_their_shapes(mlp):
+    t = mlp
+    ids = by_label(t)
+    params = {"lin1.weight": (4, 3), "lin1.bias": (4,), "lin2.weight": (4, 4),
+              "lin2.bias": (4,), "lin3.weight": (1, 4)}
+    for name, shape in params.items():
+        assert t.created_value(ids[name]).shape == shape, name
+    assert t.node_data[ids["lin3.bias"]] == pytest.approx(0.0263, abs=1e-4)  # one element
+    kinds = [p.kind for p in t.passes]
+    assert kinds[:4] == ["forward", "backward", "update", "forward"] or \
+        kinds[:5] == ["forward", "zero_grad", "backward", "update", "forward"]
+    ops = {t.op(n) for n in range(t.node_count)}
+    assert {"Addmm", "T", "tanh", "sum", "**2"} <= ops
+
+
+def test_the_mlps_final_gradients_are_torchs_own_bit_for_bit(mlp, tmp_path):
+    dump = tmp_path / "grads.json"
+    code = (f"import runpy, json, torch; g = runpy.run_path({str(SCENARIOS / 'torch_mlp.py')!r}, "
+            "run_name='__main__'); json.dump({k: p.grad.double().flatten().tolist() "
+            f"for k, p in g['model'].named_parameters()}}, open({str(dump)!r}, 'w'))")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    plain = json.loads(dump.read_text())
+    ids = by_label(mlp)
+    assert len(plain) == 6
+    for name, values in plain.items():
+        got = mlp.final_value(ids[name], True)
+        flat = [got] if isinstance(got, float) else list(got.values)
+        assert flat == values, name  # float32 grads, read exactly as doubles
+
+
+def test_each_write_of_a_backward_step_adds_what_the_engine_passed_on(mlp):
+    t = mlp
+    backward = next(p for p in t.passes if p.kind == "backward")
+    steps = t.backward_calls(backward)
+    names = [t.closure_of(i).name for i in steps]
+    assert names[:3] == ["SumBackward0", "PowBackward0", "SubBackward0"]
+    assert names.count("AccumulateGrad") == 6 and names.count("AddmmBackward0") == 3
+    ids = by_label(t)
+    addmm = next(i for i in steps if t.closure_of(i).name == "AddmmBackward0")
+    written = {w.node for w in t.writes(addmm)}
+    assert ids["lin3.bias"] in written  # the bias's gradient, passed on by addmm

@@ -50,7 +50,7 @@ from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
 from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fields
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
-from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch
+from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch, torch_module
 from mgtui.trace import Trace, TraceBuilder, TraceError
 
 __all__ = [
@@ -195,6 +195,8 @@ class Recorder:
         if id(cls) in self._looked_at:
             return
         self._looked_at[id(cls)] = cls
+        if torch_module(getattr(cls, "__module__", None) or ""):
+            return
         if defined_now:
             self.unseen.defined.append(cls)
         if not self.shapes.may_be_value(cls):
@@ -250,7 +252,9 @@ class Recorder:
         may_be_value = self.shapes.may_be_value
         with warnings.catch_warnings():  # (a library's deprecated names warn as they are read)
             warnings.simplefilter("ignore")
-            for module in list(sys.modules.values()):
+            for name, module in list(sys.modules.items()):
+                if torch_module(name):  # (thousands of classes, none of them a Value)
+                    continue
                 for obj in list(getattr(module, "__dict__", {}).values()):
                     if isinstance(obj, type) and may_be_value(obj):
                         self.instrument(obj)

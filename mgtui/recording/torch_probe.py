@@ -31,6 +31,7 @@ backward call, so the final gradients are those of the script without mgtui.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from typing import NamedTuple
 
@@ -38,12 +39,14 @@ import torch
 from torch.autograd.function import BackwardCFunction, Function
 from torch.overrides import TorchFunctionMode
 
-from mgtui.recording.store import BACKWARD, CREATE, GRAD, NODE_ROW
+from mgtui.recording.probes import StopRecording
+from mgtui.recording.store import BACKWARD, CREATE, DATA, GRAD
 from mgtui.trace import Field
 from mgtui.trace.explain import TORCH_NODE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
-GRAD_FIELD = Field.GRAD.code
+GRAD_FIELD, DATA_FIELD = Field.GRAD.code, Field.DATA.code
+ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
 OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
     "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
     "DivBackward0": ("/", 2), "TanhBackward0": ("tanh", 1), "ExpBackward0": ("exp", 1),
@@ -52,7 +55,12 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
     "SumBackward0": ("sum", 1), "MeanBackward0": ("mean", 1), "MmBackward0": ("@", 2),
 }
 REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
+GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
+TENSORS = (torch.Tensor, torch.nn.Parameter)
 NAN = math.nan
+BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
+NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
+                torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
 class TorchNode:
@@ -78,12 +86,28 @@ class FunctionCall(NamedTuple):
     line: int  # the line of its backward that returned
 
 
-def value_of(t) -> float:
-    """A tensor's value as the trace's float: one element reads as itself, else nan."""
+def value_of(t):
+    """A tensor's value as the trace takes it: one element reads as a float, as a
+    micrograd value; a bigger tensor as a numpy array (a copy), for the array support
+    (`mgtui.recording.array_values`); nan if it cannot be read."""
     try:
-        return float(t.item()) if t.numel() == 1 else NAN
+        if t.numel() == 1:
+            return float(t.item())
+        t = t.detach()
+        if t.dtype not in NUMPY_DTYPES:
+            t = t.to(torch.float64)
+        return t.cpu().numpy().copy()
     except (RuntimeError, TypeError, ValueError, OverflowError):
         return NAN
+
+
+def same(a, b) -> bool:
+    """Are two values the trace holds the same, bit for bit (nan equal to nan)?"""
+    if type(a) is float and type(b) is float:
+        return a == b or (a != a and b != b)
+    if type(a) is float or type(b) is float:
+        return False
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def op_of(fn, kids: int) -> str:
@@ -97,7 +121,7 @@ def op_of(fn, kids: int) -> str:
         e = getattr(fn, "_saved_exponent", None)
         if isinstance(e, (int, float)):
             return f"**{int(e) if float(e).is_integer() else e}"
-    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+    return BACKWARD_SUFFIX.sub("", name) or name
 
 
 class TorchProbe:
@@ -115,7 +139,6 @@ class TorchProbe:
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
         self.passes = 0  # backward calls recorded
         self.closures: dict[str, TorchNode] = {}
-        self.kept: list = []  # the tensors recorded (their ids stay theirs)
 
     # -- on and off --------------------------------------------------------------------
     def attach(self) -> None:
@@ -158,7 +181,6 @@ class TorchProbe:
             setattr(t, ATTR, (self.key, nid))
         except (AttributeError, TypeError):
             pass
-        self.kept.append(t)
         return nid
 
     def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
@@ -168,7 +190,7 @@ class TorchProbe:
         if known is not None and nr in known:
             return known[nr]
         kids = [self._kid(nf, k, line) for nf, k in fn.next_functions if nf is not None]
-        data = value_of(t) if t is not None else NAN
+        data = value_of(t) if t is not None else _hidden_value(fn)
         nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
         fn.metadata.setdefault(self.key, {})[nr] = nid
         return nid
@@ -179,24 +201,36 @@ class TorchProbe:
         return min(known.values()) if known else self._fn_node(fn, line, None, 0)
 
     def _kid(self, nf, nr: int, line: int) -> int:
-        if type(nf).__name__ == "AccumulateGrad":
+        if type(nf) is ACCUMULATE:
             return self.tensor(nf.variable, line)
         return self._fn_node(nf, line, None, nr)
 
-    def _add(self, kids, op: str, data: float, line: int, label: str | None) -> int:
-        records = self.records
+    def _add(self, kids, op: str, data, line: int, label: str | None) -> int:
+        """A node: its children's ids, op, value (a float, or an array: `value_of`), line."""
+        records, rec = self.records, self.rec
         nid = records.node_count()
-        if nid >= self.rec.max_nodes or self.rec.stop_reason:
-            from mgtui.recording.probes import StopRecording
-
-            if self.rec.stop_reason is None:
-                self.rec.stop_reason = f"more than {self.rec.max_nodes:,} nodes (--max-nodes)"
-            raise StopRecording(self.rec.stop_reason)
+        if nid >= rec.max_nodes or rec.stop_reason:
+            if rec.stop_reason is None:
+                rec.stop_reason = f"more than {rec.max_nodes:,} nodes (--max-nodes)"
+            raise StopRecording(rec.stop_reason)
+        if type(data) is not float:
+            data = records.arrays.made(nid, data)
         for k in kids:
             records.add_kid(k)
         records.add_node((len(records.kids), op, label, data, line))
         records.add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(records.writes)))
         return nid
+
+    def write(self, nid: int, field: int, kind: int, before, after, line: int) -> None:
+        """A write of `after` over `before` into node `nid`'s grad or data: a backward
+        step's (while `records.stack` holds the node whose step it is) or an event."""
+        records = self.records
+        if type(after) is not float or type(before) is not float:
+            before, after = records.arrays.write(nid, field, before, after)
+        if records.stack:
+            records.add_write((nid, field, before, after, line))
+        else:
+            records.add_event((kind, nid, before, after, line, -1, len(records.writes)))
 
     def _leaf_label(self, t, line: int) -> str | None:
         """The variable of the scenario's frame that holds leaf `t`, if any."""
@@ -218,6 +252,31 @@ class TorchProbe:
             return
         if isinstance(out, torch.Tensor) and out.requires_grad and self.nid_of(out) is None:
             self.tensor(out, self.scenario_line(frame))
+
+    def changed(self, func, args, kwargs, grad: bool):
+        """Run `func`, which changes a tensor in place (`p -= lr * p.grad`) or sets a
+        grad (`p.grad = None`): on a recorded node, a data or a grad event."""
+        t = args[0]
+        nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
+        if nid is None or (grad and getattr(func, "__name__", "") != "__set__"):
+            out = func(*args, **(kwargs or {}))
+            if not grad and isinstance(out, (torch.Tensor, tuple, list)):
+                self.made(out, sys._getframe(2))
+            return out
+        if grad:
+            before = value_of(t.grad) if t.grad is not None else 0.0
+        else:
+            before = value_of(t)
+        out = func(*args, **(kwargs or {}))
+        if grad:
+            after = value_of(t.grad) if t.grad is not None else 0.0
+            field, kind = GRAD_FIELD, GRAD
+        else:
+            after, field, kind = value_of(t), DATA_FIELD, DATA
+        line = self.scenario_line(sys._getframe(2))
+        if not same(before, after) or grad:
+            self.write(nid, field, kind, before, after, line)
+        return out
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
@@ -256,11 +315,11 @@ class TorchProbe:
             for root, seed in zip(roots, seeds):
                 run.seed(root, seed)
             handles = run.hook(roots)
-            profile = sys.getprofile()
             try:
                 return backward(tensors, grad_tensors, *args, **kwargs)
             finally:
-                sys.setprofile(profile)
+                if run.profile is not None:  # (a custom backward that raised)
+                    sys.setprofile(run.profile[0])
                 for h in handles:
                     h.remove()
 
@@ -283,20 +342,23 @@ class TorchProbe:
     def names(self, scope: dict) -> list[tuple[int, str]]:
         found: dict[int, str] = {}
         modules = []
+        tensors = []
         for name, v in list(scope.items()):
             if name.startswith("_"):
                 continue
             if isinstance(v, torch.Tensor):
-                nid = self.nid_of(v)
-                if nid is not None:
-                    found.setdefault(nid, name)
+                tensors.append((name, v))
             elif isinstance(v, torch.nn.Module):
                 modules.append((name, v))
-        for name, module in modules:
+        for name, module in modules:  # (first: a loop's `p` is a parameter's too)
             for path, p in module.named_parameters():
                 nid = self.nid_of(p)
                 if nid is not None:
                     found.setdefault(nid, path if len(modules) == 1 else f"{name}.{path}")
+        for name, v in tensors:
+            nid = self.nid_of(v)
+            if nid is not None:
+                found.setdefault(nid, name)
         out = sorted(found.items())
         for nid, name in out:
             self.records.name_ids.append(nid)
@@ -312,19 +374,52 @@ class _Mode(TorchFunctionMode):
         self.probe = probe
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
         probe = self.probe
         if probe.paused:
-            return out
-        if getattr(func, "__self__", None) is REQUIRES_GRAD:
+            return func(*args, **(kwargs or {}))
+        owner = getattr(func, "__self__", None)
+        if owner is GRAD_ATTR or (args and type(args[0]) in TENSORS and _in_place(func)):
+            return probe.changed(func, args, kwargs, owner is GRAD_ATTR)
+        out = func(*args, **(kwargs or {}))
+        if owner is REQUIRES_GRAD:
             t = args[0]
             if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
-                frame = sys._getframe(1)
-                probe.tensor(t, probe.scenario_line(frame))
+                probe.tensor(t, probe.scenario_line(sys._getframe(1)))
             return out
         if isinstance(out, (torch.Tensor, tuple, list)):
             probe.made(out, sys._getframe(1))
         return out
+
+
+_RETURNS: dict = {}
+
+
+def _one_return(code) -> int:
+    """The line of the one `return` statement of a function's code (0: not one)."""
+    found = _RETURNS.get(code)
+    if found is None:
+        import dis
+
+        lines = {i.positions.lineno for i in dis.get_instructions(code)
+                 if i.opname in ("RETURN_VALUE", "RETURN_CONST") and i.positions}
+        found = _RETURNS[code] = lines.pop() if len(lines) == 1 else 0
+    return found
+
+
+def _hidden_value(fn):
+    """The value of an autograd node's output the scenario never saw made: a weight's
+    transpose (`TBackward0`, inside `F.linear`) is worked out; others are not known."""
+    if type(fn).__name__ == "TBackward0":
+        (nf, _), = fn.next_functions or ((None, 0),)
+        if nf is not None and type(nf).__name__ == "AccumulateGrad":
+            return value_of(nf.variable.detach().t())
+    return NAN
+
+
+def _in_place(func) -> bool:
+    """Does torch call `func` change its first argument in place (`p.sub_`, `p -= g`)?"""
+    name = getattr(func, "__name__", "")
+    return (name.endswith("_") and not name.startswith("_")) or name.startswith("__i")
 
 
 class _BackwardRun:
@@ -338,8 +433,9 @@ class _BackwardRun:
         probe.passes += 1
         self.number = probe.passes
         self.returned = 0  # the line a custom Function's backward returned from
+        self.profile: tuple | None = None  # (the profile function put back after it)
 
-    def grad_of(self, nid: int, t=None) -> float:
+    def grad_of(self, nid: int, t=None):
         g = self.grads.get(nid)
         if g is None:
             g = 0.0
@@ -353,11 +449,11 @@ class _BackwardRun:
         before = self.grad_of(nid, root)
         after = value_of(seed) if seed is not None else 1.0
         self.grads[nid] = after
-        self.records.add_event((GRAD, nid, before, after, self.line, -1,
-                                len(self.records.writes)))
+        self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
 
     def hook(self, roots) -> list:
-        """Hooks on every autograd node reachable from `roots`, for this call."""
+        """A hook on every autograd node reachable from `roots`, for this call (and a
+        pre-hook on a custom Function's whose backward has several `return`s)."""
         handles, seen = [], set()
         todo = [r.grad_fn for r in roots if r.grad_fn is not None]
         while todo:
@@ -365,74 +461,94 @@ class _BackwardRun:
             if id(fn) in seen:
                 continue
             seen.add(id(fn))
-            handles.append(fn.register_prehook(self._before(fn)))
-            handles.append(fn.register_hook(self._after(fn)))
-            todo.extend(nf for nf, _ in fn.next_functions if nf is not None)
+            nexts = fn.next_functions
+            if type(fn) is ACCUMULATE:
+                handles.append(fn.register_hook(self._accumulated(fn)))
+                continue
+            handles.append(fn.register_hook(self._after(fn, nexts)))
+            if isinstance(fn, BackwardCFunction):
+                code = fn._forward_cls.backward.__code__
+                handles.append(fn.register_prehook(lambda g, code=code: self._watch_return(code)))
+            todo.extend(nf for nf, _ in nexts if nf is not None)
         return handles
 
-    def _before(self, fn):
-        probe, records = self.probe, self.records
-        leaf = fn.variable if type(fn).__name__ == "AccumulateGrad" else None
-        nid = probe.tensor(leaf, self.line) if leaf is not None else probe.out_node(fn, self.line)
-        ci = probe.closure(fn)
-        custom = fn._forward_cls.backward.__code__ if isinstance(fn, BackwardCFunction) else None
-
-        def before(grad_outputs):
-            if nid is not None:
-                self.event = records.event_count()
-                records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, ci, len(records.writes)))
-            if custom is not None:
-                self._watch_return(custom)
-            return None
-
-        return before
-
     def _watch_return(self, code) -> None:
-        """Note the line `code` (a custom Function's backward) returns from."""
-        old = sys.getprofile()
+        """Note the line `code` (a custom Function's backward) returns from: its one
+        `return`, or, if it has several, the one a profile function sees it leave by."""
+        single = _one_return(code)
+        if single:
+            self.returned = single
+            return
+        self.returned = 0
+        self.profile = (sys.getprofile(),)
 
         def profile(frame, event, arg):
             if event == "return" and frame.f_code is code:
                 self.returned = frame.f_lineno
-                sys.setprofile(old)
+                sys.setprofile(self.profile[0])
+                self.profile = None
 
-        self.returned = 0
         sys.setprofile(profile)
 
-    def _after(self, fn):
-        probe, records = self.probe, self.records
-        if type(fn).__name__ == "AccumulateGrad":
-            leaf = fn.variable
-            nid = probe.tensor(leaf, self.line)
+    def _accumulated(self, fn):
+        """A leaf's `AccumulateGrad`: its own step, which writes only where the
+        engine's sum differs from the trace's (float32)."""
+        probe, records, line = self.probe, self.records, self.line
+        leaf = fn.variable
+        nid = probe.tensor(leaf, line)
+        event = (BACKWARD, nid, 0.0, 0.0, line, probe.closure(fn))
+        add_event, writes = records.add_event, records.writes
 
-            def accumulated(grad_inputs, grad_outputs):
-                real = value_of(leaf.grad) if leaf.grad is not None else 0.0
-                have = self.grad_of(nid, leaf)
-                if real != have and not (real != real and have != have):
-                    records.add_write((nid, GRAD_FIELD, have, real, 0))
-                    self.grads[nid] = real
-                return None
+        def accumulated(grad_inputs, grad_outputs):
+            add_event(event + (len(writes),))
+            real = value_of(leaf.grad) if leaf.grad is not None else 0.0
+            have = self.grad_of(nid, leaf)
+            if not same(real, have):
+                records.stack.append(nid)
+                try:
+                    probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
+                finally:
+                    records.stack.pop()
+                self.grads[nid] = real
+            return None
 
-            return accumulated
-        targets = [(nf, nr) for nf, nr in fn.next_functions]
+        return accumulated
+
+    def _after(self, fn, nexts):
+        """An autograd node's step: the gradients it returned, each a `+=` into the
+        grad of the input it goes to."""
+        probe, records, line = self.probe, self.records, self.line
+        targets = []
+        for nf, nr in nexts:
+            if nf is None:
+                targets.append(None)
+            elif type(nf) is ACCUMULATE:
+                t = nf.variable
+                targets.append((probe.tensor(t, line), t))
+            else:
+                targets.append((probe._fn_node(nf, line, None, nr), None))
         custom = isinstance(fn, BackwardCFunction)
+        event = (BACKWARD, probe.out_node(fn, line), 0.0, 0.0, line, probe.closure(fn))
+        add_event, writes, stack, write = records.add_event, records.writes, records.stack, probe.write
+        grads, grad_of = self.grads, self.grad_of
 
         def after(grad_inputs, grad_outputs):
-            line = self.returned if custom else 0
-            for (nf, nr), g in zip(targets, grad_inputs):
-                if nf is None or g is None:
-                    continue
-                if type(nf).__name__ == "AccumulateGrad":
-                    t = nf.variable
-                    tid = probe.tensor(t, self.line)
-                else:
-                    t, tid = None, probe._fn_node(nf, self.line, None, nr)
-                before = self.grad_of(tid, t)
-                after = before + value_of(g)
-                self.grads[tid] = after
-                records.add_write((tid, GRAD_FIELD, before, after, line))
+            self.event = records.event_count()
+            add_event(event + (len(writes),))
+            at = self.returned if custom else 0
+            stack.append(-1)  # (the writes are this step's)
+            try:
+                for target, g in zip(targets, grad_inputs):
+                    if target is None or g is None:
+                        continue
+                    tid, t = target
+                    before = grad_of(tid, t)
+                    grads[tid] = after = before + value_of(g)
+                    write(tid, GRAD_FIELD, GRAD, before, after, at)
+            finally:
+                stack.pop()
             if custom and probe.check() is not None:
-                self._check(fn, grad_outputs, grad_inputs, line)
+                self._check(fn, grad_outputs, grad_inputs, at)
             return None
 
         return after

@@ -34,6 +34,11 @@ def set_function_check(check: Callable[[object], None] | None) -> None:
     function_check = check
 
 
+def torch_module(name: str) -> bool:
+    """Is `name` torch's own module (its classes are no micrograd-style values)?"""
+    return name == "torch" or name.startswith("torch.")
+
+
 def missing_torch(exc: BaseException) -> bool:
     """Is `exc` the scenario's `import torch` failing because torch is not installed?"""
     return (isinstance(exc, ModuleNotFoundError)

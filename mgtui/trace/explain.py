@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mgtui.trace import EventKind, Field, Trace
 from mgtui.trace.arrays import ArrayValue, delta as value_delta, display, number
@@ -186,12 +186,12 @@ def explain(trace: Trace, data, grad, index: int,
 
         found = explain_arrays(trace, data, grad, index)
         if found is not None:
-            return found
+            return torch_step(trace, index, found)
     kind = trace.kind(index)
     if kind is EventKind.CREATE:
         return _forward(trace, data, trace.event_node(index))
     if kind is EventKind.BACKWARD:
-        return _backward(trace, data, grad, index, numerical or {})
+        return torch_step(trace, index, _backward(trace, data, grad, index, numerical or {}))
     return _lone_write(trace, grad, index, kind)
 
 
@@ -261,6 +261,22 @@ def graph_made(trace: Trace, index: int) -> range:
 TORCH_NODE = "<torch>"  # the file of a torch autograd node's step (no source)
 
 
+def torch_step(trace: Trace, index: int, e: Explanation) -> Explanation:
+    """A torch backward step (`mgtui.recording.torch_probe`) is named by its autograd
+    node (`TanhBackward0 of o`), and a leaf's `AccumulateGrad` says what it does."""
+    closure = trace.closure_of(index) if e.kind == "backward" else None
+    if closure is None or closure.filename != TORCH_NODE:
+        return e
+    out, op = name(trace.label(e.node)), trace.op(e.node)
+    notes = e.notes
+    if closure.name == "AccumulateGrad":
+        notes = (f"torch's AccumulateGrad: what reached {out} is added into {out}.grad "
+                 "(each += shows at the step that passed it on).",) + tuple(
+                     n for n in notes if "is a leaf: its _backward" not in n)
+    return replace(e, title=f"backward: {closure.name} of {out}" + (f"  ({op})" if op else ""),
+                   notes=notes)
+
+
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:
     nid = trace.event_node(index)
     op = trace.op(nid)
@@ -296,19 +312,13 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
             notes.append(
                 f"the recorded change to {tl}.grad is {fmt(c.delta)}, but {op}'s derivative "
                 f"gives {fmt(expected)}")
-    torch_node = closure.name if closure is not None and closure.filename == TORCH_NODE else ""
-    if torch_node == "AccumulateGrad":
-        notes.append(f"torch's AccumulateGrad: what reached {out} is added into {out}.grad "
-                     f"(each += shows at the step that passed it on).")
-    elif not kids:
+    if not kids:
         notes.append(f"{out} is a leaf: its _backward has nothing to pass on.")
     elif not writes:
         notes.append(f"{out}._backward wrote no grad.")
     if g == 0 and kids:
         notes.append(f"{out}.grad is 0, so everything it passes back is 0.")
     title = f"backward: {out}._backward()" + (f"  ({op})" if op else "")
-    if torch_node:  # a torch autograd node (`mgtui.recording.torch_probe`)
-        title = f"backward: {torch_node} of {out}" + (f"  ({op})" if op else "")
     local = local_derivative(op, out, names, repeated_input(kids))
     values = trace.values_at(index)
     if values:

@@ -1,0 +1,149 @@
+"""PyTorch scenarios (issue 21): what recording costs, side by side in one run.
+
+1. Recording overhead: `scenarios/torch_mlp.py` (the lecture's 41-parameter MLP with
+   `nn.Linear`, 10 training steps: forward, zero_grad, backward, update) recorded as the
+   runner's child records it (`child_recorder(...).execute()`, then its records cut into
+   chunks as the child's flusher cuts them), against the same file run by plain `exec`,
+   alternating, in this process, torch imported once before both. CPU time of this
+   process, medians. Target: at most 3x.
+2. Time to first step: `mgtui scenarios/torch_neuron.py` against `mgtui
+   scenarios/neuron.py` (the micrograd neuron), each in a fresh headless app launched as
+   `mgtui FILE` starts it, alternating, until the first step can be taken (as
+   `bench/recording_app.py` measures it). torch's own import, which the torch neuron's
+   child pays and the micrograd one's does not, is measured apart (`python -c "import
+   torch"` against `python -c "pass"`, alternating) and taken off. Target: at most 1.5x.
+3. The final gradients of the recorded MLP against the plain run's: bit for bit.
+
+    python bench/torch_overhead.py [--rounds 9] [--starts 5]
+    python bench/torch_overhead.py --quick   # seconds: does it still run? (the tests)
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
+sys.path.insert(0, str(ROOT / "bench"))
+
+import torch  # noqa: E402,F401  (imported once, before either side is timed)
+
+from mgtui.recording.scenario import load_scenario  # noqa: E402
+from mgtui.recording.store import Mark  # noqa: E402
+from mgtui.run.child import child_recorder  # noqa: E402
+
+SCENARIOS = ROOT / "scenarios"
+MLP = SCENARIOS / "torch_mlp.py"
+RECORD_TARGET, FIRST_STEP_TARGET = 3.0, 1.5
+
+
+def plain(scenario) -> tuple[float, dict]:
+    scope = {"__name__": "__main__", "__file__": str(scenario.path)}
+    start = time.process_time()
+    with redirect_stdout(io.StringIO()):
+        exec(scenario.code, scope)
+    return time.process_time() - start, scope
+
+
+def recorded(scenario) -> tuple[float, object, int]:
+    start = time.process_time()
+    recorder, _ = child_recorder(scenario, capture_output=True)
+    error, _ = recorder.execute()
+    recorder.resolve_names()
+    records = recorder.records
+    records.chunks(Mark(), records.mark())  # (what the child's flusher cuts and sends)
+    elapsed = time.process_time() - start
+    assert error is None, error
+    return elapsed, recorder, records.event_count()
+
+
+def final_grads_match(scenario) -> bool:
+    """The recorded run's parameters' grads, bit for bit those of the plain run."""
+    torch.manual_seed(0)
+    _, scope = plain(scenario)
+    want = {k: p.grad.clone() for k, p in scope["model"].named_parameters()}
+    recorder = recorded(scenario)[1]
+    got = recorder.globals["model"]
+    return all(torch.equal(p.grad, want[k]) for k, p in got.named_parameters())
+
+
+FIRST_STEP = """
+import asyncio, json, sys, time
+from pathlib import Path
+from mgtui.run.runner import UI_FIRST, Run, RunSpec
+path, launched = sys.argv[1], float(sys.argv[2])
+run = Run(RunSpec(path, nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
+from mgtui.tui.app import MgtuiApp
+
+async def main():
+    app = MgtuiApp(Path(path), run=run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        while app.debugger.trace is None:
+            await pilot.pause(0.005)
+        first = time.time() - launched
+        while app.loading:
+            await pilot.pause(0.05)
+        print(json.dumps({"first_step": first, "steps": len(app.debugger.trace)}))
+
+asyncio.run(main())
+"""
+
+
+def first_step(path: Path) -> float:
+    done = subprocess.run([sys.executable, "-c", FIRST_STEP, str(path), repr(time.time())],
+                          cwd=ROOT, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])["first_step"]
+
+
+def interpreter(code: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--starts", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="one round of each: does it run?")
+    args = ap.parse_args()
+    rounds, starts = (1, 1) if args.quick else (args.rounds, args.starts)
+
+    scenario = load_scenario(MLP)
+    plain(scenario), recorded(scenario)  # (warm: torch's first calls, the caches)
+    p_times, r_times, events = [], [], 0
+    for _ in range(rounds):
+        p_times.append(plain(scenario)[0])
+        t, _, events = recorded(scenario)
+        r_times.append(t)
+    p, r = statistics.median(p_times), statistics.median(r_times)
+    print(f"torch_mlp.py, 10 training steps ({events:,} events), CPU, median of {rounds}:")
+    print(f"  plain {p * 1000:7.1f} ms   recorded {r * 1000:7.1f} ms   "
+          f"{r / p:4.2f}x (target ≤ {RECORD_TARGET:g}x)")
+    print(f"  final gradients bit for bit the plain run's: {final_grads_match(scenario)}")
+
+    micro, torch_first, imports = [], [], []
+    for _ in range(starts):
+        micro.append(first_step(SCENARIOS / "neuron.py"))
+        torch_first.append(first_step(SCENARIOS / "torch_neuron.py"))
+        imports.append(interpreter("import torch") - interpreter("pass"))
+    m, t, i = (statistics.median(x) for x in (micro, torch_first, imports))
+    print(f"time to first step, fresh headless app, median of {starts}:")
+    print(f"  neuron.py (micrograd) {m * 1000:6.0f} ms   torch_neuron.py {t * 1000:6.0f} ms"
+          f"   torch's import {i * 1000:6.0f} ms")
+    print(f"  torch_neuron.py without torch's import {(t - i) * 1000:6.0f} ms   "
+          f"{(t - i) / m:4.2f}x (target ≤ {FIRST_STEP_TARGET:g}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -86,17 +86,22 @@ class FunctionCall(NamedTuple):
     line: int  # the line of its backward that returned
 
 
-def value_of(t):
+def value_of(t, copy: bool = False):
     """A tensor's value as the trace takes it: one element reads as a float, as a
-    micrograd value; a bigger tensor as a numpy array (a copy), for the array support
-    (`mgtui.recording.array_values`); nan if it cannot be read."""
+    micrograd value; a bigger tensor as a numpy array, for the array support
+    (`mgtui.recording.array_values`, which copies it as it records it: `copy` for a
+    value kept before an in-place change); nan if it cannot be read."""
     try:
         if t.numel() == 1:
             return float(t.item())
         t = t.detach()
         if t.dtype not in NUMPY_DTYPES:
             t = t.to(torch.float64)
-        return t.cpu().numpy().copy()
+        try:
+            a = t.numpy()
+        except TypeError:  # (a tensor on a GPU)
+            a = t.cpu().numpy()
+        return a.copy() if copy else a
     except (RuntimeError, TypeError, ValueError, OverflowError):
         return NAN
 
@@ -258,15 +263,15 @@ class TorchProbe:
         grad (`p.grad = None`): on a recorded node, a data or a grad event."""
         t = args[0]
         nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
-        if nid is None or (grad and getattr(func, "__name__", "") != "__set__"):
+        if nid is None:
             out = func(*args, **(kwargs or {}))
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):
                 self.made(out, sys._getframe(2))
             return out
         if grad:
-            before = value_of(t.grad) if t.grad is not None else 0.0
+            before = value_of(t.grad, True) if t.grad is not None else 0.0
         else:
-            before = value_of(t)
+            before = value_of(t, True)
         out = func(*args, **(kwargs or {}))
         if grad:
             after = value_of(t.grad) if t.grad is not None else 0.0
@@ -315,9 +320,11 @@ class TorchProbe:
             for root, seed in zip(roots, seeds):
                 run.seed(root, seed)
             handles = run.hook(roots)
+            probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
                 return backward(tensors, grad_tensors, *args, **kwargs)
             finally:
+                probe.paused -= 1
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
                 for h in handles:
@@ -375,13 +382,15 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         probe = self.probe
-        if probe.paused:
+        kind = KINDS.get(func)
+        if kind is None:
+            kind = KINDS[func] = _kind(func)
+        if kind is READ or probe.paused:
             return func(*args, **(kwargs or {}))
-        owner = getattr(func, "__self__", None)
-        if owner is GRAD_ATTR or (args and type(args[0]) in TENSORS and _in_place(func)):
-            return probe.changed(func, args, kwargs, owner is GRAD_ATTR)
+        if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
+            return probe.changed(func, args, kwargs, kind is GRAD_SET)
         out = func(*args, **(kwargs or {}))
-        if owner is REQUIRES_GRAD:
+        if kind is REQUIRES_GRAD_SET:
             t = args[0]
             if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
                 probe.tensor(t, probe.scenario_line(sys._getframe(1)))
@@ -389,6 +398,24 @@ class _Mode(TorchFunctionMode):
         if isinstance(out, (torch.Tensor, tuple, list)):
             probe.made(out, sys._getframe(1))
         return out
+
+
+# What a torch call is to the recording (`_kind`), by the function, worked out once.
+CALL, READ, GRAD_SET, REQUIRES_GRAD_SET, IN_PLACE = "call", "read", "grad=", "requires_grad=", "in place"
+KINDS: dict = {}
+
+
+def _kind(func) -> str:
+    name = getattr(func, "__name__", "")
+    owner = getattr(func, "__self__", None)
+    if name == "__get__":  # a property read (`p.grad`, `t.data`): nothing to record
+        return READ
+    if name == "__set__":
+        return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
+                if owner is REQUIRES_GRAD else CALL)
+    if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
+        return IN_PLACE  # `p.sub_(g)`, `p -= g`
+    return CALL
 
 
 _RETURNS: dict = {}
@@ -414,12 +441,6 @@ def _hidden_value(fn):
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             return value_of(nf.variable.detach().t())
     return NAN
-
-
-def _in_place(func) -> bool:
-    """Does torch call `func` change its first argument in place (`p.sub_`, `p -= g`)?"""
-    name = getattr(func, "__name__", "")
-    return (name.endswith("_") and not name.startswith("_")) or name.startswith("__i")
 
 
 class _BackwardRun:

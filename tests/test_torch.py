@@ -278,3 +278,11 @@ def test_each_write_of_a_backward_step_adds_what_the_engine_passed_on(mlp):
     addmm = next(i for i in steps if t.closure_of(i).name == "AddmmBackward0")
     written = {w.node for w in t.writes(addmm)}
     assert ids["lin3.bias"] in written  # the bias's gradient, passed on by addmm
+
+
+def test_a_variable_names_what_it_binds_at_every_training_step(mlp):
+    t = mlp
+    losses = [n for n in range(t.node_count) if t.label(n) == "loss"]
+    assert len(losses) == 10  # one per step, as micrograd's namer names them
+    assert all(t.op(n) == "sum" for n in losses)
+    assert t.node_data[losses[0]] > t.node_data[losses[-1]]  # it learns

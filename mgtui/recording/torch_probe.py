@@ -135,6 +135,9 @@ class TorchProbe:
     def __init__(self, rec, check=lambda: None) -> None:
         self.rec = rec
         self.check = check  # () -> the doctor's Function check, or None (`torch_watch`)
+        self.spots = rec.namer.spots  # assignments, by code and instruction (`naming`)
+        self.pending: list[tuple] = []  # tensors made under one, until it is stored
+        self.named: dict[int, str] = {}
         self.records = rec.records
         self.key = f"mgtui-{id(self)}-{id(rec)}"
         self.path = rec.lines.scenario_path
@@ -256,7 +259,9 @@ class TorchProbe:
                 self.made(o, frame)
             return
         if isinstance(out, torch.Tensor) and out.requires_grad and self.nid_of(out) is None:
-            self.tensor(out, self.scenario_line(frame))
+            nid = self.tensor(out, self.scenario_line(frame))
+            if frame.f_code.co_filename == self.path:
+                self.bound(frame, out, nid)
 
     def changed(self, func, args, kwargs, grad: bool):
         """Run `func`, which changes a tensor in place (`p -= lr * p.grad`) or sets a
@@ -346,10 +351,44 @@ class TorchProbe:
         return self.records.closure_index(node)
 
     # -- names -------------------------------------------------------------------------------
+    def bound(self, frame, t, nid: int) -> None:
+        """Tensor `t` (node `nid`) was made by a torch call straight from the
+        scenario's `frame`: if that instruction is an assignment's value
+        (`mgtui.recording.naming`'s spots), the variable names it once the frame has
+        stored it (`loss`, at every training step)."""
+        self._settle(frame)
+        spots = self.spots.get(id(frame.f_code))
+        spot = spots.get(frame.f_lasti) if spots else None
+        if spot is not None:
+            self.pending.append((frame, frame.f_lasti, spot[1], spot[0], id(t), nid))
+
+    def _settle(self, now=None) -> None:
+        """Name the pending tensors whose frame has moved on from their statement (all
+        of them, `now` None: the run has ended) if their variable holds them."""
+        keep = []
+        for entry in self.pending:
+            frame, start, end, target, address, nid = entry
+            if now is not None and frame is now and start <= frame.f_lasti <= end:
+                keep.append(entry)
+                continue
+            try:
+                held = frame.f_locals.get(target)
+            except Exception:  # noqa: BLE001 - a frame that cannot be read: no name
+                held = None
+            if id(held) == address and self.nid_of(held) == nid and nid not in self.named:
+                self._give(nid, target)
+        self.pending = keep
+
+    def _give(self, nid: int, name: str) -> None:
+        self.named[nid] = name
+        self.records.name_ids.append(nid)
+        self.records.name_texts.append(name)
+
     def names(self, scope: dict) -> list[tuple[int, str]]:
-        found: dict[int, str] = {}
-        modules = []
-        tensors = []
+        """Every name given: the variables that bound tensors as they were made, then
+        (for the rest) the scenario's globals, a module's parameters by their path."""
+        self._settle()
+        modules, tensors = [], []
         for name, v in list(scope.items()):
             if name.startswith("_"):
                 continue
@@ -360,17 +399,13 @@ class TorchProbe:
         for name, module in modules:  # (first: a loop's `p` is a parameter's too)
             for path, p in module.named_parameters():
                 nid = self.nid_of(p)
-                if nid is not None:
-                    found.setdefault(nid, path if len(modules) == 1 else f"{name}.{path}")
+                if nid is not None and nid not in self.named:
+                    self._give(nid, path if len(modules) == 1 else f"{name}.{path}")
         for name, v in tensors:
             nid = self.nid_of(v)
-            if nid is not None:
-                found.setdefault(nid, name)
-        out = sorted(found.items())
-        for nid, name in out:
-            self.records.name_ids.append(nid)
-            self.records.name_texts.append(name)
-        return out
+            if nid is not None and nid not in self.named:
+                self._give(nid, name)
+        return sorted(self.named.items())
 
 
 class _Mode(TorchFunctionMode):

@@ -286,3 +286,24 @@ def test_a_variable_names_what_it_binds_at_every_training_step(mlp):
     assert len(losses) == 10  # one per step, as micrograd's namer names them
     assert all(t.op(n) == "sum" for n in losses)
     assert t.node_data[losses[0]] > t.node_data[losses[-1]]  # it learns
+
+
+def test_an_in_place_op_under_autograd_is_a_node_and_an_update_a_data_write(write_scenario):
+    path = write_scenario("inplace", '''
+        """In place"""
+        import torch
+        a = torch.tensor([2.0], requires_grad=True)
+        h = a * 3
+        h.add_(1)
+        h.backward()
+        with torch.no_grad():
+            a -= 0.5 * a.grad
+        print("a", a.item())
+    ''')
+    t = run(path).trace
+    ids = by_label(t)
+    assert t.op(ids["h"]) == "Add" and t.node_data[ids["h"]] == 7.0  # h.add_(1), a node
+    assert t.final_grad[ids["a"]] == 3.0
+    data = [i for i in range(len(t)) if t.kind(i).value == "data"]
+    assert len(data) == 1 and t.change(data[0]) == (2.0, 0.5)  # a -= 0.5 * a.grad
+    assert t.final_data[ids["a"]] == plain_output(path)["a"] == 0.5

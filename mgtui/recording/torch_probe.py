@@ -268,6 +268,13 @@ class TorchProbe:
         grad (`p.grad = None`): on a recorded node, a data or a grad event."""
         t = args[0]
         nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
+        if nid is not None and not grad and t.requires_grad and torch.is_grad_enabled():
+            out = func(*args, **(kwargs or {}))  # autograd's in-place op: a new node
+            fn = t.grad_fn
+            if fn is not None and self.key not in fn.metadata:
+                setattr(t, ATTR, None)
+                self.made(out, sys._getframe(2))
+            return out
         if nid is None:
             out = func(*args, **(kwargs or {}))
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):

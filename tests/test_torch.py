@@ -154,6 +154,11 @@ def test_the_doctor_finds_nothing_in_the_correct_twin():
     assert report.findings == []
     assert report.checked_calls == 1 and report.checked_passes
     assert any("custom Functions: Tanh" in n for n in report.notes)
+    from mgtui.tui.report import format_report
+
+    text = format_report(report)
+    assert "checked: each custom autograd Function's backward (built-in torch ops are " \
+        "trusted)" in text and "every step of every pass" not in text
 
 
 class Square(torch.autograd.Function):

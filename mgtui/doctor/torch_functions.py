@@ -233,7 +233,9 @@ def torch_report(trace: Trace, checked: dict | None, started: float) -> Report:
                   checked_calls=int(checked.get("calls", 0)), runs=1,
                   budget=float(checked.get("budget", BUDGET)),
                   numerical_seconds=float(checked.get("seconds", 0.0)),
-                  seconds=time.perf_counter() - started, notes=notes)
+                  seconds=time.perf_counter() - started, notes=notes,
+                  scope="each custom autograd Function's backward (built-in torch ops "
+                        "are trusted)")
 
 
 # -- as a runner job ---------------------------------------------------------------------

@@ -58,6 +58,7 @@ REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
 GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
 TENSORS = (torch.Tensor, torch.nn.Parameter)
 NAN = math.nan
+ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
 NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
                 torch.int16, torch.int8, torch.uint8, torch.bool}
@@ -194,13 +195,17 @@ class TorchProbe:
     def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
         """The node of output `nr` (of `t`) of autograd node `fn`."""
         nr = t.output_nr if t is not None else (nr or 0)
-        known = fn.metadata.get(self.key)
+        metadata = fn.metadata
+        known = metadata.get(self.key)
         if known is not None and nr in known:
             return known[nr]
         kids = [self._kid(nf, k, line) for nf, k in fn.next_functions if nf is not None]
         data = value_of(t) if t is not None else _hidden_value(fn)
         nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
-        fn.metadata.setdefault(self.key, {})[nr] = nid
+        if known is None:
+            metadata[self.key] = {nr: nid}
+        else:
+            known[nr] = nid
         return nid
 
     def out_node(self, fn, line: int) -> int:
@@ -280,9 +285,9 @@ class TorchProbe:
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):
                 self.made(out, sys._getframe(2))
             return out
-        if grad:
-            before = value_of(t.grad, True) if t.grad is not None else 0.0
-        else:
+        if grad:  # (a grad set aside is not changed: no copy of it is needed)
+            before = value_of(t.grad) if t.grad is not None else 0.0
+        else:  # (a copy: the tensor is about to change)
             before = value_of(t, True)
         out = func(*args, **(kwargs or {}))
         if grad:
@@ -290,9 +295,7 @@ class TorchProbe:
             field, kind = GRAD_FIELD, GRAD
         else:
             after, field, kind = value_of(t), DATA_FIELD, DATA
-        line = self.scenario_line(sys._getframe(2))
-        if not same(before, after) or grad:
-            self.write(nid, field, kind, before, after, line)
+        self.write(nid, field, kind, before, after, self.scenario_line(sys._getframe(2)))
         return out
 
     # -- backward -------------------------------------------------------------------------
@@ -493,6 +496,9 @@ class _BackwardRun:
         self.line = line
         self.records = probe.records
         self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
+        # gradients added up into each leaf so far (0: it had a grad already), for its
+        # AccumulateGrad: a sum of one gradient onto none is the engine's own value
+        self.sums: dict[int, int] = {}
         probe.passes += 1
         self.number = probe.passes
         self.returned = 0  # the line a custom Function's backward returned from
@@ -501,7 +507,7 @@ class _BackwardRun:
     def grad_of(self, nid: int, t=None):
         g = self.grads.get(nid)
         if g is None:
-            g = 0.0
+            g = ZERO
             if t is not None and t.is_leaf and t.grad is not None:
                 g = value_of(t.grad)
             self.grads[nid] = g
@@ -564,6 +570,8 @@ class _BackwardRun:
 
         def accumulated(grad_inputs, grad_outputs):
             add_event(event + (len(writes),))
+            if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
+                return None
             real = value_of(leaf.grad) if leaf.grad is not None else 0.0
             have = self.grad_of(nid, leaf)
             if not same(real, have):
@@ -593,7 +601,7 @@ class _BackwardRun:
         custom = isinstance(fn, BackwardCFunction)
         event = (BACKWARD, probe.out_node(fn, line), 0.0, 0.0, line, probe.closure(fn))
         add_event, writes, stack, write = records.add_event, records.writes, records.stack, probe.write
-        grads, grad_of = self.grads, self.grad_of
+        grads, grad_of, sums = self.grads, self.grad_of, self.sums
 
         def after(grad_inputs, grad_outputs):
             self.event = records.event_count()
@@ -606,7 +614,13 @@ class _BackwardRun:
                         continue
                     tid, t = target
                     before = grad_of(tid, t)
-                    grads[tid] = after = before + value_of(g)
+                    if before is ZERO:  # the first: the gradient itself (a copy: the
+                        after = value_of(g, True)  # engine may add into it in place)
+                    else:
+                        after = before + value_of(g)
+                    if t is not None:  # (a leaf's: see `_accumulated`)
+                        sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
+                    grads[tid] = after
                     write(tid, GRAD_FIELD, GRAD, before, after, at)
             finally:
                 stack.pop()

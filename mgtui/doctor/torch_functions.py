@@ -106,7 +106,8 @@ class FunctionChecker:
                 numerical = self._difference(call, x64, g64, i, j)
                 got = 0.0 if a is None else float(a.reshape(-1)[j])
                 self.elements += 1
-                if not math.isfinite(numerical) or abs(got - numerical) <= ATOL + RTOL * abs(numerical):
+                close = abs(got - numerical) <= ATOL + RTOL * abs(numerical)
+                if not math.isfinite(numerical) or close:
                     continue
                 return self._finding(call, i, j, x64[i].shape, numerical, got, k)
         return None

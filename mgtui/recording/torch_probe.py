@@ -5,27 +5,34 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
 
 - **Forward.** A `TorchFunctionMode` sees every torch call the scenario makes. Each
   tensor an op makes that has a `grad_fn` becomes a node, at the scenario line that
-  made it, with its op (`MulBackward0` reads `*`, `TanhBackward0` `tanh`, a custom
-  `Function` by its class name: `OPS`) and its inputs as children. A leaf becomes a
-  node where it is given `requires_grad` (`x.requires_grad = True`, a factory's
-  `requires_grad=True`), or where it is first used (a module's parameters). Autograd
-  nodes the scenario never saw made (those inside `F.linear`, a `.t()` of a weight) are
-  nodes too, with the line of the op that made them and no value. Custom
-  `Function.apply` calls go through the same.
+  made it, with its op (`MulBackward0` reads `*`, `TanhBackward0` `tanh`,
+  `AddmmBackward0` `Addmm`, a custom `Function` by its class name: `op_of`) and its
+  inputs as children. A leaf becomes a node where it is given `requires_grad`
+  (`x.requires_grad = True`, a factory's `requires_grad=True`), or where it is first
+  used (a module's parameters). Autograd nodes the scenario never saw made (those
+  inside `F.linear`) are nodes too, at the line of the op that made them (a weight's
+  transpose with its value, others without one). Custom `Function.apply` calls go
+  through the same. An in-place change of a recorded tensor outside autograd
+  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` (`zero_grad`)
+  a grad event; an in-place op autograd records (`h.add_(1)`) is a node.
 - **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
   the root's seed is a grad event (`o.grad = 1.0`), and every autograd node reachable
-  from the root gets a pre-hook and a hook for the length of the call. Each node the
-  engine runs is one backward step, in the engine's order, on the tensor it made: the
-  gradients it returns are `+=` writes into its inputs' grads (a leaf's too, as
-  micrograd's `_backward` writes them); its `AccumulateGrad` runs as the leaf's own
-  step, which writes only if the engine's sum differs from the trace's (float32). The
-  step's "closure" is the autograd node by name (`MulBackward0`, no source), or a custom
-  Function's `backward`, whose writes carry the line it returned from.
+  from the root gets a hook for the length of the call. Each node the engine runs is
+  one backward step, in the engine's order, on the tensor it made: the gradients it
+  returns are `+=` writes into its inputs' grads (a leaf's too, as micrograd's
+  `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
+  writes only where the engine's sum of several gradients differs from the trace's
+  (float32). The step's "closure" is the autograd node by name (`MulBackward0`, no
+  source), or a custom Function's `backward`, whose writes carry the line it returned
+  from.
+- **Names.** A tensor an assignment binds as it is made is named by its variable
+  (`loss`, at every training step); at the end, the scenario's globals name the rest,
+  a module's parameters by their path (`lin1.weight`).
 
-A tensor with one element reads as a float, as a micrograd value; a bigger one has no
-float (nan) and its shape is left to the array support. Nothing here changes a tensor,
-a gradient or the engine's order: the hooks only read, and are taken off after each
-backward call, so the final gradients are those of the script without mgtui.
+A tensor with one element reads as a float, as a micrograd value; a bigger one is an
+array (`mgtui.recording.array_values`). Nothing here changes a tensor, a gradient or the
+engine's order: the hooks only read, and are taken off after each backward call, so the
+final gradients are those of the script without mgtui.
 """
 
 from __future__ import annotations
@@ -75,7 +82,8 @@ class TorchNode:
 
 
 class FunctionCall(NamedTuple):
-    """A custom Function's backward call, as the doctor's check (`mgtui.recording.torch_watch`) is given it."""
+    """A custom Function's backward call, as the doctor's check is given it
+    (`mgtui.recording.torch_watch.function_check`)."""
 
     cls: type  # the Function
     args: tuple  # what its apply got (tensors detached and copied)
@@ -110,7 +118,7 @@ def value_of(t, copy: bool = False):
 def same(a, b) -> bool:
     """Are two values the trace holds the same, bit for bit (nan equal to nan)?"""
     if type(a) is float and type(b) is float:
-        return a == b or (a != a and b != b)
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
     if type(a) is float or type(b) is float:
         return False
     return a.shape == b.shape and a.tobytes() == b.tobytes()
@@ -446,7 +454,8 @@ class _Mode(TorchFunctionMode):
 
 
 # What a torch call is to the recording (`_kind`), by the function, worked out once.
-CALL, READ, GRAD_SET, REQUIRES_GRAD_SET, IN_PLACE = "call", "read", "grad=", "requires_grad=", "in place"
+CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
+REQUIRES_GRAD_SET = "requires_grad="
 KINDS: dict = {}
 
 
@@ -461,6 +470,10 @@ def _kind(func) -> str:
     if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
         return IN_PLACE  # `p.sub_(g)`, `p -= g`
     return CALL
+
+
+def _copies(grads) -> tuple:
+    return tuple(g.detach().clone() if g is not None else None for g in grads)
 
 
 _RETURNS: dict = {}
@@ -600,7 +613,8 @@ class _BackwardRun:
                 targets.append((probe._fn_node(nf, line, None, nr), None))
         custom = isinstance(fn, BackwardCFunction)
         event = (BACKWARD, probe.out_node(fn, line), 0.0, 0.0, line, probe.closure(fn))
-        add_event, writes, stack, write = records.add_event, records.writes, records.stack, probe.write
+        add_event, writes, stack = records.add_event, records.writes, records.stack
+        write = probe.write
         grads, grad_of, sums = self.grads, self.grad_of, self.sums
 
         def after(grad_inputs, grad_outputs):
@@ -636,9 +650,7 @@ class _BackwardRun:
         if args is None:
             return
         nid = probe.out_node(fn, self.line)
-        call = FunctionCall(fn._forward_cls, args,
-                            tuple(g.detach().clone() if g is not None else None for g in grad_outputs),
-                            tuple(g.detach().clone() if g is not None else None for g in grad_inputs),
+        call = FunctionCall(fn._forward_cls, args, _copies(grad_outputs), _copies(grad_inputs),
                             nid, getattr(self, "event", 0), self.number, line)
         probe.paused += 1  # (what the check runs is not the scenario's)
         try:

@@ -312,3 +312,15 @@ def test_an_in_place_op_under_autograd_is_a_node_and_an_update_a_data_write(writ
     data = [i for i in range(len(t)) if t.kind(i).value == "data"]
     assert len(data) == 1 and t.change(data[0]) == (2.0, 0.5)  # a -= 0.5 * a.grad
     assert t.final_data[ids["a"]] == plain_output(path)["a"] == 0.5
+
+
+def test_a_recorded_torch_block_is_not_misread_by_the_micrograd_checks():
+    import mgtui
+
+    with mgtui.record() as r:
+        x = torch.tensor([1.5, -2.0], requires_grad=True)
+        (x * x).sum().backward()
+    found = mgtui.check(r)
+    assert not found  # (the micrograd checks took the array x for a nan before)
+    assert found.unchecked is not None and any("recorded block" in n for n in found.notes)
+    assert r.trace.node_count == 3

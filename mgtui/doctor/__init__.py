@@ -111,6 +111,8 @@ def diagnose_recorded(trace: Trace, hits: list, callers: list = ()) -> Report:
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
     `diagnose_call`)."""
+    if torch_functions.is_torch(trace):  # (the micrograd checks would misread it)
+        return torch_functions.torch_report(trace, None, time.perf_counter(), block=True)
     return examine(trace, hits, None, callers=callers)
 
 

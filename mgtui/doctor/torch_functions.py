@@ -201,8 +201,10 @@ def checking(budget: float = BUDGET) -> Iterator[FunctionChecker]:
 # -- the report --------------------------------------------------------------------------
 
 
-def torch_report(trace: Trace, checked: dict | None, started: float) -> Report:
-    """The doctor's report on a torch trace, from what `FunctionChecker.report` gave."""
+def torch_report(trace: Trace, checked: dict | None, started: float,
+                 block: bool = False) -> Report:
+    """The doctor's report on a torch trace, from what `FunctionChecker.report` gave
+    (`block`: a recorded block, whose Functions were not checked as they ran)."""
     checked = checked or {}
     found = []
     for f in checked.get("found", ()):
@@ -217,7 +219,10 @@ def torch_report(trace: Trace, checked: dict | None, started: float) -> Report:
     notes = ["PyTorch: built-in torch ops are trusted, and the checks of micrograd-style "
              "engines are not run on a torch graph; custom autograd Functions are checked "
              "by finite differences on the inputs they got"]
-    if not functions:
+    if block:
+        notes.append("a recorded block's custom Functions are not checked: give "
+                     "mgtui.check a function that builds the graph, or run mgtui FILE --check")
+    elif not functions:
         notes.append("no custom torch.autograd.Function's backward ran, so nothing was "
                      "checked numerically")
     else:

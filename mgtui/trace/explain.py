@@ -13,7 +13,7 @@ numerical one when the gradient doctor measured it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mgtui.trace import EventKind, Field, Trace
 from mgtui.trace.explain_arrays import explain_arrays
@@ -82,12 +82,12 @@ def explain(trace: Trace, data, grad, index: int,
     if trace.arrays:  # a tensor engine's step (`mgtui.trace.explain_arrays`)
         found = explain_arrays(trace, data, grad, index)
         if found is not None:
-            return found
+            return torch_step(trace, index, found)
     kind = trace.kind(index)
     if kind is EventKind.CREATE:
         return _forward(trace, data, trace.event_node(index))
     if kind is EventKind.BACKWARD:
-        return _backward(trace, data, grad, index, numerical or {})
+        return torch_step(trace, index, _backward(trace, data, grad, index, numerical or {}))
     return _lone_write(trace, grad, index, kind)
 
 
@@ -140,6 +140,25 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
     return Explanation("create", nid, f"forward: {label} = {expr}",
                        f"{label} = {expr} = {numbers} = {value}",
                        local_derivative(op, name(label), names, repeated_input(kids)))
+
+
+TORCH_NODE = "<torch>"  # the file of a torch autograd node's step (no source)
+
+
+def torch_step(trace: Trace, index: int, e: Explanation) -> Explanation:
+    """A torch backward step (`mgtui.recording.torch_probe`) is named by its autograd
+    node (`TanhBackward0 of o`), and a leaf's `AccumulateGrad` says what it does."""
+    closure = trace.closure_of(index) if e.kind == "backward" else None
+    if closure is None or closure.filename != TORCH_NODE:
+        return e
+    out, op = name(trace.label(e.node)), trace.op(e.node)
+    notes = e.notes
+    if closure.name == "AccumulateGrad":
+        notes = (f"torch's AccumulateGrad: what reached {out} is added into {out}.grad "
+                 "(each += shows at the step that passed it on).",) + tuple(
+                     n for n in notes if "is a leaf: its _backward" not in n)
+    return replace(e, title=f"backward: {closure.name} of {out}" + (f"  ({op})" if op else ""),
+                   notes=notes)
 
 
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:

@@ -154,7 +154,7 @@ def format_report(report: Report) -> str:
     """The `--check` report: what was checked, each finding, and the verdict."""
     t = report.trace
     out = [f"{t.title}", f"{display_path(t.scenario)}: {t.node_count:,} nodes, {len(t):,} steps"]
-    out.append(f"checked: every step of every pass; {numerically(report)}")
+    out.append(f"checked: {report.scope}; {numerically(report)}")
     out.extend(f"note: {n}" for n in report.notes)
     out.append("")
     for f in report.findings:

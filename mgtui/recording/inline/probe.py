@@ -22,6 +22,7 @@ from mgtui.recording.probes import record_write
 from mgtui.recording.store import ID
 from mgtui.recording.shapes import op_of_maker
 from mgtui.recording.slots_hooks import keeps_fields_in_slots
+from mgtui.recording.torch_watch import torch_module
 
 # Where Python's own library and installed packages live: never "beside the scenario",
 # even for a scenario at the top of the file system.
@@ -252,7 +253,7 @@ class Inliner:
         """Should the functions of `module` be rewritten for this run? Yes if it names an
         adopted class, or lives beside the scenario."""
         name = getattr(module, "__name__", "") or ""
-        if name == "mgtui" or name.startswith("mgtui."):
+        if name == "mgtui" or name.startswith("mgtui.") or torch_module(name):
             return False
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict) or namespace is self.rec.globals:

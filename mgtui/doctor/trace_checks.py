@@ -17,11 +17,19 @@ Check = Callable[[Trace, CheckContext], list[Finding]]
 
 
 def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
-    """The first nan or inf in any data or grad, and the step that produced it."""
+    """The first nan or inf in any data or grad, and the step that produced it (in an
+    array, the first such element: `non_finite_in_arrays`)."""
     t = trace
+    if ctx.array_nodes:
+        return non_finite_in_arrays(t, ctx)
     i = t.first_non_finite()
     if i is None:
         return []
+    return non_finite_at(t, ctx, i)
+
+
+def non_finite_at(t: Trace, ctx: CheckContext, i: int) -> list[Finding]:
+    """The non-finite finding at event `i`, the first to store a nan or an inf."""
     kind = t.kind(i)
     if kind is EventKind.CREATE:
         nid = t.event_node(i)
@@ -52,6 +60,91 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
                         f"(it was {before:.6g})", recorded=after)]
 
 
+def non_finite_in_arrays(t: Trace, ctx: CheckContext) -> list[Finding]:
+    """In a trace with array nodes, whose values it holds as nan: the first nan or inf
+    of the numbers it does hold, or the first element of an array that the probe saw
+    made as one (at a node's creation, or added by a `_backward`), whichever is first."""
+    arrays, calls = ctx.array_nodes, t.events_of(EventKind.BACKWARD)
+    first: list[tuple[int, int, str, Callable[[], list[Finding]]]] = []
+    made = ctx.arrays.made_non_finite
+    if made is not None:
+        nid, flat, value = made
+        i = t.created_at(nid)
+        if i is not None:
+            first.append((i, 0, "made", lambda: made_non_finite(t, ctx, nid, flat, value)))
+    for hit in ctx.arrays.non_finite_hits[:1]:
+        if hit.call < len(calls):
+            first.append((calls[hit.call], 1, "added",
+                          lambda hit=hit: added_non_finite(t, ctx, calls[hit.call], hit)))
+    scalar = next((i for i in range(len(t)) if stores_non_finite(t, i, arrays)), None)
+    if scalar is not None:
+        first.append((scalar, 2, "scalar", lambda: non_finite_at(t, ctx, scalar)))
+    ctx.notes.append("array values set outside a _backward (an update `p.data -= …`, "
+                     "`p.grad = …`) were not checked for nan or inf element by element")
+    return min(first)[3]() if first else []
+
+
+def stores_non_finite(t: Trace, i: int, arrays: set[int]) -> bool:
+    """Does event `i` store a nan or an inf in a node that is not an array?"""
+    kind = t.kind(i)
+    if kind is EventKind.CREATE:
+        nid = t.event_node(i)
+        return nid not in arrays and not math.isfinite(t.node_data[nid])
+    if kind is EventKind.BACKWARD:
+        return any(w.node not in arrays and not math.isfinite(w.after) for w in t.writes(i))
+    return t.event_node(i) not in arrays and not math.isfinite(t.change(i)[1])
+
+
+def made_non_finite(t: Trace, ctx: CheckContext, nid: int, flat: int,
+                    value: float) -> list[Finding]:
+    from mgtui.doctor.arrays import element_index, element_text
+
+    shape = ctx.arrays.shapes.get(nid, ())
+    i = t.created_at(nid)
+    assert i is not None
+    inputs = ctx.inputs(nid)
+    origin = (f"its op {t.op(nid) or '?'} made it from {ctx.labels(inputs)}" if inputs
+              else "it was created so")
+    return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.line(nid)),
+                        f"{ctx.node_text(nid)}.data{element_text(shape, flat)} is {value} "
+                        f"(shape {shape}): {origin}", recorded=value,
+                        element=element_index(shape, flat))]
+
+
+def added_non_finite(t: Trace, ctx: CheckContext, event: int, hit) -> list[Finding]:
+    from mgtui.doctor.arrays import element_index, element_text
+
+    shape = ctx.arrays.shapes.get(hit.target, ())
+    line = ctx.grad_write_line(event, hit.target)
+    return [ctx.finding("non-finite", hit.node, event, ctx.closure_where(event, line),
+                        f"the _backward of {ctx.op_text(hit.node)} added {hit.value} to "
+                        f"{ctx.node_text(hit.target)}.grad{element_text(shape, hit.element)}, "
+                        f"from a finite {t.label(hit.node)}.grad and finite data",
+                        recorded=hit.value, element=element_index(shape, hit.element))]
+
+
+def check_grad_shape(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A `_backward` that gave an input a grad of another shape than the input's data
+    (an array broadcast and never summed back), as the probe's replays saw it."""
+    t = trace
+    calls = t.events_of(EventKind.BACKWARD)
+    found = []
+    for hit in ctx.arrays.shape_hits:
+        if hit.call >= len(calls) or t.event_node(calls[hit.call]) != hit.node:
+            continue
+        event = calls[hit.call]
+        ctx.explained.add(event)
+        name = t.label(hit.target)
+        found.append(ctx.finding(
+            "grad-shape", hit.node, event,
+            ctx.closure_where(event, ctx.assigning_write_line(event, hit.target)),
+            f"the _backward of {ctx.op_text(hit.node)} gave {ctx.node_text(hit.target)} a "
+            f"grad of shape {tuple(hit.grad_shape)}, where {name}.data has shape "
+            f"{tuple(hit.data_shape)}: a gradient has its value's shape (sum it over the "
+            f"axes {name} was broadcast along)"))
+    return found
+
+
 def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """`=` instead of `+=`: the probe's replays, tied to their recorded call."""
     t = trace
@@ -67,14 +160,20 @@ def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
             continue
         ctx.explained.add(event)
         start, g0, gs = hit.start, hit.from_zero, hit.from_start
+        element, at = None, ""
+        if hit.element >= 0:
+            from mgtui.doctor.arrays import element_index, element_text
+
+            shape = ctx.arrays.shapes.get(target, ())
+            element, at = element_index(shape, hit.element), element_text(shape, hit.element)
         found.append(ctx.finding(
             "overwrite", nid, event,
             ctx.closure_where(event, ctx.assigning_write_line(event, target)),
             f"the _backward of {ctx.op_text(nid)} assigns "
             f"{ctx.node_text(target)}.grad instead of adding to it: replayed with "
-            f"{t.label(target)}.grad = {start:.6g} beforehand it left {gs:.6g}, "
+            f"{t.label(target)}.grad{at} = {start:.6g} beforehand it left {gs:.6g}, "
             f"not {start + g0:.6g} (= {start:.6g} + {g0:.6g}); a second "
-            f"contribution to {t.label(target)}.grad would be lost"))
+            f"contribution to {t.label(target)}.grad would be lost", element=element))
     return found
 
 
@@ -234,6 +333,9 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """A backward pass that starts while grads still hold values from an earlier backward
     pass: one of the same graph, or one before the last update of the parameters."""
     t = trace
+    if ctx.array_nodes and len(ctx.backward_passes) > 1:
+        ctx.notes.append("a missing zero_grad was looked for on number grads only, not "
+                         "on array grads (the trace does not hold their values)")
     data = array("d", t.node_data)  # `apply` replays both fields; only grads are read
     grad = array("d", bytes(8 * t.node_count))
     held: dict[int, int] = {}  # node -> the backward pass its grad still comes from
@@ -247,7 +349,8 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
             continue  # creations change no grad
         calls = {i: t.grad_targets(i) for i in t.backward_calls(p)}  # call -> grads it wrote
         if p.index in backward:
-            stale = stale_grads(t, p, calls, grad, held, ends, roots, last_update)
+            stale = stale_grads(t, p, calls, grad, held, ends, roots, last_update,
+                                ctx.array_nodes)
             if stale:
                 ctx.explained_passes.add(p.index)
                 found.append(zero_grad_finding(t, ctx, p, calls, stale, grad, ends, last_update))
@@ -270,7 +373,7 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
 
 def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
                 held: dict[int, int], ends: dict[int, int], roots: dict[int, int | None],
-                last_update: int) -> list[tuple[int, int]]:
+                last_update: int, arrays: set[int] = frozenset()) -> list[tuple[int, int]]:
     """(node, earlier backward pass) for each node that pass `p` adds to while its grad
     is still nonzero from that earlier pass, and should have been zeroed since."""
     root = t.backward_root(p)
@@ -278,7 +381,7 @@ def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
     seen: set[int] = set()
     for written in calls.values():
         for nid in written:
-            if nid in seen:
+            if nid in seen or nid in arrays:  # (an array's grad is not in the trace)
                 continue
             seen.add(nid)
             q = held.get(nid)
@@ -313,6 +416,7 @@ TRACE_CHECKS: tuple[Check, ...] = (
     check_missing_seed,  # first: the numerical check leaves out the passes it explains
     check_non_finite,
     check_overwrite,
+    check_grad_shape,
     check_no_backward,
     check_foreign_write,
     check_repeated_backward,

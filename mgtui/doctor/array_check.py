@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mgtui.doctor.array_runs import array_args
-from mgtui.doctor.arrays import decode, element_index, element_text, sample_elements
+from mgtui.doctor.arrays import (FEW, SMALL, decode, element_index, element_text,
+                                 sample_elements)
 from mgtui.doctor.findings import Finding
 from mgtui.trace import EventKind, Pass
 
@@ -41,6 +42,7 @@ ATOL, RTOL = 1e-5, 1e-3  # gradcheck's (as `numerical`)
 H = 1e-7  # the directional runs' nudge, relative to an array's largest element
 H_SINGLE = 1e-6  # one input, or one element, nudged alone
 MAX_INPUTS = 8
+SAMPLED_PASSES = 4  # by default, the first, the last and evenly spaced ones between
 ELEMENTS_AT_ONCE = 2  # elements of an input checked side by side (a pair of runs each)
 
 
@@ -89,6 +91,14 @@ class ArrayCheck:
         """Plan the passes and start the run as recorded and the run nudged up."""
         t = self.trace
         rng = random.Random(self.reruns.seed)
+        if self.check.sampled and len(passes) > SAMPLED_PASSES:
+            keep = {round(k * (len(passes) - 1) / (SAMPLED_PASSES - 1))
+                    for k in range(SAMPLED_PASSES)}
+            self.check.notes.append(
+                f"{len(passes) - len(keep)} backward pass(es) between the first and the last "
+                f"were left out: on arrays {SAMPLED_PASSES} passes are sampled, evenly "
+                f"(--passes all checks every one)")
+            passes = [p for k, p in enumerate(passes) if k in keep]
         for p in passes:
             first, root = t.first_backward(p), t.backward_root(p)
             assert first is not None and root is not None
@@ -131,6 +141,11 @@ class ArrayCheck:
             suspects, skipped = self.suspects(plan)
             unread += skipped
             found += self.localise(plan, suspects)
+        found = self.check.wrong_in.named(found)
+        self.check.notes.append(
+            f"on arrays each _backward call was checked along a random direction over all "
+            f"the elements; the elements of an input found off were checked one by one "
+            f"(all of an input of up to {SMALL} elements, {FEW} of a bigger one)")
         if unread:
             self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")

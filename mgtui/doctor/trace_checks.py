@@ -79,8 +79,12 @@ def non_finite_in_arrays(t: Trace, ctx: CheckContext) -> list[Finding]:
     scalar = next((i for i in range(len(t)) if stores_non_finite(t, i, arrays)), None)
     if scalar is not None:
         first.append((scalar, 2, "scalar", lambda: non_finite_at(t, ctx, scalar)))
-    ctx.notes.append("array values set outside a _backward (an update `p.data -= …`, "
-                     "`p.grad = …`) were not checked for nan or inf element by element")
+    roots = {t.backward_root(p) for p in ctx.backward_passes}
+    if any(t.event_node(i) in arrays for i in t.events_of(EventKind.DATA)) or any(
+            t.event_node(i) in arrays and t.event_node(i) not in roots
+            for i in t.events_of(EventKind.GRAD)):
+        ctx.notes.append("array values set outside a _backward (an update `p.data -= …`, "
+                         "`p.grad = …`) were not checked for nan or inf element by element")
     return min(first)[3]() if first else []
 
 

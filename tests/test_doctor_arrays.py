@@ -238,3 +238,40 @@ def test_the_doctor_works_without_numpy(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+class Tensor32(Tensor):
+    """A Tensor whose leaves keep float32 data, as many numpy engines do."""
+
+    def __init__(self, data, _children=(), _op='', label=''):
+        super().__init__(data, _children, _op, label)
+        self.data = self.data.astype(np.float32)
+        self.grad = np.zeros_like(self.data)
+
+
+def test_float32_arrays_are_said_not_checked_numerically():
+    def fn():
+        x = Tensor32([[1.0, -2.0, 0.5]], label='x')
+        (x * x).tanh().sum().backward()
+
+    report = diagnose_call(fn)
+    assert report.findings == [] and report.checked_passes == []
+    assert report.unchecked == "no backward pass was checked numerically"
+    assert any("float32" in note and "float64" in note for note in report.notes)
+
+
+def test_a_recorded_block_of_arrays_raises_no_false_alarm():
+    from mgtui.doctor import diagnose_recorded
+    from mgtui.doctor.probe import ArrayFacts
+    from mgtui.recording.inprocess import record_call
+
+    def fn():
+        x = Tensor([[1.0, -2.0]], label='x')
+        w = Tensor([[0.5], [1.5]], label='w')
+        (x @ w).tanh().sum().backward()
+
+    probe = OverwriteProbe()  # without its `watch`: the arrays it meets in `_backward`
+    trace = record_call(fn, before_backward=probe)
+    report = diagnose_recorded(trace, probe.hits, arrays=ArrayFacts.of(probe))
+    assert report.findings == []
+    assert set(ArrayFacts.of(probe).shapes) == set(range(trace.node_count))  # all seen in a call

@@ -102,11 +102,12 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
                    started=started, callers=callers, arrays=ArrayFacts.of(probe))
 
 
-def diagnose_recorded(trace: Trace, hits: list, callers: list = ()) -> Report:
+def diagnose_recorded(trace: Trace, hits: list, callers: list = (),
+                      arrays: ArrayFacts = NO_ARRAYS) -> Report:
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
-    `diagnose_call`)."""
-    return examine(trace, hits, None, callers=callers)
+    `diagnose_call`). `arrays`: what its probe saw of arrays (`ArrayFacts.of`)."""
+    return examine(trace, hits, None, callers=callers, arrays=arrays)
 
 
 def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,

@@ -75,7 +75,8 @@ class ArrayCapture:
         self.count += 1
         nids = self.snaps.get(k)
         if nids is not None:
-            self.snapshots[k] = {n: self.values(n) for n in nids if n in self.dicts}
+            values = ((n, self.values(n)) for n in nids if n in self.dicts)
+            self.snapshots[k] = {n: v for n, v in values if v is not None}
         if any(lo <= k < hi for lo, hi in self.capture):
             self.capture_call(k, d, fn)
         if self.origin_call is not None and self.origin_call[0] == k:
@@ -83,8 +84,10 @@ class ArrayCapture:
         if self.stop_after is not None and self.count > self.stop_after:
             raise StopRecording("the doctor has what it needs")
 
-    def values(self, nid: int) -> dict:
+    def values(self, nid: int) -> dict | None:
         d = self.dicts[nid]
+        if too_big(d.get("data")):  # type: ignore[attr-defined]
+            return None
         out = {"d": encode(d.get("data"))}  # type: ignore[attr-defined]
         if self.grads:
             out["g"] = encode(d.get("grad"))  # type: ignore[attr-defined]
@@ -92,8 +95,10 @@ class ArrayCapture:
 
     def capture_call(self, k: int, d, fn) -> None:
         """Call `k`: its node, the node's grad, and what it adds to each input's grad."""
+        if too_big(d.get("grad")):
+            return
         contributions = from_zero(d, fn)
-        if contributions is None:
+        if contributions is None or any(too_big(g) for _, g, _ in contributions):
             return
         try:
             row = [k, d.get(ID, -1), encode(d.get("grad")),
@@ -107,6 +112,13 @@ class ArrayCapture:
                 "snaps": {str(k): {str(n): v for n, v in snap.items()}
                           for k, snap in self.snapshots.items()},
                 "calls": self.calls, "origin": self.origin}
+
+
+MAX_ELEMENTS = 1 << 20  # an array bigger than this is not copied out: its calls go unchecked
+
+
+def too_big(x: object) -> bool:
+    return is_array(x) and x.size > MAX_ELEMENTS  # type: ignore[attr-defined]
 
 
 def from_zero(d, fn) -> list[tuple[int, object, object]] | None:

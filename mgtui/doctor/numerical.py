@@ -138,7 +138,11 @@ class NumericalCheck:
         self.started = time.perf_counter()
         self.sampled = passes is None
         wanted = self.choose(passes)
-        if wanted and self.ctx.array_nodes:  # a tensor engine: checked element by element
+        if wanted and self.ctx.arrays.dtypes:  # float32: a nudge of 1e-7 is lost in it
+            self.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
+                              f"float64: finite differences need float64, so no gradient "
+                              f"was checked numerically")
+        elif wanted and self.ctx.array_nodes:  # a tensor engine: checked element by element
             from mgtui.doctor.array_check import ArrayCheck
 
             self.arrays = ArrayCheck(self)

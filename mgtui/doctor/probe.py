@@ -108,6 +108,8 @@ class OverwriteProbe:
 
         node, target = d.get(ID, -1), cd.get(ID, -1)
         data_shape = np.shape(cd.get("data"))
+        for nid, nd in ((node, d), (target, cd)):  # (a recording with no `watch`)
+            self.watch.note(nid, nd.get("data"))
         if np.shape(g0) != data_shape:
             self.shape_hits.append(ShapeHit(index, node, target, np.shape(g0), data_shape))
             return
@@ -131,16 +133,25 @@ class ArrayWatch:
     def __init__(self) -> None:
         self.shapes: dict[int, tuple] = {}
         self.made_non_finite: tuple[int, int, float] | None = None
+        self.dtypes: set[str] = set()  # the dtypes of array data other than float64
 
     def __call__(self, nid: int, d) -> None:
         data = d.get("data")
         if type(data) is float or not is_array(data):
             return
-        self.shapes[nid] = tuple(data.shape)
+        self.note(nid, data)
         if self.made_non_finite is None:
             bad = first_non_finite(data)
             if bad is not None:
                 self.made_non_finite = (nid, bad, float(data.reshape(-1)[bad]))
+
+    def note(self, nid: int, data) -> None:
+        """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
+        if is_array(data):
+            if nid >= 0:
+                self.shapes.setdefault(nid, tuple(data.shape))
+            if data.dtype.name != "float64":
+                self.dtypes.add(data.dtype.name)
 
 
 def input_dicts(d: dict) -> list[dict]:
@@ -287,17 +298,20 @@ class ArrayFacts(NamedTuple):
     made_non_finite: tuple | None = None
     shape_hits: tuple = ()
     non_finite_hits: tuple = ()
+    dtypes: tuple = ()  # of array data, other than float64
 
     @classmethod
     def of(cls, probe: OverwriteProbe) -> ArrayFacts:
         return cls(dict(probe.watch.shapes), probe.watch.made_non_finite,
-                   tuple(probe.shape_hits), tuple(probe.non_finite_hits))
+                   tuple(probe.shape_hits), tuple(probe.non_finite_hits),
+                   tuple(sorted(probe.watch.dtypes)))
 
     def to_json(self) -> dict:
         return {"shapes": {str(k): list(v) for k, v in self.shapes.items()},
                 "made_non_finite": list(self.made_non_finite) if self.made_non_finite else None,
                 "shape_hits": [[c, n, t, list(g), list(s)] for c, n, t, g, s in self.shape_hits],
-                "non_finite_hits": [list(h) for h in self.non_finite_hits]}
+                "non_finite_hits": [list(h) for h in self.non_finite_hits],
+                "dtypes": list(self.dtypes)}
 
     @classmethod
     def from_json(cls, obj: object) -> ArrayFacts:
@@ -309,7 +323,8 @@ class ArrayFacts(NamedTuple):
                    tuple(ShapeHit(int(c), int(n), int(t), tuple(g), tuple(s))
                          for c, n, t, g, s in obj.get("shape_hits", ())),
                    tuple(NonFiniteHit(int(c), int(n), int(t), int(e), float(v))
-                         for c, n, t, e, v in obj.get("non_finite_hits", ())))
+                         for c, n, t, e, v in obj.get("non_finite_hits", ())),
+                   tuple(str(x) for x in obj.get("dtypes", ())))
 
 
 NO_ARRAYS = ArrayFacts({})

@@ -28,6 +28,7 @@ from mgtui.run.runner import Run, RunSpec
 from mgtui.recording.sandbox import Isolation, sandboxed
 from mgtui.recording.slots_hooks import SlotsHooks
 from mgtui.trace import EventKind, Trace
+from mgtui.trace.arrays import ArrayValue
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = [p for p in sorted((ROOT / "scenarios").glob("*.py"))
@@ -44,6 +45,10 @@ VARIANTS = {
     "slots": (DOC_LINE, '    __slots__ = ("data", "grad", "_backward", "_prev", "_op", '
                         '"label", "__weakref__")\n'),
 }
+# The same for the numpy `Tensor` (engine/tensor.py), whose arrays every probe records
+TENSOR_DOC = '    """ stores an array of numbers and its gradient, of the same shape """\n'
+TENSOR_VARIANTS = {"hooks": VARIANTS["hooks"],
+                   "slots": (TENSOR_DOC, VARIANTS["slots"][1])}
 
 
 def variant(tmp_path: Path, name: str, scenario: Path) -> Path:
@@ -57,19 +62,35 @@ def variant(tmp_path: Path, name: str, scenario: Path) -> Path:
         text = value.read_text()
         assert text.count(old) == 1, "engine/value.py changed: update VARIANTS"
         value.write_text(text.replace(old, new))
+        tensor = home / "engine" / "tensor.py"
+        old, new = TENSOR_VARIANTS[name]
+        text = tensor.read_text()
+        assert text.count(old) == 1, "engine/tensor.py changed: update TENSOR_VARIANTS"
+        tensor.write_text(text.replace(old, new))
     copy = home / scenario.name
     shutil.copy(scenario, copy)
     return copy
 
 
+def value(v) -> object:
+    """A value as compared: a float, or an array's shape, dtype and elements."""
+    return (v.shape, v.dtype, v.whole, list(v.values)) if isinstance(v, ArrayValue) else v
+
+
 def shape(trace: Trace, names: bool = True) -> dict:
     """What a trace says, without where its files were: every node, every step with its
-    writes, the closures' code, the names, the error and the output."""
-    nodes = [("" if trace.derived_name(n.id) or n.label == f"#{n.id}" else n.label, n.op,
-              n.children, n.data, n.line, n.final_data, n.final_grad) for n in trace.nodes()]
-    events = [(e.kind, e.node, e.before, e.after, e.line, e.closure,
-               [(w.node, w.field, w.before, w.after, w.line) for w in e.writes])
-              for e in trace.events()]
+    writes (arrays too: `mgtui.trace.arrays`), the closures' code, the names, the error
+    and the output."""
+    t = trace
+    nodes = [("" if t.derived_name(n.id) or n.label == f"#{n.id}" else n.label, n.op,
+              n.children, value(t.created_value(n.id)), value(t.created_grad(n.id)), n.line,
+              value(t.final_value(n.id, False)), value(t.final_value(n.id, True)))
+             for n in t.nodes()]
+    events = [(e.kind, e.node, *map(value, t.event_value(e.index, e.before, e.after)),
+               e.line, e.closure,
+               [(w.node, w.field, *map(value, t.write_value(w.index, w.before, w.after)),
+                 w.line) for w in e.writes])
+              for e in t.events()]
     closures = [(c.name, Path(c.filename).name, c.first_line, c.lines, c.default)
                 for c in trace.closures]
     error = None if trace.error is None else (trace.error.type, trace.error.message,

@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-LESSON_ORDER = ("chain", "neuron", "neuron_notebook", "neuron_exp", "mlp", "moons")
+LESSON_ORDER = ("chain", "neuron", "neuron_notebook", "neuron_exp", "mlp", "moons", "tensor_neuron",
+                "tensor_mlp")  # (the tensor lessons need numpy: the `tensor` extra)
 
 
 def bundled_dir() -> Path:

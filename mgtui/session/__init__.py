@@ -10,6 +10,7 @@ from bisect import bisect_right
 from dataclasses import replace
 from typing import Literal
 
+from mgtui.trace.arrays import state_values
 from mgtui.session import step_panes
 from mgtui.session.step_panes import short_path
 from mgtui.session.step_state import (
@@ -338,10 +339,11 @@ class Session:
                source: Source | None, notice: Notice | None) -> StepState:
         tl, trace, at_error = self.timeline, self.trace, self.at_error()
         running = event is not None and trace.kind(event) is EventKind.BACKWARD
+        data, grad = state_values(trace, tl.position, tl.data, tl.grad)  # (arrays, if any)
         return StepState(
             position=self.position, total=self.total, at_error=at_error,
             event=event, pass_index=pass_index, view=view,
-            data=tl.data, grad=tl.grad, created=tl.created,
+            data=data, grad=grad, created=tl.created,
             walked=view.walked(tl.position) if view is not None else 0, running=running,
             marks=step_panes.marks(trace, event), breakpoints=self.breakpoints,
             header=step_panes.header(trace, self.step, self.total, event, at_error),

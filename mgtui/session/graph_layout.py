@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mgtui.trace.arrays import ArrayValue, box_shape
 from mgtui.safe import cell_width, cells, clip_cells
 from mgtui.session.graph_placement import Unit, place_across, rank_and_order
 from mgtui.trace import Trace
@@ -52,7 +53,14 @@ TO_SCREEN = {  # layout bits -> screen bits
 
 
 def squeeze(x: float, width: int) -> str:
-    """`x` as the lesson writes it (`fmt`), shortened to fit `width` characters."""
+    """`x` as the lesson writes it (`fmt`), shortened to fit `width` characters; an array
+    (`mgtui.trace.arrays`) as its shape, `100×16` (one element: its number)."""
+    if isinstance(x, ArrayValue):
+        if x.size == 1 and x.values:
+            x = x.values[0]
+        else:
+            text = box_shape(x.shape)
+            return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
     text = fmt(x)
     if len(text) <= width:
         return text
@@ -239,7 +247,9 @@ class _Sizes:
         (within 4…5 in a compact box)."""
         values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
                                              trace.final_grad[n])]
-        num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)])
+        num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)]
+                    + [len(box_shape(a.shape)) for n, a in trace.arrays.nodes.items()
+                       if a.size > 1 and n in set(drawn)])
         # a rare longer number is squeezed into it
         return cls(trace, min(num_w, COMPACT_NUMBER if compact else 7), compact)
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from mgtui.trace.arrays import ArrayValue, state_values
 from mgtui.session.assigns import assigning_lines
 from mgtui.trace.explain import explain
 from mgtui.session.notes import notes_in
@@ -74,9 +75,16 @@ def detail(trace: Trace, data: array, grad: array, step: int, total: int, event:
     exp = explain(trace, data, grad, event, numerical)
     closure = trace.closure_of(event)
     warnings = []
+    data, grad = state_values(trace, event + 1, data, grad)  # (arrays, where they are)
     for nid in dict.fromkeys([exp.node] + [c.target for c in exp.contributions]):
         for name, value in (("data", data[nid]), ("grad", grad[nid])):
-            if not math.isfinite(value):
+            if isinstance(value, ArrayValue) and not value.finite:
+                first = value.first_non_finite()
+                at = f", the first at flat index {first}" if first is not None else ""
+                warnings.append(f"⚠ {trace.label(nid)}.{name} holds {value.summary[4]:,} "
+                                f"elements that are nan or inf{at}: everything computed "
+                                "from them will not be finite either")
+            elif not isinstance(value, ArrayValue) and not math.isfinite(value):
                 warnings.append(f"⚠ {trace.label(nid)}.{name} is {value}: not a finite "
                                 "number, and everything computed from it will not be either")
     return replace(shown, explanation=exp, line=trace.line_of(event),

@@ -121,8 +121,9 @@ class Notice:
 @dataclass(frozen=True, eq=False)
 class StepState:
     """Everything the panes draw at one step. `data` and `grad` are the timeline's own
-    arrays: read them before the next move (copying them would cost in proportion to
-    the graph at every step)."""
+    arrays (for a trace with arrays, `mgtui.trace.arrays.ValuesAt` views over them, whose
+    items may be `ArrayValue`s): read them before the next move (copying them would cost
+    in proportion to the graph at every step)."""
 
     position: Position
     total: int
@@ -130,7 +131,7 @@ class StepState:
     event: int | None  # the event just applied; None at the start and on the error step
     pass_index: int
     view: GraphView | None
-    data: array
+    data: array  # (or a `ValuesAt`)
     grad: array
     created: int  # nodes [0, created) exist
     walked: int  # `_backward` calls of the view's walk that have run

@@ -13,88 +13,19 @@ numerical one when the gradient doctor measured it.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from mgtui.trace import EventKind, Field, Trace
+from mgtui.trace.explain_arrays import explain_arrays
+from mgtui.trace.working import (  # noqa: F401 - re-exported: the panes import them from here
+    Contribution,
+    Explanation,
+    fmt,
+    graph_made,
+    name,
+    signed,
+)
 
-
-
-def fmt(x: float) -> str:
-    """A number as a lesson shows it: at most 4 decimals, trailing zeros trimmed; an int
-    (a loop index read by a closure) as an int."""
-    if isinstance(x, int) and not isinstance(x, bool):
-        return str(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-4):
-        return f"{x:.4g}"
-    s = f"{x:.4f}".rstrip("0")
-    s = s + "0" if s.endswith(".") else s
-    return "0.0" if s == "-0.0" else s
-
-
-def name(label: str) -> str:
-    """A label as it reads inside a formula: `(x1*w1 + x2*w2)` rather than `x1*w1 + x2*w2`;
-    a path such as `n.layers[0].w[1]` binds tighter than any op and needs no brackets."""
-    plain = label.replace("_", "a").replace("#", "a").isalnum()
-    return label if plain or _ATOM.fullmatch(label) else f"({label})"
-
-
-# a name, `#id`, or a path of attributes and indices from a name
-_ATOM = re.compile(r"#\d+|[^\W\d]\w*(?:\.[^\W\d]\w*|\[-?\d+\]|\['[^'\\]*'\])*")
-
-
-def signed(x: float) -> str:
-    return fmt(x) if x < 0 or math.isnan(x) else "+" + fmt(x)
-
-
-@dataclass(frozen=True)
-class Contribution:
-    """One grad (or data) write made by a `_backward` call."""
-
-    target: int
-    label: str
-    field: str
-    before: float
-    after: float
-    line: int | None
-    formula: str  # e.g. "n.grad += (1 - o²) × o.grad"
-    numbers: str  # e.g. "0.5 × 1.0", or "" when the op is unknown
-    nth: int  # 1 for the first contribution to this node in its backward pass
-    uses: int  # the target's fan-out in the graph this pass walks
-    expected: float | None = None  # what the formula gives, when the op is known
-
-    @property
-    def delta(self) -> float:
-        return self.after - self.before
-
-    @property
-    def mismatch(self) -> bool:
-        """The recorded delta differs from what the op's derivative gives."""
-        if self.expected is None:
-            return False
-        if not (math.isfinite(self.expected) and math.isfinite(self.delta)):
-            return math.isfinite(self.expected) != math.isfinite(self.delta)
-        return abs(self.expected - self.delta) > 1e-9 + 1e-6 * abs(self.expected)
-
-    @property
-    def change(self) -> str:
-        return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
-
-
-@dataclass(frozen=True)
-class Explanation:
-    kind: str  # create, backward, grad, data
-    node: int
-    title: str
-    equation: str = ""
-    local: str = ""
-    contributions: tuple[Contribution, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-    values: str = ""  # a custom op's: what its `_backward` read as it began
 
 
 KNOWN_OPS = frozenset({"+", "*", "tanh", "exp", "ReLU", "relu"})  # and "**k"
@@ -148,6 +79,10 @@ def explain(trace: Trace, data, grad, index: int,
             numerical: dict[int, float] | None = None) -> Explanation:
     """`numerical`: for a `_backward` step, input -> d node / d input measured by the
     gradient doctor, shown next to the one the writes imply."""
+    if trace.arrays:  # a tensor engine's step (`mgtui.trace.explain_arrays`)
+        found = explain_arrays(trace, data, grad, index)
+        if found is not None:
+            return found
     kind = trace.kind(index)
     if kind is EventKind.CREATE:
         return _forward(trace, data, trace.event_node(index))
@@ -205,18 +140,6 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
     return Explanation("create", nid, f"forward: {label} = {expr}",
                        f"{label} = {expr} = {numbers} = {value}",
                        local_derivative(op, name(label), names, repeated_input(kids)))
-
-
-def graph_made(trace: Trace, index: int) -> range:
-    """The nodes of the graph event `index` works on: those the latest forward pass up to
-    it made (the session's `views_for` rule), so a backward pass's fan-outs count its own
-    graph, not every training step's."""
-    p = trace.pass_at(index)
-    for k in range(p.index if p is not None else -1, -1, -1):
-        if trace.passes[k].kind == "forward":
-            return trace.made_ids(trace.passes[k])
-    forward = next((q for q in trace.passes if q.kind == "forward"), None)
-    return trace.made_ids(forward) if forward is not None else range(0)
 
 
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:

@@ -18,6 +18,7 @@ from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
+from mgtui.trace.arrays import EVENT, GRAD, NODE, WRITE, ArrayChunk, ArrayValue, brief
 
 FORMAT = "mgtui-trace"
 VERSION = 1
@@ -70,6 +71,8 @@ def write_json(trace: Trace, out: TextIO) -> None:
     stream: each node and event is formatted straight to text, a batch at a time, so
     the memory it takes does not grow with the trace."""
     q, f = _quote, _float
+    if trace.arrays:  # (a tensor engine's: values may be arrays, as nested lists)
+        return _write_json_arrays(trace, out)
     error = trace.error
     out.write(f'{{"format": "{FORMAT}", "version": {VERSION}, "scenario": {q(trace.scenario)}, '
               f'"title": {q(trace.title)}, "notes": {q(trace.notes)},\n"nodes": [')
@@ -133,6 +136,81 @@ def write_json(trace: Trace, out: TextIO) -> None:
     }
     out.write(",\n".join(f"{q(k)}: {json.dumps(v, allow_nan=False)}" for k, v in tail.items()))
     out.write("}\n")
+
+
+def _tail(trace: Trace) -> dict[str, Any]:
+    """The fields after the nodes and events."""
+    error = trace.error
+    return {
+        "passes": [{"kind": p.kind, "start": p.start, "end": p.end} for p in trace.passes],
+        "error": None if error is None else {
+            "type": error.type, "message": error.message, "line": error.line,
+            "after_event": error.after_event},
+        "closures": [{"name": c.name, "filename": c.filename, "first_line": c.first_line,
+                      "lines": list(c.lines), "default": c.default} for c in trace.closures],
+        "source": trace.source,
+        "output": trace.output,
+    }
+
+
+def json_value(v: float | ArrayValue) -> Any:
+    """A value for JSON: a float (non-finite as a string), or an array as an object with
+    its shape, dtype and values as nested lists (a big one: its first values and a
+    summary), the reader's `fields.json_array`."""
+    if not isinstance(v, ArrayValue):
+        return num(v)
+    if v.whole:
+        flat = [num(x) for x in v.values]
+        nested: Any = flat
+        if v.shape:
+            for n in reversed(v.shape[1:]):
+                nested = [nested[k:k + n] for k in range(0, len(nested), n)] if n else []
+        else:
+            nested = flat[0]
+        return {"shape": list(v.shape), "dtype": v.dtype, "values": nested}
+    low, high, mean, norm, bad = v.summary
+    return {"shape": list(v.shape), "dtype": v.dtype, "first": [num(x) for x in v.values],
+            "summary": [num(low), num(high), num(mean), num(norm), bad]}
+
+
+def _write_json_arrays(trace: Trace, out: TextIO) -> None:
+    """`write_json` for a trace with arrays: each record built as a dict (such a trace has
+    few records, each of them large); an array node also gives the grad it was made with
+    (`"grad"`), and values not recorded are listed (`"unrecorded"`)."""
+    dumps_ = partial(json.dumps, allow_nan=False, ensure_ascii=True)
+    t, v = trace, json_value
+    out.write(f'{{"format": "{FORMAT}", "version": {VERSION}, "scenario": {_quote(t.scenario)}, '
+              f'"title": {_quote(t.title)}, "notes": {_quote(t.notes)},\n"nodes": [\n')
+    nodes = []
+    for n in range(t.node_count):
+        rec = {"id": n, "label": t.label(n), "op": t.op(n), "children": list(t.children(n)),
+               "data": v(t.created_value(n)), "line": t.line(n),
+               "final_data": v(t.final_value(n, False)), "final_grad": v(t.final_value(n, True))}
+        if t.derived_name(n):
+            rec["name"] = t.derived_name(n)
+        if n in t.arrays.grads:
+            rec["grad"] = v(t.arrays.grads[n])
+        nodes.append(dumps_(rec))
+    out.write(",\n".join(nodes) + '\n],\n"events": [\n')
+    events = []
+    for i in range(len(t)):
+        e = t.event(i)
+        rec = {"kind": e.kind.value, "node": e.node}
+        if e.kind is EventKind.BACKWARD:
+            rec["writes"] = [
+                {"node": w.node, **dict(zip(("before", "after"), map(v, t.write_value(
+                    w.index, w.before, w.after)))), "line": w.line, "field": w.field.value}
+                for w in e.writes]
+            rec["line"], rec["closure"] = e.line, e.closure
+        elif e.kind is not EventKind.CREATE:
+            before, after = t.event_value(i, e.before, e.after)
+            rec.update(before=v(before), after=v(after), line=e.line)
+        events.append(dumps_(rec))
+    out.write(",\n".join(events) + "\n],\n")
+    tail = _tail(trace)
+    if t.arrays.unrecorded:
+        tail["unrecorded"] = [[k, n] for k, n in sorted(t.arrays.unrecorded.items())]
+    out.write(",\n".join(f"{_quote(k)}: {dumps_(x)}" for k, x in tail.items()) + "}\n")
 
 
 _quote = encode_basestring_ascii  # a JSON string, every control character escaped
@@ -466,6 +544,12 @@ def _finish(builder: TraceBuilder, doc: dict[str, Any]) -> Trace:
         setattr(builder, k, fields.text(doc.get(k), k))
     for k, c in enumerate(fields.seq(doc.get("closures", []), "closures")):
         builder.add_closure(fields.closure(c, f"closures[{k}]"))
+    unrecorded = doc.get("unrecorded")
+    if unrecorded is not None:
+        pairs = [fields.seq(p, "unrecorded") for p in fields.seq(unrecorded, "unrecorded")]
+        builder.add_arrays(ArrayChunk((), tuple(
+            (fields.text(p[0], "unrecorded")[:80], fields.index(p[1], "unrecorded"))
+            for p in pairs if len(p) == 2)))
     passes = fields.passes(doc.get("passes"))
     error = fields.error(doc.get("error"), builder.event_count)
     builder.validate(passes, error)
@@ -501,6 +585,8 @@ def _node(builder: TraceBuilder, n: dict, i: int) -> None:
               fields.text(n.get("op"), f"{where}.op"),
               [fields.index(c, children) for c in fields.seq(n.get("children"), children)],
               _num(n.get("data"), f"{where}.data"), n.get("line"))
+    _arrays(builder, ((NODE, i, 0, n.get("data"), f"{where}.data"),
+                      (GRAD, i, 0, n.get("grad"), f"{where}.grad")))
 
 
 def _event(builder: TraceBuilder, e: dict, i: int) -> None:
@@ -513,6 +599,8 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
         _add_event(builder, i, kind, node, e.get("line"), e.get("closure"),
                    _num(e.get("before"), f"events[{i}].before"),
                    _num(e.get("after"), f"events[{i}].after"))
+        _arrays(builder, ((EVENT, i, 0, e.get("before"), f"events[{i}].before"),
+                          (EVENT, i, 1, e.get("after"), f"events[{i}].after")))
     else:
         _add_event(builder, i, kind, node, e.get("line"), e.get("closure"))
     if kind is not _BACKWARD:
@@ -526,9 +614,23 @@ def _event(builder: TraceBuilder, e: dict, i: int) -> None:
         _add_write(builder, i, k, fields.index(w.get("node"), f"{where}.node"),
                    w.get("field", "grad"), _num(w.get("before"), f"{where}.before"),
                    _num(w.get("after"), f"{where}.after"), w.get("line"))
+        w_index = len(builder.wr_node) - 1
+        _arrays(builder, ((WRITE, w_index, 0, w.get("before"), f"{where}.before"),
+                          (WRITE, w_index, 1, w.get("after"), f"{where}.after")))
+
+
+def _arrays(builder: TraceBuilder, values) -> None:
+    """The arrays among a record's values (place, index, side, JSON value, where), into
+    the builder's table once the record is in (`mgtui.trace.arrays`)."""
+    found = tuple((place, index, side, fields.json_array(x, where))
+                  for place, index, side, x, where in values if isinstance(x, dict))
+    if found:
+        builder.add_arrays(ArrayChunk(found))
 
 
 def _num(x: Any, where: str) -> float:
+    if isinstance(x, dict):  # an array (`fields.json_array`): its column holds nan
+        return math.nan
     try:
         return unnum(x)
     except (ValueError, OverflowError):
@@ -548,10 +650,11 @@ def to_dot(trace: Trace) -> str:
 
     for nid in ids:
         label = q(trace.label(nid))
-        lines.append(
-            f'  n{nid} [shape=record, label="{{ {label} | data {trace.final_data[nid]:.4f} '
-            f'| grad {trace.final_grad[nid]:.4f} }}"];'
-        )
+        if trace.arrays:  # (arrays: shape and summary)
+            data, grad = (q(brief(trace.final_value(nid, g))) for g in (False, True))
+        else:
+            data, grad = f"{trace.final_data[nid]:.4f}", f"{trace.final_grad[nid]:.4f}"
+        lines.append(f'  n{nid} [shape=record, label="{{ {label} | data {data} | grad {grad} }}"];')
         op = trace.op(nid)
         if op:
             lines.append(f'  n{nid}_op [label="{q(op)}"];')

@@ -130,3 +130,69 @@ def call_values(x: Any, where: str = "values") -> list[tuple[int, list[tuple[str
 def json_number(x: float) -> float | str:
     """A float for JSON: one that is not finite as "nan", "inf" or "-inf"."""
     return x if x == x and abs(x) != float("inf") else str(x)
+
+
+DTYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_<>=|")
+
+
+def array_value(shape: Any, dtype: Any, values: Any, summary: Any, where: str):
+    """An `ArrayValue` from its parts, checked: `shape` a list of at most `MAX_DIMS`
+    sizes; `dtype` a numpy dtype's name; `values` its elements (all of them, C order,
+    at most `WHOLE_LIMIT`) or, with `summary` [min, max, mean, norm, nonfinite], the
+    first `SAMPLE` of a bigger one."""
+    from mgtui.trace.arrays import MAX_DIMS, SAMPLE, WHOLE_LIMIT, ArrayValue
+
+    dims = seq(shape, f"{where}.shape")
+    if len(dims) > MAX_DIMS:
+        raise TraceFormatError(f"{where}.shape", f"has {len(dims)} dimensions (at most {MAX_DIMS})")
+    for k, n in enumerate(dims):
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < 1 << 40:
+            raise TraceFormatError(f"{where}.shape[{k}]", f"{shown(n)} is not a size")
+    name = text(dtype, f"{where}.dtype")
+    if not name or len(name) > 32 or not DTYPE_CHARS.issuperset(name):
+        raise TraceFormatError(f"{where}.dtype", f"{shown(name)} is not a dtype")
+    size = 1
+    for n in dims:
+        size *= n
+    count = len(values)
+    if summary is None:
+        if size > WHOLE_LIMIT or count != size:
+            raise TraceFormatError(where, f"{count:,} values for shape {tuple(dims)}")
+        return ArrayValue.of(values, dims, name)
+    parts = seq(summary, f"{where}.summary")
+    if len(parts) != 5 or count > min(SAMPLE, size):
+        raise TraceFormatError(where, "a summary needs [min, max, mean, norm, nonfinite] "
+                               f"and at most {SAMPLE} values")
+    stats = [number(v, f"{where}.summary") for v in parts[:4]]
+    return ArrayValue.of(values, dims, name, (*stats, index(parts[4], f"{where}.summary")))
+
+
+def json_array(x: Any, where: str):
+    """An array as JSON holds one (`mgtui.trace.export`): {"shape", "dtype", "values":
+    nested lists of the shape} for one kept whole, or {"shape", "dtype", "first": [the
+    first few elements], "summary": [min, max, mean, norm, nonfinite]} for a bigger one."""
+    a = obj(x, where)
+    shape = seq(a.get("shape"), f"{where}.shape")
+    if "summary" in a:
+        first = [number(v, f"{where}.first") for v in seq(a.get("first"), f"{where}.first")]
+        return array_value(shape, a.get("dtype"), first, a.get("summary"), where)
+    flat: list[float] = []
+    _flatten(a.get("values"), [n if isinstance(n, int) else -1 for n in shape], flat,
+             f"{where}.values")
+    return array_value(shape, a.get("dtype"), flat, None, where)
+
+
+def _flatten(x: Any, shape: list[int], out: list[float], where: str) -> None:
+    """`x`, nested lists of `shape`, appended element by element (C order) to `out`."""
+    from mgtui.trace.arrays import WHOLE_LIMIT
+
+    if not shape:
+        out.append(number(x, where))
+        if len(out) > WHOLE_LIMIT:
+            raise TraceFormatError(where, f"more than {WHOLE_LIMIT:,} values")
+        return
+    items = seq(x, where)
+    if len(items) != shape[0]:
+        raise TraceFormatError(where, f"{len(items)} items where the shape has {shape[0]}")
+    for item in items:
+        _flatten(item, shape[1:], out, where)

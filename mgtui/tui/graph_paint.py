@@ -7,13 +7,13 @@ NO_COLOR; styles only add colour.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Mapping
 
 from rich.style import Style
 from rich.text import Text
 
+from mgtui.trace.arrays import is_finite, state_values
 from mgtui.safe import cells
 from mgtui.session.graph_layout import MARK_WIDTH, WIDE_TAIL, Picture, squeeze
 
@@ -197,7 +197,7 @@ def _full_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: lis
 
 
 def _number_kind(value: float, changed: bool) -> str | None:
-    if not math.isfinite(value):
+    if not is_finite(value):
         return "nonfinite"
     return "changed" if changed else None
 
@@ -229,7 +229,8 @@ def graph_svg(trace) -> str:
     nodes = [*view.used, *view.made] if view is not None else list(range(trace.node_count))
     model = GraphModel(trace, nodes)
     picture = model.picture(model.root, "LR")
-    light = Lighting(trace.final_data, trace.final_grad, trace.node_count, {})
+    light = Lighting(*state_values(trace, len(trace), trace.final_data, trace.final_grad),
+                     trace.node_count, {})
     console = Console(record=True, width=max(picture.width, 20), file=io.StringIO(),
                       color_system="truecolor", force_terminal=True, legacy_windows=False)
     for line in paint(picture, light):

@@ -7,8 +7,6 @@ step costs the same with 10 rows as with 100,000.
 
 from __future__ import annotations
 
-import math
-
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -20,6 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.session.bindings import TABLE_KEYS
+from mgtui.trace.arrays import ARRAY_CELL, ArrayValue, brief, display, is_finite
 from mgtui.trace.explain import fmt
 from mgtui.trace.names import fitted_name
 from mgtui.session import StepState
@@ -51,7 +50,11 @@ def clip(text: str, width: int) -> str:
     return set_cell_size(text, max(width - 1, 0)) + "…"
 
 
-def number(x: float, width: int) -> str:
+def number(x, width: int) -> str:
+    if isinstance(x, ArrayValue):  # in full if it fits, else its shape and a summary
+        text = display(x)
+        text = text if cell_len(text) <= width else brief(x)
+        return text.rjust(width) if cell_len(text) <= width else clip(text, width)
     text = fmt(x)
     return text.rjust(width) if len(text) <= width else f"{x:.{max(width - 7, 1)}g}".rjust(width)[:width]
 
@@ -242,7 +245,8 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         idw = max(len(str(max(n - 1, 0))), 2)
         lw = view.label_width if view is not None else 5
         iw = view.inputs_width if view is not None else 6
-        return (3, idw, lw, 5, 10, 10, iw, 4, max(len(str(n)), 4))
+        vw = ARRAY_CELL if view is not None and view.trace.arrays else 10  # (shapes)
+        return (3, idw, lw, 5, vw, vw, iw, 4, max(len(str(n)), 4))
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -330,9 +334,9 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
              self.get_component_rich_style("node-table--flagged") if flag else None),
             (clip(trace.op(nid), w[3]), None),
             ("·".rjust(w[4]) if mark == "future" else number(data, w[4]),
-             None if math.isfinite(data) else nonfinite),
+             None if is_finite(data) else nonfinite),
             ("·".rjust(w[5]) if mark == "future" else "?".rjust(w[5]) if grad is None
-             else number(grad, w[5]), changed if grad is None or math.isfinite(grad) else nonfinite),
+             else number(grad, w[5]), changed if grad is None or is_finite(grad) else nonfinite),
             (clip(view.inputs_text(nid), w[6]), None),
             (str(view.uses(nid)).rjust(w[7]), None),
             (("" if topo is None else str(topo)).rjust(w[8]), None),

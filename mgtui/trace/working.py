@@ -1,0 +1,133 @@
+"""What the working of a step is made of: `Explanation` and its `Contribution`s, and how
+numbers and names are written in it (`fmt`, `name`), shared by the scalar working
+(`mgtui.trace.explain`) and the tensor one (`mgtui.trace.explain_arrays`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from mgtui.trace import Trace
+from mgtui.trace.arrays import ArrayValue, delta as value_delta, display, number
+
+
+def fmt(x: float) -> str:
+    """A number as a lesson shows it: at most 4 decimals, trailing zeros trimmed; an int
+    (a loop index read by a closure) as an int; an array as `mgtui.trace.arrays.display`
+    writes it."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    if isinstance(x, ArrayValue):
+        return display(x)
+    return number(x)
+
+
+def name(label: str) -> str:
+    """A label as it reads inside a formula: `(x1*w1 + x2*w2)` rather than `x1*w1 + x2*w2`;
+    a path such as `n.layers[0].w[1]` binds tighter than any op and needs no brackets."""
+    plain = label.replace("_", "a").replace("#", "a").isalnum()
+    return label if plain or _ATOM.fullmatch(label) else f"({label})"
+
+
+# a name, `#id`, or a path of attributes and indices from a name
+_ATOM = re.compile(r"#\d+|[^\W\d]\w*(?:\.[^\W\d]\w*|\[-?\d+\]|\['[^'\\]*'\])*")
+
+
+def signed(x: float) -> str:
+    return fmt(x) if x < 0 or math.isnan(x) else "+" + fmt(x)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One grad (or data) write made by a `_backward` call. Its values are floats, or
+    `ArrayValue`s for a tensor engine's (`mgtui.trace.explain_arrays`)."""
+
+    target: int
+    label: str
+    field: str
+    before: float
+    after: float
+    line: int | None
+    formula: str  # e.g. "n.grad += (1 - o²) × o.grad"
+    numbers: str  # e.g. "0.5 × 1.0", or "" when the op is unknown
+    nth: int  # 1 for the first contribution to this node in its backward pass
+    uses: int  # the target's fan-out in the graph this pass walks
+    expected: float | None = None  # what the formula gives, when the op is known
+
+    @property
+    def delta(self) -> float:
+        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
+            return value_delta(self.before, self.after)  # type: ignore[return-value]
+        return self.after - self.before
+
+    @property
+    def differs_at(self) -> tuple[int, ...] | None:
+        """For arrays: the index of the first element whose recorded change differs from
+        what the op's rule gives (None where they agree, or either is not known)."""
+        e, d = self.expected, self.delta
+        if not isinstance(e, ArrayValue) or not isinstance(d, ArrayValue):
+            if isinstance(e, ArrayValue) and d is None:
+                return ()  # (a change that cannot be taken: the shape changed)
+            return None
+        if e.shape != d.shape:
+            return ()
+        for k, (x, y) in enumerate(zip(e.values, d.values)):
+            if not (math.isfinite(x) and math.isfinite(y)):
+                if math.isfinite(x) != math.isfinite(y):
+                    return _unravel(k, e.shape)
+            elif abs(x - y) > 1e-9 + 1e-6 * abs(x):
+                return _unravel(k, e.shape)
+        return None
+
+    @property
+    def mismatch(self) -> bool:
+        """The recorded delta differs from what the op's derivative gives."""
+        if isinstance(self.expected, ArrayValue):
+            return self.differs_at is not None
+        if self.expected is None:
+            return False
+        if not (math.isfinite(self.expected) and math.isfinite(self.delta)):
+            return math.isfinite(self.expected) != math.isfinite(self.delta)
+        return abs(self.expected - self.delta) > 1e-9 + 1e-6 * abs(self.expected)
+
+    @property
+    def change(self) -> str:
+        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
+            d = self.delta
+            return (f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} "
+                    f"(Δ{self.field} {'?' if d is None else fmt(d)})")
+        return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` (C order) of an array of `shape`."""
+    out = []
+    for n in reversed(shape):
+        flat, k = divmod(flat, n) if n else (flat, 0)
+        out.append(k)
+    return tuple(reversed(out))
+
+
+@dataclass(frozen=True)
+class Explanation:
+    kind: str  # create, backward, grad, data
+    node: int
+    title: str
+    equation: str = ""
+    local: str = ""
+    contributions: tuple[Contribution, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+    values: str = ""  # a custom op's: what its `_backward` read as it began
+
+
+def graph_made(trace: Trace, index: int) -> range:
+    """The nodes of the graph event `index` works on: those the latest forward pass up to
+    it made (the session's `views_for` rule), so a backward pass's fan-outs count its own
+    graph, not every training step's."""
+    p = trace.pass_at(index)
+    for k in range(p.index if p is not None else -1, -1, -1):
+        if trace.passes[k].kind == "forward":
+            return trace.made_ids(trace.passes[k])
+    forward = next((q for q in trace.passes if q.kind == "forward"), None)
+    return trace.made_ids(forward) if forward is not None else range(0)

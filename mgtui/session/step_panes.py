@@ -70,8 +70,9 @@ def detail(trace: Trace, data: array, grad: array, step: int, total: int, event:
     shown = Detail(step, total, trace.title, where=trace.where)
     if at_error:
         return replace(shown, error=trace.error)
-    if event is None:
-        return shown
+    if event is None:  # (values that were not recorded are said at the start)
+        note = trace.arrays.unrecorded_note()
+        return replace(shown, warnings=(f"⚠ {note}",)) if note else shown
     exp = explain(trace, data, grad, event, numerical)
     closure = trace.closure_of(event)
     warnings = []

@@ -280,6 +280,34 @@ class TraceArrays:
         found = values[k - 1]
         return scalar if found is None else found
 
+    def zeros_written(self, index: int) -> bool:
+        """Did the lone write of event `index` set an array of zeros (`zero_grad`)?"""
+        found = self.arrays.events.get(index)
+        after = found[1] if found is not None else None
+        return after is not None and after.summary[:2] == (0.0, 0.0) and after.finite
+
+    def first_non_finite_arrays(self) -> int | None:
+        """`Trace.first_non_finite` for a trace with arrays: each value read through the
+        table, an array's elements checked (`ArrayValue.finite`)."""
+        found = []
+        created = self._created_at  # type: ignore[attr-defined]
+        nid = next((n for n in range(len(self.node_data))
+                    if not is_finite(self.created_value(n))), None)
+        if nid is not None:
+            found.append(created[nid])
+        wr_before, wr_after = self._wr_before, self._wr_after  # type: ignore[attr-defined]
+        w = next((k for k in range(len(wr_after))
+                  if not is_finite(self.write_value(k, wr_before[k], wr_after[k])[1])), None)
+        if w is not None:
+            found.append(bisect_right(self._ev_write_start, w) - 1)
+        before, after = self._lone_before, self._lone_after  # type: ignore[attr-defined]
+        lone = next((k for k, i in enumerate(self._lone_at)
+                     if not is_finite(self.event_value(i, before[k], after[k])[1])), None)
+        if lone is not None:
+            found.append(self._lone_at[lone])
+        found = [i for i in found if i is not None and i >= 0]
+        return min(found) if found else None
+
     @cached_property
     def _array_history(self) -> dict[tuple[int, bool], tuple[list[int], list]]:
         """For each (node, is-grad) field that ever held an array: the events that wrote
@@ -341,6 +369,14 @@ def state_values(trace: TraceArrays, position: int, data, grad) -> tuple:
     if not trace.arrays:
         return data, grad
     return ValuesAt(trace, False, position, data), ValuesAt(trace, True, position, grad)
+
+
+def scalar_of(value: Value) -> float:
+    """A value as one number: a float, an array's one element, else nan (a loss curve's
+    point)."""
+    if isinstance(value, ArrayValue):
+        return value.values[0] if value.size == 1 and value.values else math.nan
+    return value
 
 
 def is_finite(value: Value) -> bool:

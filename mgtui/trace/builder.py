@@ -440,7 +440,7 @@ def split_passes(trace: Trace) -> list[Pass]:
         for i in range(start, end):
             if seeds[i - start]:
                 add("backward", i, i + 1)
-            elif after[lone + i] == 0:
+            elif after[lone + i] == 0 or (trace.arrays and trace.zeros_written(i)):
                 add("zero_grad", i, i + 1)
             else:
                 add("other", i, i + 1)

@@ -15,7 +15,7 @@ from itertools import chain, compress, repeat
 from operator import add, mul, sub
 from typing import Iterator
 
-from mgtui.trace.arrays import ArrayTable, TraceArrays
+from mgtui.trace.arrays import ArrayTable, TraceArrays, scalar_of
 from mgtui.trace.index import TraceIndexes
 from mgtui.trace.places import TracePlaces
 from mgtui.trace.records import (
@@ -375,7 +375,7 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
             if p.kind == "backward":
                 root = self.backward_root(p)
                 if root is not None:
-                    out.append((p.index, self.node_data[root]))
+                    out.append((p.index, scalar_of(self.created_value(root))))
         return out
 
     def backward_order(self, backward: Pass) -> list[int]:
@@ -386,7 +386,9 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
 
     def first_non_finite(self) -> int | None:
         """The first event that stores a nan or an inf: a node created with one, or a
-        write (inside a `_backward` or not) of one."""
+        write (inside a `_backward` or not) of one (an array with one such element)."""
+        if self.arrays:  # (its columns hold nan where the values were arrays)
+            return self.first_non_finite_arrays()
         found = []
         nid = self._first_non_finite(self.node_data)
         if nid is not None:

@@ -64,6 +64,8 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
     say(trace.title, style="bold")
     say(f"{trace.scenario}: {trace.node_count:,} nodes, {len(trace):,} steps, "
         f"{len(trace.passes)} passes")
+    if trace.arrays.unrecorded:  # values neither numbers nor arrays: said out loud
+        say(f"⚠ {trace.arrays.unrecorded_note()}")
     timeline = Timeline(trace)
     notes = Session(trace).step_notes  # each step's `#:` notes, as the app shows them
     total = len(trace.passes)

@@ -28,7 +28,10 @@ def render_detail(detail: Detail) -> Text:
     if detail.error is not None:
         return render_error(detail.step, detail.total, detail.error, detail.where)
     if detail.explanation is None:
-        return render_start(detail.total, detail.title)
+        text = render_start(detail.total, detail.title)
+        for warning in detail.warnings:  # (values that were not recorded)
+            text.append("\n  " + warning, style="bold reverse")
+        return text
     text = render_explanation(detail.step, detail.total, detail.explanation, detail.line,
                               detail.closure_file, detail.where)
     for warning in detail.warnings:

@@ -87,25 +87,16 @@ def nudged(data: object, nid: int, amount: float, element: int | None = None):
 
 def element_text(shape: tuple, flat: int) -> str:
     """`[0, 2]` for flat element 2 of a (1, 3) array; `[]` for a 0-d one."""
-    import numpy as np
-
-    if not shape:
-        return "[]"
-    return "[" + ", ".join(str(int(k)) for k in np.unravel_index(flat, shape)) + "]"
+    return "[" + ", ".join(map(str, element_index(shape, flat))) + "]"
 
 
 def element_index(shape: tuple, flat: int) -> tuple[int, ...]:
-    import numpy as np
-
-    return tuple(int(k) for k in np.unravel_index(flat, shape)) if shape else ()
-
-
-def first_non_finite(x: object) -> int | None:
-    """The flat index of the first nan or inf element of array `x`, or None."""
-    import numpy as np
-
-    bad = np.flatnonzero(~np.isfinite(as_array(x)))
-    return int(bad[0]) if bad.size else None
+    """The index of element `flat` (C order) of an array of `shape`."""
+    index = []
+    for n in reversed(shape):
+        flat, k = divmod(flat, n) if n else (flat, 0)
+        index.append(int(k))
+    return tuple(reversed(index))
 
 
 def sample_elements(size: int, seed: int) -> list[int]:

@@ -28,7 +28,8 @@ class CheckContext:
                  callers: Callers = (), arrays: ArrayFacts = NO_ARRAYS) -> None:
         self.trace = trace
         self.arrays = arrays  # what the probe saw of array values (a tensor engine)
-        self.array_nodes = set(arrays.shapes)  # the nodes whose data is an array
+        # the nodes whose data is an array (as the probe saw them, or the trace holds them)
+        self.array_nodes = set(arrays.shapes) | set(trace.arrays.nodes)
         self.notes: list[str] = []  # what the checks could not look at, said in the report
         self.overwrites = overwrites  # what the `=`-for-`+=` probe saw while recording
         self.callers = callers  # where each `backward()` was called from (`order_where`)

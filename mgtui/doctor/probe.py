@@ -1,15 +1,15 @@
 """The `=`-for-`+=` probe: a `before_backward` hook of the recorder that replays each
 `_backward` closure to see whether it adds to its inputs' grads or assigns them. On
 arrays (a tensor engine) it compares element by element, and also notes a contribution
-whose shape is not its input's (`ShapeHit`) and one with a nan or inf element
-(`NonFiniteHit`); `ArrayWatch` notes which nodes hold arrays as they are made."""
+whose shape is not its input's (`ShapeHit`); `ArrayWatch` notes which nodes hold arrays
+as they are made."""
 
 from __future__ import annotations
 
 import math
 from typing import Callable, NamedTuple
 
-from mgtui.doctor.arrays import first_non_finite, is_array
+from mgtui.doctor.arrays import is_array
 from mgtui.recording.store import ID
 from mgtui.recording.slots_hooks import node_dict
 
@@ -36,15 +36,6 @@ class ShapeHit(NamedTuple):
     data_shape: tuple
 
 
-class NonFiniteHit(NamedTuple):
-    """A `_backward` call whose contribution to an array grad has a nan or inf element
-    although the node's grad and its inputs' data are finite."""
-
-    call: int
-    node: int
-    target: int
-    element: int  # flat index
-    value: float
 
 
 REPLAYS_PER_CLOSURE = 64  # calls of one closure's code replayed, from its first
@@ -70,7 +61,6 @@ class OverwriteProbe:
         self.replayed: dict[object, int] = {}  # closure code -> its calls replayed
         self.watch = ArrayWatch()  # its `on_create` is the recording's, for arrays
         self.shape_hits: list[ShapeHit] = []
-        self.non_finite_hits: list[NonFiniteHit] = []
 
     def __call__(self, d: dict, fn: Callable[[], object]) -> None:
         if self.busy:  # a `_backward` called from a replayed one
@@ -113,11 +103,6 @@ class OverwriteProbe:
         if np.shape(g0) != data_shape:
             self.shape_hits.append(ShapeHit(index, node, target, np.shape(g0), data_shape))
             return
-        bad = first_non_finite(g0)
-        if bad is not None and not self.non_finite_hits and all(
-                first_non_finite(x) is None for x in (d.get("grad"), cd.get("data"))):
-            self.non_finite_hits.append(
-                NonFiniteHit(index, node, target, bad, float(np.asarray(g0).flat[bad])))
         k = assigned_element(g0, start, gs)
         if k is not None:
             self.hits.append(Overwrite(index, node, target, float(np.asarray(g0).flat[k]),
@@ -126,13 +111,12 @@ class OverwriteProbe:
 
 
 class ArrayWatch:
-    """An `on_create` hook: the shape of every node made with an array for its data,
-    and the first element of such data that is nan or inf (node, flat index, value). A
-    node whose data is a float costs one type test."""
+    """An `on_create` hook: the shape of every node made with an array for its data, and
+    the dtypes other than float64 among them. A node whose data is a float costs one
+    type test."""
 
     def __init__(self) -> None:
         self.shapes: dict[int, tuple] = {}
-        self.made_non_finite: tuple[int, int, float] | None = None
         self.dtypes: set[str] = set()  # the dtypes of array data other than float64
 
     def __call__(self, nid: int, d) -> None:
@@ -140,10 +124,6 @@ class ArrayWatch:
         if type(data) is float or not is_array(data):
             return
         self.note(nid, data)
-        if self.made_non_finite is None:
-            bad = first_non_finite(data)
-            if bad is not None:
-                self.made_non_finite = (nid, bad, float(data.reshape(-1)[bad]))
 
     def note(self, nid: int, data) -> None:
         """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
@@ -292,38 +272,29 @@ def is_finite(x: object) -> bool:
 
 class ArrayFacts(NamedTuple):
     """What the probe's recording saw of arrays, for the checks: which nodes hold them
-    (id -> shape), the first nan or inf element made, and the probe's array hits."""
+    (id -> shape), the probe's shape hits, and the dtypes other than float64."""
 
     shapes: dict
-    made_non_finite: tuple | None = None
     shape_hits: tuple = ()
-    non_finite_hits: tuple = ()
-    dtypes: tuple = ()  # of array data, other than float64
+    dtypes: tuple = ()
 
     @classmethod
     def of(cls, probe: OverwriteProbe) -> ArrayFacts:
-        return cls(dict(probe.watch.shapes), probe.watch.made_non_finite,
-                   tuple(probe.shape_hits), tuple(probe.non_finite_hits),
+        return cls(dict(probe.watch.shapes), tuple(probe.shape_hits),
                    tuple(sorted(probe.watch.dtypes)))
 
     def to_json(self) -> dict:
         return {"shapes": {str(k): list(v) for k, v in self.shapes.items()},
-                "made_non_finite": list(self.made_non_finite) if self.made_non_finite else None,
                 "shape_hits": [[c, n, t, list(g), list(s)] for c, n, t, g, s in self.shape_hits],
-                "non_finite_hits": [list(h) for h in self.non_finite_hits],
                 "dtypes": list(self.dtypes)}
 
     @classmethod
     def from_json(cls, obj: object) -> ArrayFacts:
         if not isinstance(obj, dict):
             return NO_ARRAYS
-        made = obj.get("made_non_finite")
         return cls({int(k): tuple(v) for k, v in obj.get("shapes", {}).items()},
-                   (int(made[0]), int(made[1]), float(made[2])) if made else None,
                    tuple(ShapeHit(int(c), int(n), int(t), tuple(g), tuple(s))
                          for c, n, t, g, s in obj.get("shape_hits", ())),
-                   tuple(NonFiniteHit(int(c), int(n), int(t), int(e), float(v))
-                         for c, n, t, e, v in obj.get("non_finite_hits", ())),
                    tuple(str(x) for x in obj.get("dtypes", ())))
 
 

@@ -11,120 +11,72 @@ from typing import Callable
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
 from mgtui.trace.explain import misread_nodes, misread_sentences
+from mgtui.doctor.arrays import element_index
 from mgtui.trace import EventKind, Pass, Trace
+from mgtui.trace.arrays import ArrayValue, Value, brief, is_finite
 
 Check = Callable[[Trace, CheckContext], list[Finding]]
 
 
 def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """The first nan or inf in any data or grad, and the step that produced it (in an
-    array, the first such element: `non_finite_in_arrays`)."""
+    array, its first such element, named)."""
     t = trace
-    if ctx.array_nodes:
-        return non_finite_in_arrays(t, ctx)
     i = t.first_non_finite()
     if i is None:
         return []
-    return non_finite_at(t, ctx, i)
-
-
-def non_finite_at(t: Trace, ctx: CheckContext, i: int) -> list[Finding]:
-    """The non-finite finding at event `i`, the first to store a nan or an inf."""
     kind = t.kind(i)
     if kind is EventKind.CREATE:
         nid = t.event_node(i)
-        value = t.node_data[nid]
+        value, at, element = bad_element(t.created_value(nid))
         inputs = ctx.inputs(nid)
         if inputs:
-            shown = ", ".join(f"{t.label(c)} = {t.node_data[c]:.6g}" for c in inputs)
-            finite = all(math.isfinite(t.node_data[c]) for c in inputs)
+            given = ", ".join(f"{t.label(c)} = {shown(t.created_value(c))}" for c in inputs)
+            finite = all(is_finite(t.created_value(c)) for c in inputs)
             how = "overflowed to" if finite and math.isinf(value) else "made"
-            origin = f"its op {t.op(nid) or '?'} {how} {value} from {shown}"
+            origin = f"its op {t.op(nid) or '?'} {how} {value} from {given}"
         else:
             origin = f"it was created as {value}"
         return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.line(nid)),
-                            f"{ctx.node_text(nid)}.data is {value}: {origin}", recorded=value)]
+                            f"{ctx.node_text(nid)}.data{at} is {value}: {origin}",
+                            recorded=value, element=element)]
     if kind is EventKind.BACKWARD:
         owner = t.event_node(i)
-        w = next(w for w in t.writes(i) if not math.isfinite(w.after))
-        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *ctx.inputs(owner))]
+        w, before, after = next((w, b, a) for w in t.writes(i)
+                                for b, a in [t.write_value(w.index, w.before, w.after)]
+                                if not is_finite(a))
+        value, at, element = bad_element(after)
+        values = [f"{t.label(n)}.data = {shown(t.created_value(n))}"
+                  for n in (owner, *ctx.inputs(owner))]
         return [ctx.finding("non-finite", owner, i, ctx.closure_where(i, w.line),
                             f"the _backward of {ctx.op_text(owner)} "
-                            f"wrote {ctx.node_text(w.node)}.{w.field} = {w.after} "
-                            f"(it was {w.before:.6g}); values at creation: " + ", ".join(values),
-                            recorded=w.after)]
+                            f"wrote {ctx.node_text(w.node)}.{w.field}{at} = {value} "
+                            f"(it was {shown(before)}); values at creation: " + ", ".join(values),
+                            recorded=value, element=element)]
     nid = t.event_node(i)
-    before, after = t.change(i)
+    before, after = t.event_value(i, *t.change(i))
+    value, at, element = bad_element(after)
     return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.event_line(i)),
-                        f"{ctx.node_text(nid)}.{kind} was set to {after} "
-                        f"(it was {before:.6g})", recorded=after)]
+                        f"{ctx.node_text(nid)}.{kind}{at} was set to {value} "
+                        f"(it was {shown(before)})", recorded=value, element=element)]
 
 
-def non_finite_in_arrays(t: Trace, ctx: CheckContext) -> list[Finding]:
-    """In a trace with array nodes, whose values it holds as nan: the first nan or inf
-    of the numbers it does hold, or the first element of an array that the probe saw
-    made as one (at a node's creation, or added by a `_backward`), whichever is first."""
-    arrays, calls = ctx.array_nodes, t.events_of(EventKind.BACKWARD)
-    first: list[tuple[int, int, str, Callable[[], list[Finding]]]] = []
-    made = ctx.arrays.made_non_finite
-    if made is not None:
-        nid, flat, value = made
-        i = t.created_at(nid)
-        if i is not None:
-            first.append((i, 0, "made", lambda: made_non_finite(t, ctx, nid, flat, value)))
-    for hit in ctx.arrays.non_finite_hits[:1]:
-        if hit.call < len(calls):
-            first.append((calls[hit.call], 1, "added",
-                          lambda hit=hit: added_non_finite(t, ctx, calls[hit.call], hit)))
-    scalar = next((i for i in range(len(t)) if stores_non_finite(t, i, arrays)), None)
-    if scalar is not None:
-        first.append((scalar, 2, "scalar", lambda: non_finite_at(t, ctx, scalar)))
-    roots = {t.backward_root(p) for p in ctx.backward_passes}
-    if any(t.event_node(i) in arrays for i in t.events_of(EventKind.DATA)) or any(
-            t.event_node(i) in arrays and t.event_node(i) not in roots
-            for i in t.events_of(EventKind.GRAD)):
-        ctx.notes.append("array values set outside a _backward (an update `p.data -= …`, "
-                         "`p.grad = …`) were not checked for nan or inf element by element")
-    return min(first)[3]() if first else []
+def shown(value: Value) -> str:
+    """A value in a finding: a number to 6 digits, an array as its shape and summary."""
+    return brief(value) if isinstance(value, ArrayValue) else f"{value:.6g}"
 
 
-def stores_non_finite(t: Trace, i: int, arrays: set[int]) -> bool:
-    """Does event `i` store a nan or an inf in a node that is not an array?"""
-    kind = t.kind(i)
-    if kind is EventKind.CREATE:
-        nid = t.event_node(i)
-        return nid not in arrays and not math.isfinite(t.node_data[nid])
-    if kind is EventKind.BACKWARD:
-        return any(w.node not in arrays and not math.isfinite(w.after) for w in t.writes(i))
-    return t.event_node(i) not in arrays and not math.isfinite(t.change(i)[1])
-
-
-def made_non_finite(t: Trace, ctx: CheckContext, nid: int, flat: int,
-                    value: float) -> list[Finding]:
-    from mgtui.doctor.arrays import element_index, element_text
-
-    shape = ctx.arrays.shapes.get(nid, ())
-    i = t.created_at(nid)
-    assert i is not None
-    inputs = ctx.inputs(nid)
-    origin = (f"its op {t.op(nid) or '?'} made it from {ctx.labels(inputs)}" if inputs
-              else "it was created so")
-    return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.line(nid)),
-                        f"{ctx.node_text(nid)}.data{element_text(shape, flat)} is {value} "
-                        f"(shape {shape}): {origin}", recorded=value,
-                        element=element_index(shape, flat))]
-
-
-def added_non_finite(t: Trace, ctx: CheckContext, event: int, hit) -> list[Finding]:
-    from mgtui.doctor.arrays import element_index, element_text
-
-    shape = ctx.arrays.shapes.get(hit.target, ())
-    line = ctx.grad_write_line(event, hit.target)
-    return [ctx.finding("non-finite", hit.node, event, ctx.closure_where(event, line),
-                        f"the _backward of {ctx.op_text(hit.node)} added {hit.value} to "
-                        f"{ctx.node_text(hit.target)}.grad{element_text(shape, hit.element)}, "
-                        f"from a finite {t.label(hit.node)}.grad and finite data",
-                        recorded=hit.value, element=element_index(shape, hit.element))]
+def bad_element(value: Value) -> tuple[float, str, tuple[int, ...] | None]:
+    """A non-finite value as a finding names it: (the number, `[0, 2]` or "", the
+    element's index): an array's first element that is nan or inf, where it was kept
+    (of a big array, only the first few are: then `` (3 of its elements)``)."""
+    if not isinstance(value, ArrayValue):
+        return value, "", None
+    k = value.first_non_finite()
+    if k is None:
+        return math.nan, f" (of shape {value.shape}: {value.summary[4]} elements)", None
+    element = element_index(value.shape, k)
+    return value.values[k], "[" + ", ".join(map(str, element)) + "]", element
 
 
 def check_grad_shape(trace: Trace, ctx: CheckContext) -> list[Finding]:
@@ -337,9 +289,6 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """A backward pass that starts while grads still hold values from an earlier backward
     pass: one of the same graph, or one before the last update of the parameters."""
     t = trace
-    if ctx.array_nodes and len(ctx.backward_passes) > 1:
-        ctx.notes.append("a missing zero_grad was looked for on number grads only, not "
-                         "on array grads (the trace does not hold their values)")
     data = array("d", t.node_data)  # `apply` replays both fields; only grads are read
     grad = array("d", bytes(8 * t.node_count))
     held: dict[int, int] = {}  # node -> the backward pass its grad still comes from
@@ -353,8 +302,7 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
             continue  # creations change no grad
         calls = {i: t.grad_targets(i) for i in t.backward_calls(p)}  # call -> grads it wrote
         if p.index in backward:
-            stale = stale_grads(t, p, calls, grad, held, ends, roots, last_update,
-                                ctx.array_nodes)
+            stale = stale_grads(t, p, calls, grad, held, ends, roots, last_update)
             if stale:
                 ctx.explained_passes.add(p.index)
                 found.append(zero_grad_finding(t, ctx, p, calls, stale, grad, ends, last_update))
@@ -377,7 +325,7 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
 
 def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
                 held: dict[int, int], ends: dict[int, int], roots: dict[int, int | None],
-                last_update: int, arrays: set[int] = frozenset()) -> list[tuple[int, int]]:
+                last_update: int) -> list[tuple[int, int]]:
     """(node, earlier backward pass) for each node that pass `p` adds to while its grad
     is still nonzero from that earlier pass, and should have been zeroed since."""
     root = t.backward_root(p)
@@ -385,15 +333,27 @@ def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
     seen: set[int] = set()
     for written in calls.values():
         for nid in written:
-            if nid in seen or nid in arrays:  # (an array's grad is not in the trace)
+            if nid in seen:
                 continue
             seen.add(nid)
             q = held.get(nid)
-            if q is None or grad[nid] == 0:
+            if q is None or grad_is_zero(t, nid, p.start, grad[nid]):
                 continue
             if last_update > ends[q] or roots.get(q) == root:
                 stale.append((nid, q))
     return stale
+
+
+def grad_is_zero(t: Trace, nid: int, position: int, scalar: float) -> bool:
+    """Is node `nid`'s grad 0 after the first `position` events (every element of an
+    array grad, whose column holds nan: `scalar`)?"""
+    if scalar == scalar:
+        return scalar == 0
+    value = t.value_at(nid, True, position, scalar)
+    if isinstance(value, ArrayValue):
+        low, high, _, _, bad = value.summary
+        return not bad and low == 0 and high == 0
+    return value == 0
 
 
 def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, list[int]],
@@ -408,12 +368,13 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     why = ("the parameters were updated in between" if last_update > ends[q]
            else "it is the same graph again")
     more = f", and {len(stale) - 1} more node(s) like it" if len(stale) > 1 else ""
+    value = t.value_at(nid, True, p.start, grad[nid])  # (an array grad's, as a summary)
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
-        f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
+        f"this backward pass began with {ctx.node_text(nid)}.grad = {shown(value)} "
         f"left over from backward pass {ctx.backward_number(t.passes[q])} ({why}){more}: "
         f"the new gradients are added on top; zero the grads before backward()",
-        recorded=grad[nid])
+        recorded=value if isinstance(value, float) else None)
 
 
 TRACE_CHECKS: tuple[Check, ...] = (

@@ -7,6 +7,7 @@ The bundled bug scenarios' kind, node, line and element are in `test_doctor.EXPE
 these tests check the numbers and the functions given to `mgtui.check`.
 """
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -72,6 +73,7 @@ def test_tensor_overwrite_names_the_element_and_its_values():
     # replayed from 3 + 2·max|c| = 7 it leaves 2, where `+=` leaves 9
     assert f.element == (0, 0)
     assert "x.grad[0, 0] = 7" in f.message and "left 2, not 9" in f.message
+    assert json.loads(json.dumps(f.to_json()))["element"] == [0, 0]  # `--check --json`
 
 
 def test_assigned_element_compares_element_by_element():
@@ -293,3 +295,24 @@ def test_a_recorded_block_of_arrays_raises_no_false_alarm():
     report = diagnose_recorded(trace, probe.hits, arrays=ArrayFacts.of(probe))
     assert report.findings == []
     assert set(ArrayFacts.of(probe).shapes) == set(range(trace.node_count))  # all seen in a call
+
+
+def test_unseeded_random_arrays_are_said_not_checked():
+    def fn():
+        rng = np.random.default_rng()  # no seed: other numbers in every run
+        x = Tensor(rng.normal(size=(2, 3)), label='x')
+        (x * x).sum().backward()
+
+    report = diagnose_call(fn)
+    assert report.findings == [] and not report.checked_passes
+    assert any("no seed" in note for note in report.notes)
+
+
+def test_numpys_global_random_state_is_seeded_in_every_run():
+    def fn():
+        x = Tensor(np.random.normal(size=(2, 3)), label='x')  # numpy's global state
+        w = Tensor(np.random.normal(size=(3, 2)), label='w')
+        (x @ w).tanh().sum().backward()
+
+    report = diagnose_call(fn)
+    assert report.findings == [] and report.checked_passes

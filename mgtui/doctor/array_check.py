@@ -36,14 +36,14 @@ from mgtui.doctor.array_runs import array_args
 from mgtui.doctor.arrays import (FEW, SMALL, decode, element_index, element_text,
                                  sample_elements)
 from mgtui.doctor.findings import Finding
-from mgtui.trace import EventKind, Pass
+from mgtui.trace import EventKind, Field, Pass
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's (as `numerical`)
 H = 1e-7  # the directional runs' nudge, relative to an array's largest element
 H_SINGLE = 1e-6  # one input, or one element, nudged alone
 MAX_INPUTS = 8
 SAMPLED_PASSES = 4  # by default, the first, the last and evenly spaced ones between
-ELEMENTS_AT_ONCE = 2  # elements of an input checked side by side (a pair of runs each)
+ELEMENTS_AT_ONCE = 1  # elements of an input checked side by side (a pair of runs each)
 
 
 def close(a: float, b: float, scale: float) -> bool:
@@ -112,27 +112,47 @@ class ArrayCheck:
         if not self.plans:
             return
         snaps = {plan.stop_after: plan.nodes for plan in self.plans}
+        self.from_trace = trace_values(self.trace, self.ctx, self.plans)
+        runs = [self.nudged_args(1, snaps)]
+        if self.from_trace is None:  # a value the trace did not keep whole: read it live
+            runs.insert(0, self.base_args())
+        self.pending = self.reruns.start_jobs(runs)
+
+    def base_args(self) -> dict:
+        """The run as recorded, which reads every call of the checked passes."""
         last = self.plans[-1]
-        base = array_args({}, {}, last.stop_after + len(last.calls), snaps,
+        return array_args({}, {}, last.stop_after + len(last.calls),
+                          {plan.stop_after: plan.nodes for plan in self.plans},
                           [(p.stop_after, p.stop_after + len(p.calls)) for p in self.plans],
-                          grads=True)
-        self.pending = self.reruns.start_jobs([base, self.nudged_args(1, snaps)])
+                          grads=True, seed=self.reruns.seed)
 
     def nudged_args(self, sign: int, snaps: dict) -> dict:
         return array_args({n: sign * H * v for n, v in self.direction.items()}, {},
-                          self.plans[-1].stop_after, snaps)
+                          self.plans[-1].stop_after, snaps, seed=self.reruns.seed)
 
     def run(self, earlier: list[Finding]) -> list[Finding]:
         if not self.plans:
             return earlier
-        base, plus = self.reruns.wait_jobs(self.pending)
+        *base, plus = self.reruns.wait_jobs(self.pending)
         self.pending = []
-        if not isinstance(base, dict) or not isinstance(plus, dict):
+        if not isinstance(plus, dict) or not self.read_base(base[0] if base else None):
             self.check.notes.append("the re-runs of the array check did not report: no "
                                     "gradient was checked numerically")
             return earlier
-        self.calls = calls_of(base)
-        self.base, self.plus = snaps_of(base), snaps_of(plus)
+        self.plus = snaps_of(plus)
+        if self.unsteady() and self.from_trace is not None:
+            # the recording drew other random numbers than the re-runs (numpy's global
+            # state is seeded in a re-run only): the run as recorded, re-run
+            (again,) = self.reruns.wait_jobs(self.reruns.start_jobs([self.base_args()]))
+            self.from_trace = None
+            if not self.read_base(again):
+                return earlier
+        if self.unsteady():
+            self.check.notes.append(
+                "the arrays differ from one run of the scenario to the next by more than "
+                "the doctor's nudges (numbers drawn at random with no seed?), so no "
+                "gradient was checked numerically")
+            return earlier
         found = list(earlier)
         unread = 0
         for plan in self.plans:
@@ -150,6 +170,32 @@ class ArrayCheck:
             self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")
         return found
+
+    def read_base(self, run: object) -> bool:
+        """The calls and copies as recorded: from the trace, else from `run` (the run as
+        recorded, re-run); False if that did not report."""
+        if self.from_trace is not None and run is None:
+            self.calls, self.base = self.from_trace
+            return True
+        if not isinstance(run, dict):
+            return False
+        self.calls, self.base = calls_of(run), snaps_of(run)
+        return True
+
+    def unsteady(self) -> bool:
+        """Did a leaf of the first checked graph move between the run as recorded and
+        the run nudged up by more than its nudge (at most 1.5 H its size)?"""
+        k = self.plans[0].stop_after
+        base, up = self.base.get(k, {}), self.plus.get(k, {})
+        for n in self.plans[0].leaves:
+            if n in base and n in up and base[n].shape == up[n].shape and base[n].size:
+                size = max(1.0, float(np.max(np.abs(base[n]), initial=0.0,
+                                             where=np.isfinite(base[n]))))
+                with np.errstate(invalid="ignore"):
+                    moved = np.abs(up[n] - base[n])
+                if np.any(moved[np.isfinite(moved)] > 20 * H * size):
+                    return True
+        return False
 
     # -- each call -------------------------------------------------------------------------
     def suspects(self, plan: ArrayPlan) -> tuple[list[Call], int]:
@@ -243,8 +289,8 @@ class ArrayCheck:
         """A pair of runs (nudged up and down) for each (nudge, element), all side by
         side: their copies at call `stop` (None where a run did not report). The first
         run up also looks for the line that made the value `origin` names."""
-        args = [array_args({n: sign * v for n, v in nudge.items()}, element, stop, snap)
-                for nudge, element in nudges for sign in (1, -1)]
+        args = [array_args({n: sign * v for n, v in nudge.items()}, element, stop, snap,
+                           seed=self.reruns.seed) for nudge, element in nudges for sign in (1, -1)]
         if origin is not None:  # (that run goes on to the call)
             args[0].update(stop_after=max(stop, origin[0]), origin=list(origin))
         results = self.reruns.wait_jobs(self.reruns.start_jobs(args))
@@ -325,6 +371,57 @@ class ArrayCheck:
         if line:
             return ctx.where_in(str(line[0]), int(line[1]))
         return ctx.closure_where(s.event, ctx.grad_write_line(s.event, c))
+
+
+def trace_values(t, ctx, plans: list[ArrayPlan]
+                 ) -> tuple[dict[int, Call], dict[int, dict[int, np.ndarray]]] | None:
+    """What the run as recorded reads (`calls_of`, `snaps_of`), from the trace itself,
+    which holds every array up to `mgtui.trace.arrays.WHOLE_LIMIT` elements whole: each
+    call's node grad and its writes to its inputs' grads (after less before), and the
+    data and grad of each checked graph's nodes as its pass starts. None if a value
+    needed is not held whole."""
+    calls: dict[int, Call] = {}
+    snaps: dict[int, dict[int, np.ndarray]] = {}
+    state: dict[int, tuple] = {}
+
+    def value(nid: int, grad: bool, position: int) -> np.ndarray:
+        if position not in state:
+            state[position] = t.state_at(position)
+        v = t.value_at(nid, grad, position, state[position][int(grad)][nid])
+        return as_numpy(v)
+
+    try:
+        for plan in plans:
+            snap = snaps[plan.stop_after] = {}
+            for n in plan.nodes:
+                snap[n] = value(n, False, plan.first)
+                snap[-n - 1] = value(n, True, plan.first)
+            for k, event in enumerate(plan.calls, plan.stop_after):
+                nid = t.event_node(event)
+                contrib = {c: np.zeros_like(snap[c]) if c in snap else 0.0
+                           for c in ctx.inputs(nid)}
+                for w in t.writes(event):
+                    if w.node in contrib and w.field is Field.GRAD:
+                        before, after = map(as_numpy, t.write_value(w.index, w.before, w.after))
+                        contrib[w.node] = contrib[w.node] + (after - before)
+                calls[k] = Call(event, nid, value(nid, True, event),
+                                {c: np.asarray(g, dtype=np.float64) for c, g in contrib.items()})
+    except NotWhole:
+        return None
+    return calls, snaps
+
+
+class NotWhole(Exception):
+    """A value the trace keeps only as a summary (a big array)."""
+
+
+def as_numpy(v) -> np.ndarray:
+    """A trace's value (a float, or an `ArrayValue` kept whole) as a float64 array."""
+    if isinstance(v, float):
+        return np.array(v)
+    if not getattr(v, "whole", False):
+        raise NotWhole
+    return np.array(v.values, dtype=np.float64).reshape(v.shape)
 
 
 def balanced(call: Call, inputs: list[int], hi: dict, lo: dict, step: float) -> bool:

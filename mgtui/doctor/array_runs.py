@@ -51,6 +51,7 @@ class ArrayCapture:
         self.calls: list = []
         self.origin: list | None = None
         self.count = 0
+        self.busy = False  # replaying a closure: a `_backward` it calls is not counted
 
     def on_create(self, nid: int, d) -> None:
         amount = self.nudge.get(nid)
@@ -71,16 +72,22 @@ class ArrayCapture:
             self.dicts[nid] = d
 
     def before_backward(self, d, fn) -> None:
+        if self.busy:
+            return
         k = self.count
         self.count += 1
         nids = self.snaps.get(k)
         if nids is not None:
             values = ((n, self.values(n)) for n in nids if n in self.dicts)
             self.snapshots[k] = {n: v for n, v in values if v is not None}
-        if any(lo <= k < hi for lo, hi in self.capture):
-            self.capture_call(k, d, fn)
-        if self.origin_call is not None and self.origin_call[0] == k:
-            self.origin = origin_line(d, fn, self.origin_call[1])
+        self.busy = True
+        try:
+            if any(lo <= k < hi for lo, hi in self.capture):
+                self.capture_call(k, d, fn)
+            if self.origin_call is not None and self.origin_call[0] == k:
+                self.origin = origin_line(d, fn, self.origin_call[1])
+        finally:
+            self.busy = False
         if self.stop_after is not None and self.count > self.stop_after:
             raise StopRecording("the doctor has what it needs")
 
@@ -219,8 +226,15 @@ class ArrayRerunJob:
 
 
 def array_rerun(nudge: dict, element: dict, stop_after: int | None, snaps: dict,
-                capture: list, grads: bool = False, origin: list | None = None) -> ArrayRerunJob:
-    """`ArrayRerunJob` from a job's arguments (JSON: keys back to ints here)."""
+                capture: list, grads: bool = False, origin: list | None = None,
+                seed: int = 0) -> ArrayRerunJob:
+    """`ArrayRerunJob` from a job's arguments (JSON: keys back to ints here). numpy's
+    global random state is seeded with `seed`, as the runner seeds `random`: every
+    re-run draws the same numbers (a `default_rng()` with no seed does not: the check
+    sees its values move and says so)."""
+    import numpy as np
+
+    np.random.seed(seed)
     return ArrayRerunJob(ArrayCapture(
         {int(k): float(v) for k, v in nudge.items()}, {int(k): int(v) for k, v in element.items()},
         stop_after, {int(k): [int(n) for n in v] for k, v in snaps.items()},
@@ -230,10 +244,11 @@ def array_rerun(nudge: dict, element: dict, stop_after: int | None, snaps: dict,
 
 def array_args(nudge: dict[int, float], element: dict[int, int], stop_after: int | None,
                snaps: dict[int, list[int]], capture: list[tuple[int, int]] = (),
-               grads: bool = False, origin: tuple[int, int] | None = None) -> dict:
+               grads: bool = False, origin: tuple[int, int] | None = None,
+               seed: int = 0) -> dict:
     """`array_rerun`'s arguments, as they travel to the child (as JSON)."""
     return {"nudge": {str(k): v for k, v in nudge.items()},
             "element": {str(k): v for k, v in element.items()}, "stop_after": stop_after,
             "snaps": {str(k): v for k, v in snaps.items()},
             "capture": [list(c) for c in capture], "grads": grads,
-            "origin": list(origin) if origin else None}
+            "origin": list(origin) if origin else None, "seed": seed}

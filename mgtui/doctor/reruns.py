@@ -144,13 +144,19 @@ class CallReruns:
         from mgtui.doctor.array_runs import array_rerun
         from mgtui.recording.inprocess import record_call
 
+        import numpy as np
+
         results = []
-        for job_args in args:
-            self.count += 1
-            job = array_rerun(**job_args)
-            record_call(self.fn, seed=self.seed, on_create=job.hooks.on_create,
-                        before_backward=job.hooks.before_backward, fields=self.fields)
-            results.append(job.result())
+        state = np.random.get_state()  # (each job seeds it: the caller's is put back)
+        try:
+            for job_args in args:
+                self.count += 1
+                job = array_rerun(**job_args)
+                record_call(self.fn, seed=self.seed, on_create=job.hooks.on_create,
+                            before_backward=job.hooks.before_backward, fields=self.fields)
+                results.append(job.result())
+        finally:
+            np.random.set_state(state)
         return results
 
     @staticmethod

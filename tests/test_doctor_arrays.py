@@ -316,3 +316,23 @@ def test_numpys_global_random_state_is_seeded_in_every_run():
 
     report = diagnose_call(fn)
     assert report.findings == [] and report.checked_passes
+
+
+@pytest.mark.parametrize("name", ["unbroadcast_mean", "matmul_transposed",
+                                  "no_broadcast_sum", "tensor_overwrite"])
+def test_check_finds_each_tensor_bug_in_a_function(name):
+    """`mgtui.check(fn)` on a function that runs the bug scenario: the same kind, node,
+    line and element as `--check` (`test_doctor.EXPECTED`)."""
+    import runpy
+
+    from test_doctor import EXPECTED, line_of
+
+    kind, label, text, element = EXPECTED[name]
+    path = BUGS / f"{name}.py"
+
+    def fn():
+        runpy.run_path(str(path))
+
+    (f,) = mgtui.check(fn)
+    assert (f.kind, f.label, f.element) == (kind, label, element)
+    assert Path(f.file).resolve() == path.resolve() and f.line == line_of(path, text)

@@ -1,12 +1,16 @@
 """The numerical check on arrays (a tensor engine): `numerical.NumericalCheck` hands its
-passes over to `ArrayCheck` when the probe saw array values. The trace holds no array's
-values for the doctor, so the re-runs read them live (`mgtui.doctor.array_runs`).
+passes over to `ArrayCheck` when the probe saw array values. The re-runs read their
+arrays live, through hooks of their own (`mgtui.doctor.array_runs`).
 
-- Two runs side by side: one as recorded, which reads, for each `_backward` call of the
-  checked passes, the node's grad and what the call adds to each input (replayed from
-  zeroed grads), and one with every leaf of the checked graphs nudged by +h along a
-  seeded random direction, element by element (`arrays.pattern`). Both copy the data of
-  the checked graph as its backward pass starts.
+- The run as recorded: for each `_backward` call of the checked passes, the node's grad
+  and what the call added to each input's grad, and the checked graph's data and grads
+  as its pass starts. The trace holds all of it (`trace_values`) where it keeps the
+  arrays whole; else (a big array), or if the recording drew other random numbers than
+  the re-runs, a re-run reads it, replaying each call from zeroed input grads.
+- One run with every leaf of the checked graphs nudged by +h along a seeded random
+  direction, element by element (`arrays.pattern`), copying the data of each checked
+  graph as its backward pass starts (a leaf that moved by more than its nudge: the runs
+  differ, and the check says so rather than guess).
 - Each call `N = op(c_1..c_k)` must agree with how its node moved:
   `sum(N.grad * dN) == sum_k sum(contribution_k * dc_k)`, summed over the elements,
   one-sided. A call that does not is a suspect.
@@ -85,6 +89,7 @@ class ArrayCheck:
         self.started = time.perf_counter()
         self.origins: dict[tuple[int, int], list] = {}  # (call, input) -> [file, line]
         self.wrong_closures: set[int] = set()  # closures with a finding
+        self.traced: set[tuple[int, int]] = set()  # (call, input) whose value was traced
 
     # -- the runs --------------------------------------------------------------------------
     def begin(self, passes: list[Pass]) -> None:
@@ -291,7 +296,8 @@ class ArrayCheck:
         run up also looks for the line that made the value `origin` names."""
         args = [array_args({n: sign * v for n, v in nudge.items()}, element, stop, snap,
                            seed=self.reruns.seed) for nudge, element in nudges for sign in (1, -1)]
-        if origin is not None:  # (that run goes on to the call)
+        if origin is not None and origin not in self.traced:  # (that run goes on to the call)
+            self.traced.add(origin)
             args[0].update(stop_after=max(stop, origin[0]), origin=list(origin))
         results = self.reruns.wait_jobs(self.reruns.start_jobs(args))
         if origin is not None and isinstance(results[0], dict) and results[0].get("origin"):

@@ -336,3 +336,62 @@ def test_check_finds_each_tensor_bug_in_a_function(name):
     (f,) = mgtui.check(fn)
     assert (f.kind, f.label, f.element) == (kind, label, element)
     assert Path(f.file).resolve() == path.resolve() and f.line == line_of(path, text)
+
+
+class Arr:
+    """A numpy engine of another shape: grads start as the number 0 and become arrays
+    as they are added to, `_prev` is a set; its `sum` can double its gradient."""
+
+    double = False
+
+    def __init__(self, data, _children=(), _op=''):
+        self.data = np.asarray(data, dtype=float)
+        self.grad = 0
+        self._backward = lambda: None
+        self._prev = set(_children)
+        self._op = _op
+
+    def __mul__(self, other):
+        out = Arr(self.data * other.data, (self, other), '*')
+
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+        out._backward = _backward
+        return out
+
+    def sum(self):
+        out = Arr(self.data.sum(), (self,), 'sum')
+        k = 2 if Arr.double else 1
+
+        def _backward():
+            self.grad += np.ones_like(self.data) * out.grad * k
+        out._backward = _backward
+        return out
+
+    def backward(self):
+        topo, seen = [], set()
+
+        def build(v):
+            if v not in seen:
+                seen.add(v)
+                for c in v._prev:
+                    build(c)
+                topo.append(v)
+        build(self)
+        self.grad = 1.0
+        for v in reversed(topo):
+            v._backward()
+
+
+def test_an_engine_whose_grads_start_as_numbers(monkeypatch):
+    def fn():
+        a, b = Arr([[1.0, 2.0, 3.0]]), Arr([[0.5, -1.0, 2.0]])
+        (a * b).sum().backward()
+
+    assert mgtui.check(fn) == []
+    monkeypatch.setattr(Arr, "double", True)
+    (f,) = mgtui.check(fn)
+    assert (f.kind, f.op, f.element) == ("wrong-derivative", "sum", (0, 0))
+    # d sum / d (a*b)[0, 0] is 1; the bug added 2, and the grad ended at 2
+    assert (f.numerical, f.local, f.recorded) == (pytest.approx(1.0), pytest.approx(1.0), 2.0)

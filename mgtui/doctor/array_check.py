@@ -359,13 +359,17 @@ class ArrayCheck:
 
     def recorded_grad(self, plan: ArrayPlan, c: int, j: int) -> float | None:
         """Input `c`'s grad element `j` at the end of the pass, as the calls added it."""
-        start = self.base.get(plan.stop_after, {}).get(-c - 1)
-        if start is None:
+        snap = self.base.get(plan.stop_after, {})
+        start, data = snap.get(-c - 1), snap.get(c)
+        if start is None or data is None:
             return None
-        total = start.reshape(-1)[j]
+        try:  # (a grad that starts as the number 0 and becomes an array)
+            total = np.broadcast_to(start, data.shape).reshape(-1)[j]
+        except ValueError:
+            return None
         for k in range(plan.stop_after, plan.stop_after + len(plan.calls)):
             call = self.calls.get(k)
-            if call is not None and c in call.contrib and call.contrib[c].shape == start.shape:
+            if call is not None and c in call.contrib and call.contrib[c].shape == data.shape:
                 total = total + call.contrib[c].reshape(-1)[j]
         return float(total)
 

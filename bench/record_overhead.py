@@ -26,6 +26,12 @@ Then reading `a.grad` and `a.data` on a node, recorded and plain, and a long cha
 (1,000,000 nodes by default) and its backward pass, recorded and plain, both under the
 recorder's collector setting.
 
+Then the bundled tensor lesson (`tensor_mlp.py`: the moons MLP with numpy matrices, 3
+training steps, about 40 nodes a step whose values are arrays), recorded with the trace
+built after it against plain, alternating (issue 20: at most 2x; an array is copied
+once as it is recorded, so the cost is per node, not per element): as bundled, a
+step's cost alone, and a step's cost with arrays 100 times as big (`tensor`).
+
     python bench/record_overhead.py [--rounds 7] [--chain-nodes N] [--chain-rounds 1]
     python bench/record_overhead.py --quick   # seconds: does it still run? (the tests)
 """
@@ -215,6 +221,51 @@ def chain(tmp: Path, nodes: int, rounds: int) -> None:
           f"{verdict}); old hooks {m['hooks']:.2f} s = {m['hooks']/m['plain']:.2f}x")
 
 
+TENSOR = ROOT / "scenarios" / "tensor_mlp.py"
+TENSOR_TARGET = 2.0
+
+
+def tensor_variant(tmp: Path, steps: int, points: int) -> object:
+    """The tensor lesson with `steps` training steps on `points` moons points."""
+    source = TENSOR.read_text()
+    loop, data = "for k in range(3):", "make_moons(n_samples=100,"
+    assert loop in source and data in source, "tensor_mlp.py changed: update this benchmark"
+    path = tmp / f"tensor_{steps}_{points}.py"
+    path.write_text(source.replace(loop, f"for k in range({steps}):")
+                    .replace(data, f"make_moons(n_samples={points},"))
+    return load_scenario(path)
+
+
+def tensor(tmp: Path, rounds: int) -> None:
+    """The tensor lesson recorded (the runner child's recorder, the trace built after it)
+    against the same scenario plain, alternating: as bundled (3 steps, 100 points); the
+    cost of 30 more steps (what a step costs, without the run's fixed costs: the scan
+    of the loaded modules, numpy's included, for Value classes, the scenario's
+    assignments, the sandbox); and the same with 10,000 points, arrays 100 times as
+    big (is the cost per node, or per element?)."""
+    cases = {"as bundled": [(3, 100)], "a step": [(3, 100), (33, 100)],
+             "a step, 100x the elements": [(3, 10_000), (33, 10_000)]}
+    scenarios = {sp: tensor_variant(tmp, *sp) for sps in cases.values() for sp in sps}
+    for sc in scenarios.values():
+        recorded(sc, True)  # (warm: numpy, the engine, the rewrite)
+    times: dict = {sp: {"plain": [], "recorded": []} for sp in scenarios}
+    for _ in range(rounds):
+        for sp, sc in scenarios.items():
+            times[sp]["plain"].append(timed(plain, sc))
+            times[sp]["recorded"].append(sum(recorded(sc, True)))
+    m = {sp: {k: statistics.median(v) for k, v in t.items()} for sp, t in times.items()}
+    for name, sps in cases.items():
+        if len(sps) == 1:
+            p, r = m[sps[0]]["plain"], m[sps[0]]["recorded"]
+        else:
+            (a, b) = sps
+            p = (m[b]["plain"] - m[a]["plain"]) / 30
+            r = (m[b]["recorded"] - m[a]["recorded"]) / 30
+        verdict = "ok" if r / p <= TENSOR_TARGET else "OVER TARGET"
+        print(f"tensor     {TENSOR.name}, {name}: plain {p*1000:.2f} ms  recorded "
+              f"{r*1000:.2f} ms  ratio {r/p:.2f}x  (target <= {TENSOR_TARGET}x: {verdict})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -277,6 +328,7 @@ def main() -> None:
         print(f"{'':10s}   old hooks (inline=False): the run {m['hooks run']/q:.2f}x, "
               f"with the trace built after it {h/q:.2f}x")
 
+    tensor(tmp, args.rounds)
     reads(tmp, args.rounds, read_count)
     if args.chain_nodes and args.chain_rounds > 0:  # (--chain-rounds 0: no chain)
         chain(tmp, args.chain_nodes, args.chain_rounds)

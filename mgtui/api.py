@@ -367,8 +367,8 @@ def compact_view(trace: Trace, rows: int = MAX_VIEW_ROWS):
         table.add_column(column, justify="right" if column in ("id", "data", "grad") else "left")
     for nid in range(min(trace.node_count, rows)):
         table.add_row(*(Text(x) for x in (
-            str(nid), trace.label(nid), trace.op(nid), fmt(trace.final_data[nid]),
-            fmt(trace.final_grad[nid]), ", ".join(trace.label(c) for c in trace.children(nid)))))
+            str(nid), trace.label(nid), trace.op(nid), fmt(trace.final_value(nid, False)),
+            fmt(trace.final_value(nid, True)), ", ".join(trace.label(c) for c in trace.children(nid)))))
     parts: list[Any] = [table]
     if trace.node_count > rows:
         parts.append(Text(f"… and {trace.node_count - rows} more nodes", style="dim"))

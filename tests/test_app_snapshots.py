@@ -102,3 +102,25 @@ def test_error_screen_for_a_syntax_error(snap_compare, size, write_scenario, mon
     monkeypatch.chdir(path.parent)  # the message names the file as given: bad.py
     app = MgtuiApp(path.relative_to(path.parent))
     assert snap_compare(app, terminal_size=size, run_before=wait_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_tensor_neuron_at_a_forward_step(snap_compare, size):
+    # step 4 makes x@w: (1, 2) @ (2, 1) → (1, 1), its inputs' arrays in full
+    app = MgtuiApp(SCENARIOS / "tensor_neuron.py", step=4)
+    assert snap_compare(app, terminal_size=size, run_before=wait_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_tensor_neuron_at_the_matmul_backward_step(snap_compare, size):
+    # step 11: (x@w)._backward() adds into x.grad and w.grad, each rule with its shapes
+    app = MgtuiApp(SCENARIOS / "tensor_neuron.py", step=11)
+    assert snap_compare(app, terminal_size=size, run_before=wait_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_tensor_mlp_at_the_broadcast_bias_step(snap_compare, size):
+    # the first layer's `+` in the first backward pass: the bias's gradient is summed
+    # over the 100 rows it was broadcast along, (100, 16) → (1, 16)
+    app = MgtuiApp(SCENARIOS / "tensor_mlp.py", step=88)
+    assert snap_compare(app, terminal_size=size, run_before=wait_loaded)

@@ -29,7 +29,15 @@ from __future__ import annotations
 import math
 import sys
 
-from mgtui.trace.arrays import EVENT, GRAD, NODE, NUMERIC_KINDS, WRITE, ArrayChunk, from_numpy
+from mgtui.trace.arrays import (
+    EVENT,
+    GRAD,
+    NODE,
+    NUMERIC_KINDS,
+    WRITE,
+    ArrayChunk,
+    from_numpy_many,
+)
 
 NAN = math.nan
 
@@ -48,6 +56,7 @@ class ArraySnapshots:
         #                                       (the live array, the copy taken of it)
         self.unrecorded: dict[str, int] = {}  # type name -> values not recorded
         self.told: dict[str, int] = {}  # `unrecorded` as the last chunk had it
+        self.zeros: dict[tuple, object] = {}  # (shape, dtype) -> a copy of zeros, shared
 
     def __bool__(self) -> bool:
         return bool(self.nodes or self.events or self.writes or self.unrecorded)
@@ -93,6 +102,8 @@ class ArraySnapshots:
         self.last[(nid, 1)] = (data, copy)
         gcopy, _ = self.snap(grad) if grad is not None else (None, 0.0)
         if gcopy is not None:
+            if not gcopy.any():  # zeros (as most grads start): one copy for each shape
+                gcopy = self.zeros.setdefault((gcopy.shape, gcopy.dtype), gcopy)
             self.grads[nid] = gcopy
             self.last[(nid, 0)] = (grad, gcopy)
         return column
@@ -142,26 +153,21 @@ class ArraySnapshots:
         next one's before) become one `ArrayValue`."""
         if not self:
             return None
-        made: dict[int, object] = {}
-
-        def value(copy):
-            found = made.get(id(copy))
-            if found is None:
-                found = made[id(copy)] = from_numpy(copy)
-            return found
-
         # (The runner's child cuts chunks in another thread while the scenario records:
         # each table is copied first, in one C call, not iterated while it may grow.)
-        entries = []
+        found = []  # (place, index, side, copy)
         for place, table, lo, hi in ((NODE, self.nodes, since.nodes, upto.nodes),
                                      (GRAD, self.grads, since.nodes, upto.nodes)):
-            entries += [(place, k, 0, value(c)) for k, c in list(table.items()) if lo <= k < hi]
+            found += [(place, k, 0, c) for k, c in list(table.items()) if lo <= k < hi]
         for place, table, lo, hi in ((EVENT, self.events, since.events, upto.events),
                                      (WRITE, self.writes, since.writes, upto.writes)):
             for k, pair in list(table.items()):
                 if lo <= k < hi:
-                    entries += [(place, k, side, value(c)) for side, c in enumerate(tuple(pair))
-                                if c is not None]
+                    found += [(place, k, side, c) for side, c in enumerate(tuple(pair))
+                              if c is not None]
+        copies = list({id(c): c for *_, c in found}.values())  # each copy once
+        values = dict(zip(map(id, copies), from_numpy_many(copies)))
+        entries = [(place, k, side, values[id(c)]) for place, k, side, c in found]
         unrecorded = dict(self.unrecorded)
         if not entries and unrecorded == self.told:
             return None

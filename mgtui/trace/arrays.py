@@ -44,28 +44,39 @@ PLACE_NAMES = ("node", "grad", "event", "write")
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds an `ArrayValue` holds (bool, ints, floats)
 
 
-@dataclass(frozen=True, eq=False)
 class ArrayValue:
     """One array: its `shape`, its `dtype` (by name), and `values` (float64, C order):
     every element if `whole`, else the first few, with `summary` given (low, high,
-    mean, norm, nonfinite). Its statistics are worked out on first use when whole."""
+    mean, norm, nonfinite). Its statistics are worked out on first use when whole.
+    Treat it as immutable; it compares by identity (`same` compares contents). (A class
+    with slots rather than a frozen dataclass: a recording makes one per array it sees,
+    and a frozen dataclass's `__init__` costs three times as much.)"""
 
-    shape: tuple[int, ...]
-    dtype: str
-    values: array  # 'd'
-    whole: bool = True
-    given: tuple[float, float, float, float, int] | None = None  # (a summary's)
+    __slots__ = ("shape", "dtype", "values", "whole", "given", "_summary")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, values: array, whole: bool = True,
+                 given: tuple[float, float, float, float, int] | None = None) -> None:
+        self.shape, self.dtype, self.values, self.whole = shape, dtype, values, whole
+        self.given = given  # (a summary's)
+        self._summary = given
+
+    def __repr__(self) -> str:
+        return (f"ArrayValue(shape={self.shape}, dtype={self.dtype!r}, whole={self.whole}, "
+                f"values={list(self.values[:SAMPLE])})")
 
     @property
     def size(self) -> int:
         return math.prod(self.shape)
 
-    @cached_property
+    @property
     def summary(self) -> tuple[float, float, float, float, int]:
         """(min, max, mean, L2 norm, number of elements that are nan or inf), over the
         finite elements (nan where there are none)."""
-        if self.given is not None:
-            return self.given
+        if self._summary is None:
+            self._summary = self._worked_summary()
+        return self._summary
+
+    def _worked_summary(self) -> tuple[float, float, float, float, int]:
         values = self.values
         total = sum(values)
         if math.isfinite(total):  # (the common case: every element finite, at C speed)
@@ -123,17 +134,57 @@ class ArrayValue:
                    (float(low), float(high), float(mean), float(norm), int(bad)))
 
 
+_DTYPE_NAMES: dict = {}  # numpy dtype -> its name (`str(dtype)` runs Python code: ~10 µs)
+
+
+def from_numpy_many(arrays: list) -> list[ArrayValue]:
+    """`from_numpy` of each of many numpy arrays at once: those kept whole are joined
+    into one float64 buffer, converted in one call, and each takes its slice (a
+    recording converts a chunk's arrays so, a few microseconds an array less)."""
+    np = sys.modules["numpy"]
+    small = [a for a in arrays if a.size <= WHOLE_LIMIT]
+    flat = array("d")
+    if small:
+        joined = np.concatenate([a.reshape(-1) for a in small]).astype(np.float64, copy=False)
+        flat.frombytes(memoryview(joined).cast("B"))  # (its bytes in place: no copy more)
+    names = _DTYPE_NAMES
+    out, at = [], 0
+    for a in arrays:
+        if a.size > WHOLE_LIMIT:
+            out.append(from_numpy(a))
+            continue
+        dtype = a.dtype
+        name = names.get(dtype)
+        if name is None:
+            name = names[dtype] = str(dtype)
+        end = at + a.size
+        out.append(ArrayValue(a.shape, name, flat[at:end]))
+        at = end
+    return out
+
+
 def from_numpy(a) -> ArrayValue:
     """An `ArrayValue` of a numpy array of numbers (its dtype kind in `NUMERIC_KINDS`),
-    read through its own methods, at C speed: one copy as float64, and for a big one,
-    its summary from numpy."""
+    read through its own methods, at C speed: one copy as float64 (none more for one
+    that is float64 already), and for a big one, its summary from numpy."""
     np = sys.modules["numpy"]  # (loaded: `a` is one of its arrays)
-    shape = tuple(int(n) for n in a.shape)
-    f64 = a.astype(np.float64, copy=False)
+    dtype = a.dtype
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    shape = a.shape
     if a.size <= WHOLE_LIMIT:
         flat = array("d")
-        flat.frombytes(np.ascontiguousarray(f64).tobytes())  # (native order, as 'd')
-        return ArrayValue(shape, str(a.dtype), flat)
+        flat.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())  # (native order)
+        return ArrayValue(shape, name, flat)
+    shape = tuple(int(n) for n in shape)
+    f64 = a.astype(np.float64, copy=False)
+    flat64 = f64.reshape(-1)
+    total = float(flat64.sum())
+    if math.isfinite(total):  # (every element finite: four passes, no copy)
+        given = (float(flat64.min()), float(flat64.max()), total / flat64.size,
+                 math.sqrt(float(np.dot(flat64, flat64))), 0)
+        return ArrayValue(shape, name, array("d", flat64[:SAMPLE].tolist()), False, given)
     ok = np.isfinite(f64)
     good = f64[ok]
     bad = int(f64.size - good.size)
@@ -143,7 +194,7 @@ def from_numpy(a) -> ArrayValue:
     else:
         given = (math.nan, math.nan, math.nan, math.nan, bad)
     sample = array("d", f64.reshape(-1)[:SAMPLE].tolist())
-    return ArrayValue(shape, str(a.dtype), sample, False, given)
+    return ArrayValue(shape, name, sample, False, given)
 
 
 Value = float | ArrayValue  # a value as the trace's readers get it
@@ -215,6 +266,14 @@ class ArrayTable:
 EMPTY = ArrayTable()
 
 
+def _sides(found: list | None, before: float, after: float) -> tuple[Value, Value]:
+    """A write's (before, after): its arrays where it has them, else its columns'."""
+    if found is None:
+        return before, after
+    b, a = found
+    return (before if b is None else b), (after if a is None else a)
+
+
 class TraceArrays:
     """The readers of values that know arrays: a mixin of `Trace`, which has `arrays`
     (an `ArrayTable`) beside its scalar columns. Each answers a float where the value
@@ -245,20 +304,12 @@ class TraceArrays:
     def write_value(self, w: int, scalar_before: float, scalar_after: float
                     ) -> tuple[Value, Value]:
         """(before, after) of write `w` (inside a `_backward`), given its columns'."""
-        found = self.arrays.writes.get(w)
-        if found is None:
-            return scalar_before, scalar_after
-        b, a = found
-        return (scalar_before if b is None else b), (scalar_after if a is None else a)
+        return _sides(self.arrays.writes.get(w), scalar_before, scalar_after)
 
     def event_value(self, index: int, scalar_before: float, scalar_after: float
                     ) -> tuple[Value, Value]:
         """(before, after) of the lone write of event `index`, given its columns'."""
-        found = self.arrays.events.get(index)
-        if found is None:
-            return scalar_before, scalar_after
-        b, a = found
-        return (scalar_before if b is None else b), (scalar_after if a is None else a)
+        return _sides(self.arrays.events.get(index), scalar_before, scalar_after)
 
     def final_value(self, nid: int, grad: bool) -> Value:
         """Node `nid`'s grad (or data) at the end of the run."""

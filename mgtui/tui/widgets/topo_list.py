@@ -14,6 +14,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.session.bindings import TOPO_KEYS
+from mgtui.trace.arrays import ArrayValue, brief
 from mgtui.trace.explain import fmt
 from mgtui.trace.names import fitted_name
 from mgtui.session import StepState
@@ -133,7 +134,8 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
             k, nid, state, grad, width = key
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
-            text = (f"{k:>5} {mark} {fmt(grad):>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
+            shown = brief(grad) if isinstance(grad, ArrayValue) else fmt(grad)  # (shape, summary)
+            text = (f"{k:>5} {mark} {shown:>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
                     f"  {trace.op(nid)}")
             style = self.rich_style
             if state:

@@ -395,3 +395,28 @@ def test_an_engine_whose_grads_start_as_numbers(monkeypatch):
     assert (f.kind, f.op, f.element) == ("wrong-derivative", "sum", (0, 0))
     # d sum / d (a*b)[0, 0] is 1; the bug added 2, and the grad ended at 2
     assert (f.numerical, f.local, f.recorded) == (pytest.approx(1.0), pytest.approx(1.0), 2.0)
+
+
+def one_level_backward(root):
+    """A backward pass whose order holds the root and its inputs only."""
+    topo = []
+    for child in root._prev:
+        topo.append(child)  # BUG: the inputs' inputs are never added
+    topo.append(root)
+    root.grad = np.ones_like(root.data)
+    for v in reversed(topo):
+        v._backward()
+
+
+def test_a_node_left_out_of_the_order_is_found():
+    def fn():
+        x = Tensor([[1.0, -2.0]], label='x')
+        w = Tensor([[0.5], [1.5]], label='w')
+        xw = x @ w; xw.label = 'xw'
+        t = xw.tanh(); t.label = 't'
+        loss = t.sum(); loss.label = 'loss'
+        one_level_backward(loss)
+
+    (f,) = mgtui.check(fn)
+    assert (f.kind, f.label) == ("topo-order", "xw")
+    assert "topo.append(child)" in f.text and "x, w" in f.message

@@ -166,6 +166,8 @@ class ArrayCheck:
             suspects, skipped = self.suspects(plan)
             unread += skipped
             found += self.localise(plan, suspects)
+            if not suspects and plan.pass_.index not in self.ctx.explained_passes:
+                found += self.check.wrong_in.first_of(self.left_out(plan), plan.pass_)
         found = self.check.wrong_in.named(found)
         self.check.notes.append(
             f"on arrays each _backward call was checked along a random direction over all "
@@ -228,6 +230,33 @@ class ArrayCheck:
             if not balanced(call, inputs, up, base, H):
                 out.append(call)
         return out, skipped
+
+    def left_out(self, plan: ArrayPlan) -> list[Finding]:
+        """An op node of the checked graph that was handed a grad (not all zeros) in its
+        pass but whose `_backward` never ran there: the topological order left it out,
+        and nothing reached its inputs. (The scalar check finds it through the root's
+        directional derivative.)"""
+        t, ctx = self.trace, self.ctx
+        ran = {t.event_node(e) for e in plan.calls}
+        if not ran.issubset(plan.nodes):
+            return []  # the pass goes on into another root's graph
+        graph = set(plan.nodes)
+        skipped = []
+        for k in range(plan.stop_after, plan.stop_after + len(plan.calls)):
+            call = self.calls.get(k)
+            for c, g in (call.contrib.items() if call is not None else ()):
+                if (c in graph and c not in ran and c not in skipped and not t.is_leaf(c)
+                        and np.any(g != 0)):
+                    skipped.append(c)
+        if not skipped:
+            return []
+        nid = skipped[-1]
+        more = f" ({len(skipped) - 1} more node(s) like it)" if len(skipped) > 1 else ""
+        return [ctx.finding(
+            "topo-order", nid, plan.first, ctx.order_where(plan.first),
+            f"{ctx.op_text(nid)} is in the graph of {ctx.node_text(plan.root)} and was "
+            f"handed a grad, but its _backward never ran in this pass: the topological "
+            f"order leaves it out{more}, and no gradient reached {ctx.labels(ctx.inputs(nid))}")]
 
     # -- a faulty call's input and element -------------------------------------------------------
     def localise(self, plan: ArrayPlan, suspects: list[Call]) -> list[Finding]:

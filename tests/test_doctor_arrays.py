@@ -420,3 +420,16 @@ def test_a_node_left_out_of_the_order_is_found():
     (f,) = mgtui.check(fn)
     assert (f.kind, f.label) == ("topo-order", "xw")
     assert "topo.append(child)" in f.text and "x, w" in f.message
+
+
+def test_out_of_time_before_an_element_is_found_it_says_so():
+    def fn():
+        X = Tensor(np.linspace(-1, 1, 12).reshape(4, 3), label='X')
+        W = Tensor([[0.2, -0.5, 1.0], [0.7, 0.1, -0.3], [-0.4, 0.9, 0.6]], label='W')
+        y = transposed_matmul(X, W); y.label = 'y'
+        (y * y).mean().backward()
+
+    report = diagnose_call(fn, budget=0)  # one element checked: W[0, 0], which is right
+    (f,) = report.findings
+    assert (f.kind, f.label, f.element) == ("wrong-derivative", "y", None)
+    assert "changes with W" in f.message and "within the time budget" in f.message

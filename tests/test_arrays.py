@@ -364,3 +364,11 @@ def test_the_panes_read_arrays_through_the_state():
     scalar = record(SCENARIOS / "chain.py")
     assert state_values(scalar, 0, scalar.final_data, scalar.final_grad)[0] is scalar.final_data
     assert GRAD == 1  # (the table's places, as the file format numbers them)
+
+
+def test_type_names_not_recorded_reach_the_screen_inert():
+    meta = {"entries": [], "unrecorded": [["evil\x1b[2J[bold]x", 3]]}
+    data = file_with(arrays_record(meta))
+    t = tracefile.decode(io.BytesIO(data)).trace()
+    note = t.arrays.unrecorded_note()
+    assert "\x1b" not in note and "(3)" in note

@@ -27,6 +27,7 @@ SAYS = {
     "record_overhead.py": "inlined recording: the run",
     "recording_app.py": "time to first step",
     "runner_overhead.py": "runner, recorded",
+    "scalars_side_by_side.py": "record",
     "serve_hostile.py": "the flood's session ended",
     "serve_load.py": None,
     "step_latency.py": "first paint",

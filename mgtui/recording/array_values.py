@@ -14,7 +14,7 @@ field (`last`, by node and field, kept with the live object it was taken of) whe
 before is that same object. A float written over an array (`p.grad = 0.0`) is seen only
 when its chunk is cut (the hot path checks the value written, not the one before): the
 array it replaced is copied then, which is right unless the scenario changed that array
-in place after it left the node.
+in place after it left the node (a one-element array there becomes its number).
 
 A value that is neither a number nor a numpy array of numbers (bool, ints or floats)
 is not recorded: its column holds nan, and `unrecorded` counts it by type, which the

@@ -231,6 +231,9 @@ class TraceBuilder(RecordValidation):
                 raise TraceFormatError(where, f"refers to a record that is not there ({index!r})")
             if place == EVENT and kinds[index] not in (_GRAD, _DATA):
                 raise TraceFormatError(where, f"event {index} is not a grad or data write")
+        if chunk.unrecorded:  # (type names from a scenario or a file: made inert)
+            chunk = replace(chunk, unrecorded=tuple((inert_line(name), n)
+                                                    for name, n in chunk.unrecorded))
         self.arrays.add(chunk)
 
     def add(self, chunk: Chunk | ArrayChunk) -> None:

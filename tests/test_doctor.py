@@ -34,9 +34,16 @@ EXPECTED = {
     "no_backward": ("no-backward", "e", "out = Value(math.exp(x.data), (x,), 'exp')"),
     "non_finite": ("non-finite", "loss", "loss = err * err"),
     "late_pass": ("wrong-derivative", "out", "w.grad += x.data * out.grad * scale"),
-    "torch_function": ("wrong-gradient", "o", "return (1 - o) * grad_o"),
+    "torch_function": ("wrong-gradient", "o", "return (1 - o) * grad_o", None),
+    # the tensor engine's bugs (`engine/tensor.py`), with the element named: (kind,
+    # node, line, element of the input the finding names)
+    "unbroadcast_mean": ("wrong-derivative", "h", "grad = grad.mean(axis=axis, keepdims=True)",
+                         (0, 0)),
+    "matmul_transposed": ("wrong-derivative", "y", "W.grad += out.grad.T @ X.data", (0, 1)),
+    "no_broadcast_sum": ("grad-shape", "z", "b.grad = b.grad + out.grad  # BUG", None),
+    "tensor_overwrite": ("overwrite", "x*c", "a.grad = b.data * out.grad", (0, 0)),
 }
-CLEAN = ["chain", "neuron", "neuron_exp", "mlp"]
+CLEAN = ["chain", "neuron", "neuron_exp", "mlp", "tensor_neuron", "tensor_mlp"]
 
 
 def line_of(path: Path, text: str) -> int:
@@ -58,7 +65,7 @@ def test_every_bug_scenario_has_an_expectation():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bug_is_found_with_kind_node_and_line(name):
-    kind, label, text = EXPECTED[name]
+    kind, label, text, *element = EXPECTED[name]
     path = BUGS / f"{name}.py"
     report = diagnose(path)
     assert [(f.kind, f.label) for f in report.findings] == [(kind, label)]
@@ -66,6 +73,7 @@ def test_bug_is_found_with_kind_node_and_line(name):
     assert Path(f.file).resolve() == path.resolve()
     assert f.line == line_of(path, text)
     assert text in f.text
+    assert f.element == (element[0] if element else None)
     assert report.error is None
     # the step and node the app jumps to exist, and the node is the one named
     t = report.trace

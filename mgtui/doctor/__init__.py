@@ -24,7 +24,7 @@ from mgtui.doctor import jobs, torch_functions
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
 from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
-from mgtui.doctor.probe import Overwrite, OverwriteProbe
+from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite, OverwriteProbe
 from mgtui.doctor.reruns import CallReruns, Reruns, raise_if_interrupted
 from mgtui.doctor.trace_checks import TRACE_CHECKS
 from mgtui.memory import collector_paused
@@ -81,7 +81,8 @@ def diagnose(
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     hits, callers = jobs.probe_report(result.job_result)
     return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
-                   on_progress=progress, started=started, callers=callers)
+                   on_progress=progress, started=started, callers=callers,
+                   arrays=jobs.probe_arrays(result.job_result))
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
@@ -98,42 +99,44 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     probe = OverwriteProbe()
     callers: list = []
     with torch_functions.checking() as checker:
-        trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True,
-                            callers=callers)
+        trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
+                            fields=fields, refuse=True, callers=callers)
     if torch_functions.is_torch(trace):  # built-in ops trusted, custom Functions checked
         return torch_functions.torch_report(trace, checker.report(), started)
     return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
                    sample=sample, budget=BUDGET if budget is None else budget,
-                   started=started, callers=callers)
+                   started=started, callers=callers, arrays=ArrayFacts.of(probe))
 
 
-def diagnose_recorded(trace: Trace, hits: list, callers: list = ()) -> Report:
+def diagnose_recorded(trace: Trace, hits: list, callers: list = (),
+                      arrays: ArrayFacts = NO_ARRAYS) -> Report:
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
-    `diagnose_call`)."""
+    `diagnose_call`). `arrays`: what its probe saw of arrays (`ArrayFacts.of`)."""
     if torch_functions.is_torch(trace):  # (the micrograd checks would misread it)
         return torch_functions.torch_report(trace, None, time.perf_counter(), block=True)
-    return examine(trace, hits, None, callers=callers)
+    return examine(trace, hits, None, callers=callers, arrays=arrays)
 
 
 def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
             passes: PassChoice = None, sample: int | None = None, budget: float = BUDGET,
             on_progress: ProgressFn | None = None, started: float | None = None,
-            callers: list = ()) -> Report:
+            callers: list = (), arrays: ArrayFacts = NO_ARRAYS) -> Report:
     """Every check of a recorded trace, given the probe's `hits` and where each
     `backward()` was called from (`callers`, `mgtui.recording.store.Records.callers`): the trace
     checks, and, with `reruns` to run it again, the numerical check of its backward
-    passes."""
+    passes. `arrays` is what the probe saw of array values (a tensor engine): the
+    checks look at those element by element, through re-runs (`array_check`)."""
     started = time.perf_counter() if started is None else started
     progress = on_progress or _no_progress
     trace.index_children()  # the checks ask for the children of every call
     progress(0, 0, "checking the trace")
-    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits], callers)
+    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits], callers, arrays)
     if reruns is None:
         with collector_paused():
             found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
         return Report(findings=one_per_line(found), trace=trace, error=trace.error,
-                      seconds=time.perf_counter() - started, notes=[NO_RERUN])
+                      seconds=time.perf_counter() - started, notes=[NO_RERUN, *ctx.notes])
     numerical = NumericalCheck(trace, ctx, reruns, progress, budget)  # type: ignore[arg-type]
     seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
     with collector_paused():
@@ -159,7 +162,7 @@ def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
         checked_calls=numerical.checked_calls,
         runs=1 + reruns.count,
         seconds=time.perf_counter() - started,
-        notes=numerical.notes,
+        notes=numerical.notes + ctx.notes,
     )
 
 

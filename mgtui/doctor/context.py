@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.order_lines import Callers, built_in_frames, chain_at, order_line
 from mgtui.doctor.order_lines import walked_list  # noqa: F401 - (it lived here)
-from mgtui.doctor.probe import Overwrite
+from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite
 from mgtui.safe import inert_line
 from mgtui.trace import EventKind, Field, Pass, Trace, Write
 
@@ -25,8 +25,12 @@ class CheckContext:
     """Shared by the checks of one trace, in the order `diagnose()` runs them."""
 
     def __init__(self, trace: Trace, overwrites: Sequence[Overwrite] = (),
-                 callers: Callers = ()) -> None:
+                 callers: Callers = (), arrays: ArrayFacts = NO_ARRAYS) -> None:
         self.trace = trace
+        self.arrays = arrays  # what the probe saw of array values (a tensor engine)
+        # the nodes whose data is an array (as the probe saw them, or the trace holds them)
+        self.array_nodes = set(arrays.shapes) | set(trace.arrays.nodes)
+        self.notes: list[str] = []  # what the checks could not look at, said in the report
         self.overwrites = overwrites  # what the `=`-for-`+=` probe saw while recording
         self.callers = callers  # where each `backward()` was called from (`order_where`)
         self.explained: set[int] = set()  # `_backward` events a finding already explains
@@ -165,11 +169,12 @@ class CheckContext:
 
     def finding(self, kind: str, nid: int, step: int, where: Where, message: str,
                 numerical: float | None = None, recorded: float | None = None,
-                input: int | None = None, local: float | None = None) -> Finding:
+                input: int | None = None, local: float | None = None,
+                element: tuple[int, ...] | None = None) -> Finding:
         file, line, text = where
         t = self.trace
         return Finding(kind, nid, t.label(nid), t.op(nid), step, file, line, text, message,
-                       numerical, recorded, input, local)
+                       numerical, recorded, input, local, element=element)
 
 
 def distinct(ids: tuple[int, ...]) -> tuple[int, ...]:

@@ -19,6 +19,7 @@ KINDS = {
     "no-backward": "op with no _backward",
     "non-finite": "nan or inf",
     "wrong-gradient": "gradient differs from the numerical one",
+    "grad-shape": "a grad whose shape differs from its data's",
 }
 
 
@@ -40,6 +41,7 @@ class Finding:
     input: int | None = None  # wrong-derivative: the input whose contribution is off
     local: float | None = None  # and d node / d input there, numerically
     also_in_passes: tuple[int, ...] = ()  # the other backward passes it was found in
+    element: tuple[int, ...] | None = None  # on an array: the index of the element at fault
 
     @property
     def title(self) -> str:

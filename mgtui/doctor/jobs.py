@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mgtui.doctor.probe import OverwriteProbe
+from mgtui.doctor.probe import ArrayFacts, OverwriteProbe
 from mgtui.recording.probes import Hooks, StopRecording
 
 
@@ -83,13 +83,16 @@ class ProbeJob:
 
     def __init__(self) -> None:
         self.probe = OverwriteProbe()
-        self.hooks = Hooks(before_backward=self.probe)
+        self.hooks = Hooks(on_create=self.probe.watch, before_backward=self.probe)
         self.records = None  # the recording's `Records` (`mgtui.run.child.serve`)
 
     def result(self) -> dict:
         callers = self.records.callers if self.records is not None else []
-        return {"hits": [list(hit) for hit in self.probe.hits],
-                "callers": [[event, [list(f) for f in chain]] for event, chain in callers]}
+        out = {"hits": [list(hit) for hit in self.probe.hits],
+               "callers": [[event, [list(f) for f in chain]] for event, chain in callers]}
+        if self.probe.watch.shapes:
+            out["arrays"] = ArrayFacts.of(self.probe).to_json()
+        return out
 
 
 def probe_report(result: object) -> tuple[list, list]:
@@ -100,6 +103,11 @@ def probe_report(result: object) -> tuple[list, list]:
     callers = [(int(event), tuple((str(f), int(line), str(name)) for f, line, name in chain))
                for event, chain in result.get("callers", ())]
     return list(result.get("hits", ())), callers
+
+
+def probe_arrays(result: object) -> ArrayFacts:
+    """What the probe's run saw of arrays (`ArrayFacts`), from what it reported."""
+    return ArrayFacts.from_json(result.get("arrays") if isinstance(result, dict) else None)
 
 
 class RerunJob:

@@ -130,6 +130,7 @@ class NumericalCheck:
         self.pending: list = []  # the run nudged up, started by `begin`
         self.started = 0.0
         self.quiet = True  # its progress is not shown until `run` waits for it
+        self.arrays = None  # the array check (`array_check.ArrayCheck`) on a tensor engine
 
     def begin(self, passes: PassChoice, sample: int | None) -> None:
         """Choose the passes and start the run nudged up: it records while the trace
@@ -137,7 +138,17 @@ class NumericalCheck:
         self.started = time.perf_counter()
         self.sampled = passes is None
         wanted = self.choose(passes)
-        if wanted:
+        if wanted and self.ctx.arrays.dtypes:  # float32: a nudge of 1e-7 is lost in it
+            self.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
+                              f"float64: finite differences need float64, so no gradient "
+                              f"was checked numerically")
+        elif wanted and self.ctx.array_nodes:  # a tensor engine: checked element by element
+            from mgtui.doctor.array_check import ArrayCheck
+
+            self.arrays = ArrayCheck(self)
+            self.arrays.begin(wanted)
+            self.pending = self.arrays.pending
+        elif wanted:
             rng = random.Random(self.reruns.seed)
             self.plans = [self.plan(p, sample, rng) for p in wanted]
             self.pending = self.start_nudged(self.plans, (1,))
@@ -154,6 +165,8 @@ class NumericalCheck:
             self.seconds += time.perf_counter() - resumed
 
     def _run(self, earlier: list[Finding]) -> list[Finding]:
+        if self.arrays is not None:
+            return self.arrays.run(earlier)
         plans = self.plans
         if not plans:
             return earlier
@@ -220,25 +233,10 @@ class NumericalCheck:
         return found + self.wrong_in.first_of(direction, p)
 
     # -- the phases --------------------------------------------------------------------------
-    def checkable_passes(self) -> list[Pass]:
-        """The complete backward passes with a seeded, finite root."""
-        t = self.trace
-        out = []
-        for p in self.ctx.backward_passes:
-            if p.index in self.ctx.seedless:
-                continue
-            if t.error is not None and t.error.after_event < p.end:
-                continue
-            root = t.backward_root(p)
-            if root is None or not math.isfinite(t.node_data[root]) or t.is_leaf(root):
-                continue
-            out.append(p)
-        return out
-
     def choose(self, passes: PassChoice) -> list[Pass]:
         """The passes to check, in order: all, those asked for (by backward pass number,
         from 1), or by default all of them (`run` leaves out middle ones over budget)."""
-        self.checkable = self.checkable_passes()
+        self.checkable = checkable_passes(self.trace, self.ctx)
         if passes is None or passes == "all":
             return list(self.checkable)
         backward = [p for p in self.trace.passes if p.kind == "backward"]
@@ -503,6 +501,22 @@ class NumericalCheck:
             if rate is not None:
                 return rate
         return None
+
+
+def checkable_passes(t: Trace, ctx: CheckContext) -> list[Pass]:
+    """The complete backward passes with a seeded root, finite or an array."""
+    out = []
+    for p in ctx.backward_passes:
+        if p.index in ctx.seedless:
+            continue
+        if t.error is not None and t.error.after_event < p.end:
+            continue
+        root = t.backward_root(p)
+        if root is None or t.is_leaf(root) or not (
+                root in ctx.array_nodes or math.isfinite(t.node_data[root])):
+            continue
+        out.append(p)
+    return out
 
 
 def input_rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,

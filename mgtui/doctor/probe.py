@@ -1,11 +1,15 @@
 """The `=`-for-`+=` probe: a `before_backward` hook of the recorder that replays each
-`_backward` closure to see whether it adds to its inputs' grads or assigns them."""
+`_backward` closure to see whether it adds to its inputs' grads or assigns them. On
+arrays (a tensor engine) it compares element by element, and also notes a contribution
+whose shape is not its input's (`ShapeHit`); `ArrayWatch` notes which nodes hold arrays
+as they are made."""
 
 from __future__ import annotations
 
 import math
 from typing import Callable, NamedTuple
 
+from mgtui.doctor.arrays import is_array
 from mgtui.recording.store import ID
 from mgtui.recording.slots_hooks import node_dict
 
@@ -19,6 +23,19 @@ class Overwrite(NamedTuple):
     from_zero: float  # the grad it left when replayed from 0
     start: float  # the nonzero grad it was replayed from next
     from_start: float  # the grad it left then
+    element: int = -1  # on an array grad: the flat index of the element compared
+
+
+class ShapeHit(NamedTuple):
+    """A `_backward` call that gave an input a grad of another shape than its data."""
+
+    call: int
+    node: int
+    target: int
+    grad_shape: tuple
+    data_shape: tuple
+
+
 
 
 REPLAYS_PER_CLOSURE = 64  # calls of one closure's code replayed, from its first
@@ -42,6 +59,8 @@ class OverwriteProbe:
         self.busy = False
         self.hits: list[Overwrite] = []
         self.replayed: dict[object, int] = {}  # closure code -> its calls replayed
+        self.watch = ArrayWatch()  # its `on_create` is the recording's, for arrays
+        self.shape_hits: list[ShapeHit] = []
 
     def __call__(self, d: dict, fn: Callable[[], object]) -> None:
         if self.busy:  # a `_backward` called from a replayed one
@@ -66,9 +85,53 @@ class OverwriteProbe:
             restore(saved)
             self.busy = False
         for cd, g0, s, gs in zip(inputs, from_zero, starts, from_start):
-            if assigned(g0, s, gs):
+            if is_array(g0) or is_array(gs) or is_array(cd.get("data")):
+                self.array_hits(index, d, cd, g0, s, gs)
+            elif assigned(g0, s, gs):
                 self.hits.append(Overwrite(index, d.get(ID, -1), cd.get(ID, -1),
                                            float(g0), s, float(gs)))
+
+
+    def array_hits(self, index: int, d: dict, cd: dict, g0, start, gs) -> None:
+        """The probe's findings on one input's array grad, element by element."""
+        import numpy as np
+
+        node, target = d.get(ID, -1), cd.get(ID, -1)
+        data_shape = np.shape(cd.get("data"))
+        for nid, nd in ((node, d), (target, cd)):  # (a recording with no `watch`)
+            self.watch.note(nid, nd.get("data"))
+        if np.shape(g0) != data_shape:
+            self.shape_hits.append(ShapeHit(index, node, target, np.shape(g0), data_shape))
+            return
+        k = assigned_element(g0, start, gs)
+        if k is not None:
+            self.hits.append(Overwrite(index, node, target, float(np.asarray(g0).flat[k]),
+                                       float(np.asarray(start).flat[k]),
+                                       float(np.asarray(gs).flat[k]), k))
+
+
+class ArrayWatch:
+    """An `on_create` hook: the shape of every node made with an array for its data, and
+    the dtypes other than float64 among them. A node whose data is a float costs one
+    type test."""
+
+    def __init__(self) -> None:
+        self.shapes: dict[int, tuple] = {}
+        self.dtypes: set[str] = set()  # the dtypes of array data other than float64
+
+    def __call__(self, nid: int, d) -> None:
+        data = d.get("data")
+        if type(data) is float or not is_array(data):
+            return
+        self.note(nid, data)
+
+    def note(self, nid: int, data) -> None:
+        """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
+        if is_array(data):
+            if nid >= 0:
+                self.shapes.setdefault(nid, tuple(data.shape))
+            if data.dtype.name != "float64":
+                self.dtypes.add(data.dtype.name)
 
 
 def input_dicts(d: dict) -> list[dict]:
@@ -87,14 +150,17 @@ def replay(inputs: list[dict], fn: Callable[[], object], saved: list
            ) -> tuple[list, list[float], list]:
     """Run the closure from zeroed input grads, then from known nonzero ones: the grads
     it left each time, and the starting values of the second run."""
-    for cd in inputs:
-        cd["grad"] = 0.0
+    shapes = [grad_shape(cd.get("grad"), cd.get("data")) for cd in inputs]
+    for cd, shape in zip(inputs, shapes):
+        cd["grad"] = 0.0 if shape is None else zeros(shape)
     fn()
     from_zero = [cd.get("grad") for cd in inputs]
     restore(saved)
     starts = []
-    for cd, g in zip(inputs, from_zero):
+    for cd, g, shape in zip(inputs, from_zero, shapes):
         start = 3.0 + 2.0 * abs(g) if is_finite(g) else 3.0
+        if shape is not None:
+            start = zeros(shape) + 3.0 + 2.0 * largest(g)
         starts.append(start)
         cd["grad"] = start
     fn()
@@ -108,6 +174,48 @@ def assigned(g0: object, start: float, gs: object) -> bool:
     g0, gs = float(g0), float(gs)  # type: ignore[arg-type]
     tol = 1e-9 * (abs(start) + abs(g0) + abs(gs)) + 1e-12
     return abs(gs - (start + g0)) > tol and abs(gs - g0) <= tol
+
+
+def grad_shape(grad: object, data: object) -> tuple | None:
+    """The shape an input's grad is replayed with: its grad's if that is an array, else
+    its data's if that is one; None for a scalar."""
+    for x in (grad, data):
+        if is_array(x):
+            return tuple(x.shape)  # type: ignore[attr-defined]
+    return None
+
+
+def zeros(shape: tuple):
+    import numpy as np
+
+    return np.zeros(shape, dtype=np.float64)
+
+
+def largest(g: object) -> float:
+    """The largest finite magnitude in `g` (0 if none)."""
+    import numpy as np
+
+    a = np.abs(np.asarray(g, dtype=np.float64))
+    a = a[np.isfinite(a)]
+    return float(a.max()) if a.size else 0.0
+
+
+def assigned_element(g0: object, start: object, gs: object) -> int | None:
+    """`assigned` element by element, on arrays: the flat index of the first element
+    that a closure left at `g0` (not `start + g0`) when replayed from `start`."""
+    import numpy as np
+
+    try:
+        g0, start, gs = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64)
+                                               for x in (g0, start, gs)))
+    except ValueError:
+        return None
+    tol = 1e-9 * (np.abs(start) + np.abs(g0) + np.abs(gs)) + 1e-12
+    with np.errstate(invalid="ignore"):
+        hit = (np.isfinite(g0) & np.isfinite(gs) & (np.abs(gs - (start + g0)) > tol)
+               & (np.abs(gs - g0) <= tol))
+    found = np.flatnonzero(hit)
+    return int(found[0]) if found.size else None
 
 
 def reachable(d: dict, inputs: list[dict], fn) -> list[tuple[dict, object, object]]:
@@ -160,3 +268,34 @@ def is_finite(x: object) -> bool:
         return math.isfinite(x)  # type: ignore[arg-type]
     except TypeError:
         return False
+
+
+class ArrayFacts(NamedTuple):
+    """What the probe's recording saw of arrays, for the checks: which nodes hold them
+    (id -> shape), the probe's shape hits, and the dtypes other than float64."""
+
+    shapes: dict
+    shape_hits: tuple = ()
+    dtypes: tuple = ()
+
+    @classmethod
+    def of(cls, probe: OverwriteProbe) -> ArrayFacts:
+        return cls(dict(probe.watch.shapes), tuple(probe.shape_hits),
+                   tuple(sorted(probe.watch.dtypes)))
+
+    def to_json(self) -> dict:
+        return {"shapes": {str(k): list(v) for k, v in self.shapes.items()},
+                "shape_hits": [[c, n, t, list(g), list(s)] for c, n, t, g, s in self.shape_hits],
+                "dtypes": list(self.dtypes)}
+
+    @classmethod
+    def from_json(cls, obj: object) -> ArrayFacts:
+        if not isinstance(obj, dict):
+            return NO_ARRAYS
+        return cls({int(k): tuple(v) for k, v in obj.get("shapes", {}).items()},
+                   tuple(ShapeHit(int(c), int(n), int(t), tuple(g), tuple(s))
+                         for c, n, t, g, s in obj.get("shape_hits", ())),
+                   tuple(str(x) for x in obj.get("dtypes", ())))
+
+
+NO_ARRAYS = ArrayFacts({})

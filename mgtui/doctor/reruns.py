@@ -57,6 +57,38 @@ class Reruns:
             runs.append(Run(spec, on_progress=progress).start())
         return runs
 
+    def start_jobs(self, args: list[dict]) -> list:
+        """Array re-runs (`mgtui.doctor.array_runs.array_rerun`, one per set of job
+        arguments), started side by side: `wait_jobs` gives what each reported."""
+        from mgtui.doctor.array_runs import array_rerun
+        from mgtui.run.runner import Run, RunSpec
+        from mgtui.run.child import job_reference
+
+        runs = []
+        for job_args in args:
+            self.count += 1
+            spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
+                           timeout=self.timeout, argv=self.argv, fields=self.fields,
+                           job=job_reference(array_rerun), job_args=job_args)
+            runs.append(Run(spec).start())
+        return runs
+
+    @staticmethod
+    def wait_jobs(runs: list) -> list[object]:
+        """What started array re-runs reported (None for one that reported nothing)."""
+        results = []
+        try:
+            for run in runs:
+                done = run.wait()
+                raise_if_interrupted(done.trace)
+                results.append(done.job_result)
+        except BaseException:
+            for run in runs[len(results) + 1:]:
+                run.cancel("the doctor stopped")
+                run.wait()
+            raise
+        return results
+
     @staticmethod
     def wait_quietly(runs: list) -> None:
         """Stop started re-runs that are no longer wanted, and wait for them to end."""
@@ -106,6 +138,30 @@ class CallReruns:
     @staticmethod
     def wait(runs: list) -> list[Trace]:
         return list(runs)  # run as they were started: they are traces already
+
+    def start_jobs(self, args: list[dict]) -> list[object]:
+        """`Reruns.start_jobs`, each a call of the function, at once."""
+        from mgtui.doctor.array_runs import array_rerun
+        from mgtui.recording.inprocess import record_call
+
+        import numpy as np
+
+        results = []
+        state = np.random.get_state()  # (each job seeds it: the caller's is put back)
+        try:
+            for job_args in args:
+                self.count += 1
+                job = array_rerun(**job_args)
+                record_call(self.fn, seed=self.seed, on_create=job.hooks.on_create,
+                            before_backward=job.hooks.before_backward, fields=self.fields)
+                results.append(job.result())
+        finally:
+            np.random.set_state(state)
+        return results
+
+    @staticmethod
+    def wait_jobs(runs: list) -> list[object]:
+        return list(runs)
 
     @staticmethod
     def wait_quietly(runs: list) -> None:

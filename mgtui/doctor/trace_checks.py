@@ -11,13 +11,16 @@ from typing import Callable
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
 from mgtui.trace.explain import misread_nodes, misread_sentences
+from mgtui.doctor.arrays import element_index
 from mgtui.trace import EventKind, Pass, Trace
+from mgtui.trace.arrays import ArrayValue, Value, brief, is_finite
 
 Check = Callable[[Trace, CheckContext], list[Finding]]
 
 
 def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
-    """The first nan or inf in any data or grad, and the step that produced it."""
+    """The first nan or inf in any data or grad, and the step that produced it (in an
+    array, its first such element, named)."""
     t = trace
     i = t.first_non_finite()
     if i is None:
@@ -25,31 +28,77 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     kind = t.kind(i)
     if kind is EventKind.CREATE:
         nid = t.event_node(i)
-        value = t.node_data[nid]
+        value, at, element = bad_element(t.created_value(nid))
         inputs = ctx.inputs(nid)
         if inputs:
-            shown = ", ".join(f"{t.label(c)} = {t.node_data[c]:.6g}" for c in inputs)
-            finite = all(math.isfinite(t.node_data[c]) for c in inputs)
+            given = ", ".join(f"{t.label(c)} = {shown(t.created_value(c))}" for c in inputs)
+            finite = all(is_finite(t.created_value(c)) for c in inputs)
             how = "overflowed to" if finite and math.isinf(value) else "made"
-            origin = f"its op {t.op(nid) or '?'} {how} {value} from {shown}"
+            origin = f"its op {t.op(nid) or '?'} {how} {value} from {given}"
         else:
             origin = f"it was created as {value}"
         return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.line(nid)),
-                            f"{ctx.node_text(nid)}.data is {value}: {origin}", recorded=value)]
+                            f"{ctx.node_text(nid)}.data{at} is {value}: {origin}",
+                            recorded=value, element=element)]
     if kind is EventKind.BACKWARD:
         owner = t.event_node(i)
-        w = next(w for w in t.writes(i) if not math.isfinite(w.after))
-        values = [f"{t.label(n)}.data = {t.node_data[n]:.6g}" for n in (owner, *ctx.inputs(owner))]
+        w, before, after = next((w, b, a) for w in t.writes(i)
+                                for b, a in [t.write_value(w.index, w.before, w.after)]
+                                if not is_finite(a))
+        value, at, element = bad_element(after)
+        values = [f"{t.label(n)}.data = {shown(t.created_value(n))}"
+                  for n in (owner, *ctx.inputs(owner))]
         return [ctx.finding("non-finite", owner, i, ctx.closure_where(i, w.line),
                             f"the _backward of {ctx.op_text(owner)} "
-                            f"wrote {ctx.node_text(w.node)}.{w.field} = {w.after} "
-                            f"(it was {w.before:.6g}); values at creation: " + ", ".join(values),
-                            recorded=w.after)]
+                            f"wrote {ctx.node_text(w.node)}.{w.field}{at} = {value} "
+                            f"(it was {shown(before)}); values at creation: " + ", ".join(values),
+                            recorded=value, element=element)]
     nid = t.event_node(i)
-    before, after = t.change(i)
+    before, after = t.event_value(i, *t.change(i))
+    value, at, element = bad_element(after)
     return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.event_line(i)),
-                        f"{ctx.node_text(nid)}.{kind} was set to {after} "
-                        f"(it was {before:.6g})", recorded=after)]
+                        f"{ctx.node_text(nid)}.{kind}{at} was set to {value} "
+                        f"(it was {shown(before)})", recorded=value, element=element)]
+
+
+def shown(value: Value) -> str:
+    """A value in a finding: a number to 6 digits, an array as its shape and summary."""
+    return brief(value) if isinstance(value, ArrayValue) else f"{value:.6g}"
+
+
+def bad_element(value: Value) -> tuple[float, str, tuple[int, ...] | None]:
+    """A non-finite value as a finding names it: (the number, `[0, 2]` or "", the
+    element's index): an array's first element that is nan or inf, where it was kept
+    (of a big array, only the first few are: then `` (3 of its elements)``)."""
+    if not isinstance(value, ArrayValue):
+        return value, "", None
+    k = value.first_non_finite()
+    if k is None:
+        return math.nan, f" (of shape {value.shape}: {value.summary[4]} elements)", None
+    element = element_index(value.shape, k)
+    return value.values[k], "[" + ", ".join(map(str, element)) + "]", element
+
+
+def check_grad_shape(trace: Trace, ctx: CheckContext) -> list[Finding]:
+    """A `_backward` that gave an input a grad of another shape than the input's data
+    (an array broadcast and never summed back), as the probe's replays saw it."""
+    t = trace
+    calls = t.events_of(EventKind.BACKWARD)
+    found = []
+    for hit in ctx.arrays.shape_hits:
+        if hit.call >= len(calls) or t.event_node(calls[hit.call]) != hit.node:
+            continue
+        event = calls[hit.call]
+        ctx.explained.add(event)
+        name = t.label(hit.target)
+        found.append(ctx.finding(
+            "grad-shape", hit.node, event,
+            ctx.closure_where(event, ctx.assigning_write_line(event, hit.target)),
+            f"the _backward of {ctx.op_text(hit.node)} gave {ctx.node_text(hit.target)} a "
+            f"grad of shape {tuple(hit.grad_shape)}, where {name}.data has shape "
+            f"{tuple(hit.data_shape)}: a gradient has its value's shape (sum it over the "
+            f"axes {name} was broadcast along)"))
+    return found
 
 
 def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
@@ -67,14 +116,20 @@ def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
             continue
         ctx.explained.add(event)
         start, g0, gs = hit.start, hit.from_zero, hit.from_start
+        element, at = None, ""
+        if hit.element >= 0:
+            from mgtui.doctor.arrays import element_index, element_text
+
+            shape = ctx.arrays.shapes.get(target, ())
+            element, at = element_index(shape, hit.element), element_text(shape, hit.element)
         found.append(ctx.finding(
             "overwrite", nid, event,
             ctx.closure_where(event, ctx.assigning_write_line(event, target)),
             f"the _backward of {ctx.op_text(nid)} assigns "
             f"{ctx.node_text(target)}.grad instead of adding to it: replayed with "
-            f"{t.label(target)}.grad = {start:.6g} beforehand it left {gs:.6g}, "
+            f"{t.label(target)}.grad{at} = {start:.6g} beforehand it left {gs:.6g}, "
             f"not {start + g0:.6g} (= {start:.6g} + {g0:.6g}); a second "
-            f"contribution to {t.label(target)}.grad would be lost"))
+            f"contribution to {t.label(target)}.grad would be lost", element=element))
     return found
 
 
@@ -282,11 +337,23 @@ def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
                 continue
             seen.add(nid)
             q = held.get(nid)
-            if q is None or grad[nid] == 0:
+            if q is None or grad_is_zero(t, nid, p.start, grad[nid]):
                 continue
             if last_update > ends[q] or roots.get(q) == root:
                 stale.append((nid, q))
     return stale
+
+
+def grad_is_zero(t: Trace, nid: int, position: int, scalar: float) -> bool:
+    """Is node `nid`'s grad 0 after the first `position` events (every element of an
+    array grad, whose column holds nan: `scalar`)?"""
+    if scalar == scalar:
+        return scalar == 0
+    value = t.value_at(nid, True, position, scalar)
+    if isinstance(value, ArrayValue):
+        low, high, _, _, bad = value.summary
+        return not bad and low == 0 and high == 0
+    return value == 0
 
 
 def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, list[int]],
@@ -301,18 +368,20 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     why = ("the parameters were updated in between" if last_update > ends[q]
            else "it is the same graph again")
     more = f", and {len(stale) - 1} more node(s) like it" if len(stale) > 1 else ""
+    value = t.value_at(nid, True, p.start, grad[nid])  # (an array grad's, as a summary)
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
-        f"this backward pass began with {ctx.node_text(nid)}.grad = {grad[nid]:.6g} "
+        f"this backward pass began with {ctx.node_text(nid)}.grad = {shown(value)} "
         f"left over from backward pass {ctx.backward_number(t.passes[q])} ({why}){more}: "
         f"the new gradients are added on top; zero the grads before backward()",
-        recorded=grad[nid])
+        recorded=value if isinstance(value, float) else None)
 
 
 TRACE_CHECKS: tuple[Check, ...] = (
     check_missing_seed,  # first: the numerical check leaves out the passes it explains
     check_non_finite,
     check_overwrite,
+    check_grad_shape,
     check_no_backward,
     check_foreign_write,
     check_repeated_backward,

@@ -1,0 +1,111 @@
+"""What the doctor needs of values that are numpy arrays (a tensor engine's `data` and
+`grad`), on both sides of a run: telling an array from a number without importing numpy,
+copying an array into JSON and back (`encode`, `decode`), the seeded per-element
+direction an array node is nudged along (`pattern`), and naming an element (`b[0, 2]`).
+
+numpy is imported only once an array has shown up (`ndarray_type`): the doctor works
+without it for scalar engines.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import sys
+
+SMALL = 16  # an input of at most this many elements is checked element by element whole
+FEW = 8  # of a bigger one, this many elements, seeded
+
+
+def ndarray_type() -> type | None:
+    """numpy's ndarray, if numpy has been imported here (else no value can be one)."""
+    np = sys.modules.get("numpy")
+    return getattr(np, "ndarray", None)
+
+
+def is_array(x: object) -> bool:
+    """Is `x` a numpy array (a 0-d one included; a numpy scalar is a number)?"""
+    if type(x) is float or type(x) is int:
+        return False
+    nd = ndarray_type()
+    return nd is not None and isinstance(x, nd)
+
+
+def as_array(x: object):
+    """`x` as a float64 array (a number as a 0-d one)."""
+    import numpy as np
+
+    return np.array(x, dtype=np.float64)
+
+
+def encode(x: object) -> dict:
+    """An array (or a number) as JSON: its shape and its float64 bytes in base64."""
+    a = as_array(x)
+    return {"s": list(a.shape), "b": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def decode(obj: dict):
+    """`encode`'s array back."""
+    import numpy as np
+
+    flat = np.frombuffer(base64.b64decode(obj["b"]), dtype=np.float64)
+    return flat.reshape(tuple(obj["s"])).copy()
+
+
+def pattern(nid: int, shape: tuple):
+    """The direction array node `nid` is nudged along: for each element a random sign
+    times a random size between 0.5 and 1.5, seeded by the node's id (both sides of a
+    run make the same one)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7919 + nid)
+    return rng.choice((-1.0, 1.0), size=shape) * rng.uniform(0.5, 1.5, size=shape)
+
+
+def scale_of(x: object) -> float:
+    """The size a nudge of `x` is relative to: its largest finite magnitude, at least 1."""
+    import numpy as np
+
+    a = np.abs(as_array(x))
+    a = a[np.isfinite(a)]
+    return max(1.0, float(a.max())) if a.size else 1.0
+
+
+def nudged(data: object, nid: int, amount: float, element: int | None = None):
+    """`data` nudged by `amount` (times `pattern` and `scale_of`, or at one flat `element`
+    only, times that element's size): an array stays an array of its shape."""
+    import numpy as np
+
+    a = np.array(data, dtype=np.float64)
+    if element is not None:
+        flat = a.reshape(-1)
+        flat[element] += amount * max(1.0, abs(flat[element]) if math.isfinite(flat[element])
+                                      else 1.0)
+        return a
+    return a + amount * scale_of(a) * pattern(nid, a.shape)
+
+
+def element_text(shape: tuple, flat: int) -> str:
+    """`[0, 2]` for flat element 2 of a (1, 3) array; `[]` for a 0-d one."""
+    return "[" + ", ".join(map(str, element_index(shape, flat))) + "]"
+
+
+def element_index(shape: tuple, flat: int) -> tuple[int, ...]:
+    """The index of element `flat` (C order) of an array of `shape`."""
+    index = []
+    for n in reversed(shape):
+        flat, k = divmod(flat, n) if n else (flat, 0)
+        index.append(int(k))
+    return tuple(reversed(index))
+
+
+def sample_elements(size: int, seed: int) -> list[int]:
+    """The flat elements of an input checked one by one: all of a small one (`SMALL`),
+    else `FEW` of them, seeded, with the first and the last."""
+    if size <= SMALL:
+        return list(range(size))
+    import random
+
+    rng = random.Random(seed)
+    middle = sorted(rng.sample(range(1, size - 1), FEW - 2))
+    return [0, *middle, size - 1]

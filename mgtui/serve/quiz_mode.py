@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from mgtui.safe import inert_line
 from mgtui.session.quiz import Question, Quiz, parse_number
-from mgtui.tui.widgets.node_table import NodeTable
 from mgtui.tui.widgets.step_detail import StepDetail
-from mgtui.tui.widgets.topo_list import TopoList
 
 
 class QuizMode:
@@ -42,12 +40,10 @@ class QuizMode:
         asks = (question is not None and not self.teacher
                 and not quiz.shows(self.quiz_name, step))
         self._asking = question if asks else None
-        for table in self.debugger.query(NodeTable).results(NodeTable):
-            table.hide_grads(question.hidden if asks else frozenset())
+        # the node table, the Graph pane and the topo list show them as ?
+        self.debugger.hide_grads(question.hidden if asks else frozenset())
         for detail in self.debugger.query(StepDetail).results(StepDetail):
-            detail.display = not asks
-        for topo in self.debugger.query(TopoList).results(TopoList):
-            topo.display = not asks  # (its grad column would give the answer away)
+            detail.display = not asks  # (the working has the numbers)
 
     def quiz_status(self) -> str:
         """A student's quiz line: the question, or how their answer went."""

@@ -89,6 +89,7 @@ class GraphPane(ScrollView, can_focus=True):
         self._lit: dict[int, set[int]] = {}
         self._styles: dict[str, Style] | None = None
         self._view = None  # the GraphView the model was made from
+        self.hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ?
 
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState) -> None:
@@ -96,6 +97,13 @@ class GraphPane(ScrollView, can_focus=True):
         self.state = state
         if self.display and self.is_mounted and self.size.area:
             self._draw()
+
+    def hide_grads(self, nids: frozenset[int]) -> None:
+        """Show the grads of `nids` as ? (a prediction is asked for: quiz mode)."""
+        if nids != self.hidden:
+            self.hidden = frozenset(nids)
+            if self.state is not None and self.display and self.is_mounted and self.size.area:
+                self._draw()
 
     def _draw(self, follow: bool = False) -> None:
         state = self.state
@@ -136,7 +144,8 @@ class GraphPane(ScrollView, can_focus=True):
         grads = 0 <= state.pass_index < len(kinds) and kinds[state.pass_index] == "backward"
         self.light = Lighting(state.data, state.grad, state.created, state.marks, node,
                               self.cursor, state.breakpoints,
-                              lit_edges(picture, state.marks, trace.children), grads)
+                              lit_edges(picture, state.marks, trace.children), grads,
+                              self.hidden)
         self._lit = lit_cells(picture, self.light)
         self.refresh()
         if follow or moved:

@@ -29,6 +29,14 @@ def render_detail(detail: Detail) -> Text:
         return render_error(detail.step, detail.total, detail.error, detail.where)
     if detail.explanation is None:
         return render_start(detail.total, detail.title)
+    if detail.asked:  # quiz mode: the working would give the answer away
+        text = Text()
+        text.append(f"step {detail.step}/{detail.total}  ", style="dim")
+        text.append(detail.explanation.title + "\n", style="bold")
+        text.append("  " + detail.asked + "\n", style="bold reverse")
+        text.append("  The grads this step writes show as ? until you answer; then its "
+                    "working is shown.", style="italic")
+        return text
     text = render_explanation(detail.step, detail.total, detail.explanation, detail.line,
                               detail.closure_file, detail.where)
     for warning in detail.warnings:

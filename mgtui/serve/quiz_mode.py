@@ -18,6 +18,7 @@ class QuizMode:
 
     _asking: Question | None = None  # the question this student has not answered yet
     _verdict: tuple[int, str] = (-1, "")  # (step, what their answer there was)
+    asks_quiz = True  # False for a session that cannot answer (the class's recording)
 
     @property
     def quiz_name(self) -> str:
@@ -37,7 +38,7 @@ class QuizMode:
         """Hide what the student is to predict (or show it again)."""
         quiz, step = self.quiz_here(), self.step_here()
         question = quiz.question(step) if quiz is not None else None
-        asks = (question is not None and not self.teacher
+        asks = (question is not None and not self.teacher and self.asks_quiz
                 and not quiz.shows(self.quiz_name, step))
         self._asking = question if asks else None
         # the node table, the Graph pane and the topo list show them as ?

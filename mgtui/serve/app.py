@@ -331,7 +331,8 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
             return
         if self.keyed_teacher:
             leads = classroom.lead == self.member
-            if classroom.lead is None and self.member is not None:
+            if (classroom.lead is None and not classroom.lead_elsewhere
+                    and self.member is not None):
                 classroom.take_lead(self.member)  # the teacher who led has left
                 return
             if self.teacher and not leads:

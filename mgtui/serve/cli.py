@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "before they see it (the teacher's Q turns it on and off)")
     parser.add_argument("--quiz-scores", type=Path, metavar="FILE",
                         help="write the quiz's scores per student to FILE (CSV) when the class "
-                        "ends (serves in one process)")
+                        "ends")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="record the class as the students see it (at 120x40) to FILE, "
                         "an asciicast v2 file a student plays with: asciinema play FILE")
@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
         return serve_web(lessons, args)
     from mgtui.serve.workers import default_workers
 
-    workers = 1 if args.quiz_scores else args.workers or default_workers()
+    workers = args.workers or default_workers()
     try:
         if workers > 1:
             return serve_in_workers(lessons, auth, args, workers)
@@ -181,6 +181,8 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         loop.add_signal_handler(sig, front.stopped.set)
     where = setup_log(args.teach)
     front.classroom.join_command = join_command(args.host, listener.getsockname()[1])
+    front.classroom.traces = {name: lesson.trace for name, lesson in lessons.items()}
+    front.classroom.quiz_on = bool(args.quiz)
     recording = None
     try:
         if not await front.start(wait=READY_WAIT):
@@ -206,6 +208,9 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     finally:
         await stop_recording(recording)
         await front.stop()
+        from mgtui.serve.server import write_quiz_scores
+
+        write_quiz_scores(front.classroom, args.quiz_scores)  # (every worker's answers)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return EXIT_OK
 

@@ -23,7 +23,7 @@ class QuizMode:
     @property
     def quiz_name(self) -> str:
         """This student in the quiz's scores (a name may be shared: `class`, by password)."""
-        return f"{self.member_name} #{self.member}"
+        return f"{self.member_name} #{self.classroom.tag}{self.member}"
 
     def quiz_here(self) -> Quiz | None:
         if not self.classroom.quiz_on or self.lesson not in self.lessons:
@@ -83,11 +83,11 @@ class QuizMode:
             self.notify(f"{inert_line(text)!r} is not a number: press a to try again",
                         severity="warning", timeout=5)
             return
-        right = quiz.answer(self.quiz_name, question.step, value)
+        right = self.classroom.answer(self.lesson, quiz.trace, self.quiz_name, question.step,
+                                      value)  # (counted in every process of the class)
         verdict = "right ✓" if right else "wrong ✗"
         self._verdict = (question.step, f"quiz: you said {value:.4g}: {verdict} "
                                         f"({question.label}.grad = {question.answer:.4g})")
-        self.classroom.answered()
         self.show_quiz()
         self.show_student_status()
 

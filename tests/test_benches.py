@@ -27,13 +27,13 @@ SAYS = {
     "recording_app.py": "time to first step",
     "runner_overhead.py": "runner, recorded",
     "serve_hostile.py": "the flood's session ended",
-    "serve_load.py": None,
+    "serve_load.py": "teacher's step until all",
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
     "trace_files.py": "load       json",
 }
 # Benches being reworked on other branches this round; each gets its quick mode there.
-NOT_YET = {"big_chain.py", "serve_load.py"}
+NOT_YET = {"big_chain.py"}
 
 
 def test_every_bench_is_listed():

@@ -244,3 +244,23 @@ async def test_hostile_labels_are_drawn_inert(write_scenario):
         text = "\n".join(screen_text(graph))
         assert "[bold red]x[/]" in text  # shown as text, not as markup
         assert "\x1b" not in text
+
+
+@pytest.mark.parametrize("name,size", [("neuron", (80, 24)), ("chain", (80, 24))])
+async def test_the_lesson_graph_fits_whole(name, size):
+    """The 10-node neuron's whole graph on one screen at 80×24 (compact boxes, each op
+    above its box): no panning needed to see it all (issue 23 item 5)."""
+    app = MgtuiApp(SCENARIOS / f"{name}.py", step=15 if name == "neuron" else 11)
+    async with app.run_test(size=size) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        width, height = graph.content_region.size
+        assert graph.model.whole and graph.picture.center is None
+        assert graph.picture.width <= width and graph.picture.height <= height, (
+            graph.picture.width, graph.picture.height, width, height)
+        assert all(on_screen(graph, nid) for nid in graph.picture.boxes)
+        shown = "\n".join(screen_text(graph))
+        for op in ("(*)", "(+)") + (("(tanh)",) if name == "neuron" else ()):
+            assert op in shown, shown

@@ -264,3 +264,28 @@ async def test_the_lesson_graph_fits_whole(name, size):
         shown = "\n".join(screen_text(graph))
         for op in ("(*)", "(+)") + (("(tanh)",) if name == "neuron" else ()):
             assert op in shown, shown
+
+
+async def test_panes_on_one_trace_share_its_layouts():
+    """Two sessions of one trace (a class's students) share the graph's model, so a
+    picture is laid out once in the process, not once a session."""
+    from mgtui.run.lessons import record_lesson
+    from mgtui.session.graph_layout import GraphModel, shared_model
+
+    trace = record_lesson(SCENARIOS / "neuron.py", "neuron.py").trace
+    models, pictures = [], []
+    for _ in range(2):
+        app = MgtuiApp(trace=trace, step=15)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await loaded(pilot)
+            await pilot.press("m")
+            await settle(pilot)
+            graph = screen.query_one(GraphPane)
+            models.append(graph.model)
+            pictures.append(graph.picture)
+    assert isinstance(models[0], GraphModel) and models[0] is models[1]
+    assert pictures[0] is pictures[1]
+    nodes = list(models[0].nodes)
+    assert shared_model(trace, nodes) is models[0]
+    other = record_lesson(SCENARIOS / "neuron.py", "neuron.py").trace  # another trace
+    assert shared_model(other, nodes) is not models[0]

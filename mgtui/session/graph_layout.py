@@ -136,8 +136,10 @@ class GraphModel:
     """The current graph (a `GraphView`'s nodes) and the pictures laid out from it: the
     whole graph when it is small, else one neighbourhood per centre, each laid out once."""
 
-    def __init__(self, trace: Trace, nodes: list[int], whole_limit: int = WHOLE_LIMIT) -> None:
+    def __init__(self, trace: Trace, nodes: list[int], whole_limit: int = WHOLE_LIMIT,
+                 shared: bool = False) -> None:
         self.trace = trace
+        self.keep = 96 if shared else 32  # pictures kept (shared: the class's centres)
         self.nodes = nodes
         self.members = set(nodes)
         self.whole = len(nodes) <= whole_limit
@@ -163,7 +165,7 @@ class GraphModel:
             key = (center, orientation, compact)
         picture = self._pictures.get(key)
         if picture is None:
-            if len(self._pictures) > 32:
+            if len(self._pictures) > self.keep:
                 self._pictures.clear()
             picture = self._lay_out(key[0], orientation, compact)
             self._pictures[key] = picture
@@ -204,6 +206,21 @@ class GraphModel:
         picture = lay_out(self.trace, drawn, edges, cut, orientation, compact)
         picture.center, picture.inner = center, inner
         return picture
+
+
+def shared_model(trace: Trace, nodes: list[int]) -> GraphModel:
+    """The model of the graph `nodes` of `trace`, shared by every Graph pane that shows
+    it: a class's sessions replay one trace, so each picture is laid out once in the
+    process, not once a session (a new centre of `mlp`'s graph is four layouts, some
+    55 ms, at every step of every student). Kept with the trace (it goes with it)."""
+    models = vars(trace).setdefault("_graph_models", {})
+    key = (len(nodes), nodes[0] if nodes else -1, nodes[-1] if nodes else -1)
+    model = models.get(key)
+    if model is None or model.nodes != nodes:
+        if len(models) > 8:
+            models.clear()
+        model = models[key] = GraphModel(trace, list(nodes), shared=True)
+    return model
 
 
 # -- laying out ---------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ class GraphPane(ScrollView, can_focus=True):
         state = self.state
         if state is None:
             return
-        from mgtui.session.graph_layout import GraphModel
+        from mgtui.session.graph_layout import shared_model
         from mgtui.tui.graph_paint import Lighting, lit_cells, lit_edges
 
         view = state.view
@@ -119,7 +119,7 @@ class GraphPane(ScrollView, can_focus=True):
             self.refresh()
             return
         if self.model is None or self._view is not view:  # a new graph: lay it out anew
-            self.model = GraphModel(view.trace, [*view.used, *view.made])
+            self.model = shared_model(view.trace, [*view.used, *view.made])
             self._view = view
             self._auto = None
             self.picture = None

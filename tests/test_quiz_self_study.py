@@ -24,6 +24,7 @@ from mgtui.tui.widgets.step_detail import StepDetail
 from mgtui.tui.widgets.topo_list import TopoList
 
 from conftest import SCENARIOS
+from test_app_graph import loaded
 
 pytestmark = pytest.mark.usefixtures("clean_env", "no_user_config")
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,17 +76,6 @@ def grad_cells(table: NodeTable, label: str) -> str:
 
 def pane_text(widget) -> str:
     return "\n".join(widget.render_line(y).text for y in range(widget.size.height))
-
-
-async def loaded(pilot):
-    app = pilot.app
-    for _ in range(1000):
-        await pilot.pause(0.02)
-        if not app.loading and app.debugger.trace is not None:
-            break
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    return app.debugger
 
 
 async def test_the_app_hides_every_grad_until_the_prediction():

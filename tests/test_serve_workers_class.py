@@ -19,6 +19,7 @@ asyncssh = pytest.importorskip("asyncssh")
 pytest.importorskip("pyte")
 
 from sshclient import PASSWORD, ScreenClient, ServerProcess  # noqa: E402
+from test_serve_quiz import answer, grad_of  # noqa: E402
 from test_serve_workers import at_step  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
@@ -31,24 +32,6 @@ async def join(server: ServerProcess, worker: int, **options) -> ScreenClient:
     assert await client.wait_for(lambda t: re.search(r"step \d+/", t), 15), client.text()
     await server.logged(rf"\[worker {worker}\] session start {options.get('user', 'class')}@")
     return client
-
-
-def grad_of(client: ScreenClient, label: str) -> str | None:
-    lines = client.text().splitlines()
-    heading = next((line for line in lines if "id label op" in line), None)
-    if heading is None:
-        return None
-    end = heading.index(" grad") + len(" grad")
-    for line in lines:
-        if re.match(rf"\s*\S*\s*\d+ {re.escape(label)} ", line[:heading.index("op")]):
-            return line[end - 10:end].strip()
-    return None
-
-
-async def answer(client: ScreenClient, text: str) -> None:
-    client.send("a")
-    assert await client.wait_for("Your prediction"), client.text()
-    client.send(text + "\r")
 
 
 async def test_the_quiz_crosses_the_workers(tmp_path):

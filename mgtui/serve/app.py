@@ -58,6 +58,7 @@ class ClassScreen(DebuggerScreen):
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
         self.quiet = 0  # > 0 while a move is the teacher's or a lesson loading, not the user's
+        self._status: str | None = None  # the status line's text, as shown
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
@@ -65,7 +66,11 @@ class ClassScreen(DebuggerScreen):
 
     def show_status(self, text: str) -> None:
         # (a class on the status line, not on the screen: a screen's class restyles
-        # every widget in it, some 100 ms of the server's one CPU per student)
+        # every widget in it, some 100 ms of the server's one CPU per student; and only
+        # when it changes: a Static's update lays the whole screen out again)
+        if text == self._status:
+            return
+        self._status = text
         for status in self.query("#follow-status").results(Static):
             status.set_class(bool(text), "-shown")
             status.update(Text(text))

@@ -41,7 +41,9 @@ class GraphPane(ScrollView, can_focus=True):
         "graph--breakpoint", "graph--stub",
     }
     DEFAULT_CSS = """
-    GraphPane { background: $surface; scrollbar-size: 0 0; }  /* it pans with keys */
+    GraphPane { background: $surface; scrollbar-size: 0 0; overflow: scroll scroll; }
+    /* it pans with keys; its scrollbars, of no size, are always "shown": a picture
+       that fits no longer (or again) is no layout of the whole screen */
     GraphPane > .graph--line { color: $text-muted; }
     GraphPane > .graph--lit { color: $warning; text-style: bold; }
     GraphPane > .graph--op { color: $secondary; text-style: bold; }
@@ -135,7 +137,13 @@ class GraphPane(ScrollView, can_focus=True):
             picture = self.model.picture(node, orientation, compact)
         if picture is not self.picture:
             self.picture = picture
-            self.virtual_size = Size(picture.width, picture.height)
+            # not a layout of the screen (a reactive's set would be one, some 10 ms a
+            # step of each student following a big graph): the pane's size is its
+            # container's, and it shows no scrollbars
+            self.set_reactive(GraphPane.virtual_size, Size(picture.width, picture.height))
+            self._refresh_scrollbars()
+            self.scroll_x, self.scroll_y = (self.validate_scroll_x(self.scroll_x),
+                                            self.validate_scroll_y(self.scroll_y))
             follow = True
         if self.cursor is not None and self.cursor not in picture.boxes:
             self.cursor = node if node in picture.boxes else None

@@ -120,3 +120,61 @@ def test_quiz_goes_with_the_app_only():
                           "--print"], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "NO_COLOR": "1"}, timeout=60)
     assert out.returncode == 2 and "--quiz is the app's quiz mode" in out.stderr
+
+
+def test_the_command_line_quiz_in_a_terminal(tmp_path):
+    """`mgtui chain.py --quiz --step 9` as a person runs it, on a terminal (a pty, read
+    through pyte): d's grad is ? and the question is asked; a, -2, enter: right; q: the
+    score is printed on the terminal after the app has gone."""
+    import pty
+    import select
+    import time
+
+    pyte = pytest.importorskip("pyte")
+    screen = pyte.Screen(100, 30)
+    stream = pyte.ByteStream(screen)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: mgtui on the pty
+        os.chdir(ROOT)
+        os.environ.update(TERM="xterm-256color", COLUMNS="100", LINES="30",
+                          XDG_CONFIG_HOME=str(tmp_path / "config"))
+        os.execv(sys.executable, [sys.executable, "-m", "mgtui.cli",
+                                  str(SCENARIOS / "chain.py"), "--quiz", "--step", "9"])
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    seen = bytearray()
+
+    def wait_for(text: str, timeout: float = 60) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in "\n".join(screen.display) or text.encode() in seen:
+                return True
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    return text.encode() in seen
+                seen.extend(data)
+                stream.feed(data)
+        return False
+
+    try:
+        assert wait_for("predict d.grad after this step"), "\n".join(screen.display)
+        assert wait_for("step 9/15")
+        os.write(fd, b"a")
+        assert wait_for("Your prediction"), "\n".join(screen.display)
+        os.write(fd, b"-2\r")
+        assert wait_for("right ✓ (d.grad = -2)"), "\n".join(screen.display)
+        os.write(fd, b"q")
+        assert wait_for("mgtui: quiz score: 1 of 1 right (100%)"), seen[-500:]
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(fd)

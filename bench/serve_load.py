@@ -10,7 +10,10 @@ all leave, and the step latency (key sent -> new step on the client's screen) wi
 session and with N sessions stepping at once. The server's memory and CPU are those of
 all its processes (the front and its workers). Bounded: 20 s per wait, 600 s in all.
 
-    python bench/serve_load.py [--clients 30] [--lesson mlp] [--workers N]
+    python bench/serve_load.py [--clients 30] [--lesson mlp] [--workers N] [--quick]
+
+--quick (tests/test_benches.py): 3 clients, 5 steps where there were 30, no pauses at
+a person's pace and shorter waits for the server to settle; it measures nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from sshclient import ScreenClient  # noqa: E402
 PASSWORD = "load test password"
 TABLE = re.compile(r"\bid +label ")  # the node table's heading: gone while the Graph pane shows
 WAIT = 20.0
+# steps: one session alone, each student at a person's pace, each in the burst; the
+# pauses of a person's pace, and the seconds the server is given to settle
+SIZES = {"full": (30, 30, 10, (0.5, 1.5), 1.0), "quick": (5, 5, 3, (0.0, 0.0), 0.2)}
 
 
 def processes(pid: int) -> list[int]:
@@ -147,12 +153,16 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
 
 
+REST = [1.0]  # the scale of the settling waits (--quick shortens them)
+
+
 async def settle(pid: int, seconds: float = 3.0) -> Memory:
-    await asyncio.sleep(seconds)
+    await asyncio.sleep(seconds * REST[0])
     return Memory(pid)
 
 
-async def main(clients: int, lesson: str, workers: int | None) -> None:
+async def main(clients: int, lesson: str, workers: int | None, quick: bool = False) -> None:
+    alone_n, paced_n, burst_n, pace, REST[0] = SIZES["quick" if quick else "full"]
     work = Path(tempfile.mkdtemp(prefix="mgtui-serve-load-"))
     pw = work / "password"
     pw.write_text(PASSWORD + "\n")
@@ -218,14 +228,14 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
             while not at_rest(given) and time.perf_counter() - start < 3 * WAIT:
                 await asyncio.sleep(0.1)
             return time.perf_counter() - start
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(REST[0])
         base = Memory(server.pid)
         base_kinds = smaps_mb(server.pid)
 
         async def one_alone(first: int) -> tuple[list[float], float, float]:
-            """One student stepping 30 times at a person's pace (a key about every
-            second), the teacher connected and still: the latencies, the server's CPU
-            per step, and its RSS with these two sessions."""
+            """One student stepping 30 times (`alone_n`) at a person's pace (a key
+            about every second), the teacher connected and still: the latencies, the
+            server's CPU per step, and its RSS with these two sessions."""
             solo = await ScreenClient.connect(port, password=PASSWORD)
             assert await solo.wait_for(f"step {first - 1}/", WAIT)
             solo.send("p")  # (at step 0 nothing to go back to; still its own move)
@@ -235,8 +245,8 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
             rss = await settle(server.pid)
             times = []
             cpu = cpu_seconds(server.pid)
-            for k in range(first, first + 30):
-                await asyncio.sleep(random.uniform(0.5, 1.5))
+            for k in range(first, first + alone_n):
+                await asyncio.sleep(random.uniform(*pace))
                 times.append(await timed_step(solo, "n", k))
             cpu = (cpu_seconds(server.pid) - cpu) / len(times)
             await solo.close()
@@ -282,11 +292,11 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
             s.send("p")
         assert all(await asyncio.gather(*(at_step(s, 19) for s in students))), "detach"
 
-        async def own_steps(s: ScreenClient, first: int, count: int, pace: bool) -> list[float]:
+        async def own_steps(s: ScreenClient, first: int, count: int, paced: bool) -> list[float]:
             times = []
             for k in range(first, first + count):
-                if pace:
-                    await asyncio.sleep(random.uniform(0.5, 1.5))
+                if paced:
+                    await asyncio.sleep(random.uniform(*pace))
                 times.append(await timed_step(s, "n", k))
             return times
 
@@ -294,13 +304,13 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
         loads.append(load())
         cpu_before = cpu_seconds(server.pid)
         walks_before = len(walks)
-        together = [t for ts in await asyncio.gather(*(own_steps(s, 20, 30, True)
+        together = [t for ts in await asyncio.gather(*(own_steps(s, 20, paced_n, True)
                                                        for s in students)) for t in ts]
         cpu_per_step = (cpu_seconds(server.pid) - cpu_before) / len(together)
         walks_paced = walks[walks_before:]
         loads.append(load())
         # then 10 more each, every student at once as fast as the screens come back
-        burst = [t for ts in await asyncio.gather(*(own_steps(s, 50, 10, False)
+        burst = [t for ts in await asyncio.gather(*(own_steps(s, 20 + paced_n, burst_n, False)
                                                     for s in students)) for t in ts]
 
         # the awkward ones; then one more client must still be served
@@ -331,7 +341,7 @@ async def main(clients: int, lesson: str, workers: int | None) -> None:
         assert all(await asyncio.gather(*(s.wait_for("step ", WAIT) for s in again)))
         for s in again:
             s.send("pnnnn")
-        await asyncio.sleep(3)
+        await asyncio.sleep(3 * REST[0])
         for s in again:
             await s.close()
         ended_again_in = await all_ended()
@@ -399,5 +409,8 @@ if __name__ == "__main__":
     parser.add_argument("--lesson", default="mlp")
     parser.add_argument("--workers", type=int, default=None,
                         help="the server's --workers (default: the server's own default)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a quick run that measures nothing (3 clients, few steps)")
     args = parser.parse_args()
-    asyncio.run(asyncio.wait_for(main(args.clients, args.lesson, args.workers), 600))
+    clients = 3 if args.quick else args.clients
+    asyncio.run(asyncio.wait_for(main(clients, args.lesson, args.workers, args.quick), 600))

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cast-delay", type=float, metavar="SECONDS",
                         help="with --export cast: the time between two steps (default 1)")
     parser.add_argument("--all", action="store_true", help="with --print: every step of every pass")
+    parser.add_argument("--quiz", action="store_true",
+                        help="quiz mode for self-study: at each backward step, predict the grad "
+                        "it accumulates (a) before it is shown; a score at the end")
     parser.add_argument("--step", type=int, metavar="N", help="open the app at step N")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed for `random` before the scenario runs (default 0)")
@@ -181,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json and not args.check:
         return fail("--json goes with --check (for the trace as JSON, use --export json)")
     headless = args.print_ or args.export or args.check
+    if args.quiz and (headless or args.save):
+        return fail("--quiz is the app's quiz mode: it goes with no --print, --export, "
+                    "--check or --save")
     if args.fields and not headless:
         return fail("--fields goes with --check, --print or --export (the app reads "
                     "[tool.mgtui] fields from the pyproject.toml above the scenario)")
@@ -396,7 +402,7 @@ def launch_app(path: Path | None, args: argparse.Namespace,
         return fail("the debugger app is not installed; use --print or --export")
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
                    timeout=args.timeout, max_memory=args.max_memory, run=run,
-                   argv=args.script_args, lesson_dir=lesson_dir)
+                   argv=args.script_args, lesson_dir=lesson_dir, quiz=args.quiz)
 
 
 def entry() -> None:

@@ -333,7 +333,7 @@ async def test_check_action_greys_out_what_cannot_run():
 def test_run_app_has_the_cli_signature():
     params = inspect.signature(run_app).parameters
     assert list(params) == ["path", "step", "seed", "max_nodes", "timeout", "max_memory", "run",
-                            "argv", "lesson_dir"]
+                            "argv", "lesson_dir", "quiz"]
 
 
 async def test_open_at_a_given_step():

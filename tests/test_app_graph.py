@@ -244,3 +244,48 @@ async def test_hostile_labels_are_drawn_inert(write_scenario):
         text = "\n".join(screen_text(graph))
         assert "[bold red]x[/]" in text  # shown as text, not as markup
         assert "\x1b" not in text
+
+
+@pytest.mark.parametrize("name,size", [("neuron", (80, 24)), ("chain", (80, 24))])
+async def test_the_lesson_graph_fits_whole(name, size):
+    """The 10-node neuron's whole graph on one screen at 80×24 (compact boxes, each op
+    above its box): no panning needed to see it all (issue 23 item 5)."""
+    app = MgtuiApp(SCENARIOS / f"{name}.py", step=15 if name == "neuron" else 11)
+    async with app.run_test(size=size) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        graph = screen.query_one(GraphPane)
+        width, height = graph.content_region.size
+        assert graph.model.whole and graph.picture.center is None
+        assert graph.picture.width <= width and graph.picture.height <= height, (
+            graph.picture.width, graph.picture.height, width, height)
+        assert all(on_screen(graph, nid) for nid in graph.picture.boxes)
+        shown = "\n".join(screen_text(graph))
+        for op in ("(*)", "(+)") + (("(tanh)",) if name == "neuron" else ()):
+            assert op in shown, shown
+
+
+async def test_panes_on_one_trace_share_its_layouts():
+    """Two sessions of one trace (a class's students) share the graph's model, so a
+    picture is laid out once in the process, not once a session."""
+    from mgtui.run.lessons import record_lesson
+    from mgtui.session.graph_layout import GraphModel, shared_model
+
+    trace = record_lesson(SCENARIOS / "neuron.py", "neuron.py").trace
+    models, pictures = [], []
+    for _ in range(2):
+        app = MgtuiApp(trace=trace, step=15)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await loaded(pilot)
+            await pilot.press("m")
+            await settle(pilot)
+            graph = screen.query_one(GraphPane)
+            models.append(graph.model)
+            pictures.append(graph.picture)
+    assert isinstance(models[0], GraphModel) and models[0] is models[1]
+    assert pictures[0] is pictures[1]
+    nodes = list(models[0].nodes)
+    assert shared_model(trace, nodes) is models[0]
+    other = record_lesson(SCENARIOS / "neuron.py", "neuron.py").trace  # another trace
+    assert shared_model(other, nodes) is not models[0]

@@ -17,6 +17,7 @@ BENCH = ROOT / "bench"
 SAYS = {
     "big_chain.py": None,  # (no quick mode yet: see NOT_YET)
     "bytes_per_key.py": "80×24: first screen",
+    "class_graph_cpu.py": "CPU per teacher step until every student is on it",
     "doctor_arrays.py": "tensor/scalar, best of",
     "doctor_time.py": "total, bundled bug scenarios",
     "exports.py": "--export html, phase by phase",
@@ -29,14 +30,14 @@ SAYS = {
     "runner_overhead.py": "runner, recorded",
     "scalars_side_by_side.py": "record",
     "serve_hostile.py": "the flood's session ended",
-    "serve_load.py": None,
+    "serve_load.py": "teacher's step until all",
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
     "torch_overhead.py": "the runner alone, launch to the whole trace",
     "trace_files.py": "load       json",
 }
 # Benches being reworked on other branches this round; each gets its quick mode there.
-NOT_YET = {"big_chain.py", "serve_load.py"}
+NOT_YET = {"big_chain.py"}
 
 
 def test_every_bench_is_listed():

@@ -74,3 +74,53 @@ def test_the_roster_of_other_processes_counts_too():
     front.set_others([["x" * 10, True, True, "not a step", ""], "junk", 5])  # (malformed)
     assert front.counts().connected == 0
     assert len(worker.members[worker.enter("y" * 1000)].name) == 64
+
+
+def test_two_processes_of_one_class_share_the_quiz_and_the_lead():
+    """Two classrooms joined as the front joins its workers' (each one's `relay` told
+    to the other by `told_quiz` and `led_elsewhere`): the quiz's answers, reveals and
+    its on/off cross; one teacher leads both; a malformed packet changes nothing."""
+    from pathlib import Path
+
+    from mgtui.run.lessons import record_lesson
+
+    trace = record_lesson(Path(__file__).resolve().parent.parent / "scenarios" / "chain.py",
+                          "chain.py").trace
+    a, b = Classroom(), Classroom()
+    for room in (a, b):
+        room.traces = {"chain.py": trace}
+
+    def link(here: Classroom, there: Classroom):
+        def relay(message: dict) -> None:
+            there.told_quiz(message)
+            if "lead" in message:
+                there.led_elsewhere(message["lead"])
+        here.relay = relay
+
+    link(a, b)
+    link(b, a)
+    rivera = a.enter("rivera", teacher=True)
+    assert a.lead == rivera and b.lead_elsewhere == "rivera"
+    okafor = b.enter("okafor", teacher=True)
+    assert b.lead is None and b.leader().name == "rivera"  # asked, not leading
+    a.start_quiz(True)
+    assert b.quiz_on
+    assert b.answer("chain.py", trace, "ada #0-2", 9, -2.0) is True  # dL/dd = f = -2
+    assert a.answer("chain.py", trace, "bob #1-3", 9, 4.0) is False
+    assert a.quiz("chain.py", trace).share_right(9) == (1, 2)
+    assert b.quiz("chain.py", trace).share_right(9) == (1, 2)
+    a.reveal("chain.py", trace, 9)
+    assert 9 in b.quiz("chain.py", trace).revealed
+    late = Classroom()
+    late.traces = {"chain.py": trace}
+    late.told_quiz(a.quiz_state())  # a process that starts late
+    assert late.quiz_on and late.quiz("chain.py", trace).share_right(9) == (1, 2)
+    assert 9 in late.quiz("chain.py", trace).revealed
+    for bad in ({"answer": ["nope.py", "x", 9, 1.0]}, {"answer": ["chain.py", 3, 9, 1.0]},
+                {"answer": "x"}, {"reveals": [[1, 2]]}, {"quiz_on": "yes"}):
+        late.told_quiz(bad)
+    assert late.quiz_on and late.quiz("chain.py", trace).share_right(9) == (1, 2)
+    b.take_lead(okafor)  # okafor takes over: rivera watches
+    assert b.lead == okafor and a.lead is None and a.lead_elsewhere == "okafor"
+    b.leave(okafor)  # and leaves: nobody leads anywhere until a teacher takes it
+    assert a.lead_elsewhere == "" and a.lead is None

@@ -151,3 +151,34 @@ async def test_a_second_teacher_chooses_to_watch_or_to_take_over(server, named_k
     for follower in (student, first, second):
         assert await at_step(follower, 5), follower.text()
     assert await third.wait_for(lambda _: counts(third) == (3, 3, 0)), third.text()
+
+
+async def test_the_doctor_runs_for_the_teacher_only(named_keys, clean_env):
+    """The teacher's d runs the gradient doctor on the lesson on their screen (it runs
+    the lesson's code on the server): the planted bug is found and listed there; a
+    student's d says the doctor runs on the teacher's screen only."""
+    from pathlib import Path
+
+    from mgtui.run.lessons import record_lesson
+
+    bug = Path(__file__).resolve().parent.parent / "scenarios" / "bugs" / "wrong_derivative.py"
+    d = named_keys["dir"]
+    auth = Auth.from_files(d / "students", d / "teachers", d / "password")
+    klass = Class({"wrong_derivative.py": record_lesson(bug, "wrong_derivative.py")}, auth,
+                  Limits(max_sessions=10))
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(d / "state"))
+    srv.clients = []
+    try:
+        teacher = await join(srv, key=named_keys["teacher"], user="rivera")
+        student = await join(srv, password=PASSWORD, user="stu")
+        student.send("d")
+        assert await student.wait_for("doctor runs on the teacher's"), student.text()
+        teacher.send("d")
+        assert await teacher.wait_for("problem found", 60), teacher.text()
+        assert "doctor runs on the teacher's" not in teacher.text()
+        assert "problem found" not in student.text()  # (the report is the teacher's)
+    finally:
+        for client in srv.clients:
+            await client.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

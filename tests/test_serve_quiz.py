@@ -96,3 +96,26 @@ async def test_predict_reveal_histogram_late_joiner_and_csv(server, keys, tmp_pa
     scores = {row[1].split(" #")[0]: row[2:] for row in rows[1:]}
     assert scores == {"ada": ["1", "1"], "bob": ["1", "2"]}
     assert all(row[0] == "chain.py" for row in rows[1:])
+
+
+async def test_the_graph_pane_hides_the_grads_asked_for_too(server, keys):
+    """The teacher opens the Graph pane: a student's boxes show the grads asked as ?
+    (the pane gave them away before), until they answer."""
+    teacher = await join(server, key=keys["teacher"], user="teacher")
+    ada = await join(server, password=PASSWORD, user="ada")
+    teacher.send("Q")
+    assert await teacher.wait_for("quiz on (Q stops it)"), teacher.text()
+    teacher.send("m")  # the Graph pane, followed by the class
+    assert await ada.wait_for(lambda t: "id label op" not in t), ada.text()
+    teacher.send("n" * 9)  # step 9: L's _backward writes d.grad = -2 and f.grad = 4
+    assert await at_step(ada, 9)
+    assert await ada.wait_for(PROMPT), ada.text()
+    d_box = re.compile(r"d │\s+4\.0 │\s+(\S+) ")  # d: data 4.0, then its grad
+    f_box = re.compile(r"f │\s+-2\.0 │\s+(\S+) ")
+    assert await ada.wait_for(lambda t: d_box.search(t) is not None), ada.text()
+    assert d_box.search(ada.text())[1] == "?" and f_box.search(ada.text())[1] == "?"
+    assert await teacher.wait_for(lambda t: (d_box.search(t) or [0, 0])[1] == "-2.0")
+    await answer(ada, "-2")
+    assert await ada.wait_for("right ✓"), ada.text()
+    assert await ada.wait_for(lambda t: (d_box.search(t) or [0, 0])[1] == "-2.0"), ada.text()
+    assert f_box.search(ada.text())[1] == "4.0"

@@ -156,3 +156,56 @@ async def test_the_app_finds_a_shortened_name_and_counts_uses_in_this_graph(trai
         row = table._row(table.view.row_of(table.selected_node, screen.trace.node_count))
         *_, uses, topo = row.text.split()
         assert uses == "2" and topo.isdigit()
+
+
+def test_the_lesson_page_counts_uses_in_this_graph(train):
+    """`--export html` packs each graph's uses (this training step's), as the app's
+    column counts them, not the whole run's (issue 23 item 6)."""
+    from mgtui.session.lesson_pack import pack_lesson
+
+    trace = run(train).trace
+    data = pack_lesson(trace).data
+    session = Session(trace)
+    bias = next(n for n in range(trace.node_count) if fitted_name(trace, n, 60) == BIAS)
+    assert trace.uses[bias] == 4 and "uses" not in data["nodes"]
+    for p in trace.passes:
+        view = session.goto(p.start + 1).view
+        packed = data["views"][data["pass_view"][p.index]]
+        nodes = [*view.used, *view.made]
+        assert packed["uses"] == [view.uses(n) for n in nodes]
+        if bias in nodes and p.kind == "backward":
+            assert packed["uses"][nodes.index(bias)] == 2
+
+
+@pytest.mark.skipif(not __import__("pathlib").Path("/usr/bin/chromium").exists(),
+                    reason="no /usr/bin/chromium")
+def test_the_lesson_page_shows_the_uses_of_this_graph(train, tmp_path):
+    """In the browser, every row's uses cell is the app's count at that step."""
+    import json
+
+    from cdp import Chromium
+    from mgtui.tui.export_html import lesson_html
+
+    trace = run(train).trace
+    page = tmp_path / "train.html"
+    page.write_text(lesson_html(trace), encoding="utf-8")
+    session = Session(trace)
+    browser = Chromium()
+    try:
+        browser.navigate(page.as_uri())
+        browser.wait_for("document.body && document.body.dataset.ready === '1'")
+        checked = 0
+        for key, move in (("]", session.next_pass),) * 6:
+            browser.press(key)
+            state = move()
+            rows = json.loads(browser.evaluate(
+                "JSON.stringify(Array.from(document.querySelectorAll('#rows tr'))"
+                ".filter((r) => !r.hidden).map((r) => [r.children[1].textContent,"
+                " r.children[7].textContent]))"))
+            assert browser.evaluate("document.body.dataset.step") == str(state.step)
+            for nid, uses in rows:
+                assert uses == str(state.view.uses(int(nid))), (state.step, nid)
+                checked += int(uses != str(trace.uses[int(nid)]))
+        assert checked  # (some row's count differs from the whole run's)
+    finally:
+        browser.close()

@@ -88,6 +88,7 @@ class Lesson:
     title: str
     trace: Trace
     message: str = ""  # why the recording did not finish, when it did not
+    seed: int = 0  # the seed of `random` it was recorded with (the doctor re-runs with it)
 
 
 class LessonError(Exception):
@@ -130,5 +131,6 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
     except Exception as exc:  # noqa: BLE001 - a corrupt trace file, said in one line
         raise LessonError(f"{path}: {exc}") from None
     trace.build_indexes(final=True)  # once here, not in every session (shared by a class)
-    return Lesson(name or path.name, path, trace.title or file_title(path), trace, message)
+    return Lesson(name or path.name, path, trace.title or file_title(path), trace, message,
+                  options.get("seed", 0))
 

@@ -33,8 +33,10 @@ from mgtui.tui.widgets.debugger import DebuggerScreen
 from mgtui.tui.widgets.graph import GraphPane
 from mgtui.tui.widgets.node_table import NodeTable
 
-NO_CODE = ("In a class the gradient doctor is off: it re-runs the scenario's code, and a "
-           "served lesson runs none.")
+NO_CODE = ("In a class the gradient doctor runs on the teacher's screen only: it re-runs "
+           "the scenario's code on the server, and a student's session runs none.")
+NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was served from a "
+               "saved trace: serve its .py file to check it.")
 
 
 class ClassScreen(DebuggerScreen):
@@ -56,6 +58,7 @@ class ClassScreen(DebuggerScreen):
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
         self.quiet = 0  # > 0 while a move is the teacher's or a lesson loading, not the user's
+        self._status: str | None = None  # the status line's text, as shown
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
@@ -63,7 +66,11 @@ class ClassScreen(DebuggerScreen):
 
     def show_status(self, text: str) -> None:
         # (a class on the status line, not on the screen: a screen's class restyles
-        # every widget in it, some 100 ms of the server's one CPU per student)
+        # every widget in it, some 100 ms of the server's one CPU per student; and only
+        # when it changes: a Static's update lays the whole screen out again)
+        if text == self._status:
+            return
+        self._status = text
         for status in self.query("#follow-status").results(Static):
             status.set_class(bool(text), "-shown")
             status.update(Text(text))
@@ -329,7 +336,8 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
             return
         if self.keyed_teacher:
             leads = classroom.lead == self.member
-            if classroom.lead is None and self.member is not None:
+            if (classroom.lead is None and not classroom.lead_elsewhere
+                    and self.member is not None):
                 classroom.take_lead(self.member)  # the teacher who led has left
                 return
             if self.teacher and not leads:
@@ -453,10 +461,25 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
             self.arrived(self.debugger.session.position, own=True)
 
     def on_run_checks(self, message: RunChecks) -> None:
+        """The doctor, for a teacher only (it runs the lesson's code on the server), on
+        the lesson on their screen; a student is told why not."""
         message.prevent_default()
-        from mgtui.tui.messages import ChecksFailed
+        from mgtui.tui.app import is_scenario
+        from mgtui.tui.messages import ChecksFailed, ChecksProgress
 
-        self.debugger.post_message(ChecksFailed(NO_CODE))
+        lesson, trace = self.lessons.get(self.lesson), self.debugger.trace
+        if not self.keyed_teacher or lesson is None:
+            self.debugger.post_message(ChecksFailed(NO_CODE))
+            return
+        if not is_scenario(lesson.path):
+            self.debugger.post_message(ChecksFailed(NO_SCENARIO))
+            return
+        if trace is None or self._checks_for is trace:
+            return  # nothing on screen yet, or done, or running
+        self._checks_for = trace
+        self.seed = lesson.seed  # (as the lesson was recorded: the same run)
+        self.debugger.post_message(ChecksProgress(0, 0, "recording"))
+        self.run_checks(lesson.path, trace)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("reload", "cancel_loading", "screenshot"):

@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "before they see it (the teacher's Q turns it on and off)")
     parser.add_argument("--quiz-scores", type=Path, metavar="FILE",
                         help="write the quiz's scores per student to FILE (CSV) when the class "
-                        "ends (serves in one process)")
+                        "ends")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="record the class as the students see it (at 120x40) to FILE, "
+                        "an asciicast v2 file a student plays with: asciinema play FILE")
     parser.add_argument("--web", action="store_true",
                         help="serve to browsers through textual-serve instead of SSH")
     parser.add_argument("--max-sessions", type=int, default=60, metavar="N",
@@ -92,6 +95,16 @@ def main(argv: list[str]) -> int:
             auth = Auth.from_files(args.authorized_keys, args.teacher_keys, args.password_file)
         except AuthError as exc:
             return fail(str(exc))
+    if args.record is not None and args.web:
+        return fail("--record records a class served over SSH (not --web)")
+    args.recording = None
+    if args.record is not None:
+        from mgtui.serve.record import open_recording
+
+        try:
+            args.recording = open_recording(args.record)
+        except OSError as exc:
+            return fail(f"cannot write the recording {args.record}: {exc.strerror or exc}")
     try:
         lessons = record_lessons(args)
     except Exception as exc:  # noqa: BLE001 - LessonError and the like: one line, no traceback
@@ -103,7 +116,7 @@ def main(argv: list[str]) -> int:
         return serve_web(lessons, args)
     from mgtui.serve.workers import default_workers
 
-    workers = 1 if args.quiz_scores else args.workers or default_workers()
+    workers = args.workers or default_workers()
     try:
         if workers > 1:
             return serve_in_workers(lessons, auth, args, workers)
@@ -168,6 +181,9 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         loop.add_signal_handler(sig, front.stopped.set)
     where = setup_log(args.teach)
     front.classroom.join_command = join_command(args.host, listener.getsockname()[1])
+    front.classroom.traces = {name: lesson.trace for name, lesson in lessons.items()}
+    front.classroom.quiz_on = bool(args.quiz)
+    recording = None
     try:
         if not await front.start(wait=READY_WAIT):
             return fail("the worker processes did not start: see the log above")
@@ -175,6 +191,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
               f"{args.host}:{port} in {count} processes; students type: ssh -p {port} "
               f"class@HOST (log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
+        recording = start_recording(lessons, front.classroom, args)  # (its app takes stderr)
         if args.teach:
             from mgtui.serve.app import ServedApp
 
@@ -189,7 +206,11 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         else:
             await front.stopped.wait()
     finally:
+        await stop_recording(recording)
         await front.stop()
+        from mgtui.serve.server import write_quiz_scores
+
+        write_quiz_scores(front.classroom, args.quiz_scores)  # (every worker's answers)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return EXIT_OK
 
@@ -226,6 +247,7 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
     print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
           f"{args.host}:{server.port}; students type: ssh -p {server.port} class@HOST "
           f"(log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
+    recording = start_recording(lessons, klass.classroom, args)  # (its app takes stderr)
     try:
         if args.teach:
             from mgtui.serve.app import ServedApp
@@ -235,6 +257,35 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         else:
             await class_ended(klass.classroom)
     finally:
+        await stop_recording(recording)
         await server.close()
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return EXIT_OK
+
+
+def start_recording(lessons: dict, classroom, args):
+    """`--record FILE`: the class recorded as its students see it, in the background
+    (`mgtui.serve.record`); None if not asked for. Returns (task, stop event)."""
+    if getattr(args, "recording", None) is None:
+        return None
+    from mgtui.serve.record import record_class
+
+    print(f"mgtui serve: recording the class to {inert(str(args.record))}", file=sys.stderr,
+          flush=True)
+    stop = asyncio.Event()
+    task = asyncio.get_running_loop().create_task(
+        record_class(lessons, classroom, args.recording, stop))
+    return task, stop
+
+
+async def stop_recording(recording) -> None:
+    """End the class's recording (its file closed, playable)."""
+    if recording is not None:
+        task, stop = recording
+        stop.set()
+        try:
+            await task
+        except Exception:  # noqa: BLE001 - logged: the class has ended anyway
+            import logging
+
+            logging.getLogger("mgtui.serve").exception("the class's recording failed")

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from mgtui.safe import inert_line
 from mgtui.session.quiz import Question, Quiz, parse_number
-from mgtui.tui.widgets.node_table import NodeTable
 from mgtui.tui.widgets.step_detail import StepDetail
-from mgtui.tui.widgets.topo_list import TopoList
 
 
 class QuizMode:
@@ -20,11 +18,12 @@ class QuizMode:
 
     _asking: Question | None = None  # the question this student has not answered yet
     _verdict: tuple[int, str] = (-1, "")  # (step, what their answer there was)
+    asks_quiz = True  # False for a session that cannot answer (the class's recording)
 
     @property
     def quiz_name(self) -> str:
         """This student in the quiz's scores (a name may be shared: `class`, by password)."""
-        return f"{self.member_name} #{self.member}"
+        return f"{self.member_name} #{self.classroom.tag}{self.member}"
 
     def quiz_here(self) -> Quiz | None:
         if not self.classroom.quiz_on or self.lesson not in self.lessons:
@@ -39,15 +38,13 @@ class QuizMode:
         """Hide what the student is to predict (or show it again)."""
         quiz, step = self.quiz_here(), self.step_here()
         question = quiz.question(step) if quiz is not None else None
-        asks = (question is not None and not self.teacher
+        asks = (question is not None and not self.teacher and self.asks_quiz
                 and not quiz.shows(self.quiz_name, step))
         self._asking = question if asks else None
-        for table in self.debugger.query(NodeTable).results(NodeTable):
-            table.hide_grads(question.hidden if asks else frozenset())
+        # the node table, the Graph pane and the topo list show them as ?
+        self.debugger.hide_grads(question.hidden if asks else frozenset())
         for detail in self.debugger.query(StepDetail).results(StepDetail):
-            detail.display = not asks
-        for topo in self.debugger.query(TopoList).results(TopoList):
-            topo.display = not asks  # (its grad column would give the answer away)
+            detail.display = not asks  # (the working has the numbers)
 
     def quiz_status(self) -> str:
         """A student's quiz line: the question, or how their answer went."""
@@ -86,11 +83,11 @@ class QuizMode:
             self.notify(f"{inert_line(text)!r} is not a number: press a to try again",
                         severity="warning", timeout=5)
             return
-        right = quiz.answer(self.quiz_name, question.step, value)
+        right = self.classroom.answer(self.lesson, quiz.trace, self.quiz_name, question.step,
+                                      value)  # (counted in every process of the class)
         verdict = "right ✓" if right else "wrong ✗"
         self._verdict = (question.step, f"quiz: you said {value:.4g}: {verdict} "
                                         f"({question.label}.grad = {question.answer:.4g})")
-        self.classroom.answered()
         self.show_quiz()
         self.show_student_status()
 

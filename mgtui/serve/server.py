@@ -75,6 +75,9 @@ class Class:
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
     quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
 
+    def __post_init__(self) -> None:
+        self.classroom.traces = {name: lesson.trace for name, lesson in self.lessons.items()}
+
     @property
     def full(self) -> bool:
         return len(self.sessions) + self.elsewhere >= self.limits.max_sessions
@@ -478,15 +481,21 @@ class ClassServer:
 def write_scores(klass: Class) -> None:
     """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
     a quiz was run)."""
-    if klass.quiz_scores is None or not klass.classroom.quizzes:
+    write_quiz_scores(klass.classroom, klass.quiz_scores)
+
+
+def write_quiz_scores(classroom: Classroom, path: Path | None) -> None:
+    """The class's quiz scores per student as CSV to `path` (if asked for, and a quiz
+    was run); the front of a class in workers writes the scores it has heard from all."""
+    if path is None or not classroom.quizzes:
         return
     from mgtui.session.quiz import class_csv
 
     try:
-        klass.quiz_scores.write_text(class_csv(klass.classroom.quizzes), encoding="utf-8")
-        log.info("quiz scores written to %s", klass.quiz_scores)
+        path.write_text(class_csv(classroom.quizzes), encoding="utf-8")
+        log.info("quiz scores written to %s", path)
     except OSError as exc:
-        log.error("cannot write the quiz scores to %s: %s", klass.quiz_scores, exc)
+        log.error("cannot write the quiz scores to %s: %s", path, exc)
 
 
 def ssh_options(klass: Class, host_key) -> dict:

@@ -18,6 +18,13 @@ class, pages pinned by a few objects each).
 Between the front and a worker: one Unix socket pair of packets, each a JSON object,
 with the client's socket passed alongside a `connect`.
 
+  either way        quiz mode: {"quiz_on": B}, {"answer": [LESSON, STUDENT, STEP, VALUE]},
+                    {"reveal": [LESSON, STEP]} (a worker's to the front, which keeps the
+                    class's quiz and tells the other workers; a worker that starts late
+                    gets all of it: {"quiz_on", "answers", "reveals"});
+                    who leads: {"lead": NAME} (a worker's session leads now; "" none
+                    does any more) and {"lead_elsewhere": NAME} (from the front: a
+                    session of another process leads, so none of this one does)
   front -> worker   {"connect": PEER} + its socket; {"position": {...}} (the teacher's);
                     {"elsewhere": N} (sessions in the other workers, for the limit);
                     {"join": COMMAND} (what students type, for a teacher's console);
@@ -114,10 +121,12 @@ class LinkedClassroom(Classroom):
     also goes to the front, for the other workers; one heard from the front is published
     here only."""
 
-    def __init__(self, link: socket.socket) -> None:
+    def __init__(self, link: socket.socket, number: int = 0) -> None:
         super().__init__()
         self._link = link
         self._roster_due = False
+        self.relay = lambda message: send(link, message)  # (the quiz, who leads)
+        self.tag = f"{number}-"
 
     def publish(self, position: Position) -> None:
         if position != self.position:
@@ -146,6 +155,9 @@ class LinkedClassroom(Classroom):
             self.join_command = message["join"]
         if message.get("end"):  # (the class has ended in another process)
             Classroom.end(self)
+        self.told_quiz(message)
+        if isinstance(message.get("lead_elsewhere"), str):
+            self.led_elsewhere(message["lead_elsewhere"])
 
     def end(self) -> None:
         """A teacher of this worker ends the class: the front ends it everywhere."""
@@ -162,7 +174,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
 
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
-    classroom = LinkedClassroom(link)
+    classroom = LinkedClassroom(link, number)
     klass = Class(lessons, auth, Limits.asked(args), classroom=classroom)
     classroom.quiz_on = bool(getattr(args, "quiz", False))  # (answers counted per worker)
     await start_worker_threads()
@@ -333,6 +345,8 @@ class Front:
         self.stopped = asyncio.Event()
         self._relaying = False
         self._numbers = 0
+        self.lead_owner: int | str | None = None  # the worker whose session leads ("front")
+        self.lead_name = ""
 
     @property
     def serving(self) -> list[Worker]:
@@ -360,6 +374,7 @@ class Front:
         # a teacher in the front's own terminal (--teach) leads the workers' sessions too
         self.classroom.subscribe(self._from_here)
         self.classroom.watch(self._ended, roster=False)
+        self.classroom.relay = lambda message: self._class_message("front", message)
         for _ in range(self.count):
             if not self._spawn():
                 return False
@@ -452,6 +467,9 @@ class Front:
             self._post(worker, {"join": self.classroom.join_command})
             if self.classroom.position is not None:  # (a late joiner lands there)
                 self._post(worker, {"position": self.classroom.position.to_dict()})
+            self._post(worker, self.classroom.quiz_state())  # (the quiz so far)
+            if self.lead_owner is not None:
+                self._post(worker, {"lead_elsewhere": self.lead_name})
             self._counted()
             waiting, self.waiting = self.waiting, []
             for client, peer in waiting:
@@ -477,6 +495,7 @@ class Front:
             self._rosters()
         if message.get("end"):
             self.classroom.end()  # (`_ended` tells the workers)
+        self._class_message(worker.number, message)
         if isinstance(message.get("position"), dict):
             for other in self.workers:
                 if other is not worker and other.ready:
@@ -490,6 +509,31 @@ class Front:
                 self.classroom.publish(position)
             finally:
                 self._relaying = False
+
+    def _class_message(self, source: int | str, message: dict) -> None:
+        """Quiz mode and who leads, from a worker (`source`, its number) or the front's
+        own teacher ("front"): kept here, and told to every other process."""
+        quiz = {k: message[k] for k in ("quiz_on", "answer", "reveal") if k in message}
+        if quiz:
+            if source != "front":
+                self.classroom.told_quiz(quiz)
+            for other in self.workers:
+                if other.number != source and other.ready:
+                    self._post(other, quiz)
+        name = message.get("lead")
+        if not isinstance(name, str):
+            return
+        if name:  # (the last to claim leads: a take-over, or two teachers at once)
+            self.lead_owner, self.lead_name = source, name
+        elif self.lead_owner == source:
+            self.lead_owner, self.lead_name = None, ""
+        else:
+            return  # (one that no longer led has left: the lead is elsewhere)
+        for other in self.workers:
+            if other.number != source and other.ready:
+                self._post(other, {"lead_elsewhere": name})
+        if source != "front":
+            self.classroom.led_elsewhere(name)
 
     def _rosters(self) -> None:
         """Each worker (and the front's own teacher) knows the sessions of the others."""
@@ -545,6 +589,7 @@ class Front:
             return
         log.error("worker %d (pid %d) stopped: its sessions have ended; a fresh one "
                   "takes its place", worker.number, worker.pid)
+        self._class_message(worker.number, {"lead": ""})  # (its teacher, if one led, left)
         self._counted()
         self._rosters()
         if not self._spawn() and not self.workers:

@@ -25,6 +25,7 @@ from mgtui.session.step_state import (
     StepState,
     sparkline,
 )
+from mgtui.session.quiz import SelfStudy
 from mgtui.session.timeline import Timeline
 from mgtui.trace import EventKind, Trace
 from mgtui.trace.names import mentions, shown_as
@@ -47,8 +48,11 @@ class Session:
     """One trace and every move through it. A trace whose scenario raised has one more
     step than it has events: the error."""
 
-    def __init__(self, trace: Trace, *, breakpoints=(), tab: str = "source") -> None:
+    def __init__(self, trace: Trace, *, breakpoints=(), tab: str = "source",
+                 quiz: bool = False) -> None:
         self.trace = trace
+        # quiz mode for self-study: each backward step's grads hidden until predicted
+        self.quiz: SelfStudy | None = SelfStudy.of(trace) if quiz else None
         self.timeline = Timeline(trace)
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
@@ -77,6 +81,8 @@ class Session:
         while a big scenario records costs what was added, not a replay to the step."""
         old = self.trace
         self.trace = trace
+        if self.quiz is not None:
+            self.quiz.quiz.trace = trace
         self.timeline.grow(trace)
         same = {p.index for p in trace.passes[: len(old.passes)]
                 if p == old.passes[p.index]}
@@ -315,6 +321,14 @@ class Session:
         return self.goto(position.step, select=position.node)
 
     # -- building the state ---------------------------------------------------------------------
+    # -- quiz mode (self-study) ------------------------------------------------------------
+    def answer(self, value: float) -> StepState:
+        """Quiz mode: the student predicts `value` for the grad this step asks about;
+        the grads are shown, with right or wrong (nothing changes if nothing is asked)."""
+        if self.quiz is None or self.quiz.answer(self.step, value) is None:
+            return self._update()
+        return self.goto(self.step, select=self.node)
+
     def _update(self, **changes) -> StepState:
         """The current state with `changes` (and no notice unless given)."""
         changes.setdefault("notice", None)
@@ -340,6 +354,14 @@ class Session:
         tl, trace, at_error = self.timeline, self.trace, self.at_error()
         running = event is not None and trace.kind(event) is EventKind.BACKWARD
         data, grad = state_values(trace, tl.position, tl.data, tl.grad)  # (arrays, if any)
+        detail = step_panes.detail(trace, tl.data, tl.grad, self.step, self.total, event,
+                                   at_error, self.numerical.get(event), self._notes)
+        hidden, quiz = frozenset(), ""
+        if self.quiz is not None:
+            self.quiz.visit(self.step)
+            hidden, quiz = self.quiz.hidden(self.step), self.quiz.line(self.step, self.total)
+            if hidden:
+                detail = replace(detail, asked=quiz)
         return StepState(
             position=self.position, total=self.total, at_error=at_error,
             event=event, pass_index=pass_index, view=view,
@@ -348,10 +370,8 @@ class Session:
             marks=step_panes.marks(trace, event), breakpoints=self.breakpoints,
             header=step_panes.header(trace, self.step, self.total, event, at_error),
             passes=self._pass_bar(pass_index),
-            detail=step_panes.detail(trace, tl.data, tl.grad, self.step, self.total, event,
-                                     at_error, self.numerical.get(event), self._notes),
-            source=source or step_panes.source(trace, event, at_error),
-            enabled=self._enabled(), notice=notice)
+            detail=detail, source=source or step_panes.source(trace, event, at_error),
+            enabled=self._enabled(), notice=notice, hidden=hidden, quiz=quiz)
 
     def _pass_bar(self, pass_index: int) -> Passes:
         loss_at = bisect_right(self._loss_passes, pass_index) - 1

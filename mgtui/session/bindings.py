@@ -70,6 +70,9 @@ DEBUGGER_KEYS: tuple[Key, ...] = (
     Key("checks", "d", "checks", "Checks",
         "run the gradient doctor: its findings go to the Checks tab, enter on one goes to its "
         "step", "Check the gradients (the doctor)", show=False),
+    Key("answer", "a", "answer", "Answer",
+        "quiz mode: type your prediction of the grad this backward step asks for",
+        "Answer the quiz's question", show=False),
     Key("pick", "o", "app.pick", "Open",
         "open another lesson: the lesson directory's files, else the bundled scenarios",
         "Open another scenario", show=False),

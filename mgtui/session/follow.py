@@ -112,6 +112,13 @@ class Classroom:
         self.others: list[Member] = []  # the class in the server's other processes
         self.quiz_on = False  # the teacher has started quiz mode
         self.quizzes: dict[str, Quiz] = {}  # by lesson: the class's answers
+        self.traces: dict[str, Any] = {}  # by lesson: the traces (for what others send)
+        # A class served by several processes (mgtui/serve/workers.py): what this one
+        # tells the others (quiz mode, reveals, answers, who leads here), through the
+        # front process; None for a class in one process.
+        self.relay: Callable[[dict], None] | None = None
+        self.tag = ""  # this process's mark in a student's quiz name (numbers repeat)
+        self.lead_elsewhere = ""  # the teacher leading in another process ("" if none)
 
     def publish(self, position: Position) -> None:
         """The teacher is at `position`: tell every listener (once per change)."""
@@ -155,9 +162,10 @@ class Classroom:
         teacher does yet."""
         self._numbers += 1
         self.members[self._numbers] = Member(name[:NAME_CHARS], teacher)
-        leads = teacher and self.lead is None
+        leads = teacher and self.lead is None and not self.lead_elsewhere
         if leads:
             self.lead = self._numbers
+            self._told_lead()
         self.changed(roster=not leads)
         return self._numbers
 
@@ -176,16 +184,37 @@ class Classroom:
         leads = self.lead == number
         if leads:
             self.lead = None
+            self._told_lead()
         self.changed(roster=not leads)
 
     def take_lead(self, number: int) -> None:
         """`number` leads from now on (the teacher who led watches)."""
         if number in self.members and self.lead != number:
             self.lead = number
+            self.lead_elsewhere = ""
+            self._told_lead()
             self.changed(roster=False)
 
     def leader(self) -> Member | None:
+        if self.lead is None and self.lead_elsewhere:
+            return Member(self.lead_elsewhere, teacher=True)
         return self.members.get(self.lead) if self.lead is not None else None
+
+    def _told_lead(self) -> None:
+        """The other processes hear who leads here (`led_elsewhere` there)."""
+        if self.relay is not None:
+            leader = self.members.get(self.lead) if self.lead is not None else None
+            self.relay({"lead": leader.name if leader is not None else ""})
+
+    def led_elsewhere(self, name: str) -> None:
+        """A teacher in another process leads (`name`), or none does (""): one teacher
+        leads the whole class, so the one leading here, if any, now watches."""
+        if name == self.lead_elsewhere and not (name and self.lead is not None):
+            return
+        self.lead_elsewhere = name
+        if name:
+            self.lead = None
+        self.changed(roster=False)
 
     def counts(self) -> Counts:
         students = self.roster()
@@ -220,19 +249,57 @@ class Classroom:
             self.quizzes[lesson] = Quiz(trace)
         return self.quizzes[lesson]
 
-    def start_quiz(self, on: bool) -> None:
+    def start_quiz(self, on: bool, relay: bool = True) -> None:
         if on != self.quiz_on:
             self.quiz_on = on
             self.changed(roster=False)
+            if relay and self.relay is not None:
+                self.relay({"quiz_on": on})
 
-    def answered(self) -> None:
-        """A student answered: the teacher's console counts it."""
-        self.changed(roster=True)
+    def answer(self, lesson: str, trace, student: str, step: int, value: float,
+               relay: bool = True) -> bool | None:
+        """`student` predicts `value` at `step` of `lesson`: right or wrong (None: no
+        question there). The teacher's console counts it, in every process."""
+        right = self.quiz(lesson, trace).answer(student, step, value)
+        if right is not None:
+            self.changed(roster=True)
+            if relay and self.relay is not None:
+                self.relay({"answer": [lesson, student, step, value]})
+        return right
 
-    def reveal(self, lesson: str, trace, step: int) -> None:
+    def reveal(self, lesson: str, trace, step: int, relay: bool = True) -> None:
         """The teacher reveals `step`'s grads for everyone."""
         self.quiz(lesson, trace).reveal(step)
         self.changed(roster=False)
+        if relay and self.relay is not None:
+            self.relay({"reveal": [lesson, step]})
+
+    def quiz_state(self) -> dict:
+        """The quiz so far, for a process that starts late (`told_quiz` reads it)."""
+        return {"quiz_on": self.quiz_on, "answers": [
+            [lesson, student, step, value] for lesson, quiz in self.quizzes.items()
+            for student, by_step in quiz.answers.items() for step, value in by_step.items()],
+            "reveals": [[lesson, step] for lesson, quiz in self.quizzes.items()
+                        for step in sorted(quiz.revealed)]}
+
+    def told_quiz(self, message: dict) -> None:
+        """What another process says of the quiz (`quiz_on`, an `answer`, a `reveal`,
+        or all of it: `quiz_state`'s keys), kept here as if said here, not told on.
+        Malformed parts (they cannot come from mgtui) are left out."""
+        if isinstance(message.get("quiz_on"), bool):
+            self.start_quiz(message["quiz_on"], relay=False)
+        answers = message.get("answers", [message["answer"]] if "answer" in message else [])
+        reveals = message.get("reveals", [message["reveal"]] if "reveal" in message else [])
+        for item in answers if isinstance(answers, list) else []:
+            if (isinstance(item, list) and len(item) == 4 and item[0] in self.traces
+                    and isinstance(item[1], str) and isinstance(item[2], int)
+                    and isinstance(item[3], (int, float))):
+                self.answer(item[0], self.traces[item[0]], item[1], item[2], float(item[3]),
+                            relay=False)
+        for item in reveals if isinstance(reveals, list) else []:
+            if (isinstance(item, list) and len(item) == 2 and item[0] in self.traces
+                    and isinstance(item[1], int)):
+                self.reveal(item[0], self.traces[item[0]], item[1], relay=False)
 
     def end(self) -> None:
         """The teacher ends the class: every session is told, and ends."""

@@ -144,8 +144,10 @@ class GraphModel:
     """The current graph (a `GraphView`'s nodes) and the pictures laid out from it: the
     whole graph when it is small, else one neighbourhood per centre, each laid out once."""
 
-    def __init__(self, trace: Trace, nodes: list[int], whole_limit: int = WHOLE_LIMIT) -> None:
+    def __init__(self, trace: Trace, nodes: list[int], whole_limit: int = WHOLE_LIMIT,
+                 shared: bool = False) -> None:
         self.trace = trace
+        self.keep = 96 if shared else 32  # pictures kept (shared: the class's centres)
         self.nodes = nodes
         self.members = set(nodes)
         self.whole = len(nodes) <= whole_limit
@@ -171,7 +173,7 @@ class GraphModel:
             key = (center, orientation, compact)
         picture = self._pictures.get(key)
         if picture is None:
-            if len(self._pictures) > 32:
+            if len(self._pictures) > self.keep:
                 self._pictures.clear()
             picture = self._lay_out(key[0], orientation, compact)
             self._pictures[key] = picture
@@ -212,6 +214,21 @@ class GraphModel:
         picture = lay_out(self.trace, drawn, edges, cut, orientation, compact)
         picture.center, picture.inner = center, inner
         return picture
+
+
+def shared_model(trace: Trace, nodes: list[int]) -> GraphModel:
+    """The model of the graph `nodes` of `trace`, shared by every Graph pane that shows
+    it: a class's sessions replay one trace, so each picture is laid out once in the
+    process, not once a session (a new centre of `mlp`'s graph is four layouts, some
+    55 ms, at every step of every student). Kept with the trace (it goes with it)."""
+    models = vars(trace).setdefault("_graph_models", {})
+    key = (len(nodes), nodes[0] if nodes else -1, nodes[-1] if nodes else -1)
+    model = models.get(key)
+    if model is None or model.nodes != nodes:
+        if len(models) > 8:
+            models.clear()
+        model = models[key] = GraphModel(trace, list(nodes), shared=True)
+    return model
 
 
 # -- laying out ---------------------------------------------------------------------------------
@@ -279,7 +296,10 @@ def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
     bh = sizes.box_height()
     for n in drawn:
         bw, g = sizes.box_width(n), sizes.glyph(n)
-        if lr:  # (an op keeps a row above and below it, for its inputs' side entries)
+        if lr and g and sizes.compact:  # the op above its box: a row above it for an
+            # input's side entry, the op (its inputs' port), the box (its out-port)
+            units[n] = Unit(n, max(len(g), bw), 3, 1, nid=n, glyph=g, out=2)
+        elif lr:  # (an op keeps a row above and below it, for its inputs' side entries)
             across = 3 if g or not sizes.compact else 1
             units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, across, across // 2,
                             nid=n, glyph=g)
@@ -375,7 +395,7 @@ def _draw_links(lines: _Lines, along: _Along,
         cs = starts[r] + along.extent[r]  # the channel's first cell
         ce = starts[r + 1] - 1  # its last: the targets' in-ports
         for (a, b), (t, (ev, off, into)) in tracks.items():
-            va = int(a.v) + a.axis
+            va = int(a.v) + a.out_axis
             out_u = starts[r] if a.dummy else starts[r] + a.along
             eu = ce if off < 0 else starts[r + 1] + off
             pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, ev), (eu, ev)] if t >= 0 \
@@ -437,7 +457,12 @@ def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
             n = unit.nid
             g = sizes.glyph(n)
             bw = sizes.box_width(n)
-            if lr:
+            if lr and unit.out >= 0:  # the op above its box
+                bx, by = u0, v0 + unit.out
+                ops[n] = (u0, v0 + unit.axis, g)
+                for x in range(bx + bw, u0 + unit.along):  # (an op wider than its box)
+                    grid[by][x] = "─" if unit.key in has_out else " "
+            elif lr:
                 bx = u0 + (len(g) + 1 if g else 0)
                 by = v0 + unit.axis - sizes.box_height() // 2
                 if g:
@@ -448,7 +473,7 @@ def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
                 if g:
                     ops[n] = (v0 + unit.axis - (len(g) - 1) // 2, u0, g)
             boxes[n] = _frame(n, bx, by, bw, sizes, lr,
-                              port_in=bool(g), port_out=unit.key in has_out)
+                              port_in=bool(g) and unit.out < 0, port_out=unit.key in has_out)
     return ops, boxes
 
 
@@ -489,6 +514,8 @@ def _entries(unit: Unit, lr: bool) -> list[tuple[int, int, int]]:
     if not unit.glyph:
         return [main]
     g = unit.glyph
+    if lr and unit.out >= 0:  # (its box is below it: above it, and in front)
+        return [(axis - 1, len(g) // 2, V_PLUS), main]
     if lr:  # above and below the op's middle character
         return [(axis - 1, len(g) // 2, V_PLUS), main, (axis + 1, len(g) // 2, V_MINUS)]
     left = axis - (len(g) - 1) // 2 - 1  # beside the op, on its line
@@ -499,11 +526,11 @@ def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tu
     """Entries for `sources` (in order down the channel), in the same order: the
     nearest for one, else spread out from the first and last, the middle ones sharing."""
     if len(sources) == 1:
-        row = int(sources[0].v) + sources[0].axis
+        row = int(sources[0].v) + sources[0].out_axis
         return [min(entries, key=lambda e: (abs(e[0] - row), e[1] >= 0))]
     if len(entries) >= len(sources):
         if len(sources) == 2 and len(entries) == 3:
-            upper, lower = (int(a.v) + a.axis for a in sources)
+            upper, lower = (int(a.v) + a.out_axis for a in sources)
             top, main, bottom = entries
             axis = main[0]
             return ([main, bottom] if upper >= axis else [top, main] if lower <= axis
@@ -520,7 +547,7 @@ def _entries_for(sources: list[Unit], entries: list[tuple[int, int, int]],
     source leaves on is its own (it goes in straight); if `_choose` breaks that, the
     entries that keep it, with the fewest crossings among these lines and then the
     shortest. (Left as chosen only if no choice keeps it: `_route` orders the tracks.)"""
-    rows = [int(a.v) + a.axis for a in sources]
+    rows = [int(a.v) + a.out_axis for a in sources]
 
     def kept(choice) -> bool:
         return all(e[0] == row or e[0] not in rows_out for row, e in zip(rows, choice))
@@ -557,26 +584,26 @@ def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[i
             if k in target:
                 inputs.setdefault(k, []).append(a)
     entry: dict[tuple[Unit, Unit], tuple[int, int, int]] = {}
-    rows_out = {int(a.v) + a.axis for a in left if a.key in succ}
+    rows_out = {int(a.v) + a.out_axis for a in left if a.key in succ}
     for key, sources in inputs.items():
         b = target[key]
-        rows = sorted(sources, key=lambda a: int(a.v) + a.axis)
+        rows = sorted(sources, key=lambda a: int(a.v) + a.out_axis)
         for a, e in zip(rows, _entries_for(rows, _entries(b, lr), rows_out)):
             entry[(a, b)] = e
     # a source's lines up and its lines down go on tracks of their own: a `┼` would
     # read as two lines crossing, never as one line branching four ways
     nets: dict[tuple[Unit, int], list[tuple[Unit, tuple[int, int, int]]]] = {}
     for (a, b), e in entry.items():
-        src = int(a.v) + a.axis
+        src = int(a.v) + a.out_axis
         if e[0] != src:
             nets.setdefault((a, -1 if e[0] < src else 1), []).append((b, e))
     span = {}
     for (a, part), outs in nets.items():
-        rows = [int(a.v) + a.axis] + [e[0] for _, e in outs]
+        rows = [int(a.v) + a.out_axis] + [e[0] for _, e in outs]
         span[(a, part)] = (min(rows), max(rows))
     source_row: dict[int, list[tuple[Unit, int]]] = {}
     for net in nets:
-        source_row.setdefault(int(net[0].v) + net[0].axis, []).append(net)
+        source_row.setdefault(int(net[0].v) + net[0].out_axis, []).append(net)
     before: dict[tuple[Unit, int], set] = {net: set() for net in nets}  # nets left of it
     for net, outs in nets.items():
         for _, (row, _, _) in outs:
@@ -603,6 +630,6 @@ def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[i
         t += 1
     routes = {}
     for (a, b), e in entry.items():
-        src = int(a.v) + a.axis
+        src = int(a.v) + a.out_axis
         routes[(a, b)] = (-1 if e[0] == src else track_of[(a, -1 if e[0] < src else 1)], e)
     return t, routes

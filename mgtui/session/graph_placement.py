@@ -23,13 +23,18 @@ class Unit:
     key: object
     along: int  # extent along the layers (u)
     across: int  # extent across them (v)
-    axis: int  # offset of its ports from its v start
+    axis: int  # offset of its ports from its v start (of its out-port too, unless `out`)
     nid: int | None = None
     glyph: str = ""  # its op, as drawn: `(*)`
     stub: str = ""
     dummy: bool = False
     layer: int = 0
     v: float = 0.0  # its v start
+    out: int = -1  # offset of its out-port, where it is not `axis` (an op glyph above its box)
+
+    @property
+    def out_axis(self) -> int:
+        return self.axis if self.out < 0 else self.out
 
 
 def rank_and_order(units: dict[object, Unit], links: list[tuple]) -> tuple[list[list[Unit]], dict]:
@@ -130,8 +135,10 @@ def place_across(layers: list[list[Unit]], chains: dict, gap: int) -> None:
             want, weight = [], []
             for u in layer:
                 near = (preds if down else succs).get(u.key, [])
-                if near:
-                    want.append(sum(n.v + n.axis for n in near) / len(near) - u.axis)
+                if near:  # (a unit's in-port level with its inputs' out-ports)
+                    want.append(sum(n.v + n.out_axis for n in near) / len(near) - u.axis
+                                if down else
+                                sum(n.v + n.axis for n in near) / len(near) - u.out_axis)
                     weight.append(1.0)
                 else:
                     want.append(u.v)
@@ -156,7 +163,7 @@ def place_across(layers: list[list[Unit]], chains: dict, gap: int) -> None:
     for r in range(1, len(layers)):
         for k, u in enumerate(layers[r]):
             inputs = {p.key for p in preds.get(u.key, [])}
-            before = {int(p.v) + p.axis: p.key for p in layers[r - 1]}
+            before = {int(p.v) + p.out_axis: p.key for p in layers[r - 1]}
             while (row := int(u.v) + u.axis) in before and before[row] not in inputs:
                 u.v += 1
             for prev, nxt in zip(layers[r][k:], layers[r][k + 1:]):

@@ -8,11 +8,11 @@ The data (`pack_lesson(trace).data`), every list columnar so it compresses well:
 | key | what |
 |---|---|
 | `values` | every number shown, once, as the lesson writes it (`fmt`); the rest index it |
-| `nodes` | `label` ("" for `#id`), `op` (each op once) and `opof` (per node, its index there), `kids` (each child as its id's distance below the node's, per node `nkids` of them), `data` (value at creation), `uses` |
+| `nodes` | `label` ("" for `#id`), `op` (each op once) and `opof` (per node, its index there), `kids` (each child as its id's distance below the node's, per node `nkids` of them), `data` (value at creation) |
 | `events` | `kind` (one letter a step: c create, b backward, g grad, d data), `node` (each id as the difference from the step before's), `after` (the value of each g/d write, in order), `nwrites` per step, and per write `target` (its node's distance from the step's node), `field` (0 grad, 1 data, +2 for a line that assigns instead of adding) and `value` |
 | `detail` | per step (0 is the start; a trace that raised has the error as its last) one string: lines apart by newlines, each line runs, each run a tab, a style letter (`STYLES`) and its text |
 | `notes` | the lesson notes (the scenario's docstring after its title), as `paragraphs` |
-| `passes` | `[kind, start, end]`, and `views` with `pass_view`: the graph each pass shows (`used`, `made`, `topo` as id differences) |
+| `passes` | `[kind, start, end]`, and `views` with `pass_view`: the graph each pass shows (`used`, `made`, `topo` as id differences, and `uses`: per node of `used` then `made`, how many nodes of that graph take it as an input, as the app's `uses` column counts) |
 
 Text in `detail` names unlabelled nodes relative to the step's node (`#@-3` for the node
 three ids below it; `@@` stands for a literal `@`): the ids of one lesson repeat in
@@ -216,7 +216,7 @@ def paragraphs(markdown: str) -> list[str]:
 
 def pack_nodes(trace: Trace, values: Values) -> dict[str, list]:
     ops: dict[str, int] = {}
-    label, op, nkids, kids, value, uses = [], [], [], [], [], []
+    label, op, nkids, kids, value = [], [], [], [], []
     for nid in range(trace.node_count):
         text = trace.label(nid)
         label.append("" if text == f"#{nid}" else text)
@@ -225,9 +225,8 @@ def pack_nodes(trace: Trace, values: Values) -> dict[str, list]:
         nkids.append(len(children))
         kids.extend(nid - c for c in children)
         value.append(values(trace.node_data[nid]))
-        uses.append(trace.uses[nid])
     return {"label": label, "op": list(ops), "opof": op, "nkids": nkids, "kids": kids,
-            "data": value, "uses": uses}
+            "data": value}
 
 
 def pack_events(trace: Trace, values: Values) -> dict[str, Any]:
@@ -325,7 +324,8 @@ def pack_passes(trace: Trace, data: dict[str, Any]) -> list[GraphView]:
             keys[key] = len(views)
             views.append(GraphView.build(trace, forward, backward))
         pass_view.append(keys[key])
-    data["views"] = [{"used": deltas(v.used), "made": deltas(v.made), "topo": deltas(v.topo)}
+    data["views"] = [{"used": deltas(v.used), "made": deltas(v.made), "topo": deltas(v.topo),
+                      "uses": [v.uses(nid) for nid in (*v.used, *v.made)]}
                      for v in views]
     data["pass_view"] = pass_view
     losses = trace.losses()

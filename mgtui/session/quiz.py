@@ -175,3 +175,81 @@ def class_csv(quizzes: dict[str, Quiz]) -> str:
         for student, (right, answered) in sorted(quiz.scores().items()):
             writer.writerow([csv_safe(lesson), csv_safe(student), right, answered])
     return buffer.getvalue()
+
+
+@dataclass
+class SelfStudy:
+    """Quiz mode for one student alone (`mgtui FILE --quiz`): the same questions, asked
+    of `student`; the steps asked are remembered, so the score at the end says how many
+    were passed without an answer."""
+
+    quiz: Quiz
+    student: str = "you"
+    furthest: int = 0  # the furthest step the student has been at (the questions passed)
+
+    @classmethod
+    def of(cls, trace: Trace) -> SelfStudy:
+        return cls(Quiz(trace))
+
+    def asking(self, step: int) -> Question | None:
+        """The question at `step` the student has not answered yet (None: nothing asked)."""
+        question = self.quiz.question(step)
+        if question is None or self.quiz.shows(self.student, step):
+            return None
+        return question
+
+    def hidden(self, step: int) -> frozenset[int]:
+        """The nodes whose grads `step` hides until the student answers."""
+        question = self.asking(step)
+        return question.hidden if question is not None else frozenset()
+
+    def visit(self, step: int) -> None:
+        self.furthest = max(self.furthest, step)
+
+    def passed(self) -> int:
+        """The questions up to the furthest step reached that were not answered."""
+        given = self.quiz.answers.get(self.student, {})
+        return sum(1 for step in range(1, self.furthest + 1)
+                   if step not in given and self.quiz.question(step) is not None)
+
+    def answer(self, step: int, value: float) -> str | None:
+        """The student predicts `value` at `step`: the verdict (None: nothing asked there,
+        or answered already)."""
+        question = self.asking(step)
+        if question is None:
+            return None
+        right = self.quiz.answer(self.student, step, value)
+        return verdict(question, value, bool(right))
+
+    def line(self, step: int, total: int) -> str:
+        """What the quiz says at `step`: the question, the verdict of the answer given
+        there, and at the last step the score."""
+        question = self.asking(step)
+        if question is not None:
+            return f"quiz: {question.prompt} — press a to answer"
+        given = self.quiz.answers.get(self.student, {})
+        parts = []
+        if step in given:
+            asked = self.quiz.question(step)
+            parts.append(verdict(asked, given[step], asked.right(given[step])))
+        if step >= total:
+            parts.append(self.score())
+        return " · ".join(parts)
+
+    def score(self) -> str:
+        """`quiz score: 3 of 4 right (75%) · 2 steps passed without an answer`."""
+        right, answered = self.quiz.scores().get(self.student, (0, 0))
+        skipped = self.passed()
+        if not answered:
+            text = "quiz score: no answers given"
+        else:
+            text = f"quiz score: {right} of {answered} right ({100 * right // answered}%)"
+        if skipped:
+            text += (f" · {skipped} step{'s' if skipped != 1 else ''} passed without an "
+                     "answer")
+        return text
+
+
+def verdict(question: Question, value: float, right: bool) -> str:
+    return (f"quiz: you said {value:.4g}: {'right ✓' if right else 'wrong ✗'} "
+            f"({question.label}.grad = {question.answer:.4g})")

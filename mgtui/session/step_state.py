@@ -107,6 +107,7 @@ class Detail:
     warnings: tuple[str, ...] = ()  # non-finite values among the nodes the step touched
     error: TraceError | None = None  # set on the error step
     notes: tuple[str, ...] = ()  # the `#: text` notes of the lines this step happened on
+    asked: str = ""  # quiz mode: the question this step asks (its working hidden until then)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,8 @@ class StepState:
     source: Source
     enabled: frozenset[str]  # the actions that can run now
     notice: Notice | None = None
+    hidden: frozenset[int] = frozenset()  # quiz mode: nodes whose grads show as ? for now
+    quiz: str = ""  # quiz mode: the question, the verdict, or at the end the score
 
     @property
     def step(self) -> int:

@@ -226,14 +226,19 @@ class MgtuiApp(TraceLoading, App[int]):
 def run_app(path: Path | None, step: int | None = None, seed: int = 0,
             max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = None,
             max_memory: int | None = None, run=None, argv: tuple[str, ...] = (),
-            lesson_dir: Path | None = None) -> int:
+            lesson_dir: Path | None = None, quiz: bool = False) -> int:
     """Run the debugger until the user quits. Returns the exit code. With `lesson_dir`
-    (and no `path`) it opens on a picker of that directory's lesson files."""
+    (and no `path`) it opens on a picker of that directory's lesson files. `quiz`:
+    quiz mode for self-study (each backward step's grads hidden until predicted)."""
     app = MgtuiApp(path, step=step, seed=seed, max_nodes=max_nodes, timeout=timeout,
                    max_memory=max_memory, run=run, argv=argv)
     app.lesson_dir = lesson_dir
+    app.debugger.quiz = quiz
     try:
         code = app.run()
     finally:
         app.stop_recording_now()
+    score = app.debugger.quiz_score()
+    if score:  # (the score of a self-study quiz stays on the terminal)
+        print(f"mgtui: {score}")
     return code if isinstance(code, int) else 0

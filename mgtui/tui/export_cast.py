@@ -40,7 +40,8 @@ class CastWriter:
     """
 
     def __init__(self, stream: TextIO, width: int, height: int, *, title: str = "",
-                 timestamp: int | None = None, env: dict[str, str] | None = None) -> None:
+                 timestamp: int | None = None, env: dict[str, str] | None = None,
+                 idle_time_limit: float | None = None) -> None:
         self.stream = stream
         self.last = 0.0
         header: dict = {"version": 2, "width": int(width), "height": int(height),
@@ -48,6 +49,8 @@ class CastWriter:
         if title:
             header["title"] = inert_line(title)
         header["env"] = env if env is not None else {"TERM": "xterm-256color"}
+        if idle_time_limit is not None:  # (a player shortens longer pauses to this)
+            header["idle_time_limit"] = float(idle_time_limit)
         self._line(header)
 
     def _line(self, value) -> None:

@@ -62,6 +62,7 @@ class Lighting:
     breakpoints: frozenset[int] = frozenset()
     lit: frozenset[tuple[int, int]] = frozenset()
     grads: bool = False  # a compact box's one number: grad (a backward step), else data
+    hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ? until predicted
 
 
 def lit_edges(picture: Picture, marks: Mapping[int, str], children) -> frozenset[tuple[int, int]]:
@@ -158,6 +159,8 @@ def _compact_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: 
     nid, future = box.nid, frame_kind == "future"
     values = light.grad if light.grads else light.data
     value = "·" if future else squeeze(values[nid], nw)
+    if light.grads and nid in light.hidden and not future:
+        value = "?"
     changed = mark in ("acc", "set") if light.grads else mark == "set"
     lw = box.w - nw - 4
     return [
@@ -181,6 +184,8 @@ def _full_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: lis
         data = grad = "·"
     else:
         data, grad = squeeze(light.data[nid], nw), squeeze(light.grad[nid], nw)
+        if nid in light.hidden:
+            grad = "?"
     return [
         (box.left.translate(table) if table else box.left, frame_kind),
         (badge[:MARK_WIDTH].ljust(MARK_WIDTH),

@@ -184,6 +184,8 @@
     this.used = Array.from(undelta(v.used));
     this.made = Array.from(undelta(v.made));
     this.nodes = this.used.concat(this.made);
+    this.uses = new Map();  // per node: its uses in this graph (this training step's)
+    this.nodes.forEach((nid, k) => this.uses.set(nid, v.uses[k]));
     this.topo = new Map();
     undelta(v.topo).forEach((nid, k) => this.topo.set(nid, k));
     this.picture = v.picture === undefined ? null : L.pictures[v.picture];
@@ -241,7 +243,7 @@
       const kids = lesson.children(nid).map((c) => lesson.label(c)).join(", ");
       const topo = this.view.topo.get(nid);
       const cells = ["", String(nid), lesson.label(nid), N.op[N.opof[nid]], "", "", kids,
-        String(N.uses[nid]), topo === undefined ? "" : String(topo)];
+        String(this.view.uses.get(nid)), topo === undefined ? "" : String(topo)];
       cells.forEach((text, k) => tr.append(el("td", "c" + k, text)));
       body.append(tr);
       this.rows.set(nid, tr);

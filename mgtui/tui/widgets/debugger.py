@@ -82,6 +82,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.moved_at = 0.0  # time.monotonic() of the user's last move
+        self.quiz = False  # quiz mode for self-study (`mgtui FILE --quiz`)
         self._init_side_tabs()
 
     # -- layout ----------------------------------------------------------------------------
@@ -98,6 +99,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
         # The panes hidden in the compact layout (80×24) come in after the first paint.
         later = Deferred if not self._full_layout() else lambda widget: widget
         yield StepHeader(id="header")
+        yield Static("", id="quiz-line", markup=False)
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
@@ -186,7 +188,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
             return
         old = self.session
         tab = old.position.tab if old is not None else "source"
-        self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
+        self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
+                               quiz=self.quiz)
         self._reset_side_tabs(tab)
         self.state = None  # every pane draws the new trace in full
         self.state = self.session.goto(position, select=select)
@@ -228,11 +231,49 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
+        if self.session is not None and self.session.quiz is not None:
+            self.hide_grads(new.hidden)
+            quiz_line = self.query_one("#quiz-line", Static)
+            quiz_line.display = bool(new.quiz)
+            quiz_line.update(Text(new.quiz))
         self._show_side(new, single)
         if new.notice is not None:
             self.notify(inert(new.notice.text), severity=new.notice.severity,
                         timeout=new.notice.timeout, markup=False)
         self._refresh_keys()
+
+    def hide_grads(self, nids: frozenset[int]) -> None:
+        """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""
+        for pane in (*self.query(NodeTable), *self.query(GraphPane), *self.query(TopoList)):
+            pane.hide_grads(nids)
+
+    def quiz_score(self) -> str:
+        """Quiz mode: the score so far ("" if no quiz)."""
+        quiz = self.session.quiz if self.session is not None else None
+        return quiz.score() if quiz is not None else ""
+
+    def action_answer(self) -> None:
+        """Quiz mode (self-study): type a prediction of the grad asked for."""
+        quiz = self.session.quiz if self.session is not None else None
+        asked = quiz.asking(self.session.step) if quiz is not None else None
+        if asked is None:
+            return
+        from mgtui.tui.widgets.roster import SayScreen
+
+        self.app.push_screen(SayScreen(40, f"Your prediction: {asked.prompt}",
+                                       "a number, e.g. -2 or 0.5"), self._answered)
+
+    def _answered(self, text: str | None) -> None:
+        from mgtui.session.quiz import parse_number
+
+        if text is None or self.session is None:
+            return
+        value = parse_number(text)
+        if value is None:
+            self.notify(f"{inert(text)!r} is not a number: press a to try again",
+                        severity="warning", timeout=5, markup=False)
+            return
+        self.state = self.session.answer(value)
 
     def _show_side(self, state: StepState, single: bool) -> None:
         """The topo list and the side tabs, once they are mounted."""
@@ -276,6 +317,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MOVES or action in ("find", "checks"):
             return True if self.state is not None and self.state.can(action) else None
+        if action == "answer":
+            return bool(self.state is not None and self.state.hidden) or None
         if action == "toggle_panes":
             return not self._full_layout()
         return True

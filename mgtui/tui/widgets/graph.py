@@ -41,7 +41,9 @@ class GraphPane(ScrollView, can_focus=True):
         "graph--breakpoint", "graph--stub",
     }
     DEFAULT_CSS = """
-    GraphPane { background: $surface; scrollbar-size: 0 0; }  /* it pans with keys */
+    GraphPane { background: $surface; scrollbar-size: 0 0; overflow: scroll scroll; }
+    /* it pans with keys; its scrollbars, of no size, are always "shown": a picture
+       that fits no longer (or again) is no layout of the whole screen */
     GraphPane > .graph--line { color: $text-muted; }
     GraphPane > .graph--lit { color: $warning; text-style: bold; }
     GraphPane > .graph--op { color: $secondary; text-style: bold; }
@@ -89,6 +91,7 @@ class GraphPane(ScrollView, can_focus=True):
         self._lit: dict[int, set[int]] = {}
         self._styles: dict[str, Style] | None = None
         self._view = None  # the GraphView the model was made from
+        self.hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ?
 
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState) -> None:
@@ -97,11 +100,18 @@ class GraphPane(ScrollView, can_focus=True):
         if self.display and self.is_mounted and self.size.area:
             self._draw()
 
+    def hide_grads(self, nids: frozenset[int]) -> None:
+        """Show the grads of `nids` as ? (a prediction is asked for: quiz mode)."""
+        if nids != self.hidden:
+            self.hidden = frozenset(nids)
+            if self.state is not None and self.display and self.is_mounted and self.size.area:
+                self._draw()
+
     def _draw(self, follow: bool = False) -> None:
         state = self.state
         if state is None:
             return
-        from mgtui.session.graph_layout import GraphModel
+        from mgtui.session.graph_layout import shared_model
         from mgtui.tui.graph_paint import Lighting, lit_cells, lit_edges
 
         view = state.view
@@ -111,7 +121,7 @@ class GraphPane(ScrollView, can_focus=True):
             self.refresh()
             return
         if self.model is None or self._view is not view:  # a new graph: lay it out anew
-            self.model = GraphModel(view.trace, [*view.used, *view.made])
+            self.model = shared_model(view.trace, [*view.used, *view.made])
             self._view = view
             self._auto = None
             self.picture = None
@@ -127,7 +137,13 @@ class GraphPane(ScrollView, can_focus=True):
             picture = self.model.picture(node, orientation, compact)
         if picture is not self.picture:
             self.picture = picture
-            self.virtual_size = Size(picture.width, picture.height)
+            # not a layout of the screen (a reactive's set would be one, some 10 ms a
+            # step of each student following a big graph): the pane's size is its
+            # container's, and it shows no scrollbars
+            self.set_reactive(GraphPane.virtual_size, Size(picture.width, picture.height))
+            self._refresh_scrollbars()
+            self.scroll_x, self.scroll_y = (self.validate_scroll_x(self.scroll_x),
+                                            self.validate_scroll_y(self.scroll_y))
             follow = True
         if self.cursor is not None and self.cursor not in picture.boxes:
             self.cursor = node if node in picture.boxes else None
@@ -136,7 +152,8 @@ class GraphPane(ScrollView, can_focus=True):
         grads = 0 <= state.pass_index < len(kinds) and kinds[state.pass_index] == "backward"
         self.light = Lighting(state.data, state.grad, state.created, state.marks, node,
                               self.cursor, state.breakpoints,
-                              lit_edges(picture, state.marks, trace.children), grads)
+                              lit_edges(picture, state.marks, trace.children), grads,
+                              self.hidden)
         self._lit = lit_cells(picture, self.light)
         self.refresh()
         if follow or moved:

@@ -32,6 +32,14 @@ def render_detail(detail: Detail) -> Text:
         for warning in detail.warnings:  # (values that were not recorded)
             text.append("\n  " + warning, style="bold reverse")
         return text
+    if detail.asked:  # quiz mode: the working would give the answer away
+        text = Text()
+        text.append(f"step {detail.step}/{detail.total}  ", style="dim")
+        text.append(detail.explanation.title + "\n", style="bold")
+        text.append("  " + detail.asked + "\n", style="bold reverse")
+        text.append("  The grads this step writes show as ? until you answer; then its "
+                    "working is shown.", style="italic")
+        return text
     text = render_explanation(detail.step, detail.total, detail.explanation, detail.line,
                               detail.closure_file, detail.where)
     for warning in detail.warnings:

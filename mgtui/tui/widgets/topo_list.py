@@ -49,6 +49,7 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
         self.running: int | None = None  # walk step whose _backward just ran
         self.marks: dict[int, str] = {}
         self.grad = None
+        self.hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ?
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._drawn: dict[int, tuple] = {}  # line on screen -> (its row's key, its strip)
 
@@ -134,7 +135,8 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
             k, nid, state, grad, width = key
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
-            shown = brief(grad) if isinstance(grad, ArrayValue) else fmt(grad)  # (shape, summary)
+            shown = ("?" if grad is None else brief(grad) if isinstance(grad, ArrayValue)
+                     else fmt(grad))  # (hidden by a quiz; an array's shape and summary)
             text = (f"{k:>5} {mark} {shown:>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
                     f"  {trace.op(nid)}")
             style = self.rich_style
@@ -143,6 +145,13 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
             strip = Strip([Segment(clip(text, width), style)])
             self._cache[key] = strip
         return strip
+
+    def hide_grads(self, nids: frozenset[int]) -> None:
+        """Show the grads of `nids` as ? (a prediction is asked for: quiz mode)."""
+        if nids != self.hidden:
+            self.hidden = frozenset(nids)
+            self._drawn.clear()
+            self.refresh()
 
     def _line_key(self, k: int, width: int) -> tuple | None:
         """What row `k` of the order shows (None past its end): its node, its state in
@@ -162,4 +171,6 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
         else:
             state = ""
         grad = self.grad[nid] if self.grad is not None else 0.0
+        if nid in self.hidden:
+            grad = None
         return (k, nid, state, grad, width)

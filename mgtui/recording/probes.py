@@ -203,11 +203,14 @@ class LineFinder:
     """Which scenario line a record belongs to, shared by every probe of a recording.
 
     `scenario_line(frame)`: the innermost scenario line on the stack from `frame`,
-    outside the Value classes' methods (0 if there is none). Frames below it that were
-    walked are remembered in `memo` (a frame held there cannot be mistaken for another),
-    so the many nodes made inside one library call, like `model(x)`, each walk only up
-    to the first frame they share; a walked frame that the scenario's own code called
-    (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
+    outside the Value classes' methods (0 if there is none). The frames below it on the
+    last walk are remembered in `memo` (a frame held there cannot be mistaken for
+    another), so the many nodes made inside one library call, like `model(x)`, each walk
+    only up to the first frame they share; a walked frame that the scenario's own code
+    called (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
+    Both hold the frames of the stack as the last walk found it, and no others: a frame
+    that has returned is not on it, and is let go at the next walk (a `backward()`'s
+    frame holds its whole graph, and a training loop makes one each step).
     `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
     scenario's assignments, or `OTHER_CODE`)."""
 
@@ -221,7 +224,7 @@ class LineFinder:
         self.code_kinds: dict[int, object] = {}
         self._kind_codes: list = []  # (keeps the ids above theirs)
         self.last_frames: list[list] = []  # the inlined recording's caches of a frame
-        self.memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.memo: dict = {}  # the frames of the last walk, innermost first -> its line
         self.direct: dict = {} if direct is None else direct  # those the scenario's code
         #                                                          called -> True
         self.scenario_line = self._line_finder()
@@ -236,25 +239,31 @@ class LineFinder:
             walked = []
             while f is not None:
                 line = memo.get(f)
-                if line is not None:
-                    break
+                if line is not None:  # on the last walk's stack: the frames from it
+                    if walked or next(iter(memo)) is not f:  # out are still there (all
+                        kept = list(memo)  # with its line), none below
+                        kept = kept[kept.index(f):]
+                        memo.clear()
+                        memo.update(dict.fromkeys(walked, line))
+                        memo.update(dict.fromkeys(kept, line))
+                        if not (direct and kept[-1] in direct):
+                            direct.clear()
+                    return line
                 code = f.f_code
                 if code.co_filename == path and id(code) not in class_codes:
                     line = f.f_lineno
-                    if walked:  # the last frame walked: the scenario's code called it
-                        direct[walked[-1]] = True
                     break
                 walked.append(f)
                 f = f.f_back
             else:
                 line = 0  # no scenario frame on the stack (remembered too: a graph copied
                 #           for `mgtui.show` has no scenario lines, node after node)
+            memo.clear()
+            direct.clear()
             if walked:
-                if len(memo) > 256:
-                    memo.clear()
-                    direct.clear()
-                for w in walked:
-                    memo[w] = line
+                memo.update(dict.fromkeys(walked, line))
+                if f is not None:  # the last frame walked: the scenario's code called it
+                    direct[walked[-1]] = True
             return line
 
         return scenario_line

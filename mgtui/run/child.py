@@ -88,7 +88,8 @@ def _identity(fd: int) -> tuple[int, int] | None:
 class Flusher:
     """Sends the new records of the recording's store (`Records`) every `FLUSH_EVERY`
     seconds: any new closures, custom ops' values, nodes, then the events whose writes
-    have all been made, then those writes, then the names found."""
+    have all been made, then those writes, then the names found. What it has sent, the
+    store lets go (`Records.release`): the child holds only what it has not sent yet."""
 
     def __init__(self, records: Records, stream: Stream,
                  values: CallValues | None = None) -> None:
@@ -117,7 +118,7 @@ class Flusher:
         self.flush()
 
     def flush(self) -> None:
-        with self.lock:
+        with self.lock, self.records.lock:  # (the recording's thread packs meanwhile no more)
             records = self.records
             upto = records.settled()  # (None while a hook's replay is being taken back)
             if upto is None:
@@ -131,6 +132,7 @@ class Flusher:
             out += [tracefile.encode_chunk(chunk, STREAM_LEVEL)
                     for chunk in records.chunks(self.sent, upto)]
             self.sent = upto
+            records.release(upto)
             names = self._names()
             if names:
                 out.append(tracefile.encode_json(b"M", names))

@@ -260,3 +260,41 @@ def test_a_recording_shows_its_progress_on_a_terminal_stderr(tmp_path):
     plain = subprocess.run([sys.executable, "-c", ENTRY, str(root / "scenarios" / "chain.py"),
                             "--export", "json"], capture_output=True, cwd=root, timeout=120)
     assert plain.returncode == 0 and b"recording" not in plain.stderr
+
+
+def _on_a_terminal(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, bytes]:
+    """mgtui run with stderr a terminal (a pty): the run, and what stderr showed."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    done = subprocess.run([sys.executable, "-c", ENTRY, *args], stdout=subprocess.PIPE,
+                          stderr=slave, cwd=cwd, timeout=120)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # (the pty's other end is closed: all read)
+            break
+        if not data:
+            break
+        seen += data
+    os.close(master)
+    return done, seen
+
+
+def test_a_save_and_a_load_show_their_progress_on_a_terminal_stderr(tmp_path):
+    """`--save` shows a bar of the steps written, and `--export` of a saved trace a bar
+    of the file read, each cleared at the end, on stderr when it is a terminal."""
+    root = Path(__file__).resolve().parent.parent
+    saved = tmp_path / "mlp.mgtrace"
+    done, seen = _on_a_terminal([str(root / "scenarios" / "mlp.py"), "--save", str(saved)], root)
+    assert done.returncode == 0 and saved.is_file()
+    assert "saving █".encode() in seen and b" 100%" in seen and seen.endswith(b"\r\x1b[2K")
+    done, seen = _on_a_terminal([str(saved), "--export", "json"], root)
+    assert done.returncode == 0 and json.loads(done.stdout)["nodes"]  # stdout: the JSON alone
+    assert "loading █".encode() in seen and b" 100%" in seen and seen.endswith(b"\r\x1b[2K")
+    plain = subprocess.run([sys.executable, "-c", ENTRY, str(saved), "--export", "json"],
+                           capture_output=True, cwd=root, timeout=120)
+    assert plain.returncode == 0 and b"loading" not in plain.stderr

@@ -124,7 +124,7 @@ class Records:
         self.stack: list[int] = []
         self.made_inside: list[int] = []
         self.replays = 0
-        self.name_ids: list[int] = []  # names found (`mgtui.recording.naming.Namer` appends)
+        self.name_ids = array("i")  # names found (`mgtui.recording.naming.Namer` appends)
         self.name_texts: list[str] = []  # (each name's id is appended before its text)
         self.codes: dict[object, int] = {}  # each `_backward` closure's code: its index
         # The same by the code object's id, which is kept alive in `codes` or here. (A

@@ -118,21 +118,26 @@ class Flusher:
         self.flush()
 
     def flush(self) -> None:
-        with self.lock, self.records.lock:  # (the recording's thread packs meanwhile no more)
+        with self.lock:
             records = self.records
-            upto = records.settled()  # (None while a hook's replay is being taken back)
-            if upto is None:
-                return
+            # The store is held only while the records are cut (the recording's thread
+            # does not pack meanwhile), not while they go down the pipe: a parent slow
+            # to read would keep the rows fresh, as Python objects, all that time.
+            with records.lock:
+                upto = records.settled()  # (None while a hook's replay is taken back)
+                if upto is None:
+                    return
+                chunks = records.chunks(self.sent, upto)
+                records.release(upto)
             out = [tracefile.encode_closure(c) for c in records.closures(self.closures)]
             self.closures += len(out)
             if self.values is not None and len(self.values.found) > self.values_sent:
                 found = self.values.found[self.values_sent:]
                 self.values_sent += len(found)
                 out.append(tracefile.encode_values(found))
-            out += [tracefile.encode_chunk(chunk, STREAM_LEVEL)
-                    for chunk in records.chunks(self.sent, upto)]
+            out += [tracefile.encode_chunk(chunk, STREAM_LEVEL) for chunk in chunks]
+            del chunks
             self.sent = upto
-            records.release(upto)
             names = self._names()
             if names:
                 out.append(tracefile.encode_json(b"M", names))

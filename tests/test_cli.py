@@ -234,25 +234,8 @@ ENTRY = "import sys; from mgtui.cli import main; sys.exit(main(sys.argv[1:]))"
 def test_a_recording_shows_its_progress_on_a_terminal_stderr(tmp_path):
     """`--export json` with stderr a terminal (a pty): a live line of the nodes recorded
     so far, cleared at the end; stdout stays the JSON alone. Without a terminal, none."""
-    import os
-    import pty
-
     root = Path(__file__).resolve().parent.parent
-    master, slave = pty.openpty()
-    done = subprocess.run([sys.executable, "-c", ENTRY, str(root / "scenarios" / "chain.py"),
-                           "--export", "json"], stdout=subprocess.PIPE, stderr=slave,
-                          cwd=root, timeout=120)
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # (the pty's other end is closed: all read)
-            break
-        if not data:
-            break
-        seen += data
-    os.close(master)
+    done, seen = _on_a_terminal([str(root / "scenarios" / "chain.py"), "--export", "json"], root)
     assert done.returncode == 0
     assert json.loads(done.stdout)["nodes"]  # the JSON, and nothing else
     assert b"recording\xe2\x80\xa6 " in seen and b" nodes" in seen  # "recording… N nodes"

@@ -161,8 +161,7 @@ def made(node, children, depth=2) -> None:
         on_create(nid, node.__dict__)
     node._mgtui_id = nid
     frame = getframe(depth)  # the caller of the class's __init__
-    back = frame.f_back
-    code = frame.f_code
+    back, code = frame.f_back, frame.f_code
     if back is last[0] and code is last[2]:  # the op that made the last node, called
         line = last[1]  # from the same library frame (a library's loop making nodes)
     elif back is last[3] and code is last[5]:

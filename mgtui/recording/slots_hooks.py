@@ -25,7 +25,7 @@ from mgtui.recording.probes import (
     record_write,
     set_view,
 )
-from mgtui.recording.store import CREATE, ID
+from mgtui.recording.store import CREATE, ID, NODE_ROW
 from mgtui.recording.shapes import MICROGRAD, FieldMap, op_of_maker
 
 
@@ -162,11 +162,11 @@ class SlotsHooks:
         init_code = getattr(orig_init, "__code__", None)
         keyword = (init_code.co_varnames[2] if init_code is not None
                    and init_code.co_argcount > 2 else "_children")
-        ends, kids, add_node, add_event = records.ends, records.kids, records.add_node, records.add_event
-        add_end = records.add_end
+        nodes, kids, add_node, add_event = records.nodes, records.kids, records.add_node, records.add_event
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
         max_nodes, (on_create, _, _, on_progress) = rec.max_nodes, rec.hooks
         ids, scenario_line, named = self.ids, rec.lines.scenario_line, rec.namer.made
+        packed = records.id_base  # (the nodes packed: ids go on from there)
         ids_get, layout_of = ids.get, ids.layout
         getframe = sys._getframe
 
@@ -178,7 +178,7 @@ class SlotsHooks:
             orig_init(self, *args, **kwargs)
             if id(self) in ids:  # a subclass's __init__ already chained up through this one
                 return
-            nid = len(ends)
+            nid = len(nodes) // NODE_ROW + packed[0]
             if nid >= max_nodes or rec.stop_reason:
                 if rec.stop_reason is None:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
@@ -196,8 +196,7 @@ class SlotsHooks:
             caller = getframe(1)
             op = d.get("_op", "") if not infer_op else (
                 op_of_maker(caller, class_codes) if prev else "")
-            add_end(len(kids))
-            add_node((op, d.get("label"), d["data"], scenario_line(caller)))
+            add_node((len(kids), op, d.get("label"), d["data"], scenario_line(caller)))
             named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)

@@ -8,31 +8,30 @@ fields are named by the `IntEnum`s below; the code that cuts the columns into ch
 (`NodeChunk`, `EventChunk`, `WriteChunk` of `mgtui.trace`) reads them by those names,
 never by bare offsets:
 
-    nodes   NodeRow   op, label, data, line                (children in `kids`)
+    nodes   NodeRow   kids_end, op, label, data, line      (children in `kids`)
     events  EventRow  kind, node, before, after, line, closure, writes_at
     writes  WriteRow  node, field, before, after, line     (made inside a `_backward`)
 
-plus `ends` (where each node's children end in `kids`: a node's id is its index there)
-and `kids` (every node's children's ids, one after another), both packed arrays kept
-whole, `late_labels` (labels set after a node was made), the `_backward` closures' code
-(`codes`, by first call), the names `mgtui.recording.naming` finds (`name_ids`,
-`name_texts`), and `callers`: where the `_backward` calls of each `backward()` came from
-(`mgtui.recording.probes.Callers`), which the doctor reads to point at the line that
-builds the order.
+plus `kids` (every node's children's ids, one after another), `late_labels` (labels set
+after a node was made), the `_backward` closures' code (`codes`, by first call), the
+names `mgtui.recording.naming` finds (`name_ids`, `name_texts`), and `callers`: where the
+`_backward` calls of each `backward()` came from (`mgtui.recording.probes.Callers`), which the
+doctor reads to point at the line that builds the order.
 
-What a probe uses, bound once into its closures or globals: `add_node`, `add_end`,
-`add_kid`, `add_event` and `add_write` (a row each, as a tuple, or a number), and
-`len()` of `ends`, `kids` and `writes` (a node's id is `len(ends)`, taken before its
-`add_end(len(kids))`; an event's `writes_at` is `len(writes)`, counted among the fresh
-writes). All of them C calls: no Python code runs per record.
+What a probe uses, bound once into its closures or globals: `add_node`, `add_kid`,
+`add_event` and `add_write` (a row each, as a tuple), `len()` of `nodes`, `kids` and
+`writes`, and `id_base` (a node's id is `len(nodes) // NODE_ROW + id_base[0]`; its
+`kids_end` is `len(kids)`, an event's `writes_at` is `len(writes)`, both counted among
+the fresh rows). C calls and a subscript: no Python code runs per record.
 
 Packed as they are made (issue 24). Every `PACK_EVERY` nodes the probes call the
 recorder's `on_progress`, which calls `pack`: on the recording's thread, outside a
 replay, every fresh row is cut into chunks (a few bytes a record instead of a hundred)
-and the lists are emptied; `packed` counts the rows moved out, so an event's
-`writes_at` is `packed.writes` on from there. The chunks are kept (`shelf`) until they
-are `release`d: the runner's child releases what it has sent, so it holds only what it
-has not sent yet; a recording in this process keeps them all, packed.
+and the lists are emptied; `packed` counts the rows moved out (`id_base[0]` its nodes),
+and `ends` keeps where each packed node's children end, 4 bytes a node. The chunks are
+kept (`shelf`) until they are `release`d: the runner's child releases what it has sent,
+so it holds only what it has not sent yet; a recording in this process keeps them all,
+packed.
 """
 
 from __future__ import annotations
@@ -54,13 +53,13 @@ CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
 
 
 class NodeRow(IntEnum):
-    """The fields of a node's row in `Records.nodes` (where its children end in `kids`
-    is in `Records.ends`: they start where the last node's end)."""
+    """The fields of a node's row in `Records.nodes`."""
 
-    OP = 0
-    LABEL = 1  # as made (None for a class without labels); see `late_labels`
-    DATA = 2
-    LINE = 3  # the scenario line that made it (0: none known)
+    KIDS_END = 0  # where its children end in `kids` (they start where the last node's end)
+    OP = 1
+    LABEL = 2  # as made (None for a class without labels); see `late_labels`
+    DATA = 3
+    LINE = 4  # the scenario line that made it (0: none known)
 
 
 class EventRow(IntEnum):
@@ -112,11 +111,12 @@ class Records:
 
     def __init__(self) -> None:
         self.nodes: list = []
-        self.ends = array("i")  # where each node's children end in `kids`
-        self.kids = array("i")
+        self.kids: list[int] = []
         self.events: list = []
         self.writes: list = []
         self.packed = Mark()  # the rows moved out of `nodes`, `events` and `writes`
+        self.id_base = [0]  # its nodes, as the probes read it: the id of the first fresh one
+        self.ends = array("i")  # where each packed node's children end, over the whole run
         self.released = Mark()  # the records taken and let go (`release`)
         self.shelf: list[tuple[Mark, Chunks]] = []  # the packed chunks, each from a mark
         self.lock = threading.Lock()  # held to move rows out, or to read them elsewhere
@@ -134,7 +134,6 @@ class Records:
         self.closure_ids: dict[int, int] = {}  # the same, the index alone
         self.default_codes: set[object] = set()  # the no-op `_backward` an __init__ sets
         self.add_node = self.nodes.extend  # (a row)
-        self.add_end = self.ends.append
         self.add_kid = self.kids.append
         self.add_event = self.events.extend
         self.add_write = self.writes.extend
@@ -146,8 +145,7 @@ class Records:
 
     # -- counts ----------------------------------------------------------------------------
     def node_count(self) -> int:
-        return self.packed.nodes + len(self.nodes) // NODE_ROW  # (by rows: a node's end
-        #                                                         is added before its row)
+        return self.packed.nodes + len(self.nodes) // NODE_ROW
 
     def event_count(self) -> int:
         return self.packed.events + len(self.events) // EVENT_ROW
@@ -159,10 +157,14 @@ class Records:
         return Mark(self.node_count(), self.event_count(), self.write_count())
 
     def is_leaf(self, nid: int) -> bool:
-        ends = self.ends
+        first = self.packed.nodes
         if not 0 <= nid < self.node_count():
             return False
-        return ends[nid] == (ends[nid - 1] if nid else 0)
+        if nid < first:
+            return self.ends[nid] == (self.ends[nid - 1] if nid else 0)
+        nodes, N = self.nodes, NODE_ROW
+        k = (nid - first) * N + NodeRow.KIDS_END
+        return nodes[k] == (nodes[k - N] if nid > first else 0)
 
     # -- closures --------------------------------------------------------------------------
     def closure_index(self, code) -> int:
@@ -194,7 +196,6 @@ class Records:
             self.callers.pop()
         first = mark.nodes
         self.made_inside[:] = [nid for nid in self.made_inside if nid < first]
-        del self.ends[first:]
         if self.node_count() > first:
             del self.nodes[(first - packed.nodes) * NODE_ROW:]
             del self.kids[kids:]
@@ -237,7 +238,7 @@ class Records:
         released already, let go): on the recording's thread, not while a replay runs
         (it may take rows back), nor while another thread reads (it packs next time).
         (`nodes`, the count the probes pass as to `on_progress`, is not needed.)"""
-        if len(self.nodes) < PACK_EVERY or self.replays & 1 or \
+        if len(self.nodes) < PACK_EVERY // 2 * NODE_ROW or self.replays & 1 or \
                 not self.lock.acquire(blocking=False):
             return  # (not a pack's worth of fresh nodes yet: the probes' first call)
         try:
@@ -246,8 +247,12 @@ class Records:
             chunks = self._fresh_chunks(since, upto)
             if chunks:
                 self.shelf.append((since, chunks))
-            del self.nodes[:], self.events[:], self.writes[:]
+            ends = self.nodes[NodeRow.KIDS_END::NODE_ROW]  # (among the fresh children)
+            base = self.ends[-1] if self.ends else 0
+            self.ends.extend(map(base.__add__, ends) if base else ends)
+            del self.nodes[:], self.kids[:], self.events[:], self.writes[:]
             self.packed = upto
+            self.id_base[0] = upto.nodes
         finally:
             self.lock.release()
 
@@ -293,15 +298,15 @@ class Records:
     def node_chunk(self, first: int, end: int) -> NodeChunk:
         """Nodes `first` to `end` (not included, fresh), with their labels as made."""
         N, nodes = NODE_ROW, self.nodes
-        ends = self.ends[first:end]
-        base = self.ends[first - 1] if first else 0
         a, b = (first - self.packed.nodes) * N, (end - self.packed.nodes) * N
+        ends = nodes[a + NodeRow.KIDS_END : b : N]  # (among the fresh children)
+        base = nodes[a - N + NodeRow.KIDS_END] if a else 0
         return NodeChunk(
             tuple(label_texts(nodes[a + NodeRow.LABEL : b : N])),
             strings(nodes[a + NodeRow.OP : b : N]), floats(nodes[a + NodeRow.DATA : b : N]),
             ints(nodes[a + NodeRow.LINE : b : N]),
-            array("i", map(base.__rsub__, ends)) if base else ends,
-            self.kids[base : ends[-1]])
+            array("i", map(base.__rsub__, ends) if base else ends),
+            array("i", self.kids[base : ends[-1]]))
 
     def event_chunk(self, first: int, end: int) -> EventChunk:
         E, events, packed = EVENT_ROW, self.events, self.packed

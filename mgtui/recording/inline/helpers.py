@@ -21,7 +21,7 @@ from functools import partial
 from typing import NamedTuple
 
 from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, StopRecording, ordered
-from mgtui.recording.store import BACKWARD, CREATE, ID
+from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW
 
 _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.recording.inline.rewrite._ordered_prev`)
 # The `here` of a call from code that cannot hold one (a lambda, a module's or a class
@@ -30,14 +30,15 @@ NO_HERE: list = [None, 0]
 
 # -- filled in for each run (`Inliner._helpers`) -------------------------------------------
 rec = None  # the Recorder
-ends: object = None  # the record columns (`mgtui.recording.store.Records`)
+nodes: list = []  # the record columns (`mgtui.recording.store.Records`)
+id_base: list = [0]  # `Records.id_base`: the nodes packed, ids go on from there
 kids: list = []
 events: list = []
 writes: list = []
 stack: list = []
 made_inside: list = []
 late_labels: dict = {}
-add_end = add_kid = add_node = add_event = add_write = None  # `Records.add_*`: a row each
+add_kid = add_node = add_event = add_write = None  # `Records.add_*`: a row each
 max_nodes = 0
 limit = 0  # max_nodes, or -1 once the run is to stop (`interrupt`)
 on_progress = on_create = before = watch = None  # the recorder's hooks
@@ -130,7 +131,7 @@ def made_again(node, children) -> None:
 def made(node, children, depth=2) -> None:
     """Number and record a node at the end of its class's `__init__` (`depth` frames up
     from here is the code that called the class): `Probe.node_made`, inlined."""
-    nid = len(ends)
+    nid = len(nodes) // NODE_ROW + id_base[0]
     if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
         if rec.stop_reason is None:
             rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
@@ -161,7 +162,8 @@ def made(node, children, depth=2) -> None:
         on_create(nid, node.__dict__)
     node._mgtui_id = nid
     frame = getframe(depth)  # the caller of the class's __init__
-    back, code = frame.f_back, frame.f_code
+    back = frame.f_back
+    code = frame.f_code
     if back is last[0] and code is last[2]:  # the op that made the last node, called
         line = last[1]  # from the same library frame (a library's loop making nodes)
     elif back is last[3] and code is last[5]:
@@ -199,8 +201,7 @@ def made(node, children, depth=2) -> None:
         op = node._op
     except AttributeError:  # a class without an op field: the op of the method that made it
         op = op_of_maker(getframe(depth), class_codes) if prev else ""
-    add_end(len(kids))
-    add_node((op, getattr(node, "label", None), node.data, line))
+    add_node((len(kids), op, getattr(node, "label", None), node.data, line))
     if stack:  # made inside a `_backward`: its step follows that call's writes
         made_inside.append(nid)
     else:

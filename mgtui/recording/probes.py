@@ -210,7 +210,9 @@ class LineFinder:
     called (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
     Both hold the frames of the stack as the last walk found it, and no others: a frame
     that has returned is not on it, and is let go at the next walk (a `backward()`'s
-    frame holds its whole graph, and a training loop makes one each step).
+    frame holds its whole graph, and a training loop makes one each step). The Value
+    classes' own frames are never held: an op's is gone by the next record, and a
+    `backward()`'s is one step from the frame that called it.
     `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
     scenario's assignments, or `OTHER_CODE`)."""
 
@@ -250,7 +252,10 @@ class LineFinder:
                             direct.clear()
                     return line
                 code = f.f_code
-                if code.co_filename == path and id(code) not in class_codes:
+                if id(code) in class_codes:  # a Value method's frame (an op's is gone by
+                    f = f.f_back  # the next record): walked past, never remembered
+                    continue
+                if code.co_filename == path:
                     line = f.f_lineno
                     break
                 walked.append(f)

@@ -208,11 +208,11 @@ class LineFinder:
     another), so the many nodes made inside one library call, like `model(x)`, each walk
     only up to the first frame they share; a walked frame that the scenario's own code
     called (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
-    Both hold the frames of the stack as the last walk found it, and no others: a frame
-    that has returned is not on it, and is let go at the next walk (a `backward()`'s
-    frame holds its whole graph, and a training loop makes one each step). The Value
-    classes' own frames are never held: an op's is gone by the next record, and a
-    `backward()`'s is one step from the frame that called it.
+    Both hold the library frames of the stack as the last walk that met a new one found
+    it, and no others: a frame that has returned is let go at the next such walk (a
+    `backward()`'s frame holds its whole graph, and a training loop makes one each step).
+    The Value classes' own frames are never held: an op's is gone by the next record,
+    and a `backward()`'s is one step from the frame that called it.
     `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
     scenario's assignments, or `OTHER_CODE`)."""
 
@@ -242,8 +242,8 @@ class LineFinder:
             while f is not None:
                 line = memo.get(f)
                 if line is not None:  # on the last walk's stack: the frames from it
-                    if walked or next(iter(memo)) is not f:  # out are still there (all
-                        kept = list(memo)  # with its line), none below
+                    if walked:  # out are still there (all with its line), none below
+                        kept = list(memo)
                         kept = kept[kept.index(f):]
                         memo.clear()
                         memo.update(dict.fromkeys(walked, line))
@@ -263,9 +263,9 @@ class LineFinder:
             else:
                 line = 0  # no scenario frame on the stack (remembered too: a graph copied
                 #           for `mgtui.show` has no scenario lines, node after node)
-            memo.clear()
-            direct.clear()
             if walked:
+                memo.clear()
+                direct.clear()
                 memo.update(dict.fromkeys(walked, line))
                 if f is not None:  # the last frame walked: the scenario's code called it
                     direct[walked[-1]] = True

@@ -1,116 +1,104 @@
-"""A chain of a million nodes: exported as JSON within the recording's memory, and
-opened in the app with `G` and `g` fast.
+"""Big runs (issue 24): chains of millions of nodes recorded, saved and opened.
 
-1. Export. A fresh process records the chain (in the runner's child, as
-   `mgtui FILE --export json` does) and notes its peak RSS; then it writes the trace as
-   JSON to /dev/null and notes the peak RSS again. Target: at most 1.3× the recording's.
-   `--old` also measures, in another fresh process, the export as it was before issue
-   12 (a dict per event, then `json.dumps`).
-2. Reading the JSON back (`mgtui.trace.export.load`), and the binary file, with peak RSS.
-3. The app. The saved trace opened in a headless app at 80×24; the time to load and
-   show it, then `G` and `g`, each from the key to the repainted screen. Target: under
-   0.5 s each.
+The scenario: `--nodes` nodes made as chains of `x = x * 1.0001 + 0.0` (4 nodes an
+iteration), 1,000 iterations a chain, each chain followed by its backward pass and let
+go, as a training loop lets each step's graph go: what grows with the run is the
+recording, not the scenario's own graph. For each size it prints a row of the issue's
+table:
 
-    python bench/big_chain.py [--nodes 1000000] [--old]
+- record wall: `mgtui SCENARIO --save FILE` in a fresh process, to its end;
+- peak RSS while recording: the larger of that process's and its runner child's peak
+  (both shown), and that in bytes a node;
+- file: the `.mgtrace` written; load call: `mgtui.trace.binary.load` of it, in a fresh
+  process;
+- the app (a headless one at 80×24, in a fresh process) opening the file: its first step
+  on screen, the whole trace loaded, then `G` and `g` (each from the key to the repainted
+  screen), then steps back from the end (`p`, CPU time of the press, median of 9, as
+  `step_latency.py` times steps); its peak RSS, and that a node.
+
+Run it side by side with another checkout through PYTHONPATH (`--label` names the row):
+
+    python bench/big_chain.py --nodes 100000 1000000 3000000 10000000
+    PYTHONPATH=/tmp/main python bench/big_chain.py --label main ...
+
+`--quick` runs 20,000 nodes, for tests/test_benches.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-SCENARIO = '''"""A chain of {nodes:,} nodes: y = y + 1e-6, over and over."""
+SCENARIO = '''"""Chains of 4,000 nodes, each with its backward pass, {chains:,} of them."""
 from engine import Value
 
-y = Value(1.0, label="y0")
-for _ in range({steps}):
-    y = y + 1e-6  # two nodes: the constant and the sum
-y.backward()
+for _ in range({chains}):
+    x = Value(1.0)
+    for _ in range(1000):
+        x = x * 1.0001 + 0.0
+    x.backward()
 '''
 
-PEAK = "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) * 1024"
-
-EXPORT = textwrap.dedent("""
-    import json, os, sys, time
-    from mgtui.run.runner import run
+RECORD = textwrap.dedent("""
+    import json, resource, sys, time
+    from mgtui.cli import main
     t = time.perf_counter()
-    result = run({path!r}, max_nodes=3_000_000, max_memory=20 << 30)
-    trace = result.trace
-    recorded, rss_recorded = time.perf_counter() - t, {peak}
-    t = time.perf_counter()
-    with open(os.devnull, "w") as out:
-        {export}
-    exported, rss_exported = time.perf_counter() - t, {peak}
-    if {save!r}:
-        from mgtui.trace.export import write_json
-        from mgtui.trace.binary import dumpb
-        with open({save!r} + ".json", "w") as out:
-            write_json(trace, out)
-        open({save!r} + ".mgtrace", "wb").write(dumpb(trace))
-    print(json.dumps(dict(nodes=trace.node_count, events=len(trace), recorded=recorded,
-                          rss_recorded=rss_recorded, exported=exported,
-                          rss_exported=rss_exported)))
+    code = main([{path!r}, "--save", {out!r}, "--max-nodes", "20000000",
+                 "--max-memory", "16G"])
+    wall = time.perf_counter() - t
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(json.dumps(dict(code=code, wall=wall, parent=me, child=kids)))
 """)
 
-NEW_EXPORT = "from mgtui.trace.export import write_json; write_json(trace, out)"
-# The export before issue 12: a dict per node and per event, then json.dumps of it all.
-OLD_EXPORT = textwrap.dedent("""\
-        from mgtui.trace.export import num
-        doc = {"nodes": [{"id": n.id, "label": n.label, "op": n.op, "children": list(n.children),
-                          "data": num(n.data), "line": n.line, "final_data": num(n.final_data),
-                          "final_grad": num(n.final_grad)} for n in trace.nodes()],
-               "events": [{"kind": e.kind.value, "node": e.node} if e.kind == "create" else
-                          {"kind": e.kind.value, "node": e.node, "writes": [
-                              {"node": w.node, "before": num(w.before), "after": num(w.after),
-                               "line": w.line} for w in e.writes], "line": e.line,
-                           "closure": e.closure} if e.kind == "backward" else
-                          {"kind": e.kind.value, "node": e.node, "before": num(e.before),
-                           "after": num(e.after), "line": e.line} for e in trace.events()]}
-        out.write(json.dumps(doc, allow_nan=False))""")
-
-
-def body(code: str) -> str:
-    """Code for the body of the `with` block in EXPORT (indented by four)."""
-    return textwrap.indent(code, "    ").lstrip()
-
-READ = textwrap.dedent("""
-    import json, time
-    from pathlib import Path
-    from mgtui.trace.export import load, from_json
+LOAD = textwrap.dedent("""
+    import json, resource, time
+    from mgtui.trace.binary import load
+    from mgtui.trace.load_limits import LoadLimits
     t = time.perf_counter()
-    trace = {read}
-    print(json.dumps(dict(seconds=time.perf_counter() - t, rss={peak}, events=len(trace))))
+    trace = load({path!r}, LoadLimits(20_000_000, 16 << 30))
+    print(json.dumps(dict(seconds=time.perf_counter() - t, nodes=trace.node_count,
+                          rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)))
 """)
 
 APP = textwrap.dedent("""
-    import asyncio, json, time
+    import asyncio, json, resource, statistics, time
     from pathlib import Path
     from mgtui.tui.app import MgtuiApp
 
     async def main():
         out = {{}}
         t = time.perf_counter()
-        app = MgtuiApp(Path({path!r}))
+        app = MgtuiApp(Path({path!r}), max_nodes=20_000_000, max_memory=16 << 30)
         async with app.run_test(size=(80, 24)) as pilot:
-            while app.loading or app.debugger.trace is None:
-                await pilot.pause(0.01)
+            while app.debugger.trace is None:
+                await pilot.pause(0.005)
             await pilot.pause()
-            out["open"] = time.perf_counter() - t
-            for key in ("G", "g", "G", "g"):
-                t, cpu = time.perf_counter(), time.process_time()
+            out["first"] = time.perf_counter() - t
+            while app.loading:
+                await pilot.pause(0.02)
+            await pilot.pause()
+            out["loaded"] = time.perf_counter() - t
+            for key in ("G", "g", "G"):
+                t = time.perf_counter()
                 await pilot.press(key)
                 await pilot.pause()
-                out.setdefault(key, []).append(time.perf_counter() - t)
-                out.setdefault(key + "cpu", []).append(time.process_time() - cpu)
-            out["step"] = app.debugger.position
+                out.setdefault(key, time.perf_counter() - t)
+            steps = []
+            for _ in range(9):  # steps back from the end, as step_latency.py times them
+                t = time.process_time()
+                await pilot.press("p")
+                steps.append(time.process_time() - t)
+            out["p"] = statistics.median(steps)
+            out["at"] = app.debugger.position
             out["nodes"] = app.debugger.trace.node_count
+        out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(json.dumps(out))
 
     asyncio.run(main())
@@ -118,49 +106,54 @@ APP = textwrap.dedent("""
 
 
 def child(program: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          cwd=os.getcwd())
     if done.returncode:
-        raise SystemExit(done.stderr)
+        raise SystemExit(done.stderr[-3000:])
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def measure(nodes: int, tmp: Path) -> dict:
+    scenario = tmp / f"big_chain_{nodes}.py"
+    scenario.write_text(SCENARIO.format(chains=max(1, nodes // 4000)))
+    saved = tmp / f"big_chain_{nodes}.mgtrace"
+    rec = child(RECORD.format(path=str(scenario), out=str(saved)))
+    if rec["code"]:
+        raise SystemExit(f"--save exited {rec['code']}")
+    load = child(LOAD.format(path=str(saved)))
+    row = dict(nodes=load["nodes"], record=rec["wall"], parent=rec["parent"],
+               child=rec["child"], file=saved.stat().st_size, load=load["seconds"])
+    row["app"] = child(APP.format(path=str(saved)))
+    saved.unlink()
+    return row
+
+
+HEAD = ("| nodes | | record wall | peak RSS recording (parent / child) | a node | file | "
+        "load call | app step 0 | app loaded | G | g | step at end (CPU) | app peak RSS | a node |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def line(r: dict, label: str) -> str:
+    mb, n, a = 1 << 20, r["nodes"], r["app"]
+    peak = max(r["parent"], r["child"])
+    return (f"| {n:,} | {label} | {r['record']:.1f} s | {peak / mb:,.0f} MB "
+            f"({r['parent'] / mb:,.0f} / {r['child'] / mb:,.0f}) | {peak / n:,.0f} B | "
+            f"{r['file'] / mb:.1f} MB | {r['load']:.2f} s | {a['first']:.2f} s | "
+            f"{a['loaded']:.1f} s | {a['G']:.2f} s | {a['g']:.2f} s | {a['p'] * 1000:.0f} ms | "
+            f"{a['rss'] / mb:,.0f} MB | {a['rss'] / n:,.0f} B |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1_000_000)
-    parser.add_argument("--old", action="store_true", help="also measure the export before issue 12")
+    parser.add_argument("--nodes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--label", default="this", help="the name of this checkout's rows")
+    parser.add_argument("--quick", action="store_true", help="20,000 nodes (for the tests)")
     args = parser.parse_args()
-    mb = 1 << 20
+    sizes = [20_000] if args.quick else args.nodes
+    print(HEAD, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        scenario = Path(tmp) / "big_chain.py"
-        scenario.write_text(SCENARIO.format(nodes=args.nodes, steps=args.nodes // 2 - 1))
-        saved = str(Path(tmp) / "big_chain")
-        new = child(EXPORT.format(path=str(scenario), peak=PEAK, export=body(NEW_EXPORT), save=saved))
-        print(f"{new['nodes']:,} nodes, {new['events']:,} steps, recorded in {new['recorded']:.1f} s")
-        runs = [("streamed (write_json)", new)]
-        if args.old:
-            runs.append(("before: a dict per event", child(EXPORT.format(
-                path=str(scenario), peak=PEAK, export=body(OLD_EXPORT), save=""))))
-        for name, r in runs:
-            print(f"export, {name:26s} {r['exported']:6.1f} s   peak RSS recording "
-                  f"{r['rss_recorded'] / mb:7.0f} MB, exporting {r['rss_exported'] / mb:7.0f} MB:"
-                  f" {r['rss_exported'] / r['rss_recorded']:.2f}×  (target ≤ 1.3)")
-        reads = [(".json", "load(PATH)", "streamed"), (".mgtrace", "load(PATH)", "binary")]
-        if args.old:  # as load read JSON before issue 12: the whole document, then the trace
-            reads.insert(1, (".json", "from_json(json.loads(Path(PATH).read_text()))",
-                             "before: json.loads"))
-        for suffix, read, name in reads:
-            size = Path(saved + suffix).stat().st_size
-            r = child(READ.format(read=read.replace("PATH", repr(saved + suffix)), peak=PEAK))
-            print(f"read {suffix:8s} {name:20s} {size / mb:5.0f} MB file   {r['seconds']:6.1f} s"
-                  f"   peak RSS {r['rss'] / mb:6.0f} MB")
-        # chain.py (15 steps) beside it: what G and g cost in the app whatever the graph
-        for name, path in (("chain.py", str(ROOT / "scenarios" / "chain.py")),
-                           ("big .mgtrace", saved + ".mgtrace"), ("big .json", saved + ".json")):
-            r = child(APP.format(path=path))
-            print(f"app on {name:12s} open {r['open']:5.1f} s   G {max(r['G']):.3f} s "
-                  f"(CPU {max(r['Gcpu']):.3f})   g {max(r['g']):.3f} s (CPU {max(r['gcpu']):.3f})"
-                  f"   slowest of 2 each; target < 0.5 s")
+        for nodes in sizes:
+            print(line(measure(nodes, Path(tmp)), args.label), flush=True)
 
 
 if __name__ == "__main__":

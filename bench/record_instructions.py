@@ -11,7 +11,13 @@ runs one training step (`record_overhead.one_step_source`) in a fresh process un
   warm-up run cut off after a few nodes), to subtract from the others;
 - `plain`: the step, plain, under the recorder's collector setting;
 - `inline`: the step recorded as the runner's child records it (custom ops' values read);
-- `hooks`: the same with the old hooks (`inline=False`), less its own `setup-hooks`.
+- `hooks`: the same with the old hooks (`inline=False`), less its own `setup-hooks`;
+- `sent`: `inline`, then its records cut into the chunks the runner's child sends
+  (`Records.chunks`, encoded as its flusher encodes them), all at once at the end: the
+  child's whole cost, wherever the cutting happens (its flusher thread, or the
+  recording's own as the store packs its rows, issue 24);
+- `unpacked`: `inline` with the store's packing off (`PACK_EVERY` past the run): the
+  probes' own cost, without the cutting that packing does as the run goes.
 
 It prints the instructions of each step and their ratio to the plain one, for
 `engine.Value` and PyPI micrograd. Instructions are not time: a recorded step also writes
@@ -35,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HOWS = ("setup", "plain", "inline", "setup-hooks", "hooks")
+HOWS = ("setup", "plain", "inline", "setup-hooks", "hooks", "sent", "unpacked")
 
 CHILD = """
 import gc, os, sys
@@ -58,9 +64,17 @@ if how == "plain":
     exec(scenario.code, {{"__name__": "__main__", "__file__": path, "print": ro.quiet}})
     gc.set_threshold(*old)
 elif not how.startswith("setup"):
-    recorder, _ = child_recorder(scenario, inline=how == "inline")
+    if how == "unpacked":
+        import mgtui.recording.store
+        mgtui.recording.store.PACK_EVERY = 1 << 40
+    recorder, _ = child_recorder(scenario, inline=how != "hooks")
     error, _ = recorder.execute()
     assert error is None, error
+    if how == "sent":
+        from mgtui.recording.store import Mark
+        from mgtui.trace.binary import encode_chunk
+        records = recorder.records
+        sent = [encode_chunk(c, 0) for c in records.chunks(Mark(), records.mark())]
 os._exit(0)  # as the runner's child leaves: no collection, no freeing at exit
 """
 
@@ -116,11 +130,13 @@ def main() -> None:
         with ThreadPoolExecutor(2) as pool:
             counts = dict(zip(HOWS, pool.map(lambda how: instructions(how, path), HOWS)))
         step = {how: counts[how] - counts["setup-hooks" if how == "hooks" else "setup"]
-                for how in ("plain", "inline", "hooks")}
+                for how in ("plain", "inline", "hooks", "sent", "unpacked")}
         p = step["plain"]
         print(f"{flavour:10s} plain {p / 1e6:7.0f} M  recorded (inline) {step['inline'] / 1e6:7.0f} M"
               f" = {step['inline'] / p:.2f}x  old hooks {step['hooks'] / 1e6:7.0f} M"
-              f" = {step['hooks'] / p:.2f}x")
+              f" = {step['hooks'] / p:.2f}x  inline and sent {step['sent'] / 1e6:7.0f} M"
+              f" = {step['sent'] / p:.2f}x  inline, packing off {step['unpacked'] / 1e6:7.0f} M"
+              f" = {step['unpacked'] / p:.2f}x")
 
 
 if __name__ == "__main__":

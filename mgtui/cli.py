@@ -231,7 +231,13 @@ def main(argv: list[str] | None = None) -> int:
 def load_trace(path: Path, args: argparse.Namespace):
     from mgtui.trace.export import load
 
-    return load(path, max_nodes=args.max_nodes, max_memory=args.max_memory), ""
+    progress = Progress(sys.stderr)
+    tell = (lambda done, size: progress(done, size, "loading")) if progress.tty else None
+    try:
+        return load(path, max_nodes=args.max_nodes, max_memory=args.max_memory,
+                    on_progress=tell), ""
+    finally:
+        progress.done()
 
 
 def record_trace(path: Path, args: argparse.Namespace):
@@ -254,11 +260,15 @@ def save_trace(trace, path: Path) -> bool:
     """Save, all or nothing (`mgtui.trace.saving`); False, with the reason said, if it failed."""
     from mgtui.trace.saving import save_trace as save
 
+    progress = Progress(sys.stderr)
+    tell = (lambda done, steps: progress(done, steps, "saving")) if progress.tty else None
     try:
-        save(trace, path)
+        save(trace, path, tell)
     except OSError as exc:
         say(f"cannot write {path}: {exc.strerror or exc} (nothing was written there)")
         return False
+    finally:
+        progress.done()
     return True
 
 

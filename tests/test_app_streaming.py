@@ -81,3 +81,26 @@ async def test_a_saved_trace_shows_its_first_steps_before_it_is_all_read(tmp_pat
             assert readers[0].at == size
     finally:
         go.set()
+
+
+def test_a_saved_trace_puts_its_first_steps_first():
+    """`chunks_of` (what `--save` writes) gives each chunk of events after the nodes it
+    names and before the nodes it does not need, so a reader can show step 0 after the
+    first chunks, not after every node."""
+    trace = record(ROOT / "scenarios" / "mlp.py")
+    chunks = list(chunks_of(trace, 16))
+    kinds = [type(c).__name__ for c in chunks]
+    assert kinds.index("EventChunk") < len(kinds) - 1 - kinds[::-1].index("NodeChunk")
+    made = 0
+    for chunk in chunks:
+        if type(chunk).__name__ == "NodeChunk":
+            made += len(chunk.ops)
+        else:
+            assert max(chunk.nodes) < made  # every node a step names is there before it
+    assert made == trace.node_count
+    whole = binary.loadb(b"".join([binary.encode_header(trace.scenario, "", "", ""),
+                                   *map(binary.encode_closure, trace.closures),
+                                   *map(binary.encode_chunk, chunks),
+                                   binary.encode_end(trace.error, trace.output, None)]))
+    assert whole.node_count == trace.node_count and len(whole) == len(trace)
+    assert list(whole.node_data) == list(trace.node_data)

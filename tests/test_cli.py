@@ -234,14 +234,25 @@ ENTRY = "import sys; from mgtui.cli import main; sys.exit(main(sys.argv[1:]))"
 def test_a_recording_shows_its_progress_on_a_terminal_stderr(tmp_path):
     """`--export json` with stderr a terminal (a pty): a live line of the nodes recorded
     so far, cleared at the end; stdout stays the JSON alone. Without a terminal, none."""
+    root = Path(__file__).resolve().parent.parent
+    done, seen = _on_a_terminal([str(root / "scenarios" / "chain.py"), "--export", "json"], root)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["nodes"]  # the JSON, and nothing else
+    assert b"recording\xe2\x80\xa6 " in seen and b" nodes" in seen  # "recording… N nodes"
+    assert seen.endswith(b"\r\x1b[2K")  # the line cleared at the end
+    plain = subprocess.run([sys.executable, "-c", ENTRY, str(root / "scenarios" / "chain.py"),
+                            "--export", "json"], capture_output=True, cwd=root, timeout=120)
+    assert plain.returncode == 0 and b"recording" not in plain.stderr
+
+
+def _on_a_terminal(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, bytes]:
+    """mgtui run with stderr a terminal (a pty): the run, and what stderr showed."""
     import os
     import pty
 
-    root = Path(__file__).resolve().parent.parent
     master, slave = pty.openpty()
-    done = subprocess.run([sys.executable, "-c", ENTRY, str(root / "scenarios" / "chain.py"),
-                           "--export", "json"], stdout=subprocess.PIPE, stderr=slave,
-                          cwd=root, timeout=120)
+    done = subprocess.run([sys.executable, "-c", ENTRY, *args], stdout=subprocess.PIPE,
+                          stderr=slave, cwd=cwd, timeout=120)
     os.close(slave)
     seen = b""
     while True:
@@ -253,10 +264,20 @@ def test_a_recording_shows_its_progress_on_a_terminal_stderr(tmp_path):
             break
         seen += data
     os.close(master)
-    assert done.returncode == 0
-    assert json.loads(done.stdout)["nodes"]  # the JSON, and nothing else
-    assert b"recording\xe2\x80\xa6 " in seen and b" nodes" in seen  # "recording… N nodes"
-    assert seen.endswith(b"\r\x1b[2K")  # the line cleared at the end
-    plain = subprocess.run([sys.executable, "-c", ENTRY, str(root / "scenarios" / "chain.py"),
-                            "--export", "json"], capture_output=True, cwd=root, timeout=120)
-    assert plain.returncode == 0 and b"recording" not in plain.stderr
+    return done, seen
+
+
+def test_a_save_and_a_load_show_their_progress_on_a_terminal_stderr(tmp_path):
+    """`--save` shows a bar of the steps written, and `--export` of a saved trace a bar
+    of the file read, each cleared at the end, on stderr when it is a terminal."""
+    root = Path(__file__).resolve().parent.parent
+    saved = tmp_path / "mlp.mgtrace"
+    done, seen = _on_a_terminal([str(root / "scenarios" / "mlp.py"), "--save", str(saved)], root)
+    assert done.returncode == 0 and saved.is_file()
+    assert "saving █".encode() in seen and b" 100%" in seen and seen.endswith(b"\r\x1b[2K")
+    done, seen = _on_a_terminal([str(saved), "--export", "json"], root)
+    assert done.returncode == 0 and json.loads(done.stdout)["nodes"]  # stdout: the JSON alone
+    assert "loading █".encode() in seen and b" 100%" in seen and seen.endswith(b"\r\x1b[2K")
+    plain = subprocess.run([sys.executable, "-c", ENTRY, str(saved), "--export", "json"],
+                           capture_output=True, cwd=root, timeout=120)
+    assert plain.returncode == 0 and b"loading" not in plain.stderr

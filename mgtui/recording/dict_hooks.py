@@ -212,6 +212,7 @@ class DictHooks:
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
         max_nodes, (on_create, _, _, on_progress) = rec.max_nodes, rec.hooks
         scenario_line, named = rec.lines.scenario_line, rec.namer.made
+        packed = records.id_base  # (the nodes packed: ids go on from there)
         getid = attrgetter(ID)
         getframe = sys._getframe
         array_made = records.arrays.made
@@ -221,7 +222,7 @@ class DictHooks:
             d = self.__dict__ if mapped is None else MappedNode(self.__dict__, mapped)
             if ID in d:  # a subclass's __init__ already chained up through this one
                 return
-            nid = len(nodes) // NODE_ROW
+            nid = len(nodes) // NODE_ROW + packed[0]
             if nid >= max_nodes or rec.stop_reason:
                 if rec.stop_reason is None:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
@@ -238,7 +239,7 @@ class DictHooks:
                     for c in prev:
                         if ID not in getattr(c, "__dict__", {ID: 0}) and rec.is_node(c):
                             rec.adopt(c)
-                    nid, n_before = len(nodes) // NODE_ROW, len(kids)
+                    nid, n_before = len(nodes) // NODE_ROW + packed[0], len(kids)
                 kids.extend(getattr(c, ID, -1) for c in prev)
             if on_create is not None:
                 on_create(nid, d)

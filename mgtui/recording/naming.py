@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import types
+from array import array
 from collections import deque
 from typing import Callable, Iterator
 
@@ -160,11 +161,13 @@ class Namer:
     `name_ids` and `name_texts` are every name confirmed so far, in the order confirmed,
     the node's id and its name (two lists of atoms, which the collector does not track;
     the runner's child streams them as they grow); `names` pairs them up, and `name_of`
-    is the same by node id. `names=(ids, texts)` gives the two lists to append to."""
+    is 1 at the id of each node that has one (a byte a node: a dict of their ids kept an
+    int object for each, scattered through the heap, and a long recording's memory grew
+    by a hundred bytes a node). `names=(ids, texts)` gives the two columns to append to."""
 
     def __init__(self, code: types.CodeType, source: str, class_codes: dict,
                  node_id: Callable[[object], int | None],
-                 names: tuple[list[int], list[str]] | None = None) -> None:
+                 names: tuple[array, list[str]] | None = None) -> None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
@@ -189,9 +192,9 @@ class Namer:
         self.pending: dict[tuple, tuple] = {}
         self.fallback: dict[int, str] = {}
         # (the recording's own columns, `Records.name_ids` and `name_texts`, if given)
-        self.name_ids: list[int] = [] if names is None else names[0]
+        self.name_ids = array("i") if names is None else names[0]
         self.name_texts: list[str] = [] if names is None else names[1]  # (after its id)
-        self.name_of: dict[int, str] = {}
+        self.name_of = bytearray()
         self.candidate = self._candidate_hook()
         self.made = self._made_hook()
 
@@ -239,7 +242,9 @@ class Namer:
         add_id, add_text = self.name_ids.append, self.name_texts.append
 
         def give(nid: int, name: str) -> None:
-            name_of[nid] = name
+            if nid >= len(name_of):
+                name_of.extend(bytes(nid + 1 - len(name_of) + 4096))
+            name_of[nid] = 1
             add_id(nid)
             add_text(name)
 
@@ -253,7 +258,7 @@ class Namer:
             except Exception:  # noqa: BLE001 - a frame in a state that cannot be read
                 held = None
             holds = id(held) == address and node_id(held) == nid
-            if nid in name_of:
+            if nid < len(name_of) and name_of[nid]:
                 return
             if inner:
                 if holds:
@@ -303,7 +308,7 @@ class Namer:
         for (frame, _), entry in pending:
             self._settle(frame, entry)
         for nid, name in list(self.fallback.items()):  # an inner binding, none outside it
-            if nid not in self.name_of:
+            if not self.has_name(nid):
                 self._give_name(nid, name)
         self.fallback.clear()
         node_id = node_id or self.node_id
@@ -317,11 +322,12 @@ class Namer:
             if is_leaf(nid):
                 self._give(nid, path)
 
+    def has_name(self, nid: int) -> bool:
+        return 0 <= nid < len(self.name_of) and self.name_of[nid] == 1
+
     def _give(self, nid: int, name: str) -> None:
-        if nid not in self.name_of:
-            self.name_of[nid] = name
-            self.name_ids.append(nid)
-            self.name_texts.append(name)
+        if not self.has_name(nid):
+            self._give_name(nid, name)
 
     @property
     def names(self) -> list[tuple[int, str]]:
@@ -381,3 +387,4 @@ def _steps(obj: object) -> Iterator[tuple[str, object]]:
         for key, item in list(attrs.items()):
             if type(key) is str and key.isidentifier() and not key.startswith("__"):
                 yield f".{key}", item
+

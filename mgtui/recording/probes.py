@@ -205,11 +205,16 @@ class LineFinder:
     """Which scenario line a record belongs to, shared by every probe of a recording.
 
     `scenario_line(frame)`: the innermost scenario line on the stack from `frame`,
-    outside the Value classes' methods (0 if there is none). Frames below it that were
-    walked are remembered in `memo` (a frame held there cannot be mistaken for another),
-    so the many nodes made inside one library call, like `model(x)`, each walk only up
-    to the first frame they share; a walked frame that the scenario's own code called
-    (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
+    outside the Value classes' methods (0 if there is none). The frames below it on the
+    last walk are remembered in `memo` (a frame held there cannot be mistaken for
+    another), so the many nodes made inside one library call, like `model(x)`, each walk
+    only up to the first frame they share; a walked frame that the scenario's own code
+    called (a helper: `ops.sigmoid(z)`) is also kept in `direct`, where the namer looks.
+    Both hold the library frames of the stack as the last walk that met a new one found
+    it, and no others: a frame that has returned is let go at the next such walk (a
+    `backward()`'s frame holds its whole graph, and a training loop makes one each step).
+    The Value classes' own frames are never held: an op's is gone by the next record,
+    and a `backward()`'s is one step from the frame that called it.
     `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
     scenario's assignments, or `OTHER_CODE`)."""
 
@@ -223,7 +228,7 @@ class LineFinder:
         self.code_kinds: dict[int, object] = {}
         self._kind_codes: list = []  # (keeps the ids above theirs)
         self.last_frames: list[list] = []  # the inlined recording's caches of a frame
-        self.memo: dict = {}  # frames seen on the last walks -> their innermost scenario line
+        self.memo: dict = {}  # the frames of the last walk, innermost first -> its line
         self.direct: dict = {} if direct is None else direct  # those the scenario's code
         #                                                          called -> True
         self.scenario_line = self._line_finder()
@@ -238,13 +243,22 @@ class LineFinder:
             walked = []
             while f is not None:
                 line = memo.get(f)
-                if line is not None:
-                    break
+                if line is not None:  # on the last walk's stack: the frames from it
+                    if walked:  # out are still there (all with its line), none below
+                        kept = list(memo)
+                        kept = kept[kept.index(f):]
+                        memo.clear()
+                        memo.update(dict.fromkeys(walked, line))
+                        memo.update(dict.fromkeys(kept, line))
+                        if not (direct and kept[-1] in direct):
+                            direct.clear()
+                    return line
                 code = f.f_code
-                if code.co_filename == path and id(code) not in class_codes:
+                if id(code) in class_codes:  # a Value method's frame (an op's is gone by
+                    f = f.f_back  # the next record): walked past, never remembered
+                    continue
+                if code.co_filename == path:
                     line = f.f_lineno
-                    if walked:  # the last frame walked: the scenario's code called it
-                        direct[walked[-1]] = True
                     break
                 walked.append(f)
                 f = f.f_back
@@ -252,11 +266,11 @@ class LineFinder:
                 line = 0  # no scenario frame on the stack (remembered too: a graph copied
                 #           for `mgtui.show` has no scenario lines, node after node)
             if walked:
-                if len(memo) > 256:
-                    memo.clear()
-                    direct.clear()
-                for w in walked:
-                    memo[w] = line
+                memo.clear()
+                direct.clear()
+                memo.update(dict.fromkeys(walked, line))
+                if f is not None:  # the last frame walked: the scenario's code called it
+                    direct[walked[-1]] = True
             return line
 
         return scenario_line

@@ -100,8 +100,9 @@ class Recorder:
         self.seed = seed
         self.max_nodes = max_nodes
         self.timeout = timeout
-        self.hooks = Hooks(on_create, before_backward, on_backward, on_progress)
         self.records = Records() if records is None else records
+        self.hooks = Hooks(on_create, before_backward, on_backward,
+                           packing(self.records, on_progress))
         self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
@@ -403,6 +404,21 @@ class Recorder:
             except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
                 pass
         return named
+
+
+def packing(records: Records, on_progress: Callable[[int], None] | None
+            ) -> Callable[[int], None]:
+    """What the probes call every `PACK_EVERY` nodes: the store packs its fresh rows
+    (`Records.pack`), then the caller's `on_progress` is told."""
+    pack = records.pack
+    if on_progress is None:
+        return pack
+
+    def progress(nodes: int) -> None:
+        pack()
+        on_progress(nodes)
+
+    return progress
 
 
 def node_id_reader(slots_ids: NodeIds) -> Callable[[object], int | None]:

@@ -169,6 +169,7 @@ class SlotsHooks:
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
         max_nodes, (on_create, _, _, on_progress) = rec.max_nodes, rec.hooks
         ids, scenario_line, named = self.ids, rec.lines.scenario_line, rec.namer.made
+        packed = records.id_base  # (the nodes packed: ids go on from there)
         ids_get, layout_of = ids.get, ids.layout
         getframe = sys._getframe
         array_made = records.arrays.made
@@ -181,7 +182,7 @@ class SlotsHooks:
             orig_init(self, *args, **kwargs)
             if id(self) in ids:  # a subclass's __init__ already chained up through this one
                 return
-            nid = len(nodes) // NODE_ROW
+            nid = len(nodes) // NODE_ROW + packed[0]
             if nid >= max_nodes or rec.stop_reason:
                 if rec.stop_reason is None:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"

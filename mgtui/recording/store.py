@@ -3,9 +3,10 @@ finished trace (`Recorder.finish`) and the runner's child stream (`runner_child.
 are read from.
 
 Probes append rows flat, one `extend` of a tuple a record, into a few columns (plain
-lists, so that a row costs one C call on the hot path). A row's fields are named by the
-`IntEnum`s below; the code that cuts the columns into chunks (`NodeChunk`, `EventChunk`,
-`WriteChunk` of `mgtui.trace`) reads them by those names, never by bare offsets:
+lists while the rows are fresh, so that a row costs one C call on the hot path). A row's
+fields are named by the `IntEnum`s below; the code that cuts the columns into chunks
+(`NodeChunk`, `EventChunk`, `WriteChunk` of `mgtui.trace`) reads them by those names,
+never by bare offsets:
 
     nodes   NodeRow   kids_end, op, label, data, line      (children in `kids`)
     events  EventRow  kind, node, before, after, line, closure, writes_at
@@ -20,11 +21,19 @@ names `mgtui.recording.naming` finds (`name_ids`, `name_texts`), and `callers`: 
 doctor reads to point at the line that builds the order.
 
 What a probe uses, bound once into its closures or globals: `add_node`, `add_kid`,
-`add_event` and `add_write` (a row each, as a tuple), and `len()` of `nodes`, `kids`
-and `writes` (a node's id is `len(nodes) // NODE_ROW`; an event's `writes_at` is
-`len(writes)`). The reading side (`mgtui.trace`'s chunks) goes through the methods
-below. So the columns may become packed arrays (issue 24) behind those names without a
-probe changing.
+`add_event` and `add_write` (a row each, as a tuple), `len()` of `nodes`, `kids` and
+`writes`, and `id_base` (a node's id is `len(nodes) // NODE_ROW + id_base[0]`; its
+`kids_end` is `len(kids)`, an event's `writes_at` is `len(writes)`, both counted among
+the fresh rows). C calls and a subscript: no Python code runs per record.
+
+Packed as they are made (issue 24). Every `PACK_EVERY` nodes the probes call the
+recorder's `on_progress`, which calls `pack`: on the recording's thread, outside a
+replay, every fresh row is cut into chunks (a few bytes a record instead of a hundred)
+and the lists are emptied; `packed` counts the rows moved out (`id_base[0]` its nodes),
+and `ends` keeps where each packed node's children end, 4 bytes a node. The chunks are
+kept (`shelf`) until they are `release`d: the runner's child releases what it has sent,
+so it holds only what it has not sent yet; a recording in this process keeps them all,
+packed.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import linecache
 import math
 import re
 import sys
+import threading
 import tokenize
 from array import array
 from enum import IntEnum
@@ -66,7 +76,8 @@ class EventRow(IntEnum):
     AFTER = 3
     LINE = 4
     CLOSURE = 5  # a `_backward` call's closure index in `codes`, else -1
-    WRITES_AT = 6  # len(writes) as the event was made: its writes start there
+    WRITES_AT = 6  # len(writes) as the event was made: its writes start there (after
+    #                `Records.packed.writes` packed ones)
 
 
 class WriteRow(IntEnum):
@@ -93,6 +104,7 @@ class Mark(NamedTuple):
 
 
 Chunks = list  # of NodeChunk | EventChunk | WriteChunk, in that order
+PACK_EVERY = 0x4000  # nodes made between two packs (the probes' `not nid & 0x3FFF`)
 
 
 class Records:
@@ -107,11 +119,17 @@ class Records:
         self.kids: list[int] = []
         self.events: list = []
         self.writes: list = []
+        self.packed = Mark()  # the rows moved out of `nodes`, `events` and `writes`
+        self.id_base = [0]  # its nodes, as the probes read it: the id of the first fresh one
+        self.ends = array("i")  # where each packed node's children end, over the whole run
+        self.released = Mark()  # the records taken and let go (`release`)
+        self.shelf: list[tuple[Mark, Chunks]] = []  # the packed chunks, each from a mark
+        self.lock = threading.Lock()  # held to move rows out, or to read them elsewhere
         self.late_labels: dict[int, object] = {}
         self.stack: list[int] = []
         self.made_inside: list[int] = []
         self.replays = 0
-        self.name_ids: list[int] = []  # names found (`mgtui.recording.naming.Namer` appends)
+        self.name_ids = array("i")  # names found (`mgtui.recording.naming.Namer` appends)
         self.name_texts: list[str] = []  # (each name's id is appended before its text)
         self.codes: dict[object, int] = {}  # each `_backward` closure's code: its index
         # The same by the code object's id, which is kept alive in `codes` or here. (A
@@ -133,23 +151,26 @@ class Records:
 
     # -- counts ----------------------------------------------------------------------------
     def node_count(self) -> int:
-        return len(self.nodes) // NODE_ROW
+        return self.packed.nodes + len(self.nodes) // NODE_ROW
 
     def event_count(self) -> int:
-        return len(self.events) // EVENT_ROW
+        return self.packed.events + len(self.events) // EVENT_ROW
 
     def write_count(self) -> int:
-        return len(self.writes) // WRITE_ROW
+        return self.packed.writes + len(self.writes) // WRITE_ROW
 
     def mark(self) -> Mark:
         return Mark(self.node_count(), self.event_count(), self.write_count())
 
     def is_leaf(self, nid: int) -> bool:
-        nodes, N = self.nodes, NODE_ROW
-        if not 0 <= nid < len(nodes) // N:
+        first = self.packed.nodes
+        if not 0 <= nid < self.node_count():
             return False
-        start = nodes[(nid - 1) * N + NodeRow.KIDS_END] if nid else 0
-        return nodes[nid * N + NodeRow.KIDS_END] == start
+        if nid < first:
+            return self.ends[nid] == (self.ends[nid - 1] if nid else 0)
+        nodes, N = self.nodes, NODE_ROW
+        k = (nid - first) * N + NodeRow.KIDS_END
+        return nodes[k] == (nodes[k - N] if nid > first else 0)
 
     # -- closures --------------------------------------------------------------------------
     def closure_index(self, code) -> int:
@@ -173,17 +194,18 @@ class Records:
     def forget_since(self, mark: Mark, kids: int) -> None:
         """Take back every record made since `mark` (and `kids` children): the nodes a
         hook's replay made are forgotten too, so that ids keep following the recorded
-        creations."""
-        del self.writes[mark.writes * WRITE_ROW:]
-        del self.events[mark.events * EVENT_ROW:]
+        creations. (Nothing is packed while a replay runs: they are all fresh.)"""
+        packed = self.packed
+        del self.writes[(mark.writes - packed.writes) * WRITE_ROW:]
+        del self.events[(mark.events - packed.events) * EVENT_ROW:]
         if self.arrays:
             self.arrays.forget_since(mark.nodes, mark.events, mark.writes)
         while self.callers and self.callers[-1][0] >= mark.events:
             self.callers.pop()
         first = mark.nodes
         self.made_inside[:] = [nid for nid in self.made_inside if nid < first]
-        if len(self.nodes) > first * NODE_ROW:
-            del self.nodes[first * NODE_ROW:]
+        if self.node_count() > first:
+            del self.nodes[(first - packed.nodes) * NODE_ROW:]
             del self.kids[kids:]
             for nid in [n for n in self.late_labels if n >= first]:
                 del self.late_labels[nid]
@@ -214,11 +236,43 @@ class Records:
         mark = self.mark()
         if replays % 2 or self.replays != replays:
             return None
-        events, E, at = self.events, EVENT_ROW, EventRow.WRITES_AT
-        end, n_events = mark.writes * WRITE_ROW, mark.events
-        while n_events and events[(n_events - 1) * E + at] > end:
+        events, E, at, packed = self.events, EVENT_ROW, EventRow.WRITES_AT, self.packed
+        end, n_events = (mark.writes - packed.writes) * WRITE_ROW, mark.events
+        # (a packed event's writes are all counted: they were packed with it)
+        while n_events > packed.events and events[(n_events - packed.events - 1) * E + at] > end:
             n_events -= 1
         return mark._replace(events=n_events)
+
+    # -- packing -----------------------------------------------------------------------------
+    def pack(self, nodes: int = 0) -> None:
+        """Move every fresh row out of the lists, into packed chunks on the `shelf` (those
+        released already, let go): on the recording's thread, not while a replay runs
+        (it may take rows back), nor while another thread reads (it packs next time).
+        (`nodes`, the count the probes pass as to `on_progress`, is not needed.)"""
+        if len(self.nodes) < PACK_EVERY // 2 * NODE_ROW or self.replays & 1 or \
+                not self.lock.acquire(blocking=False):
+            return  # (not a pack's worth of fresh nodes yet: the probes' first call)
+        try:
+            upto = self.mark()
+            since = Mark(*map(max, self.packed, self.released))
+            chunks = self._fresh_chunks(since, upto)
+            if chunks:
+                self.shelf.append((since, chunks))
+            ends = self.nodes[NodeRow.KIDS_END::NODE_ROW]  # (among the fresh children)
+            base = self.ends[-1] if self.ends else 0
+            self.ends.extend(map(base.__add__, ends) if base else ends)
+            del self.nodes[:], self.kids[:], self.events[:], self.writes[:]
+            self.packed = upto
+            self.id_base[0] = upto.nodes
+        finally:
+            self.lock.release()
+
+    def release(self, upto: Mark) -> None:
+        """The records before `upto` have been taken (the runner's child has sent them):
+        let the packed ones go. Call with `lock` held."""
+        self.released = upto
+        self.shelf = [(since, chunks) for since, chunks in self.shelf
+                      if any(map(int.__lt__, upto, _ends(since, chunks)))]
 
     # -- chunks ------------------------------------------------------------------------------
     # Each column is sliced straight out of the flat lists and converted at C speed (`map`
@@ -226,7 +280,23 @@ class Records:
     # the recording process, so their time is the recording's too.
     def chunks(self, since: Mark, upto: Mark) -> Chunks:
         """The records made between two marks, as chunks: nodes, events, writes (each
-        only if there are any)."""
+        only if there are any; those packed first, as they were packed). The packed ones
+        are taken whole: `since` is where a packed chunk starts, or past it (the runner's
+        child asks from what it sent last, which is where the next pack started)."""
+        out: Chunks = []
+        for first, chunks in self.shelf:
+            last = _ends(first, chunks)
+            for chunk in chunks:
+                k = _KINDS.index(type(chunk))
+                if since[k] < last[k] and first[k] < upto[k]:
+                    if not (since[k] <= first[k] and last[k] <= upto[k]):
+                        raise ValueError(f"records {since} to {upto} cut a packed chunk")
+                    out.append(chunk)
+        return out + self._fresh_chunks(Mark(*map(max, since, self.packed)), upto)
+
+    def _fresh_chunks(self, since: Mark, upto: Mark) -> Chunks:
+        """The fresh records between two marks (at or past `packed`), as chunks: nodes,
+        events, writes, each only if there are any."""
         out: Chunks = []
         if upto.nodes > since.nodes:
             out.append(self.node_chunk(since.nodes, upto.nodes))
@@ -241,11 +311,11 @@ class Records:
         return out
 
     def node_chunk(self, first: int, end: int) -> NodeChunk:
-        """Nodes `first` to `end` (not included), with their labels as made."""
+        """Nodes `first` to `end` (not included, fresh), with their labels as made."""
         N, nodes = NODE_ROW, self.nodes
-        a, b = first * N, end * N
-        ends = nodes[a + NodeRow.KIDS_END : b : N]
-        base = nodes[a - N + NodeRow.KIDS_END] if first else 0
+        a, b = (first - self.packed.nodes) * N, (end - self.packed.nodes) * N
+        ends = nodes[a + NodeRow.KIDS_END : b : N]  # (among the fresh children)
+        base = nodes[a - N + NodeRow.KIDS_END] if a else 0
         return NodeChunk(
             tuple(label_texts(nodes[a + NodeRow.LABEL : b : N])),
             strings(nodes[a + NodeRow.OP : b : N]), floats(nodes[a + NodeRow.DATA : b : N]),
@@ -254,8 +324,11 @@ class Records:
             array("i", self.kids[base : ends[-1]]))
 
     def event_chunk(self, first: int, end: int) -> EventChunk:
-        E, events = EVENT_ROW, self.events
-        a, b = first * E, end * E
+        E, events, packed = EVENT_ROW, self.events, self.packed
+        a, b = (first - packed.events) * E, (end - packed.events) * E
+        starts = events[a + EventRow.WRITES_AT : b : E]
+        if packed.writes:
+            starts = map((packed.writes * WRITE_ROW).__add__, starts)
         kinds = small_codes(events[a + EventRow.KIND : b : E])
         lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
         before = list(compress(events[a + EventRow.BEFORE : b : E], lone))
@@ -264,11 +337,11 @@ class Records:
             self.values(before, EVENT, [first + k for k in compress(range(end - first), lone)]),
             floats(list(compress(events[a + EventRow.AFTER : b : E], lone))),
             ints(events[a + EventRow.LINE : b : E]), array("i", events[a + EventRow.CLOSURE : b : E]),
-            array("i", map(WRITE_ROW.__rfloordiv__, events[a + EventRow.WRITES_AT : b : E])))
+            array("i", map(WRITE_ROW.__rfloordiv__, starts)))
 
     def write_chunk(self, first: int, end: int) -> WriteChunk:
         W, writes = WRITE_ROW, self.writes
-        a, b = first * W, end * W
+        a, b = (first - self.packed.writes) * W, (end - self.packed.writes) * W
         return WriteChunk(
             array("i", writes[a + WriteRow.NODE : b : W]),
             small_codes(writes[a + WriteRow.FIELD : b : W]),
@@ -292,20 +365,46 @@ class Records:
 
     def relabelled(self, nodes: int) -> list[tuple[int, str]]:
         """(id, label) of the first `nodes` nodes whose label was set, to a string other
-        than the one they were made with, after they were made (`e.label = 'e'`)."""
-        made, N = self.nodes, NODE_ROW
+        than the one they were made with, after they were made (`e.label = 'e'`); for a
+        node whose row is let go (sent), any label set late."""
         found = []
         for nid, label in self.late_labels.items():
             if isinstance(label, str) and nid < nodes:
-                was = made[nid * N + NodeRow.LABEL]
-                if label != (was if isinstance(was, str) else ""):
+                was = self.made_label(nid)
+                if was is None or label != (was if isinstance(was, str) else ""):
                     found.append((nid, label))
         return found
+
+    def made_label(self, nid: int) -> object:
+        """The label node `nid` was made with; None once its row is let go."""
+        if nid >= self.packed.nodes:
+            return self.nodes[(nid - self.packed.nodes) * NODE_ROW + NodeRow.LABEL]
+        for first, chunks in self.shelf:
+            if isinstance(chunks[0], NodeChunk) and first.nodes <= nid < first.nodes + len(
+                    chunks[0].labels):
+                return chunks[0].labels[nid - first.nodes]
+        return None
 
     def names(self, since: int = 0) -> list[tuple[int, str]]:
         """(id, name) of the names found since the first `since`, in the order found."""
         n = len(self.name_texts)
         return list(zip(self.name_ids[since:n], self.name_texts[since:n]))
+
+
+_KINDS = (NodeChunk, EventChunk, WriteChunk)  # (in a `Mark`'s order)
+
+
+def _ends(first: Mark, chunks: Chunks) -> Mark:
+    """Where the packed `chunks`, made from `first`, end, kind by kind."""
+    n, e, w = first
+    for c in chunks:
+        if isinstance(c, NodeChunk):
+            n += len(c.ops)
+        elif isinstance(c, EventChunk):
+            e += len(c.kinds)
+        else:
+            w += len(c.nodes)
+    return Mark(n, e, w)
 
 
 # -- columns as the trace keeps them ----------------------------------------------------------

@@ -88,7 +88,8 @@ def _identity(fd: int) -> tuple[int, int] | None:
 class Flusher:
     """Sends the new records of the recording's store (`Records`) every `FLUSH_EVERY`
     seconds: any new closures, custom ops' values, nodes, then the events whose writes
-    have all been made, then those writes, then the names found."""
+    have all been made, then those writes, then the names found. What it has sent, the
+    store lets go (`Records.release`): the child holds only what it has not sent yet."""
 
     def __init__(self, records: Records, stream: Stream,
                  values: CallValues | None = None) -> None:
@@ -119,17 +120,23 @@ class Flusher:
     def flush(self) -> None:
         with self.lock:
             records = self.records
-            upto = records.settled()  # (None while a hook's replay is being taken back)
-            if upto is None:
-                return
+            # The store is held only while the records are cut (the recording's thread
+            # does not pack meanwhile), not while they go down the pipe: a parent slow
+            # to read would keep the rows fresh, as Python objects, all that time.
+            with records.lock:
+                upto = records.settled()  # (None while a hook's replay is taken back)
+                if upto is None:
+                    return
+                chunks = records.chunks(self.sent, upto)
+                records.release(upto)
             out = [tracefile.encode_closure(c) for c in records.closures(self.closures)]
             self.closures += len(out)
             if self.values is not None and len(self.values.found) > self.values_sent:
                 found = self.values.found[self.values_sent:]
                 self.values_sent += len(found)
                 out.append(tracefile.encode_values(found))
-            out += [tracefile.encode_chunk(chunk, STREAM_LEVEL)
-                    for chunk in records.chunks(self.sent, upto)]
+            out += [tracefile.encode_chunk(chunk, STREAM_LEVEL) for chunk in chunks]
+            del chunks
             self.sent = upto
             names = self._names()
             if names:

@@ -50,7 +50,7 @@ from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests
     split_record,
 )
 from mgtui.trace.load_limits import LoadLimits
-from mgtui.trace import Trace, TraceFormatError, chunks_of
+from mgtui.trace import EventChunk, Trace, TraceFormatError, chunks_of
 
 SUFFIX = ".mgtrace"
 READ_PIECE = 1 << 24  # bytes read at a time of a record that claims more
@@ -71,13 +71,19 @@ def is_trace_file(path: str | os.PathLike) -> bool:
 # -- writing ---------------------------------------------------------------------------
 
 
-def write(trace: Trace, f: BinaryIO) -> None:
-    """The trace as a file. (Of the table's tags, only those a file holds.)"""
+def write(trace: Trace, f: BinaryIO,
+          on_progress: Callable[[int, int], None] | None = None) -> None:
+    """The trace as a file. (Of the table's tags, only those a file holds.)
+    `on_progress(steps, all steps)` after each chunk."""
     f.write(encode_header(trace.scenario, trace.title, trace.notes, trace.source))
     for c in trace.closures:
         f.write(encode_closure(c))
+    done = 0
     for chunk in chunks_of(trace):
         f.write(encode_chunk(chunk))
+        if on_progress is not None and isinstance(chunk, EventChunk):
+            done += len(chunk.kinds)
+            on_progress(done, len(trace))
     values = list(trace.values_recorded())
     if values:
         f.write(encode_values(values))
@@ -85,9 +91,9 @@ def write(trace: Trace, f: BinaryIO) -> None:
                        [(p.kind, p.start, p.end) for p in trace.passes]))
 
 
-def dumpb(trace: Trace) -> bytes:
+def dumpb(trace: Trace, on_progress: Callable[[int, int], None] | None = None) -> bytes:
     out = io.BytesIO()
-    write(trace, out)
+    write(trace, out, on_progress)
     return out.getvalue()
 
 
@@ -176,6 +182,11 @@ def loadb(data: bytes, limits: LoadLimits | None = None) -> Trace:
     return read(io.BytesIO(data), limits=limits)
 
 
-def load(path: str | os.PathLike, limits: LoadLimits | None = None) -> Trace:
+def load(path: str | os.PathLike, limits: LoadLimits | None = None,
+         on_progress: Callable[[int, int], None] | None = None) -> Trace:
+    """Read the file at `path`; `on_progress(bytes read, file size)` after each record."""
     with Path(path).open("rb") as f:
-        return read(f, limits=limits)
+        if on_progress is None:
+            return read(f, limits=limits)
+        size = os.fstat(f.fileno()).st_size
+        return read(f, lambda decoder: on_progress(f.tell(), size), limits)

@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from copy import copy
 from dataclasses import replace
-from itertools import compress
+from itertools import compress, repeat
 from typing import Iterable
 
 from mgtui.trace import lanes
@@ -293,12 +293,15 @@ class TraceBuilder(RecordValidation):
         write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
         n = self.node_count
+        labels = Texts(self._inert_labels)
+        if last:  # (made inert and coded already: let them go before the names are made)
+            self.labels, self.ops, self._inert_labels = [], [], []
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
             notes=inert(self.notes),
             source=inert(self.source),
-            _label=Texts(self._inert_labels),
+            _label=labels,
             _op_code=keep(self._op_code),
             _ops=tuple(self._ops),
             node_data=keep(self.node_data),
@@ -322,8 +325,7 @@ class TraceBuilder(RecordValidation):
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
-            _name=Texts.of({nid: inert_line(name) for nid, name in self.names.items() if nid < n},
-                           n),
+            _name=self._name_texts(n, last),
         )
         if self.arrays or self.arrays.unrecorded:
             object.__setattr__(trace, "arrays", self.arrays if last else self.arrays.copy())
@@ -340,6 +342,21 @@ class TraceBuilder(RecordValidation):
         if last:
             self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace
+
+    def _name_texts(self, n: int, last: bool) -> Texts:
+        """The names of the first `n` nodes, made inert. The `last` build, of a trace
+        where many nodes are named (a training loop's `x = ...`), makes them inert in
+        place and equal names one string, and fills the tuple straight from them: no
+        second dict, no list beside it (at 3M nodes, a few hundred MB at its peak)."""
+        names = self.names
+        if not last or len(names) * 4 < n:
+            return Texts.of({nid: inert_line(name) for nid, name in names.items() if nid < n},
+                            n)
+        one = {}.setdefault  # equal names, one string
+        for nid, name in names.items():
+            safe = inert_line(name)
+            names[nid] = one(safe, safe)
+        return Texts(tuple(map(names.get, range(n), repeat(""))))
 
     def _catch_up_names(self) -> None:
         """Labels and ops made inert, for the nodes added since the last build (later

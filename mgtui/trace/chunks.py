@@ -64,32 +64,45 @@ Chunk = NodeChunk | EventChunk | WriteChunk
 
 
 def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk | ArrayChunk]:
-    """The trace's records as chunks of at most `size` records, nodes first, then
-    events and writes in step, so a reader can build (and show) the trace as they come;
-    then its arrays, if it has any (`mgtui.trace.arrays`)."""
+    """The trace's records as chunks of at most `size` records: events and their writes
+    in step, each chunk of them after the nodes they name, so a reader can build (and
+    show) the first steps as they come, before the rest is read; then its arrays, if it
+    has any (`mgtui.trace.arrays`)."""
     t = trace
-    for lo in range(0, t.node_count, size):
-        hi = min(lo + size, t.node_count)
+    made = 0  # the nodes yielded
+    w = 0
+    for lo in range(0, len(t), size):
+        hi = min(lo + size, len(t))
+        end = t._ev_write_start[hi]
+        named = max(t._ev_node[lo:hi]) + 1
+        if end > w:
+            named = max(named, max(t._wr_node[w:end]) + 1)
+        if named > made:
+            yield from node_chunks(t, made, named, size)
+            made = named
+        a, b = bisect_left(t._lone_at, lo), bisect_left(t._lone_at, hi)
+        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._lone_before[a:b],
+                         t._lone_after[a:b], t._ev_line[lo:hi], t._ev_closure[lo:hi],
+                         t._ev_write_start[lo:hi])
+        if end > w:
+            yield WriteChunk(t._wr_node[w:end], t._wr_field[w:end], t._wr_before[w:end],
+                             t._wr_after[w:end], t._wr_line[w:end])
+            w = end
+    yield from node_chunks(t, made, t.node_count, size)  # (nodes no step names)
+    if t.arrays or t.arrays.unrecorded:
+        yield t.arrays.chunk()
+
+
+def node_chunks(t: Trace, first: int, end: int, size: int) -> Iterator[NodeChunk]:
+    """Nodes `first` to `end` (not included) of `t`, as chunks of at most `size`."""
+    for lo in range(first, end, size):
+        hi = min(lo + size, end)
         base = t._child_start[lo]
         names = t._name.slice(lo, hi)
         yield NodeChunk(t._label.slice(lo, hi), tuple(map(t._ops.__getitem__, t._op_code[lo:hi])),
                         t.node_data[lo:hi], t._line[lo:hi],
                         array("i", (e - base for e in t._child_start[lo + 1 : hi + 1])),
                         t._child_ids[base : t._child_start[hi]], names if any(names) else ())
-    w = 0
-    for lo in range(0, len(t), size):
-        hi = min(lo + size, len(t))
-        a, b = bisect_left(t._lone_at, lo), bisect_left(t._lone_at, hi)
-        yield EventChunk(t._ev_kind[lo:hi], t._ev_node[lo:hi], t._lone_before[a:b],
-                         t._lone_after[a:b], t._ev_line[lo:hi], t._ev_closure[lo:hi],
-                         t._ev_write_start[lo:hi])
-        end = t._ev_write_start[hi]
-        if end > w:
-            yield WriteChunk(t._wr_node[w:end], t._wr_field[w:end], t._wr_before[w:end],
-                             t._wr_after[w:end], t._wr_line[w:end])
-            w = end
-    if trace.arrays or trace.arrays.unrecorded:
-        yield trace.arrays.chunk()
 
 
 def lone_values(kinds: array, before: Sequence[float],

@@ -10,7 +10,7 @@ import re
 from functools import partial
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from mgtui.trace import fields
 from mgtui.trace import binary as tracefile
@@ -223,17 +223,19 @@ def _float(x: float) -> str:
 
 
 def load(path: str | os.PathLike, *, max_nodes: int = DEFAULT_MAX_NODES,
-         max_memory: int | None = DEFAULT_MAX_MEMORY) -> Trace:
+         max_memory: int | None = DEFAULT_MAX_MEMORY,
+         on_progress: Callable[[int, int], None] | None = None) -> Trace:
     """Read a saved trace, JSON or binary (`mgtui.trace.binary`). Runs no code, and checks
     every reference and bound. Raises ScenarioLoadError, naming the first bad field, if
     it is not a trace this mgtui can show, or if it holds more than `max_nodes` nodes
     or would take more than `max_memory` bytes (`mgtui.trace.load_limits`: checked from what
-    each part declares, before it is read)."""
+    each part declares, before it is read). `on_progress(bytes read, file size)` as a
+    binary one is read."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioLoadError(f"no such file: {path}" if not p.exists() else f"{path} is not a file")
     try:
-        return _load(p, LoadLimits(max_nodes, max_memory))
+        return _load(p, LoadLimits(max_nodes, max_memory), on_progress)
     except READ_ERRORS as exc:
         raise load_error(path, exc) from None
 
@@ -259,9 +261,10 @@ def load_error(path: str | os.PathLike, exc: BaseException) -> ScenarioLoadError
     return ScenarioLoadError(f"{path} is not an mgtui trace: {_reason(exc)}")
 
 
-def _load(p: Path, limits: LoadLimits) -> Trace:
+def _load(p: Path, limits: LoadLimits,
+          on_progress: Callable[[int, int], None] | None = None) -> Trace:
     if tracefile.is_trace_file(p):
-        return tracefile.load(p, limits)
+        return tracefile.load(p, limits, on_progress)
     try:
         return read_json(p, limits)
     except _NotStreamable:

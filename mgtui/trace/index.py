@@ -1,13 +1,19 @@
 """The indexes derived from a trace, each built once on first use (or ahead of it, off
-the UI thread, by `build_indexes`): every node's uses and users, the event that made
-each node, and each write's earlier writes to the same field. A part of `Trace`."""
+the UI thread, by `build_indexes`), at C speed where a screen needs them: every node's
+uses, the event that made each node; and the users of each node, for the Graph pane
+alone. One graph's uses of a node and a write's place among the writes to the same
+field are found when asked, in the packed columns themselves, with no index (issue 24:
+at 1M nodes `uses`, `_users` and `_earlier_writes` were per-node Python loops of 1.3 s,
+0.8 s and 0.8 s, built on every load). A part of `Trace`."""
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_right
+from collections import Counter
 from functools import cached_property
-from itertools import repeat
+from itertools import compress, repeat
+from operator import eq, sub
 from typing import Self
 
 from mgtui.trace.records import EventKind, Pass, Write
@@ -27,9 +33,16 @@ class TraceIndexes:
 
     @cached_property
     def _created_at(self) -> array:
-        at = array("i", [-1]) * self.node_count  # (int32: indexes are kept small)
-        for i in self.events_of(EventKind.CREATE):
-            at[self._ev_node[i]] = i
+        code, events = EventKind.CREATE.code, len(self)
+        made = array("i", compress(range(events), self._is_kind(code, 0, events)))
+        n, nodes = self.node_count, self._ev_node
+        # Most often the creations make the ids in order, 0 to n - 1: then the index is
+        # the creations' own indices (int32: indexes are kept small), checked at C speed.
+        if len(made) == n and all(map(eq, map(nodes.__getitem__, made), range(n))):
+            return made
+        at = array("i", [-1]) * n
+        for i in made:
+            at[nodes[i]] = i
         return at
 
     def created_at(self, nid: int) -> int | None:
@@ -40,27 +53,42 @@ class TraceIndexes:
     @cached_property
     def uses(self) -> array:
         """Per node, how many nodes take it as an input (its fan-out), over the whole
-        trace: every training step's graph (`uses_within` counts one graph's)."""
-        uses = array("i", bytes(4 * self.node_count))
-        for nid in range(self.node_count):
-            for c in set(self.children(nid)):
-                if c >= 0:
-                    uses[c] += 1
+        trace: every training step's graph (`uses_within` counts one graph's). Counted
+        at C speed, each user once (a child given twice to one node is one use)."""
+        return self._uses_of(0, self.node_count, array("i", bytes(4 * self.node_count)))
+
+    def _uses_of(self, first: int, end: int, uses: array) -> array:
+        """`uses` (of every node), with the uses by nodes `first` to `end` added."""
+        ids, start = self._child_ids, self._child_start
+        counts = Counter(ids[start[first]:start[end]])
+        # the nodes with two children or more, where one may be given twice
+        many = compress(range(first, end), map((1).__lt__, map(
+            sub, start[first + 1:end + 1], start[first:end])))
+        for nid in many:
+            kids = ids[start[nid]:start[nid + 1]]
+            if len(set(kids)) < len(kids):
+                for c, k in Counter(kids).items():
+                    counts[c] -= k - 1
+        counts.pop(-1, None)  # (a child that was not recorded)
+        for c, k in counts.items():
+            uses[c] += k
         return uses
 
-    def build_indexes(self, older: Self | None = None, users: bool = True,
+    def build_indexes(self, older: Self | None = None, users: bool = False,
                       final: bool = False) -> None:
-        """Build the derived indexes now (off the UI thread), not on first use.
+        """Build the derived indexes a step's screen needs now (off the UI thread), not
+        on first use.
 
         `older` is this run as it was recorded so far, earlier (a prefix of this trace):
         its indexes are extended by what was added since, not built again. `users`
-        (the Graph pane's) cannot be extended: False leaves it to its first use.
-        `final` replays the final state now too; left to its first use (`G`), it
-        costs no memory until then (a replay of every event: moons 0.05 s)."""
+        (the Graph pane's, not extended) is left to its first use unless asked for.
+        `final` replays the final state now too (what `G` shows); left to its first
+        use, it costs no memory until then (a replay of every event: moons 0.05 s, a
+        3M-node chain 1 s)."""
         if older is not None and older.node_count <= self.node_count \
-                and len(older) <= len(self) and "uses" in older.__dict__:
+                and len(older) <= len(self):
             self._extend_indexes(older)
-        self.uses, self._created_at, self._earlier_write  # noqa: B018
+        self._created_at  # noqa: B018  (`uses`, for a lesson page and the users, on first use)
         if users:
             self._users  # noqa: B018
         if final:
@@ -69,27 +97,16 @@ class TraceIndexes:
     def _extend_indexes(self, older: Self) -> None:
         d = self.__dict__
         n0, n = older.node_count, self.node_count
-        uses = array("i", older.uses)
-        uses.frombytes(bytes(4 * (n - n0)))
-        for nid in range(n0, n):
-            for c in set(self.children(nid)):
-                if c >= 0:
-                    uses[c] += 1
-        d["uses"] = uses
+        if "uses" in older.__dict__:
+            uses = array("i", older.uses)
+            uses.frombytes(bytes(4 * (n - n0)))
+            d["uses"] = self._uses_of(n0, n, uses)
         if "_created_at" in older.__dict__:
             at = array("i", older._created_at)
             at.extend(repeat(-1, n - n0))
             for i in self.events_of(EventKind.CREATE, len(older), len(self)):
                 at[self._ev_node[i]] = i
             d["_created_at"] = at
-        if "_earlier_write" in older.__dict__:
-            # passes that ended before the older trace did are the same in both
-            kept = next((p for p in older.passes if p.end == len(older)), None)
-            if kept is not None and kept.kind == "backward":
-                upto = self._ev_write_start[kept.start]
-            else:
-                upto = older.write_count
-            d["_earlier_write"] = self._earlier_writes(older._earlier_write[:upto], upto)
 
     @cached_property
     def _users(self) -> tuple[array, array]:
@@ -121,40 +138,38 @@ class TraceIndexes:
 
     def uses_within(self, nid: int, made: range) -> int:
         """How many of the nodes `made` (a forward pass's: one graph) take node `nid` as
-        an input: its uses in that graph, where `uses` counts every pass's."""
-        if not made:
+        an input: its uses in that graph, where `uses` counts every pass's. Its id is
+        looked for among those nodes' children at C speed (`array.index`), from the
+        first made after it: a user is made after its inputs."""
+        start, ids = self._child_start, self._child_ids
+        first, end = max(made.start, nid + 1), min(made.stop, self.node_count)
+        if first >= end:
             return 0
-        start, ids = self._users
-        lo, hi = start[nid], start[nid + 1]
-        return bisect_left(ids, made.stop, lo, hi) - bisect_left(ids, made.start, lo, hi)
-
-    @cached_property
-    def _earlier_write(self) -> array:
-        """Per write inside a `_backward`, the index of the previous write to the same
-        node's same field within the same backward pass, or -1 for its first one."""
-        return self._earlier_writes(array("i"), 0)
-
-    def _earlier_writes(self, known: array, upto: int) -> array:
-        """`_earlier_write`, knowing it for the writes before `upto` (which starts a pass
-        or ends the writes)."""
-        out = known
-        out.extend(repeat(-1, len(self._wr_node) - upto))
-        for p in self.passes:
-            if p.kind != "backward" or self._ev_write_start[p.end] <= upto:
-                continue
-            last: dict[tuple[int, int], int] = {}
-            for w in range(max(self._ev_write_start[p.start], upto),
-                           self._ev_write_start[p.end]):
-                key = (self._wr_node[w], self._wr_field[w])
-                out[w] = last.get(key, -1)
-                last[key] = w
-        return out
+        at, hi = start[first], start[end]
+        n, last = 0, -1
+        while True:
+            try:
+                at = ids.index(nid, at, hi)
+            except ValueError:
+                return n
+            user = bisect_right(start, at) - 1
+            if user != last:  # (a child given twice to one node is one use)
+                n, last = n + 1, user
+            at += 1
 
     def contribution(self, write: Write) -> int:
-        """1 for the first write to a node's field in its backward pass, 2 for the second…"""
+        """1 for the first write to a node's field in its backward pass, 2 for the
+        second…: the earlier writes to it in its pass, looked for at C speed
+        (`array.index`) in the write columns themselves."""
+        w = write.index
+        p = self.pass_at(bisect_right(self._ev_write_start, w) - 1)
+        at = self._ev_write_start[p.start] if p is not None and p.kind == "backward" else w
+        node, fields, field = self._wr_node, self._wr_field, self._wr_field[w]
         n = 1
-        w = self._earlier_write[write.index]
-        while w >= 0:
-            n += 1
-            w = self._earlier_write[w]
-        return n
+        while True:
+            try:
+                at = node.index(write.node, at, w)
+            except ValueError:
+                return n
+            n += fields[at] == field
+            at += 1

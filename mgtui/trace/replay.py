@@ -11,6 +11,8 @@ from functools import cached_property
 
 from mgtui.trace.records import _CREATE, _DATA, _GRAD
 
+REPLAY_BLOCK = 1 << 16  # writes merged in a dict before they go into the arrays
+
 
 class TraceReplay:
     """A trace's events applied to a state and taken back out of it. A mixin of `Trace`:
@@ -94,17 +96,31 @@ def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
     """Write the effects of events [start, end) into `data` and `grad` (per-node arrays),
     each write replayed once, in order. Writes inside `_backward` calls are merged a run
     at a time with `dict.update`, and only the few writes outside them (the lone writes,
-    whose values are `lone_after` from `lone` on) are visited one by one."""
+    whose values are `lone_after` from `lone` on) are visited one by one. The merged
+    values go into the arrays every `REPLAY_BLOCK` writes, so that the dicts stay small
+    (a 3M-node replay's would hold a few hundred MB)."""
     grads: dict[int, float] = {}
     datas: dict[int, float] = {}
     w = write_start[start]
 
     def apply(stop: int) -> None:
-        if only_grads:
-            grads.update(zip(wr_node[w:stop], wr_after[w:stop]))
-        else:
-            for k in range(w, stop):
-                (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+        for a in range(w, stop, REPLAY_BLOCK):
+            b = min(a + REPLAY_BLOCK, stop)
+            if only_grads:
+                grads.update(zip(wr_node[a:b], wr_after[a:b]))
+            else:
+                for k in range(a, b):
+                    (grads if wr_field[k] == 0 else datas)[wr_node[k]] = wr_after[k]
+            if len(grads) + len(datas) >= REPLAY_BLOCK:
+                flush()
+
+    def flush() -> None:
+        for nid, value in grads.items():
+            grad[nid] = value
+        for nid, value in datas.items():
+            data[nid] = value
+        grads.clear()
+        datas.clear()
 
     kinds = ev_kind.tobytes()[start:end]
     for match in re.finditer(bytes((ord("["), _GRAD, _DATA, ord("]"))), kinds):
@@ -115,7 +131,4 @@ def replay_into(ev_kind: array, ev_node: array, lone_after: array, lone: int,
         (grads if ev_kind[i] == _GRAD else datas)[ev_node[i]] = lone_after[lone]
         lone += 1
     apply(write_start[end])
-    for nid, value in grads.items():
-        grad[nid] = value
-    for nid, value in datas.items():
-        data[nid] = value
+    flush()

@@ -182,8 +182,10 @@ class TraceLoading:
                 trace, stopped = result.trace, result.message
             else:
                 trace, stopped = self._read_saved(path), ""
-            # here, not on the first backward step; from those shown while it recorded
-            trace.build_indexes(older=self._last_shown if is_scenario(path) else None)
+            # here, not on the first backward step; from those shown while it recorded;
+            # and the final state, so that `G` costs a copy of it
+            trace.build_indexes(older=self._last_shown if is_scenario(path) else None,
+                                final=True)
             self._last_shown = None
             prepare_views(trace, (self._position, self.debugger.position, 0, len(trace) + 1))
             self.post_message(TraceLoaded(trace, path, reload, stopped))

@@ -31,6 +31,7 @@ NO_HERE: list = [None, 0]
 # -- filled in for each run (`Inliner._helpers`) -------------------------------------------
 rec = None  # the Recorder
 nodes: list = []  # the record columns (`mgtui.recording.store.Records`)
+id_base: list = [0]  # `Records.id_base`: the nodes packed, ids go on from there
 kids: list = []
 events: list = []
 writes: list = []
@@ -144,7 +145,7 @@ def stop_making() -> None:
 def made(node, children, depth=2) -> None:
     """Number and record a node at the end of its class's `__init__` (`depth` frames up
     from here is the code that called the class): `Probe.node_made`, inlined."""
-    nid = len(nodes) // NODE_ROW
+    nid = len(nodes) // NODE_ROW + id_base[0]
     if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
         stop_making()
     try:

@@ -96,7 +96,8 @@ class Inliner:
         run = {name: value for name, value in vars(hot).items() if not name.startswith("__")}
         run.update(
             __builtins__=builtins, __name__=hot.__name__,
-            rec=rec, nodes=records.nodes, kids=records.kids, events=records.events,
+            rec=rec, nodes=records.nodes, id_base=records.id_base, kids=records.kids,
+            events=records.events,
             writes=records.writes, stack=records.stack, made_inside=records.made_inside,
             late_labels=records.late_labels, add_kid=records.add_kid,
             add_node=records.add_node, add_event=records.add_event,

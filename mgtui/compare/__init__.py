@@ -7,3 +7,11 @@ The modules: `sides` opens a side (a run or a saved trace); `passes` reads one b
 pass of a trace as the comparison needs it; `align` matches the nodes of two of them;
 `result` finds the first difference and holds what was found.
 """
+
+from __future__ import annotations
+
+from mgtui.compare.result import Comparison, Difference, Tolerance, compare, compare_traces
+from mgtui.compare.sides import Side, open_sides
+
+__all__ = ["Comparison", "Difference", "Side", "Tolerance", "compare", "compare_traces",
+           "open_sides"]

@@ -82,6 +82,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.moved_at = 0.0  # time.monotonic() of the user's last move
+        # `mgtui diff`: the comparison's lines, and where it found the first difference
+        self.comparison: tuple[str, ...] = ()
+        self._difference: tuple[int, int | None, str] | None = None
         self._init_side_tabs()
 
     # -- layout ----------------------------------------------------------------------------
@@ -115,6 +118,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
                         yield Static("", id="output", markup=False)
                 with TabPane("Checks", id="tab-checks"):
                     yield ChecksPane(id="checks")
+        if self.comparison:
+            yield Static("\n".join(self.comparison), id="comparison", markup=False)
         yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
@@ -135,6 +140,13 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
         self._pending = (trace, position, None)
+
+    def show_comparison(self, lines, difference: tuple[int, int | None, str] | None) -> None:
+        """Show a comparison with another run (`mgtui diff`) in a pane of its own, and open
+        at its first difference (`Session.goto_difference`): called before the screen is
+        mounted."""
+        self.comparison = tuple(inert(line) for line in lines)
+        self._difference = difference
 
     def show_loading(self, path) -> None:
         if self.query(StepDetail) and self.session is None:
@@ -189,7 +201,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
         self._reset_side_tabs(tab)
         self.state = None  # every pane draws the new trace in full
-        self.state = self.session.goto(position, select=select)
+        if self._difference is not None:
+            at, self._difference = self._difference, None
+            self.state = self.session.goto_difference(*at)
+        else:
+            self.state = self.session.goto(position, select=select)
 
     def grow_trace(self, trace: Trace, wanted: int | None = None) -> None:
         """Show `trace`, the run on screen recorded further, at the same step and node:

@@ -1,0 +1,168 @@
+"""Matching the nodes of two backward passes' graphs, which may differ in shape (torch
+fuses ops and adds its own nodes; a hand-written engine makes a `-1` for a subtraction):
+
+- leaves by name (label or variable), then the rest by value, in the order they were made;
+- each op, in the order it was made, to the other side's op with the same kind of op over
+  the same (matched) inputs; failing that, to the first op made after its matched inputs
+  that has the same value and was computed from them.
+
+What matches neither way stays unaligned, and the comparison says so."""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+
+from mgtui.compare.passes import BackwardPass
+
+# Ops by what they compute, whatever the engine calls them: micrograd's `*`, `**2`,
+# `ReLU`; torch's `MulBackward0`, `PowBackward0`, `ReluBackward0`.
+_OP_NAMES = {"add": "+", "mul": "*", "sub": "-", "div": "/", "neg": "neg", "pow": "**",
+             "relu": "relu", "tanh": "tanh", "exp": "exp", "log": "log",
+             "sigmoid": "sigmoid"}
+_SUFFIX = re.compile(r"backward\d*$")
+DEPENDS_VISITS = 20_000  # nodes looked at to tell that one op was computed from another
+
+
+def op_kind(op: str) -> str:
+    """`MulBackward0` → `*`, `**2` → `**`, `ReLU` → `relu`: the op, by what it computes."""
+    name = _SUFFIX.sub("", op.strip().lower())
+    if name.startswith("**"):
+        return "**"
+    return _OP_NAMES.get(name, name)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Two numbers agree when |a − b| ≤ atol + rtol·max(|a|, |b|)."""
+
+    rtol: float = 1e-4
+    atol: float = 1e-6
+
+    def close(self, a: float, b: float) -> bool:
+        if a == b:
+            return True
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return math.isnan(a) and math.isnan(b)
+        return abs(a - b) <= self.atol + self.rtol * max(abs(a), abs(b))
+
+    def window(self, v: float) -> tuple[float, float]:
+        slack = self.atol + self.rtol * abs(v) * 1.0001
+        return v - slack, v + slack
+
+    def __str__(self) -> str:
+        return f"|a − b| ≤ {self.atol:g} + {self.rtol:g}·max(|a|, |b|)"
+
+
+@dataclass
+class Alignment:
+    """Which node of side A's graph is which of side B's, and how each pair was found
+    (`name`, `value`, `structure`)."""
+
+    a: BackwardPass
+    b: BackwardPass
+    to_b: dict[int, int] = field(default_factory=dict)
+    to_a: dict[int, int] = field(default_factory=dict)
+    how: dict[int, str] = field(default_factory=dict)
+
+    def pair(self, na: int, nb: int, how: str) -> None:
+        self.to_b[na] = nb
+        self.to_a[nb] = na
+        self.how[na] = how
+
+    def unaligned(self) -> tuple[list[int], list[int]]:
+        """The nodes of each side's graph with no partner."""
+        return ([n for n in self.a.nodes if n not in self.to_b],
+                [n for n in self.b.nodes if n not in self.to_a])
+
+
+def align(a: BackwardPass, b: BackwardPass, tol: Tolerance) -> Alignment:
+    al = Alignment(a, b)
+    _align_leaves(al, tol)
+    _align_ops(al, tol)
+    if a.root is not None and b.root is not None and a.root not in al.to_b \
+            and b.root not in al.to_a:
+        al.pair(a.root, b.root, "root")  # the two outputs are the thing compared
+    return al
+
+
+def _align_leaves(al: Alignment, tol: Tolerance) -> None:
+    a, b = al.a, al.b
+    by_name: dict[str, list[int]] = {}
+    for nb in b.leaves:
+        if b.name(nb):
+            by_name.setdefault(b.name(nb), []).append(nb)
+    rest = []
+    for na in a.leaves:
+        named = by_name.get(a.name(na)) if a.name(na) else None
+        if named:
+            al.pair(na, named.pop(0), "name")
+        else:
+            rest.append(na)
+    free = [nb for nb in b.leaves if nb not in al.to_a]
+    for na in rest:
+        va = a.data[na]
+        for k, nb in enumerate(free):
+            if tol.close(va, b.data[nb]):
+                al.pair(na, nb, "value")
+                del free[k]
+                break
+
+
+def _align_ops(al: Alignment, tol: Tolerance) -> None:
+    a, b = al.a, al.b
+    ta, tb = a.trace, b.trace
+    by_value = sorted((b.data[n], n) for n in b.ops if math.isfinite(b.data[n]))
+    values = [v for v, _ in by_value]
+    for na in a.ops:
+        inputs = [al.to_b[c] for c in ta.children(na) if c in al.to_b]
+        kind = op_kind(ta.op(na))
+        whole = len(inputs) == len(ta.children(na))
+        found = _by_structure(al, inputs, kind) if whole and inputs else None
+        if found is not None:
+            al.pair(na, found, "structure")
+            continue
+        va = a.data[na]
+        if not math.isfinite(va):
+            continue
+        lo, hi = tol.window(va)
+        after = max(inputs, default=-1)
+        for k in range(bisect_left(values, lo), bisect_right(values, hi)):
+            nb = by_value[k][1]
+            if nb > after and nb not in al.to_a and _computed_from(tb, nb, inputs, b.members):
+                al.pair(na, nb, "value")
+                break
+
+
+def _by_structure(al: Alignment, inputs: list[int], kind: str) -> int | None:
+    """B's op of the same kind over exactly these inputs, not matched yet."""
+    tb = al.b.trace
+    want = Counter(inputs)
+    for nb in tb.users(inputs[0]):
+        if nb in al.to_a or nb not in al.b.members or op_kind(tb.op(nb)) != kind:
+            continue
+        kids = tb.children(nb)
+        if len(kids) == len(inputs) and Counter(kids) == want:
+            return nb
+    return None
+
+
+def _computed_from(trace, nb: int, inputs: list[int], members: frozenset[int]) -> bool:
+    """Was B's node `nb` computed from every one of `inputs` (its matched inputs)?"""
+    if not inputs:
+        return True
+    wanted = set(inputs)
+    low = min(wanted)
+    seen = {nb}
+    stack = [nb]
+    while stack and wanted and len(seen) < DEPENDS_VISITS:
+        n = stack.pop()
+        for c in trace.children(n):
+            if c >= low and c not in seen and c in members:
+                seen.add(c)
+                wanted.discard(c)
+                stack.append(c)
+    return not wanted

@@ -1,0 +1,304 @@
+"""The first difference between two runs, and the comparison that found it.
+
+Backward passes are paired in order (the first of A with the first of B, …). In each
+pair, after the graphs are aligned (`mgtui.compare.align`), a value that differs comes
+first (the forward pass ran first), the node made earliest; then a gradient, in the order
+A's backward pass completed them: the first node whose gradient is wrong is the one the
+wrong `_backward` wrote, not one downstream that inherited the error. Its `_backward` is
+found by comparing each call's contribution to it with the other side's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mgtui.compare.align import Alignment, Tolerance, align
+from mgtui.compare.passes import BackwardPass, Contribution, backward_passes
+from mgtui.compare.sides import Side, open_sides
+from mgtui.errors import ScenarioLoadError
+from mgtui.trace import EventKind
+
+Kind = Literal["value", "grad", "passes", "shape"]
+
+
+def num(v: float) -> str:
+    """A number as the report shows it: 0.2929, -1.5, 0.5."""
+    return f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One side of a difference: the node, its value there, and where it came from —
+    the `_backward` call (`writer`, at event `step`) and the line that wrote it, or, for
+    a value, the line that made or last set the node."""
+
+    node: int
+    label: str
+    op: str
+    value: float
+    step: int | None  # the event to open the app at
+    writer: int | None = None
+    writer_label: str = ""
+    writer_op: str = ""
+    place: str = ""  # `mine.py:37`, "" if no line was recorded
+    code: str = ""  # that line's text, stripped
+    field: Literal["grad", "data"] = "grad"  # what differs: its gradient, or its value
+
+    def to_json(self) -> dict:
+        from mgtui.trace.export import num as json_num
+
+        return {"node": self.node, "label": self.label, "op": self.op, "field": self.field,
+                "value": json_num(self.value), "step": self.step, "writer": self.writer,
+                "writer_label": self.writer_label or None, "writer_op": self.writer_op or None,
+                "place": self.place or None, "code": self.code or None}
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: Kind
+    backward_pass: int  # numbered from 1; 0 for none
+    message: str
+    a: Point | None = None
+    b: Point | None = None
+    hint: str = ""  # what the numbers suggest (`=` for `+=`)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "backward_pass": self.backward_pass or None,
+                "message": self.message, "hint": self.hint or None,
+                "a": self.a.to_json() if self.a else None,
+                "b": self.b.to_json() if self.b else None}
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    tolerance: Tolerance
+    passes_a: int
+    passes_b: int
+    compared: int = 0  # backward passes compared
+    difference: Difference | None = None
+    aligned: int = 0  # node pairs in the last pass compared
+    leaves: int = 0  # leaf pairs there, their gradients compared
+    unaligned_a: list[tuple[int, str, str]] = field(default_factory=list)
+    unaligned_b: list[tuple[int, str, str]] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        """What keeps the comparison from being of two whole runs."""
+        return [f"{s.name}: {s.problem}" for s in (self.a, self.b) if s.problem]
+
+    @property
+    def agree(self) -> bool:
+        return self.difference is None and not self.problems
+
+    def to_json(self) -> dict:
+        def side(s: Side, passes: int, unaligned) -> dict:
+            return {"name": s.name, "saved_trace": s.saved, "backward_passes": passes,
+                    "problem": s.problem or None,
+                    "unaligned": [{"node": n, "label": lab, "op": op}
+                                  for n, lab, op in unaligned]}
+
+        return {"format": "mgtui-diff", "version": 1, "agree": self.agree,
+                "tolerance": {"rtol": self.tolerance.rtol, "atol": self.tolerance.atol},
+                "backward_passes_compared": self.compared, "aligned": self.aligned,
+                "leaves_compared": self.leaves,
+                "difference": self.difference.to_json() if self.difference else None,
+                "a": side(self.a, self.passes_a, self.unaligned_a),
+                "b": side(self.b, self.passes_b, self.unaligned_b)}
+
+
+def compare(a: str, b: str, *, tolerance: Tolerance = Tolerance(), **run_options) -> Comparison:
+    """Record (or read) both sides and compare them. Raises ScenarioLoadError if either
+    cannot be shown at all."""
+    side_a, side_b = open_sides(a, b, **run_options)
+    return compare_traces(side_a, side_b, tolerance)
+
+
+def compare_traces(a: Side, b: Side, tolerance: Tolerance = Tolerance()) -> Comparison:
+    """Raises ScenarioLoadError if a side ran no backward pass: there is nothing to
+    compare it by (the gradients, and the values they were computed from)."""
+    passes_a, passes_b = backward_passes(a.trace), backward_passes(b.trace)
+    for side, passes in ((a, passes_a), (b, passes_b)):
+        if not passes:
+            why = f" ({side.problem})" if side.problem else ""
+            raise ScenarioLoadError(f"{side.name}: no backward pass was recorded{why}, and "
+                                    "diff compares backward passes: the gradients and the "
+                                    "values they were computed from")
+    out = Comparison(a, b, tolerance, len(passes_a), len(passes_b))
+    for pa, pb in zip(passes_a, passes_b):
+        al = align(pa, pb, tolerance)
+        out.compared += 1
+        _keep_alignment(out, al)
+        out.difference = first_difference(al, a, b, tolerance)
+        if out.difference is not None:
+            return out
+    if len(passes_a) != len(passes_b):
+        more, fewer = (a, b) if len(passes_a) > len(passes_b) else (b, a)
+        out.difference = Difference(
+            "passes", 0, f"{more.name} ran {max(len(passes_a), len(passes_b))} backward "
+            f"passes and {fewer.name} {min(len(passes_a), len(passes_b))}: the first "
+            f"{out.compared} agree")
+    return out
+
+
+def _keep_alignment(out: Comparison, al: Alignment) -> None:
+    ua, ub = al.unaligned()
+    ta, tb = al.a.trace, al.b.trace
+    out.unaligned_a = [(n, ta.label(n), ta.op(n)) for n in ua]
+    out.unaligned_b = [(n, tb.label(n), tb.op(n)) for n in ub]
+    out.aligned = len(al.to_b)
+    out.leaves = sum(1 for n in al.a.leaves if n in al.to_b)
+
+
+def first_difference(al: Alignment, a: Side, b: Side, tol: Tolerance) -> Difference | None:
+    pa, pb = al.a, al.b
+    if not any(n in al.to_b for n in pa.leaves):
+        return Difference("shape", pa.number, f"backward pass {pa.number}: no input of "
+                          f"{a.name}'s graph matches one of {b.name}'s, by name or by value: "
+                          "the two graphs could not be aligned")
+    for na in pa.nodes:  # by id: the order they were made
+        nb = al.to_b.get(na)
+        if nb is not None and not tol.close(pa.data[na], pb.data[nb]):
+            return _value_difference(al, a, b, na, nb)
+    for na in pa.in_done_order():
+        nb = al.to_b.get(na)
+        if nb is not None and not tol.close(pa.grad_done[na], pb.grad_done[nb]):
+            return _grad_difference(al, a, b, na, nb, tol)
+    return None
+
+
+def _value_difference(al: Alignment, a: Side, b: Side, na: int, nb: int) -> Difference:
+    pa, pb = al.a, al.b
+    pt_a, pt_b = _value_point(pa, a, na), _value_point(pb, b, nb)
+    what = f"`{pt_a.label}`" + (f" ({pt_a.op})" if pt_a.op else "")
+    message = (f"backward pass {pa.number}: {what} is {num(pt_a.value)} in yours"
+               f"{_paren(pt_a)} and {num(pt_b.value)} in {b.called}{_paren(pt_b)}")
+    return Difference("value", pa.number, message, pt_a, pt_b)
+
+
+def _value_point(p: BackwardPass, side: Side, nid: int) -> Point:
+    """Where node `nid`'s value as pass `p` began came from: its last `data` write before
+    the pass, else the line that made it."""
+    t = side.trace
+    step, line = t.created_at(nid), t.line(nid)
+    for i in reversed(t.events_of(EventKind.DATA, 0, p.pass_.start)):
+        if t.event_node(i) == nid:
+            step, line = i, t.event_line(i)
+            break
+    place = side.place(t.scenario, line) if line else ""
+    return Point(nid, t.label(nid), t.op(nid), p.data[nid], step, place=place,
+                 code=_code(t.source, line), field="data")
+
+
+def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
+                     tol: Tolerance) -> Difference:
+    pa, pb = al.a, al.b
+    ca, cb, per_call = _culprit(al, na, nb, tol)
+    pt_a = _grad_point(pa, a, na, ca, per_call)
+    pt_b = _grad_point(pb, b, nb, cb, per_call)
+    message = f"backward pass {pa.number}: " + _grad_message(a, b, pt_a, pt_b, per_call)
+    return Difference("grad", pa.number, message, pt_a, pt_b,
+                      _overwrite_hint(ca, cb, tol) if per_call else "")
+
+
+Calls = list[Contribution]  # one `_backward` call's writes to one node
+
+
+def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Calls, bool]:
+    """The `_backward` call on each side whose contribution to the node differs (its
+    writes to it, the other side's from the matching call, True), or, where the calls
+    cannot be paired, the last write on each side and False."""
+    pa, pb = al.a, al.b
+    ca = _by_writer(c for c in pa.into.get(na, ()) if c.step < pa.done_at[na])
+    cb = _by_writer(c for c in pb.into.get(nb, ()) if c.step < pb.done_at[nb])
+    if all(al.to_b.get(w) in cb for w in ca) and all(al.to_a.get(w) in ca for w in cb):
+        for w, mine in ca.items():
+            theirs = cb[al.to_b[w]]
+            if not tol.close(_sum(mine), _sum(theirs)):
+                return mine, theirs, True
+    last_a = max(ca.values(), key=lambda c: c[-1].step, default=[])
+    last_b = max(cb.values(), key=lambda c: c[-1].step, default=[])
+    return last_a[-1:], last_b[-1:], False
+
+
+def _by_writer(contributions) -> dict[int, Calls]:
+    out: dict[int, Calls] = {}
+    for c in contributions:
+        out.setdefault(c.writer, []).append(c)
+    return out
+
+
+def _sum(calls: Calls) -> float:
+    return sum(c.delta for c in calls)
+
+
+def _overwrite_hint(mine: Calls, theirs: Calls, tol: Tolerance) -> str:
+    """`=` where `+=` belongs: a write that found a grad already there and left what the
+    other side added, not that plus it."""
+    for c, d in zip(mine, theirs):
+        if c.before != 0 and tol.close(c.after, d.delta) and not tol.close(c.delta, d.delta):
+            return (f"it set the grad to its own share instead of adding it: `=` where `+=` "
+                    f"belongs (the {num(c.before)} already there was lost)")
+    return ""
+
+
+def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, per_call: bool) -> Point:
+    """One side of a gradient that differs: with `per_call`, what the culprit call added
+    to it; else its whole grad, and the last write to it."""
+    t = side.trace
+    value = _sum(calls) if per_call else p.grad_done[nid]
+    if not calls:
+        return Point(nid, t.label(nid), t.op(nid), value, p.done_at.get(nid))
+    c = calls[0]
+    closure = t.closure_of(c.step)
+    filename = closure.filename if closure is not None else t.scenario
+    place = side.place(filename, c.line) if c.line else ""
+    code = _closure_code(closure, c.line) if closure is not None else _code(t.source, c.line)
+    return Point(nid, t.label(nid), t.op(nid), value, c.step, c.writer, t.label(c.writer),
+                 t.op(c.writer), place, code)
+
+
+def _grad_message(a: Side, b: Side, pa: Point, pb: Point, per_call: bool) -> str:
+    """`o`'s tanh: your `_backward` at mine.py:37 gives n.grad 0.2929, torch gives 0.5"""
+    who = pa if pa.writer is not None else pb
+    head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: " if who.writer is not None \
+        else f"`{pa.label}`: "
+    grad, other = f"{pa.label}.grad", b.called
+    if not per_call:
+        return (head + f"{grad} is {num(pa.value)} in yours{_by(pa)} and {num(pb.value)} "
+                f"in {other}{_by(pb)} (their calls could not be paired one by one)")
+    mine = (f"your `_backward`{_at(pa)} gives {grad} {num(pa.value)}" if pa.writer is not None
+            else f"yours adds nothing to {grad}")
+    theirs = (f"{other} gives {num(pb.value)}{_at(pb)}" if pb.writer is not None
+              else f"{other} adds nothing")
+    return f"{head}{mine}, {theirs}"
+
+
+def _at(pt: Point) -> str:
+    return f" at {pt.place}" if pt.place else ""
+
+
+def _paren(pt: Point) -> str:
+    return f" ({pt.place})" if pt.place else ""
+
+
+def _by(pt: Point) -> str:
+    if pt.writer is None:
+        return ""
+    return f" (last written by `{pt.writer_label}`'s `_backward`" + (
+        f" at {pt.place})" if pt.place else ")")
+
+
+def _closure_code(closure, line: int | None) -> str:
+    if not line:
+        return ""
+    k = line - closure.first_line
+    return closure.lines[k].strip() if 0 <= k < len(closure.lines) else ""
+
+
+def _code(source: str, line: int | None) -> str:
+    if not line or not source:
+        return ""
+    lines = source.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""

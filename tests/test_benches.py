@@ -17,6 +17,7 @@ BENCH = ROOT / "bench"
 SAYS = {
     "big_chain.py": None,  # (no quick mode yet: see NOT_YET)
     "bytes_per_key.py": "80×24: first screen",
+    "diff_time.py": "diff, MLP against its twin",
     "doctor_time.py": "total, bundled bug scenarios",
     "exports.py": "--export html, phase by phase",
     "graph_layout.py": "neighbourhoods",

@@ -17,7 +17,7 @@ import pytest
 
 from mgtui.cli import main
 from mgtui.compare import Tolerance, compare
-from mgtui.compare.align import op_kind
+from mgtui.compare.passes import op_kind
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "diff"
@@ -231,3 +231,62 @@ async def test_the_app_opens_at_the_difference_with_both_sides_shown(monkeypatch
         assert "tolerance |a − b| ≤ 1e-06" in pane
         await pilot.press("n")  # and it steps on from there, as ever
         assert screen.state.event == c.difference.a.step + 1
+
+
+SQUARED = "loss = sum((yout - ygt)**2 for ygt, yout in zip(ys, ypred))"
+WRONG_TANH = '''
+import math
+from engine import Value
+
+def tanh(self):
+    t = math.tanh(self.data)
+    out = Value(t, (self,), 'tanh')
+    def _backward():
+        self.grad += (1 - t) * out.grad  # BUG
+    out._backward = _backward
+    return out
+
+Value.tanh = tanh
+'''
+
+
+def mlp_variant(tmp_path, name, old="", new="", after_imports=""):
+    source = (ROOT / "scenarios" / "mlp.py").read_text()
+    if old:
+        assert source.count(old) == 1
+        source = source.replace(old, new)
+    imports = "from engine.nn import MLP\n"
+    source = source.replace(imports, imports + after_imports)
+    path = tmp_path / name
+    path.write_text(source)
+    return path
+
+
+def test_the_mlp_agrees_with_a_twin_whose_graph_has_another_shape(capsys, tmp_path):
+    # (y - t)*(y - t) makes y - t twice (each with a constant of its own) and a `*` where
+    # the other has a `**2`: the copies are one quantity, their grads summed
+    twin = mlp_variant(tmp_path, "twin.py", SQUARED,
+                       SQUARED.replace("(yout - ygt)**2", "(yout - ygt)*(yout - ygt)"))
+    code, doc, _ = diff_json(capsys, "mlp", twin)
+    assert (code, doc["difference"]) == (0, None)
+    assert doc["backward_passes_compared"] == 20 and doc["leaves_compared"] == 41
+
+
+def test_a_wrong_tanh_in_the_mlp_is_named_at_the_first_tanh_the_backward_pass_ran(capsys,
+                                                                                   tmp_path):
+    buggy = mlp_variant(tmp_path, "buggy.py", after_imports=WRONG_TANH)
+    code, doc, _ = diff_json(capsys, buggy, "mlp")
+    d = doc["difference"]
+    assert code == 1 and d["kind"] == "grad" and d["backward_pass"] == 1
+    assert d["a"]["writer_op"] == d["b"]["writer_op"] == "tanh"
+    assert d["a"]["writer"] == d["b"]["writer"]  # (the same graph: ids alike)
+    assert d["a"]["place"].endswith(f"buggy.py:{line_of(buggy, '# BUG')}")
+    assert d["b"]["place"] == f"engine/value.py:{line_of(ENGINE, '(1 - t**2) * out.grad')}"
+    # the call is the first tanh `_backward` of the pass: every grad before it agreed
+    from mgtui.compare.sides import open_sides
+
+    a, _ = open_sides(str(buggy), "neuron")
+    t = a.trace
+    first = next(p for p in t.passes if p.kind == "backward")
+    tanh_calls = [i for i in t.backward_calls(first) if t.op(t.event_node(i)) == "tanh"]
+    assert d["a"]["step"] == tanh_calls[0]

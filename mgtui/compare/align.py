@@ -6,33 +6,21 @@ fuses ops and adds its own nodes; a hand-written engine makes a `-1` for a subtr
   the same (matched) inputs; failing that, to the first op made after its matched inputs
   that has the same value and was computed from them.
 
+It matches classes of nodes (`mgtui.compare.passes`: the copies of one computation are
+one class), each by its first node.
+
 What matches neither way stays unaligned, and the comparison says so."""
 
 from __future__ import annotations
 
 import math
-import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 
-from mgtui.compare.passes import BackwardPass
+from mgtui.compare.passes import BackwardPass, op_kind
 
-# Ops by what they compute, whatever the engine calls them: micrograd's `*`, `**2`,
-# `ReLU`; torch's `MulBackward0`, `PowBackward0`, `ReluBackward0`.
-_OP_NAMES = {"add": "+", "mul": "*", "sub": "-", "div": "/", "neg": "neg", "pow": "**",
-             "relu": "relu", "tanh": "tanh", "exp": "exp", "log": "log",
-             "sigmoid": "sigmoid"}
-_SUFFIX = re.compile(r"backward\d*$")
 DEPENDS_VISITS = 20_000  # nodes looked at to tell that one op was computed from another
-
-
-def op_kind(op: str) -> str:
-    """`MulBackward0` → `*`, `**2` → `**`, `ReLU` → `relu`: the op, by what it computes."""
-    name = _SUFFIX.sub("", op.strip().lower())
-    if name.startswith("**"):
-        return "**"
-    return _OP_NAMES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -59,8 +47,8 @@ class Tolerance:
 
 @dataclass
 class Alignment:
-    """Which node of side A's graph is which of side B's, and how each pair was found
-    (`name`, `value`, `structure`)."""
+    """Which class of side A's graph (`mgtui.compare.passes`) is which of side B's, each
+    by its first node, and how each pair was found (`name`, `value`, `structure`)."""
 
     a: BackwardPass
     b: BackwardPass
@@ -74,18 +62,18 @@ class Alignment:
         self.how[na] = how
 
     def unaligned(self) -> tuple[list[int], list[int]]:
-        """The nodes of each side's graph with no partner."""
-        return ([n for n in self.a.nodes if n not in self.to_b],
-                [n for n in self.b.nodes if n not in self.to_a])
+        """The classes of each side's graph with no partner."""
+        return ([n for n in self.a.classes if n not in self.to_b],
+                [n for n in self.b.classes if n not in self.to_a])
 
 
 def align(a: BackwardPass, b: BackwardPass, tol: Tolerance) -> Alignment:
     al = Alignment(a, b)
     _align_leaves(al, tol)
     _align_ops(al, tol)
-    if a.root is not None and b.root is not None and a.root not in al.to_b \
-            and b.root not in al.to_a:
-        al.pair(a.root, b.root, "root")  # the two outputs are the thing compared
+    ra, rb = a.rep.get(a.root), b.rep.get(b.root)
+    if ra is not None and rb is not None and ra not in al.to_b and rb not in al.to_a:
+        al.pair(ra, rb, "root")  # the two outputs are the thing compared
     return al
 
 
@@ -114,13 +102,13 @@ def _align_leaves(al: Alignment, tol: Tolerance) -> None:
 
 def _align_ops(al: Alignment, tol: Tolerance) -> None:
     a, b = al.a, al.b
-    ta, tb = a.trace, b.trace
     by_value = sorted((b.data[n], n) for n in b.ops if math.isfinite(b.data[n]))
     values = [v for v, _ in by_value]
     for na in a.ops:
-        inputs = [al.to_b[c] for c in ta.children(na) if c in al.to_b]
-        kind = op_kind(ta.op(na))
-        whole = len(inputs) == len(ta.children(na))
+        kids = a.children(na)
+        inputs = [al.to_b[c] for c in kids if c in al.to_b]
+        kind = op_kind(a.trace.op(na))
+        whole = len(inputs) == len(kids)
         found = _by_structure(al, inputs, kind) if whole and inputs else None
         if found is not None:
             al.pair(na, found, "structure")
@@ -132,26 +120,26 @@ def _align_ops(al: Alignment, tol: Tolerance) -> None:
         after = max(inputs, default=-1)
         for k in range(bisect_left(values, lo), bisect_right(values, hi)):
             nb = by_value[k][1]
-            if nb > after and nb not in al.to_a and _computed_from(tb, nb, inputs, b.members):
+            if nb > after and nb not in al.to_a and _computed_from(b, nb, inputs):
                 al.pair(na, nb, "value")
                 break
 
 
 def _by_structure(al: Alignment, inputs: list[int], kind: str) -> int | None:
-    """B's op of the same kind over exactly these inputs, not matched yet."""
-    tb = al.b.trace
+    """B's op of the same kind over exactly these inputs, not matched yet (the first)."""
+    b = al.b
     want = Counter(inputs)
-    for nb in tb.users(inputs[0]):
-        if nb in al.to_a or nb not in al.b.members or op_kind(tb.op(nb)) != kind:
+    for nb in b.users(inputs[0]):
+        if nb in al.to_a or op_kind(b.trace.op(nb)) != kind:
             continue
-        kids = tb.children(nb)
+        kids = b.children(nb)
         if len(kids) == len(inputs) and Counter(kids) == want:
             return nb
     return None
 
 
-def _computed_from(trace, nb: int, inputs: list[int], members: frozenset[int]) -> bool:
-    """Was B's node `nb` computed from every one of `inputs` (its matched inputs)?"""
+def _computed_from(b: BackwardPass, nb: int, inputs: list[int]) -> bool:
+    """Was B's class `nb` computed from every one of `inputs` (its matched inputs)?"""
     if not inputs:
         return True
     wanted = set(inputs)
@@ -160,8 +148,8 @@ def _computed_from(trace, nb: int, inputs: list[int], members: frozenset[int]) -
     stack = [nb]
     while stack and wanted and len(seen) < DEPENDS_VISITS:
         n = stack.pop()
-        for c in trace.children(n):
-            if c >= low and c not in seen and c in members:
+        for c in b.children(n):
+            if c >= low and c not in seen:
                 seen.add(c)
                 wanted.discard(c)
                 stack.append(c)

@@ -9,14 +9,15 @@ found by comparing each call's contribution to it with the other side's."""
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Literal
 
 from mgtui.compare.align import Alignment, Tolerance, align
-from mgtui.compare.passes import BackwardPass, Contribution, backward_passes
+from mgtui.compare.passes import BackwardPass, Contribution
 from mgtui.compare.sides import Side, open_sides
 from mgtui.errors import ScenarioLoadError
-from mgtui.trace import EventKind
+from mgtui.trace import EventKind, Pass
 
 Kind = Literal["value", "grad", "passes", "shape"]
 
@@ -126,8 +127,10 @@ def compare_traces(a: Side, b: Side, tolerance: Tolerance = Tolerance()) -> Comp
                                     "diff compares backward passes: the gradients and the "
                                     "values they were computed from")
     out = Comparison(a, b, tolerance, len(passes_a), len(passes_b))
-    for pa, pb in zip(passes_a, passes_b):
-        al = align(pa, pb, tolerance)
+    states = _States(a.trace), _States(b.trace)
+    for (pa, na), (pb, nb) in zip(passes_a, passes_b):
+        al = align(BackwardPass(a.trace, pa, na, states[0].at(pa.start)),
+                   BackwardPass(b.trace, pb, nb, states[1].at(pb.start)), tolerance)
         out.compared += 1
         _keep_alignment(out, al)
         out.difference = first_difference(al, a, b, tolerance)
@@ -142,13 +145,37 @@ def compare_traces(a: Side, b: Side, tolerance: Tolerance = Tolerance()) -> Comp
     return out
 
 
+class _States:
+    """A trace's state at steps that only go forward, each replayed from the one before
+    (not from the start, as `Trace.state_at` does): a copy for each."""
+
+    def __init__(self, trace) -> None:
+        self.trace = trace
+        self.step = 0
+        self.data, self.grad = trace.state_at(0)
+
+    def at(self, step: int):
+        self.trace.replay(self.step, step, self.data, self.grad)
+        self.step = step
+        return array("d", self.data), array("d", self.grad)
+
+
+def backward_passes(trace) -> list[tuple[Pass, int]]:
+    """The trace's backward passes that walked a graph, each with its number from 1."""
+    out = []
+    for p in trace.passes:
+        if p.kind == "backward" and trace.backward_root(p) is not None:
+            out.append((p, len(out) + 1))
+    return out
+
+
 def _keep_alignment(out: Comparison, al: Alignment) -> None:
     ua, ub = al.unaligned()
     ta, tb = al.a.trace, al.b.trace
     out.unaligned_a = [(n, ta.label(n), ta.op(n)) for n in ua]
     out.unaligned_b = [(n, tb.label(n), tb.op(n)) for n in ub]
     out.aligned = len(al.to_b)
-    out.leaves = sum(1 for n in al.a.leaves if n in al.to_b)
+    out.leaves = sum(1 for n in al.a.leaves if n in al.to_b and al.a.name(n))
 
 
 def first_difference(al: Alignment, a: Side, b: Side, tol: Tolerance) -> Difference | None:
@@ -157,13 +184,13 @@ def first_difference(al: Alignment, a: Side, b: Side, tol: Tolerance) -> Differe
         return Difference("shape", pa.number, f"backward pass {pa.number}: no input of "
                           f"{a.name}'s graph matches one of {b.name}'s, by name or by value: "
                           "the two graphs could not be aligned")
-    for na in pa.nodes:  # by id: the order they were made
+    for na in pa.classes:  # the order they were made
         nb = al.to_b.get(na)
         if nb is not None and not tol.close(pa.data[na], pb.data[nb]):
             return _value_difference(al, a, b, na, nb)
     for na in pa.in_done_order():
         nb = al.to_b.get(na)
-        if nb is not None and not tol.close(pa.grad_done[na], pb.grad_done[nb]):
+        if nb is not None and not tol.close(pa.grad(na), pb.grad(nb)):
             return _grad_difference(al, a, b, na, nb, tol)
     return None
 
@@ -209,9 +236,7 @@ def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Ca
     """The `_backward` call on each side whose contribution to the node differs (its
     writes to it, the other side's from the matching call, True), or, where the calls
     cannot be paired, the last write on each side and False."""
-    pa, pb = al.a, al.b
-    ca = _by_writer(c for c in pa.into.get(na, ()) if c.step < pa.done_at[na])
-    cb = _by_writer(c for c in pb.into.get(nb, ()) if c.step < pb.done_at[nb])
+    ca, cb = al.a.contributions(na), al.b.contributions(nb)
     if all(al.to_b.get(w) in cb for w in ca) and all(al.to_a.get(w) in ca for w in cb):
         for w, mine in ca.items():
             theirs = cb[al.to_b[w]]
@@ -220,13 +245,6 @@ def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Ca
     last_a = max(ca.values(), key=lambda c: c[-1].step, default=[])
     last_b = max(cb.values(), key=lambda c: c[-1].step, default=[])
     return last_a[-1:], last_b[-1:], False
-
-
-def _by_writer(contributions) -> dict[int, Calls]:
-    out: dict[int, Calls] = {}
-    for c in contributions:
-        out.setdefault(c.writer, []).append(c)
-    return out
 
 
 def _sum(calls: Calls) -> float:
@@ -247,9 +265,9 @@ def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, per_call: b
     """One side of a gradient that differs: with `per_call`, what the culprit call added
     to it; else its whole grad, and the last write to it."""
     t = side.trace
-    value = _sum(calls) if per_call else p.grad_done[nid]
+    value = _sum(calls) if per_call else p.grad(nid)
     if not calls:
-        return Point(nid, t.label(nid), t.op(nid), value, p.done_at.get(nid))
+        return Point(nid, t.label(nid), t.op(nid), value, p.done(nid))
     c = calls[0]
     closure = t.closure_of(c.step)
     filename = closure.filename if closure is not None else t.scenario

@@ -290,3 +290,26 @@ def test_a_wrong_tanh_in_the_mlp_is_named_at_the_first_tanh_the_backward_pass_ra
     first = next(p for p in t.passes if p.kind == "backward")
     tanh_calls = [i for i in t.backward_calls(first) if t.op(t.event_node(i)) == "tanh"]
     assert d["a"]["step"] == tanh_calls[0]
+
+
+def test_a_missing_zero_grad_is_traced_to_before_the_pass(capsys, tmp_path):
+    forgets = mlp_variant(tmp_path, "forgets.py", "    n.zero_grad()\n", "")
+    code, doc, _ = diff_json(capsys, forgets, "mlp")
+    d = doc["difference"]
+    # step 1 agrees (its grads started at 0 anyway); in step 2 a parameter's grad is off
+    # though every `_backward` call added the same to it as in the reference
+    assert code == 1 and d["kind"] == "grad" and d["backward_pass"] == 2
+    assert d["a"]["label"].startswith("n.layers[") and "missing zero_grad" in d["message"]
+
+
+def test_a_run_that_raised_is_not_called_in_agreement(capsys, tmp_path):
+    raises = tmp_path / "raises.py"
+    raises.write_text((DATA / "mine_neuron.py").read_text() + "raise ValueError('late')\n")
+    import shutil
+
+    shutil.copy(DATA / "mine_value.py", tmp_path)
+    code, doc, _ = diff_json(capsys, raises, "neuron")
+    assert code == 1 and doc["difference"] is None and doc["agree"] is False
+    assert "ValueError" in doc["a"]["problem"]
+    code, out, _ = diff(capsys, raises, "neuron", "--print")
+    assert code == 1 and "not both runs are whole" in out and "note: " in out

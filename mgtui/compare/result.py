@@ -221,30 +221,36 @@ def _value_point(p: BackwardPass, side: Side, nid: int) -> Point:
 def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
                      tol: Tolerance) -> Difference:
     pa, pb = al.a, al.b
-    ca, cb, per_call = _culprit(al, na, nb, tol)
-    pt_a = _grad_point(pa, a, na, ca, per_call)
-    pt_b = _grad_point(pb, b, nb, cb, per_call)
-    message = f"backward pass {pa.number}: " + _grad_message(a, b, pt_a, pt_b, per_call)
+    ca, cb, how = _culprit(al, na, nb, tol)
+    pt_a = _grad_point(pa, a, na, ca, how)
+    pt_b = _grad_point(pb, b, nb, cb, how)
+    message = f"backward pass {pa.number}: " + _grad_message(b, pt_a, pt_b, how)
     return Difference("grad", pa.number, message, pt_a, pt_b,
-                      _overwrite_hint(ca, cb, tol) if per_call else "")
+                      _overwrite_hint(ca, cb, tol) if how == "call" else "")
 
 
 Calls = list[Contribution]  # one `_backward` call's writes to one node
+# How a gradient's difference was traced: to one `_backward` call (`call`); to what the
+# node held before any call added to it (`outside`: every call agrees); or not at all,
+# the calls on the two sides not pairing up (`unpaired`).
+How = Literal["call", "outside", "unpaired"]
 
 
-def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Calls, bool]:
+def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Calls, How]:
     """The `_backward` call on each side whose contribution to the node differs (its
-    writes to it, the other side's from the matching call, True), or, where the calls
-    cannot be paired, the last write on each side and False."""
+    writes to it, and the other side's from the matching call); else every call."""
     ca, cb = al.a.contributions(na), al.b.contributions(nb)
     if all(al.to_b.get(w) in cb for w in ca) and all(al.to_a.get(w) in ca for w in cb):
         for w, mine in ca.items():
             theirs = cb[al.to_b[w]]
             if not tol.close(_sum(mine), _sum(theirs)):
-                return mine, theirs, True
-    last_a = max(ca.values(), key=lambda c: c[-1].step, default=[])
-    last_b = max(cb.values(), key=lambda c: c[-1].step, default=[])
-    return last_a[-1:], last_b[-1:], False
+                return mine, theirs, "call"
+        return _every(ca), _every(cb), "outside"
+    return _every(ca), _every(cb), "unpaired"
+
+
+def _every(calls: dict[int, Calls]) -> Calls:
+    return sorted((c for cs in calls.values() for c in cs), key=lambda c: c.step)
 
 
 def _sum(calls: Calls) -> float:
@@ -261,14 +267,14 @@ def _overwrite_hint(mine: Calls, theirs: Calls, tol: Tolerance) -> str:
     return ""
 
 
-def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, per_call: bool) -> Point:
-    """One side of a gradient that differs: with `per_call`, what the culprit call added
-    to it; else its whole grad, and the last write to it."""
+def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, how: How) -> Point:
+    """One side of a gradient that differs: for `call`, what the culprit call added to
+    it, and its line; else the whole grad, and the last call that wrote to it."""
     t = side.trace
-    value = _sum(calls) if per_call else p.grad(nid)
+    value = _sum(calls) if how == "call" else p.grad(nid)
     if not calls:
         return Point(nid, t.label(nid), t.op(nid), value, p.done(nid))
-    c = calls[0]
+    c = calls[0] if how == "call" else calls[-1]
     closure = t.closure_of(c.step)
     filename = closure.filename if closure is not None else t.scenario
     place = side.place(filename, c.line) if c.line else ""
@@ -277,15 +283,19 @@ def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, per_call: b
                  t.op(c.writer), place, code)
 
 
-def _grad_message(a: Side, b: Side, pa: Point, pb: Point, per_call: bool) -> str:
+def _grad_message(b: Side, pa: Point, pb: Point, how: How) -> str:
     """`o`'s tanh: your `_backward` at mine.py:37 gives n.grad 0.2929, torch gives 0.5"""
-    who = pa if pa.writer is not None else pb
-    head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: " if who.writer is not None \
-        else f"`{pa.label}`: "
     grad, other = f"{pa.label}.grad", b.called
-    if not per_call:
-        return (head + f"{grad} is {num(pa.value)} in yours{_by(pa)} and {num(pb.value)} "
-                f"in {other}{_by(pb)} (their calls could not be paired one by one)")
+    if how == "outside":
+        return (f"{grad} is {num(pa.value)} in yours and {num(pb.value)} in {other}, though "
+                "every `_backward` call added the same to it: the difference was there "
+                "before them (set outside any `_backward`: the seed, or a grad left from "
+                "before the pass, a missing zero_grad?)")
+    if how == "unpaired":
+        return (f"{grad} is {num(pa.value)} in yours{_by(pa)} and {num(pb.value)} in "
+                f"{other}{_by(pb)} (the calls that added to it could not be paired one by one)")
+    who = pa if pa.writer is not None else pb
+    head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: "
     mine = (f"your `_backward`{_at(pa)} gives {grad} {num(pa.value)}" if pa.writer is not None
             else f"yours adds nothing to {grad}")
     theirs = (f"{other} gives {num(pb.value)}{_at(pb)}" if pb.writer is not None

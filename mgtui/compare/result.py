@@ -43,6 +43,7 @@ class Point:
     writer_op: str = ""
     place: str = ""  # `mine.py:37`, "" if no line was recorded
     code: str = ""  # that line's text, stripped
+    by: str = ""  # the `_backward` (or autograd node, `TanhBackward0`) that wrote it
     field: Literal["grad", "data"] = "grad"  # what differs: its gradient, or its value
 
     def to_json(self) -> dict:
@@ -51,7 +52,8 @@ class Point:
         return {"node": self.node, "label": self.label, "op": self.op, "field": self.field,
                 "value": json_num(self.value), "step": self.step, "writer": self.writer,
                 "writer_label": self.writer_label or None, "writer_op": self.writer_op or None,
-                "place": self.place or None, "code": self.code or None}
+                "place": self.place or None, "code": self.code or None,
+                "by": self.by or None}
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,7 @@ def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, how: How) -
     place = side.place(filename, c.line) if c.line else ""
     code = _closure_code(closure, c.line) if closure is not None else _code(t.source, c.line)
     return Point(nid, t.label(nid), t.op(nid), value, c.step, c.writer, t.label(c.writer),
-                 t.op(c.writer), place, code)
+                 t.op(c.writer), place, code, closure.name if closure is not None else "")
 
 
 def _grad_message(b: Side, pa: Point, pb: Point, how: How) -> str:
@@ -298,13 +300,18 @@ def _grad_message(b: Side, pa: Point, pb: Point, how: How) -> str:
     head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: "
     mine = (f"your `_backward`{_at(pa)} gives {grad} {num(pa.value)}" if pa.writer is not None
             else f"yours adds nothing to {grad}")
-    theirs = (f"{other} gives {num(pb.value)}{_at(pb)}" if pb.writer is not None
+    theirs = (f"{other} gives {num(pb.value)}{_at(pb) or _paren_by(pb)}" if pb.writer is not None
               else f"{other} adds nothing")
     return f"{head}{mine}, {theirs}"
 
 
 def _at(pt: Point) -> str:
     return f" at {pt.place}" if pt.place else ""
+
+
+def _paren_by(pt: Point) -> str:
+    """` (TanhBackward0)`: the autograd node, where no source line was recorded."""
+    return f" ({pt.by})" if pt.by and not pt.place else ""
 
 
 def _paren(pt: Point) -> str:

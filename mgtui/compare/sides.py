@@ -42,9 +42,10 @@ class Side:
     @property
     def called(self) -> str:
         """What the comparison calls this side (the other, the reference): `torch` for a
-        run recorded from PyTorch's autograd graph, else its file's name."""
-        t = self.trace
-        if any(_TORCH_OP.search(op) for op in {t.op(n) for n in range(t.node_count)}):
+        run recorded from PyTorch's autograd graph (its nodes' backward is torch's own:
+        `TanhBackward0`, from no source file), else its file's name."""
+        if any(c.filename == "<torch>" or _TORCH_OP.search(c.name)
+               for c in self.trace.closures):
             return "torch"
         return Path(self.name).name
 

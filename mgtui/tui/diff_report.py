@@ -23,11 +23,15 @@ def headline(c: Comparison) -> str:
 def side_line(tag: str, name: str, pt: Point, widths: tuple[int, int] = (0, 0)) -> str:
     """`A  mine.py:37  n.grad 0.2929  self.grad += (1 - t) * out.grad`."""
     code = f"  {pt.code}" if pt.code else ""
-    return f"{tag}  {where(name, pt).ljust(widths[0])}  {what(pt).ljust(widths[1])}{code}"
+    return f"{tag}  {where(name, pt).ljust(widths[0])}  {what(pt).ljust(widths[1])}{code}".rstrip()
 
 
 def where(name: str, pt: Point) -> str:
-    return pt.place or f"{name} (no line recorded)"
+    """`mine.py:37`; `TanhBackward0 (torch_ref.py: no source line)` for an autograd
+    node of torch's own."""
+    if pt.place:
+        return pt.place
+    return f"{pt.by} ({name}: no source line)" if pt.by else f"{name} (no line recorded)"
 
 
 def what(pt: Point) -> str:

@@ -313,3 +313,29 @@ def test_a_run_that_raised_is_not_called_in_agreement(capsys, tmp_path):
     assert "ValueError" in doc["a"]["problem"]
     code, out, _ = diff(capsys, raises, "neuron", "--print")
     assert code == 1 and "not both runs are whole" in out and "note: " in out
+
+
+def test_the_session_goes_to_the_difference():
+    from mgtui.session import Session
+
+    c = compare(str(DATA / "wrong_tanh.py"), "neuron")
+    d = c.difference
+    session = Session(c.a.trace)
+    state = session.goto_difference(d.a.step, d.a.node, d.message)
+    assert state.event == d.a.step and state.position.node == d.a.node
+    assert state.position.tab == "source" and state.notice.text == d.message
+
+
+def test_scenario_text_reaches_the_terminal_inert(capsys, tmp_path):
+    hostile = "\x1b[2J\x1b]0;pwned\x07[bold red]x[/]"
+    a = tmp_path / "a.py"
+    a.write_text("from engine import Value\n"
+                 "x = Value(2.0, label='x')\n"
+                 f"y = x * x; y.label = {hostile!r}; y.backward()\n")
+    b = tmp_path / "b.py"
+    b.write_text(a.read_text().replace("x * x", "x * x * 1.5"))
+    code, out, err = diff(capsys, a, b, "--print")
+    # the outputs differ (4 and 6), whatever else aligned
+    assert "is 4 in yours" in out and "and 6 in b.py" in out
+    assert code == 1 and "\x1b" not in out + err and "\x07" not in out + err
+    assert "[bold red]x[/]" in out  # shown as it is, never read as markup

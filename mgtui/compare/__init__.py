@@ -5,12 +5,14 @@ each side that produced it.
 
 The modules: `sides` opens a side (a run or a saved trace); `passes` reads one backward
 pass of a trace as the comparison needs it; `align` matches the nodes of two of them;
-`result` finds the first difference and holds what was found.
+`values` the numbers and arrays compared, and the tolerance; `result` finds the first
+difference and holds what was found.
 """
 
 from __future__ import annotations
 
-from mgtui.compare.result import Comparison, Difference, Tolerance, compare, compare_traces
+from mgtui.compare.result import Comparison, Difference, compare, compare_traces
+from mgtui.compare.values import Tolerance
 from mgtui.compare.sides import Side, open_sides
 
 __all__ = ["Comparison", "Difference", "Side", "Tolerance", "compare", "compare_traces",

@@ -19,30 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mgtui.compare.passes import BackwardPass, op_kind
+from mgtui.compare.values import Tolerance
 
 DEPENDS_VISITS = 20_000  # nodes looked at to tell that one op was computed from another
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Two numbers agree when |a − b| ≤ atol + rtol·max(|a|, |b|)."""
-
-    rtol: float = 1e-4
-    atol: float = 1e-6
-
-    def close(self, a: float, b: float) -> bool:
-        if a == b:
-            return True
-        if not (math.isfinite(a) and math.isfinite(b)):
-            return math.isnan(a) and math.isnan(b)
-        return abs(a - b) <= self.atol + self.rtol * max(abs(a), abs(b))
-
-    def window(self, v: float) -> tuple[float, float]:
-        slack = self.atol + self.rtol * abs(v) * 1.0001
-        return v - slack, v + slack
-
-    def __str__(self) -> str:
-        return f"|a − b| ≤ {self.atol:g} + {self.rtol:g}·max(|a|, |b|)"
 
 
 @dataclass
@@ -92,9 +71,9 @@ def _align_leaves(al: Alignment, tol: Tolerance) -> None:
             rest.append(na)
     free = [nb for nb in b.leaves if nb not in al.to_a]
     for na in rest:
-        va = a.data[na]
+        va = a.value(na)
         for k, nb in enumerate(free):
-            if tol.close(va, b.data[nb]):
+            if tol.agree(va, b.value(nb)):
                 al.pair(na, nb, "value")
                 del free[k]
                 break

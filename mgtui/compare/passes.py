@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from array import array
 from functools import cached_property, lru_cache
 
+from mgtui.compare.values import Value, combine
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 # Ops by what they compute, whatever the engine calls them: micrograd's `*`, `**2`,
@@ -42,14 +43,14 @@ class Contribution:
 
     writer: int
     node: int
-    before: float
-    after: float
+    before: Value
+    after: Value
     line: int | None
     step: int
 
     @property
-    def delta(self) -> float:
-        return self.after - self.before
+    def delta(self) -> Value:
+        return combine(self.after, self.before, -1.0)
 
 
 class BackwardPass:
@@ -66,7 +67,10 @@ class BackwardPass:
         self.root = trace.backward_root(p)
         self.nodes: list[int] = trace.ancestors(self.root) if self.root is not None else []
         self.data, grad = state if state is not None else trace.state_at(p.start)
-        self.grad_done: dict[int, float] = {}
+        # a tensor engine's (or torch's) arrays, read through the trace where they were
+        # arrays: its scalar columns hold a stand-in there (`mgtui.trace.arrays`)
+        self.arrays = bool(getattr(trace, "has_arrays", False))
+        self.grad_done: dict[int, Value] = {}
         self.done_at: dict[int, int] = {}  # node -> the event its grad was complete at
         self.into: dict[int, list[Contribution]] = {}
         self._walk(grad)
@@ -85,16 +89,30 @@ class BackwardPass:
             elif kind is EventKind.BACKWARD:
                 if node not in self.done_at:
                     self.done_at[node] = i
-                    self.grad_done[node] = grad[node]
+                    self.grad_done[node] = self._grad(node, i, grad)
                 for w in t.writes(i):
                     if w.field is Field.GRAD:
                         grad[w.node] = w.after
+                        before, after = (t.write_value(w.index, w.before, w.after)
+                                         if self.arrays else (w.before, w.after))
                         self.into.setdefault(w.node, []).append(
-                            Contribution(node, w.node, w.before, w.after, w.line, i))
+                            Contribution(node, w.node, before, after, w.line, i))
         for nid in self.nodes:
             if nid not in self.done_at:
                 self.done_at[nid] = p.end
-                self.grad_done[nid] = grad[nid]
+                self.grad_done[nid] = self._grad(nid, p.end, grad)
+
+    def _grad(self, nid: int, position: int, grad) -> Value:
+        """Node `nid`'s grad after the first `position` events (`grad`: the scalars)."""
+        if self.arrays:
+            return self.trace.value_at(nid, True, position, grad[nid])
+        return grad[nid]
+
+    def value(self, nid: int) -> Value:
+        """Node `nid`'s data as the pass began: a float, or an array."""
+        if self.arrays:
+            return self.trace.value_at(nid, False, self.pass_.start, self.data[nid])
+        return self.data[nid]
 
     def _classes(self) -> None:
         """Nodes that compute the same thing from the same inputs are one class: a
@@ -145,9 +163,13 @@ class BackwardPass:
         """The classes computed from class `r`, in the order they were made."""
         return self._users.get(r, [])
 
-    def grad(self, r: int) -> float:
+    def grad(self, r: int) -> Value:
         """The class's gradient once complete: the sum of its nodes'."""
-        return sum(self.grad_done[m] for m in self.members[r])
+        members = self.members[r]
+        total = self.grad_done[members[0]]
+        for m in members[1:]:
+            total = combine(total, self.grad_done[m], 1.0)
+        return total
 
     def done(self, r: int) -> int:
         """The event by which every node of the class had its gradient complete."""

@@ -9,13 +9,15 @@ found by comparing each call's contribution to it with the other side's."""
 
 from __future__ import annotations
 
+import math
 from array import array
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mgtui.compare.align import Alignment, Tolerance, align
+from mgtui.compare.align import Alignment, align
 from mgtui.compare.passes import BackwardPass, Contribution
 from mgtui.compare.sides import Side, open_sides
+from mgtui.compare.values import Tolerance, Value, combine, element, index_of, is_array
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, Pass
 
@@ -44,6 +46,14 @@ class Point:
     place: str = ""  # `mine.py:37`, "" if no line was recorded
     code: str = ""  # that line's text, stripped
     by: str = ""  # the `_backward` (or autograd node, `TanhBackward0`) that wrote it
+    element: tuple[int, ...] | None = None  # where the value is an array: the element
+    shape: tuple[int, ...] | None = None  # that differs first (`value`), of this shape
+
+    @property
+    def name(self) -> str:
+        """What differs: `n.grad`, `n`; `W.grad[2, 1]`, `W[2, 1]` in an array."""
+        at = "" if self.element is None else f"[{', '.join(map(str, self.element))}]"
+        return f"{self.label}{'.grad' if self.field == 'grad' else ''}{at}"
     field: Literal["grad", "data"] = "grad"  # what differs: its gradient, or its value
 
     def to_json(self) -> dict:
@@ -53,7 +63,9 @@ class Point:
                 "value": json_num(self.value), "step": self.step, "writer": self.writer,
                 "writer_label": self.writer_label or None, "writer_op": self.writer_op or None,
                 "place": self.place or None, "code": self.code or None,
-                "by": self.by or None}
+                "by": self.by or None,
+                "element": list(self.element) if self.element is not None else None,
+                "shape": list(self.shape) if self.shape is not None else None}
 
 
 @dataclass(frozen=True)
@@ -188,28 +200,44 @@ def first_difference(al: Alignment, a: Side, b: Side, tol: Tolerance) -> Differe
                           "the two graphs could not be aligned")
     for na in pa.classes:  # the order they were made
         nb = al.to_b.get(na)
-        if nb is not None and not tol.close(pa.data[na], pb.data[nb]):
-            return _value_difference(al, a, b, na, nb)
+        if nb is not None and not tol.agree(pa.value(na), pb.value(nb)):
+            return _value_difference(al, a, b, na, nb, tol)
     ra, rb = pa.rep[pa.root], pb.rep[pb.root]
-    if al.to_b.get(ra) != rb and not tol.close(pa.data[ra], pb.data[rb]):
-        return _value_difference(al, a, b, ra, rb)  # the outputs, whatever aligned
+    if al.to_b.get(ra) != rb and not tol.agree(pa.value(ra), pb.value(rb)):
+        return _value_difference(al, a, b, ra, rb, tol)  # the outputs, whatever aligned
     for na in pa.in_done_order():
         nb = al.to_b.get(na)
-        if nb is not None and not tol.close(pa.grad(na), pb.grad(nb)):
+        if nb is not None and not tol.agree(pa.grad(na), pb.grad(nb)):
             return _grad_difference(al, a, b, na, nb, tol)
     return None
 
 
-def _value_difference(al: Alignment, a: Side, b: Side, na: int, nb: int) -> Difference:
+def _pick(va: Value, vb: Value, tol: Tolerance) -> dict:
+    """What a Point shows of a value that differs: the number, or for arrays the first
+    element that differs (its value, index and the array's shape)."""
+    if not (is_array(va) or is_array(vb)):
+        return {"value": va}
+    k = tol.apart(va, vb) or 0
+    shape = tuple(va.shape) if is_array(va) else ()
+    if k < 0:  # their shapes differ (or their summaries, where kept in part)
+        return {"value": math.nan, "shape": shape}
+    return {"value": element(va, k), "element": index_of(shape, k) if shape else None,
+            "shape": shape}
+
+
+def _value_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
+                      tol: Tolerance) -> Difference:
     pa, pb = al.a, al.b
-    pt_a, pt_b = _value_point(pa, a, na), _value_point(pb, b, nb)
-    what = f"`{pt_a.label}`" + (f" ({pt_a.op})" if pt_a.op else "")
-    message = (f"backward pass {pa.number}: {what} is {num(pt_a.value)} in yours"
-               f"{_paren(pt_a)} and {num(pt_b.value)} in {b.called}{_paren(pt_b)}")
+    va, vb = pa.value(na), pb.value(nb)
+    pt_a = _value_point(pa, a, na, _pick(va, vb, tol))
+    pt_b = _value_point(pb, b, nb, _pick(vb, va, tol))
+    what = f"`{pt_a.name}`" + (f" ({pt_a.op})" if pt_a.op else "")
+    message = (f"backward pass {pa.number}: {what} is {shown(pt_a)} in yours"
+               f"{_paren(pt_a)} and {shown(pt_b)} in {b.called}{_paren(pt_b)}")
     return Difference("value", pa.number, message, pt_a, pt_b)
 
 
-def _value_point(p: BackwardPass, side: Side, nid: int) -> Point:
+def _value_point(p: BackwardPass, side: Side, nid: int, shown: dict) -> Point:
     """Where node `nid`'s value as pass `p` began came from: its last `data` write before
     the pass, else the line that made it."""
     t = side.trace
@@ -219,16 +247,17 @@ def _value_point(p: BackwardPass, side: Side, nid: int) -> Point:
             step, line = i, t.event_line(i)
             break
     place = side.place(t.scenario, line) if line else ""
-    return Point(nid, t.label(nid), t.op(nid), p.data[nid], step, place=place,
-                 code=_code(t.source, line), field="data")
+    return Point(nid, t.label(nid), t.op(nid), step=step, place=place,
+                 code=_code(t.source, line), field="data", **shown)
 
 
 def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
                      tol: Tolerance) -> Difference:
     pa, pb = al.a, al.b
     ca, cb, how = _culprit(al, na, nb, tol)
-    pt_a = _grad_point(pa, a, na, ca, how)
-    pt_b = _grad_point(pb, b, nb, cb, how)
+    va, vb = (_added(ca), _added(cb)) if how == "call" else (pa.grad(na), pb.grad(nb))
+    pt_a = _grad_point(pa, a, na, ca, how, _pick(va, vb, tol))
+    pt_b = _grad_point(pb, b, nb, cb, how, _pick(vb, va, tol))
     message = f"backward pass {pa.number}: " + _grad_message(b, pt_a, pt_b, how)
     return Difference("grad", pa.number, message, pt_a, pt_b,
                       _overwrite_hint(ca, cb, tol) if how == "call" else "")
@@ -248,7 +277,7 @@ def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Ca
     if all(al.to_b.get(w) in cb for w in ca) and all(al.to_a.get(w) in ca for w in cb):
         for w, mine in ca.items():
             theirs = cb[al.to_b[w]]
-            if not tol.close(_sum(mine), _sum(theirs)):
+            if not tol.agree(_sum(mine), _sum(theirs)):
                 return mine, theirs, "call"
         return _every(ca), _every(cb), "outside"
     return _every(ca), _every(cb), "unpaired"
@@ -258,52 +287,75 @@ def _every(calls: dict[int, Calls]) -> Calls:
     return sorted((c for cs in calls.values() for c in cs), key=lambda c: c.step)
 
 
-def _sum(calls: Calls) -> float:
-    return sum(c.delta for c in calls)
+def _added(calls: Calls) -> Value:
+    """What the calls added to a grad, or, where that cannot be worked out (an array
+    whose shape the call changed), what they left in it."""
+    total = _sum(calls)
+    if calls and not is_array(total) and math.isnan(total) and is_array(calls[-1].after):
+        return calls[-1].after
+    return total
+
+
+def _sum(calls: Calls) -> Value:
+    total: Value = 0.0
+    for c in calls:
+        total = combine(total, c.delta, 1.0)
+    return total
 
 
 def _overwrite_hint(mine: Calls, theirs: Calls, tol: Tolerance) -> str:
     """`=` where `+=` belongs: a write that found a grad already there and left what the
     other side added, not that plus it."""
     for c, d in zip(mine, theirs):
+        if is_array(c.before) or is_array(c.after):
+            continue
         if c.before != 0 and tol.close(c.after, d.delta) and not tol.close(c.delta, d.delta):
             return (f"it set the grad to its own share instead of adding it: `=` where `+=` "
                     f"belongs (the {num(c.before)} already there was lost)")
     return ""
 
 
-def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, how: How) -> Point:
-    """One side of a gradient that differs: for `call`, what the culprit call added to
-    it, and its line; else the whole grad, and the last call that wrote to it."""
+def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, how: How,
+                shown: dict) -> Point:
+    """One side of a gradient that differs (`shown`: its number, or its element that
+    differs): for `call`, what the culprit call added to it, and its line; else the
+    whole grad, and the last call that wrote to it."""
     t = side.trace
-    value = _sum(calls) if how == "call" else p.grad(nid)
     if not calls:
-        return Point(nid, t.label(nid), t.op(nid), value, p.done(nid))
+        return Point(nid, t.label(nid), t.op(nid), step=p.done(nid), **shown)
     c = calls[0] if how == "call" else calls[-1]
     closure = t.closure_of(c.step)
     filename = closure.filename if closure is not None else t.scenario
     place = side.place(filename, c.line) if c.line else ""
     code = _closure_code(closure, c.line) if closure is not None else _code(t.source, c.line)
-    return Point(nid, t.label(nid), t.op(nid), value, c.step, c.writer, t.label(c.writer),
-                 t.op(c.writer), place, code, closure.name if closure is not None else "")
+    return Point(nid, t.label(nid), t.op(nid), step=c.step, writer=c.writer,
+                 writer_label=t.label(c.writer), writer_op=t.op(c.writer), place=place,
+                 code=code, by=closure.name if closure is not None else "", **shown)
+
+
+def shown(pt: Point) -> str:
+    """The point's number, or `a (5, 3) array` for an array whose shape differs."""
+    if pt.shape is not None and pt.element is None and math.isnan(pt.value):
+        return f"a ({', '.join(map(str, pt.shape))}{',' if len(pt.shape) == 1 else ''}) array"
+    return num(pt.value)
 
 
 def _grad_message(b: Side, pa: Point, pb: Point, how: How) -> str:
     """`o`'s tanh: your `_backward` at mine.py:37 gives n.grad 0.2929, torch gives 0.5"""
-    grad, other = f"{pa.label}.grad", b.called
+    grad, other = pa.name, b.called
     if how == "outside":
-        return (f"{grad} is {num(pa.value)} in yours and {num(pb.value)} in {other}, though "
+        return (f"{grad} is {shown(pa)} in yours and {shown(pb)} in {other}, though "
                 "every `_backward` call added the same to it: the difference was there "
                 "before them (set outside any `_backward`: the seed, or a grad left from "
                 "before the pass, a missing zero_grad?)")
     if how == "unpaired":
-        return (f"{grad} is {num(pa.value)} in yours{_by(pa)} and {num(pb.value)} in "
+        return (f"{grad} is {shown(pa)} in yours{_by(pa)} and {shown(pb)} in "
                 f"{other}{_by(pb)} (the calls that added to it could not be paired one by one)")
     who = pa if pa.writer is not None else pb
     head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: "
-    mine = (f"your `_backward`{_at(pa)} gives {grad} {num(pa.value)}" if pa.writer is not None
+    mine = (f"your `_backward`{_at(pa)} gives {grad} {shown(pa)}" if pa.writer is not None
             else f"yours adds nothing to {grad}")
-    theirs = (f"{other} gives {num(pb.value)}{_at(pb) or _paren_by(pb)}" if pb.writer is not None
+    theirs = (f"{other} gives {shown(pb)}{_at(pb) or _paren_by(pb)}" if pb.writer is not None
               else f"{other} adds nothing")
     return f"{head}{mine}, {theirs}"
 

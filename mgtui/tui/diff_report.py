@@ -5,7 +5,7 @@ inert where it is written out (`mgtui.safe`), never parsed as markup."""
 from __future__ import annotations
 
 from mgtui.compare import Comparison
-from mgtui.compare.result import Point, num
+from mgtui.compare.result import Point, shown
 
 UNALIGNED_SHOWN = 8  # nodes listed by name on each side; the rest are counted
 
@@ -36,8 +36,7 @@ def where(name: str, pt: Point) -> str:
 
 def what(pt: Point) -> str:
     """`n.grad 0.2929`, or `n = 0.8814` for a value."""
-    return f"{pt.label}.grad {num(pt.value)}" if pt.field == "grad" else \
-        f"{pt.label} = {num(pt.value)}"
+    return f"{pt.name} {shown(pt)}" if pt.field == "grad" else f"{pt.name} = {shown(pt)}"
 
 
 def side_lines(c: Comparison) -> list[str]:

@@ -22,6 +22,8 @@ from mgtui.compare.passes import BackwardPass, op_kind
 from mgtui.compare.values import Tolerance
 
 DEPENDS_VISITS = 20_000  # nodes looked at to tell that one op was computed from another
+CANDIDATES = 64  # ops of the same value tried for one op that matched by no structure
+SCANNED = 512  # ops of the same value looked at for it (most of them matched already)
 
 
 @dataclass
@@ -97,10 +99,17 @@ def _align_ops(al: Alignment, tol: Tolerance) -> None:
             continue
         lo, hi = tol.window(va)
         after = max(inputs, default=-1)
-        for k in range(bisect_left(values, lo), bisect_right(values, hi)):
+        tried = 0
+        first = bisect_left(values, lo)
+        for k in range(first, min(bisect_right(values, hi), first + SCANNED)):
             nb = by_value[k][1]
-            if nb > after and nb not in al.to_a and _computed_from(b, nb, inputs):
+            if nb <= after or nb in al.to_a:
+                continue
+            if _computed_from(b, nb, inputs):
                 al.pair(na, nb, "value")
+                break
+            tried += 1
+            if tried == CANDIDATES:
                 break
 
 

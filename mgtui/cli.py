@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--check, --print and --export (the app reads pyproject.toml)")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
     parser.epilog = ("Arguments after -- go to the script, as its sys.argv[1:]: "
-                     "mgtui train.py -- --lr 0.5")
+                     "mgtui train.py -- --lr 0.5. Two runs compared: mgtui diff A B "
+                     "(see mgtui diff --help); lessons served: mgtui serve (mgtui serve "
+                     "--help).")
     return parser
 
 

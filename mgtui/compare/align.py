@@ -97,20 +97,34 @@ def _align_ops(al: Alignment, tol: Tolerance) -> None:
         va = a.data[na]
         if not math.isfinite(va):
             continue
-        lo, hi = tol.window(va)
-        after = max(inputs, default=-1)
-        tried = 0
-        first = bisect_left(values, lo)
-        for k in range(first, min(bisect_right(values, hi), first + SCANNED)):
-            nb = by_value[k][1]
-            if nb <= after or nb in al.to_a:
-                continue
-            if _computed_from(b, nb, inputs):
-                al.pair(na, nb, "value")
-                break
-            tried += 1
-            if tried == CANDIDATES:
-                break
+        found = _by_value(al, na, va, inputs, kind, by_value, values, tol)
+        if found is not None:
+            al.pair(na, found, "value")
+
+
+def _by_value(al: Alignment, na: int, va: float, inputs: list[int], kind: str,
+              by_value: list[tuple[float, int]], values: list[float],
+              tol: Tolerance) -> int | None:
+    """B's op, not matched yet, made after `inputs` (A's op's matched inputs, on B's
+    side) and computed from them, whose value agrees with `va`: of those, the one that
+    takes most of them as its own inputs, then of the same kind of op, then the closest
+    value, then the first made."""
+    b = al.b
+    lo, hi = tol.window(va)
+    after = max(inputs, default=-1)
+    first = bisect_left(values, lo)
+    wanted = set(inputs)
+    scored = []
+    for k in range(first, min(bisect_right(values, hi), first + SCANNED)):
+        vb, nb = by_value[k]
+        if nb > after and nb not in al.to_a:
+            direct = len(wanted.intersection(b.children(nb)))
+            scored.append((-direct, op_kind(b.trace.op(nb)) != kind, abs(vb - va), nb))
+    scored.sort()
+    for *_, nb in scored[:CANDIDATES]:
+        if _computed_from(b, nb, inputs):
+            return nb
+    return None
 
 
 def _by_structure(al: Alignment, inputs: list[int], kind: str) -> int | None:

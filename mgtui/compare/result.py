@@ -22,6 +22,7 @@ from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, Pass
 
 Kind = Literal["value", "grad", "passes", "shape"]
+UNALIGNED_LISTED = 1000  # unaligned nodes the JSON lists on each side (all are counted)
 
 
 def num(v: float) -> str:
@@ -110,9 +111,9 @@ class Comparison:
     def to_json(self) -> dict:
         def side(s: Side, passes: int, unaligned) -> dict:
             return {"name": s.name, "saved_trace": s.saved, "backward_passes": passes,
-                    "problem": s.problem or None,
+                    "problem": s.problem or None, "unaligned_count": len(unaligned),
                     "unaligned": [{"node": n, "label": lab, "op": op}
-                                  for n, lab, op in unaligned]}
+                                  for n, lab, op in unaligned[:UNALIGNED_LISTED]]}
 
         return {"format": "mgtui-diff", "version": 1, "agree": self.agree,
                 "tolerance": {"rtol": self.tolerance.rtol, "atol": self.tolerance.atol},

@@ -259,7 +259,7 @@ def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
     va, vb = (_added(ca), _added(cb)) if how == "call" else (pa.grad(na), pb.grad(nb))
     pt_a = _grad_point(pa, a, na, ca, how, _pick(va, vb, tol))
     pt_b = _grad_point(pb, b, nb, cb, how, _pick(vb, va, tol))
-    message = f"backward pass {pa.number}: " + _grad_message(b, pt_a, pt_b, how)
+    message = f"backward pass {pa.number}: " + _grad_message(a, b, pt_a, pt_b, how)
     return Difference("grad", pa.number, message, pt_a, pt_b,
                       _overwrite_hint(ca, cb, tol) if how == "call" else "")
 
@@ -341,7 +341,7 @@ def shown(pt: Point) -> str:
     return num(pt.value)
 
 
-def _grad_message(b: Side, pa: Point, pb: Point, how: How) -> str:
+def _grad_message(a: Side, b: Side, pa: Point, pb: Point, how: How) -> str:
     """`o`'s tanh: your `_backward` at mine.py:37 gives n.grad 0.2929, torch gives 0.5"""
     grad, other = pa.name, b.called
     if how == "outside":
@@ -354,7 +354,8 @@ def _grad_message(b: Side, pa: Point, pb: Point, how: How) -> str:
                 f"{other}{_by(pb)} (the calls that added to it could not be paired one by one)")
     who = pa if pa.writer is not None else pb
     head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: "
-    mine = (f"your `_backward`{_at(pa)} gives {grad} {shown(pa)}" if pa.writer is not None
+    yours = "`backward`" if a.called == "torch" else "`_backward`"  # (a custom Function's)
+    mine = (f"your {yours}{_at(pa)} gives {grad} {shown(pa)}" if pa.writer is not None
             else f"yours adds nothing to {grad}")
     theirs = (f"{other} gives {shown(pb)}{_at(pb) or _paren_by(pb)}" if pb.writer is not None
               else f"{other} adds nothing")

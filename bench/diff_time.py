@@ -4,7 +4,9 @@ The twin is `scenarios/mlp.py` with its loss written `(yout - ygt)*(yout - ygt)`
 than `(yout - ygt)**2`: a graph of another shape (each difference made twice, a `*` where
 the other has a `**2`), so the alignment has to match by value and treat the copies as
 one quantity, not only walk identical graphs. Also timed: the MLP against itself (two
-runs of one engine).
+runs of one engine), and, where torch is installed, against its scalar torch twin
+(`tests/data/diff/mlp_torch.py`: one float64 tensor a parameter, the same draws from
+`random`), beside `python -c "import torch"` (torch's import is most of that run).
 
 Each round, alternating: the whole command `mgtui diff mlp twin --json` in a fresh
 process (both recordings, the comparison, the JSON), then `python mlp.py` and
@@ -81,6 +83,7 @@ def main() -> None:
             c = compare_traces(a, b, Tolerance())
             rows["compare"].append(time.perf_counter() - start)
             assert c.agree
+        torch_rows = time_torch_twin(mgtui, scenario, args.rounds)
     med = {k: statistics.median(v) for k, v in rows.items()}
     print(f"{args.rounds} rounds, medians; {c.compared} backward passes, {c.aligned} "
           f"quantities aligned, {c.leaves} parameters' grads compared")
@@ -90,6 +93,31 @@ def main() -> None:
           f"(diff/plain {med['diff'] / med['plain']:.2f}x)")
     print(f"  in process: recording both    {med['record']:.3f} s")
     print(f"  in process: the comparison    {med['compare']:.3f} s")
+    if torch_rows:
+        tm = {k: statistics.median(v) for k, v in torch_rows.items()}
+        print(f"diff, MLP against its torch twin: {tm['diff']:.3f} s; `import torch` alone "
+              f"{tm['import']:.3f} s; without it {tm['diff'] - tm['import']:.3f} s")
+        print(f"the torch twin run plain:         {tm['plain']:.3f} s")
+
+
+TORCH_TWIN = ROOT / "tests" / "data" / "diff" / "mlp_torch.py"
+
+
+def time_torch_twin(mgtui: list[str], scenario: Path, rounds: int) -> dict[str, list[float]]:
+    """The MLP against its torch twin, where torch is installed (else nothing)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None or not TORCH_TWIN.exists():
+        print("(torch or its twin of the MLP is not here: the torch row is left out)")
+        return {}
+    rows: dict[str, list[float]] = {"diff": [], "import": [], "plain": []}
+    for _ in range(rounds):
+        t, out = timed(mgtui + [str(scenario), str(TORCH_TWIN), "--json"])
+        assert json.loads(out)["agree"]
+        rows["diff"].append(t)
+        rows["import"].append(timed([sys.executable, "-c", "import torch"])[0])
+        rows["plain"].append(timed([sys.executable, str(TORCH_TWIN)])[0])
+    return rows
 
 
 if __name__ == "__main__":

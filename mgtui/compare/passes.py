@@ -11,6 +11,7 @@ goes by its first node (`rep`), and the comparison speaks of classes."""
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 from array import array
@@ -79,27 +80,33 @@ class BackwardPass:
         self._classes()
 
     def _walk(self, grad) -> None:
+        """Through the pass in order: its `_backward` calls, and the few grad and data
+        writes outside them (the seed)."""
         t, p = self.trace, self.pass_
-        for i in p.steps:
-            kind, node = t.kind(i), t.event_node(i)
-            if kind is EventKind.GRAD:
-                grad[node] = t.change(i)[1]
-            elif kind is EventKind.DATA:
-                self.data[node] = t.change(i)[1]
-            elif kind is EventKind.BACKWARD:
-                if node not in self.done_at:
-                    self.done_at[node] = i
-                    self.grad_done[node] = self._grad(node, i, grad)
-                for w in t.writes(i):
-                    if w.field is Field.GRAD:
-                        grad[w.node] = w.after
-                        before, after = (t.write_value(w.index, w.before, w.after)
-                                         if self.arrays else (w.before, w.after))
-                        self.into.setdefault(w.node, []).append(
-                            Contribution(node, w.node, before, after, w.line, i))
+        lone = sorted(t.events_of(EventKind.GRAD, p.start, p.end)
+                      + t.events_of(EventKind.DATA, p.start, p.end))
+        done_at, into = self.done_at, self.into
+        for i in heapq.merge(t.backward_calls(p), lone):
+            node = t.event_node(i)
+            kind = t.kind(i)
+            if kind is not EventKind.BACKWARD:
+                (grad if kind is EventKind.GRAD else self.data)[node] = t.change(i)[1]
+                continue
+            if node not in done_at:
+                done_at[node] = i
+                self.grad_done[node] = self._grad(node, i, grad)
+            if not t.write_count_of(i):
+                continue
+            for w in t.writes(i):
+                if w.field is Field.GRAD:
+                    grad[w.node] = w.after
+                    before, after = (t.write_value(w.index, w.before, w.after)
+                                     if self.arrays else (w.before, w.after))
+                    into.setdefault(w.node, []).append(
+                        Contribution(node, w.node, before, after, w.line, i))
         for nid in self.nodes:
-            if nid not in self.done_at:
-                self.done_at[nid] = p.end
+            if nid not in done_at:
+                done_at[nid] = p.end
                 self.grad_done[nid] = self._grad(nid, p.end, grad)
 
     def _grad(self, nid: int, position: int, grad) -> Value:

@@ -300,6 +300,8 @@ def test_a_missing_zero_grad_is_traced_to_before_the_pass(capsys, tmp_path):
     # though every `_backward` call added the same to it as in the reference
     assert code == 1 and d["kind"] == "grad" and d["backward_pass"] == 2
     assert d["a"]["label"].startswith("n.layers[") and "missing zero_grad" in d["message"]
+    # the reference's zero_grad is where its grad was set outside any `_backward`
+    assert d["b"]["code"] == "n.zero_grad()" and d["a"]["place"] is None
 
 
 def test_a_run_that_raised_is_not_called_in_agreement(capsys, tmp_path):

@@ -322,6 +322,8 @@ def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, how: How,
     differs): for `call`, what the culprit call added to it, and its line; else the
     whole grad, and the last call that wrote to it."""
     t = side.trace
+    if how == "outside":
+        return _set_outside(p, side, nid, shown)
     if not calls:
         return Point(nid, t.label(nid), t.op(nid), step=p.done(nid), **shown)
     c = calls[0] if how == "call" else calls[-1]
@@ -332,6 +334,21 @@ def _grad_point(p: BackwardPass, side: Side, nid: int, calls: Calls, how: How,
     return Point(nid, t.label(nid), t.op(nid), step=c.step, writer=c.writer,
                  writer_label=t.label(c.writer), writer_op=t.op(c.writer), place=place,
                  code=code, by=closure.name if closure is not None else "", **shown)
+
+
+def _set_outside(p: BackwardPass, side: Side, nid: int, shown: dict) -> Point:
+    """A gradient whose difference no `_backward` call made: the last write to it
+    outside them (the seed `o.grad = 1`, a `zero_grad`), in this pass or before it."""
+    t = side.trace
+    members = set(p.members[nid])
+    done = p.done(nid)
+    for i in reversed(t.events_of(EventKind.GRAD, 0, done)):
+        if t.event_node(i) in members:
+            line = t.event_line(i)
+            return Point(nid, t.label(nid), t.op(nid), step=i,
+                         place=side.place(t.scenario, line) if line else "",
+                         code=_code(t.source, line), **shown)
+    return Point(nid, t.label(nid), t.op(nid), step=done, **shown)
 
 
 def shown(pt: Point) -> str:

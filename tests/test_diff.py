@@ -341,3 +341,17 @@ def test_scenario_text_reaches_the_terminal_inert(capsys, tmp_path):
     assert "is 4 in yours" in out and "and 6 in b.py" in out
     assert code == 1 and "\x1b" not in out + err and "\x07" not in out + err
     assert "[bold red]x[/]" in out  # shown as it is, never read as markup
+
+
+def test_runs_of_different_lengths_and_graphs_that_share_nothing(capsys, tmp_path):
+    longer = mlp_variant(tmp_path, "longer.py", "for k in range(20):", "for k in range(21):")
+    code, doc, _ = diff_json(capsys, longer, "mlp")
+    d = doc["difference"]
+    assert code == 1 and d["kind"] == "passes" and doc["backward_passes_compared"] == 20
+    assert "ran 21 backward passes" in d["message"] and "the first 20 agree" in d["message"]
+    other = tmp_path / "other.py"
+    other.write_text("from engine import Value\np = Value(5.0, label='p')\n"
+                     "q = p * p; q.label = 'q'; q.backward()\n")
+    code, doc, _ = diff_json(capsys, "neuron", other)  # no input alike, by name or value
+    assert code == 1 and doc["difference"]["kind"] == "shape"
+    assert "could not be aligned" in doc["difference"]["message"]

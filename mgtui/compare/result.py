@@ -20,6 +20,7 @@ from mgtui.compare.sides import Side, open_sides
 from mgtui.compare.values import Tolerance, Value, combine, element, index_of, is_array
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, Pass
+from mgtui.trace.export import num as json_num
 
 Kind = Literal["value", "grad", "passes", "shape"]
 UNALIGNED_LISTED = 1000  # unaligned nodes the JSON lists on each side (all are counted)
@@ -49,17 +50,15 @@ class Point:
     by: str = ""  # the `_backward` (or autograd node, `TanhBackward0`) that wrote it
     element: tuple[int, ...] | None = None  # where the value is an array: the element
     shape: tuple[int, ...] | None = None  # that differs first (`value`), of this shape
+    field: Literal["grad", "data"] = "grad"  # what differs: its gradient, or its value
 
     @property
     def name(self) -> str:
         """What differs: `n.grad`, `n`; `W.grad[2, 1]`, `W[2, 1]` in an array."""
         at = "" if self.element is None else f"[{', '.join(map(str, self.element))}]"
         return f"{self.label}{'.grad' if self.field == 'grad' else ''}{at}"
-    field: Literal["grad", "data"] = "grad"  # what differs: its gradient, or its value
 
     def to_json(self) -> dict:
-        from mgtui.trace.export import num as json_num
-
         return {"node": self.node, "label": self.label, "op": self.op, "field": self.field,
                 "value": json_num(self.value), "step": self.step, "writer": self.writer,
                 "writer_label": self.writer_label or None, "writer_op": self.writer_op or None,

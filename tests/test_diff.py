@@ -355,3 +355,28 @@ def test_runs_of_different_lengths_and_graphs_that_share_nothing(capsys, tmp_pat
     code, doc, _ = diff_json(capsys, "neuron", other)  # no input alike, by name or value
     assert code == 1 and doc["difference"]["kind"] == "shape"
     assert "could not be aligned" in doc["difference"]["message"]
+
+
+@pytest.mark.usefixtures("clean_env")
+async def test_the_palette_goes_back_to_the_difference(monkeypatch, tmp_path):
+    from mgtui.tui.app import diff_app
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    c = compare(str(DATA / "wrong_tanh.py"), "neuron")
+    app = diff_app(c)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if app.debugger.trace is not None and not app.loading:
+                break
+        screen = app.debugger
+        await pilot.press("g")  # to the start
+        assert screen.state.step == 0
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        for ch in "first difference":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert screen.state.event == c.difference.a.step

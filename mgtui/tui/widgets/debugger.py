@@ -84,7 +84,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self.moved_at = 0.0  # time.monotonic() of the user's last move
         # `mgtui diff`: the comparison's lines, and where it found the first difference
         self.comparison: tuple[str, ...] = ()
-        self._difference: tuple[int, int | None, str] | None = None
+        self.difference: tuple[int, int | None, str] | None = None
+        self._open_at_difference = False
         self._init_side_tabs()
 
     # -- layout ----------------------------------------------------------------------------
@@ -146,7 +147,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
         at its first difference (`Session.goto_difference`): called before the screen is
         mounted."""
         self.comparison = tuple(inert(line) for line in lines)
-        self._difference = difference
+        self.difference = difference
+        self._open_at_difference = difference is not None
 
     def show_loading(self, path) -> None:
         if self.query(StepDetail) and self.session is None:
@@ -201,9 +203,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab)
         self._reset_side_tabs(tab)
         self.state = None  # every pane draws the new trace in full
-        if self._difference is not None:
-            at, self._difference = self._difference, None
-            self.state = self.session.goto_difference(*at)
+        if self._open_at_difference and self.difference is not None:
+            self._open_at_difference = False
+            self.state = self.session.goto_difference(*self.difference)
         else:
             self.state = self.session.goto(position, select=select)
 
@@ -309,6 +311,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def goto(self, step: int, select: int | None = None) -> None:
         if self.session is not None:
             self._move(self.session.goto(step, select=select))
+
+    def goto_difference(self) -> None:
+        """Back to where `mgtui diff` found the first difference (`Session.goto_difference`)."""
+        if self.session is not None and self.difference is not None:
+            self._move(self.session.goto_difference(*self.difference))
 
     def goto_node(self, nid: int, to: str = "here") -> None:
         """Select node `nid`; if it is not in the current graph, go to the step that made it

@@ -31,6 +31,7 @@ SAYS = {
     "serve_load.py": None,
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
+    "torch_overhead.py": "the runner alone, launch to the whole trace",
     "trace_files.py": "load       json",
 }
 # Benches being reworked on other branches this round; each gets its quick mode there.

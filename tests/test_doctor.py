@@ -34,6 +34,7 @@ EXPECTED = {
     "no_backward": ("no-backward", "e", "out = Value(math.exp(x.data), (x,), 'exp')"),
     "non_finite": ("non-finite", "loss", "loss = err * err"),
     "late_pass": ("wrong-derivative", "out", "w.grad += x.data * out.grad * scale"),
+    "torch_function": ("wrong-gradient", "o", "return (1 - o) * grad_o"),
 }
 CLEAN = ["chain", "neuron", "neuron_exp", "mlp"]
 

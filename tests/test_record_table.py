@@ -21,6 +21,12 @@ from conftest import SCENARIOS
 
 NEURON = record(SCENARIOS / "neuron.py")
 FIRST_BACKWARD = NEURON.events_of(EventKind.BACKWARD)[0]
+TENSOR = record(SCENARIOS / "tensor_neuron.py")  # (numpy arrays: A records)
+
+
+def final_grad(t: Trace, nid: int) -> list[float]:
+    """Node `nid`'s grad at the end, as a flat list (its array's elements)."""
+    return list(t.value_at(nid, True, len(t), t.final_grad[nid]).values)
 
 
 def head() -> bytes:
@@ -85,6 +91,13 @@ EXAMPLES: dict[str, Example] = {
          *body(), end()],
         lambda d, t: t.values_at(FIRST_BACKWARD)[0] == ("k", 2.5)
         and t.values_at(FIRST_BACKWARD)[1][1] != t.values_at(FIRST_BACKWARD)[1][1]),
+    table.ARRAYS: Example(
+        [table.encode_header(TENSOR.scenario, "tensors", "", TENSOR.source),
+         *map(table.encode_closure, TENSOR.closures), *(table.encode_chunk(c, 0) for c in chunks_of(TENSOR, size=4)), end()],
+        # x.grad and w.grad: the lecture neuron's x1, x2 and w1, w2 grads
+        lambda d, t: t.arrays.nodes[0].shape == (1, 2)
+        and final_grad(t, 0) == pytest.approx([-1.5, 0.5], abs=1e-12)
+        and final_grad(t, 1) == pytest.approx([1.0, 0.0], abs=1e-12)),
     table.END: Example(
         [head(), *body(), end(TraceError("RuntimeError", "boom", 3, 5), "printed\n")],
         lambda d, t: t.error == TraceError("RuntimeError", "boom", 3, 5)
@@ -128,12 +141,16 @@ def same(a: Trace, b: Trace) -> None:
     assert (a.scenario, a.title, a.notes, a.source, a.output, a.error) == (
         b.scenario, b.title, b.notes, b.source, b.output, b.error)
     assert a.closures == b.closures and a.passes == b.passes
-    assert [a.event(i) for i in range(len(a))] == [b.event(i) for i in range(len(b))]
-    assert [a.node(n) for n in range(a.node_count)] == [b.node(n) for n in range(b.node_count)]
+    # (by repr: an array's stand-in in a scalar column is nan, which equals nothing)
+    assert repr([a.event(i) for i in range(len(a))]) == repr([b.event(i) for i in range(len(b))])
+    assert repr([a.node(n) for n in range(a.node_count)]) == repr(
+        [b.node(n) for n in range(b.node_count)])
     assert [a.label(n) for n in range(a.node_count)] == [b.label(n) for n in range(b.node_count)]
     assert [a.derived_name(n) for n in range(a.node_count)] == [
         b.derived_name(n) for n in range(b.node_count)]
     assert repr(list(a.values_recorded())) == repr(list(b.values_recorded()))  # (nan)
+    assert [(p, i, s, v.shape, v.dtype, v.values) for p, i, s, v in a.arrays.entries()] == [
+        (p, i, s, v.shape, v.dtype, v.values) for p, i, s, v in b.arrays.entries()]
 
 
 @pytest.mark.parametrize("tag", table.TAGS)
@@ -155,7 +172,7 @@ def test_each_tag_reads_the_same_live_and_from_a_file(tag):
 
 
 def test_the_table_names_each_tag_once():
-    assert len(set(table.TAGS)) == len(table.TAGS) == 12
+    assert len(set(table.TAGS)) == len(table.TAGS) == 13
     assert all(len(tag) == 1 for tag in table.TAGS)
     assert set(table.RUN_TAGS) <= set(table.STREAM_TAGS)
     assert set(EXAMPLES) == set(table.TAGS)

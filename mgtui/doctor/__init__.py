@@ -20,7 +20,7 @@ import time
 from typing import Callable
 
 from mgtui.defaults import DEFAULT_MAX_NODES
-from mgtui.doctor import jobs
+from mgtui.doctor import jobs, torch_functions
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
 from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
@@ -72,9 +72,12 @@ def diagnose(
     progress = on_progress or _no_progress
     progress(0, 0, "recording")
     spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   argv=tuple(argv), job=job_reference(jobs.probe), fields=fields)
+                   argv=tuple(argv), job=job_reference(torch_functions.probe), fields=fields)
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
+    if torch_functions.is_torch(result.trace):  # built-in ops trusted, custom Functions checked
+        checked = result.job_result.get("torch") if isinstance(result.job_result, dict) else None
+        return torch_functions.torch_report(result.trace, checked, started)
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     hits, callers = jobs.probe_report(result.job_result)
     return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
@@ -94,8 +97,11 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     started = time.perf_counter()
     probe = OverwriteProbe()
     callers: list = []
-    trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True,
-                        callers=callers)
+    with torch_functions.checking() as checker:
+        trace = record_call(fn, seed=seed, before_backward=probe, fields=fields, refuse=True,
+                            callers=callers)
+    if torch_functions.is_torch(trace):  # built-in ops trusted, custom Functions checked
+        return torch_functions.torch_report(trace, checker.report(), started)
     return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
                    sample=sample, budget=BUDGET if budget is None else budget,
                    started=started, callers=callers)
@@ -105,6 +111,8 @@ def diagnose_recorded(trace: Trace, hits: list, callers: list = ()) -> Report:
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
     `diagnose_call`)."""
+    if torch_functions.is_torch(trace):  # (the micrograd checks would misread it)
+        return torch_functions.torch_report(trace, None, time.perf_counter(), block=True)
     return examine(trace, hits, None, callers=callers)
 
 

@@ -84,6 +84,7 @@ class Report:
     runs: int = 1  # recordings made, the first one included
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    scope: str = "every step of every pass"  # what the trace checks looked at
 
     @property
     def checked_pass(self) -> Pass | None:

@@ -154,6 +154,7 @@ class DictHooks:
         records, rec = self.records, self.rec
         add_event, add_write = records.add_event, records.add_write
         writes, stack = records.writes, records.stack
+        array_write = records.arrays.write
         getframe = sys._getframe
         rewritten = name == key  # (the inline rewrite records stores to micrograd's names)
 
@@ -169,6 +170,8 @@ class DictHooks:
                     return
                 before = d.get(name, 0.0)
                 d[name] = value
+                if type(value) is not float:  # an array, an int... (`array_values`)
+                    before, value = array_write(nid, field, before, value)
                 if stack:
                     add_write((nid, field, before, value, getframe(1).f_lineno))
                 else:
@@ -211,6 +214,7 @@ class DictHooks:
         scenario_line, named = rec.lines.scenario_line, rec.namer.made
         getid = attrgetter(ID)
         getframe = sys._getframe
+        array_made = records.arrays.made
 
         def __init__(self, *args, **kwargs):
             orig_init(self, *args, **kwargs)
@@ -242,7 +246,10 @@ class DictHooks:
             caller = getframe(1)
             op = d.get("_op", "") if not infer_op else (
                 op_of_maker(caller, class_codes) if prev else "")
-            add_node((len(kids), op, d.get("label"), d["data"], scenario_line(caller)))
+            data = d["data"]
+            if type(data) is not float:  # an array, an int... (`array_values`)
+                data = array_made(nid, data, d.get("grad"))
+            add_node((len(kids), op, d.get("label"), data, scenario_line(caller)))
             named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)

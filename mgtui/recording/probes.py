@@ -168,6 +168,8 @@ def record_write(records: Records, scenario_line, nid: int, name: str, before: o
         records.late_labels[nid] = value
         return
     field, kind = WRITTEN[name]
+    if type(value) is not float:  # an array, an int... (`mgtui.recording.array_values`)
+        before, value = records.arrays.write(nid, field, before, value)
     if records.stack:
         records.add_write((nid, field, before, value, frame.f_lineno))
     else:

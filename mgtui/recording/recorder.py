@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
@@ -49,6 +50,7 @@ from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
 from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fields
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
+from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch, torch_module
 from mgtui.trace import Trace, TraceBuilder, TraceError
 
 __all__ = [
@@ -141,6 +143,7 @@ class Recorder:
             self.inliner = Inliner(self, rewrite)
         self.probes: list[Probe] = [p for p in (self.inliner, self.slots_hooks, self.dict_hooks)
                                     if p is not None]
+        self.torch = TorchWatch(self)  # PyTorch, once the scenario has it
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -192,6 +195,8 @@ class Recorder:
         if id(cls) in self._looked_at:
             return
         self._looked_at[id(cls)] = cls
+        if torch_module(getattr(cls, "__module__", None) or ""):
+            return
         if defined_now:
             self.unseen.defined.append(cls)
         if not self.shapes.may_be_value(cls):
@@ -245,10 +250,14 @@ class Recorder:
     def instrument_loaded(self) -> None:
         """Instrument Value-like classes that were imported before the run started."""
         may_be_value = self.shapes.may_be_value
-        for module in list(sys.modules.values()):
-            for obj in list(getattr(module, "__dict__", {}).values()):
-                if isinstance(obj, type) and may_be_value(obj):
-                    self.instrument(obj)
+        with warnings.catch_warnings():  # (a library's deprecated names warn as they are read)
+            warnings.simplefilter("ignore")
+            for name, module in list(sys.modules.items()):
+                if torch_module(name):  # (thousands of classes, none of them a Value)
+                    continue
+                for obj in list(getattr(module, "__dict__", {}).values()):
+                    if isinstance(obj, type) and may_be_value(obj):
+                        self.instrument(obj)
 
     def unrecorded(self) -> str | None:
         """Why this run, which has ended, must not be shown as recorded (no node was
@@ -262,11 +271,13 @@ class Recorder:
         self.instrument_loaded()
         if self.inliner is not None:
             self.inliner.start()
+        self.torch.start()
 
     def stop(self) -> None:
         """(`mgtui.recording.sandbox`) Put every class and function back."""
         for probe in self.probes:
             probe.detach()
+        self.torch.stop()
         self.unseen.restore()
 
     # -- running -----------------------------------------------------------------------
@@ -335,6 +346,10 @@ class Recorder:
         except StopRecording as exc:
             reason = self.stop_reason or str(exc) or "stopped"
             return self.trace_error(exc, "Stopped", f"recording stopped: {reason}")
+        except ModuleNotFoundError as exc:
+            if missing_torch(exc):
+                return self.trace_error(exc, "ModuleNotFoundError", MISSING_TORCH)
+            return self.trace_error(exc, type(exc).__name__, str(exc))
         except BaseException as exc:  # noqa: BLE001 - the scenario's error is data
             if isinstance(exc, KeyboardInterrupt) and self.stop_reason is None:
                 self.stop_reason = "interrupted"
@@ -381,7 +396,13 @@ class Recorder:
         except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
             pass
         count = self.records.node_count()
-        return [(nid, name) for nid, name in self.namer.names if nid < count]
+        named = [(nid, name) for nid, name in self.namer.names if nid < count]
+        if self.torch.used:
+            try:
+                named += self.torch.names(self.globals)
+            except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
+                pass
+        return named
 
 
 def node_id_reader(slots_ids: NodeIds) -> Callable[[object], int | None]:

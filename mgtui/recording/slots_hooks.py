@@ -107,6 +107,7 @@ class SlotsHooks:
         ids_get, scenario_line = self.ids.get, self.rec.lines.scenario_line
         get, put = raw.__get__, raw.__set__
         getframe = sys._getframe
+        array_write = records.arrays.write
 
         def write(obj, value):
             nid = ids_get(id(obj))
@@ -118,6 +119,8 @@ class SlotsHooks:
             except AttributeError:
                 before = 0.0
             put(obj, value)
+            if type(value) is not float:  # an array, an int... (`array_values`)
+                before, value = array_write(nid, field, before, value)
             if stack:
                 add_write((nid, field, before, value, getframe(1).f_lineno))
             else:
@@ -168,6 +171,7 @@ class SlotsHooks:
         ids, scenario_line, named = self.ids, rec.lines.scenario_line, rec.namer.made
         ids_get, layout_of = ids.get, ids.layout
         getframe = sys._getframe
+        array_made = records.arrays.made
 
         def node_id(c) -> int:
             nid = ids_get(id(c))
@@ -195,7 +199,10 @@ class SlotsHooks:
             caller = getframe(1)
             op = d.get("_op", "") if not infer_op else (
                 op_of_maker(caller, class_codes) if prev else "")
-            add_node((len(kids), op, d.get("label"), d["data"], scenario_line(caller)))
+            data = d["data"]
+            if type(data) is not float:  # an array, an int... (`array_values`)
+                data = array_made(nid, data, d.get("grad"))
+            add_node((len(kids), op, d.get("label"), data, scenario_line(caller)))
             named(nid, caller, self)
             if stack:  # made inside a `_backward`: its step follows that call's writes
                 made_inside.append(nid)

@@ -11,7 +11,9 @@ lists, so that a row costs one C call on the hot path). A row's fields are named
     events  EventRow  kind, node, before, after, line, closure, writes_at
     writes  WriteRow  node, field, before, after, line     (made inside a `_backward`)
 
-plus `kids` (every node's children's ids, one after another), `late_labels` (labels set
+plus `kids` (every node's children's ids, one after another), `arrays` (array values,
+`mgtui.recording.array_values`: a probe calls `arrays.made` / `arrays.write` for a value
+whose `type` is not float, and puts what they return in its row), `late_labels` (labels set
 after a node was made), the `_backward` closures' code (`codes`, by first call), the
 names `mgtui.recording.naming` finds (`name_ids`, `name_texts`), and `callers`: where the
 `_backward` calls of each `backward()` came from (`mgtui.recording.probes.Callers`), which the
@@ -30,13 +32,16 @@ from __future__ import annotations
 import linecache
 import math
 import re
+import sys
 import tokenize
 from array import array
 from enum import IntEnum
 from itertools import compress
 from typing import Callable, NamedTuple
 
+from mgtui.recording.array_values import ArraySnapshots
 from mgtui.trace import Closure, EventChunk, EventKind, NodeChunk, WriteChunk
+from mgtui.trace.arrays import EVENT, WRITE
 
 ID = "_mgtui_id"  # the attribute in which a node of a class with an instance dict keeps its id
 CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
@@ -124,6 +129,7 @@ class Records:
         # function), from which the `_backward` call `event` was made, for each call made
         # from a frame other than the last one's whose chain differs (`Callers`)
         self.callers: list[tuple[int, tuple[tuple[str, int, str], ...]]] = []
+        self.arrays = ArraySnapshots(self)  # array values, beside the rows
 
     # -- counts ----------------------------------------------------------------------------
     def node_count(self) -> int:
@@ -170,6 +176,8 @@ class Records:
         creations."""
         del self.writes[mark.writes * WRITE_ROW:]
         del self.events[mark.events * EVENT_ROW:]
+        if self.arrays:
+            self.arrays.forget_since(mark.nodes, mark.events, mark.writes)
         while self.callers and self.callers[-1][0] >= mark.events:
             self.callers.pop()
         first = mark.nodes
@@ -187,11 +195,14 @@ class Records:
         recorded. `replays` is odd meanwhile: a reader in another thread (the runner's
         flusher) takes the lengths only while it is even and unchanged."""
         mark, kids = self.mark(), len(self.kids)
+        last = dict(self.arrays.last) if self.arrays.last else None  # (arrays' snapshots)
         self.replays += 1
         try:
             hook(d, fn)
         finally:
             self.forget_since(mark, kids)
+            if last is not None:
+                self.arrays.last = last
             self.replays += 1
 
     def settled(self) -> Mark | None:
@@ -223,6 +234,10 @@ class Records:
             out.append(self.event_chunk(since.events, upto.events))
         if upto.writes > since.writes:
             out.append(self.write_chunk(since.writes, upto.writes))
+        if self.arrays:
+            arrays = self.arrays.chunk(since, upto)  # (after the rows they belong to)
+            if arrays is not None:
+                out.append(arrays)
         return out
 
     def node_chunk(self, first: int, end: int) -> NodeChunk:
@@ -243,9 +258,10 @@ class Records:
         a, b = first * E, end * E
         kinds = small_codes(events[a + EventRow.KIND : b : E])
         lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
+        before = list(compress(events[a + EventRow.BEFORE : b : E], lone))
         return EventChunk(
             kinds, array("i", events[a + EventRow.NODE : b : E]),
-            floats(list(compress(events[a + EventRow.BEFORE : b : E], lone))),
+            self.values(before, EVENT, [first + k for k in compress(range(end - first), lone)]),
             floats(list(compress(events[a + EventRow.AFTER : b : E], lone))),
             ints(events[a + EventRow.LINE : b : E]), array("i", events[a + EventRow.CLOSURE : b : E]),
             array("i", map(WRITE_ROW.__rfloordiv__, events[a + EventRow.WRITES_AT : b : E])))
@@ -256,8 +272,23 @@ class Records:
         return WriteChunk(
             array("i", writes[a + WriteRow.NODE : b : W]),
             small_codes(writes[a + WriteRow.FIELD : b : W]),
-            floats(writes[a + WriteRow.BEFORE : b : W]), floats(writes[a + WriteRow.AFTER : b : W]),
+            self.values(writes[a + WriteRow.BEFORE : b : W], WRITE, range(first, end)),
+            floats(writes[a + WriteRow.AFTER : b : W]),
             ints(writes[a + WriteRow.LINE : b : W]))
+
+    def values(self, befores: list, place: int, rows) -> array:
+        """A column of befores as doubles: where one is still an array (a float was
+        written over it: the hot path checks the value written only), it is copied now
+        into `arrays` and its row holds nan."""
+        try:
+            return array("d", befores)
+        except (TypeError, OverflowError):
+            np = sys.modules.get("numpy")
+            if np is not None:
+                for k, row in enumerate(rows):
+                    if isinstance(befores[k], np.ndarray):
+                        self.arrays.late_before(place, row, befores[k])
+            return floats(befores)
 
     def relabelled(self, nodes: int) -> list[tuple[int, str]]:
         """(id, label) of the first `nodes` nodes whose label was set, to a string other

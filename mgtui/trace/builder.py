@@ -16,6 +16,7 @@ from typing import Iterable
 
 from mgtui.trace import lanes
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
+from mgtui.trace.arrays import NODE, GRAD, EVENT, WRITE, ArrayChunk, ArrayTable
 from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
 from mgtui.trace.model import Texts, Trace
 from mgtui.trace.records import (
@@ -76,6 +77,7 @@ class TraceBuilder(RecordValidation):
         self._ops: list[str] = []
         self._op_codes: dict[str, int] = {}
         self.values: dict[int, tuple[tuple[str, float], ...]] = {}
+        self.arrays = ArrayTable()  # (`mgtui.trace.arrays`)
 
     @property
     def node_count(self) -> int:
@@ -216,7 +218,25 @@ class TraceBuilder(RecordValidation):
         _append(self.wr_after, after)
         _append(self.wr_line, lines)
 
-    def add(self, chunk: Chunk) -> None:
+    def add_arrays(self, chunk: ArrayChunk) -> None:
+        """Array values of records already added (a stream sends them after the chunks
+        of their rows): each place and index is checked against those."""
+        counts = (self.node_count, self.node_count, self.event_count, len(self.wr_node))
+        kinds = self.ev_kind
+        for k, (place, index, side, _value) in enumerate(chunk.entries):
+            where = f"arrays[{k}]"
+            if place not in (NODE, GRAD, EVENT, WRITE) or side not in (0, 1):
+                raise TraceFormatError(where, f"no place {place!r}, side {side!r}")
+            if not (type(index) is int and 0 <= index < counts[place]):
+                raise TraceFormatError(where, f"refers to a record that is not there ({index!r})")
+            if place == EVENT and kinds[index] not in (_GRAD, _DATA):
+                raise TraceFormatError(where, f"event {index} is not a grad or data write")
+        self.arrays.add(chunk)
+
+    def add(self, chunk: Chunk | ArrayChunk) -> None:
+        if isinstance(chunk, ArrayChunk):
+            self.add_arrays(chunk)
+            return
         if isinstance(chunk, NodeChunk):
             base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
@@ -251,6 +271,8 @@ class TraceBuilder(RecordValidation):
             lone = bisect_left(self.lone_at, keep)
             for column in (self.lone_at, self.lone_before, self.lone_after):
                 del column[lone:]
+            for index in [i for i in self.arrays.events if i >= keep]:
+                del self.arrays.events[index]
 
     # -- the trace -------------------------------------------------------------------------
     def build(self, error: TraceError | None = None, output: str = "",
@@ -300,6 +322,8 @@ class TraceBuilder(RecordValidation):
             _name=Texts.of({nid: inert_line(name) for nid, name in self.names.items() if nid < n},
                            n),
         )
+        if self.arrays or self.arrays.unrecorded:
+            object.__setattr__(trace, "arrays", self.arrays if last else self.arrays.copy())
         n, kinds = self.event_count, self.ev_kind
         object.__setattr__(trace, "_values", {
             i: tuple((inert_line(name), value) for name, value in pairs)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Iterator
 
+from mgtui.trace.arrays import ArrayChunk
 from mgtui.trace.model import Trace
 from mgtui.trace.records import _LONE, TraceFormatError
 
@@ -62,9 +63,10 @@ Chunk = NodeChunk | EventChunk | WriteChunk
 # its columns in place, copied once, into the builder's own.)
 
 
-def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
+def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk | ArrayChunk]:
     """The trace's records as chunks of at most `size` records, nodes first, then
-    events and writes in step, so a reader can build (and show) the trace as they come."""
+    events and writes in step, so a reader can build (and show) the trace as they come;
+    then its arrays, if it has any (`mgtui.trace.arrays`)."""
     t = trace
     for lo in range(0, t.node_count, size):
         hi = min(lo + size, t.node_count)
@@ -86,6 +88,8 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk]:
             yield WriteChunk(t._wr_node[w:end], t._wr_field[w:end], t._wr_before[w:end],
                              t._wr_after[w:end], t._wr_line[w:end])
             w = end
+    if trace.arrays or trace.arrays.unrecorded:
+        yield trace.arrays.chunk()
 
 
 def lone_values(kinds: array, before: Sequence[float],

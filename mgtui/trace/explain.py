@@ -14,26 +14,22 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mgtui.trace import EventKind, Field, Trace
+from mgtui.trace.arrays import ArrayValue, delta as value_delta, display, number
 
 
 
 def fmt(x: float) -> str:
     """A number as a lesson shows it: at most 4 decimals, trailing zeros trimmed; an int
-    (a loop index read by a closure) as an int."""
+    (a loop index read by a closure) as an int; an array as `mgtui.trace.arrays.display`
+    writes it."""
     if isinstance(x, int) and not isinstance(x, bool):
         return str(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-4):
-        return f"{x:.4g}"
-    s = f"{x:.4f}".rstrip("0")
-    s = s + "0" if s.endswith(".") else s
-    return "0.0" if s == "-0.0" else s
+    if isinstance(x, ArrayValue):
+        return display(x)
+    return number(x)
 
 
 def name(label: str) -> str:
@@ -53,7 +49,8 @@ def signed(x: float) -> str:
 
 @dataclass(frozen=True)
 class Contribution:
-    """One grad (or data) write made by a `_backward` call."""
+    """One grad (or data) write made by a `_backward` call. Its values are floats, or
+    `ArrayValue`s for a tensor engine's (`mgtui.trace.explain_arrays`)."""
 
     target: int
     label: str
@@ -69,11 +66,34 @@ class Contribution:
 
     @property
     def delta(self) -> float:
+        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
+            return value_delta(self.before, self.after)  # type: ignore[return-value]
         return self.after - self.before
+
+    @property
+    def differs_at(self) -> tuple[int, ...] | None:
+        """For arrays: the index of the first element whose recorded change differs from
+        what the op's rule gives (None where they agree, or either is not known)."""
+        e, d = self.expected, self.delta
+        if not isinstance(e, ArrayValue) or not isinstance(d, ArrayValue):
+            if isinstance(e, ArrayValue) and d is None:
+                return ()  # (a change that cannot be taken: the shape changed)
+            return None
+        if e.shape != d.shape:
+            return ()
+        for k, (x, y) in enumerate(zip(e.values, d.values)):
+            if not (math.isfinite(x) and math.isfinite(y)):
+                if math.isfinite(x) != math.isfinite(y):
+                    return _unravel(k, e.shape)
+            elif abs(x - y) > 1e-9 + 1e-6 * abs(x):
+                return _unravel(k, e.shape)
+        return None
 
     @property
     def mismatch(self) -> bool:
         """The recorded delta differs from what the op's derivative gives."""
+        if isinstance(self.expected, ArrayValue):
+            return self.differs_at is not None
         if self.expected is None:
             return False
         if not (math.isfinite(self.expected) and math.isfinite(self.delta)):
@@ -82,7 +102,20 @@ class Contribution:
 
     @property
     def change(self) -> str:
+        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
+            d = self.delta
+            return (f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} "
+                    f"(Δ{self.field} {'?' if d is None else fmt(d)})")
         return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` (C order) of an array of `shape`."""
+    out = []
+    for n in reversed(shape):
+        flat, k = divmod(flat, n) if n else (flat, 0)
+        out.append(k)
+    return tuple(reversed(out))
 
 
 @dataclass(frozen=True)
@@ -148,11 +181,17 @@ def explain(trace: Trace, data, grad, index: int,
             numerical: dict[int, float] | None = None) -> Explanation:
     """`numerical`: for a `_backward` step, input -> d node / d input measured by the
     gradient doctor, shown next to the one the writes imply."""
+    if trace.arrays:  # a tensor engine's step (`mgtui.trace.explain_arrays`)
+        from mgtui.trace.explain_arrays import explain_arrays
+
+        found = explain_arrays(trace, data, grad, index)
+        if found is not None:
+            return torch_step(trace, index, found)
     kind = trace.kind(index)
     if kind is EventKind.CREATE:
         return _forward(trace, data, trace.event_node(index))
     if kind is EventKind.BACKWARD:
-        return _backward(trace, data, grad, index, numerical or {})
+        return torch_step(trace, index, _backward(trace, data, grad, index, numerical or {}))
     return _lone_write(trace, grad, index, kind)
 
 
@@ -217,6 +256,25 @@ def graph_made(trace: Trace, index: int) -> range:
             return trace.made_ids(trace.passes[k])
     forward = next((q for q in trace.passes if q.kind == "forward"), None)
     return trace.made_ids(forward) if forward is not None else range(0)
+
+
+TORCH_NODE = "<torch>"  # the file of a torch autograd node's step (no source)
+
+
+def torch_step(trace: Trace, index: int, e: Explanation) -> Explanation:
+    """A torch backward step (`mgtui.recording.torch_probe`) is named by its autograd
+    node (`TanhBackward0 of o`), and a leaf's `AccumulateGrad` says what it does."""
+    closure = trace.closure_of(index) if e.kind == "backward" else None
+    if closure is None or closure.filename != TORCH_NODE:
+        return e
+    out, op = name(trace.label(e.node)), trace.op(e.node)
+    notes = e.notes
+    if closure.name == "AccumulateGrad":
+        notes = (f"torch's AccumulateGrad: what reached {out} is added into {out}.grad "
+                 "(each += shows at the step that passed it on).",) + tuple(
+                     n for n in notes if "is a leaf: its _backward" not in n)
+    return replace(e, title=f"backward: {closure.name} of {out}" + (f"  ({op})" if op else ""),
+                   notes=notes)
 
 
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:

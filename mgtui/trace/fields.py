@@ -130,3 +130,38 @@ def call_values(x: Any, where: str = "values") -> list[tuple[int, list[tuple[str
 def json_number(x: float) -> float | str:
     """A float for JSON: one that is not finite as "nan", "inf" or "-inf"."""
     return x if x == x and abs(x) != float("inf") else str(x)
+
+
+DTYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_<>=|")
+
+
+def array_value(shape: Any, dtype: Any, values: Any, summary: Any, where: str):
+    """An `ArrayValue` from its parts, checked: `shape` a list of at most `MAX_DIMS`
+    sizes; `dtype` a numpy dtype's name; `values` its elements (all of them, C order,
+    at most `WHOLE_LIMIT`) or, with `summary` [min, max, mean, norm, nonfinite], the
+    first `SAMPLE` of a bigger one."""
+    from mgtui.trace.arrays import MAX_DIMS, SAMPLE, WHOLE_LIMIT, ArrayValue
+
+    dims = seq(shape, f"{where}.shape")
+    if len(dims) > MAX_DIMS:
+        raise TraceFormatError(f"{where}.shape", f"has {len(dims)} dimensions (at most {MAX_DIMS})")
+    for k, n in enumerate(dims):
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < 1 << 40:
+            raise TraceFormatError(f"{where}.shape[{k}]", f"{shown(n)} is not a size")
+    name = text(dtype, f"{where}.dtype")
+    if not name or len(name) > 32 or not DTYPE_CHARS.issuperset(name):
+        raise TraceFormatError(f"{where}.dtype", f"{shown(name)} is not a dtype")
+    size = 1
+    for n in dims:
+        size *= n
+    count = len(values)
+    if summary is None:
+        if size > WHOLE_LIMIT or count != size:
+            raise TraceFormatError(where, f"{count:,} values for shape {tuple(dims)}")
+        return ArrayValue.of(values, dims, name)
+    parts = seq(summary, f"{where}.summary")
+    if len(parts) != 5 or count > min(SAMPLE, size):
+        raise TraceFormatError(where, "a summary needs [min, max, mean, norm, nonfinite] "
+                               f"and at most {SAMPLE} values")
+    stats = [number(v, f"{where}.summary") for v in parts[:4]]
+    return ArrayValue.of(values, dims, name, (*stats, index(parts[4], f"{where}.summary")))

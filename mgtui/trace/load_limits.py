@@ -21,6 +21,7 @@ CHILD_BYTES = 8
 EVENT_BYTES = 32
 LONE_BYTES = 16  # an event's own before and after (grad and data writes outside `_backward`)
 WRITE_BYTES = 40
+ARRAY_BYTES = 400  # an `ArrayValue` and its entry in the table, without its elements
 TEXT_FACTOR = 2  # bytes of objects per byte of JSON text (labels, names, closures, output)
 
 
@@ -59,6 +60,10 @@ class LoadLimits:
 
     def take_writes(self, count: int) -> None:
         self._spend(count * WRITE_BYTES)
+
+    def take_arrays(self, count: int, elements: int) -> None:
+        """Array values (`mgtui.trace.arrays`): `count` of them, `elements` floats in all."""
+        self._spend(count * ARRAY_BYTES + elements * 8)
 
     def take_text(self, size: int) -> None:
         """JSON text about to be parsed, `size` bytes of it."""

@@ -15,6 +15,7 @@ from itertools import chain, compress, repeat
 from operator import add, mul, sub
 from typing import Iterator
 
+from mgtui.trace.arrays import ArrayTable, TraceArrays
 from mgtui.trace.index import TraceIndexes
 from mgtui.trace.places import TracePlaces
 from mgtui.trace.records import (
@@ -35,12 +36,14 @@ from mgtui.trace.replay import TraceReplay
 
 
 @dataclass(frozen=True)
-class Trace(TracePlaces, TraceReplay, TraceIndexes):
+class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
     """A recorded run. Make one with a `TraceBuilder` (the recorder and the loaders do).
 
     `node_data`, `final_data` and `final_grad` are per-node arrays indexed by id: the
     value at creation, and the data and grad at the end (replayed on first use).
-    Everything else is asked for.
+    Everything else is asked for. Where values were arrays (a tensor engine), those
+    columns hold nan and `arrays` the arrays: read values through `TraceArrays`
+    (`created_value`, `value_at`, `write_value`, `event_value`), which know them.
     """
 
     scenario: str
@@ -80,6 +83,8 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes):
     _name: Texts = field(default_factory=lambda: Texts(()))
     # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
     _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
+    # the array values, beside the columns (`mgtui.trace.arrays`): empty for floats
+    arrays: ArrayTable = field(default_factory=ArrayTable)
 
     # -- sizes -------------------------------------------------------------------------
     @property

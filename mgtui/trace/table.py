@@ -22,6 +22,14 @@ A saved file (`mgtui.trace.binary`) and the stream from the runner's child to it
     W   WRITES      yes   writes (zlib): u32 count; nodes i32, fields i8, before f64,
                           after f64, lines i32
     M   NAMES       yes   names given late, while a scenario still runs: JSON [[id, name], ...]
+    A   ARRAYS      yes   array values (zlib; version 3 on): u32 n; JSON {"entries": [[place,
+                          index, side, shape, dtype, count, summary|null], ...],
+                          "unrecorded": [[type, count], ...]} of n bytes; then f64
+                          values, each entry's `count` in turn (`mgtui.trace.arrays`:
+                          place 0 node data, 1 node grad, 2 event, 3 write; side 0 the
+                          before or the node's value, 1 the after; a summary [min, max,
+                          mean, norm, nonfinite] for an array kept as its first values).
+                          Sent after the chunks whose rows it refers to.
     V   VALUES      yes   values read by `_backward` calls as they began (older files have
                           none): JSON [[event, [[name, value], ...]], ...], a value that is
                           not finite as "nan", "inf" or "-inf"
@@ -49,7 +57,9 @@ still runs and read as they arrive. Numbers are stored as they are, so nan and i
 need no special form.
 
 Version 2 stores ids in 32 bits and the values of only the events that have them.
-Version 1 files (64-bit ids, a before and an after for every event) are still read.
+Version 3 is version 2 with A records (arrays); a trace of floats is the same bytes
+but for the version. Version 1 files (64-bit ids, a before and an after for every
+event) and version 2 files are still read.
 """
 
 from __future__ import annotations
@@ -62,6 +72,7 @@ from array import array
 from typing import Callable
 
 from mgtui.trace import fields
+from mgtui.trace.arrays import ArrayChunk
 from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace import (
     Chunk,
@@ -77,8 +88,8 @@ from mgtui.trace import (
 )
 
 MAGIC = b"MGTUI\0TR"
-VERSION = 2
-READS = (1, 2)  # the versions this mgtui reads
+VERSION = 3
+READS = (1, 2, 3)  # the versions this mgtui reads
 MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
 
 HEADER = "H"
@@ -88,13 +99,14 @@ EVENTS = "E"
 WRITES = "W"
 NAMES = "M"
 VALUES = "V"
+ARRAYS = "A"
 END = "Z"
 LABELS = "L"
 NOT_RUN = "X"
 JOB_RESULT = "R"
 EXIT = "Q"
 
-FILE_TAGS = (HEADER, CLOSURE, NODES, EVENTS, WRITES, NAMES, VALUES, END)
+FILE_TAGS = (HEADER, CLOSURE, NODES, EVENTS, WRITES, NAMES, VALUES, ARRAYS, END)
 STREAM_TAGS = (LABELS, NOT_RUN, JOB_RESULT, EXIT)  # only the runner's live stream has them
 TAGS = FILE_TAGS + STREAM_TAGS
 CHUNK_TAGS = (NODES, EVENTS, WRITES)
@@ -158,9 +170,11 @@ def encode_closure(c: Closure) -> bytes:
                                    "default": c.default}))
 
 
-def encode_chunk(chunk: Chunk, level: int = 1) -> bytes:
-    """One N, E or W record, compressed at zlib `level` (0: stored as it is, still a
+def encode_chunk(chunk: Chunk | ArrayChunk, level: int = 1) -> bytes:
+    """One N, E, W or A record, compressed at zlib `level` (0: stored as it is, still a
     zlib stream that any reader inflates; what the runner's child streams)."""
+    if isinstance(chunk, ArrayChunk):
+        return _record(ARRAYS, zlib.compress(_arrays_payload(chunk), level))
     if isinstance(chunk, NodeChunk):
         payload = b"".join((
             _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
@@ -178,6 +192,50 @@ def encode_chunk(chunk: Chunk, level: int = 1) -> bytes:
     columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, chunk.lines)
     payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
     return _record(WRITES, zlib.compress(payload, level))
+
+
+def _arrays_payload(chunk: ArrayChunk) -> bytes:
+    entries, values = [], array("d")
+    for place, index, side, v in chunk.entries:
+        summary = None if v.whole else [*map(fields.json_number, v.summary[:4]), v.summary[4]]
+        entries.append([place, index, side, list(v.shape), v.dtype, len(v.values), summary])
+        values.extend(v.values)
+    meta = _json({"entries": entries, "unrecorded": [list(p) for p in chunk.unrecorded]})
+    return _COUNT.pack(len(meta)) + meta + _le(values)
+
+
+def decode_arrays(data: bytes, limits: LoadLimits | None = None) -> ArrayChunk:
+    """An A record's (compressed) payload, every entry checked (`fields.array_value`)."""
+    p = _Payload(ARRAYS, _inflate(ARRAYS, data))
+    (size,) = p.unpack(_COUNT)
+    if limits is not None:
+        limits.take_text(size)
+    meta = fields.obj(_Payload(ARRAYS, bytes(p.take(size))).json(), "arrays")
+    raw = fields.seq(meta.get("entries"), "arrays.entries")
+    counts = [fields.index(e[5], f"arrays[{k}].count") if isinstance(e, list) and len(e) == 7
+              else -1 for k, e in enumerate(raw)]
+    if -1 in counts:
+        raise TraceFormatError(f"arrays[{counts.index(-1)}]", "must be [place, index, side, "
+                               "shape, dtype, count, summary]")
+    if limits is not None:
+        limits.take_arrays(len(raw), sum(counts))
+    flat = p.column("d", sum(counts))
+    p.done()
+    entries, at = [], 0
+    for k, (place, index, side, shape, dtype, count, summary) in enumerate(raw):
+        where = f"arrays[{k}]"
+        value = fields.array_value(shape, dtype, flat[at:at + count], summary, where)
+        at += count
+        entries.append((fields.index(place, f"{where}.place"), fields.index(index, f"{where}.index"),
+                        fields.index(side, f"{where}.side"), value))
+    unrecorded = []
+    for k, pair in enumerate(fields.seq(meta.get("unrecorded", []), "arrays.unrecorded")):
+        pair = fields.seq(pair, f"arrays.unrecorded[{k}]")
+        if len(pair) != 2:
+            raise TraceFormatError(f"arrays.unrecorded[{k}]", "must be [type, count]")
+        unrecorded.append((fields.text(pair[0], f"arrays.unrecorded[{k}]")[:80],
+                           fields.index(pair[1], f"arrays.unrecorded[{k}]")))
+    return ArrayChunk(tuple(entries), tuple(unrecorded))
 
 
 def encode_json(tag: str | bytes, obj: object) -> bytes:
@@ -451,7 +509,7 @@ class RecordDecoder:
         read = _READERS.get(tag)
         if read is None:
             raise TraceFormatError("record", f"unknown tag {tag!r}")
-        if self.limits is not None and tag not in CHUNK_TAGS:
+        if self.limits is not None and tag not in CHUNK_TAGS and tag != ARRAYS:
             self.limits.take_text(len(payload))
         read(self, tag, payload)
 
@@ -471,6 +529,11 @@ class RecordDecoder:
         builder = self._trace_builder(tag)
         builder.add_closure(fields.closure(_json_of(tag, payload),
                                            f"closures[{len(builder.closures)}]"))
+
+    def _arrays(self, tag: str, payload: bytes) -> None:
+        if self.version < 3:
+            raise TraceFormatError(f"record {tag}", f"in a version {self.version} trace")
+        self._trace_builder(tag).add_arrays(decode_arrays(payload, self.limits))
 
     def _chunk(self, tag: str, payload: bytes) -> None:
         builder = self._trace_builder(tag)
@@ -541,6 +604,7 @@ _READERS: dict[str, Callable[[RecordDecoder, str, bytes], None]] = {
     WRITES: RecordDecoder._chunk,
     NAMES: RecordDecoder._names,
     VALUES: RecordDecoder._values,
+    ARRAYS: RecordDecoder._arrays,
     END: RecordDecoder._end,
     LABELS: RecordDecoder._labels,
     NOT_RUN: RecordDecoder._not_run,

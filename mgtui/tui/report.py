@@ -128,7 +128,8 @@ def print_nodes(trace: Trace, console: Console) -> None:
         inputs = ", ".join(cut(trace.label(c), LABEL_BUDGET) for c in trace.children(nid))
         table.add_row(
             str(nid), cut(trace.label(nid), LABEL_BUDGET), cut(trace.op(nid), LABEL_BUDGET),
-            fmt(trace.final_data[nid]), fmt(trace.final_grad[nid]), cut(inputs, LABEL_BUDGET),
+            fmt(trace.final_value(nid, False)), fmt(trace.final_value(nid, True)),
+            cut(inputs, LABEL_BUDGET),
             trace.line_number(trace.line(nid)) if trace.line(nid) else "")
     console.print(table)
     if count > MAX_TABLE_ROWS:
@@ -151,7 +152,7 @@ def format_report(report: Report) -> str:
     """The `--check` report: what was checked, each finding, and the verdict."""
     t = report.trace
     out = [f"{t.title}", f"{display_path(t.scenario)}: {t.node_count:,} nodes, {len(t):,} steps"]
-    out.append(f"checked: every step of every pass; {numerically(report)}")
+    out.append(f"checked: {report.scope}; {numerically(report)}")
     out.extend(f"note: {n}" for n in report.notes)
     out.append("")
     for f in report.findings:

@@ -38,6 +38,7 @@ stack: list = []
 made_inside: list = []
 late_labels: dict = {}
 add_kid = add_node = add_event = add_write = None  # `Records.add_*`: a row each
+array_made = array_write = None  # `Records.arrays.made`, `.write` (values not floats)
 max_nodes = 0
 limit = 0  # max_nodes, or -1 once the run is to stop (`interrupt`)
 on_progress = on_create = before = watch = None  # the recorder's hooks
@@ -59,7 +60,7 @@ lines_valid: object = object()
 
 # the functions each run gets a copy of (`Inliner._helpers`)
 HELPERS = ("made", "made_again", "call_backward", "call_fully", "inside_made", "backward_of",
-           "event", "label", "interrupt")
+           "event", "label", "interrupt", "stop_making")
 
 
 # -- every name the rewritten code refers to ------------------------------------------------
@@ -79,6 +80,7 @@ MADE, MADE_AGAIN, CALL, BACKWARD_OF, EVENT, LABEL, STACK, ADD_WRITE, NO_HERE_NAM
     "__mgtui_made__", "__mgtui_made_again__", "__mgtui_call_backward__",
     "__mgtui_backward_of__", "__mgtui_event__", "__mgtui_label__", "__mgtui_stack__",
     "__mgtui_add_write__", "__mgtui_no_here__")
+ARRAY_WRITE, FLOAT = "__mgtui_array_write__", "__mgtui_float__"
 # Python's own, for the test `mgtui.recording.inline.rewrite._ordered_prev` writes inline
 TYPE, LEN, TUPLE, KEYS, SET, FROZENSET = (
     "__mgtui_type__", "__mgtui_len__", "__mgtui_tuple__", "__mgtui_keys__", "__mgtui_set__",
@@ -99,6 +101,10 @@ INJECTED: tuple[Injected, ...] = (
     Injected(STACK, "stack", [], "the `_backward` calls running (`Records.stack`)"),
     Injected(ADD_WRITE, "add_write", lambda row: None,
              "a write inside a `_backward` call, appended inline (`Records.add_write`)"),
+    Injected(ARRAY_WRITE, "array_write", lambda nid, field, before, value: (before, value),
+             "a write of a value that is not a float: (before, after) as the row holds "
+             "them (`mgtui.recording.array_values.ArraySnapshots.write`)"),
+    Injected(FLOAT, None, float, "Python's `float`"),
     Injected(NO_HERE_NAME, "NO_HERE", NO_HERE,
              "the `here` of a call from code without a frame list of its own"),
     Injected(TYPE, None, type, "Python's `type`"),
@@ -127,15 +133,20 @@ def made_again(node, children) -> None:
         made(node, children, 3)
 
 
+def stop_making() -> None:
+    """No more nodes: too many (`--max-nodes`), or the run is to stop (`interrupt`)."""
+    if rec.stop_reason is None:
+        rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
+        interrupt()
+    raise StopRecording(rec.stop_reason)
+
+
 def made(node, children, depth=2) -> None:
     """Number and record a node at the end of its class's `__init__` (`depth` frames up
     from here is the code that called the class): `Probe.node_made`, inlined."""
     nid = len(nodes) // NODE_ROW
     if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
-        if rec.stop_reason is None:
-            rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
-            interrupt()
-        raise StopRecording(rec.stop_reason)
+        stop_making()
     try:
         prev = node._prev
     except AttributeError:
@@ -200,7 +211,10 @@ def made(node, children, depth=2) -> None:
         op = node._op
     except AttributeError:  # a class without an op field: the op of the method that made it
         op = op_of_maker(getframe(depth), class_codes) if prev else ""
-    add_node((len(kids), op, getattr(node, "label", None), node.data, line))
+    data = node.data
+    if type(data) is not float:  # an array, an int... (`mgtui.recording.array_values`)
+        data = array_made(nid, data, getattr(node, "grad", None))
+    add_node((len(kids), op, getattr(node, "label", None), data, line))
     if stack:  # made inside a `_backward`: its step follows that call's writes
         made_inside.append(nid)
     else:

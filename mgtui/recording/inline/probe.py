@@ -22,6 +22,7 @@ from mgtui.recording.probes import record_write
 from mgtui.recording.store import ID
 from mgtui.recording.shapes import op_of_maker
 from mgtui.recording.slots_hooks import keeps_fields_in_slots
+from mgtui.recording.torch_watch import torch_module
 
 # Where Python's own library and installed packages live: never "beside the scenario",
 # even for a scenario at the top of the file system.
@@ -99,7 +100,8 @@ class Inliner:
             writes=records.writes, stack=records.stack, made_inside=records.made_inside,
             late_labels=records.late_labels, add_kid=records.add_kid,
             add_node=records.add_node, add_event=records.add_event,
-            add_write=records.add_write,
+            add_write=records.add_write, array_made=records.arrays.made,
+            array_write=records.arrays.write,
             max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else rec.max_nodes,
             on_progress=rec.hooks.on_progress, on_create=rec.hooks.on_create,
             before=rec.hooks.before_backward, watch=watch,
@@ -251,7 +253,7 @@ class Inliner:
         """Should the functions of `module` be rewritten for this run? Yes if it names an
         adopted class, or lives beside the scenario."""
         name = getattr(module, "__name__", "") or ""
-        if name == "mgtui" or name.startswith("mgtui."):
+        if name == "mgtui" or name.startswith("mgtui.") or torch_module(name):
             return False
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict) or namespace is self.rec.globals:

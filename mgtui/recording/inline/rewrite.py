@@ -63,6 +63,8 @@ import types
 
 from mgtui.recording.inline.helpers import (
     ADD_WRITE,
+    ARRAY_WRITE,
+    FLOAT,
     BACKWARD_OF,
     CALL,
     EVENT,
@@ -113,14 +115,20 @@ def _store(attr: str, value: str) -> ast.Assign:
     return ast.Assign([ast.Attribute(_name(OBJ), attr, ast.Store())], _name(value))
 
 
-def _record(attr: str, line: int) -> ast.If:
-    """`if stack: add_write((nid, field, before, value, line)) else: event(...)`"""
+def _record(attr: str, line: int) -> list[ast.stmt]:
+    """`if type(value) is not float: before, value = array_write(nid, field, before,
+    value)` (an array, an int: `mgtui.recording.array_values`; VALUE is stored already),
+    then `if stack: add_write((nid, field, before, value, line)) else: event(...)`"""
     field, kind = WRITTEN[attr]
+    not_float = ast.Compare(_call(TYPE, _name(VALUE)), [ast.IsNot()], [_name(FLOAT)])
+    arrays = ast.If(not_float, [ast.Assign(
+        [ast.Tuple([_name(BEFORE, True), _name(VALUE, True)], ast.Store())],
+        _call(ARRAY_WRITE, _name(NID), ast.Constant(field), _name(BEFORE), _name(VALUE)))], [])
     write = ast.Expr(ast.Call(_name(ADD_WRITE), [ast.Tuple(
         [_name(NID), ast.Constant(field), _name(BEFORE), _name(VALUE), ast.Constant(line)],
         ast.Load())], []))
     event = ast.Expr(_call(EVENT, ast.Constant(kind), _name(NID), _name(BEFORE), _name(VALUE)))
-    return ast.If(_name(STACK), [write], [event])
+    return [arrays, ast.If(_name(STACK), [write], [event])]
 
 
 def _is_none(name: str) -> ast.Compare:
@@ -144,7 +152,7 @@ def store_then_record(attr: str, line: int) -> list[ast.stmt]:
         ast.If(_is_none(NID), [_store(attr, VALUE)], [
             _assign(BEFORE, _getattr(OBJ, attr, ast.Constant(0.0))),
             _store(attr, VALUE),
-            _record(attr, line)]),
+            *_record(attr, line)]),
     ]
 
 
@@ -162,7 +170,7 @@ def augmented_then_record(attr: str, op: ast.operator, value: ast.expr, line: in
         _store(attr, VALUE),
         _read_id(),
         ast.If(ast.Compare(_name(NID), [ast.IsNot()], [ast.Constant(None)]),
-               [_record(attr, line)], []),
+               _record(attr, line), []),
     ]
 
 

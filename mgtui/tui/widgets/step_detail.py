@@ -97,7 +97,9 @@ def render_contribution(text: Text, c, closure_file: str,
         text.append(f"  ({place})", style="dim")
     text.append("\n")
     if c.mismatch and c.expected is not None:
-        text.append(f"     ⚠ expected {fmt(c.expected)} from the op's derivative\n",
+        where = getattr(c, "differs_at", None)
+        at = f" (first differs at element {where})" if where else ""
+        text.append(f"     ⚠ expected {fmt(c.expected)} from the op's derivative{at}\n",
                     style="bold")
 
 

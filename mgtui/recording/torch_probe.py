@@ -1,0 +1,659 @@
+"""The torch adapter: a PyTorch scenario recorded into the same store as a micrograd one
+(`mgtui.recording.store.Records`), so that its trace reads, and diffs, like one.
+
+Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it records:
+
+- **Forward.** A `TorchFunctionMode` sees every torch call the scenario makes. Each
+  tensor an op makes that has a `grad_fn` becomes a node, at the scenario line that
+  made it, with its op (`MulBackward0` reads `*`, `TanhBackward0` `tanh`,
+  `AddmmBackward0` `Addmm`, a custom `Function` by its class name: `op_of`) and its
+  inputs as children. A leaf becomes a node where it is given `requires_grad`
+  (`x.requires_grad = True`, a factory's `requires_grad=True`), or where it is first
+  used (a module's parameters). Autograd nodes the scenario never saw made (those
+  inside `F.linear`) are nodes too, at the line of the op that made them (a weight's
+  transpose with its value, others without one). Custom `Function.apply` calls go
+  through the same. An in-place change of a recorded tensor outside autograd
+  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` (`zero_grad`)
+  a grad event; an in-place op autograd records (`h.add_(1)`) is a node.
+- **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
+  the root's seed is a grad event (`o.grad = 1.0`), and every autograd node reachable
+  from the root gets a hook for the length of the call. Each node the engine runs is
+  one backward step, in the engine's order, on the tensor it made: the gradients it
+  returns are `+=` writes into its inputs' grads (a leaf's too, as micrograd's
+  `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
+  writes only where the engine's sum of several gradients differs from the trace's
+  (float32). The step's "closure" is the autograd node by name (`MulBackward0`, no
+  source), or a custom Function's `backward`, whose writes carry the line it returned
+  from.
+- **Names.** A tensor an assignment binds as it is made is named by its variable
+  (`loss`, at every training step); at the end, the scenario's globals name the rest,
+  a module's parameters by their path (`lin1.weight`).
+
+A tensor with one element reads as a float, as a micrograd value; a bigger one is an
+array (`mgtui.recording.array_values`). Nothing here changes a tensor, a gradient or the
+engine's order: the hooks only read, and are taken off after each backward call, so the
+final gradients are those of the script without mgtui.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from typing import NamedTuple
+
+import torch
+from torch.autograd.function import BackwardCFunction, Function
+from torch.overrides import TorchFunctionMode
+
+from mgtui.recording.probes import StopRecording
+from mgtui.recording.store import BACKWARD, CREATE, DATA, GRAD
+from mgtui.trace import Field
+from mgtui.trace.explain import TORCH_NODE
+
+ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
+GRAD_FIELD, DATA_FIELD = Field.GRAD.code, Field.DATA.code
+ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
+OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
+    "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
+    "DivBackward0": ("/", 2), "TanhBackward0": ("tanh", 1), "ExpBackward0": ("exp", 1),
+    "LogBackward0": ("log", 1), "ReluBackward0": ("relu", 1),
+    "SigmoidBackward0": ("sigmoid", 1), "NegBackward0": ("neg", 1),
+    "SumBackward0": ("sum", 1), "MeanBackward0": ("mean", 1), "MmBackward0": ("@", 2),
+}
+REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
+GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
+TENSORS = (torch.Tensor, torch.nn.Parameter)
+NAN = math.nan
+ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
+BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
+NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
+                torch.int16, torch.int8, torch.uint8, torch.bool}
+
+
+class TorchNode:
+    """What a backward step's closure index is kept by: an autograd node's class, with
+    the code attributes `mgtui.recording.store.closure_source` reads (no source)."""
+
+    def __init__(self, name: str) -> None:
+        self.co_name = name
+        self.co_filename = TORCH_NODE
+        self.co_firstlineno = 0
+
+
+class FunctionCall(NamedTuple):
+    """A custom Function's backward call, as the doctor's check is given it
+    (`mgtui.recording.torch_watch.function_check`)."""
+
+    cls: type  # the Function
+    args: tuple  # what its apply got (tensors detached and copied)
+    grad_outputs: tuple  # the gradients the backward was given
+    grad_inputs: tuple  # and what it returned, as the engine passed them on
+    node: int  # the node of its output
+    event: int  # its backward step's event index
+    backward_pass: int  # counted from 1
+    line: int  # the line of its backward that returned
+
+
+def value_of(t, copy: bool = False):
+    """A tensor's value as the trace takes it: one element reads as a float, as a
+    micrograd value; a bigger tensor as a numpy array, for the array support
+    (`mgtui.recording.array_values`, which copies it as it records it: `copy` for a
+    value kept before an in-place change); nan if it cannot be read."""
+    try:
+        if t.numel() == 1:
+            return float(t.item())
+        t = t.detach()
+        if t.dtype not in NUMPY_DTYPES:
+            t = t.to(torch.float64)
+        try:
+            a = t.numpy()
+        except TypeError:  # (a tensor on a GPU)
+            a = t.cpu().numpy()
+        return a.copy() if copy else a
+    except (RuntimeError, TypeError, ValueError, OverflowError):
+        return NAN
+
+
+def same(a, b) -> bool:
+    """Are two values the trace holds the same, bit for bit (nan equal to nan)?"""
+    if type(a) is float and type(b) is float:
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+    if type(a) is float or type(b) is float:
+        return False
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def op_of(fn, kids: int) -> str:
+    name = type(fn).__name__
+    if isinstance(fn, BackwardCFunction):
+        return fn._forward_cls.__name__
+    known = OPS.get(name)
+    if known is not None and known[1] == kids:
+        return known[0]
+    if name == "PowBackward0" and kids == 1:
+        e = getattr(fn, "_saved_exponent", None)
+        if isinstance(e, (int, float)):
+            return f"**{int(e) if float(e).is_integer() else e}"
+    return BACKWARD_SUFFIX.sub("", name) or name
+
+
+class TorchProbe:
+    """The adapter of one recording (`rec`, a `Recorder`): see the module."""
+
+    def __init__(self, rec, check=lambda: None) -> None:
+        self.rec = rec
+        self.check = check  # () -> the doctor's Function check, or None (`torch_watch`)
+        self.spots = rec.namer.spots  # assignments, by code and instruction (`naming`)
+        self.pending: list[tuple] = []  # tensors made under one, until it is stored
+        self.named: dict[int, str] = {}
+        self.records = rec.records
+        self.key = f"mgtui-{id(self)}-{id(rec)}"
+        self.path = rec.lines.scenario_path
+        self.scenario_line = rec.lines.scenario_line
+        self.mode: _Mode | None = None
+        self.saved: list = []
+        self.paused = 0  # > 0 while the doctor's check runs a Function itself
+        self.passes = 0  # backward calls recorded
+        self.closures: dict[str, TorchNode] = {}
+
+    # -- on and off --------------------------------------------------------------------
+    def attach(self) -> None:
+        import torch.autograd as autograd
+
+        backward, apply = autograd.backward, Function.__dict__["apply"]
+        self.saved = [(autograd, "backward", backward), (Function, "apply", apply)]
+        autograd.backward = self._backward_wrapper(backward)
+        Function.apply = classmethod(self._apply_wrapper(apply.__func__))
+        self.mode = _Mode(self)
+        self.mode.__enter__()
+
+    def detach(self) -> None:
+        if self.mode is not None:
+            try:
+                self.mode.__exit__(None, None, None)
+            except (RuntimeError, IndexError):  # the scenario left a mode of its own on
+                pass
+            self.mode = None
+        for owner, name, old in reversed(self.saved):
+            setattr(owner, name, old)
+        self.saved = []
+
+    # -- nodes ---------------------------------------------------------------------------
+    def nid_of(self, t) -> int | None:
+        mark = getattr(t, ATTR, None)
+        return mark[1] if type(mark) is tuple and mark[0] == self.key else None
+
+    def tensor(self, t, line: int) -> int:
+        """The node of tensor `t`, recorded now (with its unrecorded inputs) if need be."""
+        nid = self.nid_of(t)
+        if nid is not None:
+            return nid
+        fn = t.grad_fn
+        if fn is None:
+            nid = self._add((), "", value_of(t), line, self._leaf_label(t, line))
+        else:
+            nid = self._fn_node(fn, line, t)
+        try:
+            setattr(t, ATTR, (self.key, nid))
+        except (AttributeError, TypeError):
+            pass
+        return nid
+
+    def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
+        """The node of output `nr` (of `t`) of autograd node `fn`."""
+        nr = t.output_nr if t is not None else (nr or 0)
+        metadata = fn.metadata
+        known = metadata.get(self.key)
+        if known is not None and nr in known:
+            return known[nr]
+        kids = [self._kid(nf, k, line) for nf, k in fn.next_functions if nf is not None]
+        data = value_of(t) if t is not None else _hidden_value(fn)
+        nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
+        if known is None:
+            metadata[self.key] = {nr: nid}
+        else:
+            known[nr] = nid
+        return nid
+
+    def out_node(self, fn, line: int) -> int:
+        """The node of autograd node `fn`'s first output recorded."""
+        known = fn.metadata.get(self.key)
+        return min(known.values()) if known else self._fn_node(fn, line, None, 0)
+
+    def _kid(self, nf, nr: int, line: int) -> int:
+        if type(nf) is ACCUMULATE:
+            return self.tensor(nf.variable, line)
+        return self._fn_node(nf, line, None, nr)
+
+    def _add(self, kids, op: str, data, line: int, label: str | None) -> int:
+        """A node: its children's ids, op, value (a float, or an array: `value_of`), line."""
+        records, rec = self.records, self.rec
+        nid = records.node_count()
+        if nid >= rec.max_nodes or rec.stop_reason:
+            if rec.stop_reason is None:
+                rec.stop_reason = f"more than {rec.max_nodes:,} nodes (--max-nodes)"
+            raise StopRecording(rec.stop_reason)
+        if type(data) is not float:
+            data = records.arrays.made(nid, data)
+        for k in kids:
+            records.add_kid(k)
+        records.add_node((len(records.kids), op, label, data, line))
+        records.add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(records.writes)))
+        return nid
+
+    def write(self, nid: int, field: int, kind: int, before, after, line: int) -> None:
+        """A write of `after` over `before` into node `nid`'s grad or data: a backward
+        step's (while `records.stack` holds the node whose step it is) or an event."""
+        records = self.records
+        if type(after) is not float or type(before) is not float:
+            before, after = records.arrays.write(nid, field, before, after)
+        if records.stack:
+            records.add_write((nid, field, before, after, line))
+        else:
+            records.add_event((kind, nid, before, after, line, -1, len(records.writes)))
+
+    def _leaf_label(self, t, line: int) -> str | None:
+        """The variable of the scenario's frame that holds leaf `t`, if any."""
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_filename != self.path:
+            f = f.f_back
+        if f is None:
+            return None
+        for name, v in list(f.f_locals.items()):
+            if v is t and not name.startswith("_"):
+                return name
+        return None
+
+    def made(self, out, frame) -> None:
+        """Record the tensors a torch call returned, if autograd tracks them."""
+        if type(out) is tuple or type(out) is list:
+            for o in out:
+                self.made(o, frame)
+            return
+        if isinstance(out, torch.Tensor) and out.requires_grad and self.nid_of(out) is None:
+            nid = self.tensor(out, self.scenario_line(frame))
+            if frame.f_code.co_filename == self.path:
+                self.bound(frame, out, nid)
+
+    def changed(self, func, args, kwargs, grad: bool):
+        """Run `func`, which changes a tensor in place (`p -= lr * p.grad`) or sets a
+        grad (`p.grad = None`): on a recorded node, a data or a grad event."""
+        t = args[0]
+        nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
+        if nid is not None and not grad and t.requires_grad and torch.is_grad_enabled():
+            out = func(*args, **(kwargs or {}))  # autograd's in-place op: a new node
+            fn = t.grad_fn
+            if fn is not None and self.key not in fn.metadata:
+                setattr(t, ATTR, None)
+                self.made(out, sys._getframe(2))
+            return out
+        if nid is None:
+            out = func(*args, **(kwargs or {}))
+            if not grad and isinstance(out, (torch.Tensor, tuple, list)):
+                self.made(out, sys._getframe(2))
+            return out
+        if grad:  # (a grad set aside is not changed: no copy of it is needed)
+            before = value_of(t.grad) if t.grad is not None else 0.0
+        else:  # (a copy: the tensor is about to change)
+            before = value_of(t, True)
+        out = func(*args, **(kwargs or {}))
+        if grad:
+            after = value_of(t.grad) if t.grad is not None else 0.0
+            field, kind = GRAD_FIELD, GRAD
+        else:
+            after, field, kind = value_of(t), DATA_FIELD, DATA
+        self.write(nid, field, kind, before, after, self.scenario_line(sys._getframe(2)))
+        return out
+
+    # -- backward -------------------------------------------------------------------------
+    def _apply_wrapper(self, apply):
+        probe = self
+
+        def wrapped(cls, *args, **kwargs):
+            out = apply(cls, *args, **kwargs)
+            if not probe.paused:
+                probe.made(out, sys._getframe(1))
+                fn = getattr(out if isinstance(out, torch.Tensor) else out[0], "grad_fn", None)
+                if fn is not None and probe.check() is not None:
+                    probe.paused += 1  # (copies for the check are no nodes)
+                    try:
+                        fn.metadata[probe.key + "args"] = tuple(
+                            a.detach().clone().requires_grad_(a.requires_grad)
+                            if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                            for a in args)
+                    finally:
+                        probe.paused -= 1
+            return out
+
+        return wrapped
+
+    def _backward_wrapper(self, backward):
+        probe = self
+
+        def wrapped(tensors, grad_tensors=None, *args, **kwargs):
+            if probe.paused:
+                return backward(tensors, grad_tensors, *args, **kwargs)
+            frame = sys._getframe(1)
+            line = probe.scenario_line(frame)
+            roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            seeds = ([grad_tensors] if isinstance(grad_tensors, torch.Tensor)
+                     else list(grad_tensors) if grad_tensors is not None else [None] * len(roots))
+            run = _BackwardRun(probe, line)
+            for root, seed in zip(roots, seeds):
+                run.seed(root, seed)
+            handles = run.hook(roots)
+            probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
+            try:
+                return backward(tensors, grad_tensors, *args, **kwargs)
+            finally:
+                probe.paused -= 1
+                if run.profile is not None:  # (a custom backward that raised)
+                    sys.setprofile(run.profile[0])
+                for h in handles:
+                    h.remove()
+
+        return wrapped
+
+    def closure(self, fn) -> int:
+        """The closure index of autograd node `fn`'s step: a custom Function's backward,
+        else the node's class by name."""
+        if isinstance(fn, BackwardCFunction):
+            code = getattr(fn._forward_cls.backward, "__code__", None)
+            if code is not None:
+                return self.records.closure_index(code)
+        name = type(fn).__name__
+        node = self.closures.get(name)
+        if node is None:
+            node = self.closures[name] = TorchNode(name)
+        return self.records.closure_index(node)
+
+    # -- names -------------------------------------------------------------------------------
+    def bound(self, frame, t, nid: int) -> None:
+        """Tensor `t` (node `nid`) was made by a torch call straight from the
+        scenario's `frame`: if that instruction is an assignment's value
+        (`mgtui.recording.naming`'s spots), the variable names it once the frame has
+        stored it (`loss`, at every training step)."""
+        self._settle(frame)
+        spots = self.spots.get(id(frame.f_code))
+        spot = spots.get(frame.f_lasti) if spots else None
+        if spot is not None:
+            self.pending.append((frame, frame.f_lasti, spot[1], spot[0], id(t), nid))
+
+    def _settle(self, now=None) -> None:
+        """Name the pending tensors whose frame has moved on from their statement (all
+        of them, `now` None: the run has ended) if their variable holds them."""
+        keep = []
+        for entry in self.pending:
+            frame, start, end, target, address, nid = entry
+            if now is not None and frame is now and start <= frame.f_lasti <= end:
+                keep.append(entry)
+                continue
+            try:
+                held = frame.f_locals.get(target)
+            except Exception:  # noqa: BLE001 - a frame that cannot be read: no name
+                held = None
+            if id(held) == address and self.nid_of(held) == nid and nid not in self.named:
+                self._give(nid, target)
+        self.pending = keep
+
+    def _give(self, nid: int, name: str) -> None:
+        self.named[nid] = name
+        self.records.name_ids.append(nid)
+        self.records.name_texts.append(name)
+
+    def names(self, scope: dict) -> list[tuple[int, str]]:
+        """Every name given: the variables that bound tensors as they were made, then
+        (for the rest) the scenario's globals, a module's parameters by their path."""
+        self._settle()
+        modules, tensors = [], []
+        for name, v in list(scope.items()):
+            if name.startswith("_"):
+                continue
+            if isinstance(v, torch.Tensor):
+                tensors.append((name, v))
+            elif isinstance(v, torch.nn.Module):
+                modules.append((name, v))
+        for name, module in modules:  # (first: a loop's `p` is a parameter's too)
+            for path, p in module.named_parameters():
+                nid = self.nid_of(p)
+                if nid is not None and nid not in self.named:
+                    self._give(nid, path if len(modules) == 1 else f"{name}.{path}")
+        for name, v in tensors:
+            nid = self.nid_of(v)
+            if nid is not None and nid not in self.named:
+                self._give(nid, name)
+        return sorted(self.named.items())
+
+
+class _Mode(TorchFunctionMode):
+    """Every torch call of the scenario, while the recording runs."""
+
+    def __init__(self, probe: TorchProbe) -> None:
+        super().__init__()
+        self.probe = probe
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        probe = self.probe
+        kind = KINDS.get(func)
+        if kind is None:
+            kind = KINDS[func] = _kind(func)
+        if kind is READ or probe.paused:
+            return func(*args, **(kwargs or {}))
+        if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
+            return probe.changed(func, args, kwargs, kind is GRAD_SET)
+        out = func(*args, **(kwargs or {}))
+        if kind is REQUIRES_GRAD_SET:
+            t = args[0]
+            if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
+                probe.tensor(t, probe.scenario_line(sys._getframe(1)))
+            return out
+        if isinstance(out, (torch.Tensor, tuple, list)):
+            probe.made(out, sys._getframe(1))
+        return out
+
+
+# What a torch call is to the recording (`_kind`), by the function, worked out once.
+CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
+REQUIRES_GRAD_SET = "requires_grad="
+KINDS: dict = {}
+
+
+def _kind(func) -> str:
+    name = getattr(func, "__name__", "")
+    owner = getattr(func, "__self__", None)
+    if name == "__get__":  # a property read (`p.grad`, `t.data`): nothing to record
+        return READ
+    if name == "__set__":
+        return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
+                if owner is REQUIRES_GRAD else CALL)
+    if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
+        return IN_PLACE  # `p.sub_(g)`, `p -= g`
+    return CALL
+
+
+def _copies(grads) -> tuple:
+    return tuple(g.detach().clone() if g is not None else None for g in grads)
+
+
+_RETURNS: dict = {}
+
+
+def _one_return(code) -> int:
+    """The line of the one `return` statement of a function's code (0: not one)."""
+    found = _RETURNS.get(code)
+    if found is None:
+        import dis
+
+        lines = {i.positions.lineno for i in dis.get_instructions(code)
+                 if i.opname in ("RETURN_VALUE", "RETURN_CONST") and i.positions}
+        found = _RETURNS[code] = lines.pop() if len(lines) == 1 else 0
+    return found
+
+
+def _hidden_value(fn):
+    """The value of an autograd node's output the scenario never saw made: a weight's
+    transpose (`TBackward0`, inside `F.linear`) is worked out; others are not known."""
+    if type(fn).__name__ == "TBackward0":
+        (nf, _), = fn.next_functions or ((None, 0),)
+        if nf is not None and type(nf).__name__ == "AccumulateGrad":
+            return value_of(nf.variable.detach().t())
+    return NAN
+
+
+class _BackwardRun:
+    """One `backward()` call: its seeds, and the hooks on every autograd node it runs."""
+
+    def __init__(self, probe: TorchProbe, line: int) -> None:
+        self.probe = probe
+        self.line = line
+        self.records = probe.records
+        self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
+        # gradients added up into each leaf so far (0: it had a grad already), for its
+        # AccumulateGrad: a sum of one gradient onto none is the engine's own value
+        self.sums: dict[int, int] = {}
+        probe.passes += 1
+        self.number = probe.passes
+        self.returned = 0  # the line a custom Function's backward returned from
+        self.profile: tuple | None = None  # (the profile function put back after it)
+
+    def grad_of(self, nid: int, t=None):
+        g = self.grads.get(nid)
+        if g is None:
+            g = ZERO
+            if t is not None and t.is_leaf and t.grad is not None:
+                g = value_of(t.grad)
+            self.grads[nid] = g
+        return g
+
+    def seed(self, root, seed) -> None:
+        nid = self.probe.tensor(root, self.line)
+        before = self.grad_of(nid, root)
+        after = value_of(seed) if seed is not None else 1.0
+        self.grads[nid] = after
+        self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
+
+    def hook(self, roots) -> list:
+        """A hook on every autograd node reachable from `roots`, for this call (and a
+        pre-hook on a custom Function's whose backward has several `return`s)."""
+        handles, seen = [], set()
+        todo = [r.grad_fn for r in roots if r.grad_fn is not None]
+        while todo:
+            fn = todo.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            nexts = fn.next_functions
+            if type(fn) is ACCUMULATE:
+                handles.append(fn.register_hook(self._accumulated(fn)))
+                continue
+            handles.append(fn.register_hook(self._after(fn, nexts)))
+            if isinstance(fn, BackwardCFunction):
+                code = fn._forward_cls.backward.__code__
+                handles.append(fn.register_prehook(lambda g, code=code: self._watch_return(code)))
+            todo.extend(nf for nf, _ in nexts if nf is not None)
+        return handles
+
+    def _watch_return(self, code) -> None:
+        """Note the line `code` (a custom Function's backward) returns from: its one
+        `return`, or, if it has several, the one a profile function sees it leave by."""
+        single = _one_return(code)
+        if single:
+            self.returned = single
+            return
+        self.returned = 0
+        self.profile = (sys.getprofile(),)
+
+        def profile(frame, event, arg):
+            if event == "return" and frame.f_code is code:
+                self.returned = frame.f_lineno
+                sys.setprofile(self.profile[0])
+                self.profile = None
+
+        sys.setprofile(profile)
+
+    def _accumulated(self, fn):
+        """A leaf's `AccumulateGrad`: its own step, which writes only where the
+        engine's sum differs from the trace's (float32)."""
+        probe, records, line = self.probe, self.records, self.line
+        leaf = fn.variable
+        nid = probe.tensor(leaf, line)
+        event = (BACKWARD, nid, 0.0, 0.0, line, probe.closure(fn))
+        add_event, writes = records.add_event, records.writes
+
+        def accumulated(grad_inputs, grad_outputs):
+            add_event(event + (len(writes),))
+            if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
+                return None
+            real = value_of(leaf.grad) if leaf.grad is not None else 0.0
+            have = self.grad_of(nid, leaf)
+            if not same(real, have):
+                records.stack.append(nid)
+                try:
+                    probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
+                finally:
+                    records.stack.pop()
+                self.grads[nid] = real
+            return None
+
+        return accumulated
+
+    def _after(self, fn, nexts):
+        """An autograd node's step: the gradients it returned, each a `+=` into the
+        grad of the input it goes to."""
+        probe, records, line = self.probe, self.records, self.line
+        targets = []
+        for nf, nr in nexts:
+            if nf is None:
+                targets.append(None)
+            elif type(nf) is ACCUMULATE:
+                t = nf.variable
+                targets.append((probe.tensor(t, line), t))
+            else:
+                targets.append((probe._fn_node(nf, line, None, nr), None))
+        custom = isinstance(fn, BackwardCFunction)
+        event = (BACKWARD, probe.out_node(fn, line), 0.0, 0.0, line, probe.closure(fn))
+        add_event, writes, stack = records.add_event, records.writes, records.stack
+        write = probe.write
+        grads, grad_of, sums = self.grads, self.grad_of, self.sums
+
+        def after(grad_inputs, grad_outputs):
+            self.event = records.event_count()
+            add_event(event + (len(writes),))
+            at = self.returned if custom else 0
+            stack.append(-1)  # (the writes are this step's)
+            try:
+                for target, g in zip(targets, grad_inputs):
+                    if target is None or g is None:
+                        continue
+                    tid, t = target
+                    before = grad_of(tid, t)
+                    if before is ZERO:  # the first: the gradient itself (a copy: the
+                        after = value_of(g, True)  # engine may add into it in place)
+                    else:
+                        after = before + value_of(g)
+                    if t is not None:  # (a leaf's: see `_accumulated`)
+                        sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
+                    grads[tid] = after
+                    write(tid, GRAD_FIELD, GRAD, before, after, at)
+            finally:
+                stack.pop()
+            if custom and probe.check() is not None:
+                self._check(fn, grad_outputs, grad_inputs, at)
+            return None
+
+        return after
+
+    def _check(self, fn, grad_outputs, grad_inputs, line: int) -> None:
+        probe = self.probe
+        args = fn.metadata.get(probe.key + "args")
+        if args is None:
+            return
+        nid = probe.out_node(fn, self.line)
+        call = FunctionCall(fn._forward_cls, args, _copies(grad_outputs), _copies(grad_inputs),
+                            nid, getattr(self, "event", 0), self.number, line)
+        probe.paused += 1  # (what the check runs is not the scenario's)
+        try:
+            probe.check()(call)
+        finally:
+            probe.paused -= 1

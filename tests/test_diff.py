@@ -204,21 +204,30 @@ def test_ops_are_matched_by_what_they_compute(op, kind):
     assert op_kind(op) == kind
 
 
-@pytest.mark.usefixtures("clean_env")
-async def test_the_app_opens_at_the_difference_with_both_sides_shown(monkeypatch, tmp_path):
-    from textual.widgets import Static
-
+@pytest.fixture
+def wrong_tanh_app(monkeypatch, tmp_path, clean_env):
+    """The app of `mgtui diff wrong_tanh.py neuron`, and the comparison it shows."""
     from mgtui.tui.app import diff_app
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     c = compare(str(DATA / "wrong_tanh.py"), "neuron")
-    app = diff_app(c)
+    return diff_app(c), c
+
+
+async def opened(app, pilot):
+    for _ in range(200):
+        await pilot.pause(0.02)
+        if app.debugger.trace is not None and not app.loading:
+            break
+    return app.debugger
+
+
+async def test_the_app_opens_at_the_difference_with_both_sides_shown(wrong_tanh_app):
+    from textual.widgets import Static
+
+    app, c = wrong_tanh_app
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if app.debugger.trace is not None and not app.loading:
-                break
-        screen = app.debugger
+        screen = await opened(app, pilot)
         state = screen.state
         trace = screen.trace
         # at o's `_backward` call, the step that wrote n.grad 0.2929, with n selected
@@ -357,19 +366,10 @@ def test_runs_of_different_lengths_and_graphs_that_share_nothing(capsys, tmp_pat
     assert "could not be aligned" in doc["difference"]["message"]
 
 
-@pytest.mark.usefixtures("clean_env")
-async def test_the_palette_goes_back_to_the_difference(monkeypatch, tmp_path):
-    from mgtui.tui.app import diff_app
-
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    c = compare(str(DATA / "wrong_tanh.py"), "neuron")
-    app = diff_app(c)
+async def test_the_palette_goes_back_to_the_difference(wrong_tanh_app):
+    app, c = wrong_tanh_app
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if app.debugger.trace is not None and not app.loading:
-                break
-        screen = app.debugger
+        screen = await opened(app, pilot)
         await pilot.press("g")  # to the start
         assert screen.state.step == 0
         await pilot.press("ctrl+p")

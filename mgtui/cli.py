@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--check, --print and --export (the app reads pyproject.toml)")
     parser.add_argument("--version", action="version", version=f"mgtui {__version__}")
     parser.epilog = ("Arguments after -- go to the script, as its sys.argv[1:]: "
-                     "mgtui train.py -- --lr 0.5")
+                     "mgtui train.py -- --lr 0.5. Two runs compared: mgtui diff A B "
+                     "(see mgtui diff --help); lessons served: mgtui serve (mgtui serve "
+                     "--help).")
     return parser
 
 
@@ -155,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         from mgtui.serve.cli import main as serve_main
 
         return serve_main(argv[1:])
+    if argv[:1] == ["diff"]:
+        return diff_main(argv[1:])
     parser = build_parser()
     own, script_args = split_script_args(list(argv))
     args, unknown = parser.parse_known_args(own)
@@ -413,6 +417,87 @@ def launch_app(path: Path | None, args: argparse.Namespace,
     return run_app(path, step=args.step, seed=args.seed, max_nodes=args.max_nodes,
                    timeout=args.timeout, max_memory=args.max_memory, run=run,
                    argv=args.script_args, lesson_dir=lesson_dir, quiz=args.quiz)
+
+
+# -- mgtui diff A B ------------------------------------------------------------------------
+
+def build_diff_parser() -> argparse.ArgumentParser:
+    from mgtui.compare import Tolerance
+
+    tol = Tolerance()
+    parser = argparse.ArgumentParser(
+        prog="mgtui diff",
+        description="Record two scenarios (or read saved traces), align their graphs and "
+        "name the first node whose value or gradient differs, with the line on each side "
+        "that produced it. Exit 0 if they agree, 1 if they differ, 2 if one cannot be run "
+        "or read. Without --print or --json, opens the debugger on A at that step.")
+    parser.add_argument("a", metavar="A", help="a scenario .py file, a bundled scenario "
+                        "name, or a saved trace (.json, .mgtrace): yours")
+    parser.add_argument("b", metavar="B", help="the same, to compare A with (a reference: "
+                        "another engine, torch, or the run before a change)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--print", action="store_true", dest="print_",
+                      help="print the comparison as text and exit")
+    mode.add_argument("--json", action="store_true", help="the comparison as JSON on stdout")
+    parser.add_argument("--rtol", type=tolerance_value, default=tol.rtol, metavar="R",
+                        help=f"relative tolerance (default {tol.rtol:g})")
+    parser.add_argument("--atol", type=tolerance_value, default=tol.atol, metavar="A",
+                        help=f"absolute tolerance (default {tol.atol:g}): two numbers agree "
+                        "when |a - b| <= atol + rtol * max(|a|, |b|)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed for `random` before each scenario runs (default 0)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="stop recording each scenario after this many seconds")
+    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
+                        help=f"stop recording past N nodes (default {DEFAULT_MAX_NODES:,})")
+    parser.add_argument("--max-memory", type=memory_size, default=DEFAULT_MAX_MEMORY,
+                        metavar="SIZE", help="stop a scenario's process past SIZE of memory")
+    return parser
+
+
+def tolerance_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"a tolerance is a number >= 0, not {text}")
+    return value
+
+
+def diff_main(argv: list[str]) -> int:
+    """`mgtui diff A B`: 0 they agree, 1 they differ (or a run did not finish), 2 one of
+    them could not be run or read."""
+    from mgtui.compare import Tolerance, compare
+
+    args = build_diff_parser().parse_args(argv)
+    if args.timeout is not None and args.timeout <= 0:
+        return fail("--timeout must be a positive number of seconds")
+    if args.max_nodes <= 0:
+        return fail("--max-nodes must be a positive number")
+    headless = args.print_ or args.json
+    if not headless and not (sys.stdout.isatty() and sys.stdin.isatty()):
+        return fail("the debugger needs a terminal; for output without one use "
+                    "mgtui diff A B --print or --json")
+    try:
+        result = compare(args.a, args.b, tolerance=Tolerance(args.rtol, args.atol),
+                         seed=args.seed, timeout=args.timeout, max_nodes=args.max_nodes,
+                         max_memory=args.max_memory)
+    except ScenarioLoadError as exc:
+        return fail(exc.message, exc.detail)
+    code = EXIT_OK if result.agree else EXIT_FAILED
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    elif args.print_:
+        from mgtui.tui.diff_report import comparison_lines
+
+        InertStream(sys.stdout).write("\n".join(comparison_lines(result)) + "\n")
+    else:
+        from mgtui.tui.app import run_diff_app
+
+        run_diff_app(result)
+    sys.stdout.flush()
+    return code
 
 
 def entry() -> None:

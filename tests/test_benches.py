@@ -18,6 +18,7 @@ SAYS = {
     "big_chain.py": "| 20,0",
     "bytes_per_key.py": "80×24: first screen",
     "class_graph_cpu.py": "CPU per teacher step until every student is on it",
+    "diff_time.py": "diff, MLP against its twin",
     "doctor_arrays.py": "tensor/scalar, best of",
     "doctor_time.py": "total, bundled bug scenarios",
     "exports.py": "--export html, phase by phase",

@@ -295,6 +295,14 @@ class Session:
         return self.goto(finding.step + 1, select=finding.node, source=source,
                          notice=Notice(f"{finding.title}: {finding.message}", timeout=8))
 
+    def goto_difference(self, step: int, node: int | None, message: str) -> StepState:
+        """The step after event `step`, where a comparison with another run (`mgtui diff`)
+        found this run's first difference: the `_backward` call that wrote the gradient
+        that differs (or the step that made or set the value), with `node`, the one that
+        differs, selected, that call's source shown, and the difference said."""
+        self.position = replace(self.position, tab="source")
+        return self.goto(step + 1, select=node, notice=Notice(message, timeout=10))
+
     def set_findings(self, findings) -> StepState:
         """Take in the doctor's findings (`Finding`s, of a recording of the same file):
         a step whose `_backward` the doctor measured shows its numerical local derivative

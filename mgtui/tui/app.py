@@ -242,3 +242,27 @@ def run_app(path: Path | None, step: int | None = None, seed: int = 0,
     if score:  # (the score of a self-study quiz stays on the terminal)
         print(f"mgtui: {score}")
     return code if isinstance(code, int) else 0
+
+
+def diff_app(comparison) -> MgtuiApp:
+    """The debugger on side A's trace of a comparison (`mgtui.compare.Comparison`), opening
+    at its first difference, with both sides' values and lines in a pane of their own."""
+    from mgtui.tui.diff_report import comparison_pane
+
+    side = comparison.a
+    app = MgtuiApp(side.path, trace=side.trace)
+    d = comparison.difference
+    at = (d.a.step, d.a.node, d.message) if d is not None and d.a is not None \
+        and d.a.step is not None else None
+    app.debugger.show_comparison(comparison_pane(comparison), at)
+    return app
+
+
+def run_diff_app(comparison) -> int:
+    """`mgtui diff A B` on a terminal, until the user quits."""
+    app = diff_app(comparison)
+    try:
+        code = app.run()
+    finally:
+        app.stop_recording_now()
+    return code if isinstance(code, int) else 0

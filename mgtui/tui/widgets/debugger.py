@@ -83,6 +83,10 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.moved_at = 0.0  # time.monotonic() of the user's last move
         self.quiz = False  # quiz mode for self-study (`mgtui FILE --quiz`)
+        # `mgtui diff`: the comparison's lines, and where it found the first difference
+        self.comparison: tuple[str, ...] = ()
+        self.difference: tuple[int, int | None, str] | None = None
+        self._open_at_difference = False
         self._init_side_tabs()
 
     # -- layout ----------------------------------------------------------------------------
@@ -117,6 +121,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
                         yield Static("", id="output", markup=False)
                 with TabPane("Checks", id="tab-checks"):
                     yield ChecksPane(id="checks")
+        if self.comparison:
+            yield Static("\n".join(self.comparison), id="comparison", markup=False)
         yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
@@ -137,6 +143,14 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
         self._pending = (trace, position, None)
+
+    def show_comparison(self, lines, difference: tuple[int, int | None, str] | None) -> None:
+        """Show a comparison with another run (`mgtui diff`) in a pane of its own, and open
+        at its first difference (`Session.goto_difference`): called before the screen is
+        mounted."""
+        self.comparison = tuple(inert(line) for line in lines)
+        self.difference = difference
+        self._open_at_difference = difference is not None
 
     def show_loading(self, path) -> None:
         if self.query(StepDetail) and self.session is None:
@@ -192,7 +206,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
                                quiz=self.quiz)
         self._reset_side_tabs(tab)
         self.state = None  # every pane draws the new trace in full
-        self.state = self.session.goto(position, select=select)
+        if self._open_at_difference and self.difference is not None:
+            self._open_at_difference = False
+            self.state = self.session.goto_difference(*self.difference)
+        else:
+            self.state = self.session.goto(position, select=select)
 
     def grow_trace(self, trace: Trace, wanted: int | None = None) -> None:
         """Show `trace`, the run on screen recorded further, at the same step and node:
@@ -336,6 +354,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def goto(self, step: int, select: int | None = None) -> None:
         if self.session is not None:
             self._move(self.session.goto(step, select=select))
+
+    def goto_difference(self) -> None:
+        """Back to where `mgtui diff` found the first difference (`Session.goto_difference`)."""
+        if self.session is not None and self.difference is not None:
+            self._move(self.session.goto_difference(*self.difference))
 
     def goto_node(self, nid: int, to: str = "here") -> None:
         """Select node `nid`; if it is not in the current graph, go to the step that made it

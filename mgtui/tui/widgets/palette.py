@@ -1,4 +1,5 @@
-"""Command palette entries that take you somewhere: a step, a pass or a node."""
+"""Command palette entries that take you somewhere: a step, a pass, a node, or the
+first difference `mgtui diff` found."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from functools import partial
 from rich.text import Text
 from textual.command import Hit, Hits, Provider
 from textual.markup import escape
+
+
+DIFFERENCE = "Go to the first difference"
 
 
 class GoToProvider(Provider):
@@ -23,6 +27,9 @@ class GoToProvider(Provider):
             return
         matcher = self.matcher(query)
         text = query.strip().lower()
+        if screen.difference is not None and matcher.match(DIFFERENCE):
+            yield Hit(matcher.match(DIFFERENCE), DIFFERENCE, screen.goto_difference,
+                      help="where mgtui diff found it, both sides below")
         number = re.search(r"(\d+)\s*$", text)
         if number:
             n = int(number.group(1))
@@ -67,3 +74,5 @@ class GoToProvider(Provider):
             yield Hit(1.0, "Go to step … (type: step 14)", lambda: None)
             yield Hit(1.0, "Go to pass … (type: pass 3)", lambda: None)
             yield Hit(1.0, "Go to node … (type: node w1)", lambda: None)
+            if app.debugger.difference is not None:
+                yield Hit(1.0, DIFFERENCE, app.debugger.goto_difference)

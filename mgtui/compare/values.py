@@ -1,0 +1,111 @@
+"""The values a comparison holds: a float, or an array (`ArrayValue`, from a tensor
+engine or torch: its `shape` and its elements, all of them or, for a big one, the first
+few and a summary), and the tolerance two of them are compared with, element by element."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+Value = Any  # a float, or an `ArrayValue` (`mgtui.trace.arrays`, read by duck typing)
+
+
+def is_array(v: Value) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "values")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Two numbers agree when |a − b| ≤ atol + rtol·max(|a|, |b|); two arrays when
+    their shapes are the same and so do their elements, one by one."""
+
+    rtol: float = 1e-4
+    atol: float = 1e-6
+
+    def close(self, a: float, b: float) -> bool:
+        if a == b:
+            return True
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return math.isnan(a) and math.isnan(b)
+        return abs(a - b) <= self.atol + self.rtol * max(abs(a), abs(b))
+
+    def window(self, v: float) -> tuple[float, float]:
+        slack = self.atol + self.rtol * abs(v) * 1.0001
+        return v - slack, v + slack
+
+    def agree(self, a: Value, b: Value) -> bool:
+        return self.apart(a, b) is None
+
+    def apart(self, a: Value, b: Value) -> int | None:
+        """Where two values differ: None if they agree; for arrays the C-order index of
+        the first element that differs (-1: their shapes do; or, for arrays kept only in
+        part, their summaries); 0 for two numbers that differ."""
+        if not is_array(a) and not is_array(b):
+            return None if self.close(a, b) else 0
+        a, b = _as_array(a), _as_array(b)
+        if tuple(a.shape) != tuple(b.shape):
+            return -1
+        for k, (x, y) in enumerate(zip(a.values, b.values)):
+            if not self.close(x, y):
+                return k
+        if not (a.whole and b.whole) and not all(
+                self.close(x, y) for x, y in zip(a.summary[:4], b.summary[:4])):
+            return -1
+        return None
+
+    def __str__(self) -> str:
+        return f"|a − b| ≤ {self.atol:g} + {self.rtol:g}·max(|a|, |b|)"
+
+
+class _Scalar:
+    """A number as a one-element array, to compare with a one-element array."""
+
+    shape = (1,)
+    whole = True
+
+    def __init__(self, v: float) -> None:
+        self.values = array("d", [v])
+
+
+def _as_array(v: Value):
+    return v if is_array(v) else _Scalar(v)
+
+
+def element(v: Value, k: int) -> float:
+    """Element `k` (C order) of an array, or the number itself; nan where not kept."""
+    if not is_array(v):
+        return v
+    return v.values[k] if 0 <= k < len(v.values) else math.nan
+
+
+def index_of(shape: tuple[int, ...], k: int) -> tuple[int, ...]:
+    """The index of C-order element `k` of an array of `shape`: (2, 1)."""
+    out = []
+    for n in reversed(shape):
+        k, r = divmod(k, n) if n else (k, 0)
+        out.append(r)
+    return tuple(reversed(out))
+
+
+def combine(a: Value, b: Value, sign: float) -> Value:
+    """a + sign·b, element by element where either is an array (nan where an array was
+    kept only in part, or the shapes differ)."""
+    if not is_array(a) and not is_array(b):
+        return a + sign * b
+    if not is_array(a) and a == 0:
+        a = _zeros_like(b)
+    if not is_array(b) and b == 0:
+        return a
+    x, y = _as_array(a), _as_array(b)
+    if tuple(x.shape) != tuple(y.shape) or not (x.whole and y.whole):
+        return math.nan
+    out = array("d", (p + sign * q for p, q in zip(x.values, y.values)))
+    return type(x).of(out, x.shape, getattr(x, "dtype", "float64")) if hasattr(
+        type(x), "of") else out[0]
+
+
+def _zeros_like(v: Value):
+    return type(v).of(array("d", bytes(8 * len(v.values))), v.shape,
+                      getattr(v, "dtype", "float64"))

@@ -139,26 +139,30 @@ _DTYPE_NAMES: dict = {}  # numpy dtype -> its name (`str(dtype)` runs Python cod
 
 def from_numpy_many(arrays: list) -> list[ArrayValue]:
     """`from_numpy` of each of many numpy arrays at once: those kept whole are joined
-    into one float64 buffer, converted in one call, and each takes its slice (a
-    recording converts a chunk's arrays so, a few microseconds an array less)."""
+    into one float64 buffer, converted in one call (`concatenate` flattens and casts
+    them as it joins them), and each takes its slice (a recording converts a chunk's
+    arrays so, a few microseconds an array less)."""
     np = sys.modules["numpy"]
-    small = [a for a in arrays if a.size <= WHOLE_LIMIT]
+    sizes = [a.size for a in arrays]
+    small = arrays if max(sizes, default=0) <= WHOLE_LIMIT else [
+        a for a, n in zip(arrays, sizes) if n <= WHOLE_LIMIT]
     flat = array("d")
     if small:
-        joined = np.concatenate([a.reshape(-1) for a in small]).astype(np.float64, copy=False)
+        joined = np.concatenate(small, axis=None, dtype=np.float64)
         flat.frombytes(memoryview(joined).cast("B"))  # (its bytes in place: no copy more)
     names = _DTYPE_NAMES
-    out, at = [], 0
-    for a in arrays:
-        if a.size > WHOLE_LIMIT:
-            out.append(from_numpy(a))
+    out: list[ArrayValue] = []
+    append, at = out.append, 0
+    for a, n in zip(arrays, sizes):
+        if n > WHOLE_LIMIT:
+            append(from_numpy(a))
             continue
         dtype = a.dtype
         name = names.get(dtype)
         if name is None:
             name = names[dtype] = str(dtype)
-        end = at + a.size
-        out.append(ArrayValue(a.shape, name, flat[at:end]))
+        end = at + n
+        append(ArrayValue(a.shape, name, flat[at:end]))
         at = end
     return out
 

@@ -15,6 +15,7 @@ BENCH = ROOT / "bench"
 
 # What each bench prints when it ran to the end (a line of its report).
 SAYS = {
+    "array_costs_side_by_side.py": "torch final grads bit for bit",
     "big_chain.py": None,  # (no quick mode yet: see NOT_YET)
     "bytes_per_key.py": "80×24: first screen",
     "doctor_time.py": "total, bundled bug scenarios",

@@ -26,11 +26,13 @@ from mgtui.trace import export, table
 from mgtui.trace.arrays import (
     GRAD,
     NODE,
+    WHOLE_LIMIT,
     ArrayChunk,
     ArrayValue,
     brief,
     display,
     from_numpy,
+    from_numpy_many,
     state_values,
 )
 from mgtui.trace.explain import explain
@@ -372,3 +374,23 @@ def test_type_names_not_recorded_reach_the_screen_inert():
     t = tracefile.decode(io.BytesIO(data)).trace()
     note = t.arrays.unrecorded_note()
     assert "\x1b" not in note and "(3)" in note
+
+
+def test_arrays_converted_together_are_each_one_converted_alone():
+    """A chunk's arrays are converted in one joined buffer (`from_numpy_many`): each
+    comes out as `from_numpy` makes it alone, whatever its dtype, order or strides,
+    a big one (summarised) among them."""
+    arrays = [np.arange(12.0).reshape(3, 4).T, np.asfortranarray(np.arange(6).reshape(2, 3)),
+              np.array([True, False]), np.float32([[1.5, 2.25]])[:, ::-1],
+              np.arange(3, dtype=np.uint64), np.array(2.5), np.zeros((0, 3)),
+              np.linspace(-1.0, 1.0, WHOLE_LIMIT + 5), np.array([math.nan, 1.0])]
+    together = from_numpy_many(arrays)
+    assert len(together) == len(arrays)
+    for got, a in zip(together, arrays):
+        alone = from_numpy(a)
+        assert got.same(alone) and got.summary[:2] == pytest.approx(alone.summary[:2],
+                                                                     nan_ok=True)
+    assert [v.dtype for v in together[:5]] == ["float64", "int64", "bool", "float32", "uint64"]
+    assert list(together[0].values) == [0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0,
+                                        7.0, 11.0]
+    assert list(together[3].values) == [2.25, 1.5] and not together[7].whole

@@ -324,3 +324,22 @@ def test_show_names_parameters_by_their_path_from_a_global():
     assert "loss" in by_name and len(by_name["loss"]) == 1
     (w,) = by_name["model.layers[0].neurons[0].w[0]"]
     assert t.node_data[w] == model.layers[0].neurons[0].w[0].data
+
+
+def test_the_quick_walk_visits_what_ast_walk_visits_in_its_order():
+    """`naming._walk` (the walk that finds assignments as a recording starts) yields
+    `ast.walk`'s nodes in `ast.walk`'s order, less the contexts and operators, on every
+    bundled scenario and a tree with every kind of assignment."""
+    import ast
+
+    from mgtui.recording import naming
+
+    sources = [p.read_text() for p in sorted(SCENARIOS.glob("*.py"))]
+    sources.append("a, (b, c) = 1, (2, 3)\nd: int = (e := 4) + -a\nf += g[1:2] if h else not i\n"
+                   "def k(*args, l=lambda m: m ** 2, **kw):\n    n = [o for o in args if o > 0]\n")
+    for source in sources:
+        tree = ast.parse(source)
+        want = [n for n in ast.walk(tree) if not isinstance(n, naming._LEAF_NODES)]
+        assert list(naming._walk(tree)) == want
+    bound = naming.assignment_values(ast.parse(sources[-1]))
+    assert sorted(name for name, _ in bound.values()) == ["a", "b", "c", "d", "e", "f", "n"]

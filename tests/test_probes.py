@@ -289,3 +289,37 @@ def test_the_store_cuts_the_same_chunks_at_any_mark(write_scenario):
     assert parts.write_count == whole.write_count > 0
     assert [parts.label(k) for k in range(n)] == [whole.label(k) for k in range(n)]
     assert parts.label(n - 1) == "out" and parts.label(0) == "x"
+
+
+def test_closure_reads_are_found_from_the_bytecode_as_dis_finds_them():
+    """`call_values.reads_of` reads a closure's bytecode itself (on 3.11): the
+    instructions it sees, where it looks (closure loads, attribute names), are
+    `dis.get_instructions`'s (less `EXTENDED_ARG`s) for every closure of the engines,
+    the scenarios and mgtui, and a closure with over 256 names (an `EXTENDED_ARG`
+    between `out` and `.grad`, where `out` alone was read before) reads `out.grad` and
+    `s`, and not the `x.grad` it only adds to."""
+    import dis
+
+    from mgtui.recording import call_values
+    from mgtui.recording.naming import codes_in
+
+    def by_dis(code):
+        return [(i.opname, i.argval if i.opname in ("LOAD_DEREF", "LOAD_CLOSURE", "LOAD_ATTR")
+                 else None) for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+
+    files = [*ROOT.glob("engine/*.py"), *ROOT.glob("scenarios/**/*.py"), *ROOT.glob("mgtui/**/*.py")]
+    codes = [c for p in files for c in codes_in(compile(p.read_text(), str(p), "exec"))
+             if c.co_freevars]
+    assert len(codes) > 100
+    assert [c for c in codes if call_values._instructions(c) != by_dis(c)] == []
+
+    many = "; ".join(f"o.a{k}" for k in range(300))
+    scope: dict = {}
+    exec(f"def op(o, out, x, s):\n    def _backward():\n        {many}\n"
+         f"        x.grad += s * out.grad\n    return _backward\n", scope)
+    code = scope["op"](None, None, None, None).__code__
+    assert any(i.opname == "EXTENDED_ARG" for i in dis.get_instructions(code))
+    assert call_values._instructions(code) == by_dis(code)
+    free = code.co_freevars
+    assert sorted(call_values.reads_of(code)) == [("out.grad", free.index("out"), "grad"),
+                                                  ("s", free.index("s"), "")]

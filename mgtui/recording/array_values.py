@@ -165,9 +165,9 @@ class ArraySnapshots:
                 if lo <= k < hi:
                     found += [(place, k, side, c) for side, c in enumerate(tuple(pair))
                               if c is not None]
-        copies = list({id(c): c for *_, c in found}.values())  # each copy once
+        copies = list({id(entry[3]): entry[3] for entry in found}.values())  # each once
         values = dict(zip(map(id, copies), from_numpy_many(copies)))
-        entries = [(place, k, side, values[id(c)]) for place, k, side, c in found]
+        entries = [(entry[0], entry[1], entry[2], values[id(entry[3])]) for entry in found]
         unrecorded = dict(self.unrecorded)
         if not entries and unrecorded == self.told:
             return None

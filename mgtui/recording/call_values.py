@@ -19,6 +19,7 @@ the cost of a big training run low.
 from __future__ import annotations
 
 import dis
+import sys
 from typing import Callable
 
 from mgtui.trace.explain import NODE_MARK, known_op
@@ -36,21 +37,60 @@ def reads_of(code) -> Reads:
     """The closure variables `code` reads, and the fields of them it reads."""
     free = code.co_freevars
     found: dict[str, tuple[str, int, str]] = {}
-    ins = list(dis.get_instructions(code))
-    for k, op in enumerate(ins):
-        if op.opname not in ("LOAD_DEREF", "LOAD_CLOSURE") or op.argval not in free:
+    ins = _instructions(code)
+    for k, (opname, argval) in enumerate(ins):
+        if opname not in ("LOAD_DEREF", "LOAD_CLOSURE") or argval not in free:
             continue
-        name = op.argval
+        name = argval
         cell = free.index(name)
         nxt = ins[k + 1] if k + 1 < len(ins) else None
-        if nxt is not None and nxt.opname == "COPY":
+        if nxt is not None and nxt[0] == "COPY":
             continue  # `x.grad += …`: read only to add to it
-        if nxt is not None and nxt.opname == "LOAD_ATTR" and nxt.argval in FIELD_KEYS:
-            key = f"{name}.{nxt.argval}"
-            found.setdefault(key, (key, cell, FIELD_KEYS[nxt.argval]))
-        elif nxt is None or nxt.opname != "LOAD_ATTR":
+        if nxt is not None and nxt[0] == "LOAD_ATTR" and nxt[1] in FIELD_KEYS:
+            key = f"{name}.{nxt[1]}"
+            found.setdefault(key, (key, cell, FIELD_KEYS[nxt[1]]))
+        elif nxt is None or nxt[0] != "LOAD_ATTR":
             found.setdefault(name, (name, cell, ""))
     return tuple(found.values())
+
+
+_OPNAME, _CACHE = dis.opname, dis.opmap.get("CACHE", -1)
+_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
+_BY_NAME = frozenset(dis.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in dis.opmap)
+_LOAD_ATTR = dis.opmap["LOAD_ATTR"]
+_RAW = sys.version_info[:2] == (3, 11)  # (the bytecode `_instructions` reads itself)
+
+
+def _instructions(code) -> list[tuple[str, object]]:
+    """(opname, argval) of each instruction of `code` as `dis.get_instructions` gives
+    them, where `reads_of` looks: the names of `LOAD_DEREF`, `LOAD_CLOSURE` and
+    `LOAD_ATTR`; `EXTENDED_ARG`s left out (a closure of over 256 names reads `out.grad`
+    with one between `out` and `.grad`). On Python 3.11 read from the bytecode itself, without `dis`'s objects
+    (a recording reads each closure's code as it starts: `dis` took 0.7 ms of the
+    tensor lesson's 11)."""
+    varname = getattr(code, "_varname_from_oparg", None)
+    if not _RAW or varname is None:
+        return [(i.opname, i.argval) for i in dis.get_instructions(code)
+                if i.opcode != _EXTENDED_ARG]
+    raw, names = code.co_code, code.co_names
+    found: list[tuple[str, object]] = []
+    extended = 0
+    for k in range(0, len(raw), 2):
+        op = raw[k]
+        if op == _CACHE:
+            continue
+        arg = raw[k + 1] | extended
+        if op == _EXTENDED_ARG:  # (part of the next one's argument, not a step of its own)
+            extended = arg << 8
+            continue
+        extended = 0
+        if op in _BY_NAME:
+            found.append((_OPNAME[op], varname(arg)))
+        elif op == _LOAD_ATTR:
+            found.append(("LOAD_ATTR", names[arg]))
+        else:
+            found.append((_OPNAME[op], None))
+    return found
 
 
 class CallValues:

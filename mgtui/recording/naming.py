@@ -65,7 +65,7 @@ def assignment_values(tree: ast.AST) -> dict[Span, tuple[str, Span]]:
             for t, v in zip(target.elts, value.elts):
                 bind(t, v, stmt)
 
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Assign):
             bind(node.targets[0], node.value, node)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -75,6 +75,27 @@ def assignment_values(tree: ast.AST) -> dict[Span, tuple[str, Span]]:
         elif isinstance(node, ast.AugAssign) and _name_of(node.target):
             found.setdefault(_span(node), (node.target.id, _span(node)))
     return found
+
+
+_LEAF_NODES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+def _walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk`'s nodes, in its order (breadth first), without its generator per node
+    and field: a recording walks the scenario's tree as it starts, and `ast.walk` took
+    a millisecond of it on a 100-line scenario. (Contexts and operators, which hold
+    nothing, are not visited.)"""
+    todo = deque([tree])
+    pop, push, extend, AST = todo.popleft, todo.append, todo.extend, ast.AST
+    while todo:
+        node = pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                extend(v for v in value if isinstance(v, AST) and not isinstance(v, _LEAF_NODES))
+            elif isinstance(value, AST) and not isinstance(value, _LEAF_NODES):
+                push(value)
 
 
 def loop_names(tree: ast.Module) -> set[str]:
@@ -122,14 +143,19 @@ def assignment_spots(code: types.CodeType, tree: ast.AST) -> Spots:
     for c in codes_in(code):
         positions = list(c.co_positions())
         here: dict[int, tuple[str, int]] = {}
+        last_stmt, last_end = None, -1  # (a value's instructions share their statement's end)
         for k, pos in enumerate(positions):
             hit = values.get(pos)
             if hit is None:
                 continue
             name, stmt = hit
-            end = k
-            while end + 1 < len(positions) and _inside(positions[end + 1], stmt):
-                end += 1
+            if stmt == last_stmt and k <= last_end:
+                end = last_end  # (inside the run of the statement found for the last one)
+            else:
+                end = k
+                while end + 1 < len(positions) and _inside(positions[end + 1], stmt):
+                    end += 1
+                last_stmt, last_end = stmt, end
             here[2 * k] = (name, 2 * end)
         if here:
             spots[c] = here

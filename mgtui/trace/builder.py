@@ -224,13 +224,14 @@ class TraceBuilder(RecordValidation):
         counts = (self.node_count, self.node_count, self.event_count, len(self.wr_node))
         kinds = self.ev_kind
         for k, (place, index, side, _value) in enumerate(chunk.entries):
-            where = f"arrays[{k}]"
             if place not in (NODE, GRAD, EVENT, WRITE) or side not in (0, 1):
-                raise TraceFormatError(where, f"no place {place!r}, side {side!r}")
+                raise TraceFormatError(f"arrays[{k}]", f"no place {place!r}, side {side!r}")
             if not (type(index) is int and 0 <= index < counts[place]):
-                raise TraceFormatError(where, f"refers to a record that is not there ({index!r})")
+                raise TraceFormatError(f"arrays[{k}]",
+                                       f"refers to a record that is not there ({index!r})")
             if place == EVENT and kinds[index] not in (_GRAD, _DATA):
-                raise TraceFormatError(where, f"event {index} is not a grad or data write")
+                raise TraceFormatError(f"arrays[{k}]",
+                                       f"event {index} is not a grad or data write")
         if chunk.unrecorded:  # (type names from a scenario or a file: made inert)
             chunk = replace(chunk, unrecorded=tuple((inert_line(name), n)
                                                     for name, n in chunk.unrecorded))

@@ -1,0 +1,136 @@
+"""What recording a tensor or a torch scenario costs, under two mgtui trees side by side
+in one run (issues 20 and 21: at most 2x plain on the tensor lesson, 3x on the torch MLP).
+
+For each tree given (this one, and another checkout, such as a `git archive` of main), in
+alternating rounds, a child process imports that tree's mgtui and its own
+`bench/record_overhead.py` or `bench/torch_overhead.py` and times, CPU of the process,
+median of `--inner` alternations of plain and recorded:
+
+- `tensor`: `scenarios/tensor_mlp.py` recorded (the runner child's recorder, the trace
+  built after it) against plain `exec`: as bundled (3 steps), a step (33 steps against
+  3, over 30), and a step with arrays 100 times as big (10,000 points);
+- `torch`: `scenarios/torch_mlp.py` recorded as the runner's child records it, its
+  records cut into chunks after, against plain: as bundled (10 steps), and a step
+  (40 steps against 10, over 30), without and with the chunks cut.
+
+Prints each tree's medians over the rounds, and the ratio of each tree's figure to the
+first tree's. (A child process a kind: torch's thousand modules loaded would be in the
+tensor recording's scan of the loaded modules.)
+
+    python bench/array_costs_side_by_side.py --tree /tmp/main [--rounds 5] [--inner 5]
+    python bench/array_costs_side_by_side.py --quick     # seconds: does it still run?
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORKER = r"""
+import contextlib, io, json, statistics, sys, tempfile
+from pathlib import Path
+tree, kind, inner = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, tree + "/bench")
+sys.path.insert(0, tree)
+import mgtui
+assert Path(mgtui.__file__).resolve().parent.parent == Path(tree).resolve(), mgtui.__file__
+out = {}
+if kind == "tensor":
+    import record_overhead as ro
+    tmp = Path(tempfile.mkdtemp())
+    cases = [(3, 100), (33, 100), (3, 10_000), (33, 10_000)]
+    scenarios = {sp: ro.tensor_variant(tmp, *sp) for sp in cases}
+    for sc in scenarios.values():
+        ro.recorded(sc, True)
+    t = {sp: {"plain": [], "rec": []} for sp in cases}
+    for _ in range(inner):
+        for sp, sc in scenarios.items():
+            t[sp]["plain"].append(ro.timed(ro.plain, sc))
+            t[sp]["rec"].append(sum(ro.recorded(sc, True)))
+    m = {sp: {k: statistics.median(v) for k, v in d.items()} for sp, d in t.items()}
+    def step(a, b, k):
+        return (m[b][k] - m[a][k]) / 30
+    out = {"tensor bundled plain": m[(3, 100)]["plain"], "tensor bundled rec": m[(3, 100)]["rec"],
+           "tensor step plain": step((3, 100), (33, 100), "plain"),
+           "tensor step rec": step((3, 100), (33, 100), "rec"),
+           "tensor 100x step plain": step((3, 10_000), (33, 10_000), "plain"),
+           "tensor 100x step rec": step((3, 10_000), (33, 10_000), "rec")}
+else:
+    import torch_overhead as to
+    short = to.load_scenario(to.MLP)
+    long = to.steps(short, 40)
+    for sc in (short, long):
+        to.plain(sc), to.recorded(sc)
+    t = {k: [] for k in ("p10", "r10", "c10", "p40", "r40", "c40")}
+    for _ in range(inner):
+        for tag, sc in (("10", short), ("40", long)):
+            t["p" + tag].append(to.plain(sc)[0])
+            run, cut, _, _ = to.recorded(sc)
+            t["r" + tag].append(run)
+            t["c" + tag].append(cut)
+    m = {k: statistics.median(v) for k, v in t.items()}
+    out = {"torch bundled plain": m["p10"], "torch bundled rec": m["r10"] + m["c10"],
+           "torch step plain": (m["p40"] - m["p10"]) / 30,
+           "torch step rec": (m["r40"] - m["r10"]) / 30,
+           "torch step rec+cut": (m["r40"] + m["c40"] - m["r10"] - m["c10"]) / 30}
+    with contextlib.redirect_stdout(io.StringIO()):
+        out["torch grads bit for bit"] = float(to.final_grads_match(short))
+print(json.dumps(out))
+"""
+
+RATIOS = [("tensor as bundled", "tensor bundled rec", "tensor bundled plain", 2.0),
+          ("tensor, a step", "tensor step rec", "tensor step plain", 2.0),
+          ("tensor, a step, 100x elements", "tensor 100x step rec", "tensor 100x step plain", 2.0),
+          ("torch as bundled (chunks cut)", "torch bundled rec", "torch bundled plain", 3.0),
+          ("torch, a step", "torch step rec", "torch step plain", 3.0),
+          ("torch, a step, chunks cut", "torch step rec+cut", "torch step plain", 3.0)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", action="append", default=[], help="another mgtui tree")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--inner", type=int, default=5)
+    ap.add_argument("--kinds", default="tensor,torch")
+    ap.add_argument("--quick", action="store_true", help="one round of one: does it run?")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.inner = 1, 1
+    trees = [str(ROOT), *args.tree]
+    kinds = args.kinds.split(",")
+    results: dict[str, list[dict]] = {t: [] for t in trees}
+    for _ in range(args.rounds):
+        for tree in trees:
+            merged: dict = {}
+            for kind in kinds:
+                done = subprocess.run([sys.executable, "-c", WORKER, tree, kind, str(args.inner)],
+                                      capture_output=True, text=True, check=True)
+                merged.update(json.loads(done.stdout.strip().splitlines()[-1]))
+            results[tree].append(merged)
+    medians = {t: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+               for t, rs in results.items()}
+    print(f"{args.rounds} rounds alternating trees, {args.inner} alternations of plain and "
+          f"recorded in each; medians, CPU")
+    for name, rec, plain, target in RATIOS:
+        if rec not in medians[trees[0]]:
+            continue
+        cells = []
+        for t in trees:
+            m = medians[t]
+            cells.append(f"{Path(t).name}: {m[plain] * 1000:.3f} -> {m[rec] * 1000:.3f} ms "
+                         f"= {m[rec] / m[plain]:.2f}x")
+        print(f"{name:32s} " + "   ".join(cells) + f"   (target <= {target:g}x)")
+    for t in trees:
+        if "torch grads bit for bit" in medians[t]:
+            print(f"torch final grads bit for bit the plain run's ({Path(t).name}): "
+                  f"{medians[t]['torch grads bit for bit'] == 1.0}")
+
+
+if __name__ == "__main__":
+    main()

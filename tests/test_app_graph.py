@@ -246,11 +246,14 @@ async def test_hostile_labels_are_drawn_inert(write_scenario):
         assert "\x1b" not in text
 
 
-@pytest.mark.parametrize("name,size", [("neuron", (80, 24)), ("chain", (80, 24))])
-async def test_the_lesson_graph_fits_whole(name, size):
+@pytest.mark.parametrize("name,size,rows", [("neuron", (80, 24), 1), ("chain", (80, 24), 1),
+                                            ("neuron_exp", (120, 40), 2)])
+async def test_the_lesson_graph_fits_whole(name, size, rows):
     """The 10-node neuron's whole graph on one screen at 80×24 (compact boxes, each op
-    above its box): no panning needed to see it all (issue 23 item 5)."""
-    app = MgtuiApp(SCENARIOS / f"{name}.py", step=15 if name == "neuron" else 11)
+    above its box): no panning needed to see it all (issue 23 item 5). neuron_exp, nine
+    layers deep, fits at 120×40 in stacked boxes (the label over the number)."""
+    step = {"neuron": 15, "chain": 11, "neuron_exp": 24}[name]
+    app = MgtuiApp(SCENARIOS / f"{name}.py", step=step)
     async with app.run_test(size=size) as pilot:
         screen = await loaded(pilot)
         await pilot.press("m")
@@ -261,9 +264,20 @@ async def test_the_lesson_graph_fits_whole(name, size):
         assert graph.picture.width <= width and graph.picture.height <= height, (
             graph.picture.width, graph.picture.height, width, height)
         assert all(on_screen(graph, nid) for nid in graph.picture.boxes)
+        assert {box.h for box in graph.picture.boxes.values()} == {rows}
         shown = "\n".join(screen_text(graph))
-        for op in ("(*)", "(+)") + (("(tanh)",) if name == "neuron" else ()):
+        ops = {"neuron": ("(tanh)",), "neuron_exp": ("(exp)", "(**-1)"), "chain": ()}[name]
+        for op in ("(*)", "(+)") + ops:
             assert op in shown, shown
+        for nid, box in graph.picture.boxes.items():  # every label whole, in its box
+            assert box.label == screen.trace.label(nid)
+            assert box.label in shown_at(graph, box), (box.label, shown)
+
+
+def shown_at(graph: GraphPane, box) -> str:
+    """The pane's text on a box's label row, from the box's left edge."""
+    line = graph.render_line(box.y - round(graph.scroll_y)).text
+    return line[box.x - round(graph.scroll_x):]
 
 
 async def test_panes_on_one_trace_share_its_layouts():

@@ -148,7 +148,7 @@ def crossings(picture: Picture) -> int:
 
 @pytest.mark.parametrize("name", ["chain", "neuron", "neuron_exp"])
 @pytest.mark.parametrize("orientation", ["LR", "TB"])
-@pytest.mark.parametrize("compact", [False, True], ids=["full", "compact"])
+@pytest.mark.parametrize("compact", [0, 1, 2], ids=["full", "compact", "stacked"])
 def test_lesson_graphs_are_drawn_whole_and_well(name, orientation, compact):
     trace = recorded(name)
     nodes = last_graph(trace)
@@ -159,7 +159,7 @@ def test_lesson_graphs_are_drawn_whole_and_well(name, orientation, compact):
     check_drawing(picture, drawn_edges(trace, nodes))
     for nid in nodes:  # every label, in its box
         assert picture.boxes[nid].label == trace.label(nid)
-        assert picture.boxes[nid].h == (1 if compact else 3)
+        assert picture.boxes[nid].h == {0: 3, 1: 1, 2: 2}[compact]
     # op nodes sit between their inputs and their result, as draw_dot draws them
     for nid in nodes:
         assert (nid in picture.ops) == bool(trace.op(nid))
@@ -211,6 +211,19 @@ def test_any_graph_is_drawn_by_the_rules(seed, size, orientation, compact):
     nodes = list(range(size))
     picture = GraphModel(trace, nodes, whole_limit=size).picture(None, orientation, compact)
     assert sorted(picture.boxes) == nodes
+    check_drawing(picture, drawn_edges(trace, nodes))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), size=st.integers(2, 40),
+       orientation=st.sampled_from(["LR", "TB"]))
+def test_any_graph_in_stacked_boxes_is_drawn_by_the_rules(seed, size, orientation):
+    """Stacked boxes (the label over the number, two rows, ports on the label's row)."""
+    trace = random_trace(seed, size)
+    nodes = list(range(size))
+    picture = GraphModel(trace, nodes, whole_limit=size).picture(None, orientation, 2)
+    assert sorted(picture.boxes) == nodes
+    assert {box.h for box in picture.boxes.values()} == {2}
     check_drawing(picture, drawn_edges(trace, nodes))
 
 

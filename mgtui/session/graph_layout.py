@@ -90,7 +90,8 @@ def in_cells(text: str) -> str:
 @dataclass(frozen=True)
 class Box:
     """A value node's frame: `label | data | grad` on its middle row (`row`); or, compact,
-    one row `label value` (`h` 1: the value the step is about, data or grad)."""
+    one row `label value` (`h` 1: the value the step is about, data or grad); or, stacked,
+    two rows, the label over the value (`h` 2: its ports on the label's row, `row`)."""
 
     nid: int
     x: int
@@ -101,11 +102,11 @@ class Box:
     bottom: str
     left: str  # the content row's border characters (`│`, or `┤`/`├` at a port)
     right: str
-    h: int = 3  # its rows: 3, or 1 for a compact box
+    h: int = 3  # its rows: 3, or 1 for a compact box, 2 for a stacked one
 
     @property
     def row(self) -> int:
-        return self.y + self.h // 2
+        return self.y + (0 if self.h == 2 else self.h // 2)
 
     def contains(self, x: int, y: int) -> bool:
         return self.x <= x < self.x + self.w and self.y <= y < self.y + self.h
@@ -127,7 +128,7 @@ class Picture:
     num_width: int
     center: int | None = None  # the node a neighbourhood is around; None: the whole graph
     inner: frozenset[int] = field(default_factory=frozenset)  # selecting one keeps it
-    compact: bool = False  # one-row boxes, each with one number
+    compact: int = 0  # 1: one-row boxes, each with one number; 2: two-row ones, narrower
 
     def box_at(self, x: int, y: int) -> int | None:
         if not 0 <= y < self.height:
@@ -162,15 +163,16 @@ class GraphModel:
         return [c for c in dict.fromkeys(self.trace.children(nid)) if c in self.members]
 
     def picture(self, center: int | None, orientation: Orientation,
-                compact: bool = False) -> Picture:
+                compact: int = 0) -> Picture:
         """The whole graph, or the neighbourhood of `center` (the root if None); with
-        compact boxes (one row, one number) if `compact`."""
+        compact boxes (one number) if `compact`: one row (1, True), or the label over
+        the number (2: narrower, for a graph deep along the layers)."""
         if self.whole:
-            key: tuple = (None, orientation, compact)
+            key: tuple = (None, orientation, int(compact))
         else:
             if center is None or center not in self.members:
                 center = self.root
-            key = (center, orientation, compact)
+            key = (center, orientation, int(compact))
         picture = self._pictures.get(key)
         if picture is None:
             if len(self._pictures) > self.keep:
@@ -200,7 +202,7 @@ class GraphModel:
                 cut[n] = (ins, uses)
         return dist, cut
 
-    def _lay_out(self, center: int | None, orientation: Orientation, compact: bool) -> Picture:
+    def _lay_out(self, center: int | None, orientation: Orientation, compact: int) -> Picture:
         if center is None:
             drawn = list(self.nodes)
             cut: dict[int, tuple[int, int]] = {}
@@ -235,9 +237,10 @@ def shared_model(trace: Trace, nodes: list[int]) -> GraphModel:
 
 def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
             cut: dict[int, tuple[int, int]], orientation: Orientation,
-            compact: bool = False) -> Picture:
+            compact: int = 0) -> Picture:
     """Lay out the value nodes `drawn`, joined by `edges` (input, result), with a stub
-    for each node's `cut` (inputs, uses) counts; `compact`: one-row boxes."""
+    for each node's `cut` (inputs, uses) counts; `compact`: one-number boxes, of one row
+    (1) or two (2)."""
     lr = orientation == "LR"
     sizes = _Sizes.of(trace, drawn, compact)
     units, links = _units(sizes, drawn, edges, cut, lr)
@@ -256,10 +259,10 @@ class _Sizes:
 
     trace: Trace
     num_w: int
-    compact: bool = False
+    compact: int = 0
 
     @classmethod
-    def of(cls, trace: Trace, drawn: list[int], compact: bool = False) -> _Sizes:
+    def of(cls, trace: Trace, drawn: list[int], compact: int = 0) -> _Sizes:
         """Numbers as wide as the widest finite value of `drawn` needs, within 4…7
         (within 4…5 in a compact box)."""
         values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
@@ -268,19 +271,25 @@ class _Sizes:
                     + [len(box_shape(a.shape)) for n, a in trace.arrays.nodes.items()
                        if a.size > 1 and n in set(drawn)])
         # a rare longer number is squeezed into it
-        return cls(trace, min(num_w, COMPACT_NUMBER if compact else 7), compact)
+        return cls(trace, min(num_w, COMPACT_NUMBER if compact else 7), int(compact))
 
     def label_width(self, nid: int) -> int:
         return min(cell_width(self.trace.label(nid)),
                    COMPACT_LABEL if self.compact else LABEL_WIDTH)
 
     def box_width(self, nid: int) -> int:
+        if self.compact == 2:  # `│` mark label `│` over `│` ` ` number `│`
+            return max(self.label_width(nid), self.num_w) + 3
         if self.compact:  # `│` mark label ` ` number `│`
             return self.label_width(nid) + self.num_w + 4
         return self.label_width(nid) + 2 * self.num_w + 11
 
     def box_height(self) -> int:
-        return 1 if self.compact else 3
+        return {0: 3, 1: 1, 2: 2}[self.compact]
+
+    def port_row(self) -> int:
+        """The box's row its ports are on: the middle one, or a stacked box's label."""
+        return 0 if self.compact == 2 else self.box_height() // 2
 
     def glyph(self, nid: int) -> str:
         op = self.trace.op(nid)
@@ -298,11 +307,11 @@ def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
         bw, g = sizes.box_width(n), sizes.glyph(n)
         if lr and g and sizes.compact:  # the op above its box: a row above it for an
             # input's side entry, the op (its inputs' port), the box (its out-port)
-            units[n] = Unit(n, max(len(g), bw), 3, 1, nid=n, glyph=g, out=2)
+            units[n] = Unit(n, max(len(g), bw), 1 + bh + 1, 1, nid=n, glyph=g, out=2)
         elif lr:  # (an op keeps a row above and below it, for its inputs' side entries)
-            across = 3 if g or not sizes.compact else 1
-            units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, across, across // 2,
-                            nid=n, glyph=g)
+            across = 3 if g or not sizes.compact else bh
+            units[n] = Unit(n, (len(g) + 1 if g else 0) + bw, across,
+                            across // 2 if g or sizes.compact != 2 else 0, nid=n, glyph=g)
         else:
             units[n] = Unit(n, bh + (1 if g else 0), bw, bw // 2, nid=n, glyph=g)
     links = list(dict.fromkeys(edges))
@@ -464,7 +473,7 @@ def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
                     grid[by][x] = "─" if unit.key in has_out else " "
             elif lr:
                 bx = u0 + (len(g) + 1 if g else 0)
-                by = v0 + unit.axis - sizes.box_height() // 2
+                by = v0 + unit.axis - sizes.port_row()
                 if g:
                     ops[n] = (u0, v0 + unit.axis, g)
                     grid[v0 + unit.axis][bx - 1] = "─"
@@ -483,7 +492,8 @@ def _frame(nid: int, x: int, y: int, w: int, sizes: _Sizes, lr: bool,
     if sizes.compact:
         left = "┤" if lr and port_in else "│"
         right = "├" if lr and port_out else "│"
-        return Box(nid, x, y, w, clip_cells(label, lw), "", "", left, right, h=1)
+        return Box(nid, x, y, w, clip_cells(label, lw), "", "", left, right,
+                   h=sizes.box_height())
     num_w = sizes.num_w
     seps = (lw + 4, lw + num_w + 7)
     top = ["─"] * w

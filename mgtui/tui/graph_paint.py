@@ -130,7 +130,7 @@ def _paint_box(picture: Picture, nid: int, y: int, light: Lighting, chars: list[
                   else "cursor" if nid == light.cursor else "frame")
     table = (DOUBLE if nid == light.selected else ROUND if nid == light.cursor else None)
     x0 = box.x
-    if y != box.row:
+    if box.h != 2 and y != box.row:
         text = box.top if y == box.y else box.bottom
         if table is not None:
             text = text.translate(table)
@@ -142,6 +142,8 @@ def _paint_box(picture: Picture, nid: int, y: int, light: Lighting, chars: list[
     label = cells(box.label)  # (a wide character's second cell is "": one a cell)
     if box.h == 1:
         parts = _compact_parts(box, nw, light, mark, badge, label, frame_kind, table)
+    elif box.h == 2:
+        parts = _stacked_parts(box, y, nw, light, mark, badge, label, frame_kind, table)
     else:
         parts = _full_parts(box, nw, light, mark, badge, label, frame_kind, table)
     x = x0
@@ -172,6 +174,20 @@ def _compact_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: 
         (value.rjust(nw), "future" if future else _number_kind(values[nid], changed)),
         (box.right.translate(table) if table else box.right, frame_kind),
     ]
+
+
+def _stacked_parts(box, y: int, nw: int, light: Lighting, mark: str, badge: str,
+                   label: list[str], frame_kind: str, table) -> list[tuple]:
+    """A stacked box's row `y`: `│▶label│` (its ports on it) over `│ value│`, the
+    compact box's parts on two rows, for a narrower box."""
+    row = _compact_parts(box, nw, light, mark, badge, label, frame_kind, table)
+    edge, badged, named, _, number, right = row
+    slot = box.w - 3
+    if y == box.y:
+        return [edge, badged, (named[0][:slot] + [" "] * (slot - len(named[0][:slot])),
+                               named[1]), right]
+    plain = ("│".translate(table) if table else "│", frame_kind)
+    return [plain, (" ", None), (number[0].rjust(slot), number[1]), plain]
 
 
 def _full_parts(box, nw: int, light: Lighting, mark: str, badge: str, label: list[str],

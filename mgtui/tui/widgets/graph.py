@@ -85,7 +85,7 @@ class GraphPane(ScrollView, can_focus=True):
         self.light: Lighting | None = None
         self.cursor: int | None = None  # the box the keys move; enter selects it
         self.orientation: Orientation | None = None  # the user's choice (o); else by size
-        self._auto: tuple[Orientation, bool] | None = None  # by size: and compact boxes?
+        self._auto: tuple[Orientation, int] | None = None  # by size: and compact boxes?
         self._auto_key: tuple | None = None  # what `_auto` was chosen for
         self._selected: int | None = None
         self._lit: dict[int, set[int]] = {}
@@ -162,9 +162,10 @@ class GraphPane(ScrollView, can_focus=True):
             self.scroll_to_box(self.cursor, True, fresh=follow)
             self.call_after_refresh(self.scroll_to_box, self.cursor, True, follow)
 
-    def _form(self) -> tuple[Orientation, bool]:
+    def _form(self) -> tuple[Orientation, int]:
         """The orientation and the boxes: full boxes (`label │ data │ grad`) where the
-        picture fits the pane with them, else compact ones (one row, one number); left
+        picture fits the pane with them, else compact ones (one row, one number), else
+        stacked ones (the label over the number) if the picture fits whole with them; left
         to right like `draw_dot` unless top to bottom fits (or needs fewer pages to pan
         through). `o` fixes the orientation; the boxes still follow the room."""
         if self.model is None:
@@ -183,6 +184,8 @@ class GraphPane(ScrollView, can_focus=True):
             forms = [(o, c) for c in (False, True) for o in ways]
             costs = {form: pages(self.model.picture(center, *form)) for form in forms}
             fits = [form for form in forms if costs[form] == 1]
+            if not fits:  # stacked boxes (label over number): narrower, one row taller
+                fits = [(o, 2) for o in ways if pages(self.model.picture(center, o, 2)) == 1]
             self._auto = fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
         return self._auto
 

@@ -259,3 +259,34 @@ def test_the_error_step_reads_as_the_app_reads_it(browser, write_scenario, tmp_p
     assert "boom" in shown["detail"] and "second line" in shown["detail"]
     assert shown["rows"]["a"][5] == "4.0"  # d(a²)/da = 2a, the backward pass before it
     assert browser.errors() == []
+
+
+# -- a tensor engine's lesson -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tensor_neuron():
+    pytest.importorskip("numpy")
+    return run(SCENARIOS / "tensor_neuron.py").trace
+
+
+def test_a_tensor_lesson_packs_its_arrays_not_nan(tensor_neuron):
+    """An array's column holds nan beside the trace's array table: the page gets the
+    arrays, as the node table shows them (the lecture's neuron as vectors)."""
+    values = pack_lesson(tensor_neuron).data["values"]
+    assert "nan" not in values
+    assert "(1, 2) [[2.0, 0.0]]" in values  # x
+    assert "(1, 2) [[-1.5, 0.5]]" in values  # x.grad: the lecture's x1 -1.5, x2 0.5
+    assert "(2, 1) [[1.0], [0.0]]" in values  # w.grad: w1 1, w2 0
+
+
+@needs_chromium
+def test_a_tensor_lesson_shows_its_arrays_in_the_browser(browser, tensor_neuron, tmp_path):
+    page = tmp_path / "tensor_neuron.html"
+    page.write_text(lesson_html(tensor_neuron), encoding="utf-8")
+    open_page(browser, page)
+    browser.press("G")
+    end = state(browser)
+    assert end["rows"]["x"][5] == "(1, 2) [[-1.5, 0.5]]"
+    assert end["rows"]["w"][5] == "(2, 1) [[1.0], [0.0]]"
+    assert "nan" not in end["graph"] and "1×2" in end["graph"]  # boxes show shapes
+    assert browser.errors() == []

@@ -34,6 +34,7 @@ from mgtui.safe import inert_line
 from mgtui.session import Session, sparkline
 from mgtui.session.timeline import Timeline
 from mgtui.trace import EventKind, Field, Trace
+from mgtui.trace.arrays import ArrayValue, Value, brief, display
 from mgtui.session.view import GraphView, view_key
 
 FORMAT = "mgtui-lesson"
@@ -80,14 +81,18 @@ def deltas(ids) -> list[int]:
 # -- the numbers ---------------------------------------------------------------------------------
 
 class Values:
-    """Every number the page shows, once each, as the lesson writes it (`fmt`)."""
+    """Every number the page shows, once each, as the lesson writes it (`fmt`); an
+    array (`mgtui.trace.arrays`) as the node table shows it: in full where that is
+    short, else its shape and a summary."""
 
     def __init__(self) -> None:
-        self._index: dict[float | str, int] = {}
-        self.numbers: list[float] = []
+        self._index: dict[float | str | tuple[str, str], int] = {}
+        self.numbers: list[Value] = []
         self.texts: list[str] = []
 
-    def __call__(self, x: float) -> int:
+    def __call__(self, x: Value) -> int:
+        if isinstance(x, ArrayValue):
+            return self._array(x)
         key: float | str = x if x == x else "nan"
         i = self._index.get(key)
         if i is None:
@@ -95,6 +100,19 @@ class Values:
             self.numbers.append(x)
             self.texts.append(fmt(x))
         return i
+
+    def _array(self, x: ArrayValue) -> int:
+        text = display(x)
+        text = text if len(text) <= ARRAY_WIDTH else brief(x)
+        i = self._index.get(("array", text))
+        if i is None:
+            i = self._index[("array", text)] = len(self.numbers)
+            self.numbers.append(x)
+            self.texts.append(text)
+        return i
+
+
+ARRAY_WIDTH = 28  # an array shown in full up to this many characters, else summarised
 
 
 # -- a step's working, as the step detail shows it ------------------------------------------------
@@ -224,7 +242,7 @@ def pack_nodes(trace: Trace, values: Values) -> dict[str, list]:
         children = trace.children(nid)
         nkids.append(len(children))
         kids.extend(nid - c for c in children)
-        value.append(values(trace.node_data[nid]))
+        value.append(values(trace.created_value(nid)))
     return {"label": label, "op": list(ops), "opof": op, "nkids": nkids, "kids": kids,
             "data": value}
 
@@ -236,7 +254,7 @@ def pack_events(trace: Trace, values: Values) -> dict[str, Any]:
         kinds.append(KIND_LETTERS[kind])
         nodes.append(nid)
         if kind in (EventKind.GRAD, EventKind.DATA):
-            after.append(values(trace.change(i)[1]))
+            after.append(values(trace.event_value(i, *trace.change(i))[1]))
         writes = trace.writes(i)
         nwrites.append(len(writes))
         if not writes:
@@ -246,7 +264,7 @@ def pack_events(trace: Trace, values: Values) -> dict[str, Any]:
         for w in writes:
             target.append(w.node - nid)
             fields.append((0 if w.field is Field.GRAD else 1) + (2 if w.line in assigns else 0))
-            wvalue.append(values(w.after))
+            wvalue.append(values(trace.write_value(w.index, w.before, w.after)[1]))
     return {"kind": "".join(kinds), "node": deltas(nodes), "after": after,
             "nwrites": nwrites, "target": target, "field": fields, "value": wvalue}
 

@@ -6,6 +6,10 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
+  // A value's text that holds a nan or an inf: a number's ("nan", "-inf") or an array's
+  // ("(2, 2) [[1.0, nan], …]", "(100, 16) μ 0.1 ‖‖ 2.0 (3 nan/inf)"). An array's shape
+  // and numbers are no number to Number(), and no sign of trouble.
+  const nonfinite = (text) => /\b(nan|inf)\b/.test(String(text));
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -262,8 +266,8 @@
     cells[0].textContent = TABLE_MARKS[mark] || "";
     cells[4].textContent = data;
     cells[5].textContent = grad;
-    cells[4].classList.toggle("nonfinite", !isFinite(Number(data)));
-    cells[5].classList.toggle("nonfinite", !isFinite(Number(grad)));
+    cells[4].classList.toggle("nonfinite", nonfinite(data));
+    cells[5].classList.toggle("nonfinite", nonfinite(grad));
     cells[5].classList.toggle("changed", mark === "acc" || mark === "assign" || mark === "set");
   };
 
@@ -439,7 +443,7 @@
     if (label.length > lw) label = label.slice(0, Math.max(lw - 1, 0)) + "…";
     const data = future ? "·" : this.number(lesson.data[nid]);
     const grad = future ? "·" : this.number(lesson.grad[nid]);
-    const numberKind = (text, changed) => (future ? "future" : !isFinite(Number(text)) && text !== "·" ?
+    const numberKind = (text, changed) => (future ? "future" : nonfinite(text) ?
       "nonfinite" : changed ? "changed" : null);
     const parts = [
       [framed(chars[box.x]), frame],

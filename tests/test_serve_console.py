@@ -4,6 +4,7 @@ the class, and a second teacher's choice to take over or to watch."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import sys
@@ -118,11 +119,11 @@ async def test_q_asks_before_ending_the_class_and_ending_tells_everyone(server, 
     assert await teacher.wait_for("End the class?")
     teacher.send("e")
     for client in (*students, teacher):
-        await client.closed.wait()
+        await asyncio.wait_for(client.closed.wait(), 20)  # (a session that stays fails, not hangs)
         assert "the class has ended" in client.output()
     late = await ScreenClient.connect(server.port, password=PASSWORD)  # too late: told
     server.clients.append(late)
-    await late.closed.wait()
+    await asyncio.wait_for(late.closed.wait(), 20)  # (a session that stays fails, not hangs)
     assert "the class has ended" in late.output()
 
 

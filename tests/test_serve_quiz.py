@@ -6,6 +6,7 @@ when the class ends. The chain lesson's step 9 is L's _backward: dL/dd = f = -2.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import re
@@ -89,7 +90,7 @@ async def test_predict_reveal_histogram_late_joiner_and_csv(server, keys, tmp_pa
     teacher.send("q")
     assert await teacher.wait_for("End the class?")
     teacher.send("e")
-    await teacher.closed.wait()
+    await asyncio.wait_for(teacher.closed.wait(), 20)  # (a session that stays fails, not hangs)
     await server.close()
     rows = list(csv.reader(io.StringIO(server.klass.quiz_scores.read_text())))
     assert rows[0] == ["lesson", "student", "right", "answered"]

@@ -57,15 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="quiz mode for self-study: at each backward step, predict the grad "
                         "it accumulates (a) before it is shown; a score at the end")
     parser.add_argument("--step", type=int, metavar="N", help="open the app at step N")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed for `random` before the scenario runs (default 0)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
-                        help="stop recording after this many seconds")
-    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
-                        help=f"stop recording past N nodes (default {DEFAULT_MAX_NODES:,})")
-    parser.add_argument("--max-memory", type=memory_size, default=DEFAULT_MAX_MEMORY,
-                        metavar="SIZE", help="stop the scenario's process past SIZE of memory, "
-                        f"e.g. 512M or 4G (default {DEFAULT_MAX_MEMORY >> 30}G)")
+    add_run_limits(parser, "the scenario")
     parser.add_argument("--sample", type=int, metavar="N",
                         help="with --check: how many non-leaf nodes to check numerically")
     parser.add_argument("--passes", type=pass_list, metavar="all|N,M,…",
@@ -86,6 +78,29 @@ def build_parser() -> argparse.ArgumentParser:
                      "(see mgtui diff --help); lessons served: mgtui serve (mgtui serve "
                      "--help).")
     return parser
+
+
+def add_run_limits(parser: argparse.ArgumentParser, which: str) -> None:
+    """The options that bound a recording (`which`: what they bound, as the help says
+    it), for `mgtui` and `mgtui diff` alike; `run_limits_error` checks them."""
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help=f"seed for `random` before {which} runs (default 0)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help=f"stop recording {which} after this many seconds")
+    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
+                        help=f"stop recording past N nodes (default {DEFAULT_MAX_NODES:,})")
+    parser.add_argument("--max-memory", type=memory_size, default=DEFAULT_MAX_MEMORY,
+                        metavar="SIZE", help=f"stop {which}'s process past SIZE of memory, "
+                        f"e.g. 512M or 4G (default {DEFAULT_MAX_MEMORY >> 30}G)")
+
+
+def run_limits_error(args: argparse.Namespace) -> str:
+    """What is wrong with the run limits given (`add_run_limits`), "" if nothing."""
+    if args.timeout is not None and args.timeout <= 0:
+        return "--timeout must be a positive number of seconds"
+    if args.max_nodes <= 0:
+        return "--max-nodes must be a positive number"
+    return ""
 
 
 def split_script_args(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
@@ -174,10 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in bundled():
             print(f"{name:24s} {title_of(path)}")
         return EXIT_OK
-    if args.timeout is not None and args.timeout <= 0:
-        return fail("--timeout must be a positive number of seconds")
-    if args.max_nodes <= 0:
-        return fail("--max-nodes must be a positive number")
+    if run_limits_error(args):
+        return fail(run_limits_error(args))
     if (args.passes is not None or args.budget is not None) and not args.check:
         return fail("--passes and --budget go with --check")
     if args.budget is not None and args.budget <= 0:
@@ -444,14 +457,7 @@ def build_diff_parser() -> argparse.ArgumentParser:
     parser.add_argument("--atol", type=tolerance_value, default=tol.atol, metavar="A",
                         help=f"absolute tolerance (default {tol.atol:g}): two numbers agree "
                         "when |a - b| <= atol + rtol * max(|a|, |b|)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed for `random` before each scenario runs (default 0)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
-                        help="stop recording each scenario after this many seconds")
-    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
-                        help=f"stop recording past N nodes (default {DEFAULT_MAX_NODES:,})")
-    parser.add_argument("--max-memory", type=memory_size, default=DEFAULT_MAX_MEMORY,
-                        metavar="SIZE", help="stop a scenario's process past SIZE of memory")
+    add_run_limits(parser, "each scenario")
     return parser
 
 
@@ -471,10 +477,8 @@ def diff_main(argv: list[str]) -> int:
     from mgtui.compare import Tolerance, compare
 
     args = build_diff_parser().parse_args(argv)
-    if args.timeout is not None and args.timeout <= 0:
-        return fail("--timeout must be a positive number of seconds")
-    if args.max_nodes <= 0:
-        return fail("--max-nodes must be a positive number")
+    if run_limits_error(args):
+        return fail(run_limits_error(args))
     headless = args.print_ or args.json
     if not headless and not (sys.stdout.isatty() and sys.stdin.isatty()):
         return fail("the debugger needs a terminal; for output without one use "

@@ -13,7 +13,10 @@ from mgtui.tui.widgets.source_view import SourceView
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 
-async def wait_for(pilot, condition, seconds=20.0):
+async def wait_for(pilot, condition, seconds=90.0):
+    """Until `condition()` holds, or `seconds` pass: the doctor runs the scenario in
+    processes of its own, which a stalled disk (a fresh install writing back) can hold
+    up for tens of seconds; a healthy run returns in a few."""
     for _ in range(int(seconds / 0.05)):
         if condition():
             return True

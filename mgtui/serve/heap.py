@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import warnings
 import logging
 import time
 import weakref
@@ -170,12 +171,17 @@ def forget_caches() -> None:
     from textual.cache import FIFOCache, LRUCache
 
     gc.unfreeze()
-    for thing in gc.get_objects():
-        if isinstance(thing, (LRUCache, FIFOCache)):
-            thing.clear()
-        elif (isinstance(thing, functools._lru_cache_wrapper)
-              and (getattr(thing, "__module__", None) or "").split(".")[0] in ("textual", "rich")):
-            thing.cache_clear()
+    with warnings.catch_warnings():
+        # isinstance reads `__class__`, which some libraries' deprecated objects warn on
+        # (torch's `distributed.reduce_op`, when torch is in the process)
+        warnings.simplefilter("ignore")
+        for thing in gc.get_objects():
+            if isinstance(thing, (LRUCache, FIFOCache)):
+                thing.clear()
+            elif (isinstance(thing, functools._lru_cache_wrapper)
+                  and (getattr(thing, "__module__", None) or "").split(".")[0]
+                  in ("textual", "rich")):
+                thing.cache_clear()
     from mgtui.tui.widgets import strips
 
     strips.clear_caches()

@@ -65,3 +65,21 @@ def test_a_prediction_is_a_number():
     assert parse_number("−2") == -2.0 and parse_number("1e-3") == 0.001
     for text in ("", "abc", "1/0", "nan", "inf", "2 3"):
         assert parse_number(text) is None
+
+
+def test_an_array_grad_is_asked_one_element_the_one_the_step_changed_most():
+    """The tensor neuron (x (1, 2), w (2, 1)): the lecture's grads are x1 -1.5, x2 0.5,
+    n 0.5. An array grad is asked one element, named by its index: before, the answer
+    was the nan standing in the scalar column, and no prediction could be right."""
+    pytest.importorskip("numpy")
+    trace = record_lesson(ROOT / "scenarios" / "tensor_neuron.py", "tensor_neuron.py").trace
+    asked = [q for s in range(len(trace) + 1) if (q := question_at(trace, s)) is not None]
+    by_node = {q.label: q for q in asked}
+    x = by_node["x"]  # the matmul's _backward: x.grad = o.grad · wᵀ = [[-1.5, 0.5]]
+    assert x.index == (0, 0) and x.answer == pytest.approx(-1.5)
+    assert x.what == "x.grad[0, 0]" and "predict x.grad[0, 0]" in x.prompt
+    assert {trace.label(n) for n in x.hidden} == {"x", "w"}
+    assert by_node["n"].answer == pytest.approx(0.5)  # dtanh: 1 - o² = 0.5
+    quiz = Quiz(trace)
+    assert quiz.answer("ada", x.step, -1.5) is True
+    assert quiz.answer("bob", x.step, 0.5) is False  # x2's grad, not the one asked

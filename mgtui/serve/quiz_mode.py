@@ -63,7 +63,7 @@ class QuizMode:
         if question is None:
             return "quiz on (Q stops it)"
         shown = " · revealed" if step in quiz.revealed else " · V reveals"
-        return (f"quiz {question.label}.grad = {question.answer:.4g}: "
+        return (f"quiz {question.what} = {question.answer:.4g}: "
                 f"{quiz.histogram_line(step)}{shown}")
 
     def action_answer(self) -> None:
@@ -87,7 +87,7 @@ class QuizMode:
                                       value)  # (counted in every process of the class)
         verdict = "right ✓" if right else "wrong ✗"
         self._verdict = (question.step, f"quiz: you said {value:.4g}: {verdict} "
-                                        f"({question.label}.grad = {question.answer:.4g})")
+                                        f"({question.what} = {question.answer:.4g})")
         self.show_quiz()
         self.show_student_status()
 

@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass, field
 
 from mgtui.trace import Trace
-from mgtui.trace.records import EventKind, Field
+from mgtui.trace.arrays import ArrayValue, delta
+from mgtui.trace.records import EventKind, Field, Write
 
 RELATIVE = 0.01  # an answer within 1% of the grad is right
 ABSOLUTE = 0.01  # ... or within this much of it (a grad near 0)
@@ -25,13 +26,21 @@ BARS = "▁▂▃▄▅▆▇█"
 
 @dataclass(frozen=True)
 class Question:
-    """What a backward step asks: node `node`'s grad once this step has run."""
+    """What a backward step asks: node `node`'s grad once this step has run (one element
+    of it, `index`, where the grad is an array)."""
 
     step: int
     node: int
     label: str
     answer: float
     hidden: frozenset[int]  # every node whose grad this step writes: shown as ?
+    index: tuple[int, ...] | None = None  # the element asked, where the grad is an array
+
+    @property
+    def what(self) -> str:
+        """`o.grad`, or `b.grad[0, 3]` for an element of an array grad."""
+        where = "" if self.index is None else "[" + ", ".join(map(str, self.index)) + "]"
+        return f"{self.label}.grad{where}"
 
     @property
     def tolerance(self) -> float:
@@ -42,7 +51,7 @@ class Question:
 
     @property
     def prompt(self) -> str:
-        return (f"predict {self.label}.grad after this step (right within "
+        return (f"predict {self.what} after this step (right within "
                 f"± {self.tolerance:.3g})")
 
 
@@ -57,9 +66,45 @@ def question_at(trace: Trace, step: int) -> Question | None:
     if not grads:
         return None
     first = grads[0]
-    final = {w.node: w.after for w in grads}  # (a node written twice: its last value)
-    return Question(step, first.node, trace.label(first.node) or f"#{first.node}",
-                    final[first.node], frozenset(final))
+    last = {w.node: w for w in grads}  # (a node written twice: its last write)
+    label = trace.label(first.node) or f"#{first.node}"
+    hidden = frozenset(last)
+    if not trace.has_arrays:
+        return Question(step, first.node, label, last[first.node].after, hidden)
+    answer, index = array_answer(trace, first, last[first.node])
+    if answer is None:
+        return None  # (an element that was not kept: nothing to ask)
+    return Question(step, first.node, label, answer, hidden, index)
+
+
+def array_answer(trace: Trace, first: Write, last: Write
+                 ) -> tuple[float | None, tuple[int, ...] | None]:
+    """The number asked of a grad in a trace with arrays, and its element: a float grad
+    is itself; of an array grad, the element this step changed most (the first kept
+    element where the change cannot be worked out), so that the question is never
+    about a gradient the step left alone."""
+    before = trace.write_value(first.index, first.before, first.after)[0]
+    after = trace.write_value(last.index, last.before, last.after)[1]
+    if not isinstance(after, ArrayValue):
+        return float(after), None
+    change = delta(before, after)
+    flat = 0
+    if isinstance(change, ArrayValue) and len(change.values):
+        sizes = [abs(v) if math.isfinite(v) else -1.0 for v in change.values]
+        flat = max(range(len(sizes)), key=sizes.__getitem__)
+    value = after.element(flat)
+    if value is None or not math.isfinite(value):
+        return None, None
+    return value, unravel(flat, after.shape)
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of C-order element `flat` in an array of `shape`."""
+    index = []
+    for n in reversed(shape):
+        flat, k = divmod(flat, n) if n else (flat, 0)
+        index.append(k)
+    return tuple(reversed(index))
 
 
 def parse_number(text: str) -> float | None:
@@ -252,4 +297,4 @@ class SelfStudy:
 
 def verdict(question: Question, value: float, right: bool) -> str:
     return (f"quiz: you said {value:.4g}: {'right ✓' if right else 'wrong ✗'} "
-            f"({question.label}.grad = {question.answer:.4g})")
+            f"({question.what} = {question.answer:.4g})")

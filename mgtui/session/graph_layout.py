@@ -403,12 +403,18 @@ def _draw_links(lines: _Lines, along: _Along,
     for r, (_, tracks) in enumerate(along.channels):
         cs = starts[r] + along.extent[r]  # the channel's first cell
         ce = starts[r + 1] - 1  # its last: the targets' in-ports
-        for (a, b), (t, (ev, off, into)) in tracks.items():
+        for (a, b), (t, (ev, off, into), jog) in tracks.items():
             va = int(a.v) + a.out_axis
             out_u = starts[r] if a.dummy else starts[r] + a.along
             eu = ce if off < 0 else starts[r + 1] + off
-            pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, ev), (eu, ev)] if t >= 0 \
-                else [(out_u, va), (eu, ev)]
+            if t < 0:
+                pts = [(out_u, va), (eu, ev)]
+            elif jog is None:
+                pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, ev), (eu, ev)]
+            else:  # (see `_jogs`)
+                row, t2 = jog
+                pts = [(out_u, va), (cs + 1 + t, va), (cs + 1 + t, row), (cs + 1 + t2, row),
+                       (cs + 1 + t2, ev), (eu, ev)]
             cells = lines.polyline(pts)
             lines.mark(out_u, va, U_MINUS)  # it leaves a box (or carries on a dummy's line)
             lines.mark(eu, ev, into)  # and enters an op glyph, a box or a dummy's line
@@ -529,7 +535,10 @@ def _entries(unit: Unit, lr: bool) -> list[tuple[int, int, int]]:
     if lr:  # above and below the op's middle character
         return [(axis - 1, len(g) // 2, V_PLUS), main, (axis + 1, len(g) // 2, V_MINUS)]
     left = axis - (len(g) - 1) // 2 - 1  # beside the op, on its line
-    return [(left, 0, V_PLUS), main, (left + len(g) + 1, 0, V_MINUS)]
+    # (within the unit: an op wider than its box has no room beside it at the edge)
+    lo, hi = int(unit.v), int(unit.v) + unit.across
+    return [e for e in ((left, 0, V_PLUS), main, (left + len(g) + 1, 0, V_MINUS))
+            if e is main or lo <= e[0] < hi]
 
 
 def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -620,6 +629,7 @@ def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[i
             before[net] |= {other for other in source_row.get(row, ()) if other[0] is not net[0]}
     todo = sorted(nets, key=lambda net: span[net])
     track_of: dict[tuple[Unit, int], int] = {}
+    broken = []
     t = 0
     while todo:
         used: list[tuple[int, int]] = []
@@ -636,10 +646,35 @@ def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[i
         if not placed:  # a cycle of constraints: break it
             track_of[todo[0]] = t
             placed.append(todo[0])
+            broken.append(todo[0])
         todo = [net for net in todo if net not in placed]
         t += 1
+    jogs, t = _jogs(broken, entry, rows_out, t)
     routes = {}
     for (a, b), e in entry.items():
         src = int(a.v) + a.out_axis
-        routes[(a, b)] = (-1 if e[0] == src else track_of[(a, -1 if e[0] < src else 1)], e)
+        net = (a, -1 if e[0] < src else 1)
+        routes[(a, b)] = (-1 if e[0] == src else track_of[net], e, jogs.get(net))
     return t, routes
+
+
+def _jogs(broken: list, entry: dict, rows_out: set[int], tracks: int
+          ) -> tuple[dict, int]:
+    """A net placed to break a cycle of constraints (two sources each leaving on a row
+    the other's lines enter on: whichever goes first, its entry runs along the other's
+    row) jogs: up or down its track to a row no line runs along, across it to a track
+    after every other, and on to its entries from there, so that the two only cross.
+    Returns each jogging net's (row, second track), and the channel's tracks now."""
+    busy = set(rows_out) | {e[0] for e in entry.values()}
+    lo, hi = min(busy, default=0), max(busy, default=0)
+    jogs = {}
+    for net in broken:
+        src = int(net[0].v) + net[0].out_axis
+        free = sorted((r for r in range(lo, hi + 1) if r not in busy),
+                      key=lambda r: abs(r - src))
+        if not free:
+            continue  # (no row to jog on: left as placed)
+        jogs[net] = (free[0], tracks)
+        busy.add(free[0])
+        tracks += 1
+    return jogs, tracks

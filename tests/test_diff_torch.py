@@ -96,3 +96,31 @@ def test_the_mlp_agrees_with_its_scalar_torch_twin(capsys):
     code, doc, _ = diff_json(capsys, "mlp", DATA / "mlp_torch.py")
     assert (code, doc["difference"]) == (0, None)
     assert doc["backward_passes_compared"] == 20 and doc["leaves_compared"] == 41
+
+
+def test_one_number_compares_as_a_number_whatever_its_shape():
+    """The lecture's bias b = 6.8814 is a float in micrograd, a () array in a numpy
+    engine, a (1,) tensor in torch: the same number (before, a shape difference was
+    reported, printed as `a () array` on both sides)."""
+    from mgtui.compare.values import Tolerance
+    from mgtui.trace.arrays import ArrayValue
+
+    tol = Tolerance()
+    b = 6.8813735870195432
+    zero_d, one = ArrayValue.of([b], ()), ArrayValue.of([b], (1,))
+    assert tol.agree(b, zero_d) and tol.agree(zero_d, one) and tol.agree(one, b)
+    assert tol.apart(b, ArrayValue.of([b + 1], (1, 1))) == 0  # a different number
+    assert tol.apart(one, ArrayValue.of([b, b], (2,))) == -1  # two numbers: shapes differ
+
+
+def test_a_scalar_engine_against_a_tensor_one_is_not_called_in_agreement(capsys):
+    """neuron.py (8 scalar nodes before o) against tensor_neuron.py (x, w, x@w): only b
+    and o hold one number on both sides; most of both graphs is never compared, so the
+    diff says so and does not exit 0."""
+    code, doc, _ = diff_json(capsys, "neuron", "tensor_neuron")
+    assert doc["difference"] is None and doc["partial"] is True
+    assert (code, doc["agree"]) == (1, False)
+    assert doc["a"]["unaligned_count"] == 8 and doc["b"]["unaligned_count"] == 4
+    code, out, _ = diff(capsys, "neuron", "tensor_neuron", "--print")
+    assert code == 1 and "A's values are numbers and B's arrays" in out
+    assert "they agree where they could be aligned, which is the lesser part" in out

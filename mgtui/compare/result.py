@@ -104,8 +104,14 @@ class Comparison:
         return [f"{s.name}: {s.problem}" for s in (self.a, self.b) if s.problem]
 
     @property
+    def partial(self) -> bool:
+        """Whether more of the two graphs went unaligned (never compared) than was
+        aligned: too little seen to call them in agreement."""
+        return len(self.unaligned_a) + len(self.unaligned_b) > self.aligned
+
+    @property
     def agree(self) -> bool:
-        return self.difference is None and not self.problems
+        return self.difference is None and not self.problems and not self.partial
 
     def to_json(self) -> dict:
         def side(s: Side, passes: int, unaligned) -> dict:
@@ -115,6 +121,7 @@ class Comparison:
                                   for n, lab, op in unaligned[:UNALIGNED_LISTED]]}
 
         return {"format": "mgtui-diff", "version": 1, "agree": self.agree,
+                "partial": self.partial,
                 "tolerance": {"rtol": self.tolerance.rtol, "atol": self.tolerance.atol},
                 "backward_passes_compared": self.compared, "aligned": self.aligned,
                 "leaves_compared": self.leaves,

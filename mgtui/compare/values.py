@@ -45,8 +45,8 @@ class Tolerance:
         if not is_array(a) and not is_array(b):
             return None if self.close(a, b) else 0
         a, b = _as_array(a), _as_array(b)
-        if tuple(a.shape) != tuple(b.shape):
-            return -1
+        if tuple(a.shape) != tuple(b.shape) and not (_one(a) and _one(b)):
+            return -1  # (one number each, a float, a () or a (1, 1) array: compared as numbers)
         for k, (x, y) in enumerate(zip(a.values, b.values)):
             if not self.close(x, y):
                 return k
@@ -67,6 +67,11 @@ class _Scalar:
 
     def __init__(self, v: float) -> None:
         self.values = array("d", [v])
+
+
+def _one(v) -> bool:
+    """Whether an array holds a single number (a scalar-shaped tensor reads as one)."""
+    return math.prod(v.shape) == 1 and len(v.values) == 1
 
 
 def _as_array(v: Value):

@@ -16,8 +16,24 @@ def headline(c: Comparison) -> str:
         return c.difference.message
     if c.problems:
         return "no difference in what was recorded, but not both runs are whole"
-    return (f"they agree: {c.compared} backward pass{'es' if c.compared != 1 else ''}, "
-            f"{c.aligned} nodes aligned, {c.leaves} inputs' grads among them")
+    agreed = (f"{c.compared} backward pass{'es' if c.compared != 1 else ''}, "
+              f"{c.aligned} nodes aligned, {c.leaves} inputs' grads among them")
+    left = len(c.unaligned_a) + len(c.unaligned_b)
+    if left > c.aligned:  # most of the graphs were never compared: not a clean bill
+        return (f"they agree where they could be aligned, which is the lesser part: {agreed}; "
+                f"{len(c.unaligned_a)} nodes of A and {len(c.unaligned_b)} of B not compared")
+    return f"they agree: {agreed}"
+
+
+def kinds_note(c: Comparison) -> list[str]:
+    """A note when one side's values are numbers and the other's arrays: nodes are
+    aligned one to one, so a scalar engine and a tensor one meet only at numbers."""
+    arrays = (c.a.trace.has_arrays, c.b.trace.has_arrays)
+    if arrays[0] == arrays[1]:
+        return []
+    scalar, tensor = ("A", "B") if arrays[1] else ("B", "A")
+    return [f"note: {scalar}'s values are numbers and {tensor}'s arrays: nodes are aligned one "
+            "to one, so only nodes holding one number on both sides can be compared"]
 
 
 def side_line(tag: str, name: str, pt: Point, widths: tuple[int, int] = (0, 0)) -> str:
@@ -55,7 +71,7 @@ def comparison_lines(c: Comparison) -> list[str]:
              f"B: {c.b.name}{' (saved trace)' if c.b.saved else ''}",
              f"tolerance: {c.tolerance} (--rtol, --atol)",
              f"backward passes: {c.passes_a} in A, {c.passes_b} in B; compared {c.compared}"]
-    lines += [f"note: {p}" for p in c.problems]
+    lines += [f"note: {p}" for p in c.problems] + kinds_note(c)
     lines.append("")
     d = c.difference
     lines.append(("first difference, " if d is not None else "") + headline(c))
@@ -86,6 +102,6 @@ def comparison_pane(c: Comparison) -> list[str]:
     lines = side_lines(c) + [headline(c)]
     if c.difference is not None and c.difference.hint:
         lines.append(c.difference.hint)
-    lines += [f"note: {p}" for p in c.problems]
+    lines += [f"note: {p}" for p in c.problems] + kinds_note(c)
     lines.append(f"A = {c.a.name} (shown), B = {c.b.name}; tolerance {c.tolerance}")
     return lines + unaligned_lines(c)

@@ -16,8 +16,10 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
   (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` (`zero_grad`)
   a grad event; an in-place op autograd records (`h.add_(1)`) is a node.
 - **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
-  the root's seed is a grad event (`o.grad = 1.0`), and every autograd node reachable
-  from the root gets a hook for the length of the call. Each node the engine runs is
+  the root's seed is a grad event (`o.grad = 1.0`). Every autograd node gets a hook
+  once, as it is recorded (registering one costs more than running it: a hook per node
+  per `backward()`, taken off after it, cost a training step more than the forward's
+  ops), which records only while a recorded `backward()` runs. Each node the engine runs is
   one backward step, in the engine's order, on the tensor it made: the gradients it
   returns are `+=` writes into its inputs' grads (a leaf's too, as micrograd's
   `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
@@ -31,8 +33,8 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
 
 A tensor with one element reads as a float, as a micrograd value; a bigger one is an
 array (`mgtui.recording.array_values`). Nothing here changes a tensor, a gradient or the
-engine's order: the hooks only read, and are taken off after each backward call, so the
-final gradients are those of the script without mgtui.
+engine's order: the hooks only read (and, on a graph kept after the recording, do
+nothing), so the final gradients are those of the script without mgtui.
 """
 
 from __future__ import annotations
@@ -156,6 +158,9 @@ class TorchProbe:
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
         self.passes = 0  # backward calls recorded
         self.closures: dict[str, TorchNode] = {}
+        self.live: list = [None]  # [the recorded `backward()` call running, or None]
+        self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
+        #                                             copied, while the doctor checks them
 
     # -- on and off --------------------------------------------------------------------
     def attach(self) -> None:
@@ -201,30 +206,52 @@ class TorchProbe:
         return nid
 
     def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
-        """The node of output `nr` (of `t`) of autograd node `fn`."""
+        """The node of output `nr` (of `t`) of autograd node `fn`; a node recorded for
+        the first time gets its backward hook (`_hook`)."""
         nr = t.output_nr if t is not None else (nr or 0)
         metadata = fn.metadata
         known = metadata.get(self.key)
         if known is not None and nr in known:
             return known[nr]
-        kids = [self._kid(nf, k, line) for nf, k in fn.next_functions if nf is not None]
+        targets: list = []  # (the node each gradient it returns goes to, the leaf or None)
+        for nf, k in fn.next_functions:
+            if nf is None:
+                targets.append(None)
+            elif type(nf) is ACCUMULATE:
+                leaf = nf.variable
+                target = (self.tensor(leaf, line), leaf)
+                targets.append(target)
+                if self.key not in nf.metadata:  # (a leaf's is new when its graph was)
+                    nf.metadata[self.key] = target[0]
+                    nf.register_hook(_accumulated(self.live, target[0], leaf, type(nf)))
+            else:
+                targets.append((self._fn_node(nf, line, None, k), None))
+        kids = [target[0] for target in targets if target is not None]
         data = value_of(t) if t is not None else _hidden_value(fn)
         nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
         if known is None:
             metadata[self.key] = {nr: nid}
+            self._hook(fn, nid, targets)
         else:
             known[nr] = nid
         return nid
+
+    def _hook(self, fn, nid: int, targets: list) -> None:
+        """Autograd node `fn`'s backward hook, on for as long as the node lives: it
+        records a step only while a recorded `backward()` runs (`live`), so a node run
+        by several calls (`retain_graph`, a leaf's `AccumulateGrad`) is one step in each.
+        It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
+        custom = isinstance(fn, BackwardCFunction)
+        cls = fn._forward_cls if custom else type(fn)
+        fn.register_hook(_after(self.live, nid, targets, cls, custom))
+        if custom and not _one_return(cls.backward.__code__):
+            code, live = cls.backward.__code__, self.live
+            fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
 
     def out_node(self, fn, line: int) -> int:
         """The node of autograd node `fn`'s first output recorded."""
         known = fn.metadata.get(self.key)
         return min(known.values()) if known else self._fn_node(fn, line, None, 0)
-
-    def _kid(self, nf, nr: int, line: int) -> int:
-        if type(nf) is ACCUMULATE:
-            return self.tensor(nf.variable, line)
-        return self._fn_node(nf, line, None, nr)
 
     def _add(self, kids, op: str, data, line: int, label: str | None) -> int:
         """A node: its children's ids, op, value (a float, or an array: `value_of`), line."""
@@ -318,7 +345,7 @@ class TorchProbe:
                 if fn is not None and probe.check() is not None:
                     probe.paused += 1  # (copies for the check are no nodes)
                     try:
-                        fn.metadata[probe.key + "args"] = tuple(
+                        probe.function_args[probe.out_node(fn, 0)] = tuple(
                             a.detach().clone().requires_grad_(a.requires_grad)
                             if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                             for a in args)
@@ -329,7 +356,7 @@ class TorchProbe:
         return wrapped
 
     def _backward_wrapper(self, backward):
-        probe = self
+        probe, live = self, self.live
 
         def wrapped(tensors, grad_tensors=None, *args, **kwargs):
             if probe.paused:
@@ -340,29 +367,28 @@ class TorchProbe:
             seeds = ([grad_tensors] if isinstance(grad_tensors, torch.Tensor)
                      else list(grad_tensors) if grad_tensors is not None else [None] * len(roots))
             run = _BackwardRun(probe, line)
-            for root, seed in zip(roots, seeds):
+            for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
-            handles = run.hook(roots)
+            outer, live[0] = live[0], run
             probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
                 return backward(tensors, grad_tensors, *args, **kwargs)
             finally:
                 probe.paused -= 1
+                live[0] = outer
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
-                for h in handles:
-                    h.remove()
 
         return wrapped
 
-    def closure(self, fn) -> int:
-        """The closure index of autograd node `fn`'s step: a custom Function's backward,
-        else the node's class by name."""
-        if isinstance(fn, BackwardCFunction):
-            code = getattr(fn._forward_cls.backward, "__code__", None)
+    def closure(self, cls: type, custom: bool) -> int:
+        """The closure index of a backward step: a custom Function's (`cls`) backward,
+        else the autograd node's class (`cls`) by name."""
+        if custom:
+            code = getattr(cls.backward, "__code__", None)
             if code is not None:
                 return self.records.closure_index(code)
-        name = type(fn).__name__
+        name = cls.__name__
         node = self.closures.get(name)
         if node is None:
             node = self.closures[name] = TorchNode(name)
@@ -502,7 +528,8 @@ def _hidden_value(fn):
 
 
 class _BackwardRun:
-    """One `backward()` call: its seeds, and the hooks on every autograd node it runs."""
+    """One recorded `backward()` call: its seeds, and the steps its autograd nodes'
+    hooks (`_after`, `_accumulated`) record while it runs."""
 
     def __init__(self, probe: TorchProbe, line: int) -> None:
         self.probe = probe
@@ -516,6 +543,7 @@ class _BackwardRun:
         self.number = probe.passes
         self.returned = 0  # the line a custom Function's backward returned from
         self.profile: tuple | None = None  # (the profile function put back after it)
+        self.event = 0  # the last step's event index
 
     def grad_of(self, nid: int, t=None):
         g = self.grads.get(nid)
@@ -533,34 +561,9 @@ class _BackwardRun:
         self.grads[nid] = after
         self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
 
-    def hook(self, roots) -> list:
-        """A hook on every autograd node reachable from `roots`, for this call (and a
-        pre-hook on a custom Function's whose backward has several `return`s)."""
-        handles, seen = [], set()
-        todo = [r.grad_fn for r in roots if r.grad_fn is not None]
-        while todo:
-            fn = todo.pop()
-            if id(fn) in seen:
-                continue
-            seen.add(id(fn))
-            nexts = fn.next_functions
-            if type(fn) is ACCUMULATE:
-                handles.append(fn.register_hook(self._accumulated(fn)))
-                continue
-            handles.append(fn.register_hook(self._after(fn, nexts)))
-            if isinstance(fn, BackwardCFunction):
-                code = fn._forward_cls.backward.__code__
-                handles.append(fn.register_prehook(lambda g, code=code: self._watch_return(code)))
-            todo.extend(nf for nf, _ in nexts if nf is not None)
-        return handles
-
-    def _watch_return(self, code) -> None:
-        """Note the line `code` (a custom Function's backward) returns from: its one
-        `return`, or, if it has several, the one a profile function sees it leave by."""
-        single = _one_return(code)
-        if single:
-            self.returned = single
-            return
+    def watch_return(self, code) -> None:
+        """Note the line `code` (a custom Function's backward with several `return`s)
+        returns from, as a profile function sees it leave."""
         self.returned = 0
         self.profile = (sys.getprofile(),)
 
@@ -572,88 +575,87 @@ class _BackwardRun:
 
         sys.setprofile(profile)
 
-    def _accumulated(self, fn):
+    def accumulated(self, nid: int, leaf, cls: type) -> None:
         """A leaf's `AccumulateGrad`: its own step, which writes only where the
         engine's sum differs from the trace's (float32)."""
-        probe, records, line = self.probe, self.records, self.line
-        leaf = fn.variable
-        nid = probe.tensor(leaf, line)
-        event = (BACKWARD, nid, 0.0, 0.0, line, probe.closure(fn))
-        add_event, writes = records.add_event, records.writes
+        probe, records = self.probe, self.records
+        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, probe.closure(cls, False),
+                           len(records.writes)))
+        if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
+            return
+        real = value_of(leaf.grad) if leaf.grad is not None else 0.0
+        have = self.grad_of(nid, leaf)
+        if not same(real, have):
+            records.stack.append(nid)
+            try:
+                probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
+            finally:
+                records.stack.pop()
+            self.grads[nid] = real
 
-        def accumulated(grad_inputs, grad_outputs):
-            add_event(event + (len(writes),))
-            if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
-                return None
-            real = value_of(leaf.grad) if leaf.grad is not None else 0.0
-            have = self.grad_of(nid, leaf)
-            if not same(real, have):
-                records.stack.append(nid)
-                try:
-                    probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
-                finally:
-                    records.stack.pop()
-                self.grads[nid] = real
-            return None
-
-        return accumulated
-
-    def _after(self, fn, nexts):
+    def after(self, nid: int, targets: list, cls: type, custom: bool, grad_inputs,
+              grad_outputs) -> None:
         """An autograd node's step: the gradients it returned, each a `+=` into the
         grad of the input it goes to."""
-        probe, records, line = self.probe, self.records, self.line
-        targets = []
-        for nf, nr in nexts:
-            if nf is None:
-                targets.append(None)
-            elif type(nf) is ACCUMULATE:
-                t = nf.variable
-                targets.append((probe.tensor(t, line), t))
-            else:
-                targets.append((probe._fn_node(nf, line, None, nr), None))
-        custom = isinstance(fn, BackwardCFunction)
-        event = (BACKWARD, probe.out_node(fn, line), 0.0, 0.0, line, probe.closure(fn))
-        add_event, writes, stack = records.add_event, records.writes, records.stack
-        write = probe.write
-        grads, grad_of, sums = self.grads, self.grad_of, self.sums
+        probe, records = self.probe, self.records
+        self.event = records.event_count()
+        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, probe.closure(cls, custom),
+                           len(records.writes)))
+        at = (_one_return(cls.backward.__code__) or self.returned) if custom else 0
+        grads, grad_of, sums, write = self.grads, self.grad_of, self.sums, probe.write
+        stack = records.stack
+        stack.append(-1)  # (the writes are this step's)
+        try:
+            for target, g in zip(targets, grad_inputs):
+                if target is None or g is None:
+                    continue
+                tid, t = target
+                before = grad_of(tid, t)
+                if before is ZERO:  # the first: the gradient itself (a copy: the
+                    after = value_of(g, True)  # engine may add into it in place)
+                else:
+                    after = before + value_of(g)
+                if t is not None:  # (a leaf's: see `accumulated`)
+                    sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
+                grads[tid] = after
+                write(tid, GRAD_FIELD, GRAD, before, after, at)
+        finally:
+            stack.pop()
+        if custom and probe.check() is not None:
+            self._check(cls, nid, grad_outputs, grad_inputs, at)
 
-        def after(grad_inputs, grad_outputs):
-            self.event = records.event_count()
-            add_event(event + (len(writes),))
-            at = self.returned if custom else 0
-            stack.append(-1)  # (the writes are this step's)
-            try:
-                for target, g in zip(targets, grad_inputs):
-                    if target is None or g is None:
-                        continue
-                    tid, t = target
-                    before = grad_of(tid, t)
-                    if before is ZERO:  # the first: the gradient itself (a copy: the
-                        after = value_of(g, True)  # engine may add into it in place)
-                    else:
-                        after = before + value_of(g)
-                    if t is not None:  # (a leaf's: see `_accumulated`)
-                        sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
-                    grads[tid] = after
-                    write(tid, GRAD_FIELD, GRAD, before, after, at)
-            finally:
-                stack.pop()
-            if custom and probe.check() is not None:
-                self._check(fn, grad_outputs, grad_inputs, at)
-            return None
-
-        return after
-
-    def _check(self, fn, grad_outputs, grad_inputs, line: int) -> None:
+    def _check(self, cls: type, nid: int, grad_outputs, grad_inputs, line: int) -> None:
         probe = self.probe
-        args = fn.metadata.get(probe.key + "args")
+        args = probe.function_args.get(nid)
         if args is None:
             return
-        nid = probe.out_node(fn, self.line)
-        call = FunctionCall(fn._forward_cls, args, _copies(grad_outputs), _copies(grad_inputs),
-                            nid, getattr(self, "event", 0), self.number, line)
+        call = FunctionCall(cls, args, _copies(grad_outputs), _copies(grad_inputs), nid,
+                            self.event, self.number, line)
         probe.paused += 1  # (what the check runs is not the scenario's)
         try:
             probe.check()(call)
         finally:
             probe.paused -= 1
+
+
+def _after(live: list, nid: int, targets: list, cls: type, custom: bool):
+    """The hook of an autograd node (`TorchProbe._hook`): its step, in the recorded
+    `backward()` call running (`live`), if one is."""
+
+    def after(grad_inputs, grad_outputs):
+        run = live[0]
+        if run is not None:
+            run.after(nid, targets, cls, custom, grad_inputs, grad_outputs)
+
+    return after
+
+
+def _accumulated(live: list, nid: int, leaf, cls: type):
+    """The hook of a leaf's `AccumulateGrad`, as `_after`."""
+
+    def accumulated(grad_inputs, grad_outputs):
+        run = live[0]
+        if run is not None:
+            run.accumulated(nid, leaf, cls)
+
+    return accumulated

@@ -42,10 +42,11 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections import OrderedDict
 from typing import NamedTuple
 
 import torch
-from torch.autograd.function import BackwardCFunction, Function
+from torch.autograd.function import BackwardCFunction, Function, _HookMixin
 from torch.overrides import TorchFunctionMode
 
 from mgtui.recording.probes import StopRecording
@@ -67,6 +68,7 @@ REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
 GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
 TENSORS = (torch.Tensor, torch.nn.Parameter)
 NAN = math.nan
+NO_SNAPSHOT = (None, None)  # (`ArraySnapshots.last` of a field it has no snapshot of)
 ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
 NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
@@ -158,6 +160,8 @@ class TorchProbe:
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
         self.passes = 0  # backward calls recorded
         self.closures: dict[str, TorchNode] = {}
+        self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
+        self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
         self.live: list = [None]  # [the recorded `backward()` call running, or None]
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
         #                                             copied, while the doctor checks them
@@ -167,9 +171,12 @@ class TorchProbe:
         import torch.autograd as autograd
 
         backward, apply = autograd.backward, Function.__dict__["apply"]
-        self.saved = [(autograd, "backward", backward), (Function, "apply", apply)]
+        register = _HookMixin.__dict__["_register_hook"]
+        self.saved = [(autograd, "backward", backward), (Function, "apply", apply),
+                      (_HookMixin, "_register_hook", register)]
         autograd.backward = self._backward_wrapper(backward)
         Function.apply = classmethod(self._apply_wrapper(apply.__func__))
+        _HookMixin._register_hook = staticmethod(_quick_register(register.__func__))
         self.mode = _Mode(self)
         self.mode.__enter__()
 
@@ -180,6 +187,8 @@ class TorchProbe:
             except (RuntimeError, IndexError):  # the scenario left a mode of its own on
                 pass
             self.mode = None
+        self.live[0] = None
+        self.function_args.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
         self.saved = []
@@ -196,7 +205,9 @@ class TorchProbe:
             return nid
         fn = t.grad_fn
         if fn is None:
-            nid = self._add((), "", value_of(t), line, self._leaf_label(t, line))
+            data = value_of(t)
+            nid = self._add((), "", data, line, self._leaf_label(t, line))
+            self._keep_view(nid, t, data)
         else:
             nid = self._fn_node(fn, line, t)
         try:
@@ -223,7 +234,11 @@ class TorchProbe:
                 targets.append(target)
                 if self.key not in nf.metadata:  # (a leaf's is new when its graph was)
                     nf.metadata[self.key] = target[0]
-                    nf.register_hook(_accumulated(self.live, target[0], leaf, type(nf)))
+                    QUICK[0] = True
+                    try:
+                        nf.register_hook(_accumulated(self.live, target[0], leaf, type(nf)))
+                    finally:
+                        QUICK[0] = False
             else:
                 targets.append((self._fn_node(nf, line, None, k), None))
         kids = [target[0] for target in targets if target is not None]
@@ -243,7 +258,11 @@ class TorchProbe:
         It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
-        fn.register_hook(_after(self.live, nid, targets, cls, custom))
+        QUICK[0] = True
+        try:
+            fn.register_hook(_after(self.live, nid, targets, cls, custom))
+        finally:
+            QUICK[0] = False
         if custom and not _one_return(cls.backward.__code__):
             code, live = cls.backward.__code__, self.live
             fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
@@ -320,18 +339,32 @@ class TorchProbe:
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):
                 self.made(out, sys._getframe(2))
             return out
+        line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
             before = value_of(t.grad) if t.grad is not None else 0.0
-        else:  # (a copy: the tensor is about to change)
-            before = value_of(t, True)
-        out = func(*args, **(kwargs or {}))
-        if grad:
+            out = func(*args, **(kwargs or {}))
             after = value_of(t.grad) if t.grad is not None else 0.0
-            field, kind = GRAD_FIELD, GRAD
-        else:
-            after, field, kind = value_of(t), DATA_FIELD, DATA
-        self.write(nid, field, kind, before, after, self.scenario_line(sys._getframe(2)))
+            self.write(nid, GRAD_FIELD, GRAD, before, after, line)
+            return out
+        view = self.views.get(nid)
+        if (view is not None and view[1] == t._version and view[2] == t.data_ptr()
+                and self.records.arrays.last.get((nid, DATA_FIELD), NO_SNAPSHOT)[0] is view[0]):
+            before = view[0]  # (the array the last snapshot was taken of, unchanged since)
+        else:  # (a copy: the tensor is about to change)
+            before = view = value_of(t, True)
+        out = func(*args, **(kwargs or {}))
+        after = view[0] if type(view) is tuple else value_of(t)
+        self.write(nid, DATA_FIELD, DATA, before, after, line)
+        self._keep_view(nid, t, after)
         return out
+
+    def _keep_view(self, nid: int, t, data) -> None:
+        """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
+        array snapshots were just given it), for `t`'s next change in place: its before
+        is that snapshot, if nothing has changed `t` since (`_version`), and its after
+        this same array, not two more arrays made and copied."""
+        if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
+            self.views[nid] = (data, t._version, t.data_ptr())
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
@@ -384,6 +417,12 @@ class TorchProbe:
     def closure(self, cls: type, custom: bool) -> int:
         """The closure index of a backward step: a custom Function's (`cls`) backward,
         else the autograd node's class (`cls`) by name."""
+        ci = self.closure_indices.get(cls)
+        if ci is None:
+            ci = self.closure_indices[cls] = self._closure(cls, custom)
+        return ci
+
+    def _closure(self, cls: type, custom: bool) -> int:
         if custom:
             code = getattr(cls.backward, "__code__", None)
             if code is not None:
@@ -460,15 +499,27 @@ class _Mode(TorchFunctionMode):
         self.probe = probe
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        probe = self.probe
+        # (The hot path of a recording: each torch call, property reads included, comes
+        # here. A call that makes nothing autograd tracks does a dict lookup and two
+        # checks; what a node needs past its line is left to `TorchProbe.made`.)
         kind = KINDS.get(func)
         if kind is None:
             kind = KINDS[func] = _kind(func)
+        probe = self.probe
         if kind is READ or probe.paused:
-            return func(*args, **(kwargs or {}))
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if kind is CALL:
+            out = func(*args, **kwargs) if kwargs else func(*args)
+            t = type(out)
+            if t is torch.Tensor:
+                if out.requires_grad:
+                    probe.made(out, sys._getframe(1))
+            elif t is tuple or t is list or isinstance(out, torch.Tensor):
+                probe.made(out, sys._getframe(1))
+            return out
         if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
             return probe.changed(func, args, kwargs, kind is GRAD_SET)
-        out = func(*args, **(kwargs or {}))
+        out = func(*args, **kwargs) if kwargs else func(*args)
         if kind is REQUIRES_GRAD_SET:
             t = args[0]
             if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
@@ -659,3 +710,22 @@ def _accumulated(live: list, nid: int, leaf, cls: type):
             run.accumulated(nid, leaf, cls)
 
     return accumulated
+
+
+QUICK = [False]  # True while the probe registers its own hooks (`_quick_register`)
+
+
+def _quick_register(register):
+    """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` calls: for the
+    probe's own hooks (`QUICK`), without the `RemovableHandle` they never use (half
+    the cost of a registration, and one is made for every node); anyone else's as before."""
+
+    def quick(hooks, hook):
+        if not QUICK[0]:
+            return register(hooks, hook)
+        if hooks is None:
+            hooks = OrderedDict()  # (as torch's: a handle made later holds it weakly)
+        hooks[hook] = hook  # (not an int: a handle's key is its int id)
+        return hooks, None
+
+    return quick

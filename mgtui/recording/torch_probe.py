@@ -129,17 +129,25 @@ def same(a, b) -> bool:
 
 
 def op_of(fn, kids: int) -> str:
+    """The op of autograd node `fn` with `kids` inputs (kept in `OP_NAMES` unless it
+    depends on more than the node's class: a power's exponent)."""
     name = type(fn).__name__
     if isinstance(fn, BackwardCFunction):
-        return fn._forward_cls.__name__
-    known = OPS.get(name)
-    if known is not None and known[1] == kids:
-        return known[0]
-    if name == "PowBackward0" and kids == 1:
+        op = fn._forward_cls.__name__
+    elif name == "PowBackward0" and kids == 1:  # (not kept: each its own exponent)
         e = getattr(fn, "_saved_exponent", None)
         if isinstance(e, (int, float)):
             return f"**{int(e) if float(e).is_integer() else e}"
-    return BACKWARD_SUFFIX.sub("", name) or name
+        return "Pow"
+    else:
+        known = OPS.get(name)
+        op = known[0] if known is not None and known[1] == kids else (
+            BACKWARD_SUFFIX.sub("", name) or name)
+    OP_NAMES[(type(fn), kids)] = op
+    return op
+
+
+OP_NAMES: dict[tuple[type, int], str] = {}  # (node class, inputs) -> op, as `op_of` said
 
 
 class TorchProbe:
@@ -220,8 +228,8 @@ class TorchProbe:
         """The node of output `nr` (of `t`) of autograd node `fn`; a node recorded for
         the first time gets its backward hook (`_hook`)."""
         nr = t.output_nr if t is not None else (nr or 0)
-        metadata = fn.metadata
-        known = metadata.get(self.key)
+        metadata, key = fn.metadata, self.key
+        known = metadata.get(key)
         if known is not None and nr in known:
             return known[nr]
         targets: list = []  # (the node each gradient it returns goes to, the leaf or None)
@@ -240,10 +248,13 @@ class TorchProbe:
                     finally:
                         QUICK[0] = False
             else:
-                targets.append((self._fn_node(nf, line, None, k), None))
+                seen = nf.metadata.get(key)  # (most often the node of the op before)
+                kid = seen.get(k) if seen is not None else None
+                targets.append((self._fn_node(nf, line, None, k) if kid is None else kid, None))
         kids = [target[0] for target in targets if target is not None]
         data = value_of(t) if t is not None else _hidden_value(fn)
-        nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
+        op = OP_NAMES.get((type(fn), len(kids)))
+        nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
             metadata[self.key] = {nr: nid}
             self._hook(fn, nid, targets)

@@ -358,8 +358,13 @@ class TorchProbe:
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
         view = self.views.get(nid)
-        if (view is not None and view[1] == t._version and view[2] == t.data_ptr()
-                and self.records.arrays.last.get((nid, DATA_FIELD), NO_SNAPSHOT)[0] is view[0]):
+        if view is not None and view[1] == t.data_ptr() and view[0].shape == t.shape:
+            last = self.records.arrays.last.get((nid, DATA_FIELD), NO_SNAPSHOT)
+            if last[0] is not view[0] or last[1].tobytes() != view[0].tobytes():
+                view = None  # (changed where no probe saw it: `p.data.mul_(2)`)
+        else:
+            view = None
+        if view is not None:
             before = view[0]  # (the array the last snapshot was taken of, unchanged since)
         else:  # (a copy: the tensor is about to change)
             before = view = value_of(t, True)
@@ -372,10 +377,10 @@ class TorchProbe:
     def _keep_view(self, nid: int, t, data) -> None:
         """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
         array snapshots were just given it), for `t`'s next change in place: its before
-        is that snapshot, if nothing has changed `t` since (`_version`), and its after
-        this same array, not two more arrays made and copied."""
+        is that snapshot if `t` still holds it, bit for bit, and its after this same
+        array, not two more arrays made and copied."""
         if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
-            self.views[nid] = (data, t._version, t.data_ptr())
+            self.views[nid] = (data, t.data_ptr())
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):

@@ -18,7 +18,7 @@
 4. With `--parts`: where a recorded training step's time goes, by taking parts of the
    recording out one after another (the recording is then wrong: a measure, not a mode):
    the array snapshots (`ArraySnapshots.made` and `.write` keep nothing), the tensors'
-   values (`torch_probe.value_of` reads none: no numpy arrays made, copied or summed),
+   values (`torch_backward.value_of` reads none: no numpy arrays made, copied or summed),
    the backward steps (the hooks do nothing), their hooks (none registered), and last a
    `TorchFunctionMode` that only passes each call on, with nothing else of mgtui.
 
@@ -174,23 +174,26 @@ def parts(short, long, rounds: int) -> None:
     module's docstring), alternating, medians."""
     import math
 
+    from mgtui.recording import torch_backward as tb
     from mgtui.recording import torch_probe as tp
     from mgtui.recording.array_values import ArraySnapshots
 
     NAN = math.nan
     saved = [(ArraySnapshots, "made"), (ArraySnapshots, "write"), (tp, "value_of"),
-             (tp._BackwardRun, "after"), (tp._BackwardRun, "accumulated"),
-             (tp.TorchProbe, "_hook"), (tp, "_accumulated")]
+             (tb, "value_of"),
+             (tp.BackwardRun, "after"), (tp.BackwardRun, "accumulated"),
+             (tp.TorchProbe, "_hook"), (tp, "accumulated_hook")]
     saved = [(owner, name, getattr(owner, name)) for owner, name in saved]
     off = [  # (what is taken out, [(owner, name, stand-in)])
         ("as recorded", []),
         ("no array snapshots", [(ArraySnapshots, "made", lambda self, nid, data, grad=None: NAN),
                                 (ArraySnapshots, "write", lambda self, nid, f, b, v: (NAN, NAN))]),
-        ("no values either", [(tp, "value_of", lambda t, copy=False: NAN)]),
-        ("no backward steps either", [(tp._BackwardRun, "after", lambda *a: None),
-                                      (tp._BackwardRun, "accumulated", lambda *a: None)]),
+        ("no values either", [(tp, "value_of", lambda t, copy=False: NAN),
+                              (tb, "value_of", lambda t, copy=False: NAN)]),
+        ("no backward steps either", [(tp.BackwardRun, "after", lambda *a: None),
+                                      (tp.BackwardRun, "accumulated", lambda *a: None)]),
         ("no backward hooks either", [(tp.TorchProbe, "_hook", lambda *a: None),
-                                      (tp, "_accumulated", lambda *a: (lambda gi, go: None))]),
+                                      (tp, "accumulated_hook", lambda *a: (lambda gi, go: None))]),
     ]
     times: dict = {label: ([], []) for label, _ in off}
     times["a TorchFunctionMode alone"] = ([], [])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import OrderedDict
+from threading import get_ident
 from typing import NamedTuple
 
 import torch
@@ -219,16 +220,26 @@ def accumulated_hook(live: list, nid: int, leaf, cls: type):
     return accumulated
 
 
-QUICK = [False]  # True while the probe registers its own hooks (`quick_register`)
+QUICK = [0]  # the thread registering the probe's own hooks (`hook_on`), else 0
+
+
+def hook_on(node, hook) -> None:
+    """`node.register_hook(hook)`, for good, without torch's handle (`quick_register`)."""
+    QUICK[0] = get_ident()
+    try:
+        node.register_hook(hook)
+    finally:
+        QUICK[0] = 0
 
 
 def quick_register(register):
     """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` calls: for the
-    probe's own hooks (`QUICK`), without the `RemovableHandle` they never use (half
-    the cost of a registration, and one is made for every node); anyone else's as before."""
+    probe's own hooks (`hook_on`, in its thread), without the `RemovableHandle` they
+    never use (half the cost of a registration, made for every node); anyone else's
+    as before."""
 
     def quick(hooks, hook):
-        if not QUICK[0]:
+        if QUICK[0] != get_ident():
             return register(hooks, hook)
         if hooks is None:
             hooks = OrderedDict()  # (as torch's: a handle made later holds it weakly)

@@ -52,10 +52,10 @@ from mgtui.recording.torch_backward import (
     GRAD_FIELD,
     NAN,
     NUMPY_DTYPES,
-    QUICK,
     BackwardRun,
     accumulated_hook,
     after_hook,
+    hook_on,
     one_return,
     quick_register,
     value_of,
@@ -205,11 +205,7 @@ class TorchProbe:
                 targets.append(target)
                 if self.key not in nf.metadata:  # (a leaf's is new when its graph was)
                     nf.metadata[self.key] = target[0]
-                    QUICK[0] = True
-                    try:
-                        nf.register_hook(accumulated_hook(self.live, target[0], leaf, type(nf)))
-                    finally:
-                        QUICK[0] = False
+                    hook_on(nf, accumulated_hook(self.live, target[0], leaf, type(nf)))
             else:
                 seen = nf.metadata.get(key)  # (most often the node of the op before)
                 kid = seen.get(k) if seen is not None else None
@@ -232,11 +228,7 @@ class TorchProbe:
         It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
-        QUICK[0] = True
-        try:
-            fn.register_hook(after_hook(self.live, nid, targets, cls, custom))
-        finally:
-            QUICK[0] = False
+        hook_on(fn, after_hook(self.live, nid, targets, cls, custom))
         if custom and not one_return(cls.backward.__code__):
             code, live = cls.backward.__code__, self.live
             fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))

@@ -15,8 +15,14 @@
    that took, which is taken off (the time with the scenario importing it is shown
    too). Target: at most 1.5x.
 3. The final gradients of the recorded MLP against the plain run's: bit for bit.
+4. With `--parts`: where a recorded training step's time goes, by taking parts of the
+   recording out one after another (the recording is then wrong: a measure, not a mode):
+   the array snapshots (`ArraySnapshots.made` and `.write` keep nothing), the tensors'
+   values (`torch_backward.value_of` reads none: no numpy arrays made, copied or summed),
+   the backward steps (the hooks do nothing), their hooks (none registered), and last a
+   `TorchFunctionMode` that only passes each call on, with nothing else of mgtui.
 
-    python bench/torch_overhead.py [--rounds 9] [--starts 5]
+    python bench/torch_overhead.py [--rounds 9] [--starts 5] [--parts]
     python bench/torch_overhead.py --quick   # seconds: does it still run? (the tests)
 """
 
@@ -151,13 +157,84 @@ def first_step(path: Path, preload: Path | None = None, program: str = FIRST_STE
     return first, float(log.read_text()) if log is not None else 0.0
 
 
+def plain_in_mode(scenario) -> float:
+    """`plain`, under a `TorchFunctionMode` that passes each call on (`--parts`)."""
+    from torch.overrides import TorchFunctionMode
+
+    class PassOn(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **kwargs) if kwargs else func(*args)
+
+    with PassOn():
+        return plain(scenario)[0]
+
+
+def parts(short, long, rounds: int) -> None:
+    """A recorded step with parts of the recording taken out, cumulatively (see the
+    module's docstring), alternating, medians."""
+    import math
+
+    from mgtui.recording import torch_backward as tb
+    from mgtui.recording import torch_probe as tp
+    from mgtui.recording.array_values import ArraySnapshots
+
+    NAN = math.nan
+    saved = [(ArraySnapshots, "made"), (ArraySnapshots, "write"), (tp, "value_of"),
+             (tb, "value_of"),
+             (tp.BackwardRun, "after"), (tp.BackwardRun, "accumulated"),
+             (tp.TorchProbe, "_hook"), (tp, "accumulated_hook")]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in saved]
+    off = [  # (what is taken out, [(owner, name, stand-in)])
+        ("as recorded", []),
+        ("no array snapshots", [(ArraySnapshots, "made", lambda self, nid, data, grad=None: NAN),
+                                (ArraySnapshots, "write", lambda self, nid, f, b, v: (NAN, NAN))]),
+        ("no values either", [(tp, "value_of", lambda t, copy=False: NAN),
+                              (tb, "value_of", lambda t, copy=False: NAN)]),
+        ("no backward steps either", [(tp.BackwardRun, "after", lambda *a: None),
+                                      (tp.BackwardRun, "accumulated", lambda *a: None)]),
+        ("no backward hooks either", [(tp.TorchProbe, "_hook", lambda *a: None),
+                                      (tp, "accumulated_hook", lambda *a: (lambda gi, go: None))]),
+    ]
+    times: dict = {label: ([], []) for label, _ in off}
+    times["a TorchFunctionMode alone"] = ([], [])
+    times["plain"] = ([], [])
+    for _ in range(rounds):
+        for owner, name, old in saved:
+            setattr(owner, name, old)
+        for label, stand_ins in off:
+            for owner, name, new in stand_ins:
+                setattr(owner, name, new)
+            for k, sc in enumerate((short, long)):
+                times[label][k].append(recorded(sc)[0])
+        for k, sc in enumerate((short, long)):
+            times["a TorchFunctionMode alone"][k].append(plain_in_mode(sc))
+            times["plain"][k].append(plain(sc)[0])
+    for owner, name, old in saved:
+        setattr(owner, name, old)
+    per = {label: (statistics.median(b) - statistics.median(a)) / 30
+           for label, (a, b) in times.items()}
+    print(f"where a recorded step's time goes (40 steps against 10, medians of {rounds}; "
+          f"each row takes out what the rows above it took out too):")
+    for label, t in per.items():
+        print(f"  {label:28s} {t * 1000:6.3f} ms  {t / per['plain']:4.2f}x plain")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--starts", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="one round of each: does it run?")
+    ap.add_argument("--parts", action="store_true",
+                    help="only where a recorded step's time goes (no starts)")
     args = ap.parse_args()
     rounds, starts = (1, 1) if args.quick else (args.rounds, args.starts)
+    if args.parts:
+        scenario = load_scenario(MLP)
+        short, long = scenario, steps(scenario, 40)
+        for sc in (short, long):
+            plain(sc), recorded(sc)
+        parts(short, long, rounds)
+        return
 
     scenario = load_scenario(MLP)
     short, long = scenario, steps(scenario, 11 if args.quick else 40)

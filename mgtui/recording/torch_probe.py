@@ -16,43 +16,56 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
   (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` (`zero_grad`)
   a grad event; an in-place op autograd records (`h.add_(1)`) is a node.
 - **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
-  the root's seed is a grad event (`o.grad = 1.0`), and every autograd node reachable
-  from the root gets a hook for the length of the call. Each node the engine runs is
+  the root's seed is a grad event (`o.grad = 1.0`). Every autograd node gets a hook
+  once, as it is recorded (registering one costs more than running it: a hook per node
+  per `backward()`, taken off after it, cost a training step more than the forward's
+  ops), which records only while a recorded `backward()` runs. Each node the engine runs is
   one backward step, in the engine's order, on the tensor it made: the gradients it
   returns are `+=` writes into its inputs' grads (a leaf's too, as micrograd's
   `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
   writes only where the engine's sum of several gradients differs from the trace's
   (float32). The step's "closure" is the autograd node by name (`MulBackward0`, no
   source), or a custom Function's `backward`, whose writes carry the line it returned
-  from.
+  from. (That half is `mgtui.recording.torch_backward`.)
 - **Names.** A tensor an assignment binds as it is made is named by its variable
   (`loss`, at every training step); at the end, the scenario's globals name the rest,
   a module's parameters by their path (`lin1.weight`).
 
 A tensor with one element reads as a float, as a micrograd value; a bigger one is an
 array (`mgtui.recording.array_values`). Nothing here changes a tensor, a gradient or the
-engine's order: the hooks only read, and are taken off after each backward call, so the
-final gradients are those of the script without mgtui.
+engine's order: the hooks only read (and, on a graph kept after the recording, do
+nothing), so the final gradients are those of the script without mgtui.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import sys
-from typing import NamedTuple
 
 import torch
-from torch.autograd.function import BackwardCFunction, Function
+from torch.autograd.function import BackwardCFunction, Function, _HookMixin
 from torch.overrides import TorchFunctionMode
 
 from mgtui.recording.probes import StopRecording
-from mgtui.recording.store import BACKWARD, CREATE, DATA, GRAD
+from mgtui.recording.store import CREATE, DATA, GRAD
+from mgtui.recording.torch_backward import (
+    GRAD_FIELD,
+    NAN,
+    NUMPY_DTYPES,
+    BackwardRun,
+    accumulated_hook,
+    after_hook,
+    hook_on,
+    one_return,
+    quick_register,
+    value_of,
+)
+from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.trace import Field
 from mgtui.trace.explain import TORCH_NODE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
-GRAD_FIELD, DATA_FIELD = Field.GRAD.code, Field.DATA.code
+DATA_FIELD = Field.DATA.code
 ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
 OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
     "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
@@ -64,11 +77,8 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
 REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
 GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
 TENSORS = (torch.Tensor, torch.nn.Parameter)
-NAN = math.nan
-ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
+NO_SNAPSHOT = (None, None)  # (`ArraySnapshots.last` of a field it has no snapshot of)
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
-NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
-                torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
 class TorchNode:
@@ -81,61 +91,26 @@ class TorchNode:
         self.co_firstlineno = 0
 
 
-class FunctionCall(NamedTuple):
-    """A custom Function's backward call, as the doctor's check is given it
-    (`mgtui.recording.torch_watch.function_check`)."""
-
-    cls: type  # the Function
-    args: tuple  # what its apply got (tensors detached and copied)
-    grad_outputs: tuple  # the gradients the backward was given
-    grad_inputs: tuple  # and what it returned, as the engine passed them on
-    node: int  # the node of its output
-    event: int  # its backward step's event index
-    backward_pass: int  # counted from 1
-    line: int  # the line of its backward that returned
-
-
-def value_of(t, copy: bool = False):
-    """A tensor's value as the trace takes it: one element reads as a float, as a
-    micrograd value; a bigger tensor as a numpy array, for the array support
-    (`mgtui.recording.array_values`, which copies it as it records it: `copy` for a
-    value kept before an in-place change); nan if it cannot be read."""
-    try:
-        if t.numel() == 1:
-            return float(t.item())
-        t = t.detach()
-        if t.dtype not in NUMPY_DTYPES:
-            t = t.to(torch.float64)
-        try:
-            a = t.numpy()
-        except TypeError:  # (a tensor on a GPU)
-            a = t.cpu().numpy()
-        return a.copy() if copy else a
-    except (RuntimeError, TypeError, ValueError, OverflowError):
-        return NAN
-
-
-def same(a, b) -> bool:
-    """Are two values the trace holds the same, bit for bit (nan equal to nan)?"""
-    if type(a) is float and type(b) is float:
-        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
-    if type(a) is float or type(b) is float:
-        return False
-    return a.shape == b.shape and a.tobytes() == b.tobytes()
-
-
 def op_of(fn, kids: int) -> str:
+    """The op of autograd node `fn` with `kids` inputs (kept in `OP_NAMES` unless it
+    depends on more than the node's class: a power's exponent)."""
     name = type(fn).__name__
     if isinstance(fn, BackwardCFunction):
-        return fn._forward_cls.__name__
-    known = OPS.get(name)
-    if known is not None and known[1] == kids:
-        return known[0]
-    if name == "PowBackward0" and kids == 1:
+        op = fn._forward_cls.__name__
+    elif name == "PowBackward0" and kids == 1:  # (not kept: each its own exponent)
         e = getattr(fn, "_saved_exponent", None)
         if isinstance(e, (int, float)):
             return f"**{int(e) if float(e).is_integer() else e}"
-    return BACKWARD_SUFFIX.sub("", name) or name
+        return "Pow"
+    else:
+        known = OPS.get(name)
+        op = known[0] if known is not None and known[1] == kids else (
+            BACKWARD_SUFFIX.sub("", name) or name)
+    OP_NAMES[(type(fn), kids)] = op
+    return op
+
+
+OP_NAMES: dict[tuple[type, int], str] = {}  # (node class, inputs) -> op, as `op_of` said
 
 
 class TorchProbe:
@@ -156,15 +131,23 @@ class TorchProbe:
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
         self.passes = 0  # backward calls recorded
         self.closures: dict[str, TorchNode] = {}
+        self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
+        self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
+        self.live: list = [None]  # [the recorded `backward()` call running, or None]
+        self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
+        #                                             copied, while the doctor checks them
 
     # -- on and off --------------------------------------------------------------------
     def attach(self) -> None:
         import torch.autograd as autograd
 
         backward, apply = autograd.backward, Function.__dict__["apply"]
-        self.saved = [(autograd, "backward", backward), (Function, "apply", apply)]
+        register = _HookMixin.__dict__["_register_hook"]
+        self.saved = [(autograd, "backward", backward), (Function, "apply", apply),
+                      (_HookMixin, "_register_hook", register)]
         autograd.backward = self._backward_wrapper(backward)
         Function.apply = classmethod(self._apply_wrapper(apply.__func__))
+        _HookMixin._register_hook = staticmethod(quick_register(register.__func__))
         self.mode = _Mode(self)
         self.mode.__enter__()
 
@@ -175,6 +158,8 @@ class TorchProbe:
             except (RuntimeError, IndexError):  # the scenario left a mode of its own on
                 pass
             self.mode = None
+        self.live[0] = None
+        self.function_args.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
         self.saved = []
@@ -191,7 +176,9 @@ class TorchProbe:
             return nid
         fn = t.grad_fn
         if fn is None:
-            nid = self._add((), "", value_of(t), line, self._leaf_label(t, line))
+            data = value_of(t)
+            nid = self._add((), "", data, line, self._leaf_label(t, line))
+            self._keep_view(nid, t, data)
         else:
             nid = self._fn_node(fn, line, t)
         try:
@@ -201,30 +188,55 @@ class TorchProbe:
         return nid
 
     def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
-        """The node of output `nr` (of `t`) of autograd node `fn`."""
+        """The node of output `nr` (of `t`) of autograd node `fn`; a node recorded for
+        the first time gets its backward hook (`_hook`)."""
         nr = t.output_nr if t is not None else (nr or 0)
-        metadata = fn.metadata
-        known = metadata.get(self.key)
+        metadata, key = fn.metadata, self.key
+        known = metadata.get(key)
         if known is not None and nr in known:
             return known[nr]
-        kids = [self._kid(nf, k, line) for nf, k in fn.next_functions if nf is not None]
+        targets: list = []  # (the node each gradient it returns goes to, the leaf or None)
+        for nf, k in fn.next_functions:
+            if nf is None:
+                targets.append(None)
+            elif type(nf) is ACCUMULATE:
+                leaf = nf.variable
+                target = (self.tensor(leaf, line), leaf)
+                targets.append(target)
+                if self.key not in nf.metadata:  # (a leaf's is new when its graph was)
+                    nf.metadata[self.key] = target[0]
+                    hook_on(nf, accumulated_hook(self.live, target[0], leaf, type(nf)))
+            else:
+                seen = nf.metadata.get(key)  # (most often the node of the op before)
+                kid = seen.get(k) if seen is not None else None
+                targets.append((self._fn_node(nf, line, None, k) if kid is None else kid, None))
+        kids = [target[0] for target in targets if target is not None]
         data = value_of(t) if t is not None else _hidden_value(fn)
-        nid = self._add(kids, op_of(fn, len(kids)), data, line, None)
+        op = OP_NAMES.get((type(fn), len(kids)))
+        nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
             metadata[self.key] = {nr: nid}
+            self._hook(fn, nid, targets)
         else:
             known[nr] = nid
         return nid
+
+    def _hook(self, fn, nid: int, targets: list) -> None:
+        """Autograd node `fn`'s backward hook, on for as long as the node lives: it
+        records a step only while a recorded `backward()` runs (`live`), so a node run
+        by several calls (`retain_graph`, a leaf's `AccumulateGrad`) is one step in each.
+        It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
+        custom = isinstance(fn, BackwardCFunction)
+        cls = fn._forward_cls if custom else type(fn)
+        hook_on(fn, after_hook(self.live, nid, targets, cls, custom))
+        if custom and not one_return(cls.backward.__code__):
+            code, live = cls.backward.__code__, self.live
+            fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
 
     def out_node(self, fn, line: int) -> int:
         """The node of autograd node `fn`'s first output recorded."""
         known = fn.metadata.get(self.key)
         return min(known.values()) if known else self._fn_node(fn, line, None, 0)
-
-    def _kid(self, nf, nr: int, line: int) -> int:
-        if type(nf) is ACCUMULATE:
-            return self.tensor(nf.variable, line)
-        return self._fn_node(nf, line, None, nr)
 
     def _add(self, kids, op: str, data, line: int, label: str | None) -> int:
         """A node: its children's ids, op, value (a float, or an array: `value_of`), line."""
@@ -293,18 +305,37 @@ class TorchProbe:
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):
                 self.made(out, sys._getframe(2))
             return out
+        line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
             before = value_of(t.grad) if t.grad is not None else 0.0
-        else:  # (a copy: the tensor is about to change)
-            before = value_of(t, True)
-        out = func(*args, **(kwargs or {}))
-        if grad:
+            out = func(*args, **(kwargs or {}))
             after = value_of(t.grad) if t.grad is not None else 0.0
-            field, kind = GRAD_FIELD, GRAD
+            self.write(nid, GRAD_FIELD, GRAD, before, after, line)
+            return out
+        view = self.views.get(nid)
+        if view is not None and view[1] == t.data_ptr() and view[0].shape == t.shape:
+            last = self.records.arrays.last.get((nid, DATA_FIELD), NO_SNAPSHOT)
+            if last[0] is not view[0] or last[1].tobytes() != view[0].tobytes():
+                view = None  # (changed where no probe saw it: `p.data.mul_(2)`)
         else:
-            after, field, kind = value_of(t), DATA_FIELD, DATA
-        self.write(nid, field, kind, before, after, self.scenario_line(sys._getframe(2)))
+            view = None
+        if view is not None:
+            before = view[0]  # (the array the last snapshot was taken of, unchanged since)
+        else:  # (a copy: the tensor is about to change)
+            before = view = value_of(t, True)
+        out = func(*args, **(kwargs or {}))
+        after = view[0] if type(view) is tuple else value_of(t)
+        self.write(nid, DATA_FIELD, DATA, before, after, line)
+        self._keep_view(nid, t, after)
         return out
+
+    def _keep_view(self, nid: int, t, data) -> None:
+        """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
+        array snapshots were just given it), for `t`'s next change in place: its before
+        is that snapshot if `t` still holds it, bit for bit, and its after this same
+        array, not two more arrays made and copied."""
+        if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
+            self.views[nid] = (data, t.data_ptr())
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
@@ -318,7 +349,7 @@ class TorchProbe:
                 if fn is not None and probe.check() is not None:
                     probe.paused += 1  # (copies for the check are no nodes)
                     try:
-                        fn.metadata[probe.key + "args"] = tuple(
+                        probe.function_args[probe.out_node(fn, 0)] = tuple(
                             a.detach().clone().requires_grad_(a.requires_grad)
                             if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                             for a in args)
@@ -329,7 +360,7 @@ class TorchProbe:
         return wrapped
 
     def _backward_wrapper(self, backward):
-        probe = self
+        probe, live = self, self.live
 
         def wrapped(tensors, grad_tensors=None, *args, **kwargs):
             if probe.paused:
@@ -339,30 +370,35 @@ class TorchProbe:
             roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
             seeds = ([grad_tensors] if isinstance(grad_tensors, torch.Tensor)
                      else list(grad_tensors) if grad_tensors is not None else [None] * len(roots))
-            run = _BackwardRun(probe, line)
-            for root, seed in zip(roots, seeds):
+            run = BackwardRun(probe, line)
+            for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
-            handles = run.hook(roots)
+            outer, live[0] = live[0], run
             probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
                 return backward(tensors, grad_tensors, *args, **kwargs)
             finally:
                 probe.paused -= 1
+                live[0] = outer
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
-                for h in handles:
-                    h.remove()
 
         return wrapped
 
-    def closure(self, fn) -> int:
-        """The closure index of autograd node `fn`'s step: a custom Function's backward,
-        else the node's class by name."""
-        if isinstance(fn, BackwardCFunction):
-            code = getattr(fn._forward_cls.backward, "__code__", None)
+    def closure(self, cls: type, custom: bool) -> int:
+        """The closure index of a backward step: a custom Function's (`cls`) backward,
+        else the autograd node's class (`cls`) by name."""
+        ci = self.closure_indices.get(cls)
+        if ci is None:
+            ci = self.closure_indices[cls] = self._closure(cls, custom)
+        return ci
+
+    def _closure(self, cls: type, custom: bool) -> int:
+        if custom:
+            code = getattr(cls.backward, "__code__", None)
             if code is not None:
                 return self.records.closure_index(code)
-        name = type(fn).__name__
+        name = cls.__name__
         node = self.closures.get(name)
         if node is None:
             node = self.closures[name] = TorchNode(name)
@@ -434,15 +470,27 @@ class _Mode(TorchFunctionMode):
         self.probe = probe
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        probe = self.probe
+        # (The hot path of a recording: each torch call, property reads included, comes
+        # here. A call that makes nothing autograd tracks does a dict lookup and two
+        # checks; what a node needs past its line is left to `TorchProbe.made`.)
         kind = KINDS.get(func)
         if kind is None:
             kind = KINDS[func] = _kind(func)
+        probe = self.probe
         if kind is READ or probe.paused:
-            return func(*args, **(kwargs or {}))
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if kind is CALL:
+            out = func(*args, **kwargs) if kwargs else func(*args)
+            t = type(out)
+            if t is torch.Tensor:
+                if out.requires_grad:
+                    probe.made(out, sys._getframe(1))
+            elif t is tuple or t is list or isinstance(out, torch.Tensor):
+                probe.made(out, sys._getframe(1))
+            return out
         if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
             return probe.changed(func, args, kwargs, kind is GRAD_SET)
-        out = func(*args, **(kwargs or {}))
+        out = func(*args, **kwargs) if kwargs else func(*args)
         if kind is REQUIRES_GRAD_SET:
             t = args[0]
             if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
@@ -472,25 +520,6 @@ def _kind(func) -> str:
     return CALL
 
 
-def _copies(grads) -> tuple:
-    return tuple(g.detach().clone() if g is not None else None for g in grads)
-
-
-_RETURNS: dict = {}
-
-
-def _one_return(code) -> int:
-    """The line of the one `return` statement of a function's code (0: not one)."""
-    found = _RETURNS.get(code)
-    if found is None:
-        import dis
-
-        lines = {i.positions.lineno for i in dis.get_instructions(code)
-                 if i.opname in ("RETURN_VALUE", "RETURN_CONST") and i.positions}
-        found = _RETURNS[code] = lines.pop() if len(lines) == 1 else 0
-    return found
-
-
 def _hidden_value(fn):
     """The value of an autograd node's output the scenario never saw made: a weight's
     transpose (`TBackward0`, inside `F.linear`) is worked out; others are not known."""
@@ -499,161 +528,3 @@ def _hidden_value(fn):
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             return value_of(nf.variable.detach().t())
     return NAN
-
-
-class _BackwardRun:
-    """One `backward()` call: its seeds, and the hooks on every autograd node it runs."""
-
-    def __init__(self, probe: TorchProbe, line: int) -> None:
-        self.probe = probe
-        self.line = line
-        self.records = probe.records
-        self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
-        # gradients added up into each leaf so far (0: it had a grad already), for its
-        # AccumulateGrad: a sum of one gradient onto none is the engine's own value
-        self.sums: dict[int, int] = {}
-        probe.passes += 1
-        self.number = probe.passes
-        self.returned = 0  # the line a custom Function's backward returned from
-        self.profile: tuple | None = None  # (the profile function put back after it)
-
-    def grad_of(self, nid: int, t=None):
-        g = self.grads.get(nid)
-        if g is None:
-            g = ZERO
-            if t is not None and t.is_leaf and t.grad is not None:
-                g = value_of(t.grad)
-            self.grads[nid] = g
-        return g
-
-    def seed(self, root, seed) -> None:
-        nid = self.probe.tensor(root, self.line)
-        before = self.grad_of(nid, root)
-        after = value_of(seed) if seed is not None else 1.0
-        self.grads[nid] = after
-        self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
-
-    def hook(self, roots) -> list:
-        """A hook on every autograd node reachable from `roots`, for this call (and a
-        pre-hook on a custom Function's whose backward has several `return`s)."""
-        handles, seen = [], set()
-        todo = [r.grad_fn for r in roots if r.grad_fn is not None]
-        while todo:
-            fn = todo.pop()
-            if id(fn) in seen:
-                continue
-            seen.add(id(fn))
-            nexts = fn.next_functions
-            if type(fn) is ACCUMULATE:
-                handles.append(fn.register_hook(self._accumulated(fn)))
-                continue
-            handles.append(fn.register_hook(self._after(fn, nexts)))
-            if isinstance(fn, BackwardCFunction):
-                code = fn._forward_cls.backward.__code__
-                handles.append(fn.register_prehook(lambda g, code=code: self._watch_return(code)))
-            todo.extend(nf for nf, _ in nexts if nf is not None)
-        return handles
-
-    def _watch_return(self, code) -> None:
-        """Note the line `code` (a custom Function's backward) returns from: its one
-        `return`, or, if it has several, the one a profile function sees it leave by."""
-        single = _one_return(code)
-        if single:
-            self.returned = single
-            return
-        self.returned = 0
-        self.profile = (sys.getprofile(),)
-
-        def profile(frame, event, arg):
-            if event == "return" and frame.f_code is code:
-                self.returned = frame.f_lineno
-                sys.setprofile(self.profile[0])
-                self.profile = None
-
-        sys.setprofile(profile)
-
-    def _accumulated(self, fn):
-        """A leaf's `AccumulateGrad`: its own step, which writes only where the
-        engine's sum differs from the trace's (float32)."""
-        probe, records, line = self.probe, self.records, self.line
-        leaf = fn.variable
-        nid = probe.tensor(leaf, line)
-        event = (BACKWARD, nid, 0.0, 0.0, line, probe.closure(fn))
-        add_event, writes = records.add_event, records.writes
-
-        def accumulated(grad_inputs, grad_outputs):
-            add_event(event + (len(writes),))
-            if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
-                return None
-            real = value_of(leaf.grad) if leaf.grad is not None else 0.0
-            have = self.grad_of(nid, leaf)
-            if not same(real, have):
-                records.stack.append(nid)
-                try:
-                    probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
-                finally:
-                    records.stack.pop()
-                self.grads[nid] = real
-            return None
-
-        return accumulated
-
-    def _after(self, fn, nexts):
-        """An autograd node's step: the gradients it returned, each a `+=` into the
-        grad of the input it goes to."""
-        probe, records, line = self.probe, self.records, self.line
-        targets = []
-        for nf, nr in nexts:
-            if nf is None:
-                targets.append(None)
-            elif type(nf) is ACCUMULATE:
-                t = nf.variable
-                targets.append((probe.tensor(t, line), t))
-            else:
-                targets.append((probe._fn_node(nf, line, None, nr), None))
-        custom = isinstance(fn, BackwardCFunction)
-        event = (BACKWARD, probe.out_node(fn, line), 0.0, 0.0, line, probe.closure(fn))
-        add_event, writes, stack = records.add_event, records.writes, records.stack
-        write = probe.write
-        grads, grad_of, sums = self.grads, self.grad_of, self.sums
-
-        def after(grad_inputs, grad_outputs):
-            self.event = records.event_count()
-            add_event(event + (len(writes),))
-            at = self.returned if custom else 0
-            stack.append(-1)  # (the writes are this step's)
-            try:
-                for target, g in zip(targets, grad_inputs):
-                    if target is None or g is None:
-                        continue
-                    tid, t = target
-                    before = grad_of(tid, t)
-                    if before is ZERO:  # the first: the gradient itself (a copy: the
-                        after = value_of(g, True)  # engine may add into it in place)
-                    else:
-                        after = before + value_of(g)
-                    if t is not None:  # (a leaf's: see `_accumulated`)
-                        sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
-                    grads[tid] = after
-                    write(tid, GRAD_FIELD, GRAD, before, after, at)
-            finally:
-                stack.pop()
-            if custom and probe.check() is not None:
-                self._check(fn, grad_outputs, grad_inputs, at)
-            return None
-
-        return after
-
-    def _check(self, fn, grad_outputs, grad_inputs, line: int) -> None:
-        probe = self.probe
-        args = fn.metadata.get(probe.key + "args")
-        if args is None:
-            return
-        nid = probe.out_node(fn, self.line)
-        call = FunctionCall(fn._forward_cls, args, _copies(grad_outputs), _copies(grad_inputs),
-                            nid, getattr(self, "event", 0), self.number, line)
-        probe.paused += 1  # (what the check runs is not the scenario's)
-        try:
-            probe.check()(call)
-        finally:
-            probe.paused -= 1

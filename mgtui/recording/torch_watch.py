@@ -25,7 +25,7 @@ MISSING_TORCH = ("this scenario uses PyTorch, which is not installed here: "
                  "install it with  pip install 'mgtui[torch]'")
 
 # Set by the doctor (`mgtui.doctor.torch_functions`): called with each custom Function's
-# backward call as it is recorded (`torch_probe.FunctionCall`).
+# backward call as it is recorded (`torch_backward.FunctionCall`).
 function_check: Callable[[object], None] | None = None
 
 

@@ -1,0 +1,249 @@
+"""The backward half of the torch adapter (`mgtui.recording.torch_probe`): one recorded
+`backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`after_hook`,
+`accumulated_hook`), registered once per node as the adapter records it, through
+`quick_register`; and how a tensor's value is read (`value_of`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import OrderedDict
+from threading import get_ident
+from typing import NamedTuple
+
+import torch
+
+from mgtui.recording.store import BACKWARD, GRAD
+from mgtui.trace import Field
+
+GRAD_FIELD = Field.GRAD.code
+NAN = math.nan
+ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
+NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
+                torch.int16, torch.int8, torch.uint8, torch.bool}
+
+
+class FunctionCall(NamedTuple):
+    """A custom Function's backward call, as the doctor's check is given it
+    (`mgtui.recording.torch_watch.function_check`)."""
+
+    cls: type  # the Function
+    args: tuple  # what its apply got (tensors detached and copied)
+    grad_outputs: tuple  # the gradients the backward was given
+    grad_inputs: tuple  # and what it returned, as the engine passed them on
+    node: int  # the node of its output
+    event: int  # its backward step's event index
+    backward_pass: int  # counted from 1
+    line: int  # the line of its backward that returned
+
+
+def value_of(t, copy: bool = False):
+    """A tensor's value as the trace takes it: one element reads as a float, as a
+    micrograd value; a bigger tensor as a numpy array, for the array support
+    (`mgtui.recording.array_values`, which copies it as it records it: `copy` for a
+    value kept before an in-place change); nan if it cannot be read."""
+    try:
+        if t.numel() == 1:
+            return float(t.item())
+        t = t.detach()
+        if t.dtype not in NUMPY_DTYPES:
+            t = t.to(torch.float64)
+        try:
+            a = t.numpy()
+        except TypeError:  # (a tensor on a GPU)
+            a = t.cpu().numpy()
+        return a.copy() if copy else a
+    except (RuntimeError, TypeError, ValueError, OverflowError):
+        return NAN
+
+
+def same(a, b) -> bool:
+    """Are two values the trace holds the same, bit for bit (nan equal to nan)?"""
+    if type(a) is float and type(b) is float:
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+    if type(a) is float or type(b) is float:
+        return False
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def copies(grads) -> tuple:
+    return tuple(g.detach().clone() if g is not None else None for g in grads)
+
+
+RETURNS: dict = {}
+
+
+def one_return(code) -> int:
+    """The line of the one `return` statement of a function's code (0: not one)."""
+    found = RETURNS.get(code)
+    if found is None:
+        import dis
+
+        lines = {i.positions.lineno for i in dis.get_instructions(code)
+                 if i.opname in ("RETURN_VALUE", "RETURN_CONST") and i.positions}
+        found = RETURNS[code] = lines.pop() if len(lines) == 1 else 0
+    return found
+
+
+class BackwardRun:
+    """One recorded `backward()` call: its seeds, and the steps its autograd nodes'
+    hooks (`after_hook`, `accumulated_hook`) record while it runs."""
+
+    def __init__(self, probe, line: int) -> None:  # (a `TorchProbe`)
+        self.probe = probe
+        self.line = line
+        self.records = probe.records
+        self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
+        # gradients added up into each leaf so far (0: it had a grad already), for its
+        # AccumulateGrad: a sum of one gradient onto none is the engine's own value
+        self.sums: dict[int, int] = {}
+        probe.passes += 1
+        self.number = probe.passes
+        self.returned = 0  # the line a custom Function's backward returned from
+        self.profile: tuple | None = None  # (the profile function put back after it)
+        self.event = 0  # the last step's event index
+
+    def grad_of(self, nid: int, t=None):
+        g = self.grads.get(nid)
+        if g is None:
+            g = ZERO
+            if t is not None and t.is_leaf and t.grad is not None:
+                g = value_of(t.grad)
+            self.grads[nid] = g
+        return g
+
+    def seed(self, root, seed) -> None:
+        nid = self.probe.tensor(root, self.line)
+        before = self.grad_of(nid, root)
+        after = value_of(seed) if seed is not None else 1.0
+        self.grads[nid] = after
+        self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
+
+    def watch_return(self, code) -> None:
+        """Note the line `code` (a custom Function's backward with several `return`s)
+        returns from, as a profile function sees it leave."""
+        self.returned = 0
+        self.profile = (sys.getprofile(),)
+
+        def profile(frame, event, arg):
+            if event == "return" and frame.f_code is code:
+                self.returned = frame.f_lineno
+                sys.setprofile(self.profile[0])
+                self.profile = None
+
+        sys.setprofile(profile)
+
+    def accumulated(self, nid: int, leaf, cls: type) -> None:
+        """A leaf's `AccumulateGrad`: its own step, which writes only where the
+        engine's sum differs from the trace's (float32)."""
+        probe, records = self.probe, self.records
+        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, probe.closure(cls, False),
+                           len(records.writes)))
+        if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
+            return
+        real = value_of(leaf.grad) if leaf.grad is not None else 0.0
+        have = self.grad_of(nid, leaf)
+        if not same(real, have):
+            records.stack.append(nid)
+            try:
+                probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
+            finally:
+                records.stack.pop()
+            self.grads[nid] = real
+
+    def after(self, nid: int, targets: list, cls: type, custom: bool, grad_inputs,
+              grad_outputs) -> None:
+        """An autograd node's step: the gradients it returned, each a `+=` into the
+        grad of the input it goes to."""
+        probe, records = self.probe, self.records
+        self.event = records.event_count()
+        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, probe.closure(cls, custom),
+                           len(records.writes)))
+        at = (one_return(cls.backward.__code__) or self.returned) if custom else 0
+        grads, grad_of, sums, write = self.grads, self.grad_of, self.sums, probe.write
+        stack = records.stack
+        stack.append(-1)  # (the writes are this step's)
+        try:
+            for target, g in zip(targets, grad_inputs):
+                if target is None or g is None:
+                    continue
+                tid, t = target
+                before = grad_of(tid, t)
+                if before is ZERO:  # the first: the gradient itself (a copy: the
+                    after = value_of(g, True)  # engine may add into it in place)
+                else:
+                    after = before + value_of(g)
+                if t is not None:  # (a leaf's: see `accumulated`)
+                    sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
+                grads[tid] = after
+                write(tid, GRAD_FIELD, GRAD, before, after, at)
+        finally:
+            stack.pop()
+        if custom and probe.check() is not None:
+            self._check(cls, nid, grad_outputs, grad_inputs, at)
+
+    def _check(self, cls: type, nid: int, grad_outputs, grad_inputs, line: int) -> None:
+        probe = self.probe
+        args = probe.function_args.get(nid)
+        if args is None:
+            return
+        call = FunctionCall(cls, args, copies(grad_outputs), copies(grad_inputs), nid,
+                            self.event, self.number, line)
+        probe.paused += 1  # (what the check runs is not the scenario's)
+        try:
+            probe.check()(call)
+        finally:
+            probe.paused -= 1
+
+
+def after_hook(live: list, nid: int, targets: list, cls: type, custom: bool):
+    """The hook of an autograd node (`TorchProbe._hook`): its step, in the recorded
+    `backward()` call running (`live`), if one is."""
+
+    def after(grad_inputs, grad_outputs):
+        run = live[0]
+        if run is not None:
+            run.after(nid, targets, cls, custom, grad_inputs, grad_outputs)
+
+    return after
+
+
+def accumulated_hook(live: list, nid: int, leaf, cls: type):
+    """The hook of a leaf's `AccumulateGrad`, as `after_hook`."""
+
+    def accumulated(grad_inputs, grad_outputs):
+        run = live[0]
+        if run is not None:
+            run.accumulated(nid, leaf, cls)
+
+    return accumulated
+
+
+QUICK = [0]  # the thread registering the probe's own hooks (`hook_on`), else 0
+
+
+def hook_on(node, hook) -> None:
+    """`node.register_hook(hook)`, for good, without torch's handle (`quick_register`)."""
+    QUICK[0] = get_ident()
+    try:
+        node.register_hook(hook)
+    finally:
+        QUICK[0] = 0
+
+
+def quick_register(register):
+    """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` calls: for the
+    probe's own hooks (`hook_on`, in its thread), without the `RemovableHandle` they
+    never use (half the cost of a registration, made for every node); anyone else's
+    as before."""
+
+    def quick(hooks, hook):
+        if QUICK[0] != get_ident():
+            return register(hooks, hook)
+        if hooks is None:
+            hooks = OrderedDict()  # (as torch's: a handle made later holds it weakly)
+        hooks[hook] = hook  # (not an int: a handle's key is its int id)
+        return hooks, None
+
+    return quick

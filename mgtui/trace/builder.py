@@ -11,14 +11,14 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from copy import copy
 from dataclasses import replace
-from itertools import compress, repeat
+from itertools import compress
 from typing import Iterable
 
 from mgtui.trace import lanes
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 from mgtui.trace.arrays import NODE, GRAD, EVENT, WRITE, ArrayChunk, ArrayTable
 from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
-from mgtui.trace.model import Texts, Trace
+from mgtui.trace.model import CodedTexts, Texts, Trace
 from mgtui.trace.records import (
     _BACKWARD,
     _CREATE,
@@ -47,7 +47,11 @@ class TraceBuilder(RecordValidation):
     def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
         self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
         self.labels: list[str] = []
-        self.names: dict[int, str] = {}  # the nodes `mgtui.recording.naming` named, by id
+        # the names `mgtui.recording.naming` gave nodes: each distinct name once, in
+        # `name_texts` ("" first), and a node's number among them (0: none), by id
+        self.name_code = array("B")
+        self.name_texts: list[str] = [""]
+        self._name_numbers: dict[str, int] = {"": 0}
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("i")
@@ -95,6 +99,7 @@ class TraceBuilder(RecordValidation):
         self.ops.append(op)
         self.node_data.append(data)
         self.node_line.append(line)
+        self.name_code.append(0)
         try:
             self.child_ids.extend(children)
         except OverflowError:
@@ -148,7 +153,17 @@ class TraceBuilder(RecordValidation):
         or its path from a global object (`mgtui.recording.naming`)."""
         if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
             raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
-        self.names[nid] = name
+        self.name_code[nid] = self._name_number(name)
+
+    def _name_number(self, name: str) -> int:
+        """The number of `name` among `name_texts` (added if new)."""
+        k = self._name_numbers.get(name)
+        if k is None:
+            k = self._name_numbers[name] = len(self.name_texts)
+            self.name_texts.append(name)
+            if k >= _CODE_LIMIT[self.name_code.typecode]:  # more names than it holds
+                self.name_code = array("H" if k < _CODE_LIMIT["H"] else "i", self.name_code)
+        return k
 
     def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
         """What the `_backward` call of event `event` read as it began: (name, value)
@@ -179,6 +194,7 @@ class TraceBuilder(RecordValidation):
         self.ops.extend(ops)
         _append(self.node_data, data)
         _append(self.node_line, lines)
+        self.name_code.frombytes(bytes(len(ops) * self.name_code.itemsize))
         _extend(self.child_ids, child_ids, "nodes.children")
         ends: Iterable[int] | None = child_ends
         if base:  # counted from this chunk's first child: from the first of all
@@ -245,14 +261,29 @@ class TraceBuilder(RecordValidation):
             base = len(self.labels)
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
-            names = chunk.names
-            for k in compress(range(len(names)), names):  # (most nodes have none)
-                self.add_name(base + k, names[k])
+            self._add_names(base, chunk.names)
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
         else:
             self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
+
+    def _add_names(self, base: int, names: Sequence[str]) -> None:
+        """The names of nodes `base` on, "" for a node without one, checked."""
+        try:
+            "".join(names)  # (strings, checked at C speed)
+        except TypeError:
+            for k, name in enumerate(names):
+                self.add_name(base + k, name)  # (raises, naming the first that is not)
+            return
+        if not names or len(names) > len(self.name_code) - base:
+            for k in compress(range(len(names)), names):
+                self.add_name(base + k, names[k])  # (and raises for a node not there)
+            return
+        for name in set(names) - self._name_numbers.keys():
+            self._name_number(name)
+        self.name_code[base:base + len(names)] = array(
+            self.name_code.typecode, map(self._name_numbers.__getitem__, names))
 
     @property
     def consistent(self) -> bool:
@@ -345,19 +376,14 @@ class TraceBuilder(RecordValidation):
         return trace
 
     def _name_texts(self, n: int, last: bool) -> Texts:
-        """The names of the first `n` nodes, made inert. The `last` build, of a trace
-        where many nodes are named (a training loop's `x = ...`), makes them inert in
-        place and equal names one string, and fills the tuple straight from them: no
-        second dict, no list beside it (at 3M nodes, a few hundred MB at its peak)."""
-        names = self.names
-        if not last or len(names) * 4 < n:
-            return Texts.of({nid: inert_line(name) for nid, name in names.items() if nid < n},
-                            n)
-        one = {}.setdefault  # equal names, one string
-        for nid, name in names.items():
-            safe = inert_line(name)
-            names[nid] = one(safe, safe)
-        return Texts(tuple(map(names.get, range(n), repeat(""))))
+        """The names of the first `n` nodes, made inert: each distinct name made inert
+        once, and each node's number of its name (`CodedTexts`), a byte a node for a
+        training loop's few names, which the `last` build hands over."""
+        if len(self.name_texts) == 1:
+            return Texts.of({}, n)
+        codes = self.name_code
+        codes = codes if last and len(codes) == n else codes[:n]
+        return CodedTexts(codes, tuple(map(inert_line, self.name_texts)))
 
     def _catch_up_names(self) -> None:
         """Labels and ops made inert, for the nodes added since the last build (later

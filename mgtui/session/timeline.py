@@ -13,58 +13,8 @@ changes grow many does it keep an array of its own.
 
 from __future__ import annotations
 
-from array import array
-from typing import Iterator
-
 from mgtui.trace import Event, Pass, Trace
-
-_MISSING = object()
-
-
-class Layer:
-    """Every node's data or grad, by id: `base` (a trace's array, shared, never written;
-    None for all zeros) with `changes` ({id: value}) over it. What a `Timeline` holds
-    while its changes are few; it reads and writes as an array does."""
-
-    __slots__ = ("base", "changes", "_len")
-
-    def __init__(self, base: array | None, n: int) -> None:
-        self.base, self.changes, self._len = base, {}, n
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, nid: int) -> float:
-        if nid < 0:
-            nid += self._len
-        value = self.changes.get(nid, _MISSING)
-        if value is not _MISSING:
-            return value  # type: ignore[return-value]
-        if self.base is not None:
-            return self.base[nid]
-        if not 0 <= nid < self._len:
-            raise IndexError(nid)
-        return 0.0
-
-    def __setitem__(self, nid: int, value: float) -> None:
-        self.changes[nid] = value
-
-    def __iter__(self) -> Iterator[float]:
-        return iter(self.array())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Layer):
-            other = other.array()
-        return self.array() == other if isinstance(other, array) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def array(self) -> array:
-        """The values as an array of their own ('d')."""
-        out = array("d", self.base) if self.base is not None else array("d", bytes(8 * self._len))
-        for nid, value in self.changes.items():
-            out[nid] = value
-        return out
+from mgtui.trace.replay import Layer
 
 
 def _many(n: int) -> int:
@@ -88,8 +38,8 @@ class Timeline:
 
     def _end(self) -> None:
         t = self.trace
-        self.data = Layer(t.final_data, t.node_count)
-        self.grad = Layer(t.final_grad, t.node_count)
+        self.data = Layer.over(t.final_data, t.node_count)
+        self.grad = Layer.over(t.final_grad, t.node_count)
         self.created = t.node_count
         self.position = len(t)
 

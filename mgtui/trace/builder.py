@@ -76,7 +76,11 @@ class TraceBuilder(RecordValidation):
         # on every update.
         self._checked_nodes = self._checked_events = self._checked_writes = 0
         self._made = 0  # nodes made by the checked events
-        self._inert_labels: list[str] = []
+        # The labels and ops above are those of the nodes from `_raw_from` on, not yet made
+        # inert; those before are `_labels` (the labels not empty, made inert, by id) and
+        # `_op_code`.
+        self._raw_from = 0
+        self._labels: dict[int, str] = {}
         self._op_code = array("B")  # the ops made inert, each once in `_ops`
         self._ops: list[str] = []
         self._op_codes: dict[str, int] = {}
@@ -85,7 +89,7 @@ class TraceBuilder(RecordValidation):
 
     @property
     def node_count(self) -> int:
-        return len(self.ops)
+        return self._raw_from + len(self.ops)
 
     @property
     def event_count(self) -> int:
@@ -94,7 +98,7 @@ class TraceBuilder(RecordValidation):
     # -- one record at a time --------------------------------------------------------------
     def add_node(self, label: str, op: str, children: Iterable[int], data: float,
                  line: int = 0) -> int:
-        nid = len(self.ops)
+        nid = self.node_count
         self.labels.append(label)
         self.ops.append(op)
         self.node_data.append(data)
@@ -142,16 +146,22 @@ class TraceBuilder(RecordValidation):
         """A label given after the node was made (`e.label = 'e'`, or the variable that
         holds it at the end). Labels are names, not structure: the one thing that may
         change after it was added."""
-        if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
+        if not (isinstance(label, str) and isinstance(nid, int)
+                and 0 <= nid < self.node_count):
             raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
-        self.labels[nid] = label
-        if nid < len(self._inert_labels):
-            self._inert_labels[nid] = inert_line(label)
+        if nid >= self._raw_from:
+            self.labels[nid - self._raw_from] = label
+            return
+        label = inert_line(label)
+        if label:
+            self._labels[nid] = label
+        else:
+            self._labels.pop(nid, None)
 
     def add_name(self, nid: int, name: str) -> None:
         """The name a node goes by when it has no label: the variable it was bound to,
         or its path from a global object (`mgtui.recording.naming`)."""
-        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
+        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < self.node_count):
             raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
         self.name_code[nid] = self._name_number(name)
 
@@ -258,7 +268,7 @@ class TraceBuilder(RecordValidation):
             self.add_arrays(chunk)
             return
         if isinstance(chunk, NodeChunk):
-            base = len(self.labels)
+            base = self.node_count
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
             self._add_names(base, chunk.names)
@@ -325,9 +335,7 @@ class TraceBuilder(RecordValidation):
         write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
         n = self.node_count
-        labels = Texts(self._inert_labels)
-        if last:  # (made inert and coded already: let them go before the names are made)
-            self.labels, self.ops, self._inert_labels = [], [], []
+        labels = Texts.of(self._labels if last else dict(self._labels), n)
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
@@ -386,16 +394,16 @@ class TraceBuilder(RecordValidation):
         return CodedTexts(codes, tuple(map(inert_line, self.name_texts)))
 
     def _catch_up_names(self) -> None:
-        """Labels and ops made inert, for the nodes added since the last build (later
-        labels are made inert by `relabel`). Equal labels share one string; each op is
-        kept once, and a node holds its number."""
-        k = len(self._inert_labels)
-        one = {}.setdefault  # equal labels, one string
-        labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
-        if labels.count("") == len(labels):  # (a big graph's nodes mostly have none)
-            self._inert_labels.extend(labels)
-        else:
-            self._inert_labels.extend(map(one, labels, labels))
+        """Labels and ops made inert, for the nodes added since the last build or check
+        (later labels are made inert by `relabel`), and the raw ones let go: the labels
+        that are not empty are kept by id, equal ones one string; each op is kept once,
+        and a node holds its number."""
+        k = self._raw_from
+        labels, ops = _inert_names(self.labels), _inert_names(self.ops)
+        if labels.count("") != len(labels):  # (a big graph's nodes mostly have none)
+            one = {}.setdefault  # equal labels, one string
+            self._labels.update(zip(compress(range(k, k + len(labels)), labels),
+                                    [one(x, x) for x in compress(labels, labels)]))
         codes = self._op_codes
         for op in set(ops) - codes.keys():
             codes[op] = len(self._ops)
@@ -407,6 +415,8 @@ class TraceBuilder(RecordValidation):
             self._op_code.frombytes(bytes(map(codes.__getitem__, ops)))
         else:
             self._op_code.extend(map(codes.__getitem__, ops))
+        self._raw_from += len(ops)
+        self.labels, self.ops = [], []
 
 
 def _append(column: array, values: Iterable) -> None:

@@ -20,6 +20,7 @@ class RecordValidation:
     `TraceBuilder`: it reads the builder's columns, and keeps how far it has checked."""
 
     _checked_nodes: int
+    _raw_from: int
     _checked_events: int
     _checked_writes: int
     _made: int
@@ -50,22 +51,22 @@ class RecordValidation:
         self._catch_up_names()  # (for build(); here, while a loader waits for more records)
 
     def _validate_nodes(self, n0: int) -> None:
-        n = self.node_count
-        for name, column in (("label", self.labels), ("data", self.node_data),
-                             ("line", self.node_line)):
-            if len(column) != n:
-                raise TraceFormatError(f"nodes.{name}", f"{len(column)} values for {n} nodes")
+        n, raw = self.node_count, self._raw_from  # (the raw labels: nodes `raw` on)
+        for name, count in (("label", raw + len(self.labels)), ("data", len(self.node_data)),
+                            ("line", len(self.node_line))):
+            if count != n:
+                raise TraceFormatError(f"nodes.{name}", f"{count} values for {n} nodes")
         if len(self.child_start) != n + 1 or self.child_start[-1] != len(self.child_ids):
             raise TraceFormatError("nodes.children", "the children do not add up")
-        labels, ops = self.labels[n0:], self.ops[n0:]
+        labels, ops = self.labels[max(n0 - raw, 0):], self.ops[max(n0 - raw, 0):]
         try:  # (joining fails on anything but strings, at C speed)
             "".join(labels), "".join(ops)  # noqa: B018
             strings = True
         except TypeError:
             strings = False
         if not strings:
-            bad = next(k for k in range(n0, n)
-                       if not isinstance(self.labels[k], str) or not isinstance(self.ops[k], str))
+            bad = next(k for k in range(max(n0, raw), n) if not isinstance(
+                self.labels[k - raw], str) or not isinstance(self.ops[k - raw], str))
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
         _check_lines("nodes", self.node_line, n0)
         # Every child was made before its node (ids follow creation order), so a trace

@@ -14,7 +14,7 @@ from dataclasses import replace
 from itertools import compress
 from typing import Iterable
 
-from mgtui.trace import lanes
+from mgtui.trace import lanes, widths
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 from mgtui.trace.arrays import NODE, GRAD, EVENT, WRITE, ArrayChunk, ArrayTable
 from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
@@ -33,6 +33,7 @@ from mgtui.trace.records import (
     TraceFormatError,
 )
 from mgtui.trace.validation import RecordValidation
+from mgtui.trace.widths import CLOSURES, LINES
 
 
 class TraceBuilder(RecordValidation):
@@ -54,13 +55,13 @@ class TraceBuilder(RecordValidation):
         self._name_numbers: dict[str, int] = {"": 0}
         self.ops: list[str] = []
         self.node_data = array("d")
-        self.node_line = array("i")
+        self.node_line = array("B")  # lines and closures: as narrow as they fit (`widths`)
         self.child_start = array("i", [0])
         self.child_ids = array("i")
         self.ev_kind = array("b")
         self.ev_node = array("i")
-        self.ev_line = array("i")
-        self.ev_closure = array("i")
+        self.ev_line = array("B")
+        self.ev_closure = array("b")
         self.ev_write_start = array("i")
         self.lone_at = array("i")  # the grad and data events outside `_backward`
         self.lone_before = array("d")
@@ -69,7 +70,7 @@ class TraceBuilder(RecordValidation):
         self.wr_field = array("b")
         self.wr_before = array("d")
         self.wr_after = array("d")
-        self.wr_line = array("i")
+        self.wr_line = array("B")
         self.closures: list[Closure] = []
         # What validate() has checked and build() has derived so far: a trace that grows
         # while its scenario records is checked and built a chunk at a time, not in full
@@ -102,7 +103,7 @@ class TraceBuilder(RecordValidation):
         self.labels.append(label)
         self.ops.append(op)
         self.node_data.append(data)
-        self.node_line.append(line)
+        self.node_line = widths.append(self.node_line, line, LINES, f"nodes[{nid}].line")
         self.name_code.append(0)
         try:
             self.child_ids.extend(children)
@@ -118,10 +119,11 @@ class TraceBuilder(RecordValidation):
         self.ev_kind.append(code)
         try:
             self.ev_node.append(node)
-            self.ev_closure.append(closure)
         except OverflowError:
             raise TraceFormatError(f"events[{index}]", "an id is out of range") from None
-        self.ev_line.append(line)
+        self.ev_closure = widths.append(self.ev_closure, closure, CLOSURES,
+                                        f"events[{index}].closure")
+        self.ev_line = widths.append(self.ev_line, line, LINES, f"events[{index}].line")
         self.ev_write_start.append(len(self.wr_node))
         if code >= _GRAD:
             self.lone_at.append(index)
@@ -140,7 +142,7 @@ class TraceBuilder(RecordValidation):
         self.wr_field.append(field_.code)
         self.wr_before.append(before)
         self.wr_after.append(after)
-        self.wr_line.append(line)
+        self.wr_line = widths.append(self.wr_line, line, LINES, "writes.line")
 
     def relabel(self, nid: int, label: str) -> None:
         """A label given after the node was made (`e.label = 'e'`, or the variable that
@@ -203,7 +205,7 @@ class TraceBuilder(RecordValidation):
         self.labels.extend(labels)
         self.ops.extend(ops)
         _append(self.node_data, data)
-        _append(self.node_line, lines)
+        self.node_line = widths.extend(self.node_line, lines, LINES, "nodes.line")
         self.name_code.frombytes(bytes(len(ops) * self.name_code.itemsize))
         _extend(self.child_ids, child_ids, "nodes.children")
         ends: Iterable[int] | None = child_ends
@@ -225,8 +227,8 @@ class TraceBuilder(RecordValidation):
         e0 = len(self.ev_kind)
         _append(self.ev_kind, kinds)
         _extend(self.ev_node, nodes, "events.node")
-        _append(self.ev_line, lines)
-        _extend(self.ev_closure, closures, "events.closure")
+        self.ev_line = widths.extend(self.ev_line, lines, LINES, "events.line")
+        self.ev_closure = widths.extend(self.ev_closure, closures, CLOSURES, "events.closure")
         _extend(self.ev_write_start, write_starts, "events.writes")
         kinds = self.ev_kind[e0:]
         lone = kinds.tobytes().translate(_LONE)  # 1 for a lone write, else 0
@@ -242,7 +244,7 @@ class TraceBuilder(RecordValidation):
         _append(self.wr_field, fields)
         _append(self.wr_before, before)
         _append(self.wr_after, after)
-        _append(self.wr_line, lines)
+        self.wr_line = widths.extend(self.wr_line, lines, LINES, "writes.line")
 
     def add_arrays(self, chunk: ArrayChunk) -> None:
         """Array values of records already added (a stream sends them after the chunks

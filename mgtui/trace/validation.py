@@ -110,7 +110,7 @@ class RecordValidation:
         if made is None:  # a bad event, or events that alternate: one at a time
             made = self._made_one_by_one(e0, kind_bytes, nodes)
         closures = len(self.closures)
-        if not lanes.within(closure, -1, closures):
+        if not _closures_within(closure, closures):
             bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
             raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
                                    f"one of the {closures} closures")
@@ -213,6 +213,17 @@ def _made_before(ids: array, ends: array, n0: int) -> bool:
     return lanes.within(ids, -1, 1 << 31) and lanes.ordered(ids, owners)
 
 
+def _closures_within(column: array, closures: int) -> bool:
+    """Is every closure index of a column -1 or below `closures`? (A column of bytes:
+    one `bytes.translate` deletes the allowed ones; wider ones, in 32-bit lanes.)"""
+    if column.typecode == "b":
+        allowed = bytes(range(min(closures, 128))) + b"\xff"
+        return not column.tobytes().translate(None, allowed)
+    if column.typecode != "i":
+        column = array("i", column)
+    return lanes.within(column, -1, closures)
+
+
 def _check_line(where: str, line: int) -> None:
     if not isinstance(line, int) or not 0 <= line <= MAX_LINE:
         raise TraceFormatError(where, f"{line!r} is not a line number")
@@ -221,6 +232,8 @@ def _check_line(where: str, line: int) -> None:
 def _check_lines(what: str, lines: array, start: int = 0) -> None:
     """Lines `start` on are line numbers (or 0): 32-bit ints whose top byte is 0, which
     is checked a byte string at a time."""
+    if lines.itemsize < 4:  # (unsigned 8 or 16 bits: every number is a line)
+        return
     part = lines[start:]
     if part and _top_bytes(part).strip(b"\0"):
         bad = start + next(k for k, x in enumerate(part) if not 0 <= x <= MAX_LINE)

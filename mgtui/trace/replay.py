@@ -107,7 +107,7 @@ class TraceReplay:
         loop updates its parameters alone), the data is those writes over `node_data`
         (a `Layer`), not a copy of it: 8 bytes a node less."""
         n = self.node_count
-        if n < SPARSE_FINAL or self._data_writes() > n >> 4:
+        if n < SPARSE_FINAL or self._data_writes() > n >> 3:  # (a dict at most the array's size)
             return self.state_at(len(self))
         changes: dict[int, float] = {}
         grad = array("d", bytes(8 * n))

@@ -100,9 +100,10 @@ def test_the_start_and_the_end_share_the_traces_arrays_and_steps_change_only_a_l
     final = (array("d", mlp.final_data), array("d", mlp.final_grad))
     for _ in range(40):
         timeline.back()
-    assert timeline.grad.changes and timeline.grad.base is mlp.final_grad
+    assert timeline.data.changes or timeline.grad.changes  # (the last update's data writes)
+    assert timeline.grad.base is mlp.final_grad
     assert (array("d", mlp.final_data), array("d", mlp.final_grad)) == final
-    walked = Timeline(mlp, position=len(mlp) - 40)  # stepped there from the start
+    walked = Timeline(mlp, position=len(mlp) - 40)  # moved there from the start, in bulk
     assert timeline.data == walked.data and timeline.grad == walked.grad
     assert [timeline.grad[n] for n in range(mlp.node_count)] == list(walked.grad)
 
@@ -120,3 +121,16 @@ def test_many_changes_make_an_array_of_the_timelines_own(mlp, monkeypatch):
     monkeypatch.undo()
     walked = Timeline(mlp, position=mlp.passes[2].end)
     assert timeline.grad == walked.grad and timeline.data == walked.data
+
+
+def test_a_long_move_forward_in_bulk_gives_the_state_stepping_gives(mlp):
+    """A seek more than 64 steps ahead replays the events in bulk (`Trace.replay`):
+    the same data, grads and nodes made as stepping there one event at a time."""
+    for start, end in ((0, mlp.passes[3].end + 7), (mlp.passes[2].start + 5, len(mlp) - 3)):
+        bulk = Timeline(mlp, position=start)
+        bulk.seek(end)
+        stepped = Timeline(mlp, position=start)
+        while stepped.position < end:
+            stepped.step()
+        assert (bulk.position, bulk.created) == (stepped.position, stepped.created)
+        assert bulk.data == stepped.data and bulk.grad == stepped.grad

@@ -13,6 +13,8 @@ changes grow many does it keep an array of its own.
 
 from __future__ import annotations
 
+from array import array
+
 from mgtui.trace import Event, Pass, Trace
 from mgtui.trace.replay import Layer
 
@@ -31,6 +33,7 @@ class Timeline:
 
     def _start(self) -> None:
         t = self.trace
+        self._limit = _many(t.node_count)
         self.data = Layer(t.node_data, t.node_count)
         self.grad = Layer(None, t.node_count)
         self.created = 0  # ids follow creation order, so nodes [0, created) exist
@@ -43,7 +46,7 @@ class Timeline:
         self.created = t.node_count
         self.position = len(t)
 
-    def _settle(self) -> None:
+    def _own(self) -> None:
         """An array of its own for a state whose changes have grown many."""
         for name in ("data", "grad"):
             state = getattr(self, name)
@@ -55,6 +58,7 @@ class Timeline:
         new nodes are not made yet at this position, so they start as made."""
         old, n = self.trace, trace.node_count
         self.trace = trace
+        self._limit = _many(n)
         for name in ("data", "grad"):
             state = getattr(self, name)
             if type(state) is Layer:
@@ -101,12 +105,17 @@ class Timeline:
     # -- moving ------------------------------------------------------------------------
     def step(self) -> bool:
         """Apply the next event. False at the end."""
-        i = self.position
-        if i >= len(self.trace):
+        i, t = self.position, self.trace
+        if i >= len(t):
             return False
-        self.created += self.trace.apply(i, self.data, self.grad)
+        data, grad = self.data, self.grad  # (a layer's changes: a dict, written at C speed)
+        data = data.changes if type(data) is Layer else data
+        grad = grad.changes if type(grad) is Layer else grad
+        self.created += t.apply(i, data, grad)
         self.position = i + 1
-        self._settle()
+        if (type(grad) is dict and len(grad) > self._limit) or \
+                (type(data) is dict and len(data) > self._limit):
+            self._own()
         return True
 
     def back(self) -> bool:
@@ -114,10 +123,26 @@ class Timeline:
         if self.position == 0:
             return False
         i = self.position - 1
-        self.created -= self.trace.undo(i, self.data, self.grad)
+        data, grad = self.data, self.grad
+        data = data.changes if type(data) is Layer else data
+        grad = grad.changes if type(grad) is Layer else grad
+        self.created -= self.trace.undo(i, data, grad)
         self.position = i
-        self._settle()
+        if (type(grad) is dict and len(grad) > self._limit) or \
+                (type(data) is dict and len(data) > self._limit):
+            self._own()
         return True
+
+    def _ahead(self, position: int) -> None:
+        """Move forward to `position` in bulk (`Trace.replay`), as stepping there would."""
+        t = self.trace
+        data, grad = self.data, self.grad
+        data = data.changes if type(data) is Layer else data
+        grad = grad.changes if type(grad) is Layer else grad
+        t.replay(self.position, position, data, grad)
+        self.created += t.made_between(self.position, position)
+        self.position = position
+        self._own()
 
     def seek(self, position: int) -> None:
         """Move to `position` (clamped). The end and the start are reached directly."""
@@ -128,6 +153,9 @@ class Timeline:
             return
         if position < self.position - position:  # closer to the start than to here
             self._start()
+        if position - self.position > 64 and type(self.data) in (Layer, array) \
+                and type(self.grad) in (Layer, array):
+            self._ahead(position)
         while self.position < position:
             self.step()
         while self.position > position:

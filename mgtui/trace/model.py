@@ -329,6 +329,10 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
         lo = self._ev_node[first]
         return range(lo, lo + self._kind_bytes.count(bytes((_CREATE,)), first, p.end))
 
+    def made_between(self, start: int, end: int) -> int:
+        """How many nodes events [start, end) made (counted at C speed)."""
+        return self._kind_bytes.count(bytes((_CREATE,)), start, end)
+
     def inputs_before(self, p: Pass) -> list[int]:
         """The nodes made before pass `p` that its nodes take as inputs, by id."""
         made = self.made_ids(p)

@@ -14,7 +14,8 @@ table:
 - the app (a headless one at 80×24, in a fresh process) opening the file: its first step
   on screen, the whole trace loaded, then `G` and `g` (each from the key to the repainted
   screen), then steps back from the end (`p`, CPU time of the press, median of 9, as
-  `step_latency.py` times steps); its peak RSS, and that a node.
+  `step_latency.py` times steps); its peak RSS, and that a node, and the peaks of its
+  resident set sampled every 3 ms while it loads and after (`G`, `g`, the steps).
 
 Run it side by side with another checkout through PYTHONPATH (`--label` names the row):
 
@@ -68,9 +69,22 @@ LOAD = textwrap.dedent("""
 """)
 
 APP = textwrap.dedent("""
-    import asyncio, json, resource, statistics, time
+    import asyncio, json, os, resource, statistics, threading, time
     from pathlib import Path
     from mgtui.tui.app import MgtuiApp
+
+    phase, peaks = ["loading"], {{}}
+
+    def sample():  # the resident set every 3 ms, the peak of each phase
+        page = os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/statm") as statm:
+            while True:
+                statm.seek(0)
+                rss = int(statm.read().split()[1]) * page
+                peaks[phase[0]] = max(peaks.get(phase[0], 0), rss)
+                time.sleep(0.003)
+
+    threading.Thread(target=sample, daemon=True).start()
 
     async def main():
         out = {{}}
@@ -85,6 +99,7 @@ APP = textwrap.dedent("""
                 await pilot.pause(0.02)
             await pilot.pause()
             out["loaded"] = time.perf_counter() - t
+            phase[0] = "after"
             for key in ("G", "g", "G"):
                 t = time.perf_counter()
                 await pilot.press(key)
@@ -99,6 +114,7 @@ APP = textwrap.dedent("""
             out["at"] = app.debugger.position
             out["nodes"] = app.debugger.trace.node_count
         out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        out["peaks"] = peaks
         print(json.dumps(out))
 
     asyncio.run(main())
@@ -129,7 +145,8 @@ def measure(nodes: int, tmp: Path) -> dict:
 
 
 HEAD = ("| nodes | | record wall | peak RSS recording (parent / child) | a node | file | "
-        "load call | app step 0 | app loaded | G | g | step at end (CPU) | app peak RSS | a node |\n"
+        "load call | app step 0 | app loaded | G | g | step at end (CPU) | app peak RSS "
+        "(loading / after) | a node |\n"
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
@@ -140,7 +157,8 @@ def line(r: dict, label: str) -> str:
             f"({r['parent'] / mb:,.0f} / {r['child'] / mb:,.0f}) | {peak / n:,.0f} B | "
             f"{r['file'] / mb:.1f} MB | {r['load']:.2f} s | {a['first']:.2f} s | "
             f"{a['loaded']:.1f} s | {a['G']:.2f} s | {a['g']:.2f} s | {a['p'] * 1000:.0f} ms | "
-            f"{a['rss'] / mb:,.0f} MB | {a['rss'] / n:,.0f} B |")
+            f"{a['rss'] / mb:,.0f} MB ({a['peaks'].get('loading', 0) / mb:,.0f} / "
+            f"{a['peaks'].get('after', 0) / mb:,.0f}) | {a['rss'] / n:,.0f} B |")
 
 
 def main() -> None:

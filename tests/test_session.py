@@ -482,6 +482,25 @@ def test_the_topological_index_answers_as_a_dict_would():
         assert index.get(nid) == expected.get(nid)
 
 
+@pytest.mark.parametrize("topo", [[3_000_005, 3_000_002, 3_000_009, 3_000_000],
+                                  [7, 2_000_000, 2_000_001, 1]],
+                         ids=["one span of ids", "ids far apart"])
+def test_the_topological_index_of_a_graph_late_in_a_big_trace_answers_as_a_dict(topo):
+    """A graph's index spans its own ids (an array from the lowest to the highest), or
+    is a dict where a few of them lie far back (parameters made long before the pass):
+    never an int for each node of the trace."""
+    from mgtui.session.view import TopoIndex
+
+    index = TopoIndex(topo, 3_000_010)
+    expected = {nid: k for k, nid in enumerate(topo)}
+    assert dict(index) == expected and list(index) == sorted(topo)
+    assert (index._at is None) == (max(topo) - min(topo) > 1000)
+    assert index._at is None or len(index._at) == max(topo) - min(topo) + 1
+    for nid in [*topo, 0, 2, 6, 8, 3_000_001, 3_000_010, 1_999_999, -1]:
+        assert (nid in index) == (nid in expected)
+        assert index.get(nid) == expected.get(nid)
+
+
 def line_starting(trace, text: str) -> int:
     """The number of the scenario line that starts with `text` (it may end in a `#:` note)."""
     return next(i for i, line in enumerate(trace.source.splitlines(), 1) if line.startswith(text))

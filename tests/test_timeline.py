@@ -82,3 +82,55 @@ def test_a_step_touches_only_its_own_writes(mlp):
         timeline.back()
         assert timeline.grad.writes + timeline.data.writes == own
         timeline.step()
+
+
+def test_the_start_and_the_end_share_the_traces_arrays_and_steps_change_only_a_layer(mlp):
+    """At the start the state is the trace's `node_data` and no grads, at the end (`G`)
+    its final state: read through, not copied (a copy of both is 48 MB at 3M nodes). A
+    step changes the timeline's own layer over them, never the trace's arrays; stepping
+    back to where it was gives the same state, and the final state is untouched."""
+    from mgtui.trace.replay import Layer
+
+    timeline = Timeline(mlp)
+    assert isinstance(timeline.data, Layer) and timeline.data.base is mlp.node_data
+    assert timeline.grad.base is None and not timeline.data.changes
+    timeline.seek(len(mlp))
+    assert timeline.data.base is mlp.final_data or timeline.data.base is mlp.final_data.base
+    assert timeline.grad.base is mlp.final_grad and not timeline.grad.changes
+    final = (array("d", mlp.final_data), array("d", mlp.final_grad))
+    for _ in range(40):
+        timeline.back()
+    assert timeline.data.changes or timeline.grad.changes  # (the last update's data writes)
+    assert timeline.grad.base is mlp.final_grad
+    assert (array("d", mlp.final_data), array("d", mlp.final_grad)) == final
+    walked = Timeline(mlp, position=len(mlp) - 40)  # moved there from the start, in bulk
+    assert timeline.data == walked.data and timeline.grad == walked.grad
+    assert [timeline.grad[n] for n in range(mlp.node_count)] == list(walked.grad)
+
+
+def test_many_changes_make_an_array_of_the_timelines_own(mlp, monkeypatch):
+    """Once its changes are many (more than a dict holds for the memory of an array),
+    the timeline keeps an array of its own, with the same numbers."""
+    from mgtui.session import timeline as timeline_module
+
+    monkeypatch.setattr(timeline_module, "_many", lambda n: 10)
+    timeline = Timeline(mlp)
+    timeline.seek(mlp.passes[2].end)  # through a backward pass: many grads written
+    assert isinstance(timeline.grad, array)
+    walked = Timeline(mlp)
+    monkeypatch.undo()
+    walked = Timeline(mlp, position=mlp.passes[2].end)
+    assert timeline.grad == walked.grad and timeline.data == walked.data
+
+
+def test_a_long_move_forward_in_bulk_gives_the_state_stepping_gives(mlp):
+    """A seek more than 64 steps ahead replays the events in bulk (`Trace.replay`):
+    the same data, grads and nodes made as stepping there one event at a time."""
+    for start, end in ((0, mlp.passes[3].end + 7), (mlp.passes[2].start + 5, len(mlp) - 3)):
+        bulk = Timeline(mlp, position=start)
+        bulk.seek(end)
+        stepped = Timeline(mlp, position=start)
+        while stepped.position < end:
+            stepped.step()
+        assert (bulk.position, bulk.created) == (stepped.position, stepped.created)
+        assert bulk.data == stepped.data and bulk.grad == stepped.grad

@@ -4,8 +4,8 @@ traces whose answers are known, and by a JSON round trip of a recorded one."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from array import array
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +19,7 @@ from mgtui.recording.recorder import record
 from mgtui.session.timeline import Timeline
 from mgtui.trace import Closure, EventKind, Field, TraceBuilder, TraceFormatError
 
-from conftest import add_records, stream_of
+from conftest import SCENARIOS, add_records, stream_of
 
 CREATE, BACKWARD, GRAD, DATA = EventKind
 
@@ -419,7 +419,10 @@ def built_and_broken(draw):
     column = columns.get(which)
     if column:
         at = draw(st.integers(0, len(column) - 1))
-        column[at] = draw(st.integers(-128, 127) if which == "kind" else EDGY_INT)
+        value = draw(st.integers(-128, 127) if which == "kind" else EDGY_INT)
+        if which == "closure" and not -128 <= value < 128:  # (a byte a closure while they fit)
+            b.ev_closure = column = array("i", column)
+        column[at] = value
     return b
 
 
@@ -485,3 +488,49 @@ def test_the_indexes_at_c_speed_agree_with_a_count_by_hand(tmp_path):
                 nths.append(seen[w.node, w.field])
     assert max(nths) >= 2  # (a*a: a's grad is written twice in one pass)
     assert max(t.uses) >= 3  # (w, in every pass)
+
+
+def test_a_big_traces_final_data_is_its_data_writes_over_node_data(monkeypatch):
+    """Where few nodes' data was written (a training loop's parameters), the final data
+    is a layer of those writes over `node_data`, not a copy; it reads the same numbers
+    as the state replayed in full."""
+    from mgtui.trace import replay
+    from mgtui.trace.replay import Layer
+
+    monkeypatch.setattr(replay, "SPARSE_FINAL", 1)
+    trace = record(SCENARIOS / "mlp.py")
+    data, grad = trace.final_data, trace.final_grad
+    full_data, full_grad = trace.state_at(len(trace))
+    assert isinstance(data, Layer) and data.base is trace.node_data
+    assert 0 < len(data.changes) <= trace.node_count >> 3
+    assert data.array() == full_data and grad == full_grad
+    assert [data[n] for n in range(trace.node_count)] == list(full_data)
+
+
+def test_the_event_that_made_each_node_is_kept_as_runs_of_creations():
+    """In a training loop each forward pass makes its nodes in order: the index is
+    where each run of creations starts, and answers as a scan of the events does."""
+    from mgtui.trace.index import Creations
+
+    trace = record(SCENARIOS / "mlp.py")
+    assert isinstance(trace._created_at, Creations)
+    assert len(trace._created_at._events) < trace.node_count // 16
+    made = {trace.event_node(i): i for i in range(len(trace)) if trace.kind(i) == "create"}
+    assert [trace.created_at(n) for n in range(trace.node_count)] == [
+        made[n] for n in range(trace.node_count)]
+    with pytest.raises(IndexError):
+        trace._created_at[trace.node_count]
+
+
+def test_node_names_are_coded_a_byte_a_node_and_read_back_the_same():
+    """A training loop's nodes go by a few names: each node holds its name's number."""
+    from mgtui.trace.model import CodedTexts
+
+    trace = record(SCENARIOS / "mlp.py")
+    names = trace._name
+    assert isinstance(names, CodedTexts) and names._codes.itemsize <= 2
+    assert len(names._strings) < trace.node_count
+    back = from_json(json.loads(dumps(trace)))
+    assert [trace.label(n) for n in range(trace.node_count)] == [
+        back.label(n) for n in range(trace.node_count)]
+    assert names.slice(0, 50) == tuple(names[n] for n in range(50)) == names[0:50]

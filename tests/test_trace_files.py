@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mgtui.trace import Closure, EventKind, Field, TraceBuilder, TraceFormatError
 from mgtui.trace import binary as tracefile
 from mgtui.trace.explain import explain
 from mgtui.trace.export import dumps, load, to_json
@@ -332,3 +333,58 @@ def test_the_trace_files_bench_still_runs():
     assert result.returncode == 0, result.stderr
     assert "neuron.py:" in result.stdout and "json/binary" in result.stdout
     assert "binary/json" in result.stdout
+
+
+V3_NEURON = Path(__file__).parent / "data" / "neuron-v3.mgtrace"  # written by mgtui 279a2aa
+
+
+def test_a_version_3_file_loads_with_narrow_lines_and_is_saved_as_version_4():
+    """A file of version 3 (lines and closures in 32 bits) written by the code before
+    version 4 loads to the same trace as recording the scenario today, its lines and
+    closures kept a byte each; saved again, it is a version 4 file that reads back the
+    same, and smaller."""
+    old_bytes = V3_NEURON.read_bytes()
+    assert old_bytes[8:10] == b"\x03\x00"
+    old = load(V3_NEURON)
+    here = tuple(replace(c, filename=now.filename) for c, now in zip(old.closures, NEURON.closures))
+    same_trace(replace(old, scenario=NEURON.scenario, closures=here), NEURON)
+    assert (old._line.typecode, old._ev_line.typecode, old._ev_closure.typecode,
+            old._wr_line.typecode) == ("B", "B", "b", "B")
+    assert max(old._ev_line) > 0 and max(old._ev_closure) >= 0  # (there are some to keep)
+    saved = tracefile.dumpb(old)
+    assert saved[8:10] == b"\x04\x00" and len(saved) < len(old_bytes)
+    same_trace(tracefile.loadb(saved), old)
+
+
+def test_lines_and_closures_widen_when_one_does_not_fit():
+    """A line past 255 makes the column 16-bit, one past 65,535 32-bit, a closure index
+    past 127 16-bit; every number is kept, and a file saved reads back the same."""
+    b = TraceBuilder("t.py")
+    for k in range(200):
+        b.add_closure(Closure(f"c{k}", "t.py", 1, ("pass",)))
+    lines = [3, 255, 256, 70_000]
+    for k, line in enumerate(lines):
+        b.add_node("", "+", [k - 1] if k else [], 1.0, line)
+        b.add_event(EventKind.CREATE, k, line=line)
+    b.add_event(EventKind.BACKWARD, 3, line=300, closure=150)
+    b.add_write(2, Field.GRAD, 0.0, 1.0, line=65_535)
+    t = b.build()
+    assert (t._line.typecode, t._ev_line.typecode, t._ev_closure.typecode,
+            t._wr_line.typecode) == ("i", "i", "h", "H")
+    assert [t.line(k) for k in range(4)] == lines
+    assert t.closure_index(4) == 150 and t.closure_index(0) is None
+    assert t.writes(4)[0].line == 65_535
+    back = tracefile.loadb(tracefile.dumpb(t))
+    assert [back.line(k) for k in range(4)] == lines and back.closure_index(4) == 150
+    assert back.writes(4)[0].line == 65_535 and back._wr_line.typecode == "H"
+
+
+def test_a_column_type_a_file_may_not_have_is_refused():
+    """The byte naming a column's type is checked: a 64-bit one is refused by name."""
+    data = tracefile.dumpb(NEURON)
+
+    def wide_lines(tag: str, payload: bytes) -> bytes:
+        return payload[:8] + b"q" + payload[9:] if tag == "N" else payload
+
+    with pytest.raises(TraceFormatError, match="a column of type 'q'"):
+        tracefile.loadb(rebuilt(data, wide_lines))

@@ -50,7 +50,7 @@ from itertools import compress
 from typing import Callable, NamedTuple
 
 from mgtui.recording.array_values import ArraySnapshots
-from mgtui.trace import Closure, EventChunk, EventKind, NodeChunk, WriteChunk
+from mgtui.trace import Closure, EventChunk, EventKind, NodeChunk, WriteChunk, lanes
 from mgtui.trace.arrays import EVENT, WRITE
 
 ID = "_mgtui_id"  # the attribute in which a node of a class with an instance dict keeps its id
@@ -258,14 +258,25 @@ class Records:
             chunks = self._fresh_chunks(since, upto)
             if chunks:
                 self.shelf.append((since, chunks))
-            ends = self.nodes[NodeRow.KIDS_END::NODE_ROW]  # (among the fresh children)
-            base = self.ends[-1] if self.ends else 0
-            self.ends.extend(map(base.__add__, ends) if base else ends)
+            self._pack_ends(since, chunks)
             del self.nodes[:], self.kids[:], self.events[:], self.writes[:]
             self.packed = upto
             self.id_base[0] = upto.nodes
         finally:
             self.lock.release()
+
+    def _pack_ends(self, since: Mark, chunks: Chunks) -> None:
+        """Where the fresh nodes' children end, over the whole run, onto `ends`: the
+        packed node chunk's own column (counted from the first fresh child), shifted at
+        C speed (`lanes.shifted`); from the rows where the chunk does not hold them all
+        (the runner's child sent some before this pack)."""
+        fresh = len(self.nodes) // NODE_ROW
+        rel = chunks[0].child_ends if chunks and isinstance(chunks[0], NodeChunk) else None
+        if rel is None or since.nodes != self.packed.nodes or len(rel) != fresh:
+            rel = array("i", self.nodes[NodeRow.KIDS_END::NODE_ROW])
+        base = self.ends[-1] if self.ends else 0
+        self.ends += (lanes.shifted(rel, base) or array("i", map(base.__add__, rel))) \
+            if base else rel
 
     def release(self, upto: Mark) -> None:
         """The records before `upto` have been taken (the runner's child has sent them):
@@ -326,9 +337,10 @@ class Records:
     def event_chunk(self, first: int, end: int) -> EventChunk:
         E, events, packed = EVENT_ROW, self.events, self.packed
         a, b = (first - packed.events) * E, (end - packed.events) * E
-        starts = events[a + EventRow.WRITES_AT : b : E]
-        if packed.writes:
-            starts = map((packed.writes * WRITE_ROW).__add__, starts)
+        starts = array("i", map(WRITE_ROW.__rfloordiv__, events[a + EventRow.WRITES_AT : b : E]))
+        if packed.writes:  # (counted among the fresh writes: from the first of all)
+            starts = lanes.shifted(starts, packed.writes) or array(
+                "i", map(packed.writes.__add__, starts))
         kinds = small_codes(events[a + EventRow.KIND : b : E])
         lone = kinds.tobytes().translate(LONE)  # the before and after of lone writes only
         before = list(compress(events[a + EventRow.BEFORE : b : E], lone))
@@ -337,7 +349,7 @@ class Records:
             self.values(before, EVENT, [first + k for k in compress(range(end - first), lone)]),
             floats(list(compress(events[a + EventRow.AFTER : b : E], lone))),
             ints(events[a + EventRow.LINE : b : E]), array("i", events[a + EventRow.CLOSURE : b : E]),
-            array("i", map(WRITE_ROW.__rfloordiv__, starts)))
+            starts)
 
     def write_chunk(self, first: int, end: int) -> WriteChunk:
         W, writes = WRITE_ROW, self.writes

@@ -20,26 +20,42 @@ INPUT_NAME = 16  # columns an input's name takes at most in the inputs column
 
 
 class TopoIndex(Mapping[int, int]):
-    """Node id -> its place in a topological order: an array indexed by id (a dict of
-    a million entries would cost ten times the memory and time)."""
+    """Node id -> its place in a topological order: an array indexed by id from the
+    lowest id in the order to the highest (a dict of a million entries would cost ten
+    times the memory and time; an array over every node of a big trace, 4 bytes a node
+    for each graph shown), or a dict where those ids lie far apart."""
 
     def __init__(self, topo: Sequence[int], node_count: int) -> None:
-        at = array("i", [-1]) * node_count  # (int32: one per node of the trace)
+        lo = min(topo) if len(topo) else 0
+        span = max(topo) + 1 - lo if len(topo) else 0
+        self._lo, self._len, self._span = lo, len(topo), span
+        if span > 4 * len(topo) + 1024:  # (a few parameters made long before the pass)
+            self._at = None
+            self._of = {nid: k for k, nid in enumerate(topo)}
+            return
+        at = array("i", [-1]) * span  # (int32)
         for k, nid in enumerate(topo):
-            at[nid] = k
-        self._at, self._len = at, len(topo)
+            at[nid - lo] = k
+        self._at = at
 
     def __getitem__(self, nid: int) -> int:
-        k = self._at[nid] if 0 <= nid < len(self._at) else -1
+        if self._at is None:
+            return self._of[nid]
+        k = self._at[nid - self._lo] if 0 <= nid - self._lo < self._span else -1
         if k < 0:
             raise KeyError(nid)
         return k
 
     def __contains__(self, nid: object) -> bool:
-        return isinstance(nid, int) and 0 <= nid < len(self._at) and self._at[nid] >= 0
+        if self._at is None:
+            return nid in self._of
+        return (isinstance(nid, int) and 0 <= nid - self._lo < self._span
+                and self._at[nid - self._lo] >= 0)
 
     def __iter__(self) -> Iterator[int]:
-        return (nid for nid, k in enumerate(self._at) if k >= 0)
+        if self._at is None:
+            return iter(sorted(self._of))
+        return (self._lo + i for i, k in enumerate(self._at) if k >= 0)
 
     def __len__(self) -> int:
         return self._len

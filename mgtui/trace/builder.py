@@ -11,14 +11,14 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from copy import copy
 from dataclasses import replace
-from itertools import compress, repeat
+from itertools import compress
 from typing import Iterable
 
-from mgtui.trace import lanes
+from mgtui.trace import lanes, widths
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 from mgtui.trace.arrays import NODE, GRAD, EVENT, WRITE, ArrayChunk, ArrayTable
 from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
-from mgtui.trace.model import Texts, Trace
+from mgtui.trace.model import CodedTexts, Texts, Trace
 from mgtui.trace.records import (
     _BACKWARD,
     _CREATE,
@@ -33,6 +33,7 @@ from mgtui.trace.records import (
     TraceFormatError,
 )
 from mgtui.trace.validation import RecordValidation
+from mgtui.trace.widths import CLOSURES, LINES
 
 
 class TraceBuilder(RecordValidation):
@@ -47,16 +48,20 @@ class TraceBuilder(RecordValidation):
     def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
         self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
         self.labels: list[str] = []
-        self.names: dict[int, str] = {}  # the nodes `mgtui.recording.naming` named, by id
+        # the names `mgtui.recording.naming` gave nodes: each distinct name once, in
+        # `name_texts` ("" first), and a node's number among them (0: none), by id
+        self.name_code = array("B")
+        self.name_texts: list[str] = [""]
+        self._name_numbers: dict[str, int] = {"": 0}
         self.ops: list[str] = []
         self.node_data = array("d")
-        self.node_line = array("i")
+        self.node_line = array("B")  # lines and closures: as narrow as they fit (`widths`)
         self.child_start = array("i", [0])
         self.child_ids = array("i")
         self.ev_kind = array("b")
         self.ev_node = array("i")
-        self.ev_line = array("i")
-        self.ev_closure = array("i")
+        self.ev_line = array("B")
+        self.ev_closure = array("b")
         self.ev_write_start = array("i")
         self.lone_at = array("i")  # the grad and data events outside `_backward`
         self.lone_before = array("d")
@@ -65,14 +70,18 @@ class TraceBuilder(RecordValidation):
         self.wr_field = array("b")
         self.wr_before = array("d")
         self.wr_after = array("d")
-        self.wr_line = array("i")
+        self.wr_line = array("B")
         self.closures: list[Closure] = []
         # What validate() has checked and build() has derived so far: a trace that grows
         # while its scenario records is checked and built a chunk at a time, not in full
         # on every update.
         self._checked_nodes = self._checked_events = self._checked_writes = 0
         self._made = 0  # nodes made by the checked events
-        self._inert_labels: list[str] = []
+        # The labels and ops above are those of the nodes from `_raw_from` on, not yet made
+        # inert; those before are `_labels` (the labels not empty, made inert, by id) and
+        # `_op_code`.
+        self._raw_from = 0
+        self._labels: dict[int, str] = {}
         self._op_code = array("B")  # the ops made inert, each once in `_ops`
         self._ops: list[str] = []
         self._op_codes: dict[str, int] = {}
@@ -81,7 +90,7 @@ class TraceBuilder(RecordValidation):
 
     @property
     def node_count(self) -> int:
-        return len(self.ops)
+        return self._raw_from + len(self.ops)
 
     @property
     def event_count(self) -> int:
@@ -90,11 +99,12 @@ class TraceBuilder(RecordValidation):
     # -- one record at a time --------------------------------------------------------------
     def add_node(self, label: str, op: str, children: Iterable[int], data: float,
                  line: int = 0) -> int:
-        nid = len(self.ops)
+        nid = self.node_count
         self.labels.append(label)
         self.ops.append(op)
         self.node_data.append(data)
-        self.node_line.append(line)
+        self.node_line = widths.append(self.node_line, line, LINES, f"nodes[{nid}].line")
+        self.name_code.append(0)
         try:
             self.child_ids.extend(children)
         except OverflowError:
@@ -109,10 +119,11 @@ class TraceBuilder(RecordValidation):
         self.ev_kind.append(code)
         try:
             self.ev_node.append(node)
-            self.ev_closure.append(closure)
         except OverflowError:
             raise TraceFormatError(f"events[{index}]", "an id is out of range") from None
-        self.ev_line.append(line)
+        self.ev_closure = widths.append(self.ev_closure, closure, CLOSURES,
+                                        f"events[{index}].closure")
+        self.ev_line = widths.append(self.ev_line, line, LINES, f"events[{index}].line")
         self.ev_write_start.append(len(self.wr_node))
         if code >= _GRAD:
             self.lone_at.append(index)
@@ -131,24 +142,40 @@ class TraceBuilder(RecordValidation):
         self.wr_field.append(field_.code)
         self.wr_before.append(before)
         self.wr_after.append(after)
-        self.wr_line.append(line)
+        self.wr_line = widths.append(self.wr_line, line, LINES, "writes.line")
 
     def relabel(self, nid: int, label: str) -> None:
         """A label given after the node was made (`e.label = 'e'`, or the variable that
         holds it at the end). Labels are names, not structure: the one thing that may
         change after it was added."""
-        if not (isinstance(label, str) and 0 <= nid < len(self.labels)):
+        if not (isinstance(label, str) and isinstance(nid, int)
+                and 0 <= nid < self.node_count):
             raise TraceFormatError("labels", f"no node {nid!r} to name {label!r}")
-        self.labels[nid] = label
-        if nid < len(self._inert_labels):
-            self._inert_labels[nid] = inert_line(label)
+        if nid >= self._raw_from:
+            self.labels[nid - self._raw_from] = label
+            return
+        label = inert_line(label)
+        if label:
+            self._labels[nid] = label
+        else:
+            self._labels.pop(nid, None)
 
     def add_name(self, nid: int, name: str) -> None:
         """The name a node goes by when it has no label: the variable it was bound to,
         or its path from a global object (`mgtui.recording.naming`)."""
-        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < len(self.labels)):
+        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < self.node_count):
             raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
-        self.names[nid] = name
+        self.name_code[nid] = self._name_number(name)
+
+    def _name_number(self, name: str) -> int:
+        """The number of `name` among `name_texts` (added if new)."""
+        k = self._name_numbers.get(name)
+        if k is None:
+            k = self._name_numbers[name] = len(self.name_texts)
+            self.name_texts.append(name)
+            if k >= _CODE_LIMIT[self.name_code.typecode]:  # more names than it holds
+                self.name_code = array("H" if k < _CODE_LIMIT["H"] else "i", self.name_code)
+        return k
 
     def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
         """What the `_backward` call of event `event` read as it began: (name, value)
@@ -178,7 +205,8 @@ class TraceBuilder(RecordValidation):
         self.labels.extend(labels)
         self.ops.extend(ops)
         _append(self.node_data, data)
-        _append(self.node_line, lines)
+        self.node_line = widths.extend(self.node_line, lines, LINES, "nodes.line")
+        self.name_code.frombytes(bytes(len(ops) * self.name_code.itemsize))
         _extend(self.child_ids, child_ids, "nodes.children")
         ends: Iterable[int] | None = child_ends
         if base:  # counted from this chunk's first child: from the first of all
@@ -199,8 +227,8 @@ class TraceBuilder(RecordValidation):
         e0 = len(self.ev_kind)
         _append(self.ev_kind, kinds)
         _extend(self.ev_node, nodes, "events.node")
-        _append(self.ev_line, lines)
-        _extend(self.ev_closure, closures, "events.closure")
+        self.ev_line = widths.extend(self.ev_line, lines, LINES, "events.line")
+        self.ev_closure = widths.extend(self.ev_closure, closures, CLOSURES, "events.closure")
         _extend(self.ev_write_start, write_starts, "events.writes")
         kinds = self.ev_kind[e0:]
         lone = kinds.tobytes().translate(_LONE)  # 1 for a lone write, else 0
@@ -216,7 +244,7 @@ class TraceBuilder(RecordValidation):
         _append(self.wr_field, fields)
         _append(self.wr_before, before)
         _append(self.wr_after, after)
-        _append(self.wr_line, lines)
+        self.wr_line = widths.extend(self.wr_line, lines, LINES, "writes.line")
 
     def add_arrays(self, chunk: ArrayChunk) -> None:
         """Array values of records already added (a stream sends them after the chunks
@@ -242,17 +270,32 @@ class TraceBuilder(RecordValidation):
             self.add_arrays(chunk)
             return
         if isinstance(chunk, NodeChunk):
-            base = len(self.labels)
+            base = self.node_count
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
-            names = chunk.names
-            for k in compress(range(len(names)), names):  # (most nodes have none)
-                self.add_name(base + k, names[k])
+            self._add_names(base, chunk.names)
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
         else:
             self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
+
+    def _add_names(self, base: int, names: Sequence[str]) -> None:
+        """The names of nodes `base` on, "" for a node without one, checked."""
+        try:
+            "".join(names)  # (strings, checked at C speed)
+        except TypeError:
+            for k, name in enumerate(names):
+                self.add_name(base + k, name)  # (raises, naming the first that is not)
+            return
+        if not names or len(names) > len(self.name_code) - base:
+            for k in compress(range(len(names)), names):
+                self.add_name(base + k, names[k])  # (and raises for a node not there)
+            return
+        for name in set(names) - self._name_numbers.keys():
+            self._name_number(name)
+        self.name_code[base:base + len(names)] = array(
+            self.name_code.typecode, map(self._name_numbers.__getitem__, names))
 
     @property
     def consistent(self) -> bool:
@@ -294,9 +337,7 @@ class TraceBuilder(RecordValidation):
         write_start = keep(self.ev_write_start)
         write_start.append(len(self.wr_node))
         n = self.node_count
-        labels = Texts(self._inert_labels)
-        if last:  # (made inert and coded already: let them go before the names are made)
-            self.labels, self.ops, self._inert_labels = [], [], []
+        labels = Texts.of(self._labels if last else dict(self._labels), n)
         trace = Trace(
             scenario=inert_line(self.scenario),
             title=inert_line(self.title),
@@ -345,31 +386,26 @@ class TraceBuilder(RecordValidation):
         return trace
 
     def _name_texts(self, n: int, last: bool) -> Texts:
-        """The names of the first `n` nodes, made inert. The `last` build, of a trace
-        where many nodes are named (a training loop's `x = ...`), makes them inert in
-        place and equal names one string, and fills the tuple straight from them: no
-        second dict, no list beside it (at 3M nodes, a few hundred MB at its peak)."""
-        names = self.names
-        if not last or len(names) * 4 < n:
-            return Texts.of({nid: inert_line(name) for nid, name in names.items() if nid < n},
-                            n)
-        one = {}.setdefault  # equal names, one string
-        for nid, name in names.items():
-            safe = inert_line(name)
-            names[nid] = one(safe, safe)
-        return Texts(tuple(map(names.get, range(n), repeat(""))))
+        """The names of the first `n` nodes, made inert: each distinct name made inert
+        once, and each node's number of its name (`CodedTexts`), a byte a node for a
+        training loop's few names, which the `last` build hands over."""
+        if len(self.name_texts) == 1:
+            return Texts.of({}, n)
+        codes = self.name_code
+        codes = codes if last and len(codes) == n else codes[:n]
+        return CodedTexts(codes, tuple(map(inert_line, self.name_texts)))
 
     def _catch_up_names(self) -> None:
-        """Labels and ops made inert, for the nodes added since the last build (later
-        labels are made inert by `relabel`). Equal labels share one string; each op is
-        kept once, and a node holds its number."""
-        k = len(self._inert_labels)
-        one = {}.setdefault  # equal labels, one string
-        labels, ops = _inert_names(self.labels[k:]), _inert_names(self.ops[k:])
-        if labels.count("") == len(labels):  # (a big graph's nodes mostly have none)
-            self._inert_labels.extend(labels)
-        else:
-            self._inert_labels.extend(map(one, labels, labels))
+        """Labels and ops made inert, for the nodes added since the last build or check
+        (later labels are made inert by `relabel`), and the raw ones let go: the labels
+        that are not empty are kept by id, equal ones one string; each op is kept once,
+        and a node holds its number."""
+        k = self._raw_from
+        labels, ops = _inert_names(self.labels), _inert_names(self.ops)
+        if labels.count("") != len(labels):  # (a big graph's nodes mostly have none)
+            one = {}.setdefault  # equal labels, one string
+            self._labels.update(zip(compress(range(k, k + len(labels)), labels),
+                                    [one(x, x) for x in compress(labels, labels)]))
         codes = self._op_codes
         for op in set(ops) - codes.keys():
             codes[op] = len(self._ops)
@@ -381,6 +417,8 @@ class TraceBuilder(RecordValidation):
             self._op_code.frombytes(bytes(map(codes.__getitem__, ops)))
         else:
             self._op_code.extend(map(codes.__getitem__, ops))
+        self._raw_from += len(ops)
+        self.labels, self.ops = [], []
 
 
 def _append(column: array, values: Iterable) -> None:

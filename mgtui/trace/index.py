@@ -8,6 +8,7 @@ at 1M nodes `uses`, `_users` and `_earlier_writes` were per-node Python loops of
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_right
 from collections import Counter
@@ -16,7 +17,46 @@ from itertools import compress, repeat
 from operator import eq, sub
 from typing import Self
 
+from mgtui.trace import lanes
 from mgtui.trace.records import EventKind, Pass, Write
+
+_CREATES = re.compile(b"%c+" % EventKind.CREATE.code)  # a run of events that make nodes
+
+
+class Creations:
+    """The event that made each node, by id, where the nodes were made in id order in
+    runs of consecutive creations: for each run, the event it starts at and the first
+    node it makes (a training loop's forward passes: a few thousand runs for millions
+    of nodes)."""
+
+    __slots__ = ("_events", "_nodes", "_n")
+
+    def __init__(self, events: array, nodes: array, n: int) -> None:
+        self._events, self._nodes, self._n = events, nodes, n
+
+    @classmethod
+    def of(cls, kinds: bytes, nodes: array, n: int) -> Creations | None:
+        """The runs of the creations among events of `kinds` making `nodes`, if they
+        make nodes 0 to `n` - 1 in order, in fewer runs than a sixteenth of the nodes."""
+        starts, firsts, made = array("i"), array("i"), 0
+        for run in _CREATES.finditer(kinds):
+            s, e = run.span()
+            if len(starts) * 16 > n or made + e - s > n \
+                    or nodes[s:e].tobytes() != lanes.iota(made, e - s):
+                return None
+            starts.append(s)
+            firsts.append(made)
+            made += e - s
+        return cls(starts, firsts, n) if made == n else None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, nid: int) -> int:
+        if not 0 <= nid < self._n:
+            raise IndexError(nid)
+        k = bisect_right(self._nodes, nid) - 1
+        return self._events[k] + nid - self._nodes[k]
 
 
 class TraceIndexes:
@@ -32,14 +72,18 @@ class TraceIndexes:
     _wr_field: array
 
     @cached_property
-    def _created_at(self) -> array:
+    def _created_at(self) -> Creations | array:
         code, events = EventKind.CREATE.code, len(self)
-        made = array("i", compress(range(events), self._is_kind(code, 0, events)))
         n, nodes = self.node_count, self._ev_node
-        # Most often the creations make the ids in order, 0 to n - 1: then the index is
-        # the creations' own indices (int32: indexes are kept small), checked at C speed.
+        # Most often the creations make the ids in order, 0 to n - 1, in runs of events
+        # that make one node after another (a forward pass): then the index is where
+        # each run starts, checked at C speed (`Creations`), not an int a node.
+        runs = Creations.of(self._kind_bytes, nodes, n)
+        if runs is not None:
+            return runs
+        made = array("i", compress(range(events), self._is_kind(code, 0, events)))
         if len(made) == n and all(map(eq, map(nodes.__getitem__, made), range(n))):
-            return made
+            return made  # (int32: indexes are kept small)
         at = array("i", [-1]) * n
         for i in made:
             at[nodes[i]] = i
@@ -101,7 +145,7 @@ class TraceIndexes:
             uses = array("i", older.uses)
             uses.frombytes(bytes(4 * (n - n0)))
             d["uses"] = self._uses_of(n0, n, uses)
-        if "_created_at" in older.__dict__:
+        if "_created_at" in older.__dict__ and isinstance(older._created_at, array):
             at = array("i", older._created_at)
             at.extend(repeat(-1, n - n0))
             for i in self.events_of(EventKind.CREATE, len(older), len(self)):

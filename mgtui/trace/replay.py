@@ -8,10 +8,71 @@ import re
 from array import array
 from bisect import bisect_left
 from functools import cached_property
+from typing import Iterator
 
 from mgtui.trace.records import _CREATE, _DATA, _GRAD
 
 REPLAY_BLOCK = 1 << 16  # writes merged in a dict before they go into the arrays
+SPARSE_FINAL = 1 << 18  # nodes from which the final data is a `Layer` over `node_data`
+
+_MISSING = object()
+
+
+class Layer:
+    """Every node's data or grad, by id: `base` (a trace's array, shared, never written;
+    None for all zeros) with `changes` ({id: value}) over it. It reads and writes as an
+    array does. What a `Timeline` holds while its changes are few, and a big trace's
+    final data where few nodes' data was written (a training loop's parameters)."""
+
+    __slots__ = ("base", "changes", "_len")
+
+    def __init__(self, base: array | None, n: int, changes: dict | None = None) -> None:
+        self.base, self.changes, self._len = base, {} if changes is None else changes, n
+
+    @classmethod
+    def over(cls, values: array | Layer, n: int) -> Layer:
+        """A layer of no changes over `values` (over the same base, with a copy of its
+        changes, if it is a layer itself)."""
+        if isinstance(values, Layer):
+            return cls(values.base, n, dict(values.changes))
+        return cls(values, n)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, nid: int) -> float:
+        if nid < 0:
+            nid += self._len
+        value = self.changes.get(nid, _MISSING)
+        if value is not _MISSING:
+            return value  # type: ignore[return-value]
+        if self.base is not None:
+            return self.base[nid]
+        if not 0 <= nid < self._len:
+            raise IndexError(nid)
+        return 0.0
+
+    def __setitem__(self, nid: int, value: float) -> None:
+        self.changes[nid] = value
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.array())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Layer):
+            other = other.array()
+        return self.array() == other if isinstance(other, array) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def array(self) -> array:
+        """The values as an array of their own ('d')."""
+        out = array("d", self.base) if self.base is not None else array("d", bytes(8 * self._len))
+        for nid, value in self.changes.items():
+            out[nid] = value
+        return out
+
+
 
 
 class TraceReplay:
@@ -41,8 +102,22 @@ class TraceReplay:
         return self._final[1]
 
     @cached_property
-    def _final(self) -> tuple[array, array]:
-        return self.state_at(len(self))
+    def _final(self) -> tuple[array | Layer, array]:
+        """The final state. In a big trace where few nodes' data was written (a training
+        loop updates its parameters alone), the data is those writes over `node_data`
+        (a `Layer`), not a copy of it: 8 bytes a node less."""
+        n = self.node_count
+        if n < SPARSE_FINAL or self._data_writes() > n >> 3:  # (a dict at most the array's size)
+            return self.state_at(len(self))
+        changes: dict[int, float] = {}
+        grad = array("d", bytes(8 * n))
+        self.replay(0, len(self), changes, grad)  # type: ignore[arg-type]
+        return Layer(self.node_data, n, changes), grad
+
+    def _data_writes(self) -> int:
+        """How many writes of data there are (lone ones and inside `_backward` calls)."""
+        lone = self._ev_kind.tobytes().count(bytes((_DATA,)))
+        return lone + self._wr_field.tobytes().count(1)
 
     def apply(self, index: int, data: array, grad: array) -> int:
         """Write event `index`'s effects into `data` and `grad` (per-node arrays).

@@ -11,16 +11,17 @@ A saved file (`mgtui.trace.binary`) and the stream from the runner's child to it
     H   HEADER      yes   JSON {"scenario", "title", "notes", "source"}; the first record
     C   CLOSURE     yes   one `_backward` closure's source: JSON {"name", "filename",
                           "first_line", "lines", "default"}
-    N   NODES       yes   nodes (zlib): u32 count, u32 children; data f64[count],
-                          lines i32[count], child_ends i32[count], child_ids i32[children];
-                          JSON [labels, ops] or [labels, ops, names] (the names of
-                          `mgtui.recording.naming`; older files have none)
-    E   EVENTS      yes   events (zlib): u32 count, u32 lone; kinds i8, nodes i32,
-                          lines i32, closures i32, write_starts i32 (each [count]);
-                          before f64, after f64 (each [lone]: the grad and data writes
-                          outside `_backward`, the only events with values)
-    W   WRITES      yes   writes (zlib): u32 count; nodes i32, fields i8, before f64,
-                          after f64, lines i32
+    N   NODES       yes   nodes (zlib): u32 count, u32 children, c lines' type; data
+                          f64[count], lines L[count], child_ends i32[count], child_ids
+                          i32[children]; JSON [labels, ops] or [labels, ops, names] (the
+                          names of `mgtui.recording.naming`; older files have none)
+    E   EVENTS      yes   events (zlib): u32 count, u32 lone, c lines' type, c closures'
+                          type; kinds i8, nodes i32, lines L, closures C, write_starts
+                          i32 (each [count]); before f64, after f64 (each [lone]: the
+                          grad and data writes outside `_backward`, the only events
+                          with values)
+    W   WRITES      yes   writes (zlib): u32 count, c lines' type; nodes i32, fields i8,
+                          before f64, after f64, lines L
     M   NAMES       yes   names given late, while a scenario still runs: JSON [[id, name], ...]
     A   ARRAYS      yes   array values (zlib; version 3 on): u32 n; JSON {"entries": [[place,
                           index, side, shape, dtype, count, summary|null], ...],
@@ -57,9 +58,11 @@ still runs and read as they arrive. Numbers are stored as they are, so nan and i
 need no special form.
 
 Version 2 stores ids in 32 bits and the values of only the events that have them.
-Version 3 is version 2 with A records (arrays); a trace of floats is the same bytes
-but for the version. Version 1 files (64-bit ids, a before and an after for every
-event) and version 2 files are still read.
+Version 3 is version 2 with A records (arrays). Version 4 stores line numbers and
+closure indexes as narrow as they fit (`mgtui.trace.widths`): L is the type its byte
+names, "B", "H" or "i" (u8, u16, i32), and C "b", "h" or "i" (i8, i16, i32); versions
+1 to 3 have i32 for both. Version 1 files (64-bit ids, a before and an after for every
+event), and versions 2 and 3, are still read.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from typing import Callable
 from mgtui.trace import fields
 from mgtui.trace.arrays import ArrayChunk
 from mgtui.trace.load_limits import LoadLimits
+from mgtui.trace.widths import CLOSURES, LINES
 from mgtui.trace import (
     Chunk,
     Closure,
@@ -88,8 +92,8 @@ from mgtui.trace import (
 )
 
 MAGIC = b"MGTUI\0TR"
-VERSION = 3
-READS = (1, 2, 3)  # the versions this mgtui reads
+VERSION = 4
+READS = (1, 2, 3, 4)  # the versions this mgtui reads
 MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
 
 HEADER = "H"
@@ -153,6 +157,11 @@ def _i32(a: array) -> array:
     return a if a.typecode == "i" else array("i", a)
 
 
+def _narrow(a: array, ladder: str) -> array:
+    """A column of lines or closures in one of the widths of `ladder` (`widths`)."""
+    return a if a.typecode in ladder else array(ladder[-1], a)
+
+
 def encode_head() -> bytes:
     """The head a file and a stream start with: the magic, this version, the flags."""
     return _HEAD.pack(MAGIC, VERSION, 0)
@@ -176,21 +185,26 @@ def encode_chunk(chunk: Chunk | ArrayChunk, level: int = 1) -> bytes:
     if isinstance(chunk, ArrayChunk):
         return _record(ARRAYS, zlib.compress(_arrays_payload(chunk), level))
     if isinstance(chunk, NodeChunk):
+        lines = _narrow(chunk.lines, LINES)
         payload = b"".join((
-            _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)),
-            _le(chunk.data), _le(chunk.lines), _le(_i32(chunk.child_ends)),
+            _COUNTS.pack(len(chunk.ops), len(chunk.child_ids)), lines.typecode.encode(),
+            _le(chunk.data), _le(lines), _le(_i32(chunk.child_ends)),
             _le(_i32(chunk.child_ids)),
             _json([list(chunk.labels), list(chunk.ops), *([list(chunk.names)] if chunk.names else [])])))
         return _record(NODES, zlib.compress(payload, level))
     if isinstance(chunk, EventChunk):
         count = len(chunk.kinds)
         before, after = lone_values(chunk.kinds, chunk.before, chunk.after)
-        columns = (chunk.kinds, _i32(chunk.nodes), chunk.lines, chunk.closures,
+        lines, closures = _narrow(chunk.lines, LINES), _narrow(chunk.closures, CLOSURES)
+        columns = (chunk.kinds, _i32(chunk.nodes), lines, closures,
                    _i32(chunk.write_starts), before, after)
-        payload = _COUNTS.pack(count, len(before)) + b"".join(map(_le, columns))
+        payload = (_COUNTS.pack(count, len(before)) + (lines.typecode + closures.typecode).encode()
+                   + b"".join(map(_le, columns)))
         return _record(EVENTS, zlib.compress(payload, level))
-    columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, chunk.lines)
-    payload = _COUNT.pack(len(chunk.nodes)) + b"".join(map(_le, columns))
+    lines = _narrow(chunk.lines, LINES)
+    columns = (_i32(chunk.nodes), chunk.fields, chunk.before, chunk.after, lines)
+    payload = (_COUNT.pack(len(chunk.nodes)) + lines.typecode.encode()
+               + b"".join(map(_le, columns)))
     return _record(WRITES, zlib.compress(payload, level))
 
 
@@ -365,6 +379,13 @@ class _Payload:
         size = array(typecode).itemsize
         return self.take(size * count).cast(typecode)
 
+    def width(self, ladder: str) -> str:
+        """A column's type, as a byte naming one of `ladder` (version 4 on)."""
+        code = chr(self.take(1)[0])
+        if code not in ladder:
+            raise TraceFormatError(f"record {self.tag}", f"a column of type {code!r}")
+        return code
+
     def json(self) -> object:
         try:
             return json.loads(str(self.take(len(self.data) - self.at), "utf-8"))
@@ -403,9 +424,11 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION,
     p = _Payload(tag, _inflate(tag, data))
     ids = "q" if version == 1 else "i"
     column = p.column if version == 1 else p.view
+    narrow = version >= 4  # (lines and closures as narrow as they fit: `widths`)
     if tag == NODES:
         count, children = p.unpack(_COUNTS)
-        numbers = (column("d", count), column("i", count), column(ids, count),
+        lines = p.width(LINES) if narrow else "i"
+        numbers = (column("d", count), column(lines, count), column(ids, count),
                    column(ids, children))
         if limits is not None:
             limits.take_text(len(p.data) - p.at)
@@ -422,12 +445,14 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION,
         chunk = EventChunk(*(p.column(t, count) for t in "bqddiiq"))
     elif tag == EVENTS:
         count, lone = p.unpack(_COUNTS)
-        kinds, nodes, lines, closures, starts = (column(t, count) for t in "biiii")
+        types = "bi" + (p.width(LINES) + p.width(CLOSURES) if narrow else "ii") + "i"
+        kinds, nodes, lines, closures, starts = (column(t, count) for t in types)
         chunk = EventChunk(kinds, nodes, column("d", lone), column("d", lone), lines,
                            closures, starts)
     else:
         (count,) = p.unpack(_COUNT)
-        chunk = WriteChunk(*(column(t, count) for t in ids + "bddi"))
+        types = ids + "bdd" + (p.width(LINES) if narrow else "i")
+        chunk = WriteChunk(*(column(t, count) for t in types))
     p.done()
     return chunk
 

@@ -20,6 +20,7 @@ class RecordValidation:
     `TraceBuilder`: it reads the builder's columns, and keeps how far it has checked."""
 
     _checked_nodes: int
+    _raw_from: int
     _checked_events: int
     _checked_writes: int
     _made: int
@@ -50,22 +51,22 @@ class RecordValidation:
         self._catch_up_names()  # (for build(); here, while a loader waits for more records)
 
     def _validate_nodes(self, n0: int) -> None:
-        n = self.node_count
-        for name, column in (("label", self.labels), ("data", self.node_data),
-                             ("line", self.node_line)):
-            if len(column) != n:
-                raise TraceFormatError(f"nodes.{name}", f"{len(column)} values for {n} nodes")
+        n, raw = self.node_count, self._raw_from  # (the raw labels: nodes `raw` on)
+        for name, count in (("label", raw + len(self.labels)), ("data", len(self.node_data)),
+                            ("line", len(self.node_line))):
+            if count != n:
+                raise TraceFormatError(f"nodes.{name}", f"{count} values for {n} nodes")
         if len(self.child_start) != n + 1 or self.child_start[-1] != len(self.child_ids):
             raise TraceFormatError("nodes.children", "the children do not add up")
-        labels, ops = self.labels[n0:], self.ops[n0:]
+        labels, ops = self.labels[max(n0 - raw, 0):], self.ops[max(n0 - raw, 0):]
         try:  # (joining fails on anything but strings, at C speed)
             "".join(labels), "".join(ops)  # noqa: B018
             strings = True
         except TypeError:
             strings = False
         if not strings:
-            bad = next(k for k in range(n0, n)
-                       if not isinstance(self.labels[k], str) or not isinstance(self.ops[k], str))
+            bad = next(k for k in range(max(n0, raw), n) if not isinstance(
+                self.labels[k - raw], str) or not isinstance(self.ops[k - raw], str))
             raise TraceFormatError(f"nodes[{bad}].label", "labels and ops must be strings")
         _check_lines("nodes", self.node_line, n0)
         # Every child was made before its node (ids follow creation order), so a trace
@@ -109,7 +110,7 @@ class RecordValidation:
         if made is None:  # a bad event, or events that alternate: one at a time
             made = self._made_one_by_one(e0, kind_bytes, nodes)
         closures = len(self.closures)
-        if not lanes.within(closure, -1, closures):
+        if not _closures_within(closure, closures):
             bad = e0 + next(i for i, x in enumerate(closure) if not -1 <= x < closures)
             raise TraceFormatError(f"events[{bad}].closure", f"{self.ev_closure[bad]} is not "
                                    f"one of the {closures} closures")
@@ -212,6 +213,17 @@ def _made_before(ids: array, ends: array, n0: int) -> bool:
     return lanes.within(ids, -1, 1 << 31) and lanes.ordered(ids, owners)
 
 
+def _closures_within(column: array, closures: int) -> bool:
+    """Is every closure index of a column -1 or below `closures`? (A column of bytes:
+    one `bytes.translate` deletes the allowed ones; wider ones, in 32-bit lanes.)"""
+    if column.typecode == "b":
+        allowed = bytes(range(min(closures, 128))) + b"\xff"
+        return not column.tobytes().translate(None, allowed)
+    if column.typecode != "i":
+        column = array("i", column)
+    return lanes.within(column, -1, closures)
+
+
 def _check_line(where: str, line: int) -> None:
     if not isinstance(line, int) or not 0 <= line <= MAX_LINE:
         raise TraceFormatError(where, f"{line!r} is not a line number")
@@ -220,6 +232,8 @@ def _check_line(where: str, line: int) -> None:
 def _check_lines(what: str, lines: array, start: int = 0) -> None:
     """Lines `start` on are line numbers (or 0): 32-bit ints whose top byte is 0, which
     is checked a byte string at a time."""
+    if lines.itemsize < 4:  # (unsigned 8 or 16 bits: every number is a line)
+        return
     part = lines[start:]
     if part and _top_bytes(part).strip(b"\0"):
         bad = start + next(k for k, x in enumerate(part) if not 0 <= x <= MAX_LINE)

@@ -394,3 +394,67 @@ def test_arrays_converted_together_are_each_one_converted_alone():
     assert list(together[0].values) == [0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0,
                                         7.0, 11.0]
     assert list(together[3].values) == [2.25, 1.5] and not together[7].whole
+
+
+TRAINING = '''
+import numpy as np
+from engine.tensor import Tensor
+rng = np.random.default_rng(7)
+X = rng.normal(size=(4, 3))
+W = Tensor(rng.normal(size=(3, 2)), label='W')
+b = Tensor(np.zeros((1, 2)), label='b')
+seen = []  # the engine's own values after each backward pass and each update (copies)
+for k in range(3):
+    h = (Tensor(X) @ W + b).relu()
+    loss = (h * h).mean() + (W * W).sum()   # W reached twice: its grad `+=` twice
+    for p in (W, b):
+        p.grad = np.zeros_like(p.data)
+    loss.backward()
+    seen.append(("grad", W.grad.copy(), b.grad.copy()))
+    for p in (W, b):
+        p.data -= 0.1 * p.grad              # in place, then set
+    seen.append(("data", W.data.copy(), b.data.copy()))
+'''
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "hooks"])
+def test_the_recorded_arrays_are_the_engines_values_at_each_write(tmp_path, inline):
+    """Every write's before is the value its node's field held just then (the last
+    value recorded for it: an in-place `+=` changes the array before the write is
+    seen), and the values the trace holds at the end of each backward pass and each
+    update are the engine's own, as a plain run (no recorder) copied them."""
+    path = scenario(tmp_path, TRAINING)
+    plain: dict = {"__name__": "__main__"}
+    exec(compile(TRAINING, str(path), "exec"), plain)
+    t = record(path, inline=inline)
+    w, b = node(t, "W"), node(t, "b")
+    held: dict = {}  # (node, grad?) -> the value the trace says it holds now
+    checked = 0
+    grads_after_backward, data_after_update = [], []
+    for i in range(len(t)):
+        e = t.event(i)
+        if e.kind is EventKind.CREATE:
+            held[(e.node, True)] = t.created_grad(e.node)
+            held[(e.node, False)] = t.created_value(e.node)
+            continue
+        if e.kind is EventKind.BACKWARD:
+            changes = [(wr.node, wr.field.name == "GRAD", *t.write_value(wr.index, wr.before, wr.after))
+                       for wr in t.writes(i)]
+        else:
+            changes = [(e.node, e.kind is EventKind.GRAD, *t.event_value(i, e.before, e.after))]
+        for nid, grad, before, after in changes:
+            now = held.get((nid, grad))
+            if isinstance(now, ArrayValue) and isinstance(before, ArrayValue):
+                assert before.same(now), (i, nid, grad)  # the in-place `+=`'s before
+                checked += 1
+            held[(nid, grad)] = after
+        if e.kind is EventKind.DATA and e.node == b:  # an update ends: b's is the last
+            grads_after_backward.append((t.value_at(w, True, i, 0.0), t.value_at(b, True, i, 0.0)))
+            data_after_update.append((held[(w, False)], held[(b, False)]))
+    assert checked > 30
+    expected_grads = [s[1:] for s in plain["seen"] if s[0] == "grad"]
+    expected_data = [s[1:] for s in plain["seen"] if s[0] == "data"]
+    assert len(grads_after_backward) == len(expected_grads) == 3
+    for got, want in zip(grads_after_backward + data_after_update, expected_grads + expected_data):
+        for value, array_ in zip(got, want):
+            assert value.shape == array_.shape and flat(value) == list(array_.reshape(-1))

@@ -262,12 +262,17 @@ class ArrayTable:
         return bool(self.nodes or self.events or self.writes)
 
     def add(self, chunk: ArrayChunk) -> None:
-        tables = (self.nodes, self.grads, self.events, self.writes)
+        nodes, grads, events, writes = self.nodes, self.grads, self.events, self.writes
         for place, index, side, value in chunk.entries:
-            if place in (NODE, GRAD):
-                tables[place][index] = value
+            if place == NODE:
+                nodes[index] = value
+            elif place == GRAD:
+                grads[index] = value
             else:
-                tables[place].setdefault(index, [None, None])[side] = value
+                pair = (writes if place == WRITE else events).get(index)
+                if pair is None:
+                    pair = (writes if place == WRITE else events)[index] = [None, None]
+                pair[side] = value
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 

@@ -458,3 +458,53 @@ def test_the_recorded_arrays_are_the_engines_values_at_each_write(tmp_path, inli
     for got, want in zip(grads_after_backward + data_after_update, expected_grads + expected_data):
         for value, array_ in zip(got, want):
             assert value.shape == array_.shape and flat(value) == list(array_.reshape(-1))
+
+
+def test_the_snapshots_are_let_go_once_cut_and_once_the_engine_lets_go(tmp_path, monkeypatch):
+    """A long tensor run cut into chunks as it goes (as the runner's child sends them)
+    keeps only the snapshots not yet cut, and the last snapshot of only the arrays the
+    engine still holds; the chunks together carry every array the trace of the whole
+    run has."""
+    from mgtui.recording import array_values
+    from mgtui.recording.recorder import Recorder, load_scenario
+    from mgtui.recording.store import Mark
+    from mgtui.trace import TraceBuilder
+
+    monkeypatch.setattr(array_values, "PRUNE_EVERY", 16)
+    collected = '    seen.append(("data", W.data.copy(), b.data.copy()))\n'
+    assert collected in TRAINING  # (each step's graph, a cycle, collected as it ends)
+    path = scenario(tmp_path, TRAINING.replace("range(3)", "range(20)").replace(
+        collected, collected + "    import gc; gc.collect()\n"))
+    cut, since, kept = [], Mark(), []
+    original = array_values.ArraySnapshots.made
+
+    def cut_now(store):  # (what the runner child's flusher does, in its own thread)
+        nonlocal since
+        upto = store.settled()
+        cut.extend(store.chunks(since, upto))
+        since = upto
+        kept.append(sum(map(len, store.arrays.entries)))
+
+    def made(self, nid, data, grad=None):
+        if nid and not nid % 10:
+            cut_now(self.records)
+        return original(self, nid, data, grad)
+
+    monkeypatch.setattr(array_values.ArraySnapshots, "made", made)
+    recorder = Recorder(load_scenario(path))
+    recorder.execute()
+    cut_now(recorder.records)
+    monkeypatch.setattr(array_values.ArraySnapshots, "made", original)
+    total = sum(len(c.entries) for c in cut if isinstance(c, ArrayChunk))
+    assert len(kept) > 15 and total > 1000
+    assert max(kept) < total / 8  # what the last two cuts took, not the whole run's
+    assert len(recorder.records.arrays.last) < 100  # W and b, the last step's nodes
+    whole = TraceBuilder(str(path))
+    for chunk in cut:
+        whole.add(chunk)
+    alone = record(path)
+    t = whole.build(None, "")
+    assert t.node_count == alone.node_count
+    for nid in range(t.node_count):
+        for grad in (False, True):
+            assert t.final_value(nid, grad).same(alone.final_value(nid, grad))

@@ -12,8 +12,9 @@ read once, at C speed, straight into the `ArrayValue` the trace keeps
 `WHOLE_LIMIT` elements is summarised then, not copied), so cutting a chunk converts
 nothing. `self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
 object, so the "before" a probe sees has changed already: a write's before is taken
-from the last snapshot of that field (`last`, by node and field, kept with the live
-object it was taken of) when the before is that same object. A float written over an
+from the last snapshot of that field (`last`, by node and field, kept with a weak
+reference to the live object it was taken of) when the before is that same object. A
+float written over an
 array (`p.grad = 0.0`) is seen only when its chunk is cut (the hot path checks the
 value written, not the one before): the array it replaced is taken then, which is right
 unless the scenario changed that array in place after it left the node (a one-element
@@ -41,6 +42,7 @@ import threading
 from array import array
 from bisect import bisect_left, insort
 from operator import itemgetter
+from weakref import ref
 
 from mgtui.trace.arrays import (
     EVENT,
@@ -55,8 +57,18 @@ from mgtui.trace.arrays import (
 )
 
 NAN = math.nan
+PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
 _INDEX = itemgetter(1)  # an entry's row: (place, index, side, value)
 
+
+
+def _weak(x: object):
+    """A weak reference to the array `x` (a strong one, as a call, where numpy cannot
+    make a weak one)."""
+    try:
+        return ref(x)
+    except TypeError:
+        return lambda: x
 
 
 def _doubles(raw: bytes) -> array:
@@ -74,7 +86,9 @@ class ArraySnapshots:
         # by place (NODE, GRAD, EVENT, WRITE): (place, index, side, ArrayValue), by index
         self.entries: tuple[list, list, list, list] = ([], [], [], [])
         self.last: dict[tuple[int, int], tuple[object, ArrayValue]] = {}  # (nid, field)
-        #                                       -> (the live array, its snapshot)
+        #     -> (a weak reference to the live array, its snapshot): the engine's arrays
+        #     are not kept alive, and those gone are let go every `PRUNE_EVERY` nodes
+        self.made_count = 0
         self.unrecorded: dict[str, int] = {}  # type name -> values not recorded
         self.told: dict[str, int] = {}  # `unrecorded` as the last chunk had it
         self.zeros: dict[tuple, ArrayValue] = {}  # (shape, dtype) -> zeros, shared
@@ -163,13 +177,16 @@ class ArraySnapshots:
         value, column = self.snap(data)
         if value is None:
             return column
+        self.made_count += 1
+        if not self.made_count % PRUNE_EVERY:
+            self.prune()
         self.entries[NODE].append((NODE, nid, 0, value))
-        self.last[(nid, 1)] = (data, value)
+        self.last[(nid, 1)] = (_weak(data), value)
         if grad is not None and type(grad) is not float:
             gvalue = self._grad_value(grad)
             if gvalue is not None:
                 self.entries[GRAD].append((GRAD, nid, 0, gvalue))
-                self.last[(nid, 0)] = (grad, gvalue)
+                self.last[(nid, 0)] = (_weak(grad), gvalue)
         return column
 
     def write(self, nid: int, field: int, before: object, value: object) -> tuple[object, object]:
@@ -181,12 +198,12 @@ class ArraySnapshots:
         key = (nid, field)
         last = self.last.get(key)
         before_value = None
-        if last is not None and before is last[0]:
+        if last is not None and before is last[0]():
             before_value, before = last[1], NAN
         elif before is not None and type(before) is not float and type(before) is not int:
             before_value, before = self.snap(before)
         if after_value is not None:
-            self.last[key] = (value, after_value)
+            self.last[key] = (_weak(value), after_value)
         elif last is not None:
             del self.last[key]
         if before_value is not None or after_value is not None:
@@ -201,6 +218,13 @@ class ArraySnapshots:
             if after_value is not None:
                 entries.append((place, index, 1, after_value))
         return before, after
+
+    def prune(self) -> None:
+        """Let go of the last snapshots of arrays the engine has let go of (on the
+        recording's thread: the only one that changes `last`)."""
+        last = self.last
+        for key in [key for key, (held, _) in last.items() if held() is None]:
+            del last[key]
 
     def late_before(self, place: int, index: int, before: object) -> None:
         """A float was written over the array `before` (seen as its chunk is cut)."""

@@ -438,8 +438,8 @@ def test_the_recorded_arrays_are_the_engines_values_at_each_write(tmp_path, inli
             held[(e.node, False)] = t.created_value(e.node)
             continue
         if e.kind is EventKind.BACKWARD:
-            changes = [(wr.node, wr.field.name == "GRAD", *t.write_value(wr.index, wr.before, wr.after))
-                       for wr in t.writes(i)]
+            changes = [(wr.node, wr.field.name == "GRAD",
+                        *t.write_value(wr.index, wr.before, wr.after)) for wr in t.writes(i)]
         else:
             changes = [(e.node, e.kind is EventKind.GRAD, *t.event_value(i, e.before, e.after))]
         for nid, grad, before, after in changes:

@@ -91,7 +91,7 @@ class ArraySnapshots:
         self.made_count = 0
         self.unrecorded: dict[str, int] = {}  # type name -> values not recorded
         self.told: dict[str, int] = {}  # `unrecorded` as the last chunk had it
-        self.zeros: dict[tuple, ArrayValue] = {}  # (shape, dtype) -> zeros, shared
+        self.zeros: dict[tuple, ArrayValue] = {}  # shape -> float64 zeros, shared
         self.zero_bytes: dict[int, bytes] = {}  # length -> that many zero bytes
         self.seen = False  # an array was taken (the store asks for chunks from then on)
         self.ndarray: type | None = None  # numpy's, once numpy is loaded
@@ -145,9 +145,11 @@ class ArraySnapshots:
         return None, NAN
 
     def _grad_value(self, grad: object) -> ArrayValue | None:
-        """The snapshot of a grad a node is made with: zeros (as most grads start)
-        shared, one for each shape and dtype, read as bytes only."""
-        if type(grad) is self.ndarray and grad.dtype is self.f64 and grad.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
+        """The snapshot of a grad a node is made with: float64 zeros (as most grads
+        start) shared, one value for each shape, told by their bytes (`ndarray.any`
+        takes 2 µs)."""
+        is_f64 = type(grad) is self.ndarray and grad.dtype is self.f64  # type: ignore[attr-defined]
+        if is_f64 and grad.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
             raw = grad.tobytes()  # type: ignore[attr-defined]
             zeros = self.zero_bytes.get(len(raw))
             if zeros is None:
@@ -161,7 +163,7 @@ class ArraySnapshots:
             flat = array("d")
             flat.frombytes(raw)
             return ArrayValue(grad.shape, "float64", flat)  # type: ignore[attr-defined]
-        if type(grad) is self.ndarray and grad.dtype is self.f64 and not grad.any():  # type: ignore[attr-defined]
+        if is_f64 and not grad.any():  # type: ignore[attr-defined]
             shape = grad.shape  # type: ignore[attr-defined]  # (a big one: summarised)
             value = self.zeros.get(shape)
             if value is None:

@@ -19,7 +19,8 @@ An array is kept whole up to `WHOLE_LIMIT` elements (as float64, C order, whatev
 dtype was: the dtype is kept by name); a bigger one keeps its shape, dtype, a summary
 (min, max, mean, L2 norm, the count of elements that are not finite) and its first
 `SAMPLE` elements. This module needs no numpy: a recording makes `ArrayValue`s with
-`from_numpy`, which calls the array's own methods, and a loader with `of`.
+`snapshot` (`from_numpy`, on its hot path), which calls the array's own methods, and a
+loader with `of`.
 """
 
 from __future__ import annotations
@@ -141,13 +142,14 @@ JOINED_LIMIT = 64  # elements an array may have and be converted in a joined buf
 
 
 def from_numpy_many(arrays: list) -> list[ArrayValue]:
-    """`from_numpy` of each of many numpy arrays at once. The small ones (`JOINED_LIMIT`)
-    are joined into one float64 buffer, flattened and cast by one `concatenate`, and each
-    takes its slice: a few microseconds an array less. A bigger one is copied into its
-    own buffer straight from its bytes (one copy, none for the cast of a float64 one): a
-    joined buffer of big arrays is copied three times, and as it outgrows the allocator's
-    heap, each copy faults in fresh pages (a chunk of the tensor lesson's 140 arrays took
-    2 ms joined, 0.1 ms so)."""
+    """`from_numpy` of each of many numpy arrays at once (a recording takes each array
+    as it comes instead, with `snapshot`: no copy kept to convert later). The small
+    ones (`JOINED_LIMIT`) are joined into one float64 buffer, flattened and cast by one
+    `concatenate`, and each takes its slice: a few microseconds an array less. A bigger
+    one is copied into its own buffer straight from its bytes (one copy, none for the
+    cast of a float64 one): a joined buffer of big arrays is copied three times, and as
+    it outgrows the allocator's heap, each copy faults in fresh pages (a chunk of the
+    tensor lesson's 140 arrays took 2 ms joined, 0.1 ms so)."""
     np = sys.modules["numpy"]
     f64, contiguous = np.float64, np.ascontiguousarray
     sizes = [a.size for a in arrays]

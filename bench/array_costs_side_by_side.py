@@ -14,10 +14,14 @@ median of `--inner` alternations of plain and recorded:
   (40 steps against 10, over 30), without and with the chunks cut.
 
 Prints each tree's medians over the rounds, and the ratio of each tree's figure to the
-first tree's. (A child process a kind: torch's thousand modules loaded would be in the
+first tree's. The children run with OpenBLAS (and OpenMP, MKL) held to `--blas-threads`
+threads, 1 by default, in both trees alike: on a busy shared machine a threaded matrix
+product's helper threads spin for their turn, and their CPU time, counted in the
+process's, moved a plain step of the 10,000-point lesson between 20 and 90 ms. (A child process a kind: torch's thousand modules loaded would be in the
 tensor recording's scan of the loaded modules.)
 
     python bench/array_costs_side_by_side.py --tree /tmp/main [--rounds 5] [--inner 5]
+        [--kinds tensor,torch] [--blas-threads 1]
     python bench/array_costs_side_by_side.py --quick     # seconds: does it still run?
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -98,19 +103,25 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--inner", type=int, default=5)
     ap.add_argument("--kinds", default="tensor,torch")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="threads for OpenBLAS/OpenMP/MKL in the children (0: as they come)")
     ap.add_argument("--quick", action="store_true", help="one round of one: does it run?")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.inner = 1, 1
     trees = [str(ROOT), *args.tree]
     kinds = args.kinds.split(",")
+    env = dict(os.environ)
+    if args.blas_threads:
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[name] = str(args.blas_threads)
     results: dict[str, list[dict]] = {t: [] for t in trees}
     for _ in range(args.rounds):
         for tree in trees:
             merged: dict = {}
             for kind in kinds:
                 done = subprocess.run([sys.executable, "-c", WORKER, tree, kind, str(args.inner)],
-                                      capture_output=True, text=True, check=True)
+                                      capture_output=True, text=True, check=True, env=env)
                 merged.update(json.loads(done.stdout.strip().splitlines()[-1]))
             results[tree].append(merged)
     medians = {t: {k: statistics.median(r[k] for r in rs) for k in rs[0]}

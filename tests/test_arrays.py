@@ -398,3 +398,117 @@ def test_arrays_converted_together_are_each_one_converted_alone():
     assert list(together[0].values) == [0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0,
                                         7.0, 11.0]
     assert list(together[3].values) == [2.25, 1.5] and not together[7].whole
+
+
+TRAINING = '''
+import numpy as np
+from engine.tensor import Tensor
+rng = np.random.default_rng(7)
+X = rng.normal(size=(4, 3))
+W = Tensor(rng.normal(size=(3, 2)), label='W')
+b = Tensor(np.zeros((1, 2)), label='b')
+seen = []  # the engine's own values after each backward pass and each update (copies)
+for k in range(3):
+    h = (Tensor(X) @ W + b).relu()
+    loss = (h * h).mean() + (W * W).sum()   # W reached twice: its grad `+=` twice
+    for p in (W, b):
+        p.grad = np.zeros_like(p.data)
+    loss.backward()
+    seen.append(("grad", W.grad.copy(), b.grad.copy()))
+    for p in (W, b):
+        p.data -= 0.1 * p.grad              # in place, then set
+    seen.append(("data", W.data.copy(), b.data.copy()))
+'''
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "hooks"])
+def test_the_recorded_arrays_are_the_engines_values_at_each_write(tmp_path, inline):
+    """Every write's before is the value its node's field held just then (the last
+    value recorded for it: an in-place `+=` changes the array before the write is
+    seen), and the values the trace holds at the end of each backward pass and each
+    update are the engine's own, as a plain run (no recorder) copied them."""
+    path = scenario(tmp_path, TRAINING)
+    plain: dict = {"__name__": "__main__"}
+    exec(compile(TRAINING, str(path), "exec"), plain)
+    t = record(path, inline=inline)
+    w, b = node(t, "W"), node(t, "b")
+    held: dict = {}  # (node, grad?) -> the value the trace says it holds now
+    checked = 0
+    grads_after_backward, data_after_update = [], []
+    for i in range(len(t)):
+        e = t.event(i)
+        if e.kind is EventKind.CREATE:
+            held[(e.node, True)] = t.created_grad(e.node)
+            held[(e.node, False)] = t.created_value(e.node)
+            continue
+        if e.kind is EventKind.BACKWARD:
+            changes = [(wr.node, wr.field.name == "GRAD",
+                        *t.write_value(wr.index, wr.before, wr.after)) for wr in t.writes(i)]
+        else:
+            changes = [(e.node, e.kind is EventKind.GRAD, *t.event_value(i, e.before, e.after))]
+        for nid, grad, before, after in changes:
+            now = held.get((nid, grad))
+            if isinstance(now, ArrayValue) and isinstance(before, ArrayValue):
+                assert before.same(now), (i, nid, grad)  # the in-place `+=`'s before
+                checked += 1
+            held[(nid, grad)] = after
+        if e.kind is EventKind.DATA and e.node == b:  # an update ends: b's is the last
+            grads_after_backward.append((t.value_at(w, True, i, 0.0), t.value_at(b, True, i, 0.0)))
+            data_after_update.append((held[(w, False)], held[(b, False)]))
+    assert checked > 30
+    expected_grads = [s[1:] for s in plain["seen"] if s[0] == "grad"]
+    expected_data = [s[1:] for s in plain["seen"] if s[0] == "data"]
+    assert len(grads_after_backward) == len(expected_grads) == 3
+    for got, want in zip(grads_after_backward + data_after_update, expected_grads + expected_data):
+        for value, array_ in zip(got, want):
+            assert value.shape == array_.shape and flat(value) == list(array_.reshape(-1))
+
+
+def test_the_snapshots_are_let_go_once_cut_and_once_the_engine_lets_go(tmp_path, monkeypatch):
+    """A long tensor run cut into chunks as it goes (as the runner's child sends them)
+    keeps only the snapshots not yet cut, and the last snapshot of only the arrays the
+    engine still holds; the chunks together carry every array the trace of the whole
+    run has."""
+    from mgtui.recording import array_values
+    from mgtui.recording.recorder import Recorder, load_scenario
+    from mgtui.recording.store import Mark
+    from mgtui.trace import TraceBuilder
+
+    monkeypatch.setattr(array_values, "PRUNE_EVERY", 16)
+    collected = '    seen.append(("data", W.data.copy(), b.data.copy()))\n'
+    assert collected in TRAINING  # (each step's graph, a cycle, collected as it ends)
+    path = scenario(tmp_path, TRAINING.replace("range(3)", "range(20)").replace(
+        collected, collected + "    import gc; gc.collect()\n"))
+    cut, since, kept = [], Mark(), []
+    original = array_values.ArraySnapshots.made
+
+    def cut_now(store):  # (what the runner child's flusher does, in its own thread)
+        nonlocal since
+        upto = store.settled()
+        cut.extend(store.chunks(since, upto))
+        since = upto
+        kept.append(sum(map(len, store.arrays.entries)))
+
+    def made(self, nid, data, grad=None):
+        if nid and not nid % 10:
+            cut_now(self.records)
+        return original(self, nid, data, grad)
+
+    monkeypatch.setattr(array_values.ArraySnapshots, "made", made)
+    recorder = Recorder(load_scenario(path))
+    recorder.execute()
+    cut_now(recorder.records)
+    monkeypatch.setattr(array_values.ArraySnapshots, "made", original)
+    total = sum(len(c.entries) for c in cut if isinstance(c, ArrayChunk))
+    assert len(kept) > 15 and total > 1000
+    assert max(kept) < total / 8  # what the last two cuts took, not the whole run's
+    assert len(recorder.records.arrays.last) < 100  # W and b, the last step's nodes
+    whole = TraceBuilder(str(path))
+    for chunk in cut:
+        whole.add(chunk)
+    alone = record(path)
+    t = whole.build(None, "")
+    assert t.node_count == alone.node_count
+    for nid in range(t.node_count):
+        for grad in (False, True):
+            assert t.final_value(nid, grad).same(alone.final_value(nid, grad))

@@ -323,3 +323,24 @@ def test_closure_reads_are_found_from_the_bytecode_as_dis_finds_them():
     free = code.co_freevars
     assert sorted(call_values.reads_of(code)) == [("out.grad", free.index("out"), "grad"),
                                                   ("s", free.index("s"), "")]
+
+
+def test_the_module_scan_skips_only_modules_that_cannot_define_a_value_class(tmp_path):
+    """`without_values`: mgtui's, numpy's and Python's own modules are not scanned for
+    Value classes; a module of the scenario's, even one named like Python's own (a
+    `json.py` beside it), and an engine's are."""
+    import json
+    import types
+
+    import numpy.linalg
+
+    import engine
+    from mgtui.recording.probes import without_values
+
+    assert without_values("numpy.linalg", numpy.linalg) and without_values("json", json)
+    assert without_values("mgtui.recording.probes", sys.modules["mgtui.recording.probes"])
+    assert without_values("sys", sys)  # built in: no file
+    own = types.ModuleType("json")
+    own.__file__ = str(tmp_path / "json.py")
+    assert not without_values("json", own)
+    assert not without_values("engine", engine) and not without_values("__main__", own)

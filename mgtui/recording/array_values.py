@@ -6,15 +6,25 @@ The probes' hot paths make one check, `type(value) is float`, and call in here o
 for a value that is not a float (an array, an int, a numpy scalar...); a scalar engine
 never comes here but for its few int writes (`grad = 1`, `grad = 0`).
 
-Arrays are copied as they are recorded (one `ndarray.copy()`, at C speed; no work per
-element on the hot path): a numpy engine changes them in place. `self.grad += g` runs
-`ndarray.__iadd__`, then sets the field to the same object, so the "before" a probe
-sees has changed already: a write's before is taken from the last snapshot of that
-field (`last`, by node and field, kept with the live object it was taken of) when the
-before is that same object. A float written over an array (`p.grad = 0.0`) is seen only
-when its chunk is cut (the hot path checks the value written, not the one before): the
-array it replaced is copied then, which is right unless the scenario changed that array
-in place after it left the node (a one-element array there becomes its number).
+Arrays are taken as they are recorded: a numpy engine changes them in place. Each is
+read once, at C speed, straight into the `ArrayValue` the trace keeps
+(`mgtui.trace.arrays.snapshot`: its bytes into the value's own buffer; an array over
+`WHOLE_LIMIT` elements is summarised then, not copied), so cutting a chunk converts
+nothing. `self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
+object, so the "before" a probe sees has changed already: a write's before is taken
+from the last snapshot of that field (`last`, by node and field, kept with a weak
+reference to the live object it was taken of) when the before is that same object. A
+float written over an
+array (`p.grad = 0.0`) is seen only when its chunk is cut (the hot path checks the
+value written, not the one before): the array it replaced is taken then, which is right
+unless the scenario changed that array in place after it left the node (a one-element
+array there becomes its number). A node's grad made as zeros (as most are) shares one
+value for each shape.
+
+The snapshots wait by place (`entries`: node, grad, event, write), each place's in the
+order of its rows, as the chunk's entries they will be: a chunk is a slice of each,
+found by bisection, and what lies before the rows a chunk starts at has been taken (the
+runner's child sent it, or the store packed it) and is let go.
 
 A value that is neither a number nor a numpy array of numbers (bool, ints or floats)
 is not recorded: its column holds nan, and `unrecorded` counts it by type, which the
@@ -28,18 +38,43 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
+from array import array
+from bisect import bisect_left, insort
+from operator import itemgetter
+from weakref import ref
 
 from mgtui.trace.arrays import (
     EVENT,
     GRAD,
     NODE,
     NUMERIC_KINDS,
+    WHOLE_LIMIT,
     WRITE,
     ArrayChunk,
-    from_numpy_many,
+    ArrayValue,
+    snapshot,
 )
 
 NAN = math.nan
+PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
+_INDEX = itemgetter(1)  # an entry's row: (place, index, side, value)
+
+
+
+def _weak(x: object):
+    """A weak reference to the array `x` (a strong one, as a call, where numpy cannot
+    make a weak one)."""
+    try:
+        return ref(x)
+    except TypeError:
+        return lambda: x
+
+
+def _doubles(raw: bytes) -> array:
+    flat = array("d")
+    flat.frombytes(raw)
+    return flat
 
 
 class ArraySnapshots:
@@ -48,30 +83,48 @@ class ArraySnapshots:
 
     def __init__(self, records) -> None:
         self.records = records
-        self.nodes: dict[int, object] = {}  # nid -> the data it was made with (a copy)
-        self.grads: dict[int, object] = {}  # nid -> the grad it was made with
-        self.events: dict[int, list] = {}  # event -> [before, after], None for a float
-        self.writes: dict[int, list] = {}  # write -> [before, after]
-        self.last: dict[tuple[int, int], tuple[object, object]] = {}  # (nid, field) ->
-        #                                       (the live array, the copy taken of it)
+        # by place (NODE, GRAD, EVENT, WRITE): (place, index, side, ArrayValue), by index
+        self.entries: tuple[list, list, list, list] = ([], [], [], [])
+        self.last: dict[tuple[int, int], tuple[object, ArrayValue]] = {}  # (nid, field)
+        #     -> (a weak reference to the live array, its snapshot): the engine's arrays
+        #     are not kept alive, and those gone are let go every `PRUNE_EVERY` nodes
+        self.made_count = 0
         self.unrecorded: dict[str, int] = {}  # type name -> values not recorded
         self.told: dict[str, int] = {}  # `unrecorded` as the last chunk had it
-        self.zeros: dict[tuple, object] = {}  # (shape, dtype) -> a copy of zeros, shared
+        self.zeros: dict[tuple, ArrayValue] = {}  # shape -> float64 zeros, shared
+        self.zero_bytes: dict[int, bytes] = {}  # length -> that many zero bytes
+        self.seen = False  # an array was taken (the store asks for chunks from then on)
+        self.ndarray: type | None = None  # numpy's, once numpy is loaded
+        self.f64: object = None  # its float64 dtype (that of nearly every array seen)
+        # (the runner's child cuts chunks in another thread: a cut's letting go and a
+        # replay's taking back move entries, one at a time; appends need no lock)
+        self.lock = threading.Lock()
 
     def __bool__(self) -> bool:
-        return bool(self.nodes or self.events or self.writes or self.unrecorded)
+        return self.seen or bool(self.unrecorded)
 
     # -- the probes' slow path -------------------------------------------------------------
-    def snap(self, x: object) -> tuple[object, object]:
-        """(a copy of `x` if it is an array, else None; what its column holds)."""
+    def snap(self, x: object) -> tuple[ArrayValue | None, object]:
+        """(an `ArrayValue` of `x` if it is an array, else None; what its column holds)."""
         t = type(x)
+        if t is self.ndarray:  # (the common case: a native float64 array, taken inline)
+            if x.dtype is self.f64 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
+                flat = array("d")
+                flat.frombytes(x.tobytes())  # type: ignore[attr-defined]
+                return ArrayValue(x.shape, "float64", flat), NAN  # type: ignore[attr-defined]
+            if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[attr-defined]
+                return snapshot(x), NAN
+            return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
         if t is int or t is float:
             return None, x
         np = sys.modules.get("numpy")
         if np is not None:
-            if t is np.ndarray or isinstance(x, np.ndarray):
+            if self.ndarray is None:
+                self.ndarray, self.seen = np.ndarray, True  # (chunks are cut from now on)
+                self.f64 = np.dtype(np.float64)
+            if isinstance(x, np.ndarray):
                 if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[union-attr]
-                    return x.copy(), NAN  # type: ignore[union-attr]
+                    return snapshot(x), NAN
                 return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[union-attr]
             if isinstance(x, np.generic):
                 if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[union-attr]
@@ -91,21 +144,51 @@ class ArraySnapshots:
         self.unrecorded[name] = self.unrecorded.get(name, 0) + 1
         return None, NAN
 
+    def _grad_value(self, grad: object) -> ArrayValue | None:
+        """The snapshot of a grad a node is made with: float64 zeros (as most grads
+        start) shared, one value for each shape, told by their bytes (`ndarray.any`
+        takes 2 µs)."""
+        is_f64 = type(grad) is self.ndarray and grad.dtype is self.f64  # type: ignore[attr-defined]
+        if is_f64 and grad.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
+            raw = grad.tobytes()  # type: ignore[attr-defined]
+            zeros = self.zero_bytes.get(len(raw))
+            if zeros is None:
+                zeros = self.zero_bytes[len(raw)] = bytes(len(raw))
+            if raw == zeros:
+                shape = grad.shape  # type: ignore[attr-defined]
+                value = self.zeros.get(shape)
+                if value is None:
+                    value = self.zeros[shape] = ArrayValue(shape, "float64", _doubles(raw))
+                return value
+            flat = array("d")
+            flat.frombytes(raw)
+            return ArrayValue(grad.shape, "float64", flat)  # type: ignore[attr-defined]
+        if is_f64 and not grad.any():  # type: ignore[attr-defined]
+            shape = grad.shape  # type: ignore[attr-defined]  # (a big one: summarised)
+            value = self.zeros.get(shape)
+            if value is None:
+                value = self.zeros[shape] = snapshot(grad)
+            return value
+        value, _ = self.snap(grad)
+        return value
+
     def made(self, nid: int, data: object, grad: object = None) -> object:
         """Node `nid` made with `data`, which is not a float: what its column holds.
-        An array node's grad (zeros, most often) is copied too: its first write's
+        An array node's grad (zeros, most often) is taken too: its first write's
         before."""
-        copy, column = self.snap(data)
-        if copy is None:
+        value, column = self.snap(data)
+        if value is None:
             return column
-        self.nodes[nid] = copy
-        self.last[(nid, 1)] = (data, copy)
-        gcopy, _ = self.snap(grad) if grad is not None else (None, 0.0)
-        if gcopy is not None:
-            if not gcopy.any():  # zeros (as most grads start): one copy for each shape
-                gcopy = self.zeros.setdefault((gcopy.shape, gcopy.dtype), gcopy)
-            self.grads[nid] = gcopy
-            self.last[(nid, 0)] = (grad, gcopy)
+        self.made_count += 1
+        if not self.made_count % PRUNE_EVERY:
+            self.prune()
+        self.entries[NODE].append((NODE, nid, 0, value))
+        self.last[(nid, 1)] = (_weak(data), value)
+        if grad is not None and type(grad) is not float:
+            gvalue = self._grad_value(grad)
+            if gvalue is not None:
+                self.entries[GRAD].append((GRAD, nid, 0, gvalue))
+                self.last[(nid, 0)] = (_weak(grad), gvalue)
         return column
 
     def write(self, nid: int, field: int, before: object, value: object) -> tuple[object, object]:
@@ -113,63 +196,73 @@ class ArraySnapshots:
         (`Field.code`: 0 grad, 1 data), about to be appended as a row (a `_backward`'s
         write while `records.stack` is not empty, else an event): (before, after) as the
         row holds them."""
-        after_copy, after = self.snap(value)
+        after_value, after = self.snap(value)
         key = (nid, field)
         last = self.last.get(key)
-        before_copy = None
-        if last is not None and before is last[0]:
-            before_copy, before = last[1], NAN
+        before_value = None
+        if last is not None and before is last[0]():
+            before_value, before = last[1], NAN
         elif before is not None and type(before) is not float and type(before) is not int:
-            before_copy, before = self.snap(before)
-        if after_copy is not None:
-            self.last[key] = (value, after_copy)
+            before_value, before = self.snap(before)
+        if after_value is not None:
+            self.last[key] = (_weak(value), after_value)
         elif last is not None:
             del self.last[key]
-        if before_copy is not None or after_copy is not None:
+        if before_value is not None or after_value is not None:
             records = self.records
             if records.stack:
-                self.writes[records.write_count()] = [before_copy, after_copy]
+                place, index = WRITE, records.write_count()
             else:
-                self.events[records.event_count()] = [before_copy, after_copy]
+                place, index = EVENT, records.event_count()
+            entries = self.entries[place]
+            if before_value is not None:
+                entries.append((place, index, 0, before_value))
+            if after_value is not None:
+                entries.append((place, index, 1, after_value))
         return before, after
+
+    def prune(self) -> None:
+        """Let go of the last snapshots of arrays the engine has let go of (on the
+        recording's thread: the only one that changes `last`)."""
+        last = self.last
+        for key in [key for key, (held, _) in last.items() if held() is None]:
+            del last[key]
 
     def late_before(self, place: int, index: int, before: object) -> None:
         """A float was written over the array `before` (seen as its chunk is cut)."""
-        copy, _ = self.snap(before)
-        if copy is not None:
-            table = self.writes if place == WRITE else self.events
-            table.setdefault(index, [None, None])[0] = copy
+        value, _ = self.snap(before)
+        if value is not None:
+            insort(self.entries[place], (place, index, 0, value), key=_INDEX)
 
     # -- taking back, cutting ----------------------------------------------------------------
     def forget_since(self, nodes: int, events: int, writes: int) -> None:
-        for table, first in ((self.nodes, nodes), (self.grads, nodes), (self.events, events),
-                             (self.writes, writes)):
-            for k in [k for k in table if k >= first]:
-                del table[k]
+        with self.lock:
+            for entries, first in zip(self.entries, (nodes, nodes, events, writes)):
+                if entries and entries[-1][1] >= first:
+                    del entries[bisect_left(entries, first, key=_INDEX):]
 
     def chunk(self, since, upto) -> ArrayChunk | None:
         """The arrays of the rows between two `Mark`s, as an `ArrayChunk` (None if none,
-        and nothing new unrecorded). Copies shared by two rows (a write's after, the
-        next one's before) become one `ArrayValue`."""
+        and nothing new unrecorded); those of rows before `since` are let go. Values
+        shared by two rows (a write's after, the next one's before) are one
+        `ArrayValue`."""
         if not self:
             return None
-        # (The runner's child cuts chunks in another thread while the scenario records:
-        # each table is copied first, in one C call, not iterated while it may grow.)
-        found = []  # (place, index, side, copy)
-        for place, table, lo, hi in ((NODE, self.nodes, since.nodes, upto.nodes),
-                                     (GRAD, self.grads, since.nodes, upto.nodes)):
-            found += [(place, k, 0, c) for k, c in list(table.items()) if lo <= k < hi]
-        for place, table, lo, hi in ((EVENT, self.events, since.events, upto.events),
-                                     (WRITE, self.writes, since.writes, upto.writes)):
-            for k, pair in list(table.items()):
-                if lo <= k < hi:
-                    found += [(place, k, side, c) for side, c in enumerate(tuple(pair))
-                              if c is not None]
-        copies = list({id(entry[3]): entry[3] for entry in found}.values())  # each once
-        values = dict(zip(map(id, copies), from_numpy_many(copies)))
-        entries = [(entry[0], entry[1], entry[2], values[id(entry[3])]) for entry in found]
+        found: list = []
+        bounds = ((since.nodes, upto.nodes), (since.nodes, upto.nodes),
+                  (since.events, upto.events), (since.writes, upto.writes))
+        with self.lock:
+            for entries, (lo, hi) in zip(self.entries, bounds):
+                n = len(entries)  # (the recording's thread may append meanwhile)
+                if not n:
+                    continue
+                a = bisect_left(entries, lo, 0, n, key=_INDEX) if entries[0][1] < lo else 0
+                b = bisect_left(entries, hi, a, n, key=_INDEX) if entries[n - 1][1] >= hi else n
+                found += entries[a:b]
+                if a:
+                    del entries[:a]
         unrecorded = dict(self.unrecorded)
-        if not entries and unrecorded == self.told:
+        if not found and unrecorded == self.told:
             return None
         self.told = unrecorded
-        return ArrayChunk(tuple(entries), tuple(sorted(unrecorded.items())))
+        return ArrayChunk(tuple(found), tuple(sorted(unrecorded.items())))

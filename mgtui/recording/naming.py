@@ -279,13 +279,13 @@ class Namer:
             name in `fallback`, for its caller's binding to come first); else give it the
             name an inner binding confirmed."""
             _, target, address, nid, inner = entry
+            if nid < len(name_of) and name_of[nid]:  # (named: its frame's locals unread)
+                return
             try:
                 held = frame.f_locals.get(target)
             except Exception:  # noqa: BLE001 - a frame in a state that cannot be read
                 held = None
             holds = id(held) == address and node_id(held) == nid
-            if nid < len(name_of) and name_of[nid]:
-                return
             if inner:
                 if holds:
                     fallback[nid] = target

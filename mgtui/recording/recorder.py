@@ -44,6 +44,7 @@ from mgtui.recording.probes import (
     StopRecording,
     looks_like_value,
     ordered,
+    without_values,
 )
 from mgtui.recording.store import ID, Mark, Records, closure_source
 from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
@@ -254,7 +255,7 @@ class Recorder:
         with warnings.catch_warnings():  # (a library's deprecated names warn as they are read)
             warnings.simplefilter("ignore")
             for name, module in list(sys.modules.items()):
-                if torch_module(name):  # (thousands of classes, none of them a Value)
+                if without_values(name, module):  # (torch's thousands of classes, numpy's...)
                     continue
                 for obj in list(getattr(module, "__dict__", {}).values()):
                     if isinstance(obj, type) and may_be_value(obj):

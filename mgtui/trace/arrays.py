@@ -19,7 +19,8 @@ An array is kept whole up to `WHOLE_LIMIT` elements (as float64, C order, whatev
 dtype was: the dtype is kept by name); a bigger one keeps its shape, dtype, a summary
 (min, max, mean, L2 norm, the count of elements that are not finite) and its first
 `SAMPLE` elements. This module needs no numpy: a recording makes `ArrayValue`s with
-`from_numpy`, which calls the array's own methods, and a loader with `of`.
+`snapshot` (`from_numpy`, on its hot path), which calls the array's own methods, and a
+loader with `of`.
 """
 
 from __future__ import annotations
@@ -141,13 +142,14 @@ JOINED_LIMIT = 64  # elements an array may have and be converted in a joined buf
 
 
 def from_numpy_many(arrays: list) -> list[ArrayValue]:
-    """`from_numpy` of each of many numpy arrays at once. The small ones (`JOINED_LIMIT`)
-    are joined into one float64 buffer, flattened and cast by one `concatenate`, and each
-    takes its slice: a few microseconds an array less. A bigger one is copied into its
-    own buffer straight from its bytes (one copy, none for the cast of a float64 one): a
-    joined buffer of big arrays is copied three times, and as it outgrows the allocator's
-    heap, each copy faults in fresh pages (a chunk of the tensor lesson's 140 arrays took
-    2 ms joined, 0.1 ms so)."""
+    """`from_numpy` of each of many numpy arrays at once (a recording takes each array
+    as it comes instead, with `snapshot`: no copy kept to convert later). The small
+    ones (`JOINED_LIMIT`) are joined into one float64 buffer, flattened and cast by one
+    `concatenate`, and each takes its slice: a few microseconds an array less. A bigger
+    one is copied into its own buffer straight from its bytes (one copy, none for the
+    cast of a float64 one): a joined buffer of big arrays is copied three times, and as
+    it outgrows the allocator's heap, each copy faults in fresh pages (a chunk of the
+    tensor lesson's 140 arrays took 2 ms joined, 0.1 ms so)."""
     np = sys.modules["numpy"]
     f64, contiguous = np.float64, np.ascontiguousarray
     sizes = [a.size for a in arrays]
@@ -178,10 +180,31 @@ def from_numpy_many(arrays: list) -> list[ArrayValue]:
     return out
 
 
+def snapshot(a) -> ArrayValue:
+    """`from_numpy` of one array, as a recording takes it, on its hot path: the bytes of
+    a float64 one read once in C order (`tobytes`: any strides) into the `ArrayValue`'s
+    own buffer, with no numpy array in between; another dtype cast first; a bigger one
+    (`WHOLE_LIMIT`) summarised, not copied. About a microsecond for a small array."""
+    dtype = a.dtype
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    if a.size > WHOLE_LIMIT:
+        return from_numpy(a)
+    flat = array("d")
+    if name == "float64" and dtype.isnative:
+        flat.frombytes(a.tobytes())
+    else:
+        flat.frombytes(a.astype(sys.modules["numpy"].float64).tobytes())
+    return ArrayValue(a.shape, name, flat)
+
+
 def from_numpy(a) -> ArrayValue:
     """An `ArrayValue` of a numpy array of numbers (its dtype kind in `NUMERIC_KINDS`),
     read through its own methods, at C speed: one copy as float64 (none more for one
-    that is float64 already), and for a big one, its summary from numpy."""
+    that is float64 already), and for a big one, its summary from numpy. (The norm by
+    `einsum`, not `dot`: a `dot` of a long vector goes to OpenBLAS's threads, which
+    on a busy machine took 2 ms where one thread takes 0.02.)"""
     np = sys.modules["numpy"]  # (loaded: `a` is one of its arrays)
     dtype = a.dtype
     name = _DTYPE_NAMES.get(dtype)
@@ -198,14 +221,14 @@ def from_numpy(a) -> ArrayValue:
     total = float(flat64.sum())
     if math.isfinite(total):  # (every element finite: four passes, no copy)
         given = (float(flat64.min()), float(flat64.max()), total / flat64.size,
-                 math.sqrt(float(np.dot(flat64, flat64))), 0)
+                 math.sqrt(float(np.einsum("i,i->", flat64, flat64))), 0)
         return ArrayValue(shape, name, array("d", flat64[:SAMPLE].tolist()), False, given)
     ok = np.isfinite(f64)
     good = f64[ok]
     bad = int(f64.size - good.size)
     if good.size:
         given = (float(good.min()), float(good.max()), float(good.mean()),
-                 float(np.sqrt(np.dot(good, good))), bad)
+                 math.sqrt(float(np.einsum("i,i->", good, good))), bad)
     else:
         given = (math.nan, math.nan, math.nan, math.nan, bad)
     sample = array("d", f64.reshape(-1)[:SAMPLE].tolist())
@@ -241,12 +264,17 @@ class ArrayTable:
         return bool(self.nodes or self.events or self.writes)
 
     def add(self, chunk: ArrayChunk) -> None:
-        tables = (self.nodes, self.grads, self.events, self.writes)
+        nodes, grads, events, writes = self.nodes, self.grads, self.events, self.writes
         for place, index, side, value in chunk.entries:
-            if place in (NODE, GRAD):
-                tables[place][index] = value
+            if place == NODE:
+                nodes[index] = value
+            elif place == GRAD:
+                grads[index] = value
             else:
-                tables[place].setdefault(index, [None, None])[side] = value
+                pair = (writes if place == WRITE else events).get(index)
+                if pair is None:
+                    pair = (writes if place == WRITE else events)[index] = [None, None]
+                pair[side] = value
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 

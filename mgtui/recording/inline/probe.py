@@ -18,11 +18,10 @@ from typing import Callable
 from mgtui.recording.inline import helpers as hot
 from mgtui.recording.inline.rewrite import OWN_NAMES, FileRewrite, read_source, rewrite_of
 from mgtui.recording.inline.helpers import injected_after, injected_during
-from mgtui.recording.probes import record_write
+from mgtui.recording.probes import record_write, without_values
 from mgtui.recording.store import ID
 from mgtui.recording.shapes import op_of_maker
 from mgtui.recording.slots_hooks import keeps_fields_in_slots
-from mgtui.recording.torch_watch import torch_module
 
 # Where Python's own library and installed packages live: never "beside the scenario",
 # even for a scenario at the top of the file system.
@@ -254,7 +253,7 @@ class Inliner:
         """Should the functions of `module` be rewritten for this run? Yes if it names an
         adopted class, or lives beside the scenario."""
         name = getattr(module, "__name__", "") or ""
-        if name == "mgtui" or name.startswith("mgtui.") or torch_module(name):
+        if without_values(name, module):  # (mgtui's, torch's, numpy's, Python's own)
             return False
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict) or namespace is self.rec.globals:
@@ -262,8 +261,9 @@ class Inliner:
         if self.beside(getattr(module, "__file__", None) or ""):
             return True
         adopted = self.adopted
-        return bool(adopted) and any(
-            isinstance(v, type) and v in adopted for v in list(namespace.values()))
+        # (by identity, at C speed: an adopted class's id is no other live object's)
+        return bool(adopted) and not {id(k) for k in adopted}.isdisjoint(
+            map(id, list(namespace.values())))
 
     def patch_module(self, module: types.ModuleType) -> None:
         name = getattr(module, "__name__", None)

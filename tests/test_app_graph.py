@@ -303,3 +303,31 @@ async def test_panes_on_one_trace_share_its_layouts():
     assert shared_model(trace, nodes) is models[0]
     other = record_lesson(SCENARIOS / "neuron.py", "neuron.py").trace  # another trace
     assert shared_model(other, nodes) is not models[0]
+
+
+async def test_sessions_at_one_step_share_the_panes_lines_but_not_their_own_cursor():
+    """A class's students at one step and size draw the Graph pane's lines once in the
+    process (`strips.GRAPH_LINES`); a session whose cursor is elsewhere draws its own,
+    and sees its cursor, not the others' lines."""
+    from mgtui.run.lessons import record_lesson
+
+    trace = record_lesson(SCENARIOS / "chain.py", "chain.py").trace
+    drawn = []
+    for move in (False, False, True):
+        app = MgtuiApp(trace=trace, step=15)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await loaded(pilot)
+            await pilot.press("m")
+            await settle(pilot)
+            graph = screen.query_one(GraphPane)
+            if move:
+                await pilot.press("l")  # this student's own cursor, on another box
+                await settle(pilot)
+                assert graph.cursor != screen.selected
+            drawn.append([graph.render_line(y) for y in range(graph.size.height)])
+    first, second, moved = drawn
+    assert all(a is b for a, b in zip(first, second))  # drawn once, shown twice
+    text = ["".join(s.text for s in lines) for lines in drawn]
+    assert "╭" not in text[0] and "╭" in text[2]  # the cursor's round frame: its own
+    assert text[0] == text[1] != text[2]
+    assert not any(a is b for a, b in zip(first, moved) if a.text != b.text)

@@ -88,6 +88,51 @@ async def test_the_heap_freezes_what_lives_and_collects_what_does_not():
     assert gc.get_freeze_count() == 0 and heap._collected not in gc.callbacks
 
 
+async def test_the_collector_waits_while_the_class_draws_the_teachers_step():
+    # A teacher's step is every following session's step at once, on one loop: a
+    # collection in between would hold up every session after it. The collector waits
+    # until no frame has been written for a moment, and collects then.
+    import asyncio
+    import gc
+    import time
+    import weakref
+
+    from mgtui.serve.heap import STEP_AT_MOST, STEP_QUIET, SessionHeap
+    from mgtui.session import Position
+    from mgtui.session.follow import Classroom
+
+    class Node:
+        pass
+
+    heap = SessionHeap()
+    room = Classroom()
+    room.subscribe(lambda _position: heap.class_step())
+    try:
+        heap.watch()
+        room.publish(Position(1))
+        assert not gc.isenabled()  # the class is drawing the step
+        garbage = Node()
+        garbage.me = garbage
+        gone = weakref.ref(garbage)
+        del garbage
+        for _ in range(4):  # frames keep coming: it keeps waiting
+            heap.last_frame = time.monotonic()
+            await asyncio.sleep(STEP_QUIET / 2)
+            assert not gc.isenabled() and gone() is not None
+        await asyncio.sleep(STEP_QUIET * 4)  # no frame since: collected, and on again
+        assert gc.isenabled() and gone() is None
+        room.publish(Position(2))
+        started = time.monotonic()
+        while not gc.isenabled() and time.monotonic() - started < 5:
+            heap.last_frame = time.monotonic()  # a class that never stops drawing
+            await asyncio.sleep(0.01)
+        assert gc.isenabled() and time.monotonic() - started < STEP_AT_MOST + 0.5
+        room.publish(Position(3))
+    finally:
+        heap.stop()
+    assert gc.isenabled()  # (stopped mid-step: on again)
+
+
 async def test_the_whole_heap_is_walked_once_memory_has_doubled(monkeypatch):
     # Garbage with reference cycles can hide among frozen objects: once the process's
     # memory has doubled since the last walk, the heap is thawed and walked whole.

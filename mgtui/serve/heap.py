@@ -30,6 +30,11 @@ ENDED_BEFORE_COLLECTING = 8  # ended sessions whose cycles wait for the next tha
 WIND_DOWN = 1.0  # seconds from a session's end to the collection of what it left
 EMPTIED_TRIES = 10  # collections after the class has left, while apps are still held
 MEMORY_GROWTH = 2.0  # resident memory, over what it was after the last walk: walk again
+# A teacher's step is every following session's step at once: the collector waits
+# until the class has drawn it (no frame written for STEP_QUIET seconds), STEP_AT_MOST
+# seconds at most (a teacher holding a key down).
+STEP_QUIET = 0.025
+STEP_AT_MOST = 1.0
 
 
 class SessionHeap:
@@ -43,6 +48,8 @@ class SessionHeap:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.resident_walked = 0  # bytes resident after the last walk of the whole heap
         self._due = False
+        self.last_frame = 0.0  # when a session last wrote to its terminal (monotonic)
+        self._step_since: float | None = None  # a class's step being drawn: since when
 
     def watch(self) -> None:
         """From now on, what survives a full collection is frozen too: the next one
@@ -70,8 +77,37 @@ class SessionHeap:
         if self._loop is not None:  # (still watching: the server has not closed)
             self._collect_ended()
 
+    def class_step(self) -> None:
+        """The teacher has moved: every following session of this process draws the
+        step now, one after the other on one loop. The collector waits until they have
+        (a collection in between, 20-300 ms, held up every session after it, and it is
+        most of the tail of the teacher's step to 30 screens): it then runs in the quiet
+        after the step, on the garbage of the whole step at once."""
+        if self._loop is None or self._step_since is not None or not gc.isenabled():
+            return
+        self._step_since = time.monotonic()
+        gc.disable()
+        self._loop.call_later(STEP_QUIET, self._step_drawn)
+
+    def _step_drawn(self) -> None:
+        if self._step_since is None:
+            return
+        now = time.monotonic()
+        # still drawing: a frame written lately, or work waiting on the loop (the
+        # sessions that have heard the step and not drawn it yet)
+        busy = now - self.last_frame < STEP_QUIET or len(getattr(self._loop, "_ready", ()))
+        if busy and now - self._step_since < STEP_AT_MOST:
+            self._loop.call_later(STEP_QUIET, self._step_drawn)
+            return
+        self._step_since = None
+        gc.enable()
+        gc.collect(0)  # now, in the quiet (else at the next allocation: the next key's)
+
     def stop(self) -> None:
         """The server has closed: nothing stays frozen, nothing watched."""
+        if self._step_since is not None:
+            self._step_since = None
+            gc.enable()
         if self._collected in gc.callbacks:
             gc.callbacks.remove(self._collected)
         self._loop = None  # (a walk already asked for is not made)

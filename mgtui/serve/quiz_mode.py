@@ -17,6 +17,7 @@ class QuizMode:
     `lesson`, `teacher`, `member` and `member_name`.)"""
 
     _asking: Question | None = None  # the question this student has not answered yet
+    _quiz_clear = True  # nothing hidden by `show_quiz` now (nor the working)
     _verdict: tuple[int, str] = (-1, "")  # (step, what their answer there was)
     asks_quiz = True  # False for a session that cannot answer (the class's recording)
 
@@ -41,6 +42,10 @@ class QuizMode:
         asks = (question is not None and not self.teacher and self.asks_quiz
                 and not quiz.shows(self.quiz_name, step))
         self._asking = question if asks else None
+        if not asks and self._quiz_clear:
+            return  # (nothing to show again: the teacher's console comes here at every
+            # student's step, and the panes' queries cost some ms each time)
+        self._quiz_clear = not asks
         # the node table, the Graph pane and the topo list show them as ?
         self.debugger.hide_grads(question.hidden if asks else frozenset())
         for detail in self.debugger.query(StepDetail).results(StepDetail):

@@ -228,7 +228,7 @@ class LessonSession(asyncssh.SSHServerSession):
             self.closed = True
             self.end("")
             return
-        self.last_active = time.monotonic()
+        self.last_active = self.klass.heap.last_frame = time.monotonic()
         if self.chan.get_write_buffer_size() > WRITE_BUFFER_LIMIT:
             self.end("your connection fell too far behind: reconnect")
             self.closed = True
@@ -535,6 +535,7 @@ def start_class(klass: Class, acceptor=None) -> ClassServer:
     watch = asyncio.get_running_loop().create_task(_idle_watch(klass))
     klass.heap.settle()  # (the lessons and what the warm-up loaded)
     klass.heap.watch()
+    klass.classroom.subscribe(lambda _position: klass.heap.class_step())
     return ClassServer(klass, acceptor, watch)
 
 

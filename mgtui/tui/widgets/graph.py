@@ -21,6 +21,7 @@ from textual.strip import Strip
 from mgtui.session.bindings import GRAPH_KEYS
 from mgtui.session import StepState
 from mgtui.tui.widgets.keys import bindings_of
+from mgtui.tui.widgets.strips import GRAPH_LINES
 
 if TYPE_CHECKING:
     from mgtui.session.graph_layout import GraphModel, Orientation, Picture
@@ -91,6 +92,9 @@ class GraphPane(ScrollView, can_focus=True):
         self._lit: dict[int, set[int]] = {}
         self._styles: dict[str, Style] | None = None
         self._view = None  # the GraphView the model was made from
+        self._light_key: tuple = ()  # what `light` is made of (the shared lines' key)
+        self._base: Style | None = None  # the pane's own style, for one frame's lines
+        self._styles_key: tuple = ()  # `_styles`, as a key
         self.hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ?
 
     # -- state from the session ------------------------------------------------------------
@@ -154,6 +158,10 @@ class GraphPane(ScrollView, can_focus=True):
                               self.cursor, state.breakpoints,
                               lit_edges(picture, state.marks, trace.children), grads,
                               self.hidden)
+        # what the lines are drawn from besides the picture (`_line_key`): the numbers
+        # and marks are the trace's at this step (a replay: the same in every session)
+        self._light_key = (id(trace), state.step, state.created, node, self.cursor,
+                           state.breakpoints, grads, self.hidden)
         self._lit = lit_cells(picture, self.light)
         self.refresh()
         if follow or moved:
@@ -262,6 +270,7 @@ class GraphPane(ScrollView, can_focus=True):
             from dataclasses import replace
 
             self.light = replace(self.light, cursor=nid)
+            self._light_key = (*self._light_key[:4], nid, *self._light_key[5:])
         self.refresh()
         self.scroll_to_box(nid)
 
@@ -303,19 +312,36 @@ class GraphPane(ScrollView, can_focus=True):
 
             self._styles = {name: self.get_component_rich_style(f"graph--{name}")
                             for name in STYLE_NAMES}
+            self._styles_key = tuple(self._styles.values())
         return self._styles
+
+    def render_lines(self, crop):
+        self._base = self.rich_style  # (once a frame, not once a line)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._base = None
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base or self.rich_style
         picture, light = self.picture, self.light
         row = round(self.scroll_y) + y
         if picture is None or light is None or not 0 <= row < picture.height:
             return Strip.blank(width, base)
+        x = round(self.scroll_x)
+        styles = self._style_table()
+        # the same line of the same step at the same size, drawn alike, for every
+        # session of the process that shows it (a class following its teacher)
+        key = (id(picture), row, x, width, self._light_key, self._styles_key, base,
+               self.app.console._color_system)
+        strip = GRAPH_LINES.get(key, picture)
+        if strip is not None:
+            return strip
         from mgtui.tui.graph_paint import paint_line
 
-        runs = paint_line(picture, row, light, self._style_table(), self._lit)
+        runs = paint_line(picture, row, light, styles, self._lit)
         segments = [Segment(text, base + style if style is not None else base)
                     for text, style in runs]
-        x = round(self.scroll_x)
-        return Strip(segments, picture.width).crop_extend(x, x + width, base)
+        strip = Strip(segments, picture.width).crop_extend(x, x + width, base)
+        return GRAPH_LINES.put(key, picture, strip)

@@ -17,6 +17,7 @@ from typing import Iterable
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
 
@@ -163,9 +164,39 @@ def last_change(a: str, a_looks: list, b: str, b_looks: list, width: int) -> int
     return 0
 
 
+class SharedLines:
+    """Lines drawn once for every session of a process that shows the same thing: the
+    students of a class following one step at one terminal size draw the same Graph
+    pane (`mgtui serve` runs a worker's share of the class in one process). A key must
+    hold everything the line is drawn from (a session's own cursor, breakpoints, hidden
+    grads included), so that a line is only ever shared with a session that would have
+    drawn it the same; and the console's colour system, since a strip keeps what it
+    rendered to. `owner` (an object of the key held by identity, not by value: a
+    picture) is kept with the line, and checked, so that its id cannot be reused."""
+
+    def __init__(self, size: int) -> None:
+        self._lines: LRUCache[tuple, tuple[object, Strip]] = LRUCache(size)
+
+    def get(self, key: tuple, owner: object) -> Strip | None:
+        found = self._lines.get(key)
+        return found[1] if found is not None and found[0] is owner else None
+
+    def put(self, key: tuple, owner: object, strip: Strip) -> Strip:
+        self._lines[key] = (owner, strip)
+        return strip
+
+    def clear(self) -> None:
+        self._lines.clear()
+
+
+# the Graph pane's lines (a step of a class at one size: some 20 lines a form)
+GRAPH_LINES = SharedLines(2048)
+
+
 def clear_caches() -> None:
-    """Forget every style looked at: they refill at the next frame (`mgtui serve`
-    empties them when a class has gone, and Textual's caches, where the compacted
-    strips are kept)."""
+    """Forget every style looked at and every shared line: they refill at the next
+    frame (`mgtui serve` empties them when a class has gone, and Textual's caches, where
+    the compacted strips are kept)."""
     _LOOKS.clear()
     _BLANK_LOOKS.clear()
+    GRAPH_LINES.clear()

@@ -77,7 +77,6 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
 REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
 GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
 TENSORS = (torch.Tensor, torch.nn.Parameter)
-NO_SNAPSHOT = (None, None)  # (`ArraySnapshots.last` of a field it has no snapshot of)
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
 
 
@@ -314,8 +313,7 @@ class TorchProbe:
             return out
         view = self.views.get(nid)
         if view is not None and view[1] == t.data_ptr() and view[0].shape == t.shape:
-            last = self.records.arrays.last.get((nid, DATA_FIELD), NO_SNAPSHOT)
-            if last[0] is not view[0] or last[1].tobytes() != view[0].tobytes():
+            if not still_holds(self.records.arrays.last.get((nid, DATA_FIELD)), view[0]):
                 view = None  # (changed where no probe saw it: `p.data.mul_(2)`)
         else:
             view = None
@@ -528,3 +526,12 @@ def _hidden_value(fn):
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             return value_of(nf.variable.detach().t())
     return NAN
+
+
+def still_holds(last: tuple | None, view) -> bool:
+    """Whether a field's last snapshot (`ArraySnapshots.last`: a weak reference to the
+    array it was taken of, and the `ArrayValue` taken) was taken of the numpy array
+    `view`, and `view` still holds it bit for bit (as float64, as the snapshot does)."""
+    if last is None or last[0]() is not view or not last[1].whole:
+        return False
+    return last[1].values.tobytes() == view.astype("float64", copy=False).tobytes()

@@ -41,7 +41,6 @@ with the client's socket passed alongside a `connect`.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import json
 import logging
@@ -92,15 +91,11 @@ def send(link: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> bool:
         return False
 
 
-DRAINED = 256  # packets a worker reads from the front in one turn of its loop
-
-
-def receive(link: socket.socket, now: bool = False) -> tuple[dict | None, list[int]]:
+def receive(link: socket.socket) -> tuple[dict | None, list[int]]:
     """One packet from the other side: (None, []) once it has gone. A malformed packet
-    (it cannot come from mgtui) reads as an empty message, and so does none waiting
-    when `now` (it does not wait for one)."""
+    (it cannot come from mgtui) reads as an empty message."""
     try:
-        data, fds = _recv_fds(link, socket.MSG_DONTWAIT if now else 0)
+        data, fds, _flags, _addr = socket.recv_fds(link, PACKET, 1)
     except (BlockingIOError, InterruptedError):
         return {}, []
     except OSError:
@@ -112,17 +107,6 @@ def receive(link: socket.socket, now: bool = False) -> tuple[dict | None, list[i
     except ValueError:
         message = {}
     return (message if isinstance(message, dict) else {}), fds
-
-
-def _recv_fds(link: socket.socket, flags: int) -> tuple[bytes, list[int]]:
-    """One packet and the descriptors passed with it (at most one). Not
-    `socket.recv_fds`, which leaves out its `flags` before Python 3.12."""
-    fds = array.array("i")
-    data, ancillary, _flags, _addr = link.recvmsg(PACKET, socket.CMSG_LEN(fds.itemsize), flags)
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-    return data, list(fds)
 
 
 def address_of(peer: str) -> str:
@@ -226,29 +210,11 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     klass.on_count = counted
 
     def heard() -> None:
-        """What the front sent, up to `DRAINED` packets a turn. A run of positions (the
-        teacher's) is published once, the last of it: a worker held up for a while
-        lands on the teacher's step at once, not after replaying every step between."""
-        latest = None
-        for k in range(DRAINED):
-            message, fds = receive(link, now=k > 0)
-            if message is not None and not fds and message.keys() == {"position"}:
-                latest = message
-                continue
-            if latest is not None:
-                take(latest, [])
-                latest = None
-            if message is None:
-                done.set()
-                loop.remove_reader(link)
-                return
-            if not message and not fds:
-                break  # (nothing more for now)
-            take(message, fds)
-        if latest is not None:
-            take(latest, [])
-
-    def take(message: dict, fds: list[int]) -> None:
+        message, fds = receive(link)
+        if message is None:
+            done.set()
+            loop.remove_reader(link)
+            return
         if message.get("retire"):  # (anything handed over before came first)
             retiring["allowed"] = True
             if empty():
@@ -465,12 +431,6 @@ class Front:
         """Send `message` (and `client`'s socket) to `worker`, in order: now, or when its
         link has room again. The front never blocks on a worker, so a worker stuck for a
         while holds up neither the others nor its own reports."""
-        if (client is None and message.keys() == {"position"} and len(worker.outbox) > 1
-                and worker.outbox[-1][1] is None and worker.outbox[-1][0].keys() == {"position"}):
-            # (the worker is behind: only the teacher's latest position matters; the
-            # first in the outbox is the one being sent)
-            worker.outbox[-1] = (message, None)
-            return
         worker.outbox.append((message, client))
         if len(worker.outbox) == 1:
             self._flush(worker)

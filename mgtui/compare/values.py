@@ -9,6 +9,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Any
 
+from mgtui.trace.arrays import unravel
+
 Value = Any  # a float, or an `ArrayValue` (`mgtui.trace.arrays`, read by duck typing)
 
 
@@ -87,11 +89,7 @@ def element(v: Value, k: int) -> float:
 
 def index_of(shape: tuple[int, ...], k: int) -> tuple[int, ...]:
     """The index of C-order element `k` of an array of `shape`: (2, 1)."""
-    out = []
-    for n in reversed(shape):
-        k, r = divmod(k, n) if n else (k, 0)
-        out.append(r)
-    return tuple(reversed(out))
+    return unravel(k, shape)
 
 
 def combine(a: Value, b: Value, sign: float) -> Value:

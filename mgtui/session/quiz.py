@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from mgtui.trace import Trace
-from mgtui.trace.arrays import ArrayValue, delta
+from mgtui.trace.arrays import ArrayValue, delta, unravel
 from mgtui.trace.records import EventKind, Field, Write
 
 RELATIVE = 0.01  # an answer within 1% of the grad is right
@@ -96,15 +96,6 @@ def array_answer(trace: Trace, first: Write, last: Write
     if value is None or not math.isfinite(value):
         return None, None
     return value, unravel(flat, after.shape)
-
-
-def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The index of C-order element `flat` in an array of `shape`."""
-    index = []
-    for n in reversed(shape):
-        flat, k = divmod(flat, n) if n else (flat, 0)
-        index.append(k)
-    return tuple(reversed(index))
 
 
 def parse_number(text: str) -> float | None:

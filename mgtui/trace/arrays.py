@@ -562,3 +562,12 @@ def _flat(value: Value, other: Value) -> array | None:
     if isinstance(other, ArrayValue):
         return array("d", [float(value)]) * other.size
     return None
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` (C order) of an array of `shape`: (2, 1)."""
+    out = []
+    for n in reversed(shape):
+        flat, k = divmod(flat, n) if n else (flat, 0)
+        out.append(k)
+    return tuple(reversed(out))

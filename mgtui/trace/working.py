@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from mgtui.trace import Trace
-from mgtui.trace.arrays import ArrayValue, delta as value_delta, display, number
+from mgtui.trace.arrays import ArrayValue, delta as value_delta, display, number, unravel
 
 
 def fmt(x: float) -> str:
@@ -75,9 +75,9 @@ class Contribution:
         for k, (x, y) in enumerate(zip(e.values, d.values)):
             if not (math.isfinite(x) and math.isfinite(y)):
                 if math.isfinite(x) != math.isfinite(y):
-                    return _unravel(k, e.shape)
+                    return unravel(k, e.shape)
             elif abs(x - y) > 1e-9 + 1e-6 * abs(x):
-                return _unravel(k, e.shape)
+                return unravel(k, e.shape)
         return None
 
     @property
@@ -98,15 +98,6 @@ class Contribution:
             return (f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} "
                     f"(Δ{self.field} {'?' if d is None else fmt(d)})")
         return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
-
-
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The index of element `flat` (C order) of an array of `shape`."""
-    out = []
-    for n in reversed(shape):
-        flat, k = divmod(flat, n) if n else (flat, 0)
-        out.append(k)
-    return tuple(reversed(out))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from mgtui.safe import inert_line
-from mgtui.tui.app import MgtuiApp, showing
+from mgtui.tui.app import MgtuiApp
 from mgtui.serve.look import TeacherLook
 from mgtui.serve.quiz_mode import QuizMode
 from mgtui.session.follow import Classroom, Follower, Look
@@ -284,7 +284,7 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
             return
         other = target.lesson != self.lesson or self.debugger.session is None
         self.lesson = target.lesson
-        if showing(self.screen, "PickerScreen"):
+        if self._showing("PickerScreen"):
             self.pop_screen()  # the teacher has chosen
         self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
         if isinstance(target, Look):

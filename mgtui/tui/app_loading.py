@@ -151,7 +151,7 @@ class TraceLoading:
     def _show_loading(self) -> None:
         # not once steps are on screen (the first steps of a recording, shown at once, or
         # an update): the user may be stepping, and the screen would take their keys
-        if self.loading and not self._growing and not showing(self.screen, "LoadingScreen"):
+        if self.loading and not self._growing and not self._showing("LoadingScreen"):
             from mgtui.tui.widgets.dialogs import LoadingScreen
 
             self.push_screen(LoadingScreen(self.path))
@@ -161,7 +161,7 @@ class TraceLoading:
         if self._loading_timer is not None:
             self._loading_timer.stop()
             self._loading_timer = None
-        if showing(self.screen, "LoadingScreen"):
+        if self._showing("LoadingScreen"):
             await self.pop_screen()
 
     @work(thread=True, exclusive=True, group="load")
@@ -280,7 +280,7 @@ class TraceLoading:
             return  # the whole trace is here already, another file is loading, or it quits
         if self._loading_timer is not None:
             self._loading_timer.stop()
-        if showing(self.screen, "LoadingScreen"):
+        if self._showing("LoadingScreen"):
             await self.pop_screen()
         d = self.debugger
         started = time.perf_counter()
@@ -300,8 +300,13 @@ class TraceLoading:
             self._last_progress = now
             self.post_message(LoadProgress(nodes))
 
+    def _showing(self, name: str) -> bool:
+        """Is the dialog `name` on top? (Never while the app shuts down: its screen stack
+        is empty then, and a late message from the loading worker must not fail on it.)"""
+        return bool(self.screen_stack) and showing(self.screen, name)
+
     def on_load_progress(self, message: LoadProgress) -> None:
-        if showing(self.screen, "LoadingScreen"):
+        if self._showing("LoadingScreen"):
             self.screen.progress(message.nodes)
 
     async def _clear_to_debugger(self) -> None:
@@ -341,7 +346,7 @@ class TraceLoading:
 
     async def on_load_failed(self, message: LoadFailed) -> None:
         await self._hide_loading()
-        if showing(self.screen, "ErrorScreen"):
+        if self._showing("ErrorScreen"):
             await self.pop_screen()
         from mgtui.tui.widgets.dialogs import ErrorScreen
 

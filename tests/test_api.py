@@ -10,6 +10,7 @@ import io
 import math
 import subprocess
 import sys
+import tempfile
 import types
 
 import pytest
@@ -22,6 +23,13 @@ from mgtui.trace.binary import load
 from conftest import ROOT, SCENARIOS
 
 B = 6.8813735870195432  # the lecture's bias
+
+
+@pytest.fixture(autouse=True)
+def _shown_traces_in_tmp_path(tmp_path, monkeypatch):
+    """`show()` saves the trace it shows into the system's temporary directory, for the
+    user to open again; the tests' copies go with their tmp_path."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
 def lecture_neuron():

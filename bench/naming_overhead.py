@@ -15,7 +15,6 @@ import argparse
 import gc
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # time this tree's recorder, not whichever mgtui is installed
 sys.path.insert(0, str(ROOT / "bench"))
 
-from record_overhead import CHAIN, one_step_source  # noqa: E402
+from record_overhead import CHAIN, one_step_source, scratch_dir  # noqa: E402
 
 from mgtui.recording import naming
 from mgtui.recording.recorder import GC_GEN0_THRESHOLD, Recorder, load_scenario  # noqa: E402
@@ -89,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.chain_nodes = 1, 1_000
-    tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+    tmp = scratch_dir()
     print(f"python {sys.version.split()[0]}, {args.rounds} alternating rounds, "
           "median CPU times")
     path = tmp / "moons_step_engine.py"

@@ -36,7 +36,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -107,9 +106,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         sys.path.insert(0, str(ROOT / "bench"))
-        from record_overhead import one_step_source
+        from record_overhead import one_step_source, scratch_dir
 
-        tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+        tmp = scratch_dir()
         for flavour in args.flavour or ("engine", "micrograd"):
             path = tmp / f"moons_step_{flavour}.py"
             path.write_text(one_step_source(flavour, samples=6))
@@ -120,9 +119,9 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: this benchmark counts instructions with it")
     sys.path.insert(0, str(ROOT / "bench"))
-    from record_overhead import one_step_source
+    from record_overhead import one_step_source, scratch_dir
 
-    tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+    tmp = scratch_dir()
     print(f"python {sys.version.split()[0]}, instructions of one moons step (callgrind)")
     for flavour in args.flavour or ("engine", "micrograd"):
         path = tmp / f"moons_step_{flavour}.py"

@@ -39,8 +39,10 @@ step's cost alone, and a step's cost with arrays 100 times as big (`tensor`).
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -58,6 +60,13 @@ from mgtui.run.child import Flusher, Stream, child_recorder  # noqa: E402
 
 MOONS = ROOT / "scenarios" / "moons.py"
 HOOKS_TARGET = 2.0  # recorded, against plain under the same collector setting
+
+
+def scratch_dir() -> Path:
+    """A temporary folder for the scenarios a bench writes, removed when it exits."""
+    tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    return tmp
 
 
 def one_step_source(flavour: str, samples: int = 100) -> str:
@@ -279,7 +288,7 @@ def main() -> None:
     samples, read_count = 100, 100_000
     if args.quick:
         args.rounds, args.chain_nodes, samples, read_count = 1, 2_000, 6, 1_000
-    tmp = Path(tempfile.mkdtemp(prefix="mgtui-bench-"))
+    tmp = scratch_dir()
     print(f"python {sys.version.split()[0]}, {args.rounds} alternating rounds, "
           "median CPU times")
     for flavour, target in (("engine", 1.3), ("micrograd", 1.5)):

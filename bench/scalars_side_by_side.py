@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 WORKER = r"""
-import gc, json, statistics, sys, tempfile, time
+import atexit, gc, json, shutil, statistics, sys, tempfile, time
 from pathlib import Path
 tree, samples, inner = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.path.insert(0, tree)
@@ -40,6 +40,7 @@ source = (Path(tree) / "scenarios" / "moons.py").read_text()
 source = source.replace("for k in range(3):", "for k in range(1):")
 source = source.replace("make_moons(n_samples=100,", f"make_moons(n_samples={samples},")
 tmp = Path(tempfile.mkdtemp())
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)
 path = tmp / "moons_step.py"
 path.write_text(source)
 scenario = load_scenario(path)

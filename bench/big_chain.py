@@ -13,9 +13,10 @@ table:
   process;
 - the app (a headless one at 80×24, in a fresh process) opening the file: its first step
   on screen, the whole trace loaded, then `G` and `g` (each from the key to the repainted
-  screen), then steps back from the end (`p`, CPU time of the press, median of 9, as
-  `step_latency.py` times steps); its peak RSS, and that a node, and the peaks of its
-  resident set sampled every 3 ms while it loads and after (`G`, `g`, the steps).
+  screen), then steps back from the end (`p`, CPU time of the press, median of 21, as
+  `step_latency.py` times steps; the sampler below sleeps meanwhile, as its CPU would
+  count); its peak RSS, and that a node, and the peaks of its resident set sampled
+  every 3 ms while it loads and after (`G`, `g`).
 
 Run it side by side with another checkout through PYTHONPATH (`--label` names the row):
 
@@ -83,6 +84,8 @@ APP = textwrap.dedent("""
                 rss = int(statm.read().split()[1]) * page
                 peaks[phase[0]] = max(peaks.get(phase[0], 0), rss)
                 time.sleep(0.003)
+                while phase[0] == "steps":  # (not while steps are timed: its CPU counts)
+                    time.sleep(0.01)
 
     threading.Thread(target=sample, daemon=True).start()
 
@@ -105,8 +108,8 @@ APP = textwrap.dedent("""
                 await pilot.press(key)
                 await pilot.pause()
                 out.setdefault(key, time.perf_counter() - t)
-            steps = []
-            for _ in range(9):  # steps back from the end, as step_latency.py times them
+            steps, phase[0] = [], "steps"
+            for _ in range(21):  # steps back from the end, as step_latency.py times them
                 t = time.process_time()
                 await pilot.press("p")
                 steps.append(time.process_time() - t)

@@ -346,7 +346,7 @@ class Records:
         before = list(compress(events[a + EventRow.BEFORE : b : E], lone))
         return EventChunk(
             kinds, array("i", events[a + EventRow.NODE : b : E]),
-            self.values(before, EVENT, [first + k for k in compress(range(end - first), lone)]),
+            self.values(before, EVENT, compress(range(first, end), lone)),
             floats(list(compress(events[a + EventRow.AFTER : b : E], lone))),
             ints(events[a + EventRow.LINE : b : E]), array("i", events[a + EventRow.CLOSURE : b : E]),
             starts)
@@ -364,7 +364,8 @@ class Records:
     def values(self, befores: list, place: int, rows) -> array:
         """A column of befores as doubles: where one is still an array (a float was
         written over it: the hot path checks the value written only), it is copied now
-        into `arrays` and its row holds nan."""
+        into `arrays` and its row holds nan. (`rows`, the befores' rows, an iterable
+        read only then.)"""
         try:
             return array("d", befores)
         except (TypeError, OverflowError):

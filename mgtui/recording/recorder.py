@@ -19,6 +19,7 @@ The `Recorder` itself keeps the lifecycle: the interpreter set up and put back
 from __future__ import annotations
 
 import ctypes
+import gc
 import io
 import os
 import signal
@@ -53,6 +54,9 @@ from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fi
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
 from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch, torch_module
 from mgtui.trace import Trace, TraceBuilder, TraceError
+
+MGTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+STOP_RETRY = 0.002  # seconds until a stop that landed in mgtui's own code is tried again
 
 __all__ = [
     "DEFAULT_MAX_NODES", "GC_GEN0_THRESHOLD", "ID", "Recorder", "Scenario",
@@ -109,6 +113,11 @@ class Recorder:
         self._lock = threading.Lock()
         self._old_alarm = None  # SIGALRM's handler before ours, while ours is installed
         self._posted = False  # cancel() has posted StopRecording to the recording thread
+        self._retrying = False  # a stop is to be tried again (`stop_here`): SIGALRM is due
+        # The runner's child, which ends without collecting again: the heap the scenario
+        # leaves is frozen as it ends, before the collector's threshold is put back (a
+        # full collection of a big graph there took 0.5 s, past the keeper's SIGTERM).
+        self.freeze_at_end = False
         self.classes: list[type] = []  # the Value classes instrumented
         self.fields: dict[type, FieldMap] = {}  # each one's fields
         self.attached: dict[type, Probe] = {}  # each one's probe, while it runs
@@ -168,7 +177,20 @@ class Recorder:
 
     def _on_alarm(self, signum, frame) -> None:
         if self._thread_id is not None:  # still inside the scenario
-            raise StopRecording(self.stop_reason or "stopped")
+            self.stop_here(frame)
+
+    def stop_here(self, frame) -> None:
+        """From a signal handler on the scenario's thread: stop the run by raising
+        `StopRecording` in `frame`, the code the signal interrupted; but not inside
+        mgtui's own code (a pack of the record store, a probe between two rows of one
+        record), which an exception there would leave half done: there it is tried
+        again a moment later (SIGALRM), by when that code has returned to the scenario's."""
+        if frame is not None and frame.f_code.co_filename.startswith(MGTUI_DIR) \
+                and self._old_alarm is not None:
+            self._retrying = True
+            signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
+            return
+        raise StopRecording(self.stop_reason or "stopped")
 
     def _disarm(self) -> None:
         """From here on `cancel()` no longer interrupts this thread; a stop it asked for
@@ -325,6 +347,9 @@ class Recorder:
             if timer is not None:
                 timer.cancel()
             if self._old_alarm is not None:
+                if self._retrying:  # (a retry still due would reach the handler before)
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    self._retrying = False
                 signal.signal(signal.SIGALRM, self._old_alarm)
                 self._old_alarm = None
 
@@ -342,6 +367,8 @@ class Recorder:
                 exec(code, module_globals)
             finally:
                 self._disarm()
+                if self.freeze_at_end:
+                    gc.freeze()
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 return self.trace_error(exc, "SystemExit", f"sys.exit({exc.code!r}) called")

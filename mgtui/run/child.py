@@ -18,7 +18,7 @@ from typing import Callable, Protocol
 
 from mgtui.trace import binary as tracefile
 from mgtui.recording.call_values import CallValues
-from mgtui.recording.probes import Hooks, StopRecording
+from mgtui.recording.probes import Hooks
 from mgtui.recording.recorder import Recorder
 from mgtui.recording.store import Mark, Records
 from mgtui.errors import NotAGraph
@@ -228,6 +228,7 @@ def serve(spec: RunSpec, fd: int) -> None:
                                           max_nodes=spec.max_nodes, timeout=spec.timeout,
                                           capture_output=False, argv=spec.argv,
                                           fields=spec.fields)
+        recorder.freeze_at_end = True  # (it ends with os._exit: nothing is collected)
         if job is not None and hasattr(job, "records"):  # (a job that reports records)
             job.records = recorder.records
     except ScenarioLoadError as exc:  # (a `[tool.mgtui] fields` that cannot be read too)
@@ -238,7 +239,9 @@ def serve(spec: RunSpec, fd: int) -> None:
 
     def interrupted(signum, frame):
         recorder.stop_reason = recorder.stop_reason or "interrupted"
-        raise StopRecording(recorder.stop_reason)
+        if recorder.inliner is not None:  # (the probes stop at their next node too)
+            recorder.inliner.interrupt()
+        recorder.stop_here(frame)
 
     signal.signal(signal.SIGINT, interrupted)
     flusher = Flusher(recorder.records, stream, values)

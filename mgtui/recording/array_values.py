@@ -31,9 +31,7 @@ is not recorded: its column holds nan, and `unrecorded` counts it by type, which
 trace says out loud (`ArrayTable.unrecorded_note`).
 
 For other probes (a torch graph): `made(nid, data, grad)` and `write(nid, field, before,
-value)` take any numpy array; convert a tensor first (`t.detach().cpu().numpy()`), or
-give a `Deferred`: a value taken by reference, which its probe converts later, many at
-once (`resolve`, called before a chunk is cut; `mgtui.recording.torch_values`).
+value)` take any numpy array; convert a tensor first (`t.detach().cpu().numpy()`).
 """
 
 from __future__ import annotations
@@ -62,18 +60,6 @@ NAN = math.nan
 PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
 _INDEX = itemgetter(1)  # an entry's row: (place, index, side, value)
 
-
-
-class Deferred:
-    """A value taken by reference, converted later (`ArraySnapshots.resolve`): its
-    `value` then is the `ArrayValue`, or None where it could not be read (counted in
-    `unrecorded` under `ArraySnapshots.deferred_note`). Called, it is itself while
-    not converted yet, else None (as a dead weak reference: `ArraySnapshots.last`)."""
-
-    __slots__ = ("value",)
-
-    def __call__(self):
-        return None
 
 
 def _weak(x: object):
@@ -113,9 +99,6 @@ class ArraySnapshots:
         # (the runner's child cuts chunks in another thread: a cut's letting go and a
         # replay's taking back move entries, one at a time; appends need no lock)
         self.lock = threading.Lock()
-        self.deferred: type | None = None  # the probe's `Deferred` class, if it has one
-        self.resolve = None  # () -> None: converts every `Deferred` given so far
-        self.deferred_note = "value changed before it was read"
 
     def __bool__(self) -> bool:
         return self.seen or bool(self.unrecorded)
@@ -134,9 +117,6 @@ class ArraySnapshots:
             return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
         if t is int or t is float:
             return None, x
-        if t is self.deferred:
-            self.seen = True
-            return x, NAN  # type: ignore[return-value]
         np = sys.modules.get("numpy")
         if np is not None:
             if self.ndarray is None:
@@ -203,8 +183,7 @@ class ArraySnapshots:
         if not self.made_count % PRUNE_EVERY:
             self.prune()
         self.entries[NODE].append((NODE, nid, 0, value))
-        self.last[(nid, 1)] = (data if value is data else _weak(data), value)  # (a Deferred's
-        #                                                                         own)
+        self.last[(nid, 1)] = (_weak(data), value)
         if grad is not None and type(grad) is not float:
             gvalue = self._grad_value(grad)
             if gvalue is not None:
@@ -226,7 +205,7 @@ class ArraySnapshots:
         elif before is not None and type(before) is not float and type(before) is not int:
             before_value, before = self.snap(before)
         if after_value is not None:
-            self.last[key] = (value if after_value is value else _weak(value), after_value)
+            self.last[key] = (_weak(value), after_value)
         elif last is not None:
             del self.last[key]
         if before_value is not None or after_value is not None:
@@ -269,8 +248,6 @@ class ArraySnapshots:
         `ArrayValue`."""
         if not self:
             return None
-        if self.resolve is not None:
-            self.resolve()
         found: list = []
         bounds = ((since.nodes, upto.nodes), (since.nodes, upto.nodes),
                   (since.events, upto.events), (since.writes, upto.writes))
@@ -284,28 +261,8 @@ class ArraySnapshots:
                 found += entries[a:b]
                 if a:
                     del entries[:a]
-        if self.deferred is not None:
-            found = self._resolved(found)
         unrecorded = dict(self.unrecorded)
         if not found and unrecorded == self.told:
             return None
         self.told = unrecorded
         return ArrayChunk(tuple(found), tuple(sorted(unrecorded.items())))
-
-    def _resolved(self, found: list) -> list:
-        """The entries with each `Deferred` as its value (converted by `resolve`); one
-        that could not be read is left out (its column holds nan) and counted."""
-        deferred, out, lost = self.deferred, [], 0
-        for entry in found:
-            value = entry[3]
-            if type(value) is deferred:
-                value = value.value
-                if value is None:
-                    lost += 1
-                    continue
-                entry = (entry[0], entry[1], entry[2], value)
-            out.append(entry)
-        if lost:
-            note = self.deferred_note
-            self.unrecorded[note] = self.unrecorded.get(note, 0) + lost
-        return out

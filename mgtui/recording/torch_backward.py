@@ -95,7 +95,6 @@ class BackwardRun:
         self.line = line
         self.records = probe.records
         self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
-        self.tensors: dict[int, object] = {}  # the tensor of each grad taken by reference
         # gradients added up into each leaf so far (0: it had a grad already), for its
         # AccumulateGrad: a sum of one gradient onto none is the engine's own value
         self.sums: dict[int, int] = {}
@@ -117,17 +116,9 @@ class BackwardRun:
     def seed(self, root, seed) -> None:
         nid = self.probe.tensor(root, self.line)
         before = self.grad_of(nid, root)
-        after = self._taken(nid, seed) if seed is not None else 1.0
+        after = value_of(seed) if seed is not None else 1.0
         self.grads[nid] = after
         self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
-
-    def _taken(self, nid: int, t, grad: bool = False):
-        """Tensor `t`'s value (`TensorValues.take`), as node `nid`'s grad (`grad`: `t` is
-        a leaf's `.grad`)."""
-        value = self.probe.take(t, grad=grad)
-        if type(value) is not float:
-            self.tensors[nid] = t
-        return value
 
     def watch_return(self, code) -> None:
         """Note the line `code` (a custom Function's backward with several `return`s)
@@ -151,15 +142,9 @@ class BackwardRun:
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             return
-        grad = leaf.grad
-        real = value_of(grad) if grad is not None else 0.0
+        real = value_of(leaf.grad) if leaf.grad is not None else 0.0
         have = self.grad_of(nid, leaf)
-        if not same(real, self.tensors[nid].detach().numpy() if type(have) is not float
-                    and nid in self.tensors else have):
-            if grad is not None:
-                real = self._taken(nid, grad, True)
-            else:
-                self.tensors.pop(nid, None)
+        if not same(real, have):
             records.stack.append(nid)
             try:
                 probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
@@ -177,7 +162,7 @@ class BackwardRun:
                            len(records.writes)))
         at = (one_return(cls.backward.__code__) or self.returned) if custom else 0
         grads, grad_of, sums, write = self.grads, self.grad_of, self.sums, probe.write
-        stack, tensors, take = records.stack, self.tensors, probe.take
+        stack = records.stack
         stack.append(-1)  # (the writes are this step's)
         try:
             for target, g in zip(targets, grad_inputs):
@@ -185,15 +170,8 @@ class BackwardRun:
                     continue
                 tid, t = target
                 before = grad_of(tid, t)
-                if before is ZERO:  # the first: the gradient itself (taken by reference,
-                    after = take(g, True)  # held: the engine adds into it in place no more)
-                    if type(after) is not float:
-                        tensors[tid] = g
-                elif tid in tensors:
-                    with torch.no_grad():
-                        g = tensors[tid] + g  # (as numpy adds: elementwise, same bits)
-                    after = take(g)
-                    tensors[tid] = g
+                if before is ZERO:  # the first: the gradient itself (a copy: the
+                    after = value_of(g, True)  # engine may add into it in place)
                 else:
                     after = before + value_of(g)
                 if t is not None:  # (a leaf's: see `accumulated`)

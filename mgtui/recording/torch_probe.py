@@ -61,7 +61,6 @@ from mgtui.recording.torch_backward import (
     value_of,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
-from mgtui.recording.torch_values import TensorRef, TensorValues
 from mgtui.trace import Field
 from mgtui.trace.explain import TORCH_NODE
 
@@ -123,8 +122,6 @@ class TorchProbe:
         self.pending: list[tuple] = []  # tensors made under one, until it is stored
         self.named: dict[int, str] = {}
         self.records = rec.records
-        self.values = TensorValues(rec.records.arrays)  # (values taken by reference)
-        self.take = self.values.take
         self.key = f"mgtui-{id(self)}-{id(rec)}"
         self.path = rec.lines.scenario_path
         self.scenario_line = rec.lines.scenario_line
@@ -154,7 +151,6 @@ class TorchProbe:
         self.mode.__enter__()
 
     def detach(self) -> None:
-        self.values.flush()  # (the scenario's tensors are its own again)
         if self.mode is not None:
             try:
                 self.mode.__exit__(None, None, None)
@@ -179,7 +175,7 @@ class TorchProbe:
             return nid
         fn = t.grad_fn
         if fn is None:
-            data = self.take(t)
+            data = value_of(t)
             nid = self._add((), "", data, line, self._leaf_label(t, line))
             self._keep_view(nid, t, data)
         else:
@@ -214,7 +210,7 @@ class TorchProbe:
                 kid = seen.get(k) if seen is not None else None
                 targets.append((self._fn_node(nf, line, None, k) if kid is None else kid, None))
         kids = [target[0] for target in targets if target is not None]
-        data = self.take(t) if t is not None else _hidden_value(fn, self.take)
+        data = value_of(t) if t is not None else _hidden_value(fn)
         op = OP_NAMES.get((type(fn), len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
@@ -232,12 +228,9 @@ class TorchProbe:
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
         hook_on(fn, after_hook(self.live, nid, targets, cls, custom))
-        if custom:  # (its backward may change tensors whose refs wait: `torch_values`)
-            code, live, flush = cls.backward.__code__, self.live, self.values.flush
-            if one_return(code):
-                fn.register_prehook(lambda g: flush())
-            else:
-                fn.register_prehook(lambda g: (flush(), live[0] and live[0].watch_return(code)))
+        if custom and not one_return(cls.backward.__code__):
+            code, live = cls.backward.__code__, self.live
+            fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
 
     def out_node(self, fn, line: int) -> int:
         """The node of autograd node `fn`'s first output recorded."""
@@ -313,22 +306,10 @@ class TorchProbe:
             return out
         line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
-            before = self.take(t.grad) if t.grad is not None else 0.0
+            before = value_of(t.grad) if t.grad is not None else 0.0
             out = func(*args, **(kwargs or {}))
-            after = self.take(t.grad, grad=True) if t.grad is not None else 0.0
+            after = value_of(t.grad) if t.grad is not None else 0.0
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
-            return out
-        values = self.values
-        if not values.eager:
-            last = self.records.arrays.last.get((nid, DATA_FIELD))
-            ref = last[1] if last is not None else None
-            if type(ref) is TensorRef and ref.version == t._version and \
-                    ref.epoch == values.unseen:
-                before = ref  # (its value still: nothing changed it since)
-            else:  # (a copy: the tensor is about to change)
-                before = value_of(t, True)
-            out = func(*args, **(kwargs or {}))
-            self.write(nid, DATA_FIELD, DATA, before, self.take(t), line)
             return out
         view = self.views.get(nid)
         if view is not None and view[1] == t.data_ptr() and view[0].shape == t.shape:
@@ -346,25 +327,12 @@ class TorchProbe:
         self._keep_view(nid, t, after)
         return out
 
-    def about_to_change(self, t) -> None:
-        """Tensor `t` (or a list of them) is about to change in place: the refs that
-        may see it are converted first; a change of a tensor the recording does not
-        know (`p.data.mul_(2)`) may be one its version does not count (`unseen`)."""
-        values = self.values
-        if isinstance(t, torch.Tensor):
-            base = t._base
-            if self.nid_of(t) is not None or (base is not None and self.nid_of(base) is not None):
-                values.before_change(t)
-                return
-        values.changing()
-
     def _keep_view(self, nid: int, t, data) -> None:
         """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
         array snapshots were just given it), for `t`'s next change in place: its before
         is that snapshot if `t` still holds it, bit for bit, and its after this same
         array, not two more arrays made and copied."""
-        if type(data) is not float and type(data) is not TensorRef and t.is_cpu and \
-                t.dtype in NUMPY_DTYPES:
+        if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
             self.views[nid] = (data, t.data_ptr())
 
     # -- backward -------------------------------------------------------------------------
@@ -401,7 +369,6 @@ class TorchProbe:
             seeds = ([grad_tensors] if isinstance(grad_tensors, torch.Tensor)
                      else list(grad_tensors) if grad_tensors is not None else [None] * len(roots))
             run = BackwardRun(probe, line)
-            probe.values.before_backward()  # (the engine adds into leaves' grads)
             for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
             outer, live[0] = live[0], run
@@ -511,8 +478,6 @@ class _Mode(TorchFunctionMode):
         if kind is READ or probe.paused:
             return func(*args, **kwargs) if kwargs else func(*args)
         if kind is CALL:
-            if kwargs and "out" in kwargs:  # (written into: refs first, `torch_values`)
-                probe.about_to_change(kwargs["out"])
             out = func(*args, **kwargs) if kwargs else func(*args)
             t = type(out)
             if t is torch.Tensor:
@@ -521,19 +486,8 @@ class _Mode(TorchFunctionMode):
             elif t is tuple or t is list or isinstance(out, torch.Tensor):
                 probe.made(out, sys._getframe(1))
             return out
-        if kind is IN_PLACE:
-            probe.about_to_change(args[0] if args else None)
-            if args and type(args[0]) in TENSORS:
-                return probe.changed(func, args, kwargs, False)
-        elif kind is GRAD_SET:
-            return probe.changed(func, args, kwargs, True)
-        elif kind is SET_ITEM or (kind is MAYBE_IN_PLACE and (
-                (kwargs and kwargs.get("inplace")) or any(a is True for a in args))):
-            probe.about_to_change(args[0] if args else None)
-        elif kind is CHANGING:
-            probe.values.changing()
-        elif kind is EXPOSING:
-            probe.values.expose()
+        if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
+            return probe.changed(func, args, kwargs, kind is GRAD_SET)
         out = func(*args, **kwargs) if kwargs else func(*args)
         if kind is REQUIRES_GRAD_SET:
             t = args[0]
@@ -548,14 +502,6 @@ class _Mode(TorchFunctionMode):
 # What a torch call is to the recording (`_kind`), by the function, worked out once.
 CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
 REQUIRES_GRAD_SET = "requires_grad="
-CHANGING = "may change tensors"  # (`t.data = x`: refs first, `torch_values`)
-SET_ITEM = "[]="  # (`t[0] = 5`: `t` changes in place)
-MAYBE_IN_PLACE = "inplace="  # (written in Python, with an `inplace` argument: `F.relu`)
-EXPOSING = "exposes memory"  # (`t.numpy()`: values copied as taken from then on)
-EXPOSES = {"numpy", "__array__", "from_numpy", "as_tensor", "asarray", "frombuffer",
-           "from_dlpack", "__dlpack__", "data_ptr", "untyped_storage", "storage",
-           "_storage", "_typed_storage", "share_memory_",
-           "register_hook", "register_post_accumulate_grad_hook"}  # (may write into grads)
 KINDS: dict = {}
 
 
@@ -566,28 +512,19 @@ def _kind(func) -> str:
         return READ
     if name == "__set__":
         return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
-                if owner is REQUIRES_GRAD else CHANGING)
-    if name in EXPOSES:
-        return EXPOSING
-    if name == "__setitem__":
-        return SET_ITEM
+                if owner is REQUIRES_GRAD else CALL)
     if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
         return IN_PLACE  # `p.sub_(g)`, `p -= g`
-    code = getattr(func, "__code__", None)
-    if code is not None and "inplace" in code.co_varnames[
-            :code.co_argcount + code.co_kwonlyargcount]:
-        return MAYBE_IN_PLACE
     return CALL
 
 
-def _hidden_value(fn, take):
+def _hidden_value(fn):
     """The value of an autograd node's output the scenario never saw made: a weight's
-    transpose (`TBackward0`, inside `F.linear`) is worked out (`take`: `TensorValues`);
-    others are not known."""
+    transpose (`TBackward0`, inside `F.linear`) is worked out; others are not known."""
     if type(fn).__name__ == "TBackward0":
         (nf, _), = fn.next_functions or ((None, 0),)
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
-            return take(nf.variable, transposed=True)
+            return value_of(nf.variable.detach().t())
     return NAN
 
 

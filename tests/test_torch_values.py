@@ -11,11 +11,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mgtui.recording import array_values, torch_probe  # noqa: E402
+from mgtui.recording import torch_probe  # noqa: E402
 from mgtui.recording.recorder import Recorder, load_scenario, record  # noqa: E402
-from mgtui.recording.store import Mark  # noqa: E402
 from mgtui.trace import TraceBuilder  # noqa: E402
 from mgtui.trace.export import to_json  # noqa: E402
+
+from conftest import recorded_in_chunks  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -155,25 +156,7 @@ def test_a_hook_that_writes_into_its_gradient_leaves_the_values_as_given(write_s
 def test_a_run_cut_into_chunks_as_it_goes_rebuilds_the_same_trace(write_scenario,
                                                                   monkeypatch):
     path = write_scenario("chunked", CHANGES)
-    cut, since = [], Mark()
-    original = array_values.ArraySnapshots.made
-
-    def cut_now(store):  # (what the runner child's flusher does, in its own thread)
-        nonlocal since
-        upto = store.settled()
-        cut.extend(store.chunks(since, upto))
-        since = upto
-
-    def made(self, nid, data, grad=None):
-        if nid and not nid % 7:
-            cut_now(self.records)
-        return original(self, nid, data, grad)
-
-    monkeypatch.setattr(array_values.ArraySnapshots, "made", made)
-    recorder = Recorder(load_scenario(path))
-    recorder.execute()
-    cut_now(recorder.records)
-    monkeypatch.undo()
+    cut, _ = recorded_in_chunks(monkeypatch, path, 7)
     assert len(cut) > 20
     whole = TraceBuilder(str(path))
     for chunk in cut:

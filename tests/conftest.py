@@ -117,3 +117,36 @@ def prefixes_of(trace, size: int):
             b.validate()
             yield b.build()
 
+
+
+def recorded_in_chunks(monkeypatch, path: Path, every: int, after_cut=None) -> tuple:
+    """Record scenario `path` in this process, its records cut into chunks as it goes
+    (each `every` array nodes made, as the runner child's flusher cuts them in its own
+    thread, and at the end): (the chunks, the recorder); `after_cut(store)` runs after
+    each cut."""
+    from mgtui.recording import array_values
+    from mgtui.recording.recorder import Recorder, load_scenario
+    from mgtui.recording.store import Mark
+
+    cut, since = [], Mark()
+    original = array_values.ArraySnapshots.made
+
+    def cut_now(store):
+        nonlocal since
+        upto = store.settled()
+        cut.extend(store.chunks(since, upto))
+        since = upto
+        if after_cut is not None:
+            after_cut(store)
+
+    def made(self, nid, data, grad=None):
+        if nid and not nid % every:
+            cut_now(self.records)
+        return original(self, nid, data, grad)
+
+    monkeypatch.setattr(array_values.ArraySnapshots, "made", made)
+    recorder = Recorder(load_scenario(path))
+    recorder.execute()
+    cut_now(recorder.records)
+    monkeypatch.setattr(array_values.ArraySnapshots, "made", original)
+    return cut, recorder

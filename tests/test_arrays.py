@@ -470,35 +470,18 @@ def test_the_snapshots_are_let_go_once_cut_and_once_the_engine_lets_go(tmp_path,
     engine still holds; the chunks together carry every array the trace of the whole
     run has."""
     from mgtui.recording import array_values
-    from mgtui.recording.recorder import Recorder, load_scenario
-    from mgtui.recording.store import Mark
     from mgtui.trace import TraceBuilder
+
+    from conftest import recorded_in_chunks
 
     monkeypatch.setattr(array_values, "PRUNE_EVERY", 16)
     collected = '    seen.append(("data", W.data.copy(), b.data.copy()))\n'
     assert collected in TRAINING  # (each step's graph, a cycle, collected as it ends)
     path = scenario(tmp_path, TRAINING.replace("range(3)", "range(20)").replace(
         collected, collected + "    import gc; gc.collect()\n"))
-    cut, since, kept = [], Mark(), []
-    original = array_values.ArraySnapshots.made
-
-    def cut_now(store):  # (what the runner child's flusher does, in its own thread)
-        nonlocal since
-        upto = store.settled()
-        cut.extend(store.chunks(since, upto))
-        since = upto
-        kept.append(sum(map(len, store.arrays.entries)))
-
-    def made(self, nid, data, grad=None):
-        if nid and not nid % 10:
-            cut_now(self.records)
-        return original(self, nid, data, grad)
-
-    monkeypatch.setattr(array_values.ArraySnapshots, "made", made)
-    recorder = Recorder(load_scenario(path))
-    recorder.execute()
-    cut_now(recorder.records)
-    monkeypatch.setattr(array_values.ArraySnapshots, "made", original)
+    kept: list = []
+    cut, recorder = recorded_in_chunks(
+        monkeypatch, path, 10, lambda store: kept.append(sum(map(len, store.arrays.entries))))
     total = sum(len(c.entries) for c in cut if isinstance(c, ArrayChunk))
     assert len(kept) > 15 and total > 1000
     assert max(kept) < total / 8  # what the last two cuts took, not the whole run's

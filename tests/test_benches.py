@@ -36,6 +36,7 @@ SAYS = {
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
     "torch_overhead.py": "the runner alone, launch to the whole trace",
+    "torch_instructions.py": "instructions of one training step of torch_mlp.py",
     "trace_files.py": "load       json",
 }
 # Benches being reworked on other branches this round; each gets its quick mode there.

@@ -96,6 +96,7 @@ class ArraySnapshots:
         self.seen = False  # an array was taken (the store asks for chunks from then on)
         self.ndarray: type | None = None  # numpy's, once numpy is loaded
         self.f64: object = None  # its float64 dtype (that of nearly every array seen)
+        self.f32: object = None  # and float32 (a torch tensor's)
         # (the runner's child cuts chunks in another thread: a cut's letting go and a
         # replay's taking back move entries, one at a time; appends need no lock)
         self.lock = threading.Lock()
@@ -108,10 +109,15 @@ class ArraySnapshots:
         """(an `ArrayValue` of `x` if it is an array, else None; what its column holds)."""
         t = type(x)
         if t is self.ndarray:  # (the common case: a native float64 array, taken inline)
-            if x.dtype is self.f64 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
+            dtype = x.dtype  # type: ignore[attr-defined]
+            if dtype is self.f64 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
                 flat = array("d")
                 flat.frombytes(x.tobytes())  # type: ignore[attr-defined]
                 return ArrayValue(x.shape, "float64", flat), NAN  # type: ignore[attr-defined]
+            if dtype is self.f32 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
+                flat = array("d")  # (a torch tensor's, most often: inline too)
+                flat.frombytes(x.astype(self.f64).tobytes())  # type: ignore[attr-defined]
+                return ArrayValue(x.shape, "float32", flat), NAN  # type: ignore[attr-defined]
             if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[attr-defined]
                 return snapshot(x), NAN
             return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
@@ -121,7 +127,7 @@ class ArraySnapshots:
         if np is not None:
             if self.ndarray is None:
                 self.ndarray, self.seen = np.ndarray, True  # (chunks are cut from now on)
-                self.f64 = np.dtype(np.float64)
+                self.f64, self.f32 = np.dtype(np.float64), np.dtype(np.float32)
             if isinstance(x, np.ndarray):
                 if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[union-attr]
                     return snapshot(x), NAN

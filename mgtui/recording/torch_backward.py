@@ -46,7 +46,8 @@ def value_of(t, copy: bool = False):
     try:
         if t.numel() == 1:
             return float(t.item())
-        t = t.detach()
+        if t.requires_grad:  # (a gradient seldom does: no detached tensor made for it)
+            t = t.detach()
         if t.dtype not in NUMPY_DTYPES:
             t = t.to(torch.float64)
         try:

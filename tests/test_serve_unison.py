@@ -74,7 +74,7 @@ async def settled(clients: list, step: int, test=None) -> None:
 
 
 async def drawn(srv) -> None:
-    """Every group's app has started and drawn a whole screen (10 s at most)."""
+    """Every group's leader has a whole screen drawn (10 s at most)."""
     for _ in range(200):
         if all(g.complete() for g in srv.klass.unison.groups.values()):
             return
@@ -82,7 +82,13 @@ async def drawn(srv) -> None:
 
 
 def members(srv) -> list[int]:
-    return sorted(len(g.members) for g in srv.klass.unison.groups.values())
+    """The size of each group (its leader and those it draws for)."""
+    return sorted(1 + len(g.members) for g in srv.klass.unison.groups.values())
+
+
+def asleep(srv) -> list[str]:
+    """The students whose group's leader draws for them."""
+    return sorted(s.user for s in srv.klass.sessions if s.app is not None and s.app.asleep)
 
 
 async def a_class(lessons, keys, monkeypatch, unison: bool) -> tuple[list, list]:
@@ -158,28 +164,40 @@ async def test_a_key_wakes_only_its_student_where_the_group_is(lessons, keys, cl
     srv = await start(lessons, keys, monkeypatch, unison=True)
     clients: list[ScreenClient] = []
     try:
-        teacher, (ada, bob, cy) = await grouped_class(srv, keys, clients, 3)
-        teacher.send("nn")  # (their apps sleep: the group's draws steps 4 and 5)
-        await settled([ada, bob, cy], 5, lambda t: TABLE not in t)
-        assert app_of(srv, "s0").debugger.session.position.step < 5  # asleep, not stepped
+        teacher, students = await grouped_class(srv, keys, clients, 3)
+        teacher.send("nn")  # (two apps sleep: the leader's draws steps 4 and 5)
+        await settled(students, 5, lambda t: TABLE not in t)
+        by_user = dict(zip(("s0", "s1", "s2"), students))
+        sleepers = asleep(srv)
+        assert len(sleepers) == 2, sleepers
+        leader = next(u for u in by_user if u not in sleepers)
+        ada, bob = by_user[sleepers[0]], by_user[sleepers[1]]
+        assert app_of(srv, sleepers[0]).debugger.session.position.step < 5  # not stepped
         ada.send("p")  # woken: first where the class is (step 5, the pane open), then p
         assert await at_step(ada, 4) and await ada.wait_for("following paused"), ada.text()
         assert TABLE not in ada.text()  # the teacher's look came before the key
-        woken = app_of(srv, "s0")
+        woken = app_of(srv, sleepers[0])
         assert woken.unison_group is None and woken.debugger.session.position.step == 4
         assert woken.debugger.has_class("-graph")
-        assert members(srv) == [2]
-        assert app_of(srv, "s1").unison_group is not None
+        assert members(srv) == [2] and asleep(srv) == [sleepers[1]]
         teacher.send("n")
-        await settled([bob, cy], 6)
+        await settled([bob, by_user[leader]], 6)
         assert step_of(ada) == 4 and "teacher at step 6" in ada.text()
+        # the leader leaves (its own move): bob leads, and is drawn for by nobody
+        by_user[leader].send("p")
+        assert await at_step(by_user[leader], 5), by_user[leader].text()
+        teacher.send("n")
+        await settled([bob], 7, lambda t: TABLE not in t)
+        assert app_of(srv, sleepers[1]).debugger.session.position.step == 7  # awake, leads
+        assert asleep(srv) == []
         ada.send("f")  # follows again, drawing for itself, and joins at a later step
-        assert await at_step(ada, 6), ada.text()
-        for step in (7, 8):
+        by_user[leader].send("f")
+        assert await at_step(ada, 7) and await at_step(by_user[leader], 7)
+        for step in (8, 9):
             teacher.send("n")
-            await settled([ada, bob, cy], step)
-        assert members(srv) == [3]
-        assert cells(ada) == cells(bob) == cells(cy)
+            await settled(students, step)
+        assert members(srv) == [3] and len(asleep(srv)) == 2
+        assert cells(ada) == cells(bob) == cells(by_user[leader])
     finally:
         for client in clients:
             await client.close()
@@ -199,7 +217,7 @@ async def test_a_resize_wakes_its_student_at_the_new_size(lessons, keys, clean_e
         assert await ada.wait_for(lambda t: t.splitlines()[0][80:].rstrip().endswith(
             "step 4/15")), ada.text()
         assert app_of(srv, "s0").unison_group is None and members(srv) == [1]
-        assert app_of(srv, "s0").size == (100, 30)
+        assert app_of(srv, "s0").size == (100, 30) and asleep(srv) == []
         teacher.send("n")  # each follows: bob drawn by the group, ada by herself
         await settled([ada, bob], 5)
         assert TABLE not in ada.text() and TABLE not in bob.text()
@@ -224,7 +242,7 @@ async def test_quiz_mode_wakes_everyone_and_hidden_grads_stay_each_ones(lessons,
         assert await teacher.wait_for("quiz on (Q stops it)"), teacher.text()
         teacher.send("n" * 6)
         await settled([ada, bob, cy], 9, lambda t: PROMPT in t)
-        assert all(m == 0 for m in members(srv)), members(srv)
+        assert asleep(srv) == []
         assert grad_of(ada, "d") == grad_of(bob, "d") == grad_of(cy, "d") == "?"
         await answer(ada, "-2")
         assert await ada.wait_for("right ✓"), ada.text()
@@ -233,7 +251,7 @@ async def test_quiz_mode_wakes_everyone_and_hidden_grads_stay_each_ones(lessons,
         assert grad_of(bob, "d") == grad_of(cy, "d") == "?"  # bob's and cy's own
         teacher.send("n")  # nobody joins a group while the quiz is on
         await settled([ada, bob, cy], 10)
-        assert all(m == 0 for m in members(srv)), members(srv)
+        assert asleep(srv) == []
     finally:
         for client in clients:
             await client.close()

@@ -273,13 +273,13 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     # -- following ---------------------------------------------------------------------------
     def _heard(self, position: Position) -> None:
         """(Called in the teacher's app: hop into this one before touching a widget.)"""
-        if self.unison_group is None:  # (asleep: its group follows, and wakes it)
+        if not self.asleep:  # (asleep: its group's leader follows, and wakes it)
             self.call_later(self.heard, position)
 
     def heard(self, position: Position) -> None:
         """The teacher moved: follow, unless paused (then the banner says where)."""
-        if self.teacher or self.unison_group is not None or self.join_group():
-            return  # (asleep, or joined now: its group draws the step for it)
+        if self.teacher or self.asleep or self.join_group():
+            return  # (asleep, or joined now: its group's leader draws the step for it)
         self._heard_look = position if isinstance(position, Look) else None
         target = self.follower.heard(position)
         if target is not None:
@@ -313,6 +313,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         if self.member is not None:
             self.classroom.update(self.member, step=position.step, lesson=position.lesson,
                                   following=self.teacher or self.follower.following)
+        self.arrived_in_group(position)  # (the members its frames go to are there too)
         if self.classroom.quiz_on or self._asking is not None:
             self.show_quiz()
             self._show_console()

@@ -81,9 +81,7 @@ class Class:
     def __post_init__(self) -> None:
         self.classroom.traces = {name: lesson.trace for name, lesson in self.lessons.items()}
         if os.environ.get("MGTUI_UNISON", "1") != "0":  # (0: each session draws its own)
-            from mgtui.serve.group_app import GroupRenderer
-
-            self.unison = Unison(self.lessons, self.classroom, GroupRenderer, release_streams)
+            self.unison = Unison(self.classroom)
 
     @property
     def full(self) -> bool:

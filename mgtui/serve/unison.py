@@ -4,13 +4,15 @@ screens, p95 at most 150 ms).
 A teacher's step is every following session's step at once, and each session ran
 Textual's whole screen update for it, the same update 15 times a worker: some 60% of
 a step's CPU (bench/README.md, "A class over SSH"). Here the students of a worker who
-follow the teacher and show the same thing draw nothing themselves: a `Group` of them
-has one app of its own, a `GroupRenderer` on no terminal and no roster, that follows
-the teacher as they would; what it draws is kept as cells (a `ScreenDiff`, the model),
-and each member's terminal gets the cells of the model that differ from what that
-terminal shows (the member's own screen diff: a client that lagged gets what it
-lacks, one that has it all gets nothing). The members' apps sleep meanwhile: they are
-not stepped, and whatever they draw is not sent.
+follow the teacher and show the same thing draw nothing themselves but one: a `Group`
+of them has a leader, a member that follows the teacher and draws as it always did;
+what its terminal shows is kept as cells (its `ScreenDiff`), and each other member's
+terminal gets the cells that differ from what that terminal shows (the member's own
+screen diff: a client that lagged gets what it lacks, one that has it all gets
+nothing). The other members' apps sleep meanwhile: they are not stepped, and whatever
+they draw is not sent. (A group app of its own, on no terminal, was tried first: started
+in the middle of a class's steps, the mounts of its panes waited for good and it drew
+nothing; not understood in time.)
 
 A session joins a group only when nothing of its screen is its own, and only when its
 screen is, cell for cell, the group's: following, a student's (never a teacher's
@@ -21,14 +23,16 @@ it first: the key waits (`ChannelDriver`) until its app has come to where the cl
 now, with the teacher's look (`heard`, as a following session does), and has drawn a
 whole screen through its own screen diff (so its terminal gets what differs from the
 group's last frame), then it is handled; from then on it draws for itself, until it
-joins again. Quiz mode wakes every member (`Unison._class_changed`).
+joins again. A leader that leaves hands the group to another member, which wakes the
+same way (its frames go to the others once it has drawn a whole screen). Quiz mode
+wakes every member (`Unison._class_changed`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
+from collections import deque
 
 from rich.cells import cell_len
 
@@ -36,7 +40,7 @@ from mgtui.tui.screen_diff import ScreenDiff, whole
 
 log = logging.getLogger("mgtui.serve")
 
-IDLE_STEPS = 5  # teacher's steps a group's app follows with no member: then it ends
+FRAMES_KEPT = 8  # a group's last frames that a session may show to join it
 
 
 def cells_text(y: int, cells: list, start: int, end: int) -> str:
@@ -79,36 +83,27 @@ def changed_span(old: list | None, new: list, width: int) -> tuple[int, int] | N
 
 
 class Group:
-    """Following sessions of one worker with the same size, colours and theme, and the
-    one app that draws for them."""
+    """Following sessions of one worker with the same size, colours and theme: the
+    leader, which draws, and the members it draws for."""
 
-    def __init__(self, unison: Unison, key: tuple, founder) -> None:
+    def __init__(self, unison: Unison, key: tuple, leader) -> None:
         self.unison, self.key = unison, key
         self.width, self.height = key[0], key[1]
-        self.members: list = []
-        self.idle_steps = 0  # teacher's steps followed with no member
-        self._step: tuple = ()  # the last of them
-        self.renderer = unison.renderer(unison.lessons, unison.classroom, self,
-                                        founder.term, founder.env)
+        self.leader = leader
+        self.members: list = []  # asleep: the leader draws for them
         self._due = False
-        self.task: asyncio.Task | None = None
-
-    def start(self) -> None:
-        # (its own context: created from a member's app, it must not run in that one's)
-        self.task = asyncio.get_running_loop().create_task(
-            self.renderer.run_async(headless=False, size=(self.width, self.height)),
-            context=contextvars.Context())
-        self.task.add_done_callback(lambda _task: self.unison.ended(self))
+        # the leader's last whole frames (rows of cells), newest last: a session that
+        # shows one of them may join
+        self.frames: deque[list] = deque(maxlen=FRAMES_KEPT)
 
     @property
     def model(self) -> ScreenDiff | None:
-        driver = getattr(self.renderer, "_driver", None)
-        return getattr(driver, "_screen_diff", None)
+        return member_diff(self.leader)
 
     def complete(self) -> bool:
-        """Whether the model knows every cell of the screen."""
+        """Whether the leader's terminal is known, every cell of it."""
         model, width = self.model, self.width
-        if model is None or not self.renderer.is_running:
+        if model is None or self.leader.waking:
             return False
         rows = model.rows
         for y in range(self.height):
@@ -118,34 +113,31 @@ class Group:
         return True
 
     def shows_as(self, app) -> bool:
-        """Whether `app`'s terminal shows the group's screen, cell for cell, and the
-        same widget has the focus (its look: `focus-within` styles)."""
-        model, diff = self.model, member_diff(app)
-        if model is None or diff is None or not self.complete():
+        """Whether `app`'s terminal shows one of the leader's last frames, cell for
+        cell, and the same widget has the focus (its look: `focus-within` styles).
+        (One of the last: the leader may be drawing the next step already.)"""
+        diff = member_diff(app)
+        if diff is None or not self.frames or focus_of(app) != focus_of(self.leader):
             return False
-        if focus_of(app) != focus_of(self.renderer):
-            return False
-        width = self.width
-        for y in range(self.height):
-            row = diff.rows.get(y)
-            if row is None or row[:width] != model.rows[y][:width]:
-                return False
-        return True
+        width, rows = self.width, diff.rows
+        shown = [rows[y][:width] if y in rows else None for y in range(self.height)]
+        return any(frame == shown for frame in self.frames)
 
     def drawn(self) -> None:
-        """The app has drawn: its frame goes to the members (once a turn of the loop)."""
-        if not self._due and self.members:
+        """The leader has drawn: its frame is kept, and goes to the members (once a
+        turn of the loop)."""
+        if not self._due:
             self._due = True
             asyncio.get_running_loop().call_soon(self.push)
 
     def push(self) -> None:
         self._due = False
-        if not self.members:
-            return
-        if not self.complete():  # (something it could not read: a whole screen again)
-            self.renderer.repaint()
+        if not self.complete():  # (a leader catching up, or an escape not read)
             return
         rows, width, texts = self.model.rows, self.width, {}
+        frame = [rows[y][:width] for y in range(self.height)]
+        if not self.frames or self.frames[-1] != frame:
+            self.frames.append(frame)
         for member in list(self.members):
             diff = member_diff(member)
             if diff is None:
@@ -160,21 +152,14 @@ class Group:
             if parts:
                 member._driver.write("".join(parts))
 
-    def followed(self, position) -> None:
-        """The group's app has come to the teacher's `position`: the roster says its
-        members are there too; a group nobody has been in for a while ends."""
-        step, self._step = self._step, (self.renderer.lesson, position.step)
-        if self.members:
-            self.idle_steps = 0
-            for member in self.members:
-                member.lesson = self.renderer.lesson
-                if member.member is not None:
-                    self.unison.classroom.update(member.member, step=position.step,
-                                                 lesson=self.renderer.lesson)
-        elif self._step != step:
-            self.idle_steps += 1
-            if self.idle_steps >= IDLE_STEPS:
-                self.unison.retire(self)
+    def arrived(self, position) -> None:
+        """The leader is at the teacher's `position`: the roster says its members are
+        there too."""
+        for member in self.members:
+            member.lesson = self.leader.lesson
+            if member.member is not None:
+                self.unison.classroom.update(member.member, step=position.step,
+                                             lesson=self.leader.lesson)
 
 
 def member_diff(app) -> ScreenDiff | None:
@@ -190,15 +175,11 @@ def focus_of(app) -> tuple | None:
 
 
 class Unison:
-    """A worker's groups: who may join one, when, and waking every member when the
-    class changes in a way each shows differently (quiz mode) or ends."""
+    """A worker's groups: who may join one, when, who leads, and waking every member
+    when the class changes in a way each shows differently (quiz mode) or ends."""
 
-    def __init__(self, lessons, classroom, renderer, release) -> None:
-        """`renderer`: the class of a group's app (`GroupRenderer`, given: it is a
-        `ServedApp`, which is made of this module's `UnisonMember`); `release`, what
-        to do with an app that has ended (`release_streams`)."""
-        self.lessons, self.classroom = lessons, classroom
-        self.renderer, self.release = renderer, release
+    def __init__(self, classroom) -> None:
+        self.classroom = classroom
         self.apps: set = set()  # the sessions that may join a group (students on SSH)
         self.groups: dict[tuple, Group] = {}
         self.closed = False
@@ -220,41 +201,47 @@ class Unison:
                 and driver is not None and not driver.waiting())
 
     def join(self, app) -> bool:
-        """The teacher has moved (before `app` follows): `app` joins its group, if it
-        may and its screen is the group's now (True: the group draws for it from now
-        on). A second session that could join a group that is not there starts one."""
+        """`app` joins its group if it may and its screen is the group's now (True:
+        the leader draws for it from now on). With no group there, it leads one."""
         if not self.may_join(app):
             return False
         key = self.key(app)
         group = self.groups.get(key)
         if group is None:
-            if any(other is not app and self.may_join(other) and self.key(other) == key
-                   for other in self.apps):
-                group = self.groups[key] = Group(self, key, app)
-                group.start()
-                log.info("a group of students at %dx%d: drawn once for all", *key[:2])
-            return False
+            self.groups[key] = group = Group(self, key, app)
+            app.unison_group = group
+            group.drawn()  # (its screen now: the first frame one may join on)
+            log.info("a group of students at %dx%d: one draws for all", *key[:2])
+            return False  # (it leads: it draws, as before)
         if not group.shows_as(app):
             return False
         group.members.append(app)
         app.unison_group = group
+        group.drawn()  # (what the leader has drawn since that frame, at once)
         return True
 
     def leave(self, app) -> None:
-        group = app.unison_group
-        app.unison_group = None
-        if group is not None and app in group.members:
+        """`app` draws for itself from now on. A leader that leaves hands the group
+        to a member (which wakes), or ends it."""
+        group, app.unison_group = app.unison_group, None
+        if group is None:
+            return
+        if app in group.members:
             group.members.remove(app)
+            return
+        if self.groups.get(group.key) is group:
+            del self.groups[group.key]
+        if group.members:
+            leader = group.members.pop(0)
+            group.leader = leader
+            group.frames.clear()
+            self.groups[group.key] = group
+            leader.lead()
 
     def forget(self, app) -> None:
-        """`app`'s session has ended; a group none of whose size and colours is left
-        ends too (its app would follow the teacher for nobody)."""
+        """`app`'s session has ended."""
         self.apps.discard(app)
         self.leave(app)
-        left = {self.key(other) for other in self.apps if other.is_running}
-        for group in list(self.groups.values()):
-            if group.key not in left:
-                self.retire(group)
 
     def wake_all(self) -> None:
         for group in list(self.groups.values()):
@@ -265,43 +252,31 @@ class Unison:
         if self.classroom.quiz_on or self.classroom.ended:
             self.wake_all()
 
-    def retire(self, group: Group) -> None:
-        if self.groups.get(group.key) is group:
-            del self.groups[group.key]
-        for member in list(group.members):
-            member.wake()
-        if group.renderer.is_running:
-            group.renderer.exit(0)
-
-    def ended(self, group: Group) -> None:
-        """The group's app has ended (retired, or failed): its members draw again."""
-        self.retire(group)
-        self.release(group.renderer)
-        failure = getattr(group.renderer, "_exception", None)
-        if failure is not None:
-            log.error("a group's app failed", exc_info=(type(failure), failure,
-                                                        failure.__traceback__))
-
     async def close(self) -> None:
         self.closed = True
-        groups = list(self.groups.values())
-        for group in groups:
-            self.retire(group)
-        tasks = [g.task for g in groups if g.task is not None and not g.task.done()]
-        if tasks:
-            await asyncio.wait(tasks, timeout=5)
+        self.wake_all()
 
 
 class UnisonMember:
-    """(A part of `ServedApp`: a session that may be drawn for by its group.)"""
+    """(A part of `ServedApp`: a session that may draw for its group, or be drawn for.)"""
 
     unison: Unison | None = None
-    unison_group: Group | None = None  # the group drawing for this session now
-    waking = False  # woken by a key: catching up, its keys wait
+    unison_group: Group | None = None  # this session's group now
+    waking = False  # woken (a key, or its group to lead): catching up
+
+    @property
+    def asleep(self) -> bool:
+        """Its group's leader draws for it."""
+        group = self.unison_group
+        return group is not None and group.leader is not self
 
     def _display(self, screen, renderable) -> None:
-        if self.unison_group is None:  # (asleep: its terminal shows the group's frames)
-            super()._display(screen, renderable)
+        if self.asleep:  # (its terminal shows the leader's frames)
+            return
+        super()._display(screen, renderable)
+        group = self.unison_group
+        if group is not None:
+            group.drawn()
 
     def join_group(self) -> bool:
         """Join this session's group if it may and shows what the group does."""
@@ -310,8 +285,13 @@ class UnisonMember:
     def join_later(self) -> None:
         """Once this session has drawn where the class is (its look too: two
         refreshes), join its group if its screen is the group's."""
-        if self.unison is not None:
+        if self.unison is not None and self.unison_group is None:
             self.call_after_refresh(self.call_after_refresh, self.join_group)
+
+    def arrived_in_group(self, position) -> None:
+        group = self.unison_group
+        if group is not None and group.leader is self:
+            group.arrived(position)
 
     def _unnotify(self, notification, refresh: bool = True) -> None:
         """A notice has expired: the cells it covered are drawn again. (Textual removes
@@ -328,11 +308,22 @@ class UnisonMember:
             self.call_after_refresh(self.screen.refresh, *regions)
 
     def wake(self) -> None:
-        """A key, a click or a window change for a member (or its group ends): it
-        draws for itself from now on, once caught up. (Called from outside this app.)"""
+        """A key, a click or a window change for a member of a group (or quiz mode):
+        it draws for itself from now on, once caught up. (Called from outside this
+        app.) A leader is up to date: it only leaves."""
         if self.unison_group is None or self.unison is None:
             return
+        asleep = self.asleep
         self.unison.leave(self)
+        if asleep:
+            self.catch_up_awake()
+
+    def lead(self) -> None:
+        """This member leads its group now (its leader has left): it catches up, and
+        its frames go to the others once it has drawn a whole screen."""
+        self.catch_up_awake()
+
+    def catch_up_awake(self) -> None:
         self.waking = True
         self.call_later(self._catch_up_awake)
 
@@ -345,11 +336,11 @@ class UnisonMember:
     def _repaint_awake(self) -> None:
         """Caught up, the look applied and drawn (two refreshes: the notes may have
         opened): the whole screen through the screen diff, then the key."""
+        self.waking = False
         try:
             self.repaint()  # (its terminal gets what differs from the group's last frame)
         except Exception:  # noqa: BLE001 - (a screen not laid out: Textual's own way)
             self.screen.refresh()
-        self.waking = False
         driver = self._driver
         if driver is not None and hasattr(driver, "next_turn"):
             driver.next_turn()  # (the key that woke it)

@@ -1,11 +1,12 @@
 """Students who follow the teacher and show the same thing are drawn once a worker
-(mgtui/serve/unison.py): their apps sleep, one app of their group draws the step, and
-each terminal gets the cells that differ from what it shows. Real asyncssh clients on
+(mgtui/serve/unison.py): one of them, the group's leader, draws the step; the others'
+apps sleep, and each of their terminals gets the cells that differ from what it shows. Real asyncssh clients on
 an in-process server; their screens read through pyte, colours and attributes too.
 
 What a grouped student sees must be what they would have seen alone (the same class,
 with grouping off, MGTUI_UNISON=0); a key wakes that student only, on the class's step
-and look; a resize too; quiz mode (hidden grads are a student's own) wakes everyone."""
+and look; a leader that leaves hands over; a resize wakes too; quiz mode (hidden grads
+are a student's own) wakes everyone."""
 
 from __future__ import annotations
 

@@ -92,6 +92,7 @@ class Group:
         self.leader = leader
         self.members: list = []  # asleep: the leader draws for them
         self._due = False
+        self._repainted = False  # (a whole screen asked of the leader, its cells unknown)
         # the leader's last whole frames (rows of cells), newest last: a session that
         # shows one of them may join
         self.frames: deque[list] = deque(maxlen=FRAMES_KEPT)
@@ -132,8 +133,13 @@ class Group:
 
     def push(self) -> None:
         self._due = False
-        if not self.complete():  # (a leader catching up, or an escape not read)
+        if not self.complete():  # (a leader catching up, or an escape not read: then
+            # its whole screen once, which its screen diff sends it all of)
+            if not (self._repainted or self.leader.waking):
+                self._repainted = True
+                self.leader.call_later(self.leader.repaint)
             return
+        self._repainted = False
         rows, width, texts = self.model.rows, self.width, {}
         frame = [rows[y][:width] for y in range(self.height)]
         if not self.frames or self.frames[-1] != frame:

@@ -67,6 +67,8 @@ async def settled(clients: list, step: int, test=None) -> None:
         assert step is None or await at_step(client, step), client.text()
         if test is not None:
             assert await client.wait_for(test), client.text()
+        # (the key footer too: Textual composes it again after a step, blank meanwhile)
+        assert await client.wait_for(lambda t: t.splitlines()[-1].strip()), client.text()
     while True:
         before = [c.received for c in clients]
         await asyncio.sleep(0.4)

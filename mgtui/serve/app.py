@@ -23,6 +23,7 @@ from mgtui.safe import inert_line
 from mgtui.tui.app import MgtuiApp
 from mgtui.serve.look import TeacherLook
 from mgtui.serve.quiz_mode import QuizMode
+from mgtui.serve.unison import UnisonMember
 from mgtui.session.follow import Classroom, Follower, Look
 from mgtui.run.lessons import Lesson
 from mgtui.tui.messages import OpenScenario, RunChecks
@@ -148,15 +149,17 @@ class ClassScreen(DebuggerScreen):
         self.app.push_screen(HelpScreen(rows))
 
 
-class ServedApp(TeacherLook, QuizMode, MgtuiApp):
+class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
 
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
                  env: Mapping[str, str] | None = None, name: str = "",
-                 quiz: bool = False) -> None:
+                 quiz: bool = False, unison=None) -> None:
         super().__init__(None)
+        self.unison = unison  # (mgtui/serve/unison.py: its group may draw for it)
+        self.term, self.env = term, dict(env or {})
         self.lessons = dict(lessons)
         self.classroom = classroom
         self.teacher = teacher  # leading the class now
@@ -219,6 +222,8 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
         if self._nobody_leads and len(self.lessons) > 1:
             self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
         self.member = self.classroom.enter(self.member_name, self.keyed_teacher)
+        if self.unison is not None:
+            self.unison.apps.add(self)
         self._unwatch = self.classroom.watch(self._class_changed, roster=self.keyed_teacher)
         self._unsubscribe = self.classroom.subscribe(self._heard)
         self.teacher = self.keyed_teacher and self.classroom.lead == self.member
@@ -248,6 +253,8 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
             self.heard(position)
 
     def on_unmount(self) -> None:
+        if self.unison is not None:
+            self.unison.forget(self)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -266,16 +273,18 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
     # -- following ---------------------------------------------------------------------------
     def _heard(self, position: Position) -> None:
         """(Called in the teacher's app: hop into this one before touching a widget.)"""
-        self.call_later(self.heard, position)
+        if not self.asleep:  # (asleep: its group's leader follows, and wakes it)
+            self.call_later(self.heard, position)
 
     def heard(self, position: Position) -> None:
         """The teacher moved: follow, unless paused (then the banner says where)."""
-        if self.teacher:
-            return
+        if self.teacher or self.asleep or self.join_group():
+            return  # (asleep, or joined now: its group's leader draws the step for it)
         self._heard_look = position if isinstance(position, Look) else None
         target = self.follower.heard(position)
         if target is not None:
             self.go_to(target)
+            self.join_later()
         self.show_student_status()
 
     def go_to(self, target: Position) -> None:
@@ -304,6 +313,7 @@ class ServedApp(TeacherLook, QuizMode, MgtuiApp):
         if self.member is not None:
             self.classroom.update(self.member, step=position.step, lesson=position.lesson,
                                   following=self.teacher or self.follower.following)
+        self.arrived_in_group(position)  # (the members its frames go to are there too)
         if self.classroom.quiz_on or self._asking is not None:
             self.show_quiz()
             self._show_console()

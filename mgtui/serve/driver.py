@@ -127,6 +127,7 @@ class ChannelDriver(Driver):
         """Keys (and mouse reports) the client typed: kept until the app takes them."""
         if not self._input:
             return
+        self._wake()
         raw = self._raw + data
         if any(mark in raw for mark in PASTE_MARKS):
             for mark in PASTE_MARKS:
@@ -141,9 +142,24 @@ class ChannelDriver(Driver):
         """The client's window is now `width`×`height` (`capped`): the app hears of it
         when it has handled what came before (once, however many changes came)."""
         self._size = capped(width, height)
+        self._wake()
         if self._input:
             self._resized = True
             self._next_turn()
+
+    def _wake(self) -> None:
+        """Input for an app its group draws for (mgtui/serve/unison.py): it draws for
+        itself from now on, and the input waits until it has caught up (`_busy`)."""
+        if getattr(self._app, "unison_group", None) is not None:
+            self._app.wake()
+
+    def waiting(self) -> bool:
+        """Whether input is waiting for the app (keys, a window change)."""
+        return bool(self._pending or self._raw or self._resized)
+
+    def next_turn(self) -> None:
+        """Hand the app what waits (it has caught up, say)."""
+        self._next_turn()
 
     def _next_turn(self) -> None:
         if self._handing is None and self._input:
@@ -154,6 +170,8 @@ class ChannelDriver(Driver):
         messages waiting (the last events, forwarded from one to the other, and what
         they caused)."""
         app = self._app
+        if getattr(app, "waking", False):  # (coming to where its class is, first)
+            return True
         pumps = [app]
         try:
             pumps += [app.screen, app.screen.focused]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import socket
 import sys
@@ -24,6 +25,7 @@ from mgtui.session.follow import Classroom
 from mgtui.run.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
+from mgtui.serve.unison import Unison
 from mgtui.serve.limits import CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT, capped
 
 log = logging.getLogger("mgtui.serve")
@@ -74,9 +76,12 @@ class Class:
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
     quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
+    unison: Unison | None = None  # students showing the same thing, drawn once
 
     def __post_init__(self) -> None:
         self.classroom.traces = {name: lesson.trace for name, lesson in self.lessons.items()}
+        if os.environ.get("MGTUI_UNISON", "1") != "0":  # (0: each session draws its own)
+            self.unison = Unison(self.classroom)
 
     @property
     def full(self) -> bool:
@@ -155,7 +160,7 @@ class LessonSession(asyncssh.SSHServerSession):
             term = FALLBACK_TERM
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
                              terminal=self, term=term, env=dict(chan.get_environment()),
-                             name=self.name)
+                             name=self.name, unison=klass.unison)
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -471,6 +476,8 @@ class ClassServer:
             session.end(because)
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+        if self.klass.unison is not None:
+            await self.klass.unison.close()
         write_scores(self.klass)
         if self._acceptor is not None:
             self._acceptor.close()

@@ -1,0 +1,261 @@
+"""Students who follow the teacher and show the same thing are drawn once a worker
+(mgtui/serve/unison.py): one of them, the group's leader, draws the step; the others'
+apps sleep, and each of their terminals gets the cells that differ from what it shows. Real asyncssh clients on
+an in-process server; their screens read through pyte, colours and attributes too.
+
+What a grouped student sees must be what they would have seen alone (the same class,
+with grouping off, MGTUI_UNISON=0); a key wakes that student only, on the class's step
+and look; a leader that leaves hands over; a resize wakes too; quiz mode (hidden grads
+are a student's own) wakes everyone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+asyncssh = pytest.importorskip("asyncssh")
+pytest.importorskip("pyte")
+
+from mgtui.serve.auth import Auth, host_key  # noqa: E402
+from mgtui.serve.server import Class, Limits, start_server  # noqa: E402
+from sshclient import ScreenClient  # noqa: E402
+from test_serve import PASSWORD, at_step, keys, lessons, step_of  # noqa: E402,F401
+from test_serve_quiz import grad_of  # noqa: E402
+
+TABLE = "id label op"  # the node table's heading: not on screen while the Graph pane is
+TOAST = "Following the teacher"  # a student's notice, for 5 s after joining
+
+
+async def start(lessons, keys, monkeypatch, unison: bool):
+    monkeypatch.setenv("MGTUI_UNISON", "1" if unison else "0")
+    auth = Auth.from_files(keys["dir"] / "students", keys["dir"] / "teachers",
+                           keys["dir"] / "password")
+    klass = Class(lessons, auth, Limits(max_sessions=12))
+    assert (klass.unison is not None) == unison
+    return await start_server(klass, "127.0.0.1", 0, host_key(keys["dir"] / "state"))
+
+
+async def connect(srv, clients: list, size=(80, 24), **options) -> ScreenClient:
+    client = await ScreenClient.connect(srv.port, size=size, **options)
+    clients.append(client)
+    assert await client.wait_for(lambda t: "step " in t or "pick a" in t, 15), client.text()
+    if "pick a" in client.text():
+        client.send("\r")
+    assert await client.wait_for(lambda t: "step " in t and "pick a" not in t, 15)
+    return client
+
+
+def cells(client: ScreenClient) -> list:
+    """Every cell of the client's screen as a person sees it: its character, colours
+    and attributes (of a blank, what shows: its background, and lines or reversal)."""
+    client.text()
+    screen = client.screen
+    return [[seen(screen.buffer[y][x]) for x in range(screen.columns)]
+            for y in range(screen.lines)]
+
+
+def seen(c) -> tuple:
+    if c.data == " " and not (c.reverse or c.underscore or c.strikethrough):
+        return (" ", c.bg)
+    return (c.data, c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse, c.strikethrough)
+
+
+async def settled(clients: list, step: int, test=None) -> None:
+    """Every client shows `step` (and `test` holds), and nothing more comes for a moment."""
+    for client in clients:
+        assert step is None or await at_step(client, step), client.text()
+        if test is not None:
+            assert await client.wait_for(test), client.text()
+        # (the key footer too: Textual composes it again after a step, blank meanwhile)
+        assert await client.wait_for(lambda t: t.splitlines()[-1].strip()), client.text()
+    while True:
+        before = [c.received for c in clients]
+        await asyncio.sleep(0.4)
+        if [c.received for c in clients] == before:
+            return
+
+
+async def drawn(srv) -> None:
+    """Every group's leader has a whole screen drawn (10 s at most)."""
+    for _ in range(200):
+        if all(g.complete() for g in srv.klass.unison.groups.values()):
+            return
+        await asyncio.sleep(0.05)
+
+
+def members(srv) -> list[int]:
+    """The size of each group (its leader and those it draws for)."""
+    return sorted(1 + len(g.members) for g in srv.klass.unison.groups.values())
+
+
+def asleep(srv) -> list[str]:
+    """The students whose group's leader draws for them."""
+    return sorted(s.user for s in srv.klass.sessions if s.app is not None and s.app.asleep)
+
+
+async def a_class(lessons, keys, monkeypatch, unison: bool) -> tuple[list, list]:
+    """A teacher, three students at 80x24 and two at 100x30 (one group each, with
+    grouping), through steps with the node table, the Graph pane, a pan-free turn of
+    it, and the notes; every student's cells after each step, and the groups' sizes."""
+    srv = await start(lessons, keys, monkeypatch, unison)
+    clients: list[ScreenClient] = []
+    shots, groups = [], []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+        students = [await connect(srv, clients, password=PASSWORD, user=f"s{k}",
+                                  size=(80, 24) if k < 3 else (100, 30)) for k in range(5)]
+        for student in students:  # (a screen with it is not the group's)
+            assert await student.wait_for(lambda t: TOAST not in t), student.text()
+        keys_steps = [("n", 1, None), ("n", 2, None), ("n", 3, None),
+                      ("m", 3, lambda t: TABLE not in t), ("n", 4, lambda t: TABLE not in t),
+                      ("N", None, lambda t: "Notes · " in t), ("N", 4, lambda t: TABLE not in t),
+                      ("m", 4, lambda t: TABLE in t), ("n", 5, None)]
+        for key, step, test in keys_steps:
+            teacher.send(key)
+            await settled(students, step, test)
+            if unison:
+                await drawn(srv)
+            shots.append([cells(s) for s in students])
+            groups.append(members(srv) if unison else [])
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()
+    return shots, groups
+
+
+async def test_grouped_students_see_what_they_would_have_drawn_alone(lessons, keys, clean_env,
+                                                                     monkeypatch):
+    alone, _ = await a_class(lessons, keys, monkeypatch, unison=False)
+    grouped, groups = await a_class(lessons, keys, monkeypatch, unison=True)
+    # after the first step drawn by each (the groups start then, and draw it too),
+    # every student of a size is in its group: sizes differ, groups differ
+    assert groups[-1] == [2, 3], groups
+    assert all(g == [2, 3] for g in groups[1:]), groups
+    for k, (a, g) in enumerate(zip(alone, grouped)):
+        for student, (mine, theirs) in enumerate(zip(a, g)):
+            assert mine == theirs, f"step {k}, student {student}: the screens differ:\n" + \
+                "\n".join(f"row {y}: {''.join(c[0] for c in a)!r}\n    vs {''.join(c[0] for c in b)!r}"
+                          f"{[(x, a[x], b[x]) for x in range(len(a)) if a[x] != b[x]][:3]}"
+                          for y, (a, b) in enumerate(zip(mine, theirs)) if a != b)
+
+
+def app_of(srv, user: str):
+    return next(s.app for s in srv.klass.sessions if s.app is not None and s.user == user)
+
+
+async def grouped_class(srv, keys, clients: list, n: int, size=(80, 24)) -> tuple:
+    """A teacher and `n` students of one size, all in one group, on step 3 with the
+    Graph pane open."""
+    teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+    students = [await connect(srv, clients, password=PASSWORD, user=f"s{k}", size=size)
+                for k in range(n)]
+    for student in students:
+        assert await student.wait_for(lambda t: TOAST not in t), student.text()
+    for key, step, test in [("n", 1, None), ("n", 2, None), ("m", 2, lambda t: TABLE not in t),
+                            ("n", 3, lambda t: TABLE not in t)]:
+        teacher.send(key)
+        await settled(students, step, test)
+        await drawn(srv)
+    assert members(srv) == [n]
+    return teacher, students
+
+
+async def test_a_key_wakes_only_its_student_where_the_group_is(lessons, keys, clean_env,
+                                                              monkeypatch):
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher, students = await grouped_class(srv, keys, clients, 3)
+        teacher.send("nn")  # (two apps sleep: the leader's draws steps 4 and 5)
+        await settled(students, 5, lambda t: TABLE not in t)
+        by_user = dict(zip(("s0", "s1", "s2"), students))
+        sleepers = asleep(srv)
+        assert len(sleepers) == 2, sleepers
+        leader = next(u for u in by_user if u not in sleepers)
+        ada, bob = by_user[sleepers[0]], by_user[sleepers[1]]
+        assert app_of(srv, sleepers[0]).debugger.session.position.step < 5  # not stepped
+        ada.send("p")  # woken: first where the class is (step 5, the pane open), then p
+        assert await at_step(ada, 4) and await ada.wait_for("following paused"), ada.text()
+        assert TABLE not in ada.text()  # the teacher's look came before the key
+        woken = app_of(srv, sleepers[0])
+        assert woken.unison_group is None and woken.debugger.session.position.step == 4
+        assert woken.debugger.has_class("-graph")
+        assert members(srv) == [2] and asleep(srv) == [sleepers[1]]
+        teacher.send("n")
+        await settled([bob, by_user[leader]], 6)
+        assert step_of(ada) == 4 and "teacher at step 6" in ada.text()
+        # the leader leaves (its own move): bob leads, and is drawn for by nobody
+        by_user[leader].send("p")
+        assert await at_step(by_user[leader], 5), by_user[leader].text()
+        teacher.send("n")
+        await settled([bob], 7, lambda t: TABLE not in t)
+        assert app_of(srv, sleepers[1]).debugger.session.position.step == 7  # awake, leads
+        assert asleep(srv) == []
+        ada.send("f")  # follows again, drawing for itself, and joins at a later step
+        by_user[leader].send("f")
+        assert await at_step(ada, 7) and await at_step(by_user[leader], 7)
+        for step in (8, 9):
+            teacher.send("n")
+            await settled(students, step)
+        assert members(srv) == [3] and len(asleep(srv)) == 2
+        assert cells(ada) == cells(bob) == cells(by_user[leader])
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()
+
+
+async def test_a_resize_wakes_its_student_at_the_new_size(lessons, keys, clean_env,
+                                                         monkeypatch):
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher, (ada, bob) = await grouped_class(srv, keys, clients, 2)
+        teacher.send("n")
+        await settled([ada, bob], 4)
+        ada.resize(100, 30)
+        # (the header's right end, drawn again at the new width)
+        assert await ada.wait_for(lambda t: t.splitlines()[0][80:].rstrip().endswith(
+            "step 4/15")), ada.text()
+        assert app_of(srv, "s0").unison_group is None and members(srv) == [1]
+        assert app_of(srv, "s0").size == (100, 30) and asleep(srv) == []
+        teacher.send("n")  # each follows: bob drawn by the group, ada by herself
+        await settled([ada, bob], 5)
+        assert TABLE not in ada.text() and TABLE not in bob.text()
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()
+
+
+async def test_quiz_mode_wakes_everyone_and_hidden_grads_stay_each_ones(lessons, keys,
+                                                                       clean_env, monkeypatch):
+    from test_serve_quiz import PROMPT, answer
+
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher, (ada, bob, cy) = await grouped_class(srv, keys, clients, 3, size=(120, 34))
+        teacher.send("m")  # (the node table: the grads are read there)
+        await settled([ada, bob, cy], 3, lambda t: TABLE in t)
+        assert members(srv) == [3]
+        teacher.send("Q")
+        assert await teacher.wait_for("quiz on (Q stops it)"), teacher.text()
+        teacher.send("n" * 6)
+        await settled([ada, bob, cy], 9, lambda t: PROMPT in t)
+        assert asleep(srv) == []
+        assert grad_of(ada, "d") == grad_of(bob, "d") == grad_of(cy, "d") == "?"
+        await answer(ada, "-2")
+        assert await ada.wait_for("right ✓"), ada.text()
+        assert await ada.wait_for(lambda _: grad_of(ada, "d") == "-2.0"), ada.text()
+        await asyncio.sleep(0.5)
+        assert grad_of(bob, "d") == grad_of(cy, "d") == "?"  # bob's and cy's own
+        teacher.send("n")  # nobody joins a group while the quiz is on
+        await settled([ada, bob, cy], 10)
+        assert asleep(srv) == []
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()

@@ -487,7 +487,7 @@ def test_the_snapshots_are_let_go_once_cut_and_once_the_engine_lets_go(tmp_path,
         upto = store.settled()
         cut.extend(store.chunks(since, upto))
         since = upto
-        kept.append(sum(map(len, store.arrays.entries)))
+        kept.append(sum(map(len, store.arrays.values)))
 
     def made(self, nid, data, grad=None):
         if nid and not nid % 10:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from copy import copy
 from dataclasses import replace
 from itertools import compress
+from operator import itemgetter
 from typing import Iterable
 
 from mgtui.trace import lanes, widths
@@ -523,11 +524,13 @@ def _entries_fit(entries: Sequence[tuple], counts: tuple[int, ...], kinds: array
     if not entries:
         return True
     try:
-        places, indexes, sides, _ = zip(*entries)
-    except (TypeError, ValueError):
+        if {4} != set(map(len, entries)):
+            return False
+    except TypeError:
         return False
+    places, indexes, sides = (list(map(itemgetter(k), entries)) for k in range(3))
     if (not _PLACES.issuperset(places) or not _SIDES.issuperset(sides)
-            or not {int}.issuperset(map(type, indexes)) or list(places) != sorted(places)):
+            or not {int}.issuperset(map(type, indexes)) or places != sorted(places)):
         return False
     end = 0
     for place in sorted(set(places)):

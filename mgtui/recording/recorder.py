@@ -385,7 +385,7 @@ class Recorder:
             builder.add_name(nid, name)
         for closure in records.closures():
             builder.add_closure(closure)
-        return builder.build(error, output, last=True)  # (hands its columns over: no copies)
+        return builder.build(error, output)
 
     def resolve_names(self, node_id: Callable[[object], int | None] | None = None
                       ) -> list[tuple[int, str]]:

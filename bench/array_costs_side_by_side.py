@@ -8,7 +8,9 @@ median of `--inner` alternations of plain and recorded:
 
 - `tensor`: `scenarios/tensor_mlp.py` recorded (the runner child's recorder, the trace
   built after it) against plain `exec`: as bundled (3 steps), a step (33 steps against
-  3, over 30), and a step with arrays 100 times as big (10,000 points);
+  3, over 30); `tensor100x`: a step with arrays 100 times as big (10,000 points), in a
+  process of its own (after those, the small runs' CPU times in the same process took
+  stalls of 35-50 ms, in one arbitrary call, in either tree);
 - `torch`: `scenarios/torch_mlp.py` recorded as the runner's child records it, its
   records cut into chunks after, against plain: as bundled (10 steps), and a step
   (40 steps against 10, over 30), without and with the chunks cut.
@@ -21,7 +23,7 @@ process's, moved a plain step of the 10,000-point lesson between 20 and 90 ms. (
 tensor recording's scan of the loaded modules.)
 
     python bench/array_costs_side_by_side.py --tree /tmp/main [--rounds 5] [--inner 5]
-        [--kinds tensor,torch] [--blas-threads 1]
+        [--kinds tensor,tensor100x,torch] [--blas-threads 1]
     python bench/array_costs_side_by_side.py --quick     # seconds: does it still run?
 """
 
@@ -46,10 +48,11 @@ sys.path.insert(0, tree)
 import mgtui
 assert Path(mgtui.__file__).resolve().parent.parent == Path(tree).resolve(), mgtui.__file__
 out = {}
-if kind == "tensor":
+if kind in ("tensor", "tensor100x"):
     import record_overhead as ro
     tmp = Path(tempfile.mkdtemp())
-    cases = [(3, 100), (33, 100), (3, 10_000), (33, 10_000)]
+    points = 100 if kind == "tensor" else 10_000
+    cases = [(3, points), (33, points)]
     scenarios = {sp: ro.tensor_variant(tmp, *sp) for sp in cases}
     for sc in scenarios.values():
         ro.recorded(sc, True)
@@ -61,11 +64,13 @@ if kind == "tensor":
     m = {sp: {k: statistics.median(v) for k, v in d.items()} for sp, d in t.items()}
     def step(a, b, k):
         return (m[b][k] - m[a][k]) / 30
-    out = {"tensor bundled plain": m[(3, 100)]["plain"], "tensor bundled rec": m[(3, 100)]["rec"],
-           "tensor step plain": step((3, 100), (33, 100), "plain"),
-           "tensor step rec": step((3, 100), (33, 100), "rec"),
-           "tensor 100x step plain": step((3, 10_000), (33, 10_000), "plain"),
-           "tensor 100x step rec": step((3, 10_000), (33, 10_000), "rec")}
+    if kind == "tensor":
+        out = {"tensor bundled plain": m[(3, 100)]["plain"], "tensor bundled rec": m[(3, 100)]["rec"],
+               "tensor step plain": step((3, 100), (33, 100), "plain"),
+               "tensor step rec": step((3, 100), (33, 100), "rec")}
+    else:
+        out = {"tensor 100x step plain": step((3, 10_000), (33, 10_000), "plain"),
+               "tensor 100x step rec": step((3, 10_000), (33, 10_000), "rec")}
 else:
     import torch_overhead as to
     short = to.load_scenario(to.MLP)
@@ -102,7 +107,7 @@ def main() -> None:
     ap.add_argument("--tree", action="append", default=[], help="another mgtui tree")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--inner", type=int, default=5)
-    ap.add_argument("--kinds", default="tensor,torch")
+    ap.add_argument("--kinds", default="tensor,tensor100x,torch")
     ap.add_argument("--blas-threads", type=int, default=1,
                     help="threads for OpenBLAS/OpenMP/MKL in the children (0: as they come)")
     ap.add_argument("--quick", action="store_true", help="one round of one: does it run?")

@@ -481,7 +481,7 @@ def test_the_snapshots_are_let_go_once_cut_and_once_the_engine_lets_go(tmp_path,
         collected, collected + "    import gc; gc.collect()\n"))
     kept: list = []
     cut, recorder = recorded_in_chunks(
-        monkeypatch, path, 10, lambda store: kept.append(sum(map(len, store.arrays.entries))))
+        monkeypatch, path, 10, lambda store: kept.append(sum(map(len, store.arrays.values))))
     total = sum(len(c.entries) for c in cut if isinstance(c, ArrayChunk))
     assert len(kept) > 15 and total > 1000
     assert max(kept) < total / 8  # what the last two cuts took, not the whole run's

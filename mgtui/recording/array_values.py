@@ -21,10 +21,14 @@ unless the scenario changed that array in place after it left the node (a one-el
 array there becomes its number). A node's grad made as zeros (as most are) shares one
 value for each shape.
 
-The snapshots wait by place (`entries`: node, grad, event, write), each place's in the
-order of its rows, as the chunk's entries they will be: a chunk is a slice of each,
-found by bisection, and what lies before the rows a chunk starts at has been taken (the
-runner's child sent it, or the store packed it) and is let go.
+The snapshots wait by place (node, grad, event, write), each place's in the order of its
+rows, as two lists side by side: `keys` (the row's index times two, plus the side: 0 a
+before or a node's value, 1 an after) and `values` (the `ArrayValue`s). A chunk is a
+slice of each, found by bisection, made into the chunk's (place, index, side, value)
+entries as it is cut; what lies before the rows a chunk starts at has been taken (the
+runner's child sent it, or the store packed it) and is let go. (Not a tuple an entry as
+it waits: a long run's snapshots outlive many collections of the young generation, and
+a tuple holding a value is one more object each collection visits.)
 
 A value that is neither a number nor a numpy array of numbers (bool, ints or floats)
 is not recorded: its column holds nan, and `unrecorded` counts it by type, which the
@@ -39,9 +43,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from array import array
-from bisect import bisect_left, insort
-from operator import itemgetter
+from bisect import bisect_left, bisect_right
 from weakref import ref
 
 from mgtui.trace.arrays import (
@@ -58,8 +60,6 @@ from mgtui.trace.arrays import (
 
 NAN = math.nan
 PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
-_INDEX = itemgetter(1)  # an entry's row: (place, index, side, value)
-
 
 
 def _weak(x: object):
@@ -71,20 +71,15 @@ def _weak(x: object):
         return lambda: x
 
 
-def _doubles(raw: bytes) -> array:
-    flat = array("d")
-    flat.frombytes(raw)
-    return flat
-
-
 class ArraySnapshots:
     """The arrays of one recording, by the row they belong to (see the module's
     docstring). `records` is the `Records` whose rows they stand beside."""
 
     def __init__(self, records) -> None:
         self.records = records
-        # by place (NODE, GRAD, EVENT, WRITE): (place, index, side, ArrayValue), by index
-        self.entries: tuple[list, list, list, list] = ([], [], [], [])
+        # by place (NODE, GRAD, EVENT, WRITE), in row order: index * 2 + side, and the value
+        self.keys: tuple[list, list, list, list] = ([], [], [], [])
+        self.values: tuple[list, list, list, list] = ([], [], [], [])
         self.last: dict[tuple[int, int], tuple[object, ArrayValue]] = {}  # (nid, field)
         #     -> (a weak reference to the live array, its snapshot): the engine's arrays
         #     are not kept alive, and those gone are let go every `PRUNE_EVERY` nodes
@@ -111,13 +106,11 @@ class ArraySnapshots:
         if t is self.ndarray:  # (the common case: a native float64 array, taken inline)
             dtype = x.dtype  # type: ignore[attr-defined]
             if dtype is self.f64 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
-                flat = array("d")
-                flat.frombytes(x.tobytes())  # type: ignore[attr-defined]
-                return ArrayValue(x.shape, "float64", flat), NAN  # type: ignore[attr-defined]
+                return ArrayValue(x.shape, "float64", x.tobytes()), NAN  # type: ignore[attr-defined]
             if dtype is self.f32 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
-                flat = array("d")  # (a torch tensor's, most often: inline too)
-                flat.frombytes(x.astype(self.f64).tobytes())  # type: ignore[attr-defined]
-                return ArrayValue(x.shape, "float32", flat), NAN  # type: ignore[attr-defined]
+                # (a torch tensor's, most often: inline too, as doubles)
+                return ArrayValue(x.shape, "float32",  # type: ignore[attr-defined]
+                                  x.astype(self.f64).tobytes()), NAN  # type: ignore[attr-defined]
             if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[attr-defined]
                 return snapshot(x), NAN
             return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
@@ -164,11 +157,9 @@ class ArraySnapshots:
                 shape = grad.shape  # type: ignore[attr-defined]
                 value = self.zeros.get(shape)
                 if value is None:
-                    value = self.zeros[shape] = ArrayValue(shape, "float64", _doubles(raw))
+                    value = self.zeros[shape] = ArrayValue(shape, "float64", raw)
                 return value
-            flat = array("d")
-            flat.frombytes(raw)
-            return ArrayValue(grad.shape, "float64", flat)  # type: ignore[attr-defined]
+            return ArrayValue(grad.shape, "float64", raw)  # type: ignore[attr-defined]
         if is_f64 and not grad.any():  # type: ignore[attr-defined]
             shape = grad.shape  # type: ignore[attr-defined]  # (a big one: summarised)
             value = self.zeros.get(shape)
@@ -188,12 +179,14 @@ class ArraySnapshots:
         self.made_count += 1
         if not self.made_count % PRUNE_EVERY:
             self.prune()
-        self.entries[NODE].append((NODE, nid, 0, value))
+        self.keys[NODE].append(nid + nid)
+        self.values[NODE].append(value)
         self.last[(nid, 1)] = (_weak(data), value)
         if grad is not None and type(grad) is not float:
             gvalue = self._grad_value(grad)
             if gvalue is not None:
-                self.entries[GRAD].append((GRAD, nid, 0, gvalue))
+                self.keys[GRAD].append(nid + nid)
+                self.values[GRAD].append(gvalue)
                 self.last[(nid, 0)] = (_weak(grad), gvalue)
         return column
 
@@ -202,16 +195,23 @@ class ArraySnapshots:
         (`Field.code`: 0 grad, 1 data), about to be appended as a row (a `_backward`'s
         write while `records.stack` is not empty, else an event): (before, after) as the
         row holds them."""
-        after_value, after = self.snap(value)
+        if (type(value) is self.ndarray and value.dtype is self.f64  # type: ignore[attr-defined]
+                and value.size <= WHOLE_LIMIT):  # type: ignore[attr-defined]
+            after_value, after = ArrayValue(value.shape, "float64",  # (as `snap`)
+                                            value.tobytes()), NAN  # type: ignore[attr-defined]
+        else:
+            after_value, after = self.snap(value)
         key = (nid, field)
         last = self.last.get(key)
-        before_value = None
+        before_value = held = None
         if last is not None and before is last[0]():
+            if value is before:  # (`+=`: the same array, whose reference is kept)
+                held = last[0]
             before_value, before = last[1], NAN
         elif before is not None and type(before) is not float and type(before) is not int:
             before_value, before = self.snap(before)
         if after_value is not None:
-            self.last[key] = (_weak(value), after_value)
+            self.last[key] = (held or _weak(value), after_value)
         elif last is not None:
             del self.last[key]
         if before_value is not None or after_value is not None:
@@ -220,11 +220,13 @@ class ArraySnapshots:
                 place, index = WRITE, records.write_count()
             else:
                 place, index = EVENT, records.event_count()
-            entries = self.entries[place]
+            keys, values = self.keys[place], self.values[place]
             if before_value is not None:
-                entries.append((place, index, 0, before_value))
+                keys.append(index + index)
+                values.append(before_value)
             if after_value is not None:
-                entries.append((place, index, 1, after_value))
+                keys.append(index + index + 1)
+                values.append(after_value)
         return before, after
 
     def prune(self) -> None:
@@ -238,14 +240,19 @@ class ArraySnapshots:
         """A float was written over the array `before` (seen as its chunk is cut)."""
         value, _ = self.snap(before)
         if value is not None:
-            insort(self.entries[place], (place, index, 0, value), key=_INDEX)
+            keys = self.keys[place]
+            at = bisect_right(keys, index + index)
+            keys.insert(at, index + index)
+            self.values[place].insert(at, value)
 
     # -- taking back, cutting ----------------------------------------------------------------
     def forget_since(self, nodes: int, events: int, writes: int) -> None:
         with self.lock:
-            for entries, first in zip(self.entries, (nodes, nodes, events, writes)):
-                if entries and entries[-1][1] >= first:
-                    del entries[bisect_left(entries, first, key=_INDEX):]
+            for keys, values, first in zip(self.keys, self.values,
+                                           (nodes, nodes, events, writes)):
+                if keys and keys[-1] >= first + first:
+                    at = bisect_left(keys, first + first)
+                    del keys[at:], values[at:]
 
     def chunk(self, since, upto) -> ArrayChunk | None:
         """The arrays of the rows between two `Mark`s, as an `ArrayChunk` (None if none,
@@ -258,15 +265,17 @@ class ArraySnapshots:
         bounds = ((since.nodes, upto.nodes), (since.nodes, upto.nodes),
                   (since.events, upto.events), (since.writes, upto.writes))
         with self.lock:
-            for entries, (lo, hi) in zip(self.entries, bounds):
-                n = len(entries)  # (the recording's thread may append meanwhile)
-                if not n:
+            for place, (lo, hi) in enumerate(bounds):
+                keys, values = self.keys[place], self.values[place]
+                n = len(values)  # (the recording's thread may append meanwhile: a key
+                if not n:        # goes in before its value)
                     continue
-                a = bisect_left(entries, lo, 0, n, key=_INDEX) if entries[0][1] < lo else 0
-                b = bisect_left(entries, hi, a, n, key=_INDEX) if entries[n - 1][1] >= hi else n
-                found += entries[a:b]
+                lo, hi = lo + lo, hi + hi
+                a = bisect_left(keys, lo, 0, n) if keys[0] < lo else 0
+                b = bisect_left(keys, hi, a, n) if keys[n - 1] >= hi else n
+                found += [(place, k >> 1, k & 1, v) for k, v in zip(keys[a:b], values[a:b])]
                 if a:
-                    del entries[:a]
+                    del keys[:a], values[:a]
         unrecorded = dict(self.unrecorded)
         if not found and unrecorded == self.told:
             return None

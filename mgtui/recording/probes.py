@@ -249,17 +249,28 @@ class LineFinder:
         self._kind_codes: list = []  # (keeps the ids above theirs)
         self.last_frames: list[list] = []  # the inlined recording's caches of a frame
         self.memo: dict = {}  # the frames of the last walk, innermost first -> its line
+        # A scenario code's line at an instruction, by `lasti << 64 | id(code)` (an id
+        # fits in 64 bits; the codes are kept alive in `_kind_codes`): `frame.f_lineno`
+        # decodes the code's line table from its start, thousands of instructions in a
+        # long scenario, for each node made
+        self.line_at: dict[int, int] = {}
         self.direct: dict = {} if direct is None else direct  # those the scenario's code
         #                                                          called -> True
         self.scenario_line = self._line_finder()
 
     def _line_finder(self) -> Callable[[types.FrameType], int]:
         path, class_codes, memo, direct = self.scenario_path, self.class_codes, self.memo, self.direct
+        line_at, kinds = self.line_at, self._kind_codes
 
         def scenario_line(f) -> int:
             code = f.f_code
             if code.co_filename == path and id(code) not in class_codes:
-                return f.f_lineno  # made by the scenario's own line: the common case
+                key = f.f_lasti << 64 | id(code)  # made by the scenario's own line: the
+                line = line_at.get(key)  # common case
+                if line is None:
+                    kinds.append(code)  # (kept alive: its id is in the key)
+                    line = line_at[key] = f.f_lineno
+                return line
             walked = []
             while f is not None:
                 line = memo.get(f)

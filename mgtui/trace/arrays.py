@@ -31,6 +31,8 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import groupby
+from operator import itemgetter
 from typing import Iterable, Sequence
 
 from mgtui.trace.records import _GRAD
@@ -42,6 +44,7 @@ SHOWN_WHOLE = 12  # elements a display writes out in full (`display`)
 ARRAY_CELL = 20  # the width of a node table's data and grad cells in a trace with arrays
 NODE, GRAD, EVENT, WRITE = range(4)  # the places an array may stand in (see above)
 PLACE_NAMES = ("node", "grad", "event", "write")
+_PLACE, _INDEX, _VALUE = itemgetter(0), itemgetter(1), itemgetter(3)  # of an entry
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds an `ArrayValue` holds (bool, ints, floats)
 
 
@@ -51,15 +54,27 @@ class ArrayValue:
     mean, norm, nonfinite). Its statistics are worked out on first use when whole.
     Treat it as immutable; it compares by identity (`same` compares contents). (A class
     with slots rather than a frozen dataclass: a recording makes one per array it sees,
-    and a frozen dataclass's `__init__` costs three times as much.)"""
+    and a frozen dataclass's `__init__` costs three times as much.)
 
-    __slots__ = ("shape", "dtype", "values", "whole", "given", "_summary")
+    `values` may be given as the bytes of the float64 elements (native order, as numpy's
+    `tobytes` gives them: a recording's snapshot), made an `array('d')` on first use: a
+    snapshot is then one copy of the array, and one object the collector does not track."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, values: array, whole: bool = True,
+    __slots__ = ("shape", "dtype", "_values", "whole", "given", "_summary")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, values: array | bytes,
+                 whole: bool = True,
                  given: tuple[float, float, float, float, int] | None = None) -> None:
-        self.shape, self.dtype, self.values, self.whole = shape, dtype, values, whole
+        self.shape, self.dtype, self._values, self.whole = shape, dtype, values, whole
         self.given = given  # (a summary's)
         self._summary = given
+
+    @property
+    def values(self) -> array:
+        values = self._values
+        if type(values) is bytes:
+            values = self._values = array("d", values)
+        return values  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return (f"ArrayValue(shape={self.shape}, dtype={self.dtype!r}, whole={self.whole}, "
@@ -183,7 +198,7 @@ def from_numpy_many(arrays: list) -> list[ArrayValue]:
 def snapshot(a) -> ArrayValue:
     """`from_numpy` of one array, as a recording takes it, on its hot path: the bytes of
     a float64 one read once in C order (`tobytes`: any strides) into the `ArrayValue`'s
-    own buffer, with no numpy array in between; another dtype cast first; a bigger one
+    own bytes, with no numpy array in between; another dtype cast first; a bigger one
     (`WHOLE_LIMIT`) summarised, not copied. About a microsecond for a small array."""
     dtype = a.dtype
     name = _DTYPE_NAMES.get(dtype)
@@ -191,12 +206,9 @@ def snapshot(a) -> ArrayValue:
         name = _DTYPE_NAMES[dtype] = str(dtype)
     if a.size > WHOLE_LIMIT:
         return from_numpy(a)
-    flat = array("d")
     if name == "float64" and dtype.isnative:
-        flat.frombytes(a.tobytes())
-    else:
-        flat.frombytes(a.astype(sys.modules["numpy"].float64).tobytes())
-    return ArrayValue(a.shape, name, flat)
+        return ArrayValue(a.shape, name, a.tobytes())
+    return ArrayValue(a.shape, name, a.astype(sys.modules["numpy"].float64).tobytes())
 
 
 def from_numpy(a) -> ArrayValue:
@@ -264,16 +276,20 @@ class ArrayTable:
         return bool(self.nodes or self.events or self.writes)
 
     def add(self, chunk: ArrayChunk) -> None:
-        nodes, grads, events, writes = self.nodes, self.grads, self.events, self.writes
-        for place, index, side, value in chunk.entries:
-            if place == NODE:
-                nodes[index] = value
-            elif place == GRAD:
-                grads[index] = value
-            else:
-                pair = (writes if place == WRITE else events).get(index)
+        """Take in a chunk's entries (checked already: `TraceBuilder.add_arrays`), a run of
+        one place at a time (a recording and a file give them place by place)."""
+        tables = (self.nodes, self.grads, self.events, self.writes)
+        for place, run in groupby(chunk.entries, _PLACE):
+            table = tables[place]
+            if place < EVENT:  # (a node's value, or the grad it was made with)
+                run = list(run)
+                table.update(zip(map(_INDEX, run), map(_VALUE, run)))
+                continue
+            get = table.get
+            for _, index, side, value in run:
+                pair = get(index)
                 if pair is None:
-                    pair = (writes if place == WRITE else events)[index] = [None, None]
+                    pair = table[index] = [None, None]
                 pair[side] = value
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from copy import copy
 from dataclasses import replace
 from itertools import compress
+from operator import itemgetter
 from typing import Iterable
 
 from mgtui.trace import lanes, widths
@@ -250,6 +251,15 @@ class TraceBuilder(RecordValidation):
         """Array values of records already added (a stream sends them after the chunks
         of their rows): each place and index is checked against those."""
         counts = (self.node_count, self.node_count, self.event_count, len(self.wr_node))
+        if not _entries_fit(chunk.entries, counts, self.ev_kind):
+            self._check_each_array(chunk, counts)
+        if chunk.unrecorded:  # (type names from a scenario or a file: made inert)
+            chunk = replace(chunk, unrecorded=tuple((inert_line(name), n)
+                                                    for name, n in chunk.unrecorded))
+        self.arrays.add(chunk)
+
+    def _check_each_array(self, chunk: ArrayChunk, counts: tuple[int, ...]) -> None:
+        """Find the first entry of `chunk` that does not fit, and raise for it."""
         kinds = self.ev_kind
         for k, (place, index, side, _value) in enumerate(chunk.entries):
             if place not in (NODE, GRAD, EVENT, WRITE) or side not in (0, 1):
@@ -260,10 +270,6 @@ class TraceBuilder(RecordValidation):
             if place == EVENT and kinds[index] not in (_GRAD, _DATA):
                 raise TraceFormatError(f"arrays[{k}]",
                                        f"event {index} is not a grad or data write")
-        if chunk.unrecorded:  # (type names from a scenario or a file: made inert)
-            chunk = replace(chunk, unrecorded=tuple((inert_line(name), n)
-                                                    for name, n in chunk.unrecorded))
-        self.arrays.add(chunk)
 
     def add(self, chunk: Chunk | ArrayChunk) -> None:
         if isinstance(chunk, ArrayChunk):
@@ -443,6 +449,8 @@ def _extend(column: array, values: Iterable[int], where: str) -> None:
             raise TraceFormatError(where, "an id or count is out of range") from None
 
 
+_PLACES, _SIDES = frozenset((NODE, GRAD, EVENT, WRITE)), frozenset((0, 1))  # (an array entry's)
+_WRITE_KINDS = frozenset((_GRAD, _DATA))  # the events an array entry may stand beside
 _CODE_LIMIT = {"B": 256, "H": 65536, "i": 2**31}  # how many ops an op-code column can tell apart
 
 
@@ -506,3 +514,30 @@ def split_passes(trace: Trace) -> list[Pass]:
     return [Pass(index, kind, start, end)  # type: ignore[arg-type]
             for index, (kind, start, end) in enumerate(spans)]
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
+
+
+def _entries_fit(entries: Sequence[tuple], counts: tuple[int, ...], kinds: array) -> bool:
+    """Does every array entry name a place, a side and a record there (an event: a
+    grad or data write)? Checked a column at a time, at C speed, for entries in place
+    order (as a recording and a file give them); False for any other order, or any
+    entry that does not fit (the caller then finds it, entry by entry)."""
+    if not entries:
+        return True
+    try:
+        if {4} != set(map(len, entries)):
+            return False
+    except TypeError:
+        return False
+    places, indexes, sides = (list(map(itemgetter(k), entries)) for k in range(3))
+    if (not _PLACES.issuperset(places) or not _SIDES.issuperset(sides)
+            or not {int}.issuperset(map(type, indexes)) or places != sorted(places)):
+        return False
+    end = 0
+    for place in sorted(set(places)):
+        start, end = end, bisect_right(places, place, end)
+        if min(indexes[start:end]) < 0 or max(indexes[start:end]) >= counts[place]:
+            return False
+        if place == EVENT and not _WRITE_KINDS.issuperset(
+                map(kinds.__getitem__, indexes[start:end])):
+            return False
+    return True

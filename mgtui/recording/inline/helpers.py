@@ -48,6 +48,7 @@ scenario_line = named = candidate = None  # the line finder, the namer's calls
 closure_ids: dict = {}
 closure_index = kind_of = code_kind = remembered = None
 direct: dict = {}  # library frames the scenario's code called (`LineFinder.direct`)
+line_at: dict = {}  # a scenario code's lines by instruction (`LineFinder.line_at`)
 class_codes: dict = {}  # the Value classes' methods' code, by id (`LineFinder`)
 op_of_maker = None  # `mgtui.recording.shapes.op_of_maker`: the op of a class without `_op`
 getframe = None  # sys._getframe
@@ -189,23 +190,23 @@ def made(node, children, depth=2) -> None:
             kind = kind_of(id(code))
             if kind is None:
                 kind = code_kind(code)
-        if type(kind) is dict:  # the scenario's module-level code
-            line = frame.f_lineno
-            if kind:  # made straight under an assignment's value?
+        if type(kind) is dict or (kind is not CLASS_CODE and kind is not OTHER_CODE):
+            key = frame.f_lasti << 64 | id(code)  # the scenario's own code: its line, kept
+            line = line_at.get(key)  # (`f_lineno` decodes the code's line table)
+            if line is None:
+                line = line_at[key] = frame.f_lineno
+            if type(kind) is not dict:  # a function's: its caller may bind the node too
+                named(nid, frame, node)  # (a wrapper op)
+            elif kind:  # module-level code: made straight under an assignment's value?
                 spot = kind.get(frame.f_lasti)
                 if spot is not None:
                     candidate(frame, frame.f_lasti, spot, node, nid)
-        elif kind is not CLASS_CODE and kind is not OTHER_CODE:  # a scenario's function:
-            line = frame.f_lineno  # its caller may bind the node too (a wrapper op)
-            named(nid, frame, node)
         else:
             line = remembered(frame)  # a library's frame, asked about before
             if line is None:
                 line = scenario_line(frame)
-            if kind is CLASS_CODE:  # an op made by another op: on up to its name
-                named(nid, frame, node)
-            elif frame in direct:  # a helper the scenario called (`p = ops.sigmoid(z)`)
-                named(nid, frame, node)
+            if kind is CLASS_CODE or frame in direct:  # an op made by another op (on up
+                named(nid, frame, node)  # to its name), a helper the scenario called
             elif op_code is not None:  # an op called by a library's frame: remembered
                 last[3:], last[:3] = last[:3], (frame, line, op_code)
     try:

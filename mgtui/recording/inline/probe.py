@@ -117,7 +117,7 @@ class Inliner:
             # The frames outside the scenario that `scenario_line` has walked, and their
             # lines: a library's loop (`model(x)`, `backward()`) asks about the same
             # frames over and over. Looking there first spares the call.
-            remembered=lines.memo.get, direct=lines.direct,
+            remembered=lines.memo.get, direct=lines.direct, line_at=lines.line_at,
             getframe=sys._getframe, record_call=record_call, run_backward=run_backward,
             note_caller=rec.calls.callers.note,
             last=last, lines_valid=object())

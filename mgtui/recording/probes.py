@@ -288,8 +288,12 @@ class LineFinder:
                 if id(code) in class_codes:  # a Value method's frame (an op's is gone by
                     f = f.f_back  # the next record): walked past, never remembered
                     continue
-                if code.co_filename == path:
-                    line = f.f_lineno
+                if code.co_filename == path:  # (a `backward()` called from the
+                    key = f.f_lasti << 64 | id(code)  # scenario walks here at each call)
+                    line = line_at.get(key)
+                    if line is None:
+                        kinds.append(code)
+                        line = line_at[key] = f.f_lineno
                     break
                 walked.append(f)
                 f = f.f_back

@@ -208,6 +208,48 @@ def test_mgtui_check_on_a_function_that_builds_a_torch_graph(fn, wrong):
         assert not found and found.unchecked is None and found.report.checked_calls == 1
 
 
+class SumAndProduct(torch.autograd.Function):
+    """Two outputs, a + b and a * b; `backward` forgets a's share of the product."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a + b, a * b
+
+    @staticmethod
+    def backward(ctx, g_sum, g_product):
+        a, b = ctx.saved_tensors
+        return g_sum, g_sum + a * g_product  # a's is g_sum + b * g_product
+
+
+class GoodSumAndProduct(SumAndProduct):
+    @staticmethod
+    def backward(ctx, g_sum, g_product):
+        a, b = ctx.saved_tensors
+        return g_sum + b * g_product, g_sum + a * g_product
+
+
+@pytest.mark.parametrize("fn, wrong", [(SumAndProduct, True), (GoodSumAndProduct, False)])
+def test_a_function_of_two_outputs_is_checked_on_both(fn, wrong):
+    import mgtui
+
+    def build():
+        a = torch.tensor([2.0, -1.0], requires_grad=True)
+        b = torch.tensor([0.5, 3.0], requires_grad=True)
+        total, product = fn.apply(a, b)
+        (total.sum() * 2.0 + (product * torch.tensor([1.0, -4.0])).sum()).backward()
+
+    found = mgtui.check(build)
+    if wrong:
+        (f,) = found
+        assert f.op == "SumAndProduct" and "∂L/∂a[0]" in f.message
+        # ∂/∂a[0] of 2·(a+b)[0] + 1·(a·b)[0] = 2 + b[0]; the backward gives the sum's 2 only
+        assert f.numerical == pytest.approx(2.0 + 0.5, rel=1e-6)
+        assert f.recorded == pytest.approx(2.0)
+    else:
+        assert not found and found.report.checked_calls == 1
+
+
 # -- without torch -------------------------------------------------------------------------
 
 

@@ -262,15 +262,19 @@ class LineFinder:
         path, class_codes, memo, direct = self.scenario_path, self.class_codes, self.memo, self.direct
         line_at, kinds = self.line_at, self._kind_codes
 
+        def line_in(f, code) -> int:
+            """The line of `f`, a frame of the scenario's `code`, by its instruction."""
+            key = f.f_lasti << 64 | id(code)
+            line = line_at.get(key)
+            if line is None:
+                kinds.append(code)  # (kept alive: its id is in the key)
+                line = line_at[key] = f.f_lineno
+            return line
+
         def scenario_line(f) -> int:
             code = f.f_code
             if code.co_filename == path and id(code) not in class_codes:
-                key = f.f_lasti << 64 | id(code)  # made by the scenario's own line: the
-                line = line_at.get(key)  # common case
-                if line is None:
-                    kinds.append(code)  # (kept alive: its id is in the key)
-                    line = line_at[key] = f.f_lineno
-                return line
+                return line_in(f, code)  # made by the scenario's own line: the common case
             walked = []
             while f is not None:
                 line = memo.get(f)
@@ -289,11 +293,7 @@ class LineFinder:
                     f = f.f_back  # the next record): walked past, never remembered
                     continue
                 if code.co_filename == path:  # (a `backward()` called from the
-                    key = f.f_lasti << 64 | id(code)  # scenario walks here at each call)
-                    line = line_at.get(key)
-                    if line is None:
-                        kinds.append(code)
-                        line = line_at[key] = f.f_lineno
+                    line = line_in(f, code)  # scenario walks here at each call)
                     break
                 walked.append(f)
                 f = f.f_back

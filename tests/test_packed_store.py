@@ -69,7 +69,12 @@ def test_in_process_recordings_pack_and_record_the_same(chain, unpacked):
         records = recorder.records
         assert len(records.shelf) >= 2 and records.packed.nodes >= 2 * 16_384
         assert len(records.nodes) < 16_384 * len(store_module.NodeRow)  # only fresh ones
-        assert len(records.ends) == records.packed.nodes  # (4 bytes a packed node)
+        assert sum(map(len, records.ends)) == records.packed.nodes  # (4 bytes a node)
+        # whether a node is a leaf, read from the packed ends (across packs) and the
+        # fresh rows, as the trace says it
+        leaves = [records.is_leaf(n.id) for n in trace.nodes()]
+        assert leaves == [not trace.children(n.id) for n in trace.nodes()]
+        assert True in leaves[16_384:] and False in leaves[16_384:]
         assert same(shape(trace), expected), f"inline={inline}"
     # the in-code API (the hooks, on the caller's own classes) labels nodes by the
     # caller's variables: the same records otherwise

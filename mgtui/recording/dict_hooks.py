@@ -227,6 +227,9 @@ class DictHooks:
                 if rec.stop_reason is None:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
+            if on_progress is not None and not nid & 0x3FFF:  # (the store packs: before
+                on_progress(nid)  # this node's rows begin, as the inlined probe does)
+                nid = len(nodes) // NODE_ROW + packed[0]
             prev = d.get("_prev") or ()
             if isinstance(prev, (set, frozenset)) and len(prev) > 1:  # (see `ordered`)
                 prev = d["_prev"] = ordered(prev, args, kwargs, None, keyword)
@@ -256,8 +259,6 @@ class DictHooks:
                 made_inside.append(nid)
             else:
                 add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
-            if on_progress is not None and not nid & 0x3FFF:
-                on_progress(nid)
 
         __init__.__wrapped__ = orig_init
         return __init__

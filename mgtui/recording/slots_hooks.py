@@ -187,6 +187,9 @@ class SlotsHooks:
                 if rec.stop_reason is None:
                     rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
                 raise StopRecording(rec.stop_reason)
+            if on_progress is not None and not nid & 0x3FFF:  # (the store packs: before
+                on_progress(nid)  # this node's rows begin, as the inlined probe does)
+                nid = len(nodes) // NODE_ROW + packed[0]
             layout = layout_of(type(self))
             d = SlotsNode(self, layout, None)
             prev = d.get("_prev") or ()
@@ -209,8 +212,6 @@ class SlotsHooks:
                 made_inside.append(nid)
             else:
                 add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
-            if on_progress is not None and not nid & 0x3FFF:
-                on_progress(nid)
 
         __init__.__wrapped__ = orig_init
         return __init__

@@ -45,6 +45,7 @@ import sys
 import threading
 import tokenize
 from array import array
+from bisect import bisect_right
 from enum import IntEnum
 from itertools import compress
 from typing import Callable, NamedTuple
@@ -104,7 +105,7 @@ class Mark(NamedTuple):
 
 
 Chunks = list  # of NodeChunk | EventChunk | WriteChunk, in that order
-PACK_EVERY = 0x4000  # nodes made between two packs (the probes' `not nid & 0x3FFF`)
+PACK_EVERY = 0x4000  # nodes between two packs (the hooks' `not nid & 0x3FFF`, the inlined `limit`)
 
 
 class Records:
@@ -121,7 +122,10 @@ class Records:
         self.writes: list = []
         self.packed = Mark()  # the rows moved out of `nodes`, `events` and `writes`
         self.id_base = [0]  # its nodes, as the probes read it: the id of the first fresh one
-        self.ends = array("i")  # where each packed node's children end, over the whole run
+        # where each packed node's children end: a column a pack, counted from that pack's
+        # first child (`ends_from`: the pack's first node)
+        self.ends: list[array] = []
+        self.ends_from: list[int] = []
         self.released = Mark()  # the records taken and let go (`release`)
         self.shelf: list[tuple[Mark, Chunks]] = []  # the packed chunks, each from a mark
         self.lock = threading.Lock()  # held to move rows out, or to read them elsewhere
@@ -167,7 +171,9 @@ class Records:
         if not 0 <= nid < self.node_count():
             return False
         if nid < first:
-            return self.ends[nid] == (self.ends[nid - 1] if nid else 0)
+            at = bisect_right(self.ends_from, nid) - 1
+            ends, k = self.ends[at], nid - self.ends_from[at]
+            return ends[k] == (ends[k - 1] if k else 0)
         nodes, N = self.nodes, NODE_ROW
         k = (nid - first) * N + NodeRow.KIDS_END
         return nodes[k] == (nodes[k - N] if nid > first else 0)
@@ -266,17 +272,18 @@ class Records:
             self.lock.release()
 
     def _pack_ends(self, since: Mark, chunks: Chunks) -> None:
-        """Where the fresh nodes' children end, over the whole run, onto `ends`: the
-        packed node chunk's own column (counted from the first fresh child), shifted at
-        C speed (`lanes.shifted`); from the rows where the chunk does not hold them all
-        (the runner's child sent some before this pack)."""
+        """Where the fresh nodes' children end, counted from the first fresh child, onto
+        `ends`: the packed node chunk's own column; from the rows where the chunk does
+        not hold them all (the runner's child sent some before this pack). (Not shifted
+        to count over the whole run: `is_leaf` needs only a node's and the one before.)"""
         fresh = len(self.nodes) // NODE_ROW
+        if not fresh:
+            return
         rel = chunks[0].child_ends if chunks and isinstance(chunks[0], NodeChunk) else None
         if rel is None or since.nodes != self.packed.nodes or len(rel) != fresh:
             rel = array("i", self.nodes[NodeRow.KIDS_END::NODE_ROW])
-        base = self.ends[-1] if self.ends else 0
-        self.ends += (lanes.shifted(rel, base) or array("i", map(base.__add__, rel))) \
-            if base else rel
+        self.ends.append(rel)
+        self.ends_from.append(self.packed.nodes)
 
     def release(self, upto: Mark) -> None:
         """The records before `upto` have been taken (the runner's child has sent them):

@@ -21,7 +21,7 @@ from functools import partial
 from typing import NamedTuple
 
 from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, StopRecording, ordered
-from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW
+from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW, PACK_EVERY
 
 _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.recording.inline.rewrite._ordered_prev`)
 # The `here` of a call from code that cannot hold one (a lambda, a module's or a class
@@ -41,7 +41,7 @@ late_labels: dict = {}
 add_kid = add_node = add_event = add_write = None  # `Records.add_*`: a row each
 array_made = array_write = None  # `Records.arrays.made`, `.write` (values not floats)
 max_nodes = 0
-limit = 0  # max_nodes, or -1 once the run is to stop (`interrupt`)
+limit = 0  # the next node that takes the long way (`at_limit`); -1 once the run is to stop
 on_progress = on_create = before = watch = None  # the recorder's hooks
 skip: object = ()  # the `on_backward` hook's ops to leave out
 scenario_line = named = candidate = None  # the line finder, the namer's calls
@@ -62,7 +62,7 @@ lines_valid: object = object()
 
 # the functions each run gets a copy of (`Inliner._helpers`)
 HELPERS = ("made", "made_again", "call_backward", "call_fully", "inside_made", "backward_of",
-           "event", "label", "interrupt", "stop_making")
+           "event", "label", "interrupt", "at_limit", "stop_making")
 
 
 # -- every name the rewritten code refers to ------------------------------------------------
@@ -135,6 +135,23 @@ def made_again(node, children) -> None:
         made(node, children, 3)
 
 
+def at_limit(nid: int) -> int:
+    """The long way of node `nid`, at `limit`: past `--max-nodes` or once the run is to
+    stop, no more nodes; else the caller is told how far the run is (`on_progress`, which
+    packs the store: `PACK_EVERY` nodes a time, before this node's rows begin), and
+    `limit` moves on to the next such node. The node's id, as the store counts now.
+    (One comparison a node, `nid >= limit`, stands for the three reasons.)"""
+    global limit
+    if limit < 0 or rec.stop_reason is not None or nid >= max_nodes:
+        stop_making()
+    if on_progress is not None:
+        on_progress(nid)
+    limit = min(max_nodes, (nid // PACK_EVERY + 1) * PACK_EVERY)
+    if rec.stop_reason is not None:  # (a `cancel()` from another thread sets the reason
+        limit = -1  # before it calls `interrupt`: one of the two stores comes last)
+    return len(nodes) // NODE_ROW + id_base[0]
+
+
 def stop_making() -> None:
     """No more nodes: too many (`--max-nodes`), or the run is to stop (`interrupt`)."""
     if rec.stop_reason is None:
@@ -147,8 +164,8 @@ def made(node, children, depth=2) -> None:
     """Number and record a node at the end of its class's `__init__` (`depth` frames up
     from here is the code that called the class): `Probe.node_made`, inlined."""
     nid = len(nodes) // NODE_ROW + id_base[0]
-    if nid >= limit:  # too many nodes, or the run is to stop (`interrupt`)
-        stop_making()
+    if nid >= limit:  # too many nodes, the run is to stop, or a pack is due
+        nid = at_limit(nid)
     try:
         prev = node._prev
     except AttributeError:
@@ -221,8 +238,6 @@ def made(node, children, depth=2) -> None:
         made_inside.append(nid)
     else:
         add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
-    if on_progress is not None and not nid & 0x3FFF:
-        on_progress(nid)
 
 
 def call_backward(node, here):

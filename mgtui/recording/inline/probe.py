@@ -102,7 +102,7 @@ class Inliner:
             add_node=records.add_node, add_event=records.add_event,
             add_write=records.add_write, array_made=records.arrays.made,
             array_write=records.arrays.write,
-            max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else rec.max_nodes,
+            max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else 0,
             on_progress=rec.hooks.on_progress, on_create=rec.hooks.on_create,
             before=rec.hooks.before_backward, watch=watch,
             skip=watch.skip if watch is not None else (),

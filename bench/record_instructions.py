@@ -22,7 +22,8 @@ runs one training step (`record_overhead.one_step_source`) in a fresh process un
 It prints the instructions of each step and their ratio to the plain one, for
 `engine.Value` and PyPI micrograd. Instructions are not time: a recorded step also writes
 its records to fresh memory, which `record_overhead.py`'s CPU times include and this does
-not. Needs valgrind; about a minute a run, two runs at a time.
+not. Needs valgrind; about a minute a run, two runs at a time, each run under three hash
+seeds (`--seeds`): a random one moves the count of the same run by up to about 1%.
 
     python bench/record_instructions.py [--flavour engine|micrograd]
     python bench/record_instructions.py --quick   # each run once without valgrind, small:
@@ -32,8 +33,11 @@ not. Needs valgrind; about a minute a run, two runs at a time.
 from __future__ import annotations
 
 import argparse
+import compileall
+import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -78,19 +82,21 @@ os._exit(0)  # as the runner's child leaves: no collection, no freeing at exit
 """
 
 
-def instructions(how: str, path: Path, quick: bool = False) -> int:
-    """The instructions of one run of `CHILD` (`quick`: run it once without valgrind, and
-    give 1)."""
+def instructions(how: str, path: Path, quick: bool = False, seed: int = 0) -> int:
+    """The instructions of one run of `CHILD` under the hash seed `seed` (`quick`: run it
+    once without valgrind, and give 1). (A string's hash moves every dict's and set's
+    layout: with a random seed the same run counts differently by up to about 1%.)"""
     code = CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), how=how, path=str(path))
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
     if quick:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              cwd=ROOT)
+                              cwd=ROOT, env=env)
         if done.returncode != 0:
             raise SystemExit(f"{how}: the run failed:\n{done.stderr[-2000:]}")
         return 1
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+         sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"{how}: valgrind run failed:\n{done.stderr[-2000:]}")
@@ -100,6 +106,9 @@ def instructions(how: str, path: Path, quick: bool = False) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flavour", choices=("engine", "micrograd"), action="append")
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="hash seeds 0, 1, ... to count each run under (the median is "
+                             "printed; default 3)")
     parser.add_argument("--quick", action="store_true",
                         help="each run once, without valgrind, on a few points: checks "
                              "that it runs, counts nothing")
@@ -122,13 +131,23 @@ def main() -> None:
     from record_overhead import one_step_source, scratch_dir
 
     tmp = scratch_dir()
-    print(f"python {sys.version.split()[0]}, instructions of one moons step (callgrind)")
+    # Every module's bytecode written first: a module whose .pyc is stale is compiled at
+    # import by every run (PYTHONDONTWRITEBYTECODE, or a tree just changed), and a run
+    # that finds it written counts hundreds of millions fewer than the one before it.
+    for folder in ("mgtui", "engine", "bench"):
+        compileall.compile_dir(ROOT / folder, quiet=1)
+    print(f"python {sys.version.split()[0]}, instructions of one moons step (callgrind), "
+          f"the median over hash seeds 0 to {args.seeds - 1}")
     for flavour in args.flavour or ("engine", "micrograd"):
         path = tmp / f"moons_step_{flavour}.py"
         path.write_text(one_step_source(flavour))
+        runs = [(how, seed) for seed in range(args.seeds) for how in HOWS]
         with ThreadPoolExecutor(2) as pool:
-            counts = dict(zip(HOWS, pool.map(lambda how: instructions(how, path), HOWS)))
-        step = {how: counts[how] - counts["setup-hooks" if how == "hooks" else "setup"]
+            counts = dict(zip(runs, pool.map(lambda run: instructions(run[0], path, seed=run[1]),
+                                             runs)))
+        step = {how: statistics.median(
+                    counts[how, seed] - counts["setup-hooks" if how == "hooks" else "setup", seed]
+                    for seed in range(args.seeds))
                 for how in ("plain", "inline", "hooks", "sent", "unpacked")}
         p = step["plain"]
         print(f"{flavour:10s} plain {p / 1e6:7.0f} M  recorded (inline) {step['inline'] / 1e6:7.0f} M"

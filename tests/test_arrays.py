@@ -36,6 +36,7 @@ from mgtui.trace.arrays import (
     state_values,
 )
 from mgtui.trace.explain import explain
+from mgtui.trace.working import Contribution
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 
 from conftest import SCENARIOS
@@ -293,6 +294,26 @@ def test_a_brief_gives_the_shape_mean_and_norm():
     text = brief(from_numpy(a))
     assert text == f"(4, 5) μ {a.mean():.2f} ‖‖ {np.linalg.norm(a):.2f}".replace("0.12", "0.12")
     assert display(from_numpy(np.array([[1.5, -2.0]]))) == "(1, 2) [[1.5, -2.0]]"
+
+
+def test_an_array_of_one_number_and_a_write_that_changes_nothing_read_short():
+    """A grad zeroed reads `(2, 16) float64 all 0.0`, and zeroing it again `(unchanged)`:
+    not a summary of zeros, and a Δgrad of zeros, in full."""
+    zeros, ones = from_numpy(np.zeros((2, 16))), from_numpy(np.ones((2, 16)))
+    assert display(zeros) == "(2, 16) float64 all 0.0"
+    assert display(ones) == "(2, 16) float64 all 1.0"
+    almost = np.zeros((2, 16))
+    almost[1, 15] = 1e-3
+    assert "all" not in display(from_numpy(almost))  # one element apart: a summary
+    assert display(from_numpy(np.array([[0.0]]))) == "(1, 1) [[0.0]]"  # small: in full
+
+    def change(before, after) -> str:
+        return Contribution(0, "W", "grad", before, after, 98, "", "", 1, 1).change
+
+    assert change(zeros, zeros) == (
+        "W.grad: (2, 16) float64 all 0.0 → (2, 16) float64 all 0.0 (unchanged)")
+    assert change(ones, zeros).endswith("(Δgrad (2, 16) float64 all -1.0)")
+    assert change(zeros, from_numpy(almost)).count("Δgrad") == 1
 
 
 def test_the_matmul_step_states_its_rules_with_shapes():

@@ -537,12 +537,14 @@ def brief(value: Value, digits: int = 4) -> str:
 def display(value: Value, digits: int = 4, whole: int = SHOWN_WHOLE) -> str:
     """A value in full where it is small: a float; an array of up to `whole` elements
     as nested lists; a bigger one as its shape, dtype, min, max, mean, norm and its
-    first elements."""
+    first elements (or, every element the same, that one: `(2, 16) float64 all 0.0`)."""
     if not isinstance(value, ArrayValue):
         return number(value, digits) if isinstance(value, float) else str(value)
     if value.whole and value.size <= whole:
         return f"{shape_text(value.shape)} {_nested_text(value.nested(), digits)}"
     low, high, mean, norm, bad = value.summary
+    if low == high and not bad and value.size:  # (a grad zeroed, an array of ones)
+        return f"{shape_text(value.shape)} {value.dtype} all {number(low, digits)}"
     first = ", ".join(number(v, digits) for v in value.values[:4])
     text = (f"{shape_text(value.shape)} {value.dtype} min {number(low, digits)} "
             f"max {number(high, digits)} μ {number(mean, digits)} ‖‖ {number(norm, digits)}"

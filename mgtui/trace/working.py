@@ -95,8 +95,11 @@ class Contribution:
     def change(self) -> str:
         if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
             d = self.delta
-            return (f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} "
-                    f"(Δ{self.field} {'?' if d is None else fmt(d)})")
+            if isinstance(d, ArrayValue) and d.whole and not any(d.values):
+                moved = "unchanged"  # (a grad zeroed again: "Δgrad (2, 16) all 0.0" said less)
+            else:
+                moved = f"Δ{self.field} {'?' if d is None else fmt(d)}"
+            return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({moved})"
         return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
 
 

@@ -239,6 +239,18 @@ def test_show_refuses_what_is_not_a_value_with_a_message():
         mgtui.show(3.0)
 
 
+def test_show_of_a_torch_tensor_says_how_to_record_it_instead():
+    """A tensor's graph is not found afterwards: the message says so and names the way
+    that records it (not the Value fields, which a tensor has no use for)."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([2.0], requires_grad=True)
+    with pytest.raises(TypeError, match="does not take a PyTorch Tensor") as refused:
+        mgtui.show(torch.tanh(x * 3))
+    assert "mgtui.record()" in str(refused.value) and "fields" not in str(refused.value)
+    with pytest.raises(TypeError, match="PyTorch Parameter"):
+        mgtui.show(torch.nn.Parameter(torch.ones(2)))
+
+
 @pytest.mark.usefixtures("clean_env")
 def test_show_runs_the_app_under_pilot_and_returns_when_it_quits(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

@@ -456,6 +456,11 @@ def not_a_node(obj: object, shapes: ShapeFinder) -> str:
     """Why `mgtui.show` refuses `obj`: the class, why it is not a Value class if it
     looks like one, and the fields looked for."""
     cls = type(obj)
+    if any(c.__module__.split(".")[0] == "torch" for c in cls.__mro__):
+        return (f"mgtui.show does not take a PyTorch {cls.__qualname__}: a torch graph is "
+                f"recorded as it is made and its backward() runs, not found afterwards. "
+                f"Record the code that makes it: `with mgtui.record() as r:` around it, then "
+                f"`r.show()`; or run the script with `mgtui script.py`")
     why = next((w for w in map(shapes.why_not, cls.__mro__) if w), None)
     how = f" ({why})" if why else ""
     return (f"mgtui.show needs a micrograd-style Value, not {cls.__qualname__}{how}: mgtui "

@@ -344,3 +344,5 @@ def test_the_module_scan_skips_only_modules_that_cannot_define_a_value_class(tmp
     own.__file__ = str(tmp_path / "json.py")
     assert not without_values("json", own)
     assert not without_values("engine", engine) and not without_values("__main__", own)
+    # (remembered by name as that very module: asked again, each gets its own answer)
+    assert without_values("json", json) and not without_values("json", own)

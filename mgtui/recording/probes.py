@@ -55,7 +55,22 @@ def without_values(name: str, module: object) -> bool:
     for Value classes: mgtui's, numpy's or torch's, or Python's own (built in, or read
     from the standard library's directory: a scenario's own `random.py` is scanned)?
     With numpy loaded, these are some 13,000 names of the 14,000 (the recorder's
-    `instrument_loaded` and the inliner's `consider_modules` each read them all)."""
+    `instrument_loaded` and the inliner's `consider_modules` each read them all).
+    A module found so is remembered (by name, as that very module: a scenario's own
+    `random.py` later under the same name is another module, looked at afresh): the
+    second scan of a run, and the imports during it, find it at once."""
+    if _WITHOUT.get(name) is module:
+        return True
+    if _without_values(name, module):
+        _WITHOUT[name] = module  # (Python's and the libraries': no scenario's data held)
+        return True
+    return False
+
+
+_WITHOUT: dict[str, object] = {}  # name -> the module without values found under it
+
+
+def _without_values(name: str, module: object) -> bool:
     top = name.partition(".")[0]
     if top in _WITHOUT_VALUES:
         return True

@@ -44,6 +44,7 @@ import re
 import sys
 import threading
 import tokenize
+import types
 from array import array
 from bisect import bisect_right
 from enum import IntEnum
@@ -51,6 +52,7 @@ from itertools import compress
 from typing import Callable, NamedTuple
 
 from mgtui.recording.array_values import ArraySnapshots
+from mgtui.recording.blocks import def_block
 from mgtui.trace import Closure, EventChunk, EventKind, NodeChunk, WriteChunk, lanes
 from mgtui.trace.arrays import EVENT, WRITE
 
@@ -487,10 +489,10 @@ def closure_source(code: object, default: bool = False) -> Closure:
     """The source of a `_backward` closure's code, read from the line cache.
 
     The same block `inspect.getsourcelines` gives, without its scan of every loaded
-    module for the code's file (most of the time of recording a small scenario); where
-    the first line is not a `def` or a `lambda`, `inspect` finds the block itself."""
-    import inspect
-
+    module for the code's file (most of the time of recording a small scenario): for a
+    `def`, from the code's positions where they tell (`blocks.def_block`), else
+    tokenized by `inspect.getblock`; where the first line is not a `def` or a `lambda`,
+    `inspect` finds the block itself."""
     name = getattr(code, "co_name", "?")
     filename = getattr(code, "co_filename", "?")
     first = getattr(code, "co_firstlineno", 0)
@@ -498,17 +500,25 @@ def closure_source(code: object, default: bool = False) -> Closure:
     if first:
         linecache.checkcache(filename)  # the file may have been edited since (reload)
         lines = linecache.getlines(filename)
+    block = def_block(code, lines) if isinstance(code, types.CodeType) else None
+    if block is None:  # (not found from the code's own positions: tokenized)
+        block, first = tokenized_block(code, lines, first)
+    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in block), default)
+
+
+def tokenized_block(code: object, lines: list[str], first: int) -> tuple[list[str], int]:
+    """(the block of `code`'s source as `inspect` finds it, its first line)."""
+    import inspect
+
     if first and first <= len(lines) and _BLOCK_START.match(lines[first - 1]):
         try:
-            block = inspect.getblock(lines[first - 1:])
+            return inspect.getblock(lines[first - 1:]), first
         except (SyntaxError, tokenize.TokenError):
-            block = lines[first - 1:first]
-    else:
-        try:
-            block, first = inspect.getsourcelines(code)  # type: ignore[arg-type]
-        except (OSError, TypeError):
-            block = lines[first - 1:first] if first else []
-    return Closure(name, filename, first, tuple(line.rstrip("\n") for line in block), default)
+            return lines[first - 1:first], first
+    try:
+        return inspect.getsourcelines(code)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return (lines[first - 1:first] if first else []), first
 
 
 # the first line of a block, as `inspect.findsource` looks for it

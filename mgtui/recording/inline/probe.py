@@ -159,9 +159,11 @@ class Inliner:
         return rewrite
 
     def _give_helpers(self, namespace: dict) -> None:
+        """(once a namespace: a class's functions are met again as its module's, and
+        the module again as the run's imports are considered)"""
         if not any(ns is namespace for ns in self.namespaces):
             self.namespaces.append(namespace)
-        namespace.update(self.helpers)
+            namespace.update(self.helpers)
 
     def _patch(self, fn: types.FunctionType, new: types.CodeType) -> None:
         self._give_helpers(fn.__globals__)
@@ -279,13 +281,16 @@ class Inliner:
 
     def consider_modules(self) -> None:
         """Rewrite the modules loaded since last time that want it."""
-        modules = sys.modules
-        for name in [n for n in list(modules) if n not in self.known_modules]:
+        modules, known = sys.modules, self.known_modules
+        for name in [n for n in list(modules) if n not in known]:
             module = modules.get(name)
+            if module is None or without_values(name, module):
+                known.add(name)  # (Python's, numpy's...: most of them, told at once)
+                continue
             if getattr(getattr(module, "__spec__", None), "_initializing", False):
                 continue  # still being imported: its names are not all there yet
-            self.known_modules.add(name)
-            if module is not None and self.wants(module):
+            known.add(name)
+            if self.wants(module):
                 self.patch_module(module)
 
     def start(self) -> None:

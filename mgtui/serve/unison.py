@@ -18,7 +18,9 @@ A session joins a group only when nothing of its screen is its own, and only whe
 screen is, cell for cell, the group's: following, a student's (never a teacher's
 console), no quiz (a student's hidden grads and verdicts are their own), no dialog or
 notes screen on top, no notification showing, no key waiting, the same widget with the
-focus, the same size, colours and theme. A key, a mouse click or a window change wakes
+focus, the same size, colours and theme. It tries at the teacher's steps, and when its
+last notice has gone (a student's "Following the teacher", 5 s after joining: else the
+class's first step after it came in was drawn by every student). A key, a mouse click or a window change wakes
 it first: the key waits (`ChannelDriver`) until its app has come to where the class is
 now, with the teacher's look (`heard`, as a following session does), and has drawn a
 whole screen through its own screen diff (so its terminal gets what differs from the
@@ -310,8 +312,16 @@ class UnisonMember:
                    for toast in self.screen.query(Toast)
                    if toast._notification is notification]
         super()._unnotify(notification, refresh)
+        self.call_after_refresh(self._notice_wiped, regions)
+
+    def _notice_wiped(self, regions: list) -> None:
+        """The cells an expired notice covered, drawn again; with no notice left, this
+        session may join its group now (not only at the teacher's next step: else the
+        first step after a class has come in is drawn by every student)."""
         if regions:
-            self.call_after_refresh(self.screen.refresh, *regions)
+            self.screen.refresh(*regions)
+        if not self._notifications:
+            self.join_later()
 
     def wake(self) -> None:
         """A key, a click or a window change for a member of a group (or quiz mode):

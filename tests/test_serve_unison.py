@@ -259,3 +259,37 @@ async def test_quiz_mode_wakes_everyone_and_hidden_grads_stay_each_ones(lessons,
         for client in clients:
             await client.close()
         await srv.close()
+
+
+async def test_students_join_their_group_once_their_notice_has_gone(lessons, keys, clean_env,
+                                                                   monkeypatch):
+    """Not only at the teacher's next step: the first step after a class has come in is
+    drawn once a worker too (each student's 5 s notice kept it out of the group)."""
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+        teacher.send("n")
+        students = []
+        for k in range(3):
+            students.append(await connect(srv, clients, password=PASSWORD, user=f"s{k}"))
+            assert await students[-1].wait_for(TOAST), students[-1].text()  # (each sees it)
+        await settled(students, 1)
+        for student in students:
+            assert await student.wait_for(lambda t: TOAST not in t, 10), student.text()
+        for _ in range(100):  # no key from the teacher meanwhile
+            if members(srv) == [3]:
+                break
+            await asyncio.sleep(0.1)
+        assert members(srv) == [3] and len(asleep(srv)) == 2
+        before = [cells(s) for s in students]
+        assert before[0] == before[1] == before[2]
+        teacher.send("n")  # drawn by one, shown to all three alike
+        await settled(students, 2)
+        after = [cells(s) for s in students]
+        assert after[0] == after[1] == after[2] != before[0]
+        assert members(srv) == [3]
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()

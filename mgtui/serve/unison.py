@@ -146,9 +146,19 @@ class Group:
         frame = [rows[y][:width] for y in range(self.height)]
         if not self.frames or self.frames[-1] != frame:
             self.frames.append(frame)
+        # the members that showed the same (cells, cursor and style) are sent the same:
+        # their cut is made once (the state before, what was sent, the diff after)
+        cut: list[tuple[tuple, dict, str, str, ScreenDiff]] = []
         for member in list(self.members):
             diff = member_diff(member)
             if diff is None:
+                continue
+            state = (diff.erase, diff.cursor, diff.look)
+            same = next((c for c in cut if c[0] == state and c[1] == diff.rows), None)
+            driver = member._driver
+            if same is not None:
+                if same[2]:
+                    driver.write_as(*same[2:])
                 continue
             parts = []
             for y in range(self.height):
@@ -157,8 +167,10 @@ class Group:
                     if (y, span) not in texts:
                         texts[y, span] = cells_text(y, rows[y], *span)
                     parts.append(texts[y, span])
-            if parts:
-                member._driver.write("".join(parts))
+            before = {y: list(row) for y, row in diff.rows.items()} if parts else diff.rows
+            data = "".join(parts)
+            out = driver.write_cut(data) if parts else ""
+            cut.append((state, before, data, out, diff))
 
     def arrived(self, position) -> None:
         """The leader is at the teacher's `position`: the roster says its members are

@@ -293,3 +293,45 @@ async def test_students_join_their_group_once_their_notice_has_gone(lessons, key
         for client in clients:
             await client.close()
         await srv.close()
+
+
+@pytest.fixture(scope="module")
+def mlp_lesson():
+    """mlp: a graph too big to draw whole, laid out around each step's node."""
+    from test_serve import ROOT, record_lesson
+
+    return {"mlp.py": record_lesson(ROOT / "scenarios" / "mlp.py", "mlp.py")}
+
+
+async def test_the_next_steps_graph_is_laid_out_in_the_quiet_after_a_step(mlp_lesson, keys,
+                                                                         clean_env,
+                                                                         monkeypatch):
+    """(mgtui/serve/server.py, `lay_out_ahead`: the teacher's `n` finds it made.)"""
+    from mgtui.session.graph_layout import shared_model
+
+    srv = await start(mlp_lesson, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+        student = await connect(srv, clients, password=PASSWORD, user="s0")
+        teacher.send("nnm")
+        await settled([student], 2, lambda t: TABLE not in t)
+        app = app_of(srv, "s0")
+        session, pane = app.debugger.session, app.debugger.query_one("GraphPane")
+        view = session.state.view
+        model = shared_model(view.trace, [*view.used, *view.made])
+        model._pictures.clear()  # (whatever this process laid out before)
+        teacher.send("n")
+        await settled([student], 3, lambda t: TABLE not in t)
+        await asyncio.sleep(0.3)  # (the quiet after the step)
+        next_view, node = session.next_centre()
+        assert node is not None and node != session.state.node
+        model = shared_model(next_view.trace, [*next_view.used, *next_view.made])
+        assert not model.whole
+        laid_out = [key for key in model._pictures if key[0] == node]  # (before asking)
+        orientation, compact = pane._best_form(model, node)
+        assert (node, orientation, int(compact)) in laid_out, (node, list(model._pictures))
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()

@@ -323,12 +323,15 @@ async def test_the_next_steps_graph_is_laid_out_in_the_quiet_after_a_step(mlp_le
         model._pictures.clear()  # (whatever this process laid out before)
         teacher.send("n")
         await settled([student], 3, lambda t: TABLE not in t)
-        await asyncio.sleep(0.3)  # (the quiet after the step)
         next_view, node = session.next_centre()
         assert node is not None and node != session.state.node
         model = shared_model(next_view.trace, [*next_view.used, *next_view.made])
         assert not model.whole
-        laid_out = [key for key in model._pictures if key[0] == node]  # (before asking)
+        for _ in range(100):  # (the quiet after the step: 1 s at most, on a busy machine)
+            laid_out = [key for key in model._pictures if key[0] == node]  # (before asking)
+            if laid_out:
+                break
+            await asyncio.sleep(0.05)
         orientation, compact = pane._best_form(model, node)
         assert (node, orientation, int(compact)) in laid_out, (node, list(model._pictures))
     finally:

@@ -389,14 +389,6 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
         await pilot.pause()
         await pilot.press(*"n" * WARM_UP_STEPS, "]", "N")
         await pilot.pause()
-        # the Graph pane (its layout's modules, grandalf and numpy, and the trace's
-        # users), which each worker took in at the teacher's first `m` (the class's
-        # `m` to all 30 screens, 0.6-1.5 s: bench/README.md, "The teacher's key to 30
-        # screens, fourth round")
-        await pilot.press("escape", "m", "n")
-        await pilot.pause()
-        await pilot.press("m")
-        await pilot.pause()
         await pilot.press("escape", "question_mark")
         await pilot.pause()
         pilot.app.exit(0)

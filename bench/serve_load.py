@@ -317,6 +317,9 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
             print(f"lesson {lesson}, {clients} clients, {served_by} process"
                   f"{'es' if served_by > 1 else ''} serving sessions; the teacher's steps only")
             print(f"load average (1 min) on {os.cpu_count()} CPUs: the class {class_load}-{load()}")
+            print("server memory per extra session (RSS / PSS): " + " / ".join(
+                f"{(getattr(all_in, k) - getattr(one_session, k)) / clients:.2f}"
+                for k in ("rss", "pss")) + " MB")
             report_teacher(clients, class_steps, graph_steps, graph_open)
             print(cpu_note)
             return

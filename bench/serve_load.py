@@ -11,6 +11,11 @@ session and with N sessions stepping at once. The server's memory and CPU are th
 all its processes (the front and its workers). Bounded: 20 s per wait, 600 s in all.
 
     python bench/serve_load.py [--clients 30] [--lesson mlp] [--workers N] [--quick]
+                               [--teacher-only]
+
+--teacher-only: the class joins and the teacher leads its 20 steps (the first 10 with
+the node table, the last 10 with the Graph pane open), then the server ends: the
+teacher's figures in a minute, not four.
 
 --quick (tests/test_benches.py): 3 clients, 5 steps where there were 30, no pauses at
 a person's pace and shorter waits for the server to settle; it measures nothing.
@@ -161,7 +166,20 @@ async def settle(pid: int, seconds: float = 3.0) -> Memory:
     return Memory(pid)
 
 
-async def main(clients: int, lesson: str, workers: int | None, quick: bool = False) -> None:
+def report_teacher(clients: int, class_steps: list[float], graph_steps: list[float],
+                   graph_open: float) -> None:
+    print(f"teacher's step until all {clients} screens show it: median "
+          f"{1000 * statistics.median(class_steps):.0f} ms, p95 {1000 * p95(class_steps):.0f} ms")
+    print(f"... with the Graph pane open on every screen: median "
+          f"{1000 * statistics.median(graph_steps):.0f} ms, p95 "
+          f"{1000 * p95(graph_steps):.0f} ms (teacher's m until all show the pane: "
+          f"{1000 * graph_open:.0f} ms)")
+    print("... each step, ms: table " + " ".join(f"{1000 * t:.0f}" for t in class_steps)
+          + "; Graph pane " + " ".join(f"{1000 * t:.0f}" for t in graph_steps))
+
+
+async def main(clients: int, lesson: str, workers: int | None, quick: bool = False,
+               teacher_only: bool = False) -> None:
     alone_n, paced_n, burst_n, pace, REST[0] = SIZES["quick" if quick else "full"]
     work = Path(tempfile.mkdtemp(prefix="mgtui-serve-load-"))
     pw = work / "password"
@@ -267,6 +285,10 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
         assert all(await asyncio.gather(*(s.wait_for("step 0/", WAIT) for s in students)))
         all_in = await settle(server.pid)
         followed, class_steps, graph_steps = 0, [], []
+        class_load = load()
+        # CPU of the teacher's steps (the node table's, the Graph pane's; `m` not in
+        # them): the server's processes, and this process (the 30 emulators, asyncssh)
+        cpu = {"server": [0.0, 0.0], "clients": [0.0, 0.0]}
         for k in range(1, 21):  # the teacher leads 20 steps; every screen must show each
             if k == 11:  # the last 10 with the Graph pane open, on every screen (issue 23)
                 start = time.perf_counter()
@@ -275,15 +297,32 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
                                                 for s in students))
                 graph_open = time.perf_counter() - start
                 assert all(opened), next(s for s, ok in zip(students, opened) if not ok).text()
+            server_cpu, clients_cpu = cpu_seconds(server.pid), time.process_time()
             start = time.perf_counter()
             teacher.send("n")
             shown = await asyncio.gather(*(at_step(s, k) for s in students))
             (graph_steps if k > 10 else class_steps).append(time.perf_counter() - start)
+            cpu["server"][k > 10] += cpu_seconds(server.pid) - server_cpu
+            cpu["clients"][k > 10] += time.process_time() - clients_cpu
             if not all(shown):
                 lagging = [s for s, ok in zip(students, shown) if not ok]
                 raise AssertionError(f"after the teacher's step {k}, {len(lagging)} screens "
                                      f"lag; one shows:\n{lagging[0].text()}")
             followed += len(shown)
+        cpu_note = (f"CPU per teacher's step, table / Graph pane: the server's processes "
+                    f"{100 * cpu['server'][0]:.0f} / {100 * cpu['server'][1]:.0f} ms, this "
+                    f"process (the {clients} emulators, SSH) {100 * cpu['clients'][0]:.0f} / "
+                    f"{100 * cpu['clients'][1]:.0f} ms")
+        if teacher_only:
+            print(f"lesson {lesson}, {clients} clients, {served_by} process"
+                  f"{'es' if served_by > 1 else ''} serving sessions; the teacher's steps only")
+            print(f"load average (1 min) on {os.cpu_count()} CPUs: the class {class_load}-{load()}")
+            print("server memory per extra session (RSS / PSS): " + " / ".join(
+                f"{(getattr(all_in, k) - getattr(one_session, k)) / clients:.2f}"
+                for k in ("rss", "pss")) + " MB")
+            report_teacher(clients, class_steps, graph_steps, graph_open)
+            print(cpu_note)
+            return
         teacher.send("m")  # the node table again, for what follows
         closed = await asyncio.gather(*(s.wait_for(lambda t: bool(TABLE.search(t)), WAIT) for s in students))
         assert all(closed), next(s for s, ok in zip(students, closed) if not ok).text()
@@ -384,12 +423,8 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
               f"at a person's pace")
         print(f"load average (1 min) on {os.cpu_count()} CPUs: one session {loads[0]}-{loads[1]}, "
               f"the class {loads[2]}-{loads[3]}, one session after {loads[4]}-{loads[5]}")
-        print(f"teacher's step until all {clients} screens show it: median "
-              f"{1000 * statistics.median(class_steps):.0f} ms, p95 {1000 * p95(class_steps):.0f} ms")
-        print(f"... with the Graph pane open on every screen: median "
-              f"{1000 * statistics.median(graph_steps):.0f} ms, p95 "
-              f"{1000 * p95(graph_steps):.0f} ms (teacher's m until all show the pane: "
-              f"{1000 * graph_open:.0f} ms)")
+        report_teacher(clients, class_steps, graph_steps, graph_open)
+        print(cpu_note)
         print(f"step latency with all {clients} pressing n at once, as fast as their screens "
               f"come back: p95 {1000 * p95(burst):.1f} ms, median "
               f"{1000 * statistics.median(burst):.1f} ms")
@@ -411,6 +446,9 @@ if __name__ == "__main__":
                         help="the server's --workers (default: the server's own default)")
     parser.add_argument("--quick", action="store_true",
                         help="a quick run that measures nothing (3 clients, few steps)")
+    parser.add_argument("--teacher-only", action="store_true",
+                        help="only the teacher's 20 steps to the class (then the server ends)")
     args = parser.parse_args()
     clients = 3 if args.quick else args.clients
-    asyncio.run(asyncio.wait_for(main(clients, args.lesson, args.workers, args.quick), 600))
+    asyncio.run(asyncio.wait_for(main(clients, args.lesson, args.workers, args.quick,
+                                      args.teacher_only), 600))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import asyncssh
 import pyte
+from wcwidth import wcwidth
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "two processes"
@@ -45,6 +46,8 @@ class ScreenClient:
         self._watched: list[str] = []  # the raw output since `watch()`
         self._everything: list[str] = []  # all of it
         self.changed = asyncio.Event()
+        self._lines: list[str] = []  # the screen's lines as last read
+        self._text: str | None = None
         self.conn = None
         self.chan = None
 
@@ -74,10 +77,38 @@ class ScreenClient:
         self.changed.set()
 
     def text(self) -> str:
+        """The screen's text, as pyte's `display` has it. (Only the lines drawn since
+        the last read are read again: pyte's `display` renders every cell each time,
+        and 30 clients reading it at each packet cost bench/serve_load.py more CPU
+        than the server's step itself.)"""
         if self._pending:
             self.stream.feed("".join(self._pending))
             self._pending.clear()
-        return "\n".join(self.screen.display)
+        screen = self.screen
+        if len(self._lines) != screen.lines:
+            self._lines = [""] * screen.lines
+            screen.dirty.update(range(screen.lines))
+        if screen.dirty or self._text is None:
+            for y in screen.dirty:
+                if y < screen.lines:
+                    self._lines[y] = self._line(screen.buffer[y], screen.columns)
+            screen.dirty.clear()
+            self._text = "\n".join(self._lines)
+        return self._text
+
+    @staticmethod
+    def _line(line, columns: int) -> str:
+        """A line as pyte's `display` renders it: the cell after a wide character (its
+        stub) left out."""
+        out, wide = [], False
+        for x in range(columns):
+            if wide:
+                wide = False
+                continue
+            char = line[x].data
+            wide = char > "\u10ff" and wcwidth(char[0]) == 2
+            out.append(char)
+        return "".join(out)
 
     def output(self) -> str:
         """Everything the server has sent, raw (escape sequences and all)."""

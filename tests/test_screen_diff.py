@@ -197,6 +197,23 @@ def test_a_line_drawn_again_the_same_sends_nothing_and_a_change_only_itself():
     assert sent == "\x1b[4;11H7\x1b[1H"
 
 
+def test_a_diff_that_takes_anothers_state_goes_on_as_that_one_would():
+    """(A class's students who showed the same are sent one cut: `take`.)"""
+    lead, same, taker = ScreenDiff(), ScreenDiff(), ScreenDiff()
+    for diff in (lead, same):
+        diff.write(textual_line(3, ROW) + "\x1b[1;1H")
+    taker.write(textual_line(2, ROW))  # (another state: other cells, cursor elsewhere)
+    changed = ROW[:2] + [("0.7", ROW[2][1])]
+    taker.take(lead)
+    assert (taker.rows, taker.cursor, taker.look) == (lead.rows, lead.cursor, lead.look)
+    assert taker.rows[3] is not lead.rows[3]  # its own rows: a write to one leaves the other
+    sent = lead.write(textual_line(3, changed) + "\x1b[1;1H")
+    assert sent == "\x1b[4;11H7\x1b[1H"
+    assert taker.write(textual_line(3, changed) + "\x1b[1;1H") == sent
+    assert same.write(textual_line(3, changed) + "\x1b[1;1H") == sent
+    assert taker.rows == lead.rows == same.rows
+
+
 def test_styles_go_as_their_difference_from_the_last_or_whole_when_shorter():
     plain = Look(frozenset(), "38;5;253", "48;5;234")
     bold = Look(frozenset({"1"}), "38;5;71", "48;5;234")

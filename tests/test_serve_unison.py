@@ -259,3 +259,82 @@ async def test_quiz_mode_wakes_everyone_and_hidden_grads_stay_each_ones(lessons,
         for client in clients:
             await client.close()
         await srv.close()
+
+
+async def test_students_join_their_group_once_their_notice_has_gone(lessons, keys, clean_env,
+                                                                   monkeypatch):
+    """Not only at the teacher's next step: the first step after a class has come in is
+    drawn once a worker too (each student's 5 s notice kept it out of the group)."""
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+        teacher.send("n")
+        students = []
+        for k in range(3):
+            students.append(await connect(srv, clients, password=PASSWORD, user=f"s{k}"))
+            assert await students[-1].wait_for(TOAST), students[-1].text()  # (each sees it)
+        await settled(students, 1)
+        for student in students:
+            assert await student.wait_for(lambda t: TOAST not in t, 10), student.text()
+        for _ in range(100):  # no key from the teacher meanwhile
+            if members(srv) == [3]:
+                break
+            await asyncio.sleep(0.1)
+        assert members(srv) == [3] and len(asleep(srv)) == 2
+        before = [cells(s) for s in students]
+        assert before[0] == before[1] == before[2]
+        teacher.send("n")  # drawn by one, shown to all three alike
+        await settled(students, 2)
+        after = [cells(s) for s in students]
+        assert after[0] == after[1] == after[2] != before[0]
+        assert members(srv) == [3]
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()
+
+
+@pytest.fixture(scope="module")
+def mlp_lesson():
+    """mlp: a graph too big to draw whole, laid out around each step's node."""
+    from test_serve import ROOT, record_lesson
+
+    return {"mlp.py": record_lesson(ROOT / "scenarios" / "mlp.py", "mlp.py")}
+
+
+async def test_the_next_steps_graph_is_laid_out_in_the_quiet_after_a_step(mlp_lesson, keys,
+                                                                         clean_env,
+                                                                         monkeypatch):
+    """(mgtui/serve/server.py, `lay_out_ahead`: the teacher's `n` finds it made.)"""
+    from mgtui.session.graph_layout import shared_model
+
+    srv = await start(mlp_lesson, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+        student = await connect(srv, clients, password=PASSWORD, user="s0")
+        teacher.send("nnm")
+        await settled([student], 2, lambda t: TABLE not in t)
+        app = app_of(srv, "s0")
+        session, pane = app.debugger.session, app.debugger.query_one("GraphPane")
+        view = session.state.view
+        model = shared_model(view.trace, [*view.used, *view.made])
+        model._pictures.clear()  # (whatever this process laid out before)
+        teacher.send("n")
+        await settled([student], 3, lambda t: TABLE not in t)
+        next_view, node = session.next_centre()
+        assert node is not None and node != session.state.node
+        model = shared_model(next_view.trace, [*next_view.used, *next_view.made])
+        assert not model.whole
+        for _ in range(100):  # (the quiet after the step: 1 s at most, on a busy machine)
+            laid_out = [key for key in model._pictures if key[0] == node]  # (before asking)
+            if laid_out:
+                break
+            await asyncio.sleep(0.05)
+        orientation, compact = pane._best_form(model, node)
+        assert (node, orientation, int(compact)) in laid_out, (node, list(model._pictures))
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()

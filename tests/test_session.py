@@ -504,3 +504,17 @@ def test_the_topological_index_of_a_graph_late_in_a_big_trace_answers_as_a_dict(
 def line_starting(trace, text: str) -> int:
     """The number of the scenario line that starts with `text` (it may end in a `#:` note)."""
     return next(i for i, line in enumerate(trace.source.splitlines(), 1) if line.startswith(text))
+
+
+def test_the_next_centre_is_what_the_next_step_shows_without_going_there(mlp):
+    """(A class's Graph pane lays the next step out ahead, in the quiet after one.)"""
+    session = Session(mlp)
+    for step in range(session.total + 1):
+        session.goto(step)
+        view, node = session.next_centre()
+        assert session.step == step  # it has not moved
+        if step + 1 > min(session.total, len(mlp)):
+            assert (view, node) == (None, None)
+            continue
+        state = session.next()
+        assert (view, node) == (state.view, state.node), step

@@ -95,6 +95,8 @@ class ClassScreen(DebuggerScreen):
             self.quiet -= 1
 
     def watch_state(self, old: StepState | None, new: StepState | None) -> None:
+        if new is not None and not self.quiet:
+            self.app.lead_first(new.position)
         super().watch_state(old, new)
         if new is not None:
             self.app.arrived(new.position, own=not self.quiet)
@@ -298,6 +300,13 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
         if isinstance(target, Look):
             self.call_after_refresh(self.apply_look, target)
+
+    def lead_first(self, position: Position) -> None:
+        """The teacher's own step goes to the class before the teacher's screen draws
+        it: the other workers' students follow meanwhile (its Graph pane's layouts of a
+        new centre are some 50 ms; `arrived` then publishes the same, which is nothing)."""
+        if self.teacher:
+            self.classroom.publish(self.teacher_look(replace(position, lesson=self.lesson)))
 
     def arrived(self, position: Position, own: bool) -> None:
         """This session is at `position`: the teacher's is published; a student's own

@@ -21,6 +21,7 @@ import warnings
 import logging
 import time
 import weakref
+from typing import Callable
 
 from mgtui.memory import resident_bytes, trim
 
@@ -50,6 +51,7 @@ class SessionHeap:
         self._due = False
         self.last_frame = 0.0  # when a session last wrote to its terminal (monotonic)
         self._step_since: float | None = None  # a class's step being drawn: since when
+        self.after_step: Callable[[], None] | None = None  # then called, in the quiet
 
     def watch(self) -> None:
         """From now on, what survives a full collection is frozen too: the next one
@@ -102,6 +104,8 @@ class SessionHeap:
         self._step_since = None
         gc.enable()
         gc.collect(0)  # now, in the quiet (else at the next allocation: the next key's)
+        if self.after_step is not None:
+            self.after_step()
 
     def stop(self) -> None:
         """The server has closed: nothing stays frozen, nothing watched."""

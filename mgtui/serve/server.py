@@ -6,6 +6,7 @@ forwarding: a session's keystrokes can only move through the served lessons.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -543,7 +544,28 @@ def start_class(klass: Class, acceptor=None) -> ClassServer:
     klass.heap.settle()  # (the lessons and what the warm-up loaded)
     klass.heap.watch()
     klass.classroom.subscribe(lambda _position: klass.heap.class_step())
+    klass.heap.after_step = functools.partial(lay_out_ahead, klass)
     return ClassServer(klass, acceptor, watch)
+
+
+def lay_out_ahead(klass: Class) -> None:
+    """In the quiet after a class's step: the Graph pane's pictures of the next step,
+    laid out by one session of this process that follows the class with the pane open
+    (or leads it): they are kept for all, and the teacher's `n` finds them made."""
+    for session in list(klass.sessions):
+        app = session.app
+        if app is None or not app.is_running or getattr(app, "asleep", False):
+            continue
+        follower = getattr(app, "follower", None)
+        following = getattr(app, "teacher", False) or getattr(follower, "following", False)
+        debugger = getattr(app, "debugger", None)
+        if following and debugger is not None and app.screen is debugger \
+                and debugger.has_class("-graph"):
+            try:
+                debugger.lay_out_ahead()
+            except Exception:  # noqa: BLE001 - a guess ahead that fails costs nothing
+                log.debug("laying out ahead failed", exc_info=True)
+            return
 
 
 async def serve_connection(klass: Class, sock, host_key) -> None:

@@ -18,7 +18,9 @@ A session joins a group only when nothing of its screen is its own, and only whe
 screen is, cell for cell, the group's: following, a student's (never a teacher's
 console), no quiz (a student's hidden grads and verdicts are their own), no dialog or
 notes screen on top, no notification showing, no key waiting, the same widget with the
-focus, the same size, colours and theme. A key, a mouse click or a window change wakes
+focus, the same size, colours and theme. It tries at the teacher's steps, and when its
+last notice has gone (a student's "Following the teacher", 5 s after joining: else the
+class's first step after it came in was drawn by every student). A key, a mouse click or a window change wakes
 it first: the key waits (`ChannelDriver`) until its app has come to where the class is
 now, with the teacher's look (`heard`, as a following session does), and has drawn a
 whole screen through its own screen diff (so its terminal gets what differs from the
@@ -144,9 +146,19 @@ class Group:
         frame = [rows[y][:width] for y in range(self.height)]
         if not self.frames or self.frames[-1] != frame:
             self.frames.append(frame)
+        # the members that showed the same (cells, cursor and style) are sent the same:
+        # their cut is made once (the state before, what was sent, the diff after)
+        cut: list[tuple[tuple, dict, str, str, ScreenDiff]] = []
         for member in list(self.members):
             diff = member_diff(member)
             if diff is None:
+                continue
+            state = (diff.erase, diff.cursor, diff.look)
+            same = next((c for c in cut if c[0] == state and c[1] == diff.rows), None)
+            driver = member._driver
+            if same is not None:
+                if same[2]:
+                    driver.write_as(*same[2:])
                 continue
             parts = []
             for y in range(self.height):
@@ -155,8 +167,10 @@ class Group:
                     if (y, span) not in texts:
                         texts[y, span] = cells_text(y, rows[y], *span)
                     parts.append(texts[y, span])
-            if parts:
-                member._driver.write("".join(parts))
+            before = {y: list(row) for y, row in diff.rows.items()} if parts else diff.rows
+            data = "".join(parts)
+            out = driver.write_cut(data) if parts else ""
+            cut.append((state, before, data, out, diff))
 
     def arrived(self, position) -> None:
         """The leader is at the teacher's `position`: the roster says its members are
@@ -310,8 +324,16 @@ class UnisonMember:
                    for toast in self.screen.query(Toast)
                    if toast._notification is notification]
         super()._unnotify(notification, refresh)
+        self.call_after_refresh(self._notice_wiped, regions)
+
+    def _notice_wiped(self, regions: list) -> None:
+        """The cells an expired notice covered, drawn again; with no notice left, this
+        session may join its group now (not only at the teacher's next step: else the
+        first step after a class has come in is drawn by every student)."""
         if regions:
-            self.call_after_refresh(self.screen.refresh, *regions)
+            self.screen.refresh(*regions)
+        if not self._notifications:
+            self.join_later()
 
     def wake(self) -> None:
         """A key, a click or a window change for a member of a group (or quiz mode):

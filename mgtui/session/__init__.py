@@ -155,6 +155,16 @@ class Session:
     def next(self) -> StepState:
         return self.goto(self.step + 1)
 
+    def next_centre(self) -> tuple[GraphView | None, int | None]:
+        """The graph and the node the next step (`next`) would show, without going
+        there (its pictures may be laid out ahead); (None, None) at the end."""
+        step = self.step + 1
+        if step > min(self.total, len(self.trace)):
+            return None, None
+        pass_ = self.trace.pass_at(step - 1)
+        return (self.view_at(pass_.index if pass_ is not None else 0),
+                self.trace.event_node(step - 1))
+
     def prev(self) -> StepState:
         return self.goto(self.step - 1)
 

@@ -166,6 +166,12 @@ class ScreenDiff:
         self.cursor: tuple[int, int] | None = None  # where the terminal's cursor is
         self.look: Look | None = None  # the terminal's style
 
+    def take(self, model: ScreenDiff) -> None:
+        """This terminal shows what `model`'s does now (it was in the same state, cell
+        for cell, cursor and style, and was sent what `model`'s was sent)."""
+        self.rows = {y: list(row) for y, row in model.rows.items()}
+        self.cursor, self.look = model.cursor, model.look
+
     def write(self, data: str) -> str:
         """What to send in place of `data`, written to a terminal that shows `rows`."""
         self._out: list[str] = []
@@ -429,6 +435,10 @@ class _Diffing:
     _screen_size = None
 
     def write(self, data: str) -> None:
+        self.write_cut(data)
+
+    def write_cut(self, data: str) -> str:
+        """Write `data` cut by the screen diff; what was sent."""
         diff = self._screen_diff
         if diff is None:
             try:
@@ -445,7 +455,21 @@ class _Diffing:
         if size != self._screen_size:
             self._screen_size = size
             diff.forget()
-        super().write(diff.write(data))  # type: ignore[misc]
+        out = diff.write(data)
+        super().write(out)  # type: ignore[misc]
+        return out
+
+    def write_as(self, data: str, out: str, model: ScreenDiff) -> None:
+        """Write `data`, which `model`'s screen diff, in the state this one is in now,
+        has cut to `out`: `out` is sent, and this screen diff takes `model`'s state (a
+        class's students drawn by one of them: the cut made once for all who showed the
+        same; bench/README.md, "The teacher's key to 30 screens, fourth round")."""
+        diff = self._screen_diff
+        if diff is None or getattr(self._app, "size", None) != self._screen_size:
+            self.write(data)
+            return
+        diff.take(model)
+        super().write(out)  # type: ignore[misc]
 
 
 _DRIVERS: dict[type, type] = {}

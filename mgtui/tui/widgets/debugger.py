@@ -260,6 +260,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
                         timeout=new.notice.timeout, markup=False)
         self._refresh_keys()
 
+    def lay_out_ahead(self) -> None:
+        """The Graph pane's pictures for the next step, laid out now (if it shows)."""
+        if self.session is not None:
+            self.query_one(GraphPane).lay_out_ahead(*self.session.next_centre())
+
     def hide_grads(self, nids: frozenset[int]) -> None:
         """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""
         for pane in (*self.query(NodeTable), *self.query(GraphPane), *self.query(TopoList)):

@@ -182,20 +182,34 @@ class GraphPane(ScrollView, can_focus=True):
         key = (None if self.model.whole else center, self.orientation)
         if self._auto is None or self._auto_key != key:  # (a neighbourhood: per centre)
             self._auto_key = key
-            width, height = self.content_region.size
-            width, height = max(width, 20), max(height, 5)
-
-            def pages(p: Picture) -> int:
-                return -(-p.width // width) * -(-p.height // height)
-
-            ways = [self.orientation] if self.orientation else ["LR", "TB"]
-            forms = [(o, c) for c in (False, True) for o in ways]
-            costs = {form: pages(self.model.picture(center, *form)) for form in forms}
-            fits = [form for form in forms if costs[form] == 1]
-            if not fits:  # stacked boxes (label over number): narrower, one row taller
-                fits = [(o, 2) for o in ways if pages(self.model.picture(center, o, 2)) == 1]
-            self._auto = fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
+            self._auto = self._best_form(self.model, center)
         return self._auto
+
+    def _best_form(self, model, center: int | None) -> tuple[Orientation, int]:
+        width, height = self.content_region.size
+        width, height = max(width, 20), max(height, 5)
+
+        def pages(p: Picture) -> int:
+            return -(-p.width // width) * -(-p.height // height)
+
+        ways = [self.orientation] if self.orientation else ["LR", "TB"]
+        forms = [(o, c) for c in (False, True) for o in ways]
+        costs = {form: pages(model.picture(center, *form)) for form in forms}
+        fits = [form for form in forms if costs[form] == 1]
+        if not fits:  # stacked boxes (label over number): narrower, one row taller
+            fits = [(o, 2) for o in ways if pages(model.picture(center, o, 2)) == 1]
+        return fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
+
+    def lay_out_ahead(self, view, node: int | None) -> None:
+        """Lay out now what showing `node` of `view` will need (the pictures `_form`
+        weighs, kept by the graph's shared model): a class's next step, in the quiet
+        after this one (mgtui/serve/heap.py), is then drawn with no layout."""
+        if view is None or not (self.display and self.is_mounted and self.size.area):
+            return
+        from mgtui.session.graph_layout import shared_model
+
+        model = shared_model(view.trace, [*view.used, *view.made])
+        model.picture(node, *self._best_form(model, node))
 
     def _orientation(self) -> Orientation:
         return self._form()[0]

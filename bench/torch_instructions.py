@@ -9,9 +9,11 @@ callgrind with the instrumentation off, and a helper of three lines, compiled he
 measured only: torch's import and the warm-up runs go at (nearly) native speed.
 
 For each tree given (this one first), one process: `scenarios/torch_mlp.py` plain, under
-a `TorchFunctionMode` that only passes calls on, and recorded as the runner's child
-records it with its records cut into chunks after (`torch_overhead.recorded`), each with
-10 and with 60 training steps; a step is (60 - 10) / 50. With `--parts`, also a process
+a `TorchFunctionMode` that only passes calls on, recorded as the runner's child
+records it with its records cut into chunks after (`torch_overhead.recorded`), and
+recorded with every chunk then encoded as the child streams it (`binary.encode_chunk`:
+what the child's flusher does too, which `recorded` leaves out), each with 10 and with
+60 training steps; a step is (60 - 10) / 50. With `--parts`, also a process
 a tree for each row of `torch_overhead.py --parts` (parts of the recording taken out).
 Instructions are not time: what a recording writes to fresh memory, the collector's
 pauses and the caches' misses count for less here than on the clock.
@@ -55,14 +57,23 @@ if part >= 2:
     tp.value_of = tb.value_of = lambda t, copy=False: NAN
 if part >= 3:
     tp.BackwardRun.after = tp.BackwardRun.accumulated = lambda *a: None
+def encoded(scenario):  # (recorded, then every chunk encoded as the child streams it)
+    from mgtui.recording.store import Mark
+    from mgtui.run.child import STREAM_LEVEL
+    from mgtui.trace import binary
+    recorder = to.recorded(scenario)[2]
+    records = recorder.records
+    for chunk in records.chunks(Mark(), records.mark()):
+        binary.encode_chunk(chunk, STREAM_LEVEL)
 base = to.load_scenario(to.MLP)
 short = to.steps(base, short_n) if short_n != 10 else base
 long = to.steps(base, long_n)
 for sc in (short, long):
-    to.plain(sc), to.recorded(sc), to.plain_in_mode(sc)
-runs = [("plain", to.plain), ("mode", to.plain_in_mode), ("recorded", to.recorded)]
+    to.plain(sc), to.recorded(sc), to.plain_in_mode(sc), encoded(sc)
+runs = [("plain", to.plain), ("mode", to.plain_in_mode), ("recorded", to.recorded),
+        ("encoded", encoded)]
 if part:
-    runs = runs[2:]
+    runs = runs[2:3]
 for name, fn in runs:
     for tag, sc in (("short", short), ("long", long)):
         if lib: lib.cg_start()
@@ -96,7 +107,7 @@ def measure(tree: Path, part: int, tmp: Path, helper: Path | None, steps: tuple[
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
                           env={**__import__("os").environ, **env})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    names = ["recorded"] if part else ["plain", "mode", "recorded"]
+    names = ["recorded"] if part else ["plain", "mode", "recorded", "encoded"]
     if helper is None:
         return {name: 0.0 for name in names}
     counts: dict[int, int] = {}
@@ -135,7 +146,8 @@ def main() -> None:
         plain = r["plain"] or 1.0
         print(f"  {tree.name:20s} plain {r['plain'] / 1e6:6.3f}   mode alone "
               f"{r['mode'] / 1e6:6.3f} ({r['mode'] / plain:4.2f}x)   recorded "
-              f"{r['recorded'] / 1e6:6.3f} ({r['recorded'] / plain:4.2f}x)")
+              f"{r['recorded'] / 1e6:6.3f} ({r['recorded'] / plain:4.2f}x)   and encoded "
+              f"{r['encoded'] / 1e6:6.3f} ({r['encoded'] / plain:4.2f}x)")
         if args.parts:
             for part in range(1, len(PARTS)):
                 got = results[(tree, part)]["recorded"]

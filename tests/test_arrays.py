@@ -12,6 +12,7 @@ import io
 import json
 import math
 import zlib
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -419,6 +420,40 @@ def test_arrays_converted_together_are_each_one_converted_alone():
     assert list(together[0].values) == [0.0, 4.0, 8.0, 1.0, 5.0, 9.0, 2.0, 6.0, 10.0, 3.0,
                                         7.0, 11.0]
     assert list(together[3].values) == [2.25, 1.5] and not together[7].whole
+
+
+def test_float32_snapshots_keep_their_own_bytes_and_read_and_write_as_doubles():
+    """A float32 array (a torch tensor's) is snapshotted as its own bytes, not cast on
+    the recording's hot path: read back, and written out (in runs, by `joined_values`,
+    among float64 and int arrays), it is the float64 of each element, as numpy casts it;
+    the file holds float64, as before."""
+    from mgtui.recording.array_values import ArraySnapshots
+    from mgtui.trace.arrays import joined_values, snapshot
+
+    class Rows:  # (the two counts `ArraySnapshots` asks of its records)
+        stack: list = []
+
+        def event_count(self):
+            return 0
+
+    a = np.float32([[0.1, -2.5, 1e-8], [3.0, np.inf, -0.0]])
+    taken = ArraySnapshots(Rows())
+    taken.snap(np.zeros(1))  # (numpy seen: the inline paths on)
+    values = [taken.snap(a)[0], snapshot(a[:, ::-1]), from_numpy(np.arange(3)),
+              snapshot(np.float64([0.3])), taken.snap(np.float32([7.25]))[0]]
+    assert values[0]._values == a.tobytes() and values[0].kept == 6
+    assert values[1]._values == np.ascontiguousarray(a[:, ::-1]).tobytes()
+    wanted = [a.astype(np.float64), a[:, ::-1].astype(np.float64), np.arange(3.0),
+              np.float64([0.3]), np.float64([7.25])]
+    joined = joined_values(values)
+    assert joined.tobytes() == np.concatenate([w.reshape(-1) for w in wanted]).tobytes()
+    for v, w in zip(values, wanted):
+        assert v.values.tobytes() == w.reshape(-1).tobytes() and v.kept == w.size
+    assert [v.dtype for v in values] == ["float32", "float32", "int64", "float64", "float32"]
+    chunk = ArrayChunk(tuple((NODE, k, 0, v) for k, v in enumerate(values)))
+    back = table.decode_arrays(table.encode_chunk(chunk)[table.RECORD_HEAD_SIZE:])
+    assert all(w.same(v) for (_, _, _, w), v in zip(back.entries, values))
+    assert values[0].same(ArrayValue((2, 3), "float32", array("d", wanted[0].reshape(-1))))
 
 
 TRAINING = '''

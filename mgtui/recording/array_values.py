@@ -44,6 +44,7 @@ import math
 import sys
 import threading
 from bisect import bisect_left, bisect_right
+from typing import Any
 from weakref import ref
 
 from mgtui.trace.arrays import (
@@ -108,9 +109,8 @@ class ArraySnapshots:
             if dtype is self.f64 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
                 return ArrayValue(x.shape, "float64", x.tobytes()), NAN  # type: ignore[attr-defined]
             if dtype is self.f32 and x.size <= WHOLE_LIMIT:  # type: ignore[attr-defined]
-                # (a torch tensor's, most often: inline too, as doubles)
-                return ArrayValue(x.shape, "float32",  # type: ignore[attr-defined]
-                                  x.astype(self.f64).tobytes()), NAN  # type: ignore[attr-defined]
+                # (a torch tensor's, most often: inline too, its own bytes: `ArrayValue`)
+                return ArrayValue(x.shape, "float32", x.tobytes()), NAN  # type: ignore[attr-defined]
             if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[attr-defined]
                 return snapshot(x), NAN
             return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
@@ -173,15 +173,22 @@ class ArraySnapshots:
         """Node `nid` made with `data`, which is not a float: what its column holds.
         An array node's grad (zeros, most often) is taken too: its first write's
         before."""
-        value, column = self.snap(data)
-        if value is None:
-            return column
+        x: Any = data
+        dtype = x.dtype if type(x) is self.ndarray else None
+        if dtype is not None and (dtype is self.f32 or dtype is self.f64) and (  # (as `snap`:
+                x.size <= WHOLE_LIMIT):
+            value, column = ArrayValue(x.shape, "float32" if dtype is self.f32  # the common
+                                       else "float64", x.tobytes()), NAN  # case, inline)
+        else:
+            value, column = self.snap(data)
+            if value is None:
+                return column
         self.made_count += 1
         if not self.made_count % PRUNE_EVERY:
             self.prune()
         self.keys[NODE].append(nid + nid)
         self.values[NODE].append(value)
-        self.last[(nid, 1)] = (_weak(data), value)
+        self.last[(nid, 1)] = (ref(data) if type(data) is self.ndarray else _weak(data), value)
         if grad is not None and type(grad) is not float:
             gvalue = self._grad_value(grad)
             if gvalue is not None:
@@ -195,10 +202,12 @@ class ArraySnapshots:
         (`Field.code`: 0 grad, 1 data), about to be appended as a row (a `_backward`'s
         write while `records.stack` is not empty, else an event): (before, after) as the
         row holds them."""
-        if (type(value) is self.ndarray and value.dtype is self.f64  # type: ignore[attr-defined]
-                and value.size <= WHOLE_LIMIT):  # type: ignore[attr-defined]
-            after_value, after = ArrayValue(value.shape, "float64",  # (as `snap`)
-                                            value.tobytes()), NAN  # type: ignore[attr-defined]
+        x: Any = value
+        dtype = x.dtype if type(x) is self.ndarray else None
+        if dtype is not None and (dtype is self.f32 or dtype is self.f64) and (  # (as `made`)
+                x.size <= WHOLE_LIMIT):
+            after_value, after = ArrayValue(x.shape, "float32" if dtype is self.f32
+                                            else "float64", x.tobytes()), NAN
         else:
             after_value, after = self.snap(value)
         key = (nid, field)
@@ -211,7 +220,8 @@ class ArraySnapshots:
         elif before is not None and type(before) is not float and type(before) is not int:
             before_value, before = self.snap(before)
         if after_value is not None:
-            self.last[key] = (held or _weak(value), after_value)
+            self.last[key] = (held or (ref(value) if type(value) is self.ndarray else _weak(value)),
+                              after_value)
         elif last is not None:
             del self.last[key]
         if before_value is not None or after_value is not None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import sys
 from collections import OrderedDict
+from functools import partial
 from threading import get_ident
 from typing import NamedTuple
 
 import torch
 
-from mgtui.recording.store import BACKWARD, GRAD
+from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD
 from mgtui.trace import Field
 
 GRAD_FIELD = Field.GRAD.code
@@ -46,13 +47,13 @@ def value_of(t, copy: bool = False):
     try:
         if t.numel() == 1:
             return float(t.item())
-        if t.requires_grad:  # (a gradient seldom does: no detached tensor made for it)
-            t = t.detach()
-        if t.dtype not in NUMPY_DTYPES:
-            t = t.to(torch.float64)
+        if t.requires_grad:  # (a gradient seldom does: no detached tensor made for it;
+            t = t.data  # `.data` rather than `detach()`: no op dispatched, half the cost)
         try:
             a = t.numpy()
-        except TypeError:  # (a tensor on a GPU)
+        except TypeError:  # (a dtype numpy has not, a tensor on a GPU)
+            if t.dtype not in NUMPY_DTYPES:
+                t = t.to(torch.float64)
             a = t.cpu().numpy()
         return a.copy() if copy else a
     except (RuntimeError, TypeError, ValueError, OverflowError):
@@ -139,7 +140,9 @@ class BackwardRun:
         """A leaf's `AccumulateGrad`: its own step, which writes only where the
         engine's sum differs from the trace's (float32)."""
         probe, records = self.probe, self.records
-        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, probe.closure(cls, False),
+        closure = probe.closure_indices.get(cls)
+        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
+                           probe.closure(cls, False) if closure is None else closure,
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             return
@@ -158,19 +161,23 @@ class BackwardRun:
         """An autograd node's step: the gradients it returned, each a `+=` into the
         grad of the input it goes to."""
         probe, records = self.probe, self.records
-        self.event = records.event_count()
-        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line, probe.closure(cls, custom),
+        self.event = records.packed.events + len(records.events) // EVENT_ROW  # (`event_count()`)
+        closure = probe.closure_indices.get(cls)
+        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
+                           probe.closure(cls, custom) if closure is None else closure,
                            len(records.writes)))
         at = (one_return(cls.backward.__code__) or self.returned) if custom else 0
-        grads, grad_of, sums, write = self.grads, self.grad_of, self.sums, probe.write
-        stack = records.stack
+        grads, sums = self.grads, self.sums
+        stack, snapshots, add_write = records.stack, records.arrays.write, records.add_write
         stack.append(-1)  # (the writes are this step's)
         try:
             for target, g in zip(targets, grad_inputs):
                 if target is None or g is None:
                     continue
                 tid, t = target
-                before = grad_of(tid, t)
+                before = grads.get(tid)
+                if before is None:
+                    before = self.grad_of(tid, t)
                 if before is ZERO:  # the first: the gradient itself (a copy: the
                     after = value_of(g, True)  # engine may add into it in place)
                 else:
@@ -178,7 +185,11 @@ class BackwardRun:
                 if t is not None:  # (a leaf's: see `accumulated`)
                     sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
                 grads[tid] = after
-                write(tid, GRAD_FIELD, GRAD, before, after, at)
+                if type(after) is float and type(before) is float:  # (`probe.write`'s,
+                    add_write((tid, GRAD_FIELD, before, after, at))  # inline)
+                else:
+                    add_write((tid, GRAD_FIELD, *snapshots(tid, GRAD_FIELD, before, after),
+                               at))
         finally:
             stack.pop()
         if custom and probe.check() is not None:
@@ -198,44 +209,35 @@ class BackwardRun:
             probe.paused -= 1
 
 
-def after_hook(live: list, nid: int, targets: list, cls: type, custom: bool):
-    """The hook of an autograd node (`TorchProbe._hook`): its step, in the recorded
-    `backward()` call running (`live`), if one is."""
-
-    def after(grad_inputs, grad_outputs):
-        run = live[0]
-        if run is not None:
-            run.after(nid, targets, cls, custom, grad_inputs, grad_outputs)
-
-    return after
+def after_hook(live: list, nid: int, targets: list, cls: type, custom: bool, grad_inputs,
+               grad_outputs) -> None:
+    """The hook of an autograd node, registered as `partial(after_hook, live, nid,
+    targets, cls, custom)` (`TorchProbe._hook`; a `partial` is made in C, and called with
+    no frame of its own): its step, in the recorded `backward()` call running (`live`),
+    if one is."""
+    run = live[0]
+    if run is not None:
+        run.after(nid, targets, cls, custom, grad_inputs, grad_outputs)
 
 
 def accumulated_hook(live: list, nid: int, leaf, cls: type):
-    """The hook of a leaf's `AccumulateGrad`, as `after_hook`."""
-
-    def accumulated(grad_inputs, grad_outputs):
-        run = live[0]
-        if run is not None:
-            run.accumulated(nid, leaf, cls)
-
-    return accumulated
+    """The hook of a leaf's `AccumulateGrad` (as `after_hook`, a `partial`)."""
+    return partial(_accumulated, live, nid, leaf, cls)
 
 
-QUICK = [0]  # the thread registering the probe's own hooks (`hook_on`), else 0
+def _accumulated(live: list, nid: int, leaf, cls: type, grad_inputs, grad_outputs) -> None:
+    run = live[0]
+    if run is not None:
+        run.accumulated(nid, leaf, cls)
 
 
-def hook_on(node, hook) -> None:
-    """`node.register_hook(hook)`, for good, without torch's handle (`quick_register`)."""
-    QUICK[0] = get_ident()
-    try:
-        node.register_hook(hook)
-    finally:
-        QUICK[0] = 0
+QUICK = [0]  # the thread registering the probe's own hooks, else 0: the probe sets it
+#             around each `node.register_hook(hook)` of its own (inline: a call less a node)
 
 
 def quick_register(register):
     """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` calls: for the
-    probe's own hooks (`hook_on`, in its thread), without the `RemovableHandle` they
+    probe's own hooks (`QUICK`, in its thread), without the `RemovableHandle` they
     never use (half the cost of a registration, made for every node); anyone else's
     as before."""
 

@@ -41,21 +41,23 @@ from __future__ import annotations
 
 import re
 import sys
+from functools import partial
+from threading import get_ident
 
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
 from torch.overrides import TorchFunctionMode
 
 from mgtui.recording.probes import StopRecording
-from mgtui.recording.store import CREATE, DATA, GRAD
+from mgtui.recording.store import CREATE, DATA, GRAD, NODE_ROW
 from mgtui.recording.torch_backward import (
     GRAD_FIELD,
     NAN,
     NUMPY_DTYPES,
+    QUICK,
     BackwardRun,
     accumulated_hook,
     after_hook,
-    hook_on,
     one_return,
     quick_register,
     value_of,
@@ -77,6 +79,8 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
 REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
 GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
 TENSORS = (torch.Tensor, torch.nn.Parameter)
+TENSOR = torch.Tensor
+is_grad_enabled = torch.is_grad_enabled
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
 
 
@@ -171,8 +175,10 @@ class TorchProbe:
     def tensor(self, t, line: int) -> int:
         """The node of tensor `t`, recorded now (with its unrecorded inputs) if need be."""
         nid = self.nid_of(t)
-        if nid is not None:
-            return nid
+        return nid if nid is not None else self._record(t, line)
+
+    def _record(self, t, line: int) -> int:
+        """The node of tensor `t`, not recorded yet, recorded now (`tensor`)."""
         fn = t.grad_fn
         if fn is None:
             data = value_of(t)
@@ -195,21 +201,32 @@ class TorchProbe:
         if known is not None and nr in known:
             return known[nr]
         targets: list = []  # (the node each gradient it returns goes to, the leaf or None)
+        kids: list = []
         for nf, k in fn.next_functions:
             if nf is None:
                 targets.append(None)
-            elif type(nf) is ACCUMULATE:
+                continue
+            if type(nf) is ACCUMULATE:
                 leaf = nf.variable
-                target = (self.tensor(leaf, line), leaf)
-                targets.append(target)
-                if self.key not in nf.metadata:  # (a leaf's is new when its graph was)
-                    nf.metadata[self.key] = target[0]
-                    hook_on(nf, accumulated_hook(self.live, target[0], leaf, type(nf)))
+                mark = getattr(leaf, ATTR, None)  # (`nid_of`, inline)
+                kid = (mark[1] if type(mark) is tuple and mark[0] == key
+                       else self.tensor(leaf, line))
+                targets.append((kid, leaf))
+                leaf_metadata = nf.metadata
+                if key not in leaf_metadata:  # (a leaf's is new when its graph was)
+                    leaf_metadata[key] = kid
+                    QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
+                    try:
+                        nf.register_hook(accumulated_hook(self.live, kid, leaf, type(nf)))
+                    finally:
+                        QUICK[0] = 0
             else:
                 seen = nf.metadata.get(key)  # (most often the node of the op before)
                 kid = seen.get(k) if seen is not None else None
-                targets.append((self._fn_node(nf, line, None, k) if kid is None else kid, None))
-        kids = [target[0] for target in targets if target is not None]
+                if kid is None:
+                    kid = self._fn_node(nf, line, None, k)
+                targets.append((kid, None))
+            kids.append(kid)
         data = value_of(t) if t is not None else _hidden_value(fn)
         op = OP_NAMES.get((type(fn), len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
@@ -227,7 +244,11 @@ class TorchProbe:
         It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
-        hook_on(fn, after_hook(self.live, nid, targets, cls, custom))
+        QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
+        try:
+            fn.register_hook(partial(after_hook, self.live, nid, targets, cls, custom))
+        finally:
+            QUICK[0] = 0
         if custom and not one_return(cls.backward.__code__):
             code, live = cls.backward.__code__, self.live
             fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
@@ -240,15 +261,14 @@ class TorchProbe:
     def _add(self, kids, op: str, data, line: int, label: str | None) -> int:
         """A node: its children's ids, op, value (a float, or an array: `value_of`), line."""
         records, rec = self.records, self.rec
-        nid = records.node_count()
+        nid = records.packed.nodes + len(records.nodes) // NODE_ROW  # (`node_count()`)
         if nid >= rec.max_nodes or rec.stop_reason:
             if rec.stop_reason is None:
                 rec.stop_reason = f"more than {rec.max_nodes:,} nodes (--max-nodes)"
             raise StopRecording(rec.stop_reason)
         if type(data) is not float:
             data = records.arrays.made(nid, data)
-        for k in kids:
-            records.add_kid(k)
+        records.kids.extend(kids)
         records.add_node((len(records.kids), op, label, data, line))
         records.add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(records.writes)))
         return nid
@@ -282,17 +302,26 @@ class TorchProbe:
             for o in out:
                 self.made(o, frame)
             return
-        if isinstance(out, torch.Tensor) and out.requires_grad and self.nid_of(out) is None:
-            nid = self.tensor(out, self.scenario_line(frame))
-            if frame.f_code.co_filename == self.path:
-                self.bound(frame, out, nid)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            self.made_tensor(out, frame)
+
+    def made_tensor(self, out, frame) -> None:
+        """`made` of one tensor that autograd tracks (the hot path of the forward: what
+        `tensor` does, without asking twice whether it is recorded)."""
+        mark = getattr(out, ATTR, None)
+        if mark is not None and type(mark) is tuple and mark[0] == self.key:
+            return  # (an op that gave back a tensor recorded already)
+        nid = self._record(out, self.scenario_line(frame))
+        if frame.f_code.co_filename == self.path:
+            self.bound(frame, out, nid)
 
     def changed(self, func, args, kwargs, grad: bool):
         """Run `func`, which changes a tensor in place (`p -= lr * p.grad`) or sets a
         grad (`p.grad = None`): on a recorded node, a data or a grad event."""
         t = args[0]
-        nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
-        if nid is not None and not grad and t.requires_grad and torch.is_grad_enabled():
+        mark = getattr(t, ATTR, None) if isinstance(t, TENSOR) else None  # (`nid_of`)
+        nid = mark[1] if type(mark) is tuple and mark[0] == self.key else None
+        if nid is not None and not grad and t.requires_grad and is_grad_enabled():
             out = func(*args, **(kwargs or {}))  # autograd's in-place op: a new node
             fn = t.grad_fn
             if fn is not None and self.key not in fn.metadata:
@@ -306,9 +335,11 @@ class TorchProbe:
             return out
         line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
-            before = value_of(t.grad) if t.grad is not None else 0.0
-            out = func(*args, **(kwargs or {}))
-            after = value_of(t.grad) if t.grad is not None else 0.0
+            g = t.grad
+            before = value_of(g) if g is not None else 0.0
+            out = func(*args, **kwargs) if kwargs else func(*args)
+            g = t.grad
+            after = value_of(g) if g is not None else 0.0
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
         view = self.views.get(nid)
@@ -321,8 +352,11 @@ class TorchProbe:
             before = view[0]  # (the array the last snapshot was taken of, unchanged since)
         else:  # (a copy: the tensor is about to change)
             before = view = value_of(t, True)
-        out = func(*args, **(kwargs or {}))
-        after = view[0] if type(view) is tuple else value_of(t)
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if type(view) is tuple:  # (changed in place: the view kept still shares it)
+            self.write(nid, DATA_FIELD, DATA, before, view[0], line)
+            return out
+        after = value_of(t)
         self.write(nid, DATA_FIELD, DATA, before, after, line)
         self._keep_view(nid, t, after)
         return out
@@ -408,7 +442,8 @@ class TorchProbe:
         scenario's `frame`: if that instruction is an assignment's value
         (`mgtui.recording.naming`'s spots), the variable names it once the frame has
         stored it (`loss`, at every training step)."""
-        self._settle(frame)
+        if self.pending:
+            self._settle(frame)
         spots = self.spots.get(id(frame.f_code))
         spot = spots.get(frame.f_lasti) if spots else None
         if spot is not None:
@@ -480,9 +515,9 @@ class _Mode(TorchFunctionMode):
         if kind is CALL:
             out = func(*args, **kwargs) if kwargs else func(*args)
             t = type(out)
-            if t is torch.Tensor:
+            if t is TENSOR:
                 if out.requires_grad:
-                    probe.made(out, sys._getframe(1))
+                    probe.made_tensor(out, sys._getframe(1))
             elif t is tuple or t is list or isinstance(out, torch.Tensor):
                 probe.made(out, sys._getframe(1))
             return out
@@ -524,7 +559,8 @@ def _hidden_value(fn):
     if type(fn).__name__ == "TBackward0":
         (nf, _), = fn.next_functions or ((None, 0),)
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
-            return value_of(nf.variable.detach().t())
+            value = value_of(nf.variable)  # (numpy's transpose: a view, no op dispatched)
+            return value if type(value) is float else value.T
     return NAN
 
 
@@ -534,4 +570,7 @@ def still_holds(last: tuple | None, view) -> bool:
     `view`, and `view` still holds it bit for bit (as float64, as the snapshot does)."""
     if last is None or last[0]() is not view or not last[1].whole:
         return False
+    raw = last[1]._values
+    if type(raw) is bytes and len(raw) == view.nbytes:  # (taken of `view` in its dtype)
+        return raw == view.tobytes()
     return last[1].values.tobytes() == view.astype("float64", copy=False).tobytes()

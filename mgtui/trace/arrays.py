@@ -58,7 +58,10 @@ class ArrayValue:
 
     `values` may be given as the bytes of the float64 elements (native order, as numpy's
     `tobytes` gives them: a recording's snapshot), made an `array('d')` on first use: a
-    snapshot is then one copy of the array, and one object the collector does not track."""
+    snapshot is then one copy of the array, and one object the collector does not track.
+    A float32 array's bytes so given are its own float32 elements (a torch tensor's,
+    most often: the cast to float64 is left until the values are read, or written out
+    together with others by `joined_values`; a trace file holds float64 as before)."""
 
     __slots__ = ("shape", "dtype", "_values", "whole", "given", "_summary")
 
@@ -72,9 +75,18 @@ class ArrayValue:
     @property
     def values(self) -> array:
         values = self._values
-        if type(values) is bytes:
-            values = self._values = array("d", values)
+        if type(values) is bytes:  # (a float32 one's bytes are float32: see the class)
+            values = self._values = array("d", _float64_bytes(values) if self.dtype == "float32"
+                                          else values)
         return values  # type: ignore[return-value]
+
+    @property
+    def kept(self) -> int:
+        """How many elements `values` holds (without converting them)."""
+        values = self._values
+        if type(values) is bytes:
+            return len(values) // (4 if self.dtype == "float32" else 8)
+        return len(values)
 
     def __repr__(self) -> str:
         return (f"ArrayValue(shape={self.shape}, dtype={self.dtype!r}, whole={self.whole}, "
@@ -150,6 +162,34 @@ class ArrayValue:
                    (float(low), float(high), float(mean), float(norm), int(bad)))
 
 
+def _float64_bytes(raw: bytes) -> bytes:
+    """float32 elements (native order) as float64 ones: by numpy, loaded where a
+    recording took float32 snapshots (`ArraySnapshots`), at C speed."""
+    np = sys.modules.get("numpy")
+    if np is not None:
+        return np.frombuffer(raw, np.float32).astype(np.float64).tobytes()
+    return array("d", array("f", raw)).tobytes()
+
+
+def joined_values(values: Iterable[ArrayValue]) -> array:
+    """The elements of `values`, one after another, as one float64 array (as a trace
+    file holds them): runs of float32 snapshots converted together (`_float64_bytes`),
+    not one value at a time."""
+    out, run = array("d"), []
+    for v in values:
+        raw = v._values
+        if type(raw) is bytes and v.dtype == "float32":
+            run.append(raw)
+            continue
+        if run:
+            out.frombytes(_float64_bytes(b"".join(run)))
+            run.clear()
+        out.extend(v.values)
+    if run:
+        out.frombytes(_float64_bytes(b"".join(run)))
+    return out
+
+
 _DTYPE_NAMES: dict = {}  # numpy dtype -> its name (`str(dtype)` runs Python code: ~10 µs)
 
 
@@ -197,8 +237,8 @@ def from_numpy_many(arrays: list) -> list[ArrayValue]:
 
 def snapshot(a) -> ArrayValue:
     """`from_numpy` of one array, as a recording takes it, on its hot path: the bytes of
-    a float64 one read once in C order (`tobytes`: any strides) into the `ArrayValue`'s
-    own bytes, with no numpy array in between; another dtype cast first; a bigger one
+    a float64 (or float32) one read once in C order (`tobytes`: any strides) into the
+    `ArrayValue`'s own bytes, with no numpy array in between; another dtype cast first; a bigger one
     (`WHOLE_LIMIT`) summarised, not copied. About a microsecond for a small array."""
     dtype = a.dtype
     name = _DTYPE_NAMES.get(dtype)
@@ -206,8 +246,8 @@ def snapshot(a) -> ArrayValue:
         name = _DTYPE_NAMES[dtype] = str(dtype)
     if a.size > WHOLE_LIMIT:
         return from_numpy(a)
-    if name == "float64" and dtype.isnative:
-        return ArrayValue(a.shape, name, a.tobytes())
+    if (name == "float64" or name == "float32") and dtype.isnative:  # (float32: its own
+        return ArrayValue(a.shape, name, a.tobytes())  # bytes, as `ArrayValue` says)
     return ArrayValue(a.shape, name, a.astype(sys.modules["numpy"].float64).tobytes())
 
 

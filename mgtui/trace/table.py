@@ -75,7 +75,7 @@ from array import array
 from typing import Callable
 
 from mgtui.trace import fields
-from mgtui.trace.arrays import ArrayChunk
+from mgtui.trace.arrays import ArrayChunk, joined_values
 from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace.widths import CLOSURES, LINES
 from mgtui.trace import (
@@ -209,11 +209,11 @@ def encode_chunk(chunk: Chunk | ArrayChunk, level: int = 1) -> bytes:
 
 
 def _arrays_payload(chunk: ArrayChunk) -> bytes:
-    entries, values = [], array("d")
+    entries = []
     for place, index, side, v in chunk.entries:
         summary = None if v.whole else [*map(fields.json_number, v.summary[:4]), v.summary[4]]
-        entries.append([place, index, side, list(v.shape), v.dtype, len(v.values), summary])
-        values.extend(v.values)
+        entries.append([place, index, side, list(v.shape), v.dtype, v.kept, summary])
+    values = joined_values(entry[3] for entry in chunk.entries)
     meta = _json({"entries": entries, "unrecorded": [list(p) for p in chunk.unrecorded]})
     return _COUNT.pack(len(meta)) + meta + _le(values)
 

@@ -5,6 +5,7 @@ Functions checked by the doctor and by `mgtui.check`, and mgtui without torch.""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import mgtui  # noqa: E402
 from mgtui.doctor import diagnose  # noqa: E402
 from mgtui.run.runner import run  # noqa: E402
+from mgtui.trace import EventKind  # noqa: E402
 
 from conftest import ROOT, SCENARIOS  # noqa: E402
 
@@ -132,6 +135,35 @@ def test_parameters_are_named_by_their_module_path(write_scenario):
     plain = plain_output(path)
     assert t.final_grad[ids["0.weight"]] == plain["w"] == 0.5
     assert t.final_grad[ids["0.bias"]] == plain["b"] == 1.0
+
+
+def test_torch_autograd_grad_is_said_not_to_be_recorded(write_scenario):
+    """`torch.autograd.grad` runs a backward pass the recording does not follow: the trace
+    says so (once for each call the script made), where a plain `backward()` is silent;
+    and the script's own results are its own."""
+    path = write_scenario("grads", '''
+        import torch
+        x = torch.tensor([2.0], requires_grad=True)
+        y = torch.tanh(x * -3.0)
+        for _ in range(2):
+            (g,) = torch.autograd.grad(y.sum(), (x,), retain_graph=True)
+        print("g", g.item())
+    ''')
+    t = run(path).trace
+    note = t.arrays.unrecorded_note()
+    assert note.startswith("torch.autograd.grad ran 2 times: the backward pass it runs is "
+                           "not recorded"), note
+    assert "values of type" not in note
+    plain = plain_output(path)
+    assert plain["g"] == pytest.approx(-3.0 * (1 - math.tanh(-6.0) ** 2), rel=1e-3)  # float32
+    assert not t.events_of(EventKind.BACKWARD)  # (and no backward step made up)
+    x = torch.tensor([2.0], requires_grad=True)
+    with mgtui.record() as r:
+        (g,) = torch.autograd.grad(torch.tanh(x * 2).sum(), (x,))
+    assert r.trace.arrays.unrecorded_note().startswith("torch.autograd.grad ran once")
+    with mgtui.record() as r:
+        torch.tanh(x * 2).sum().backward()
+    assert r.trace.arrays.unrecorded_note() == ""
 
 
 # -- custom Functions, checked ------------------------------------------------------------

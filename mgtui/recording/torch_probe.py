@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 import sys
-from functools import partial
+from functools import partial, wraps
 from threading import get_ident
 
 import torch
@@ -147,12 +147,30 @@ class TorchProbe:
         backward, apply = autograd.backward, Function.__dict__["apply"]
         register = _HookMixin.__dict__["_register_hook"]
         self.saved = [(autograd, "backward", backward), (Function, "apply", apply),
-                      (_HookMixin, "_register_hook", register)]
+                      (_HookMixin, "_register_hook", register), (autograd, "grad", autograd.grad)]
         autograd.backward = self._backward_wrapper(backward)
+        autograd.grad = self._not_followed("torch.autograd.grad", autograd.grad)
         Function.apply = classmethod(self._apply_wrapper(apply.__func__))
         _HookMixin._register_hook = staticmethod(quick_register(register.__func__))
         self.mode = _Mode(self)
         self.mode.__enter__()
+
+    def _not_followed(self, name: str, fn):
+        """`fn`, counted among the values not recorded as `name` at each call: the trace
+        says it ran and that its work was not recorded (`arrays.NOT_FOLLOWED`)."""
+        unrecorded, inside = self.records.arrays.unrecorded, [0]
+
+        @wraps(fn)
+        def counted(*args, **kwargs):
+            if not inside[0]:  # (torch's override mode calls it again, by its module's name)
+                unrecorded[name] = unrecorded.get(name, 0) + 1
+            inside[0] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                inside[0] -= 1
+
+        return counted
 
     def detach(self) -> None:
         if self.mode is not None:

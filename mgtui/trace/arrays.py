@@ -354,12 +354,25 @@ class ArrayTable:
         return ArrayChunk(tuple(self.entries()), tuple(sorted(self.unrecorded.items())))
 
     def unrecorded_note(self) -> str:
-        """What was not recorded, said out loud ("" if everything was)."""
-        if not self.unrecorded:
-            return ""
-        kinds = ", ".join(f"{name} ({n:,})" for name, n in sorted(self.unrecorded.items()))
-        return (f"values of type {kinds} were not recorded: they are neither numbers nor "
-                "numpy arrays of numbers, and show as nan")
+        """What was not recorded, said out loud ("" if everything was): values of types
+        it does not know, and calls it does not follow (`NOT_FOLLOWED`)."""
+        said = [NOT_FOLLOWED[name].format(n=n, times="once" if n == 1 else f"{n:,} times")
+                for name, n in sorted(self.unrecorded.items()) if name in NOT_FOLLOWED]
+        kinds = ", ".join(f"{name} ({n:,})" for name, n in sorted(self.unrecorded.items())
+                          if name not in NOT_FOLLOWED)
+        if kinds:
+            said.append(f"values of type {kinds} were not recorded: they are neither numbers "
+                        "nor numpy arrays of numbers, and show as nan")
+        return "; ".join(said)
+
+
+# Calls a recording does not follow, counted among the values not recorded by these names
+# (a trace file keeps them as it keeps those), each said out loud as its text here says.
+NOT_FOLLOWED = {
+    "torch.autograd.grad": (
+        "torch.autograd.grad ran {times}: the backward pass it runs is not recorded (only "
+        "backward()'s are), and the gradients it returned are not in this trace"),
+}
 
 
 EMPTY = ArrayTable()

@@ -151,8 +151,8 @@ async def grouped_class(srv, keys, clients: list, n: int, size=(80, 24)) -> tupl
     teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
     students = [await connect(srv, clients, password=PASSWORD, user=f"s{k}", size=size)
                 for k in range(n)]
-    for student in students:
-        assert await student.wait_for(lambda t: TOAST not in t), student.text()
+    for student in students:  # (its notice lasts 5 s: at a load of 8, 10 s were too few)
+        assert await student.wait_for(lambda t: TOAST not in t, 30), student.text()
     for key, step, test in [("n", 1, None), ("n", 2, None), ("m", 2, lambda t: TABLE not in t),
                             ("n", 3, lambda t: TABLE not in t)]:
         teacher.send(key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import math
+from array import array
 
 import pytest
 
@@ -154,3 +155,30 @@ def test_the_line_memo_keeps_no_graph_alive(write_scenario):
         alive = sum(1 for o in gc.get_objects() if type(o) is Value)
         assert alive <= 2 * 5, (inline, alive)  # 5 nodes a step: the last ones at most
         assert len(recorder.lines.memo) <= 4 and len(recorder.lines.direct) <= 1
+
+
+@pytest.mark.parametrize("values", [
+    [], [0, 1, -1, 2**31 - 1, -2**31], [True, False, 7], list(range(5000)),
+])
+def test_int_columns_are_the_arrays_array_makes(values):
+    assert store_module.int32s(values) == array("i", values)
+    assert store_module.ints(values) == array("i", values)
+
+
+def test_a_column_keeps_what_array_says_of_values_that_are_not_int32():
+    with pytest.raises(OverflowError):
+        store_module.int32s([1, 2**31])
+    with pytest.raises(TypeError):
+        store_module.int32s([1, 2.5])
+    assert store_module.ints([4, None, 2.5, 6]) == array("i", [4, 0, 0, 6])
+    assert store_module.packed("i", [1, "2"]) is None
+
+
+def test_float_columns_are_the_arrays_array_makes():
+    values = [0.0, -1.5, 1e308, math.inf, 3, True, 2**60]
+    assert store_module.floats(values) == array("d", values)
+    nan_at = store_module.floats([1.0, None, "x", 10**400, 2.0])
+    assert nan_at[0] == 1.0 and nan_at[4] == 2.0
+    assert all(map(math.isnan, nan_at[1:4]))
+    same_nan = store_module.floats([math.nan])
+    assert math.isnan(same_nan[0])

@@ -84,3 +84,22 @@ def test_bounded_output_keeps_head_and_tail_and_says_what_it_left_out():
     head = shown.split("\n…")[0]
     assert head.splitlines()[-1].startswith("line ")  # no half line at the cut
     assert bounded("short", 100) == "short"
+
+
+def test_the_printable_fast_path_never_lets_an_unsafe_character_through():
+    """`inert` and `inert_line` return text `str.isprintable` calls printable (tabs and
+    newlines aside, for `inert`) without searching it: every character either would
+    escape must be one Python calls unprintable, and each, put in printable text with
+    tabs and newlines, still comes out escaped."""
+    import sys
+
+    from mgtui.safe import _UNSAFE, _UNSAFE_LINE
+
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        if _UNSAFE_LINE.search(ch):
+            assert not ch.isprintable(), hex(code)
+            text = f"a\tb ∂ {ch}\nc"
+            assert ch not in inert_line(text)
+            if ch not in "\t\n":
+                assert ch not in inert(text), hex(code)

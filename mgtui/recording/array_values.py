@@ -81,6 +81,9 @@ class ArraySnapshots:
         # by place (NODE, GRAD, EVENT, WRITE), in row order: index * 2 + side, and the value
         self.keys: tuple[list, list, list, list] = ([], [], [], [])
         self.values: tuple[list, list, list, list] = ([], [], [], [])
+        # (each place's two lists by name too, for the hot paths: cut and taken back in place)
+        self.node_keys, self.grad_keys, self.event_keys, self.write_keys = self.keys
+        self.node_values, self.grad_values, self.event_values, self.write_values = self.values
         self.last: dict[tuple[int, int], tuple[object, ArrayValue]] = {}  # (nid, field)
         #     -> (a weak reference to the live array, its snapshot): the engine's arrays
         #     are not kept alive, and those gone are let go every `PRUNE_EVERY` nodes
@@ -172,29 +175,50 @@ class ArraySnapshots:
     def made(self, nid: int, data: object, grad: object = None) -> object:
         """Node `nid` made with `data`, which is not a float: what its column holds.
         An array node's grad (zeros, most often) is taken too: its first write's
-        before."""
+        before. (The common case, a float64 array and float64 zeros, is written out
+        here: this runs for each node of a tensor engine.)"""
         x: Any = data
-        dtype = x.dtype if type(x) is self.ndarray else None
-        if dtype is not None and (dtype is self.f32 or dtype is self.f64) and (  # (as `snap`:
-                x.size <= WHOLE_LIMIT):
-            value, column = ArrayValue(x.shape, "float32" if dtype is self.f32  # the common
-                                       else "float64", x.tobytes()), NAN  # case, inline)
+        if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
+                x.dtype is self.f64 or x.dtype is self.f32):  # (as `snap`: inline)
+            value, column = ArrayValue(x.shape, "float64" if x.dtype is self.f64
+                                       else "float32", x.tobytes()), NAN
+            live = ref(x)
         else:
             value, column = self.snap(data)
             if value is None:
                 return column
+            live = ref(data) if type(data) is self.ndarray else _weak(data)
         self.made_count += 1
         if not self.made_count % PRUNE_EVERY:
             self.prune()
-        self.keys[NODE].append(nid + nid)
-        self.values[NODE].append(value)
-        self.last[(nid, 1)] = (ref(data) if type(data) is self.ndarray else _weak(data), value)
-        if grad is not None and type(grad) is not float:
+        key = nid + nid
+        self.node_keys.append(key)
+        self.node_values.append(value)
+        last = self.last
+        last[(nid, 1)] = (live, value)
+        if grad is None or type(grad) is float:
+            return column
+        g: Any = grad
+        if type(g) is self.ndarray and g.dtype is self.f64 and g.size <= WHOLE_LIMIT:
+            raw = g.tobytes()  # (zeros, as most grads start: one value for each shape)
+            zeros = self.zero_bytes.get(len(raw))
+            if zeros is None:
+                zeros = self.zero_bytes[len(raw)] = bytes(len(raw))
+            if raw == zeros:
+                gvalue = self.zeros.get(g.shape)
+                if gvalue is None:
+                    gvalue = self.zeros[g.shape] = ArrayValue(g.shape, "float64", raw)
+            else:
+                gvalue = ArrayValue(g.shape, "float64", raw)
+            glive = ref(g)
+        else:
             gvalue = self._grad_value(grad)
-            if gvalue is not None:
-                self.keys[GRAD].append(nid + nid)
-                self.values[GRAD].append(gvalue)
-                self.last[(nid, 0)] = (_weak(grad), gvalue)
+            if gvalue is None:
+                return column
+            glive = _weak(grad)
+        self.grad_keys.append(key)
+        self.grad_values.append(gvalue)
+        last[(nid, 0)] = (glive, gvalue)
         return column
 
     def write(self, nid: int, field: int, before: object, value: object) -> tuple[object, object]:
@@ -203,39 +227,40 @@ class ArraySnapshots:
         write while `records.stack` is not empty, else an event): (before, after) as the
         row holds them."""
         x: Any = value
-        dtype = x.dtype if type(x) is self.ndarray else None
-        if dtype is not None and (dtype is self.f32 or dtype is self.f64) and (  # (as `made`)
-                x.size <= WHOLE_LIMIT):
-            after_value, after = ArrayValue(x.shape, "float32" if dtype is self.f32
-                                            else "float64", x.tobytes()), NAN
+        if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
+                x.dtype is self.f64 or x.dtype is self.f32):  # (as `made`)
+            after_value, after = ArrayValue(x.shape, "float64" if x.dtype is self.f64
+                                            else "float32", x.tobytes()), NAN
         else:
             after_value, after = self.snap(value)
         key = (nid, field)
-        last = self.last.get(key)
+        last = self.last
+        entry = last.get(key)
         before_value = held = None
-        if last is not None and before is last[0]():
+        if entry is not None and before is entry[0]():
             if value is before:  # (`+=`: the same array, whose reference is kept)
-                held = last[0]
-            before_value, before = last[1], NAN
+                held = entry[0]
+            before_value, before = entry[1], NAN
         elif before is not None and type(before) is not float and type(before) is not int:
             before_value, before = self.snap(before)
         if after_value is not None:
-            self.last[key] = (held or (ref(value) if type(value) is self.ndarray else _weak(value)),
-                              after_value)
-        elif last is not None:
-            del self.last[key]
+            last[key] = (held or (ref(value) if type(value) is self.ndarray else _weak(value)),
+                         after_value)
+        elif entry is not None:
+            del last[key]
         if before_value is not None or after_value is not None:
-            records = self.records
-            if records.stack:
-                place, index = WRITE, records.write_count()
+            if self.records.stack:
+                index = self.records.write_count()
+                keys, values = self.write_keys, self.write_values
             else:
-                place, index = EVENT, records.event_count()
-            keys, values = self.keys[place], self.values[place]
+                index = self.records.event_count()
+                keys, values = self.event_keys, self.event_values
+            index += index
             if before_value is not None:
-                keys.append(index + index)
+                keys.append(index)
                 values.append(before_value)
             if after_value is not None:
-                keys.append(index + index + 1)
+                keys.append(index + 1)
                 values.append(after_value)
         return before, after
 
@@ -271,7 +296,7 @@ class ArraySnapshots:
         `ArrayValue`."""
         if not self:
             return None
-        found: list = []
+        columns = []
         bounds = ((since.nodes, upto.nodes), (since.nodes, upto.nodes),
                   (since.events, upto.events), (since.writes, upto.writes))
         with self.lock:
@@ -279,15 +304,16 @@ class ArraySnapshots:
                 keys, values = self.keys[place], self.values[place]
                 n = len(values)  # (the recording's thread may append meanwhile: a key
                 if not n:        # goes in before its value)
+                    columns.append(([], []))
                     continue
                 lo, hi = lo + lo, hi + hi
                 a = bisect_left(keys, lo, 0, n) if keys[0] < lo else 0
                 b = bisect_left(keys, hi, a, n) if keys[n - 1] >= hi else n
-                found += [(place, k >> 1, k & 1, v) for k, v in zip(keys[a:b], values[a:b])]
+                columns.append((keys[a:b], values[a:b]))
                 if a:
                     del keys[:a], values[:a]
         unrecorded = dict(self.unrecorded)
-        if not found and unrecorded == self.told:
+        if not any(keys for keys, _ in columns) and unrecorded == self.told:
             return None
         self.told = unrecorded
-        return ArrayChunk(tuple(found), tuple(sorted(unrecorded.items())))
+        return ArrayChunk(columns=tuple(columns), unrecorded=tuple(sorted(unrecorded.items())))

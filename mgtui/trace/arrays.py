@@ -31,8 +31,6 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import groupby
-from operator import itemgetter
 from typing import Iterable, Sequence
 
 from mgtui.trace.records import _GRAD
@@ -44,7 +42,6 @@ SHOWN_WHOLE = 12  # elements a display writes out in full (`display`)
 ARRAY_CELL = 20  # the width of a node table's data and grad cells in a trace with arrays
 NODE, GRAD, EVENT, WRITE = range(4)  # the places an array may stand in (see above)
 PLACE_NAMES = ("node", "grad", "event", "write")
-_PLACE, _INDEX, _VALUE = itemgetter(0), itemgetter(1), itemgetter(3)  # of an entry
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds an `ArrayValue` holds (bool, ints, floats)
 
 
@@ -120,6 +117,14 @@ class ArrayValue:
     @property
     def finite(self) -> bool:
         return self.summary[4] == 0
+
+    def all_zeros(self) -> bool:
+        """Is every element 0 (or -0.0)? Told by its bytes where they are all zero (a
+        recording's snapshot of `zeros_like`: a C-speed count, not a summary)."""
+        raw = self._values
+        if self.whole and type(raw) is bytes and raw and raw.count(0) == len(raw):
+            return True
+        return self.summary[:2] == (0.0, 0.0) and self.finite
 
     def element(self, flat: int) -> float | None:
         """The element at C-order index `flat`, None where it was not kept."""
@@ -290,54 +295,106 @@ def from_numpy(a) -> ArrayValue:
 Value = float | ArrayValue  # a value as the trace's readers get it
 
 
-@dataclass(frozen=True)
 class ArrayChunk:
     """Array values, as they travel between processes and files: `entries` are
     (place, index, side, value), side 0 for a before (or a node's value), 1 for an after;
     `unrecorded`: (type name, count) of the values that were neither numbers nor arrays of
-    numbers, so were not recorded (their columns hold nan), over the whole run so far."""
+    numbers, so were not recorded (their columns hold nan), over the whole run so far.
 
-    entries: tuple[tuple[int, int, int, ArrayValue], ...]
-    unrecorded: tuple[tuple[str, int], ...] = ()
+    A recording gives its values as `columns` instead: for each place, in order, a list
+    of keys (index * 2 + side) and a list of the values beside them (`ArrayTable.add`
+    takes them in at C speed); `entries` are made of them when asked for (a file's
+    writer), and `columns` of entries (`columns_of`)."""
+
+    __slots__ = ("_entries", "_columns", "unrecorded")
+
+    def __init__(self, entries: tuple[tuple[int, int, int, ArrayValue], ...] | None = None,
+                 unrecorded: tuple[tuple[str, int], ...] = (), *,
+                 columns: tuple[tuple[list, list], ...] | None = None) -> None:
+        self._entries = () if entries is None and columns is None else entries
+        self._columns = columns
+        self.unrecorded = unrecorded
+
+    @property
+    def entries(self) -> tuple[tuple[int, int, int, ArrayValue], ...]:
+        if self._entries is None:
+            self._entries = tuple((place, k >> 1, k & 1, v)
+                                  for place, (keys, values) in enumerate(self._columns or ())
+                                  for k, v in zip(keys, values))
+        return self._entries
+
+    @property
+    def columns(self) -> tuple[tuple[list, list], ...] | None:  # (if given so)
+        return self._columns
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ArrayChunk):
+            return NotImplemented
+        return self.entries == other.entries and self.unrecorded == other.unrecorded
+
+    def __repr__(self) -> str:
+        return f"ArrayChunk(entries={self.entries!r}, unrecorded={self.unrecorded!r})"
+
+
+def columns_of(entries: Iterable[tuple]) -> tuple[tuple[list, list], ...]:
+    """A chunk's entries as `ArrayChunk.columns` (in the entries' order)."""
+    columns: tuple[tuple[list, list], ...] = tuple(([], []) for _ in PLACE_NAMES)
+    for place, index, side, value in entries:
+        keys, values = columns[place]
+        keys.append(index + index + side)
+        values.append(value)
+    return columns
+
+
+_HALF = (1).__rrshift__  # k -> k >> 1: a key's index, at C speed in a `map`
 
 
 @dataclass
 class ArrayTable:
     """The arrays of a trace, by place (see the module's docstring); empty for a trace of
-    floats. `events` and `writes` hold [before, after], None for a side that is a float."""
+    floats. `nodes` and `grads` by node id; `events` and `writes` by key, the index times
+    two plus the side (0 the before, 1 the after): a side that is a float has no key
+    (`pair` gives both sides of one index)."""
 
     nodes: dict[int, ArrayValue] = field(default_factory=dict)
     grads: dict[int, ArrayValue] = field(default_factory=dict)
-    events: dict[int, list] = field(default_factory=dict)
-    writes: dict[int, list] = field(default_factory=dict)
+    events: dict[int, ArrayValue] = field(default_factory=dict)
+    writes: dict[int, ArrayValue] = field(default_factory=dict)
     unrecorded: dict[str, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.nodes or self.events or self.writes)
 
+    @staticmethod
+    def pair(table: dict[int, ArrayValue], index: int
+             ) -> tuple[ArrayValue | None, ArrayValue | None] | None:
+        """(before, after) of the write or event `index` of `table` (`events` or
+        `writes`), None for a side that is a float; None if neither is an array."""
+        before, after = table.get(index + index), table.get(index + index + 1)
+        return None if before is None and after is None else (before, after)
+
+    @staticmethod
+    def holds(table: dict[int, ArrayValue], index: int) -> bool:  # (either side an array?)
+        return index + index in table or index + index + 1 in table
+
     def add(self, chunk: ArrayChunk) -> None:
-        """Take in a chunk's entries (checked already: `TraceBuilder.add_arrays`), a run of
-        one place at a time (a recording and a file give them place by place)."""
-        tables = (self.nodes, self.grads, self.events, self.writes)
-        for place, run in groupby(chunk.entries, _PLACE):
-            table = tables[place]
-            if place < EVENT:  # (a node's value, or the grad it was made with)
-                run = list(run)
-                table.update(zip(map(_INDEX, run), map(_VALUE, run)))
-                continue
-            get = table.get
-            for _, index, side, value in run:
-                pair = get(index)
-                if pair is None:
-                    pair = table[index] = [None, None]
-                pair[side] = value
+        """Take in a chunk's values (checked already: `TraceBuilder.add_arrays`), a place
+        at a time, at C speed."""
+        columns = chunk.columns
+        if columns is None:
+            columns = columns_of(chunk.entries)
+        for table, (keys, values) in zip((self.nodes, self.grads), columns):
+            if keys:
+                table.update(zip(map(_HALF, keys), values))
+        for table, (keys, values) in zip((self.events, self.writes), columns[EVENT:]):
+            if keys:
+                table.update(zip(keys, values))
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 
     def copy(self) -> ArrayTable:
-        return ArrayTable(dict(self.nodes), dict(self.grads),
-                          {k: list(v) for k, v in self.events.items()},
-                          {k: list(v) for k, v in self.writes.items()}, dict(self.unrecorded))
+        return ArrayTable(dict(self.nodes), dict(self.grads), dict(self.events),
+                          dict(self.writes), dict(self.unrecorded))
 
     def entries(self) -> Iterable[tuple[int, int, int, ArrayValue]]:
         """Every array, as (place, index, side, value), places in order, each by index."""
@@ -345,10 +402,8 @@ class ArrayTable:
             for index in sorted(table):
                 yield place, index, 0, table[index]
         for place, table in ((EVENT, self.events), (WRITE, self.writes)):
-            for index in sorted(table):
-                for side, value in enumerate(table[index]):
-                    if value is not None:
-                        yield place, index, side, value
+            for key in sorted(table):
+                yield place, key >> 1, key & 1, table[key]
 
     def chunk(self) -> ArrayChunk:
         return ArrayChunk(tuple(self.entries()), tuple(sorted(self.unrecorded.items())))
@@ -378,7 +433,7 @@ NOT_FOLLOWED = {
 EMPTY = ArrayTable()
 
 
-def _sides(found: list | None, before: float, after: float) -> tuple[Value, Value]:
+def _sides(found: tuple | None, before: float, after: float) -> tuple[Value, Value]:
     """A write's (before, after): its arrays where it has them, else its columns'."""
     if found is None:
         return before, after
@@ -416,12 +471,12 @@ class TraceArrays:
     def write_value(self, w: int, scalar_before: float, scalar_after: float
                     ) -> tuple[Value, Value]:
         """(before, after) of write `w` (inside a `_backward`), given its columns'."""
-        return _sides(self.arrays.writes.get(w), scalar_before, scalar_after)
+        return _sides(ArrayTable.pair(self.arrays.writes, w), scalar_before, scalar_after)
 
     def event_value(self, index: int, scalar_before: float, scalar_after: float
                     ) -> tuple[Value, Value]:
         """(before, after) of the lone write of event `index`, given its columns'."""
-        return _sides(self.arrays.events.get(index), scalar_before, scalar_after)
+        return _sides(ArrayTable.pair(self.arrays.events, index), scalar_before, scalar_after)
 
     def final_value(self, nid: int, grad: bool) -> Value:
         """Node `nid`'s grad (or data) at the end of the run."""
@@ -445,9 +500,8 @@ class TraceArrays:
 
     def zeros_written(self, index: int) -> bool:
         """Did the lone write of event `index` set an array of zeros (`zero_grad`)?"""
-        found = self.arrays.events.get(index)
-        after = found[1] if found is not None else None
-        return after is not None and after.summary[:2] == (0.0, 0.0) and after.finite
+        after = self.arrays.events.get(index + index + 1)
+        return after is not None and after.all_zeros()
 
     def first_non_finite_arrays(self) -> int | None:
         """`Trace.first_non_finite` for a trace with arrays: each value read through the
@@ -479,17 +533,17 @@ class TraceArrays:
         t = self.arrays
         fields = {(n, False) for n in t.nodes} | {(n, True) for n in t.grads}
         nodes = {n for n, _ in fields}
-        for index in t.events:
-            nodes.add(self._ev_node[index])
-        for w in t.writes:
-            nodes.add(self._wr_node[w])
+        for key in t.events:
+            nodes.add(self._ev_node[key >> 1])
+        for key in t.writes:
+            nodes.add(self._wr_node[key >> 1])
         history: dict = {}
         starts = self._ev_write_start
         wr_node, wr_field = self._wr_node, self._wr_field
         for w in range(len(wr_node)):
             nid = wr_node[w]
             if nid in nodes:
-                after = t.writes.get(w, (None, None))[1]
+                after = t.writes.get(w + w + 1)
                 key = (nid, wr_field[w] == 0)
                 events, values = history.setdefault(key, ([], []))
                 events.append(bisect_right(starts, w) - 1)
@@ -497,7 +551,7 @@ class TraceArrays:
         for index in self._lone_at:
             nid = self._ev_node[index]
             if nid in nodes:
-                after = t.events.get(index, (None, None))[1]
+                after = t.events.get(index + index + 1)
                 key = (nid, self._ev_kind[index] == _GRAD)
                 events, values = history.setdefault(key, ([], []))
                 k = bisect_right(events, index)

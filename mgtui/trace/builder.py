@@ -251,11 +251,14 @@ class TraceBuilder(RecordValidation):
         """Array values of records already added (a stream sends them after the chunks
         of their rows): each place and index is checked against those."""
         counts = (self.node_count, self.node_count, self.event_count, len(self.wr_node))
-        if not _entries_fit(chunk.entries, counts, self.ev_kind):
+        columns = chunk.columns
+        if not (_columns_fit(columns, counts, self.ev_kind) if columns is not None
+                else _entries_fit(chunk.entries, counts, self.ev_kind)):
             self._check_each_array(chunk, counts)
         if chunk.unrecorded:  # (type names from a scenario or a file: made inert)
-            chunk = replace(chunk, unrecorded=tuple((inert_line(name), n)
-                                                    for name, n in chunk.unrecorded))
+            unrecorded = tuple((inert_line(name), n) for name, n in chunk.unrecorded)
+            chunk = (ArrayChunk(columns=columns, unrecorded=unrecorded) if columns is not None
+                     else ArrayChunk(chunk.entries, unrecorded))
         self.arrays.add(chunk)
 
     def _check_each_array(self, chunk: ArrayChunk, counts: tuple[int, ...]) -> None:
@@ -324,8 +327,8 @@ class TraceBuilder(RecordValidation):
             lone = bisect_left(self.lone_at, keep)
             for column in (self.lone_at, self.lone_before, self.lone_after):
                 del column[lone:]
-            for index in [i for i in self.arrays.events if i >= keep]:
-                del self.arrays.events[index]
+            for key in [k for k in self.arrays.events if k >= keep + keep]:
+                del self.arrays.events[key]
 
     # -- the trace -------------------------------------------------------------------------
     def build(self, error: TraceError | None = None, output: str = "",
@@ -514,6 +517,31 @@ def split_passes(trace: Trace) -> list[Pass]:
     return [Pass(index, kind, start, end)  # type: ignore[arg-type]
             for index, (kind, start, end) in enumerate(spans)]
 RUN_KINDS = {_CREATE: "forward", _BACKWARD: "backward", _DATA: "update"}
+
+
+def _columns_fit(columns: Sequence, counts: tuple[int, ...], kinds: array) -> bool:
+    """`_entries_fit` for a chunk given as columns (`ArrayChunk.columns`): four places
+    of (keys, values), each key an int, index * 2 + side, of a record there (an
+    event's a grad or data write), checked at C speed."""
+    try:
+        if len(columns) != len(_PLACES) or any(len(keys) != len(values)
+                                                for keys, values in columns):
+            return False
+    except TypeError:
+        return False
+    for place, (keys, _values) in enumerate(columns):
+        if not keys:
+            continue
+        if not {int}.issuperset(map(type, keys)) or min(keys) < 0 or (
+                max(keys) >> 1 >= counts[place]):
+            return False
+        if place == EVENT and not _WRITE_KINDS.issuperset(
+                map(kinds.__getitem__, map(_HALF, keys))):
+            return False
+    return True
+
+
+_HALF = (1).__rrshift__  # k -> k >> 1 (at C speed, in a `map`)
 
 
 def _entries_fit(entries: Sequence[tuple], counts: tuple[int, ...], kinds: array) -> bool:

@@ -21,7 +21,7 @@ from array import array
 from itertools import product
 
 from mgtui.trace import EventKind, Field, Trace
-from mgtui.trace.arrays import ArrayValue, Value, display, shape_text
+from mgtui.trace.arrays import ArrayTable, ArrayValue, Value, display, shape_text
 from mgtui.trace.working import Contribution, Explanation, graph_made, name
 
 WORK_LIMIT = 1 << 18  # multiply-adds a worked rule may take
@@ -49,10 +49,11 @@ def explain_arrays(trace: Trace, data, grad, index: int) -> Explanation | None:
         return _forward(at, nid)
     if kind is EventKind.BACKWARD:
         writes = trace.writes(index)
-        if not (is_array(at.grad(nid)) or any(w.index in trace.arrays.writes for w in writes)):
+        if not (is_array(at.grad(nid)) or any(ArrayTable.holds(trace.arrays.writes, w.index)
+                                               for w in writes)):
             return None
         return _backward(at, index, nid, writes)
-    if index not in trace.arrays.events:
+    if not ArrayTable.holds(trace.arrays.events, index):
         return None
     return _lone_write(at, index, nid, kind)
 

@@ -239,6 +239,38 @@ class ArraySnapshots:
                 values.append(after_value)
         return before, after
 
+    def taken_node(self, nid: int, value: object) -> object:
+        """`made`, for a value taken already (the torch adapter's, `torch_backward.taken`):
+        an `ArrayValue` is kept as it is, with no `last` (the adapter keeps what it took)."""
+        if type(value) is not ArrayValue:
+            return self.made(nid, value)
+        self.seen = True
+        self.keys[NODE].append(nid + nid)
+        self.values[NODE].append(value)
+        return NAN
+
+    def taken_write(self, before: object, value: object) -> tuple[object, object]:
+        """`write`, for values taken already (as `taken_node`): each a float, an
+        `ArrayValue` kept as it is, or what `snap` takes; no `last` kept."""
+        records = self.records
+        if records.stack:
+            place, index = WRITE, records.write_count()
+        else:
+            place, index = EVENT, records.event_count()
+        keys, values = self.keys[place], self.values[place]
+        self.seen = True
+        if type(before) is not float:
+            taken, before = (before, NAN) if type(before) is ArrayValue else self.snap(before)
+            if taken is not None:
+                keys.append(index + index)
+                values.append(taken)
+        if type(value) is not float:
+            taken, value = (value, NAN) if type(value) is ArrayValue else self.snap(value)
+            if taken is not None:
+                keys.append(index + index + 1)
+                values.append(taken)
+        return before, value
+
     def prune(self) -> None:
         """Let go of the last snapshots of arrays the engine has let go of (on the
         recording's thread: the only one that changes `last`)."""

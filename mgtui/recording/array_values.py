@@ -252,23 +252,22 @@ class ArraySnapshots:
     def taken_write(self, before: object, value: object) -> tuple[object, object]:
         """`write`, for values taken already (as `taken_node`): each a float, an
         `ArrayValue` kept as it is, or what `snap` takes; no `last` kept."""
-        records = self.records
-        if records.stack:
-            place, index = WRITE, records.write_count()
-        else:
-            place, index = EVENT, records.event_count()
-        keys, values = self.keys[place], self.values[place]
-        self.seen = True
+        old = new = None
         if type(before) is not float:
-            taken, before = (before, NAN) if type(before) is ArrayValue else self.snap(before)
-            if taken is not None:
-                keys.append(index + index)
-                values.append(taken)
+            old, before = (before, NAN) if type(before) is ArrayValue else self.snap(before)
         if type(value) is not float:
-            taken, value = (value, NAN) if type(value) is ArrayValue else self.snap(value)
-            if taken is not None:
-                keys.append(index + index + 1)
-                values.append(taken)
+            new, value = (value, NAN) if type(value) is ArrayValue else self.snap(value)
+        self.seen = True
+        records = self.records
+        place = WRITE if records.stack else EVENT
+        row = records.write_count() if place == WRITE else records.event_count()
+        keys, values = self.keys[place], self.values[place]
+        if old is not None and new is not None:
+            keys += (row + row, row + row + 1)
+            values += (old, new)
+        elif old is not None or new is not None:  # (one side: a before, or an after)
+            keys.append(row + row + (old is None))
+            values.append(old if new is None else new)
         return before, value
 
     def prune(self) -> None:

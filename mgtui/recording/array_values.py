@@ -35,7 +35,8 @@ is not recorded: its column holds nan, and `unrecorded` counts it by type, which
 trace says out loud (`ArrayTable.unrecorded_note`).
 
 For other probes (a torch graph): `made(nid, data, grad)` and `write(nid, field, before,
-value)` take any numpy array; convert a tensor first (`t.detach().cpu().numpy()`).
+value)` take any numpy array; convert a tensor first (`t.detach().cpu().numpy()`), or
+make its `ArrayValue` and give it to `taken_node` / `taken_write`, which keep it as it is.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The backward half of the torch adapter (`mgtui.recording.torch_probe`): one recorded
 `backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`after_hook`,
 `accumulated_hook`), registered once per node as the adapter records it, through
-`quick_register`; and how a tensor's value is read (`value_of`).
+`quick_register`; and how a tensor's value is read (`taken`, straight from its memory
+where it can be, else `value_of`).
 """
 
 from __future__ import annotations

@@ -139,14 +139,23 @@ def recorded_in_chunks(monkeypatch, path: Path, every: int, after_cut=None) -> t
         if after_cut is not None:
             after_cut(store)
 
+    taken = array_values.ArraySnapshots.taken_node  # (the torch adapter's `made`)
+
     def made(self, nid, data, grad=None):
         if nid and not nid % every:
             cut_now(self.records)
         return original(self, nid, data, grad)
 
+    def taken_node(self, nid, value):
+        if nid and not nid % every:
+            cut_now(self.records)
+        return taken(self, nid, value)
+
     monkeypatch.setattr(array_values.ArraySnapshots, "made", made)
+    monkeypatch.setattr(array_values.ArraySnapshots, "taken_node", taken_node)
     recorder = Recorder(load_scenario(path))
     recorder.execute()
     cut_now(recorder.records)
     monkeypatch.setattr(array_values.ArraySnapshots, "made", original)
+    monkeypatch.setattr(array_values.ArraySnapshots, "taken_node", taken)
     return cut, recorder

@@ -35,6 +35,7 @@ SAYS = {
     "serve_load.py": "teacher's step until all",
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
+    "torch_child_heap.py": "recorded as the runner's child does",
     "torch_overhead.py": "the runner alone, launch to the whole trace",
     "torch_instructions.py": "instructions of one training step of torch_mlp.py",
     "trace_files.py": "load       json",

@@ -35,7 +35,8 @@ is not recorded: its column holds nan, and `unrecorded` counts it by type, which
 trace says out loud (`ArrayTable.unrecorded_note`).
 
 For other probes (a torch graph): `made(nid, data, grad)` and `write(nid, field, before,
-value)` take any numpy array; convert a tensor first (`t.detach().cpu().numpy()`).
+value)` take any numpy array; convert a tensor first (`t.detach().cpu().numpy()`), or
+make its `ArrayValue` and give it to `taken_node` / `taken_write`, which keep it as it is.
 """
 
 from __future__ import annotations
@@ -263,6 +264,37 @@ class ArraySnapshots:
                 keys.append(index + 1)
                 values.append(after_value)
         return before, after
+
+    def taken_node(self, nid: int, value: object) -> object:
+        """`made`, for a value taken already (the torch adapter's, `torch_backward.taken`):
+        an `ArrayValue` is kept as it is, with no `last` (the adapter keeps what it took)."""
+        if type(value) is not ArrayValue:
+            return self.made(nid, value)
+        self.seen = True
+        self.keys[NODE].append(nid + nid)
+        self.values[NODE].append(value)
+        return NAN
+
+    def taken_write(self, before: object, value: object) -> tuple[object, object]:
+        """`write`, for values taken already (as `taken_node`): each a float, an
+        `ArrayValue` kept as it is, or what `snap` takes; no `last` kept."""
+        old = new = None
+        if type(before) is not float:
+            old, before = (before, NAN) if type(before) is ArrayValue else self.snap(before)
+        if type(value) is not float:
+            new, value = (value, NAN) if type(value) is ArrayValue else self.snap(value)
+        self.seen = True
+        records = self.records
+        place = WRITE if records.stack else EVENT
+        row = records.write_count() if place == WRITE else records.event_count()
+        keys, values = self.keys[place], self.values[place]
+        if old is not None and new is not None:
+            keys += (row + row, row + row + 1)
+            values += (old, new)
+        elif old is not None or new is not None:  # (one side: a before, or an after)
+            keys.append(row + row + (old is None))
+            values.append(old if new is None else new)
+        return before, value
 
     def prune(self) -> None:
         """Let go of the last snapshots of arrays the engine has let go of (on the

@@ -1,7 +1,8 @@
 """The backward half of the torch adapter (`mgtui.recording.torch_probe`): one recorded
 `backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`after_hook`,
 `accumulated_hook`), registered once per node as the adapter records it, through
-`quick_register`; and how a tensor's value is read (`value_of`).
+`quick_register`; and how a tensor's value is read (`taken`, straight from its memory
+where it can be, else `value_of`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import OrderedDict
+from ctypes import c_char
 from functools import partial
 from threading import get_ident
 from typing import NamedTuple
@@ -17,12 +19,15 @@ import torch
 
 from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD
 from mgtui.trace import Field
+from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 
 GRAD_FIELD = Field.GRAD.code
 NAN = math.nan
 ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
 NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
                 torch.int16, torch.int8, torch.uint8, torch.bool}
+TAKEN_DTYPES = {torch.float32: "float32", torch.float64: "float64"}  # (`taken`)
+STRIDED = torch.strided
 
 
 class FunctionCall(NamedTuple):
@@ -60,8 +65,67 @@ def value_of(t, copy: bool = False):
         return NAN
 
 
+def taken(t):
+    """A tensor's value as the trace keeps it, taken now (a copy: whatever the tensor
+    does next): one element a float, as `value_of`; a CPU float32 or float64 tensor
+    laid out in C order, of up to `WHOLE_LIMIT` elements, the `ArrayValue` the array
+    support would make of `value_of(t)` (its bytes read straight from the tensor's
+    memory by ctypes: no numpy array made, no detached tensor, one copy); None for any other
+    tensor (then `value_of`, and the array support takes the array)."""
+    try:
+        n = t.numel()
+        if n == 1:
+            return float(t.item())
+        name = TAKEN_DTYPES.get(t.dtype)
+        if (name is None or not n or n > WHOLE_LIMIT or not t.is_cpu or t.layout is not STRIDED
+                or not t.is_contiguous() or t.is_neg()):
+            return None
+        size = t.nbytes
+        block = BLOCKS.get(size)
+        if block is None:
+            block = BLOCKS[size] = c_char * size
+        return ArrayValue(tuple(t.shape), name, block.from_address(t.data_ptr()).raw)
+    except (RuntimeError, TypeError, ValueError, OverflowError):
+        return None
+
+
+def value_now(t):
+    """A tensor's value as the trace keeps it, a copy taken now: `taken`, else
+    `value_of` (an array the array support copies as it records it)."""
+    value = taken(t)
+    return value if value is not None else value_of(t)
+
+
+BLOCKS: dict[int, type] = {}  # bytes -> a ctypes array type of that many (`taken`: its
+#                              `from_address(p).raw` copies them out of the tensor)
+
+
+def kept(a):
+    """A numpy array the adapter made (a sum of gradients) as `taken` would take it
+    (one `ArrayValue`, kept for the next write's before, as the array support's `last`
+    keeps it for a numpy engine); anything else as it is."""
+    dtype = getattr(a, "dtype", None)
+    if dtype is not None and 1 < a.size <= WHOLE_LIMIT and dtype.char in "fd":
+        return ArrayValue(a.shape, "float32" if dtype.char == "f" else "float64", a.tobytes())
+    return a
+
+
+def array_of(v):
+    """An `ArrayValue` the adapter took (`taken`, `kept`) as a numpy array again, to add
+    a gradient to; anything else as it is."""
+    if type(v) is not ArrayValue:
+        return v
+    import numpy as np
+
+    raw = v._values
+    if type(raw) is bytes:
+        return np.frombuffer(raw, v.dtype).reshape(v.shape)
+    return np.asarray(raw, "float64").astype(v.dtype).reshape(v.shape)
+
+
 def same(a, b) -> bool:
     """Are two values the trace holds the same, bit for bit (nan equal to nan)?"""
+    a, b = array_of(a), array_of(b)
     if type(a) is float and type(b) is float:
         return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
     if type(a) is float or type(b) is float:
@@ -168,7 +232,7 @@ class BackwardRun:
                            len(records.writes)))
         at = (one_return(cls.backward.__code__) or self.returned) if custom else 0
         grads, sums = self.grads, self.sums
-        stack, snapshots, add_write = records.stack, records.arrays.write, records.add_write
+        stack, snapshots, add_write = records.stack, records.arrays.taken_write, records.add_write
         stack.append(-1)  # (the writes are this step's)
         try:
             for target, g in zip(targets, grad_inputs):
@@ -179,17 +243,18 @@ class BackwardRun:
                 if before is None:
                     before = self.grad_of(tid, t)
                 if before is ZERO:  # the first: the gradient itself (a copy: the
-                    after = value_of(g, True)  # engine may add into it in place)
+                    after = taken(g)  # engine may add into it in place)
+                    if after is None:
+                        after = kept(value_of(g, True))
                 else:
-                    after = before + value_of(g)
+                    after = kept(array_of(before) + value_of(g))
                 if t is not None:  # (a leaf's: see `accumulated`)
                     sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
                 grads[tid] = after
                 if type(after) is float and type(before) is float:  # (`probe.write`'s,
                     add_write((tid, GRAD_FIELD, before, after, at))  # inline)
                 else:
-                    add_write((tid, GRAD_FIELD, *snapshots(tid, GRAD_FIELD, before, after),
-                               at))
+                    add_write((tid, GRAD_FIELD, *snapshots(before, after), at))
         finally:
             stack.pop()
         if custom and probe.check() is not None:

@@ -60,10 +60,12 @@ from mgtui.recording.torch_backward import (
     after_hook,
     one_return,
     quick_register,
+    value_now,
     value_of,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.trace import Field
+from mgtui.trace.arrays import ArrayValue
 from mgtui.trace.explain import TORCH_NODE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
@@ -245,7 +247,7 @@ class TorchProbe:
                     kid = self._fn_node(nf, line, None, k)
                 targets.append((kid, None))
             kids.append(kid)
-        data = value_of(t) if t is not None else _hidden_value(fn)
+        data = value_now(t) if t is not None else _hidden_value(fn)
         op = OP_NAMES.get((type(fn), len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
@@ -284,7 +286,9 @@ class TorchProbe:
             if rec.stop_reason is None:
                 rec.stop_reason = f"more than {rec.max_nodes:,} nodes (--max-nodes)"
             raise StopRecording(rec.stop_reason)
-        if type(data) is not float:
+        if type(data) is ArrayValue:  # (`taken`'s)
+            data = records.arrays.taken_node(nid, data)
+        elif type(data) is not float:
             data = records.arrays.made(nid, data)
         records.kids.extend(kids)
         records.add_node((len(records.kids), op, label, data, line))
@@ -295,7 +299,9 @@ class TorchProbe:
         """A write of `after` over `before` into node `nid`'s grad or data: a backward
         step's (while `records.stack` holds the node whose step it is) or an event."""
         records = self.records
-        if type(after) is not float or type(before) is not float:
+        if type(after) is ArrayValue or type(before) is ArrayValue:  # (`taken`'s)
+            before, after = records.arrays.taken_write(before, after)
+        elif type(after) is not float or type(before) is not float:
             before, after = records.arrays.write(nid, field, before, after)
         if records.stack:
             records.add_write((nid, field, before, after, line))
@@ -353,11 +359,9 @@ class TorchProbe:
             return out
         line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
-            g = t.grad
-            before = value_of(g) if g is not None else 0.0
+            before = _grad_value(t.grad)
             out = func(*args, **kwargs) if kwargs else func(*args)
-            g = t.grad
-            after = value_of(g) if g is not None else 0.0
+            after = _grad_value(t.grad)
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
         view = self.views.get(nid)
@@ -569,6 +573,11 @@ def _kind(func) -> str:
     if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
         return IN_PLACE  # `p.sub_(g)`, `p -= g`
     return CALL
+
+
+def _grad_value(g):
+    """A tensor's grad `g` as a grad event's value."""
+    return value_now(g) if g is not None else 0.0
 
 
 def _hidden_value(fn):

@@ -17,6 +17,11 @@ table:
   `step_latency.py` times steps; the sampler below sleeps meanwhile, as its CPU would
   count); its peak RSS, and that a node, and the peaks of its resident set sampled
   every 3 ms while it loads and after (`G`, `g`).
+- step 0 in a terminal: `mgtui FILE` run in a tmux window of 80×24, from the command
+  to its screen showing "step 0/" (`tmux capture-pane` every 10 ms), median of 3: what a
+  person sees, Python's start and the imports included. "app step 0" above waits for the
+  app to be idle after the trace arrives, which includes the panes that come in after
+  the first paint; this is the first paint. (Skipped without tmux, and with `--quick`.)
 
 Run it side by side with another checkout through PYTHONPATH (`--label` names the row):
 
@@ -31,10 +36,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 SCENARIO = '''"""Chains of 4,000 nodes, each with its backward pass, {chains:,} of them."""
@@ -132,7 +140,7 @@ def child(program: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def measure(nodes: int, tmp: Path) -> dict:
+def measure(nodes: int, tmp: Path, quick: bool = False) -> dict:
     scenario = tmp / f"big_chain_{nodes}.py"
     scenario.write_text(SCENARIO.format(chains=max(1, nodes // 4000)))
     saved = tmp / f"big_chain_{nodes}.mgtrace"
@@ -143,14 +151,41 @@ def measure(nodes: int, tmp: Path) -> dict:
     row = dict(nodes=load["nodes"], record=rec["wall"], parent=rec["parent"],
                child=rec["child"], file=saved.stat().st_size, load=load["seconds"])
     row["app"] = child(APP.format(path=str(saved)))
+    row["terminal"] = None if quick else on_terminal(saved)
     saved.unlink()
     return row
 
 
+def on_terminal(saved: Path, runs: int = 3) -> float | None:
+    """Seconds from `mgtui FILE` in a tmux window of 80×24 to "step 0/" on its screen,
+    the median of `runs`; None without tmux. (The window gets this process's PYTHONPATH:
+    tmux starts it in its server's environment.)"""
+    if shutil.which("tmux") is None:
+        return None
+    mgtui = Path(sys.executable).with_name("mgtui")
+    name, times = f"big-chain-{os.getpid()}", []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "80", "-y", "24",
+                        "-e", f"PYTHONPATH={os.environ.get('PYTHONPATH', '')}",
+                        f"{mgtui} {saved} --max-nodes 20000000 --max-memory 16G"], check=True)
+        try:
+            while time.perf_counter() - start < 60:
+                screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name],
+                                        capture_output=True, text=True).stdout
+                if "step 0/" in screen:
+                    times.append(time.perf_counter() - start)
+                    break
+                time.sleep(0.01)
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    return statistics.median(times) if times else None
+
+
 HEAD = ("| nodes | | record wall | peak RSS recording (parent / child) | a node | file | "
         "load call | app step 0 | app loaded | G | g | step at end (CPU) | app peak RSS "
-        "(loading / after) | a node |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        "(loading / after) | a node | step 0 in a terminal |\n"
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
 def line(r: dict, label: str) -> str:
@@ -161,7 +196,8 @@ def line(r: dict, label: str) -> str:
             f"{r['file'] / mb:.1f} MB | {r['load']:.2f} s | {a['first']:.2f} s | "
             f"{a['loaded']:.1f} s | {a['G']:.2f} s | {a['g']:.2f} s | {a['p'] * 1000:.0f} ms | "
             f"{a['rss'] / mb:,.0f} MB ({a['peaks'].get('loading', 0) / mb:,.0f} / "
-            f"{a['peaks'].get('after', 0) / mb:,.0f}) | {a['rss'] / n:,.0f} B |")
+            f"{a['peaks'].get('after', 0) / mb:,.0f}) | {a['rss'] / n:,.0f} B | "
+            + ("–" if r["terminal"] is None else f"{r['terminal']:.2f} s") + " |")
 
 
 def main() -> None:
@@ -174,7 +210,7 @@ def main() -> None:
     print(HEAD, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for nodes in sizes:
-            print(line(measure(nodes, Path(tmp)), args.label), flush=True)
+            print(line(measure(nodes, Path(tmp), args.quick), args.label), flush=True)
 
 
 if __name__ == "__main__":

@@ -189,15 +189,16 @@ class GraphPane(ScrollView, can_focus=True):
         width, height = self.content_region.size
         width, height = max(width, 20), max(height, 5)
 
-        def pages(p: Picture) -> int:
-            return -(-p.width // width) * -(-p.height // height)
+        def pages(form) -> int:  # (weighed by its size: only the form shown is drawn)
+            w, h = model.extent(center, *form)
+            return -(-w // width) * -(-h // height)
 
         ways = [self.orientation] if self.orientation else ["LR", "TB"]
         forms = [(o, c) for c in (False, True) for o in ways]
-        costs = {form: pages(model.picture(center, *form)) for form in forms}
+        costs = {form: pages(form) for form in forms}
         fits = [form for form in forms if costs[form] == 1]
         if not fits:  # stacked boxes (label over number): narrower, one row taller
-            fits = [(o, 2) for o in ways if pages(model.picture(center, o, 2)) == 1]
+            fits = [(o, 2) for o in ways if pages((o, 2)) == 1]
         return fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
 
     def lay_out_ahead(self, view, node: int | None) -> None:

@@ -560,7 +560,7 @@ def lay_out_ahead(klass: Class) -> None:
         following = getattr(app, "teacher", False) or getattr(follower, "following", False)
         debugger = getattr(app, "debugger", None)
         if following and debugger is not None and app.screen is debugger \
-                and debugger.has_class("-graph"):
+                and debugger.graph_shown:
             try:
                 debugger.lay_out_ahead()
             except Exception:  # noqa: BLE001 - a guess ahead that fails costs nothing

@@ -96,6 +96,9 @@ class GraphPane(ScrollView, can_focus=True):
         self._base: Style | None = None  # the pane's own style, for one frame's lines
         self._styles_key: tuple = ()  # `_styles`, as a key
         self.hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ?
+        self._showing = False  # drawn since it was shown (else: at its next layout)
+        self._early: Size | None = None  # drawn at this size as it was laid out, its
+        # Resize and Show events yet to come (they need not draw it again)
 
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState) -> None:
@@ -216,14 +219,33 @@ class GraphPane(ScrollView, can_focus=True):
         return self._form()[0]
 
     def on_resize(self) -> None:
+        if self._early == self.size:  # (drawn at this size as it was laid out)
+            return
         self._auto = None
         if self.state is not None and self.display:
             self._draw(follow=True)
 
     def on_show(self) -> None:
-        if self.state is not None:
+        early, self._early = self._early, None
+        if self.state is not None and early != self.size:
             self._auto = None
             self.call_after_refresh(self._draw, True)
+
+    def on_hide(self) -> None:
+        self._showing, self._early = False, None
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
+                      layout: bool = True) -> bool:
+        """(Textual: the pane's size, given as the screen is laid out, before the frame
+        is drawn.) A pane shown now draws its picture in that frame, not a blank pane
+        first and the picture once its Show event comes (a class's `m`: an empty frame
+        for every student, and the picture in the next)."""
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if not self._showing and size.area and self.state is not None and self.display:
+            self._showing, self._early = True, size
+            self._auto = None
+            self._draw(follow=True)
+        return changed
 
     # -- moving around -------------------------------------------------------------------
     def scroll_to_box(self, nid: int | None, with_marks: bool = False,

@@ -133,6 +133,42 @@ async def test_the_collector_waits_while_the_class_draws_the_teachers_step():
     assert gc.isenabled()  # (stopped mid-step: on again)
 
 
+async def test_the_quiet_after_a_step_collects_the_generations_that_are_due():
+    # Collected in the quiet: the young generation, and an older one whose turn has come
+    # (else the first allocation once the collector is on again collects it, in the
+    # middle of the class's next step).
+    import asyncio
+    import gc
+    import weakref
+
+    from mgtui.serve.heap import STEP_QUIET, SessionHeap
+    from mgtui.session import Position
+    from mgtui.session.follow import Classroom
+
+    class Node:
+        pass
+
+    heap = SessionHeap()
+    room = Classroom()
+    room.subscribe(lambda _position: heap.class_step())
+    try:
+        heap.watch()
+        room.publish(Position(1))
+        assert not gc.isenabled()
+        held = Node()
+        held.me = held
+        gone = weakref.ref(held)
+        for _ in range(gc.get_threshold()[1] + 1):  # young collections, each a count of
+            gc.collect(0)  # the middle generation's: its turn has come; `held` is in it
+        del held  # (garbage now, in the middle generation: a young collection leaves it)
+        assert gc.get_count()[1] > gc.get_threshold()[1] and gone() is not None
+        await asyncio.sleep(STEP_QUIET * 6)
+        assert gc.isenabled() and gone() is None
+        assert gc.get_count()[1] <= gc.get_threshold()[1]
+    finally:
+        heap.stop()
+
+
 async def test_the_whole_heap_is_walked_once_memory_has_doubled(monkeypatch):
     # Garbage with reference cycles can hide among frozen objects: once the process's
     # memory has doubled since the last walk, the heap is thawed and walked whole.

@@ -197,11 +197,15 @@ class SessionHeap:
 
 
 def due_generation() -> int:
-    """The generation the collector's next automatic collection would take: the oldest
-    whose count (of collections of the one below it) is past its threshold, else the
-    young one."""
+    """The generation to collect now so that the collector's next automatic collection
+    is a young one: the oldest whose count (of collections of the one below it), with
+    this collection counted, is past its threshold; else the young one."""
     counts, thresholds = gc.get_count(), gc.get_threshold()
-    return next((g for g in (2, 1) if counts[g] > thresholds[g]), 0)
+    generation = 0
+    for older in (1, 2):
+        if counts[older] + (generation == older - 1) > thresholds[older]:
+            generation = older
+    return generation
 
 
 def give_back_memory() -> None:

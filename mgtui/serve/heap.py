@@ -79,6 +79,11 @@ class SessionHeap:
         if self._loop is not None:  # (still watching: the server has not closed)
             self._collect_ended()
 
+    @property
+    def drawing(self) -> bool:
+        """A class's step is being drawn (the collector waits)."""
+        return self._step_since is not None
+
     def class_step(self) -> None:
         """The teacher has moved: every following session of this process draws the
         step now, one after the other on one loop. The collector waits until they have

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Iterator
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -261,10 +262,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
                         timeout=new.notice.timeout, markup=False)
         self._refresh_keys()
 
-    def lay_out_ahead(self) -> None:
-        """The Graph pane's pictures for the next step, laid out now (if it shows)."""
+    def lay_out_ahead(self) -> Iterator[None]:
+        """The Graph pane's pictures for the next step, laid out (if it shows) one form
+        a `next`."""
         if self.session is not None:
-            self.query_one(GraphPane).lay_out_ahead(*self.session.next_centre())
+            yield from self.query_one(GraphPane).lay_out_ahead(*self.session.next_centre())
 
     def hide_grads(self, nids: frozenset[int]) -> None:
         """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""

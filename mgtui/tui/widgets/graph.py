@@ -9,7 +9,7 @@ click selects the cursor's node through the session, as the node table does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from rich.segment import Segment
 from rich.style import Style
@@ -204,15 +204,20 @@ class GraphPane(ScrollView, can_focus=True):
             fits = [(o, 2) for o in ways if pages((o, 2)) == 1]
         return fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
 
-    def lay_out_ahead(self, view, node: int | None) -> None:
+    def lay_out_ahead(self, view, node: int | None) -> Iterator[None]:
         """Lay out now what showing `node` of `view` will need (the pictures `_form`
         weighs, kept by the graph's shared model): a class's next step, in the quiet
-        after this one (mgtui/serve/heap.py), is then drawn with no layout."""
+        after this one (mgtui/serve/heap.py), is then drawn with no layout. One form a
+        `next` (a generator: a key that comes meanwhile need not wait for all)."""
         if view is None or not (self.display and self.is_mounted and self.size.area):
             return
         from mgtui.session.graph_layout import shared_model
 
         model = shared_model(view.trace, [*view.used, *view.made])
+        for compact in (False, True):
+            for orientation in [self.orientation] if self.orientation else ["LR", "TB"]:
+                model.extent(node, orientation, compact)
+                yield
         model.picture(node, *self._best_form(model, node))
 
     def _orientation(self) -> Orientation:

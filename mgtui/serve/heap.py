@@ -203,14 +203,12 @@ class SessionHeap:
 
 def due_generation() -> int:
     """The generation to collect now so that the collector's next automatic collection
-    is a young one: the oldest whose count (of collections of the one below it), with
-    this collection counted, is past its threshold; else the young one."""
+    is not a middle one: the middle one if its count (of young collections), with this
+    collection counted, is past its threshold; else the young one. (Not the oldest:
+    Python collects that only once enough has come into it since, which it alone
+    knows; `watch` freezes what that leaves.)"""
     counts, thresholds = gc.get_count(), gc.get_threshold()
-    generation = 0
-    for older in (1, 2):
-        if counts[older] + (generation == older - 1) > thresholds[older]:
-            generation = older
-    return generation
+    return 1 if counts[1] + 1 > thresholds[1] else 0
 
 
 def give_back_memory() -> None:

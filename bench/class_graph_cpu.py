@@ -27,6 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def graph_shown(debugger) -> bool:
+    """Whether a session shows the Graph pane (`graph_shown`; an older checkout's
+    debugger screen has the class `-graph` instead)."""
+    shown = getattr(debugger, "graph_shown", None)
+    return debugger.has_class("-graph") if shown is None else shown
+
+
 async def measure(students: int, steps: int, lesson: str) -> None:
     from mgtui.run.bundled import resolve
     from mgtui.run.lessons import record_lesson
@@ -51,7 +58,7 @@ async def measure(students: int, steps: int, lesson: str) -> None:
         await pilot.pause(0.5)
         await all_at(0)
         await pilot.press("m")  # the Graph pane, followed by every student
-        while not all(a.debugger.has_class("-graph") for a in apps):
+        while not all(graph_shown(a.debugger) for a in apps):
             await asyncio.sleep(0.01)
         await pilot.pause(0.5)
         cpu, wall = [], []

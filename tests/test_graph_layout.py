@@ -269,6 +269,40 @@ def test_a_neighbourhood_is_laid_out_once_per_centre():
     assert model.picture(center, "LR") is model.picture(center, "LR")
 
 
+
+FORMS = [(o, c) for c in (0, 1, 2) for o in ("LR", "TB")]
+
+
+@pytest.mark.parametrize("name", ["mlp", "moons"])
+def test_every_form_of_a_neighbourhood_is_drawn_as_if_laid_out_alone(name):
+    """A pane weighs a centre's six forms by their size and draws one: the forms share
+    grandalf's ranks and order (they depend on the graph, not on the boxes' sizes). Each
+    picture must be the one its form gives laid out on its own, and each size weighed
+    the size of that picture, whichever forms were weighed or drawn before it."""
+    from mgtui.session.graph_layout import lay_out
+
+    trace = recorded(name)
+    session = Session(trace)
+    for step in (3, 40, 77, 150):
+        state = session.goto(step)
+        model = GraphModel(trace, [*state.view.used, *state.view.made])
+        center = state.node if not model.whole else None
+        rng = random.Random(step)
+        weighed = rng.sample(FORMS, len(FORMS))
+        sizes = {form: model.extent(center, *form) for form in weighed}
+        for form in rng.sample(FORMS, len(FORMS)):
+            picture = model.picture(center, *form)
+            drawn = sorted(picture.boxes)
+            members = set(drawn)
+            edges = [(c, n) for n in drawn for c in dict.fromkeys(trace.children(n))
+                     if c in members]
+            cut = model.neighbourhood(center)[1] if center is not None else {}
+            alone = lay_out(trace, drawn, edges, cut, *form)
+            assert (picture.lines, picture.boxes, picture.ops, picture.edges, picture.rows) \
+                == (alone.lines, alone.boxes, alone.ops, alone.edges, alone.rows), (step, form)
+            assert sizes[form] == (picture.width, picture.height) == (alone.width, alone.height)
+
+
 # -- painting a step ------------------------------------------------------------------------
 
 def painted_text(picture, light) -> str:

@@ -3,6 +3,7 @@ malloc for the server's process, and the caches the sessions filled emptied."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -88,6 +89,29 @@ async def test_the_heap_freezes_what_lives_and_collects_what_does_not():
     assert gc.get_freeze_count() == 0 and heap._collected not in gc.callbacks
 
 
+class Node:
+    """An object that can be its own garbage (`node.me = node`: a reference cycle)."""
+
+
+@contextlib.contextmanager
+def class_step():
+    """A watched heap and its class, whose teacher has just taken a step: the collector
+    waits (`SessionHeap.class_step`)."""
+    from mgtui.serve.heap import SessionHeap
+    from mgtui.session import Position
+    from mgtui.session.follow import Classroom
+
+    heap = SessionHeap()
+    room = Classroom()
+    room.subscribe(lambda _position: heap.class_step())
+    try:
+        heap.watch()
+        room.publish(Position(1))
+        yield heap, room
+    finally:
+        heap.stop()
+
+
 async def test_the_collector_waits_while_the_class_draws_the_teachers_step():
     # A teacher's step is every following session's step at once, on one loop: a
     # collection in between would hold up every session after it. The collector waits
@@ -97,19 +121,10 @@ async def test_the_collector_waits_while_the_class_draws_the_teachers_step():
     import time
     import weakref
 
-    from mgtui.serve.heap import STEP_AT_MOST, STEP_QUIET, SessionHeap
+    from mgtui.serve.heap import STEP_AT_MOST, STEP_QUIET
     from mgtui.session import Position
-    from mgtui.session.follow import Classroom
 
-    class Node:
-        pass
-
-    heap = SessionHeap()
-    room = Classroom()
-    room.subscribe(lambda _position: heap.class_step())
-    try:
-        heap.watch()
-        room.publish(Position(1))
+    with class_step() as (heap, room):
         assert not gc.isenabled()  # the class is drawing the step
         garbage = Node()
         garbage.me = garbage
@@ -128,9 +143,32 @@ async def test_the_collector_waits_while_the_class_draws_the_teachers_step():
             await asyncio.sleep(0.01)
         assert gc.isenabled() and time.monotonic() - started < STEP_AT_MOST + 0.5
         room.publish(Position(3))
-    finally:
-        heap.stop()
     assert gc.isenabled()  # (stopped mid-step: on again)
+
+
+async def test_the_quiet_after_a_step_collects_the_generations_that_are_due():
+    # Collected in the quiet: the young generation, and an older one whose turn has come
+    # (else the first allocation once the collector is on again collects it, in the
+    # middle of the class's next step).
+    import asyncio
+    import gc
+    import weakref
+
+    from mgtui.serve.heap import STEP_QUIET
+
+    with class_step():
+        assert not gc.isenabled()
+        gc.collect(1)  # (the middle generation's count from 0)
+        held = Node()
+        held.me = held
+        gone = weakref.ref(held)
+        for _ in range(gc.get_threshold()[1]):  # young collections, each a count of the
+            gc.collect(0)  # middle generation's: the next one makes its turn come
+        del held  # (garbage now, in the middle generation: a young collection leaves it)
+        assert gc.get_count()[1] == gc.get_threshold()[1] and gone() is not None
+        await asyncio.sleep(STEP_QUIET * 6)
+        assert gc.isenabled() and gone() is None
+        assert gc.get_count()[1] < gc.get_threshold()[1]  # (the next automatic: a young one)
 
 
 async def test_the_whole_heap_is_walked_once_memory_has_doubled(monkeypatch):

@@ -181,7 +181,7 @@ async def test_a_key_wakes_only_its_student_where_the_group_is(lessons, keys, cl
         assert TABLE not in ada.text()  # the teacher's look came before the key
         woken = app_of(srv, sleepers[0])
         assert woken.unison_group is None and woken.debugger.session.position.step == 4
-        assert woken.debugger.has_class("-graph")
+        assert woken.debugger.graph_shown
         assert members(srv) == [2] and asleep(srv) == [sleepers[1]]
         teacher.send("n")
         await settled([bob, by_user[leader]], 6)

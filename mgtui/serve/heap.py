@@ -79,6 +79,11 @@ class SessionHeap:
         if self._loop is not None:  # (still watching: the server has not closed)
             self._collect_ended()
 
+    @property
+    def drawing(self) -> bool:
+        """A class's step is being drawn (the collector waits)."""
+        return self._step_since is not None
+
     def class_step(self) -> None:
         """The teacher has moved: every following session of this process draws the
         step now, one after the other on one loop. The collector waits until they have
@@ -102,8 +107,11 @@ class SessionHeap:
             self._loop.call_later(STEP_QUIET, self._step_drawn)
             return
         self._step_since = None
+        # now, in the quiet (else at the next allocation: the next key's); and before the
+        # collector is on again, whose first allocation would collect an older generation
+        # that is due (a middle collection, 90 ms, in the middle of a class's next step)
+        gc.collect(due_generation())
         gc.enable()
-        gc.collect(0)  # now, in the quiet (else at the next allocation: the next key's)
         if self.after_step is not None:
             self.after_step()
 
@@ -191,6 +199,16 @@ class SessionHeap:
         if self._later is not None:
             self._later.cancel()
             self._later = None
+
+
+def due_generation() -> int:
+    """The generation to collect now so that the collector's next automatic collection
+    is not a middle one: the middle one if its count (of young collections), with this
+    collection counted, is past its threshold; else the young one. (Not the oldest:
+    Python collects that only once enough has come into it since, which it alone
+    knows; `watch` freezes what that leaves.)"""
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    return 1 if counts[1] + 1 > thresholds[1] else 0
 
 
 def give_back_memory() -> None:

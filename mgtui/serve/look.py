@@ -25,7 +25,7 @@ class TeacherLook:
             self._look_step = position.step
         pane = debugger.query_one(GraphPane)
         return Look.of(replace(position, lesson=self.lesson),
-                       graph=debugger.has_class("-graph"), flip=pane.orientation,
+                       graph=debugger.graph_shown, flip=pane.orientation,
                        pan=self._pan or (0, 0), notes=self.notes_open(),
                        pointer=self._pointer, line=self._line)
 
@@ -68,8 +68,8 @@ class TeacherLook:
         if self.teacher or not self.follower.following or self.debugger.session is None:
             return
         debugger = self.debugger
-        if debugger.has_class("-graph") != look.graph:
-            debugger.set_class(look.graph, "-graph")
+        if debugger.graph_shown != look.graph:
+            debugger.show_graph(look.graph)
         pane = debugger.query_one(GraphPane)
         if look.graph and pane.orientation != look.flip:
             pane.orientation = look.flip

@@ -560,12 +560,25 @@ def lay_out_ahead(klass: Class) -> None:
         following = getattr(app, "teacher", False) or getattr(follower, "following", False)
         debugger = getattr(app, "debugger", None)
         if following and debugger is not None and app.screen is debugger \
-                and debugger.has_class("-graph"):
-            try:
-                debugger.lay_out_ahead()
-            except Exception:  # noqa: BLE001 - a guess ahead that fails costs nothing
-                log.debug("laying out ahead failed", exc_info=True)
+                and debugger.graph_shown:
+            _lay_out_more(klass, debugger.lay_out_ahead())
             return
+
+
+def _lay_out_more(klass: Class, forms) -> None:
+    """One form of the look-ahead now, the next at the loop's next turn, until a new
+    step of the class's comes (a key that comes meanwhile waits for one form, not
+    for all: its step lays out what is left)."""
+    if klass.heap.drawing:
+        return
+    try:
+        next(forms)
+    except StopIteration:
+        return
+    except Exception:  # noqa: BLE001 - a guess ahead that fails costs nothing
+        log.debug("laying out ahead failed", exc_info=True)
+        return
+    asyncio.get_running_loop().call_soon(_lay_out_more, klass, forms)
 
 
 async def serve_connection(klass: Class, sock, host_key) -> None:

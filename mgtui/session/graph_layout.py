@@ -14,14 +14,14 @@ bench/graph_layout.py measured grandalf against netext, which was far slower.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Literal
 
 from mgtui.trace.arrays import ArrayValue, box_shape
 from mgtui.safe import cell_width, cells, clip_cells
-from mgtui.session.graph_placement import Unit, place_across, rank_and_order
+from mgtui.session.graph_placement import Order, Unit, order_of, place_across, rank_and_order
+from mgtui.session.graph_routes import U_MINUS, U_PLUS, V_MINUS, V_PLUS, route
 from mgtui.trace import Trace
 from mgtui.trace.explain import fmt
 
@@ -36,9 +36,7 @@ COMPACT_NUMBER = 5
 OP_WIDTH = 12  # an op as `(sigmoid)`: whole, up to this many cells
 MARK_WIDTH = 2  # `▶ `, `+=`, `● `, `= ` in front of the label
 
-# direction bits of a line cell, in layout axes: u runs along the layers, v across them
-U_PLUS, U_MINUS, V_PLUS, V_MINUS = 1, 2, 4, 8
-# ... and on screen
+# direction bits of a line cell on screen (in layout axes: `graph_routes`' U_PLUS...)
 EAST, WEST, SOUTH, NORTH = 1, 2, 4, 8
 LINE_CHARS = {
     EAST | WEST: "─", NORTH | SOUTH: "│", EAST | SOUTH: "┌", WEST | SOUTH: "┐",
@@ -154,6 +152,8 @@ class GraphModel:
         self.whole = len(nodes) <= whole_limit
         self.root = nodes[-1] if nodes else None
         self._pictures: dict[tuple, Picture] = {}
+        self._plans: dict[tuple, Plan] = {}  # forms weighed (`extent`), not drawn yet
+        self._centres: dict[int | None, list] = {}  # `_drawn`
 
     def parents(self, nid: int) -> list[int]:
         """The nodes of this graph that use `nid`."""
@@ -167,19 +167,38 @@ class GraphModel:
         """The whole graph, or the neighbourhood of `center` (the root if None); with
         compact boxes (one number) if `compact`: one row (1, True), or the label over
         the number (2: narrower, for a graph deep along the layers)."""
-        if self.whole:
-            key: tuple = (None, orientation, int(compact))
-        else:
-            if center is None or center not in self.members:
-                center = self.root
-            key = (center, orientation, int(compact))
+        key = self._key(center, orientation, compact)
         picture = self._pictures.get(key)
         if picture is None:
             if len(self._pictures) > self.keep:
                 self._pictures.clear()
-            picture = self._lay_out(key[0], orientation, compact)
+            plan = self._plans.pop(key, None) or self._plan(key)
+            picture = plan.paint()
+            picture.center, picture.inner = key[0], self._drawn(key[0])[3]
             self._pictures[key] = picture
         return picture
+
+    def extent(self, center: int | None, orientation: Orientation,
+               compact: int = 0) -> tuple[int, int]:
+        """`picture`'s width and height, laid out no further than they need (what a
+        pane weighs its forms by: only the form it shows is drawn)."""
+        key = self._key(center, orientation, compact)
+        picture = self._pictures.get(key)
+        if picture is not None:
+            return picture.width, picture.height
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) > self.keep:
+                self._plans.clear()
+            plan = self._plans[key] = self._plan(key)
+        return plan.width, plan.height
+
+    def _key(self, center: int | None, orientation: Orientation, compact: int) -> tuple:
+        if self.whole:
+            return (None, orientation, int(compact))
+        if center is None or center not in self.members:
+            center = self.root
+        return (center, orientation, int(compact))
 
     def neighbourhood(self, center: int, hops: int = HOPS) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
         """The nodes within `hops` of `center` (node -> distance), at most FAN_LIMIT
@@ -202,20 +221,30 @@ class GraphModel:
                 cut[n] = (ins, uses)
         return dist, cut
 
-    def _lay_out(self, center: int | None, orientation: Orientation, compact: int) -> Picture:
-        if center is None:
-            drawn = list(self.nodes)
-            cut: dict[int, tuple[int, int]] = {}
-            inner: frozenset[int] = frozenset(drawn)
-        else:
-            dist, cut = self.neighbourhood(center)
-            drawn = sorted(dist)
-            inner = frozenset(n for n, d in dist.items() if d < HOPS)
-        members = set(drawn)
-        edges = [(c, n) for n in drawn for c in self.inputs(n) if c in members]
-        picture = lay_out(self.trace, drawn, edges, cut, orientation, compact)
-        picture.center, picture.inner = center, inner
-        return picture
+    def _drawn(self, center: int | None) -> tuple:
+        """What a picture around `center` draws (every form of it): the nodes, their
+        edges, the cut counts, the inner nodes, and grandalf's order of them (None until
+        a form is laid out: the same for all)."""
+        drawn = self._centres.get(center)
+        if drawn is None:
+            if len(self._centres) > self.keep:
+                self._centres.clear()
+            if center is None:
+                nodes, cut, inner = list(self.nodes), {}, frozenset(self.nodes)
+            else:
+                dist, cut = self.neighbourhood(center)
+                nodes = sorted(dist)
+                inner = frozenset(n for n, d in dist.items() if d < HOPS)
+            members = set(nodes)
+            edges = [(c, n) for n in nodes for c in self.inputs(n) if c in members]
+            drawn = self._centres[center] = [nodes, edges, cut, inner, None]
+        return drawn
+
+    def _plan(self, key: tuple) -> Plan:
+        drawn = self._drawn(key[0])
+        plan = plan_layout(self.trace, *drawn[:3], key[1], key[2], order=drawn[4])
+        drawn[4] = plan.order
+        return plan
 
 
 def shared_model(trace: Trace, nodes: list[int]) -> GraphModel:
@@ -241,15 +270,42 @@ def lay_out(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
     """Lay out the value nodes `drawn`, joined by `edges` (input, result), with a stub
     for each node's `cut` (inputs, uses) counts; `compact`: one-number boxes, of one row
     (1) or two (2)."""
+    return plan_layout(trace, drawn, edges, cut, orientation, compact).paint()
+
+
+def plan_layout(trace: Trace, drawn: list[int], edges: list[tuple[int, int]],
+                cut: dict[int, tuple[int, int]], orientation: Orientation,
+                compact: int = 0, order: Order | None = None) -> Plan:
+    """`lay_out` as far as the picture's size: units ranked and ordered (by `order`, if
+    given: any form's of the same graph), placed across and along the layers."""
     lr = orientation == "LR"
     sizes = _Sizes.of(trace, drawn, compact)
     units, links = _units(sizes, drawn, edges, cut, lr)
-    layers, chains = rank_and_order(units, links)
+    order = order or order_of(units, links)
+    layers, chains = rank_and_order(units, links, order)
     place_across(layers, chains, gap=1 if lr else 2)
     along = _place_along(layers, chains, lr)
-    lines = _Lines(lr)
-    link_cells, has_out = _draw_links(lines, along, chains)
-    return _paint(sizes, layers, along, lines, link_cells, has_out, orientation)
+    across = max([int(x.v) + x.across for layer in layers for x in layer] + [1])
+    width, height = (along.size, across) if lr else (across, along.size)
+    return Plan(sizes, layers, along, orientation, width, height, order)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A picture laid out as far as its size; `paint` draws its lines and boxes."""
+
+    sizes: _Sizes
+    layers: list[list[Unit]]
+    along: _Along
+    orientation: Orientation
+    width: int
+    height: int
+    order: Order
+
+    def paint(self) -> Picture:
+        lines = _Lines(self.orientation == "LR")
+        link_cells, has_out = _draw_links(lines, self.along, self.order.chains)
+        return _paint(self, lines, link_cells, has_out)
 
 
 @dataclass(frozen=True)
@@ -330,7 +386,7 @@ def _units(sizes: _Sizes, drawn: list[int], edges: list[tuple[int, int]],
 @dataclass(frozen=True)
 class _Along:
     """Where the layers lie along the layout (u): each layer's first cell and extent,
-    and the channel after each, routed (`_route`: its track count and routes)."""
+    and the channel after each, routed (`route`: its track count and routes)."""
 
     starts: list[int]
     extent: list[int]
@@ -345,7 +401,7 @@ def _place_along(layers: list[list[Unit]], chains: dict, lr: bool) -> _Along:
     succ: dict[object, list[object]] = {}
     for a, b in chains:
         succ.setdefault(a, []).append(b)
-    channels = [_route(layers[r], layers[r + 1], succ, lr) for r in range(len(layers) - 1)]
+    channels = [route(layers[r], layers[r + 1], succ, lr) for r in range(len(layers) - 1)]
     starts, u = [], 0
     for r in range(len(layers)):
         starts.append(u)
@@ -424,14 +480,12 @@ def _draw_links(lines: _Lines, along: _Along,
     return link_cells, has_out
 
 
-def _paint(sizes: _Sizes, layers: list[list[Unit]], along: _Along, lines: _Lines,
-           link_cells: dict[tuple, list[tuple[int, int]]], has_out: set,
-           orientation: Orientation) -> Picture:
+def _paint(plan: Plan, lines: _Lines, link_cells: dict[tuple, list[tuple[int, int]]],
+           has_out: set) -> Picture:
     """The picture: the static text (op glyphs and their connectors, stubs, lines), the
     boxes, which boxes cover each row, and the cells of each edge between value nodes."""
-    lr = lines.lr
-    across_size = max([int(x.v) + x.across for layer in layers for x in layer] + [1])
-    width, height = (along.size, across_size) if lr else (across_size, along.size)
+    sizes, layers, along, orientation = plan.sizes, plan.layers, plan.along, plan.orientation
+    width, height = plan.width, plan.height
     grid = [[" "] * width for _ in range(height)]
     ops, boxes = _draw_units(grid, sizes, layers, along, lines, has_out)
     screen = TO_SCREEN[orientation]
@@ -518,163 +572,3 @@ def _frame(nid: int, x: int, y: int, w: int, sizes: _Sizes, lr: bool,
         if port_out:
             bottom[mid] = "┼" if mid in seps else "┬"
     return Box(nid, x, y, w, clip_cells(label, lw), "".join(top), "".join(bottom), left, right)
-
-
-def _entries(unit: Unit, lr: bool) -> list[tuple[int, int, int]]:
-    """The cells where lines may enter a unit's op glyph, as (v, u offset from the
-    layer's start, the direction into the glyph): the main one in front of it (offset
-    -1: the channel's last cell), and for an op glyph its two sides, so that two inputs
-    meet only at the op they feed, never on a shared wire."""
-    axis = int(unit.v) + unit.axis
-    main = (axis, -1, U_PLUS)
-    if not unit.glyph:
-        return [main]
-    g = unit.glyph
-    if lr and unit.out >= 0:  # (its box is below it: above it, and in front)
-        return [(axis - 1, len(g) // 2, V_PLUS), main]
-    if lr:  # above and below the op's middle character
-        return [(axis - 1, len(g) // 2, V_PLUS), main, (axis + 1, len(g) // 2, V_MINUS)]
-    left = axis - (len(g) - 1) // 2 - 1  # beside the op, on its line
-    # (within the unit: an op wider than its box has no room beside it at the edge)
-    lo, hi = int(unit.v), int(unit.v) + unit.across
-    return [e for e in ((left, 0, V_PLUS), main, (left + len(g) + 1, 0, V_MINUS))
-            if e is main or lo <= e[0] < hi]
-
-
-def _choose(sources: list[Unit], entries: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Entries for `sources` (in order down the channel), in the same order: the
-    nearest for one, else spread out from the first and last, the middle ones sharing."""
-    if len(sources) == 1:
-        row = int(sources[0].v) + sources[0].out_axis
-        return [min(entries, key=lambda e: (abs(e[0] - row), e[1] >= 0))]
-    if len(entries) >= len(sources):
-        if len(sources) == 2 and len(entries) == 3:
-            upper, lower = (int(a.v) + a.out_axis for a in sources)
-            top, main, bottom = entries
-            axis = main[0]
-            return ([main, bottom] if upper >= axis else [top, main] if lower <= axis
-                    else [top, bottom])
-        return entries[:len(sources)]
-    main = next(e for e in entries if e[1] < 0)  # more inputs than entries: they share
-    return [entries[0]] + [main] * (len(sources) - 2) + [entries[-1]]
-
-
-def _entries_for(sources: list[Unit], entries: list[tuple[int, int, int]],
-                 rows_out: set[int]) -> list[tuple[int, int, int]]:
-    """`_choose`'s entries, kept off the rows other sources leave on: a line entering on
-    such a row would run into that source's line, and turn where it crosses. A row a
-    source leaves on is its own (it goes in straight); if `_choose` breaks that, the
-    entries that keep it, with the fewest crossings among these lines and then the
-    shortest. (Left as chosen only if no choice keeps it: `_route` orders the tracks.)"""
-    rows = [int(a.v) + a.out_axis for a in sources]
-
-    def kept(choice) -> bool:
-        return all(e[0] == row or e[0] not in rows_out for row, e in zip(rows, choice))
-
-    chosen = _choose(sources, entries)
-    if kept(chosen) or len(sources) > len(entries):
-        return chosen
-    free = [e for e in entries if e[0] not in rows_out or e[0] in rows]
-    if len(free) >= len(sources) and kept(again := _choose(sources, free)):
-        return again
-    choices = [c for c in itertools.permutations(entries, len(sources)) if kept(c)]
-    if not choices:
-        return chosen
-
-    def cost(choice) -> tuple[int, int]:
-        pairs = itertools.combinations(zip(rows, choice), 2)
-        crossed = sum(1 for (r0, e0), (r1, e1) in pairs if (r0 - r1) * (e0[0] - e1[0]) < 0)
-        return crossed, sum(abs(r - e[0]) for r, e in zip(rows, choice))
-
-    return list(min(choices, key=cost))
-
-
-def _route(left: list[Unit], right: list[Unit], succ: dict, lr: bool) -> tuple[int, dict]:
-    """Tracks for the channel between two layers. Each source's lines (its fan-out) go
-    up on one track and down on another; each input enters its op by an entry of its own, so
-    the nets of different sources only ever cross. A source's row must not run into
-    another net's entry row on the same line, so such a source's track goes left of
-    that net's. Returns the number of tracks and, per (source, target) pair, its track
-    (-1: a straight line) and its entry."""
-    target = {u.key: u for u in right}
-    inputs: dict[object, list[Unit]] = {}
-    for a in left:
-        for k in succ.get(a.key, ()):
-            if k in target:
-                inputs.setdefault(k, []).append(a)
-    entry: dict[tuple[Unit, Unit], tuple[int, int, int]] = {}
-    rows_out = {int(a.v) + a.out_axis for a in left if a.key in succ}
-    for key, sources in inputs.items():
-        b = target[key]
-        rows = sorted(sources, key=lambda a: int(a.v) + a.out_axis)
-        for a, e in zip(rows, _entries_for(rows, _entries(b, lr), rows_out)):
-            entry[(a, b)] = e
-    # a source's lines up and its lines down go on tracks of their own: a `┼` would
-    # read as two lines crossing, never as one line branching four ways
-    nets: dict[tuple[Unit, int], list[tuple[Unit, tuple[int, int, int]]]] = {}
-    for (a, b), e in entry.items():
-        src = int(a.v) + a.out_axis
-        if e[0] != src:
-            nets.setdefault((a, -1 if e[0] < src else 1), []).append((b, e))
-    span = {}
-    for (a, part), outs in nets.items():
-        rows = [int(a.v) + a.out_axis] + [e[0] for _, e in outs]
-        span[(a, part)] = (min(rows), max(rows))
-    source_row: dict[int, list[tuple[Unit, int]]] = {}
-    for net in nets:
-        source_row.setdefault(int(net[0].v) + net[0].out_axis, []).append(net)
-    before: dict[tuple[Unit, int], set] = {net: set() for net in nets}  # nets left of it
-    for net, outs in nets.items():
-        for _, (row, _, _) in outs:
-            before[net] |= {other for other in source_row.get(row, ()) if other[0] is not net[0]}
-    todo = sorted(nets, key=lambda net: span[net])
-    track_of: dict[tuple[Unit, int], int] = {}
-    broken = []
-    t = 0
-    while todo:
-        used: list[tuple[int, int]] = []
-        placed = []
-        for net in todo:
-            lo, hi = span[net]
-            if any(not (hi < x or lo > y) for x, y in used):
-                continue
-            if any(p not in track_of or track_of[p] >= t for p in before[net]):
-                continue
-            used.append((lo, hi))
-            placed.append(net)
-            track_of[net] = t
-        if not placed:  # a cycle of constraints: break it
-            track_of[todo[0]] = t
-            placed.append(todo[0])
-            broken.append(todo[0])
-        todo = [net for net in todo if net not in placed]
-        t += 1
-    jogs, t = _jogs(broken, entry, rows_out, t)
-    routes = {}
-    for (a, b), e in entry.items():
-        src = int(a.v) + a.out_axis
-        net = (a, -1 if e[0] < src else 1)
-        routes[(a, b)] = (-1 if e[0] == src else track_of[net], e, jogs.get(net))
-    return t, routes
-
-
-def _jogs(broken: list, entry: dict, rows_out: set[int], tracks: int
-          ) -> tuple[dict, int]:
-    """A net placed to break a cycle of constraints (two sources each leaving on a row
-    the other's lines enter on: whichever goes first, its entry runs along the other's
-    row) jogs: up or down its track to a row no line runs along, across it to a track
-    after every other, and on to its entries from there, so that the two only cross.
-    Returns each jogging net's (row, second track), and the channel's tracks now."""
-    busy = set(rows_out) | {e[0] for e in entry.values()}
-    lo, hi = min(busy, default=0), max(busy, default=0)
-    jogs = {}
-    for net in broken:
-        src = int(net[0].v) + net[0].out_axis
-        free = sorted((r for r in range(lo, hi + 1) if r not in busy),
-                      key=lambda r: abs(r - src))
-        if not free:
-            continue  # (no row to jog on: left as placed)
-        jogs[net] = (free[0], tracks)
-        busy.add(free[0])
-        tracks += 1
-    return jogs, tracks

@@ -37,14 +37,42 @@ class Unit:
         return self.axis if self.out < 0 else self.out
 
 
-def rank_and_order(units: dict[object, Unit], links: list[tuple]) -> tuple[list[list[Unit]], dict]:
+@dataclass(frozen=True)
+class Order:
+    """grandalf's ranks and order of a graph's units, by key: each layer's keys in order
+    (a dummy's key is `("dummy", n)`), and for each pair of adjacent units the links whose
+    path runs between them. It depends on the units' keys and links alone, not on their
+    sizes: a graph's boxes in every form (orientation, compact or not) share it."""
+
+    layers: tuple[tuple[object, ...], ...]
+    chains: dict[tuple, list[tuple]]
+
+
+def rank_and_order(units: dict[object, Unit], links: list[tuple],
+                   order: Order | None = None) -> tuple[list[list[Unit]], dict]:
     """grandalf's Sugiyama ranking (leaves pulled next to their use) and its crossing-
-    cutting order of each layer. Returns the layers, dummies included, and for each pair
-    of adjacent units the links whose path runs between them."""
+    cutting order of each layer (or `order`, made for the same keys and links). Returns
+    the layers, dummies included, and for each pair of adjacent units the links whose
+    path runs between them."""
+    if order is None:
+        order = order_of(units, links)
+    layers: list[list[Unit]] = []
+    for r, keys in enumerate(order.layers):
+        layer = []
+        for key in keys:
+            unit = units[key] if key in units else Unit(key, 1, 1, 0, dummy=True)
+            unit.layer = r
+            layer.append(unit)
+        layers.append(layer)
+    return layers, order.chains
+
+
+def order_of(units: dict[object, Unit], links: list[tuple]) -> Order:
+    """The ranks and order of `units` joined by `links` (see `Order`)."""
     vertex = {key: GVertex(key) for key in units}
     for key, v in vertex.items():
         v.view = _View(units[key].across, units[key].along)
-    layers: list[list[Unit]] = []
+    layers: list[list[object]] = []
     chains: dict[tuple, list[tuple]] = {}
     numbers = itertools.count()
     for keys, component in _components(list(units), links):
@@ -58,7 +86,7 @@ def rank_and_order(units: dict[object, Unit], links: list[tuple]) -> tuple[list[
             pass
         for _ in sug.ordering_step(oneway=True):
             pass
-        dummies: dict[DummyVertex, Unit] = {}
+        dummies: dict[DummyVertex, object] = {}
         for r, layer in enumerate(l for l in sug.layers if len(l)):
             while len(layers) <= r:
                 layers.append([])
@@ -66,22 +94,20 @@ def rank_and_order(units: dict[object, Unit], links: list[tuple]) -> tuple[list[
                 if isinstance(v, DummyVertex):
                     # numbered, not by id(): an earlier component's dummies are freed
                     # by now, and a reused id would join two components' links
-                    unit = dummies[v] = Unit(("dummy", next(numbers)), 1, 1, 0, dummy=True)
+                    layers[r].append(dummies.setdefault(v, ("dummy", next(numbers))))
                 else:
-                    unit = units[v.data]
-                unit.layer = r
-                layers[r].append(unit)
+                    layers[r].append(v.data)
         for e in core.sE:
             a, b = e.v[0].data, e.v[1].data
             ctrl = sug.ctrls.get(e)
-            path = [units[a]]
+            path = [a]
             if ctrl:
                 path += [dummies[ctrl[k]] for k in sorted(ctrl) if isinstance(ctrl[k], DummyVertex)]
-            path.append(units[b])
+            path.append(b)
             for p, q in zip(path, path[1:]):
-                chains.setdefault((p.key, q.key), []).append((a, b))
+                chains.setdefault((p, q), []).append((a, b))
     # ranks start at 0 in every component: the layers line up by rank
-    return layers, chains
+    return Order(tuple(tuple(layer) for layer in layers), chains)
 
 
 def _components(keys: list, links: list[tuple]) -> list[tuple[list, list[tuple]]]:

@@ -9,7 +9,7 @@ click selects the cursor's node through the session, as the node table does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from rich.segment import Segment
 from rich.style import Style
@@ -96,6 +96,9 @@ class GraphPane(ScrollView, can_focus=True):
         self._base: Style | None = None  # the pane's own style, for one frame's lines
         self._styles_key: tuple = ()  # `_styles`, as a key
         self.hidden: frozenset[int] = frozenset()  # quiz mode: grads shown as ?
+        self._showing = False  # drawn since it was shown (else: at its next layout)
+        self._early: Size | None = None  # drawn at this size as it was laid out, its
+        # Resize and Show events yet to come (they need not draw it again)
 
     # -- state from the session ------------------------------------------------------------
     def show(self, state: StepState) -> None:
@@ -189,40 +192,65 @@ class GraphPane(ScrollView, can_focus=True):
         width, height = self.content_region.size
         width, height = max(width, 20), max(height, 5)
 
-        def pages(p: Picture) -> int:
-            return -(-p.width // width) * -(-p.height // height)
+        def pages(form) -> int:  # (weighed by its size: only the form shown is drawn)
+            w, h = model.extent(center, *form)
+            return -(-w // width) * -(-h // height)
 
         ways = [self.orientation] if self.orientation else ["LR", "TB"]
         forms = [(o, c) for c in (False, True) for o in ways]
-        costs = {form: pages(model.picture(center, *form)) for form in forms}
+        costs = {form: pages(form) for form in forms}
         fits = [form for form in forms if costs[form] == 1]
         if not fits:  # stacked boxes (label over number): narrower, one row taller
-            fits = [(o, 2) for o in ways if pages(model.picture(center, o, 2)) == 1]
+            fits = [(o, 2) for o in ways if pages((o, 2)) == 1]
         return fits[0] if fits else min(forms, key=lambda f: (costs[f], not f[1]))
 
-    def lay_out_ahead(self, view, node: int | None) -> None:
+    def lay_out_ahead(self, view, node: int | None) -> Iterator[None]:
         """Lay out now what showing `node` of `view` will need (the pictures `_form`
         weighs, kept by the graph's shared model): a class's next step, in the quiet
-        after this one (mgtui/serve/heap.py), is then drawn with no layout."""
+        after this one (mgtui/serve/heap.py), is then drawn with no layout. One form a
+        `next` (a generator: a key that comes meanwhile need not wait for all)."""
         if view is None or not (self.display and self.is_mounted and self.size.area):
             return
         from mgtui.session.graph_layout import shared_model
 
         model = shared_model(view.trace, [*view.used, *view.made])
+        for compact in (False, True):
+            for orientation in [self.orientation] if self.orientation else ["LR", "TB"]:
+                model.extent(node, orientation, compact)
+                yield
         model.picture(node, *self._best_form(model, node))
 
     def _orientation(self) -> Orientation:
         return self._form()[0]
 
     def on_resize(self) -> None:
+        if self._early == self.size:  # (drawn at this size as it was laid out)
+            return
         self._auto = None
         if self.state is not None and self.display:
             self._draw(follow=True)
 
     def on_show(self) -> None:
-        if self.state is not None:
+        early, self._early = self._early, None
+        if self.state is not None and early != self.size:
             self._auto = None
             self.call_after_refresh(self._draw, True)
+
+    def on_hide(self) -> None:
+        self._showing, self._early = False, None
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
+                      layout: bool = True) -> bool:
+        """(Textual: the pane's size, given as the screen is laid out, before the frame
+        is drawn.) A pane shown now draws its picture in that frame, not a blank pane
+        first and the picture once its Show event comes (a class's `m`: an empty frame
+        for every student, and the picture in the next)."""
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if not self._showing and size.area and self.state is not None and self.display:
+            self._showing, self._early = True, size
+            self._auto = None
+            self._draw(follow=True)
+        return changed
 
     # -- moving around -------------------------------------------------------------------
     def scroll_to_box(self, nid: int | None, with_marks: bool = False,

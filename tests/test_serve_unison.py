@@ -105,8 +105,8 @@ async def a_class(lessons, keys, monkeypatch, unison: bool) -> tuple[list, list]
         teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
         students = [await connect(srv, clients, password=PASSWORD, user=f"s{k}",
                                   size=(80, 24) if k < 3 else (100, 30)) for k in range(5)]
-        for student in students:  # (a screen with it is not the group's)
-            assert await student.wait_for(lambda t: TOAST not in t), student.text()
+        for student in students:  # (a screen with it is not the group's; it lasts 5 s)
+            assert await student.wait_for(lambda t: TOAST not in t, 30), student.text()
         keys_steps = [("n", 1, None), ("n", 2, None), ("n", 3, None),
                       ("m", 3, lambda t: TABLE not in t), ("n", 4, lambda t: TABLE not in t),
                       ("N", None, lambda t: "Notes · " in t), ("N", 4, lambda t: TABLE not in t),
@@ -276,7 +276,7 @@ async def test_students_join_their_group_once_their_notice_has_gone(lessons, key
             assert await students[-1].wait_for(TOAST), students[-1].text()  # (each sees it)
         await settled(students, 1)
         for student in students:
-            assert await student.wait_for(lambda t: TOAST not in t, 10), student.text()
+            assert await student.wait_for(lambda t: TOAST not in t, 30), student.text()
         for _ in range(100):  # no key from the teacher meanwhile
             if members(srv) == [3]:
                 break

@@ -103,6 +103,12 @@ class TraceIndexes:
 
     def _uses_of(self, first: int, end: int, uses: array) -> array:
         """`uses` (of every node), with the uses by nodes `first` to `end` added."""
+        for c, k in self._use_counts(first, end).items():
+            uses[c] += k
+        return uses
+
+    def _use_counts(self, first: int, end: int) -> Counter:
+        """{node: how many of the nodes `first` to `end` take it as an input}."""
         ids, start = self._child_ids, self._child_start
         counts = Counter(ids[start[first]:start[end]])
         # the nodes with two children or more, where one may be given twice
@@ -114,9 +120,7 @@ class TraceIndexes:
                 for c, k in Counter(kids).items():
                     counts[c] -= k - 1
         counts.pop(-1, None)  # (a child that was not recorded)
-        for c, k in counts.items():
-            uses[c] += k
-        return uses
+        return counts
 
     def build_indexes(self, older: Self | None = None, users: bool = False,
                       final: bool = False) -> None:
@@ -182,38 +186,39 @@ class TraceIndexes:
 
     def uses_within(self, nid: int, made: range) -> int:
         """How many of the nodes `made` (a forward pass's: one graph) take node `nid` as
-        an input: its uses in that graph, where `uses` counts every pass's. Its id is
-        looked for among those nodes' children at C speed (`array.index`), from the
-        first made after it: a user is made after its inputs."""
-        start, ids = self._child_start, self._child_ids
-        first, end = max(made.start, nid + 1), min(made.stop, self.node_count)
-        if first >= end:
-            return 0
-        at, hi = start[first], start[end]
-        n, last = 0, -1
-        while True:
-            try:
-                at = ids.index(nid, at, hi)
-            except ValueError:
-                return n
-            user = bisect_right(start, at) - 1
-            if user != last:  # (a child given twice to one node is one use)
-                n, last = n + 1, user
-            at += 1
+        an input: its uses in that graph, where `uses` counts every pass's. Counted for
+        the whole graph at its first step (`_use_counts`, at C speed) and kept for the
+        next, one graph at a time (a backward pass's steps all ask about its graph)."""
+        end = min(made.stop, self.node_count)
+        kept = self.__dict__.get("_graph_uses")
+        if kept is None or kept[0] != (made.start, end):
+            kept = self.__dict__["_graph_uses"] = (made.start, end), self._use_counts(
+                made.start, end) if made.start < end else Counter()
+        return kept[1].get(nid, 0) if nid >= 0 else 0
 
     def contribution(self, write: Write) -> int:
         """1 for the first write to a node's field in its backward pass, 2 for the
-        second…: the earlier writes to it in its pass, looked for at C speed
-        (`array.index`) in the write columns themselves."""
+        second…: counted for all the pass's writes at its first step asked about, and
+        kept for the next, one pass at a time (`_nths`)."""
         w = write.index
         p = self.pass_at(bisect_right(self._ev_write_start, w) - 1)
-        at = self._ev_write_start[p.start] if p is not None and p.kind == "backward" else w
-        node, fields, field = self._wr_node, self._wr_field, self._wr_field[w]
-        n = 1
-        while True:
-            try:
-                at = node.index(write.node, at, w)
-            except ValueError:
-                return n
-            n += fields[at] == field
-            at += 1
+        if p is None or p.kind != "backward":
+            return 1
+        first = self._ev_write_start[p.start]
+        return self._nths(first, self._ev_write_start[p.end])[w - first]
+
+    def _nths(self, first: int, end: int) -> array:
+        """For each of the writes `first` to `end` (a backward pass's), its place among
+        the writes to its node's field since `first`. (Kept whole once made: sessions
+        on other threads may read the same trace.)"""
+        kept = self.__dict__.get("_pass_nths")
+        if kept is not None and kept[0] == first:
+            return kept[1]
+        nths, seen = array("i"), {}
+        get, add = seen.get, nths.append
+        for node, field in zip(self._wr_node[first:end], self._wr_field[first:end]):
+            key = node << 8 | field & 0xFF
+            n = seen[key] = get(key, 0) + 1
+            add(n)
+        self.__dict__["_pass_nths"] = first, nths
+        return nths

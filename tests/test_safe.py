@@ -103,3 +103,24 @@ def test_the_printable_fast_path_never_lets_an_unsafe_character_through():
             assert ch not in inert_line(text)
             if ch not in "\t\n":
                 assert ch not in inert(text), hex(code)
+
+
+def test_every_notification_is_shown_as_text_not_markup():
+    """Textual reads a notification's message as markup unless told not to: a student's
+    typed prediction with `[/]` in it ended their session. Every `notify` call in mgtui
+    says `markup=False` (its text goes through `inert` or is mgtui's own)."""
+    import ast
+    from pathlib import Path
+
+    import mgtui
+
+    calls = []
+    for path in Path(mgtui.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "notify"):
+                calls.append(node)
+                markup = next((k.value for k in node.keywords if k.arg == "markup"), None)
+                assert isinstance(markup, ast.Constant) and markup.value is False, \
+                    f"{path}:{node.lineno}: notify(...) without markup=False"
+    assert len(calls) >= 10  # (the walk found mgtui's notices)

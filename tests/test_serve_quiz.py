@@ -67,6 +67,8 @@ async def test_predict_reveal_histogram_late_joiner_and_csv(server, keys, tmp_pa
         assert grad_of(student, "d") == "?" and grad_of(student, "f") == "?", student.text()
         assert grad_of(student, "L") == "1.0"  # the seed: not this step's to predict
     assert grad_of(teacher, "d") == "-2.0"  # the teacher sees them
+    await answer(ada, "[/]x")  # not a number, and never read as markup
+    assert await ada.wait_for("'[/]x' is not a number"), ada.text()
     await answer(ada, "-2")
     assert await ada.wait_for("quiz: you said -2: right ✓ (d.grad = -2)"), ada.text()
     assert grad_of(ada, "d") == "-2.0" and grad_of(ada, "f") == "4.0"

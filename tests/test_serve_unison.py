@@ -295,6 +295,46 @@ async def test_students_join_their_group_once_their_notice_has_gone(lessons, key
         await srv.close()
 
 
+async def test_a_students_join_notice_goes_with_the_teachers_step(lessons, keys, clean_env,
+                                                                  monkeypatch):
+    """Up for NOTICE_READ seconds, a student's "Following the teacher" goes at the
+    teacher's next step, and the student joins its group there (left for its 5 s, every
+    student who had just come in drew the class's first steps alone). A notice younger
+    than that stays through a step."""
+    from mgtui.serve import unison
+
+    monkeypatch.setattr(unison, "NOTICE_READ", 0.0)
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
+        students = []
+        for k in range(3):
+            students.append(await connect(srv, clients, password=PASSWORD, user=f"s{k}"))
+            assert await students[-1].wait_for(TOAST), students[-1].text()
+        teacher.send("n")
+        await settled(students, 1)
+        for student in students:  # (gone with the step, long before its 5 s)
+            assert TOAST not in student.text(), student.text()
+        teacher.send("n")
+        await settled(students, 2)
+        await drawn(srv)
+        assert members(srv) == [3] and len(asleep(srv)) == 2
+        shots = [cells(s) for s in students]
+        assert shots[0] == shots[1] == shots[2]
+
+        monkeypatch.setattr(unison, "NOTICE_READ", 60.0)  # (a notice just raised)
+        late = await connect(srv, clients, password=PASSWORD, user="late")
+        assert await late.wait_for(TOAST), late.text()
+        teacher.send("n")
+        await settled([*students, late], 3)
+        assert TOAST in late.text(), late.text()
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()
+
+
 @pytest.fixture(scope="module")
 def mlp_lesson():
     """mlp: a graph too big to draw whole, laid out around each step's node."""

@@ -38,6 +38,9 @@ NO_CODE = ("In a class the gradient doctor runs on the teacher's screen only: it
            "the scenario's code on the server, and a student's session runs none.")
 NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was served from a "
                "saved trace: serve its .py file to check it.")
+# a student's notices about following: up for 5 (3) s, or until the teacher's next step
+JOINED = "Following the teacher. Moving on your own pauses it; f rejoins."
+REJOINED = "Following again: the teacher has not moved yet."
 
 
 class ClassScreen(DebuggerScreen):
@@ -231,7 +234,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self.teacher = self.keyed_teacher and self.classroom.lead == self.member
         if self.teacher:
             self.notify("You are teaching: the class follows your step, node and tab. "
-                        "R shows who is here.", timeout=5)
+                        "R shows who is here.", timeout=5, markup=False)
             self.call_after_refresh(self._show_console)
             if not self._nobody_leads:
                 self.call_after_refresh(self._catch_up)
@@ -239,8 +242,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             if self.keyed_teacher:  # another teacher leads: watch until this one chooses
                 self.call_after_refresh(self.ask_lead)
             else:
-                self.notify("Following the teacher. Moving on your own pauses it; f rejoins.",
-                            timeout=5)
+                self.notify(JOINED, timeout=5, markup=False)
             self.call_after_refresh(self._catch_up)
 
     def _catch_up(self) -> None:
@@ -285,6 +287,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self._heard_look = position if isinstance(position, Look) else None
         target = self.follower.heard(position)
         if target is not None:
+            self.notices_read((JOINED, REJOINED))  # (the class moves: they have been seen)
             self.go_to(target)
             self.join_later()
         self.show_student_status()
@@ -336,7 +339,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.classroom.update(self.member, following=True)
         position = self.follower.rejoin()
         if position is None:
-            self.notify("Following again: the teacher has not moved yet.", timeout=3)
+            self.notify(REJOINED, timeout=3, markup=False)
         else:
             self.heard(position)
 
@@ -364,7 +367,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
                 leader = classroom.leader()
                 self.notify(f"{inert_line(leader.name if leader else 'another teacher')} "
                             "has taken over the class: you are watching (R, q still work).",
-                            timeout=8)
+                            timeout=8, markup=False)
                 self.heard(classroom.position) if classroom.position else None
             elif leads and not self.teacher:
                 self.take_over()
@@ -407,13 +410,14 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.classroom.take_lead(self.member)
             self.take_over()
         else:
-            self.notify("You are watching: the class follows the other teacher.", timeout=5)
+            self.notify("You are watching: the class follows the other teacher.", timeout=5,
+                        markup=False)
 
     def take_over(self) -> None:
         """This session leads now: the class comes to where it is."""
         self.teacher = True
         self.debugger.show_status(self.console_line())
-        self.notify("You lead the class now.", timeout=5)
+        self.notify("You lead the class now.", timeout=5, markup=False)
         if self.debugger.session is not None:
             self.classroom.publish(replace(self.debugger.session.position, lesson=self.lesson))
 

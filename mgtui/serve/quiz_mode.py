@@ -86,7 +86,7 @@ class QuizMode:
         value = parse_number(text)
         if value is None:
             self.notify(f"{inert_line(text)!r} is not a number: press a to try again",
-                        severity="warning", timeout=5)
+                        severity="warning", timeout=5, markup=False)
             return
         right = self.classroom.answer(self.lesson, quiz.trace, self.quiz_name, question.step,
                                       value)  # (counted in every process of the class)
@@ -100,7 +100,7 @@ class QuizMode:
         if self.teacher:
             self.classroom.start_quiz(not self.classroom.quiz_on)
             self.notify("Quiz mode on: students predict each backward step's grad."
-                        if self.classroom.quiz_on else "Quiz mode off.", timeout=4)
+                        if self.classroom.quiz_on else "Quiz mode off.", timeout=4, markup=False)
 
     def action_reveal(self) -> None:
         if self.teacher and self.classroom.quiz_on:

@@ -19,8 +19,9 @@ screen is, cell for cell, the group's: following, a student's (never a teacher's
 console), no quiz (a student's hidden grads and verdicts are their own), no dialog or
 notes screen on top, no notification showing, no key waiting, the same widget with the
 focus, the same size, colours and theme. It tries at the teacher's steps, and when its
-last notice has gone (a student's "Following the teacher", 5 s after joining: else the
-class's first step after it came in was drawn by every student). A key, a mouse click or a window change wakes
+last notice has gone. A student's "Following the teacher" goes at the teacher's first
+step once it has been up `NOTICE_READ` seconds, or after its 5 s (left for its 5 s,
+every student who had just come in drew the class's first steps alone). A key, a mouse click or a window change wakes
 it first: the key waits (`ChannelDriver`) until its app has come to where the class is
 now, with the teacher's look (`heard`, as a following session does), and has drawn a
 whole screen through its own screen diff (so its terminal gets what differs from the
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 
 from rich.cells import cell_len
@@ -43,6 +45,7 @@ from mgtui.tui.screen_diff import ScreenDiff, whole
 log = logging.getLogger("mgtui.serve")
 
 FRAMES_KEPT = 8  # a group's last frames that a session may show to join it
+NOTICE_READ = 2.0  # s: a student's "Following the teacher" stays up at least this long
 
 
 def cells_text(y: int, cells: list, start: int, end: int) -> str:
@@ -318,13 +321,33 @@ class UnisonMember:
         its toast and draws nothing there: a served student's "Following the teacher"
         stayed on their terminal until the pane under it changed, and a screen with
         it is never the group's.)"""
-        from textual.widgets._toast import Toast
-
-        regions = [toast.parent.region if toast.parent is not None else toast.region
-                   for toast in self.screen.query(Toast)
-                   if toast._notification is notification]
+        regions = self._notice_regions([notification])
         super()._unnotify(notification, refresh)
         self.call_after_refresh(self._notice_wiped, regions)
+
+    def notices_read(self, messages: tuple[str, ...]) -> None:
+        """The teacher has moved: the notices among `messages` that have been up for
+        `NOTICE_READ` seconds go now, drawn away with the step. (Left for their 5 s,
+        they kept every student who had just come in out of its group, each drawing
+        the class's first steps alone: those steps were the class's slowest.)"""
+        now = time.time()
+        done = [notice for notice in self._notifications
+                if notice.message in messages and now - notice.raised_at >= NOTICE_READ]
+        if not done:
+            return
+        regions = self._notice_regions(done)
+        for notice in done:
+            del self._notifications[notice]
+        self._refresh_notifications()
+        if regions:
+            self.screen.refresh(*regions)
+
+    def _notice_regions(self, notices: list) -> list:
+        """Where the toasts of `notices` are on the screen."""
+        from textual.widgets._toast import Toast
+
+        return [toast.parent.region if toast.parent is not None else toast.region
+                for toast in self.screen.query(Toast) if toast._notification in notices]
 
     def _notice_wiped(self, regions: list) -> None:
         """The cells an expired notice covered, drawn again; with no notice left, this

@@ -151,7 +151,7 @@ class SideTabs:
         n = len(report.findings)
         self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
                     else "Checks: no problems found.", severity="warning" if n else "information",
-                    timeout=4)
+                    timeout=4, markup=False)
 
     def on_checks_failed(self, message: ChecksFailed) -> None:
         # not stopped: the app hears it too, and lets the doctor run again

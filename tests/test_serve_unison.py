@@ -298,37 +298,47 @@ async def test_students_join_their_group_once_their_notice_has_gone(lessons, key
 async def test_a_students_join_notice_goes_with_the_teachers_step(lessons, keys, clean_env,
                                                                   monkeypatch):
     """Up for NOTICE_READ seconds, a student's "Following the teacher" goes at the
-    teacher's next step, and the student joins its group there (left for its 5 s, every
-    student who had just come in drew the class's first steps alone). A notice younger
-    than that stays through a step."""
+    teacher's next step, and the student joins its group at that step: the group's frame
+    is drawn over the notice (left for its 5 s, every student who had just come in drew
+    the class's first steps alone, the class's slowest). A notice younger than that
+    stays through a step."""
     from mgtui.serve import unison
 
-    monkeypatch.setattr(unison, "NOTICE_READ", 0.0)
+    monkeypatch.setattr(unison, "NOTICE_READ", 1.0)
     srv = await start(lessons, keys, monkeypatch, unison=True)
     clients: list[ScreenClient] = []
     try:
         teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
-        students = []
-        for k in range(3):
+        first = await connect(srv, clients, password=PASSWORD, user="first")
+        assert await first.wait_for(lambda t: TOAST not in t, 30), first.text()
+        for _ in range(100):  # (its notice gone, it leads a group of its own)
+            if members(srv) == [1]:
+                break
+            await asyncio.sleep(0.1)
+        assert members(srv) == [1]
+        students = [first]
+        for k in range(2):
             students.append(await connect(srv, clients, password=PASSWORD, user=f"s{k}"))
             assert await students[-1].wait_for(TOAST), students[-1].text()
+        await asyncio.sleep(1.5)  # (up NOTICE_READ seconds, and not yet its 5)
+        assert all(TOAST in s.text() for s in students[1:]), students[-1].text()
         teacher.send("n")
         await settled(students, 1)
-        for student in students:  # (gone with the step, long before its 5 s)
-            assert TOAST not in student.text(), student.text()
-        teacher.send("n")
-        await settled(students, 2)
         await drawn(srv)
-        assert members(srv) == [3] and len(asleep(srv)) == 2
+        assert members(srv) == [3] and asleep(srv) == ["s0", "s1"]
+        for user in ("s0", "s1"):  # joined at this step, not after drawing it alone
+            assert app_of(srv, user).debugger.session.step == 0
         shots = [cells(s) for s in students]
-        assert shots[0] == shots[1] == shots[2]
+        assert shots[0] == shots[1] == shots[2]  # (the notices drawn over)
+        assert TOAST not in students[1].text(), students[1].text()
 
         monkeypatch.setattr(unison, "NOTICE_READ", 60.0)  # (a notice just raised)
         late = await connect(srv, clients, password=PASSWORD, user="late")
         assert await late.wait_for(TOAST), late.text()
         teacher.send("n")
-        await settled([*students, late], 3)
+        await settled([*students, late], 2)
         assert TOAST in late.text(), late.text()
+        assert "late" not in asleep(srv)
     finally:
         for client in clients:
             await client.close()

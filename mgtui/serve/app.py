@@ -278,16 +278,22 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     def _heard(self, position: Position) -> None:
         """(Called in the teacher's app: hop into this one before touching a widget.)"""
         if not self.asleep:  # (asleep: its group's leader follows, and wakes it)
-            self.call_later(self.heard, position)
+            self.call_later(self.heard, position, True)
 
-    def heard(self, position: Position) -> None:
-        """The teacher moved: follow, unless paused (then the banner says where)."""
-        if self.teacher or self.asleep or self.join_group():
-            return  # (asleep, or joined now: its group's leader draws the step for it)
+    def heard(self, position: Position, moved: bool = False) -> None:
+        """The teacher moved (or this session catches up with where the class is):
+        follow, unless paused (then the banner says where)."""
+        if self.teacher or self.asleep:
+            return
+        # (the teacher moves the class: its notices about following have been seen;
+        # where they were, the group's frame draws over)
+        read = (self.notices_read((JOINED, REJOINED)) if moved and self.follower.following
+                else [])
+        if self.join_group(read):
+            return  # (joined now: its group's leader draws the step for it)
         self._heard_look = position if isinstance(position, Look) else None
         target = self.follower.heard(position)
         if target is not None:
-            self.notices_read((JOINED, REJOINED))  # (the class moves: they have been seen)
             self.go_to(target)
             self.join_later()
         self.show_student_status()

@@ -118,16 +118,19 @@ class Group:
                 return False
         return True
 
-    def shows_as(self, app) -> bool:
+    def shows_as(self, app, beneath: list = ()) -> bool:
         """Whether `app`'s terminal shows one of the leader's last frames, cell for
         cell, and the same widget has the focus (its look: `focus-within` styles).
-        (One of the last: the leader may be drawing the next step already.)"""
+        (One of the last: the leader may be drawing the next step already.) The cells
+        of the regions `beneath` may differ: a notice just taken away, which the
+        group's next frame draws over."""
         diff = member_diff(app)
         if diff is None or not self.frames or focus_of(app) != focus_of(self.leader):
             return False
         width, rows = self.width, diff.rows
         shown = [rows[y][:width] if y in rows else None for y in range(self.height)]
-        return any(frame == shown for frame in self.frames)
+        return any(frame == shown or (beneath and same_but(frame, shown, beneath))
+                   for frame in self.frames)
 
     def drawn(self) -> None:
         """The leader has drawn: its frame is kept, and goes to the members (once a
@@ -185,6 +188,20 @@ class Group:
                                              lesson=self.leader.lesson)
 
 
+def same_but(frame: list, shown: list, beneath: list) -> bool:
+    """Whether the rows `shown` are `frame`'s but for cells in the regions `beneath`."""
+    for y, (want, have) in enumerate(zip(frame, shown)):
+        if want == have:
+            continue
+        if have is None or len(have) != len(want):
+            return False
+        spans = [(r.x, r.right) for r in beneath if r.y <= y < r.bottom]
+        if not spans or any(a != b and not any(x0 <= x < x1 for x0, x1 in spans)
+                            for x, (a, b) in enumerate(zip(want, have))):
+            return False
+    return True
+
+
 def member_diff(app) -> ScreenDiff | None:
     return getattr(getattr(app, "_driver", None), "_screen_diff", None)
 
@@ -223,9 +240,10 @@ class Unison:
                 and len(app.screen_stack) == 1 and app.screen is app.debugger
                 and driver is not None and not driver.waiting())
 
-    def join(self, app) -> bool:
-        """`app` joins its group if it may and its screen is the group's now (True:
-        the leader draws for it from now on). With no group there, it leads one."""
+    def join(self, app, beneath: list = ()) -> bool:
+        """`app` joins its group if it may and its screen is the group's now, but for
+        the regions `beneath` (True: the leader draws for it from now on). With no group
+        there, it leads one."""
         if not self.may_join(app):
             return False
         key = self.key(app)
@@ -236,7 +254,7 @@ class Unison:
             group.drawn()  # (its screen now: the first frame one may join on)
             log.info("a group of students at %dx%d: one draws for all", *key[:2])
             return False  # (it leads: it draws, as before)
-        if not group.shows_as(app):
+        if not group.shows_as(app, beneath):
             return False
         group.members.append(app)
         app.unison_group = group
@@ -301,9 +319,10 @@ class UnisonMember:
         if group is not None:
             group.drawn()
 
-    def join_group(self) -> bool:
-        """Join this session's group if it may and shows what the group does."""
-        return self.unison is not None and self.unison.join(self)
+    def join_group(self, beneath: list = ()) -> bool:
+        """Join this session's group if it may and shows what the group does (but for
+        the regions `beneath`)."""
+        return self.unison is not None and self.unison.join(self, beneath)
 
     def join_later(self) -> None:
         """Once this session has drawn where the class is (its look too: two
@@ -325,29 +344,33 @@ class UnisonMember:
         super()._unnotify(notification, refresh)
         self.call_after_refresh(self._notice_wiped, regions)
 
-    def notices_read(self, messages: tuple[str, ...]) -> None:
+    def notices_read(self, messages: tuple[str, ...]) -> list:
         """The teacher has moved: the notices among `messages` that have been up for
-        `NOTICE_READ` seconds go now, drawn away with the step. (Left for their 5 s,
-        they kept every student who had just come in out of its group, each drawing
-        the class's first steps alone: those steps were the class's slowest.)"""
+        `NOTICE_READ` seconds go now, drawn away with the step; where they were is
+        returned (the session may join its group at this step: the group's frame
+        draws over them). Left for their 5 s, they kept every student who had just
+        come in out of its group, each drawing the class's first steps alone: those
+        steps were the class's slowest."""
         now = time.time()
         done = [notice for notice in self._notifications
                 if notice.message in messages and now - notice.raised_at >= NOTICE_READ]
         if not done:
-            return
+            return []
         regions = self._notice_regions(done)
         for notice in done:
             del self._notifications[notice]
         self._refresh_notifications()
         if regions:
             self.screen.refresh(*regions)
+        return regions
 
     def _notice_regions(self, notices: list) -> list:
-        """Where the toasts of `notices` are on the screen."""
+        """Where the toasts of `notices` are on the screen. (Their own regions: their
+        holders' are empty.)"""
         from textual.widgets._toast import Toast
 
-        return [toast.parent.region if toast.parent is not None else toast.region
-                for toast in self.screen.query(Toast) if toast._notification in notices]
+        return [toast.region for toast in self.screen.query(Toast)
+                if toast._notification in notices and toast.region]
 
     def _notice_wiped(self, regions: list) -> None:
         """The cells an expired notice covered, drawn again; with no notice left, this

@@ -132,10 +132,14 @@ class Group:
         return any(frame == shown or (beneath and same_but(frame, shown, beneath))
                    for frame in self.frames)
 
-    def drawn(self) -> None:
-        """The leader has drawn: its frame is kept, and goes to the members (once a
-        turn of the loop)."""
-        if not self._due:
+    def drawn(self, now: bool = False) -> None:
+        """The leader has drawn (`now`: its frame goes to the members at once, before
+        whatever else this process has to do this turn of the loop, such as the
+        teacher's own screen in the teacher's process: 10-30 ms at a new picture of the
+        Graph pane), or a member has joined (its frame goes at the loop's next turn)."""
+        if now:
+            self.push()
+        elif not self._due:
             self._due = True
             asyncio.get_running_loop().call_soon(self.push)
 
@@ -317,7 +321,7 @@ class UnisonMember:
         super()._display(screen, renderable)
         group = self.unison_group
         if group is not None:
-            group.drawn()
+            group.drawn(now=True)
 
     def join_group(self, beneath: list = ()) -> bool:
         """Join this session's group if it may and shows what the group does (but for

@@ -146,29 +146,62 @@ async def test_the_collector_waits_while_the_class_draws_the_teachers_step():
     assert gc.isenabled()  # (stopped mid-step: on again)
 
 
-async def test_the_quiet_after_a_step_collects_the_generations_that_are_due():
-    # Collected in the quiet: the young generation, and an older one whose turn has come
-    # (else the first allocation once the collector is on again collects it, in the
-    # middle of the class's next step).
-    import asyncio
+def middle_garbage():
+    """A reference cycle in the middle generation, whose collection is due at the next
+    young one (a weak reference to it returned)."""
     import gc
     import weakref
 
-    from mgtui.serve.heap import STEP_QUIET
+    gc.collect(1)  # (the middle generation's count from 0)
+    held = Node()
+    held.me = held
+    gone = weakref.ref(held)
+    for _ in range(gc.get_threshold()[1]):  # young collections, each a count of the
+        gc.collect(0)  # middle generation's: the next one makes its turn come
+    del held  # (garbage now, in the middle generation: a young collection leaves it)
+    assert gc.get_count()[1] == gc.get_threshold()[1] and gone() is not None
+    return gone
+
+
+async def test_the_quiet_after_a_step_collects_the_generations_that_are_due():
+    # Collected in the quiet: the young generation; an older one whose turn has come
+    # (else the first allocation once the collector is on again collects it, in the
+    # middle of the class's next step) in a longer quiet, with the collector off till then
+    # (45-80 ms in a class of 30: a teacher stepping on would wait for it).
+    import asyncio
+    import gc
+
+    from mgtui.serve.heap import LONG_QUIET, STEP_QUIET
 
     with class_step():
         assert not gc.isenabled()
-        gc.collect(1)  # (the middle generation's count from 0)
-        held = Node()
-        held.me = held
-        gone = weakref.ref(held)
-        for _ in range(gc.get_threshold()[1]):  # young collections, each a count of the
-            gc.collect(0)  # middle generation's: the next one makes its turn come
-        del held  # (garbage now, in the middle generation: a young collection leaves it)
-        assert gc.get_count()[1] == gc.get_threshold()[1] and gone() is not None
+        gone = middle_garbage()
         await asyncio.sleep(STEP_QUIET * 6)
+        assert not gc.isenabled() and gone() is not None  # (waiting for a longer quiet)
+        assert gc.get_count()[1] == gc.get_threshold()[1] + 1  # (the young one collected)
+        await asyncio.sleep(LONG_QUIET + STEP_QUIET * 4)
         assert gc.isenabled() and gone() is None
         assert gc.get_count()[1] < gc.get_threshold()[1]  # (the next automatic: a young one)
+
+
+async def test_a_class_stepping_on_puts_the_middle_collection_off_for_so_many_steps(
+        monkeypatch):
+    import asyncio
+    import gc
+
+    from mgtui.serve import heap
+    from mgtui.session import Position
+
+    monkeypatch.setattr(heap, "LONG_QUIET", 60.0)  # (never so long a quiet here)
+    monkeypatch.setattr(heap, "MIDDLE_AT_MOST", 3)
+    with class_step() as (_heap, room):
+        gone = middle_garbage()
+        for step in range(2, 5):  # three quiets, each followed by the next step
+            await asyncio.sleep(heap.STEP_QUIET * 6)
+            assert not gc.isenabled() and gone() is not None
+            room.publish(Position(step))
+        await asyncio.sleep(heap.STEP_QUIET * 6)  # the fourth: collected now all the same
+        assert gc.isenabled() and gone() is None
 
 
 async def test_the_whole_heap_is_walked_once_memory_has_doubled(monkeypatch):

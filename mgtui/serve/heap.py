@@ -36,6 +36,11 @@ MEMORY_GROWTH = 2.0  # resident memory, over what it was after the last walk: wa
 # seconds at most (a teacher holding a key down).
 STEP_QUIET = 0.025
 STEP_AT_MOST = 1.0
+# The middle generation's collection (45-80 ms in a class of 30: the survivors of ten
+# steps) waits for a longer quiet, LONG_QUIET seconds with no step of the class's (a
+# key in its middle waits for it), for MIDDLE_AT_MOST quiets at most.
+LONG_QUIET = 0.25
+MIDDLE_AT_MOST = 20
 
 
 class SessionHeap:
@@ -51,6 +56,8 @@ class SessionHeap:
         self._due = False
         self.last_frame = 0.0  # when a session last wrote to its terminal (monotonic)
         self._step_since: float | None = None  # a class's step being drawn: since when
+        self._middle: asyncio.TimerHandle | None = None  # its collection, in a long quiet
+        self._middle_waited = 0  # quiets since the middle collection fell due
         self.after_step: Callable[[], None] | None = None  # then called, in the quiet
 
     def watch(self) -> None:
@@ -90,7 +97,10 @@ class SessionHeap:
         (a collection in between, 20-300 ms, held up every session after it, and it is
         most of the tail of the teacher's step to 30 screens): it then runs in the quiet
         after the step, on the garbage of the whole step at once."""
-        if self._loop is None or self._step_since is not None or not gc.isenabled():
+        if self._middle is not None:  # (the collector is off, waiting for a long quiet)
+            self._middle.cancel()
+            self._middle = None
+        elif self._loop is None or self._step_since is not None or not gc.isenabled():
             return
         self._step_since = time.monotonic()
         gc.disable()
@@ -109,14 +119,34 @@ class SessionHeap:
         self._step_since = None
         # now, in the quiet (else at the next allocation: the next key's); and before the
         # collector is on again, whose first allocation would collect an older generation
-        # that is due (a middle collection, 90 ms, in the middle of a class's next step)
-        gc.collect(due_generation())
-        gc.enable()
+        # that is due (a middle collection, 90 ms, in the middle of a class's next step).
+        # A middle one waits, the collector off, for a longer quiet: a teacher stepping
+        # on would wait for it at the next key.
+        if due_generation() == 1 and self._middle_waited < MIDDLE_AT_MOST:
+            gc.collect(0)
+            self._middle_waited += 1
+            self._middle = self._loop.call_later(LONG_QUIET, self._long_quiet)
+        else:
+            self._collect_due()
         if self.after_step is not None:
             self.after_step()
 
+    def _long_quiet(self) -> None:
+        self._middle = None
+        self._collect_due()
+
+    def _collect_due(self) -> None:
+        if due_generation() == 1:
+            self._middle_waited = 0
+        gc.collect(due_generation())
+        gc.enable()
+
     def stop(self) -> None:
         """The server has closed: nothing stays frozen, nothing watched."""
+        if self._middle is not None:
+            self._middle.cancel()
+            self._middle = None
+            gc.enable()
         if self._step_since is not None:
             self._step_since = None
             gc.enable()

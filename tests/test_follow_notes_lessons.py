@@ -78,6 +78,26 @@ def test_chain_notes_show_on_the_forward_step_and_on_that_nodes_backward_step():
     assert session.goto(1).detail.notes == ()  # `a = Value(2.0)`: no note on its line
 
 
+def test_the_sessions_on_one_trace_read_its_notes_once(monkeypatch):
+    """A class's sessions share their lesson's trace, and its notes: the source is
+    tokenized at the first step of the first session, not of each."""
+    from mgtui.run.runner import run
+    from mgtui.session import step_panes
+
+    reads = []
+    monkeypatch.setattr(step_panes, "notes_in",
+                        lambda source, first=1: reads.append(first) or notes_in(source, first))
+    trace = run(ROOT / "scenarios" / "chain.py").trace
+    product = "a product: backward, each input gets the other input times e.grad"
+    made = trace.created_at(trace.find("e")[0]) + 1
+    first, second = Session(trace), Session(trace)
+    assert product in first.goto(made).detail.notes
+    assert product in second.goto(made).detail.notes
+    assert reads == [1]
+    other = Session(run(ROOT / "scenarios" / "chain.py").trace)  # another trace: its own
+    assert product in other.goto(made).detail.notes and reads == [1, 1]
+
+
 def test_notes_in_a_class_the_scenario_defines(write_scenario):
     from mgtui.run.runner import run
 

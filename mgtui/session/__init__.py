@@ -57,7 +57,7 @@ class Session:
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)
         self._views = take_prepared(trace)  # built off the UI thread, if they were
-        self._notes: step_panes.NoteCache = {}  # file -> line -> `#:` note
+        self._notes = step_panes.notes_of(trace)  # file -> line -> `#:` note
         self._summarise(trace)
         self.position = Position(0, None, tab if tab in TABS else "source", trace.scenario)
         # the doctor's numerical local derivatives: event -> input -> d node / d input

@@ -7,6 +7,7 @@ shows (the scenario's line, the `_backward` closure that ran, a finding's line).
 from __future__ import annotations
 
 import math
+import weakref
 from array import array
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +20,22 @@ from mgtui.session.notes import notes_in
 from mgtui.session.step_state import Detail, Header, Source
 from mgtui.trace import EventKind, Trace
 
-# the `#:` notes of the files a session has shown: file -> line -> note
+# the `#:` notes of the files a trace's steps have shown: file -> line -> note
 NoteCache = dict[str, dict[int, str]]
+_NOTES: dict[int, NoteCache] = {}  # id(trace) -> its notes, while the trace lives
+
+
+def notes_of(trace: Trace) -> NoteCache:
+    """The notes read for `trace` so far, shared by every session on it (a class's
+    sessions share their lesson's trace: its source is tokenized once, not at each
+    session's first step, 10 ms for `mlp`). Only ever added to, a file whole at once.
+    (By the trace's id: a trace is not hashable.)"""
+    key = id(trace)
+    notes = _NOTES.get(key)
+    if notes is None:
+        notes = _NOTES[key] = {}
+        weakref.finalize(trace, _NOTES.pop, key, None)
+    return notes
 
 
 def short_path(filename: str) -> str:
@@ -100,7 +115,7 @@ def step_notes(trace: Trace, event: int, notes: NoteCache) -> tuple[str, ...]:
     backward pass (or a zero_grad, an update) runs many steps from one scenario line,
     `loss.backward()`: its note shows at the first of them, where the pass starts. The
     notes of each file are read once, into `notes`."""
-    if not notes:
+    if trace.scenario not in notes:
         notes[trace.scenario] = notes_in(trace.source)
     where = [] if _runs_on(trace, event) else [(trace.scenario, trace.line_of(event))]
     closure = trace.closure_of(event)

@@ -22,7 +22,8 @@ import dis
 import sys
 from typing import Callable
 
-from mgtui.trace.explain import NODE_MARK, known_op
+from mgtui.trace.explain import KNOWN_OPS, NODE_MARK
+from mgtui.recording.probes import _VIEW_OF
 from mgtui.recording.shapes import CANDIDATES
 from mgtui.recording.slots_hooks import node_dict
 
@@ -102,31 +103,39 @@ class CallValues:
         self.found: list[tuple[int, tuple[tuple[str, float], ...]]] = []
         self.skip: set = set()  # the `_op`s of known ops: the recorder leaves them out
         # by the code's id (a code object hashes all its constants, every time), with
-        # the code kept alive beside its plan
-        self.plans: dict[int, tuple[object, Reads | None]] = {}
+        # the code kept alive beside its plan: (code, each closure variable's name and
+        # `#`, the plan), or None for a code without closure variables
+        self.plans: dict[int, tuple[object, tuple[str, ...], Reads] | None] = {}
 
     def plan(self, fn) -> Reads | None:
-        code = getattr(fn, "__code__", None)
-        found = self.plans.get(id(code))
-        if found is None:
-            plan = None
-            if code is not None and code.co_freevars:
-                plan = reads_of(code)  # (maybe none: the nodes held are still read)
-            found = self.plans[id(code)] = (code, plan)
-        return found[1]
+        found = self._plan_of(getattr(fn, "__code__", None))
+        return found[2] if found is not None else None
+
+    def _plan_of(self, code) -> tuple[object, tuple[str, ...], Reads] | None:
+        found = None
+        if code is not None and code.co_freevars:  # (maybe no reads: the nodes held are)
+            found = (code, tuple(name + NODE_MARK for name in code.co_freevars),
+                     reads_of(code))
+        if code is not None:
+            self.plans[id(code)] = found
+        return found
 
     def __call__(self, op: object, fn: Callable[[], object]) -> None:
         records = self.records
         if records is None:
             return
-        if known_op(op):
+        if op in KNOWN_OPS or (isinstance(op, str) and op.startswith("**")):  # (`known_op`)
             self.skip.add(op)  # (a known op is a string)
             return
-        plan = self.plan(fn)
-        if plan is None:
+        code = getattr(fn, "__code__", None)
+        found = self.plans.get(id(code), _UNSEEN)
+        if found is _UNSEEN:
+            found = self._plan_of(code)
+        if found is None:  # (a leaf's `lambda: None`)
             return
+        _, marked, plan = found
         cells = fn.__closure__ or ()  # type: ignore[attr-defined]
-        values = self.nodes_held(fn.__code__.co_freevars, cells)  # type: ignore[attr-defined]
+        values = self.nodes_held(marked, cells)
         read = 0
         for shown, cell, key in plan:
             try:
@@ -134,7 +143,12 @@ class CallValues:
             except (IndexError, ValueError):
                 continue
             if key:
-                nd = node_dict(obj)
+                if _VIEW_OF.get(type(obj), _UNSEEN) is None:  # (`node_dict`, inline: a
+                    nd = getattr(obj, "__dict__", None)  # class read through its dict)
+                    if not isinstance(nd, dict):
+                        nd = None
+                else:
+                    nd = node_dict(obj)
                 obj = nd.get(key) if nd is not None else getattr(obj, shown.partition(".")[2], None)
             if isinstance(obj, bool) or not isinstance(obj, (int, float)):
                 continue
@@ -145,19 +159,23 @@ class CallValues:
         if values:
             self.found.append((records.event_count(), tuple(values)))
 
-    def nodes_held(self, names: tuple[str, ...], cells: tuple) -> list[tuple[str, int]]:
-        """(`name#`, node id) for each closure variable that holds a recorded node."""
+    def nodes_held(self, marked: tuple[str, ...], cells: tuple) -> list[tuple[str, int]]:
+        """(`name#`, node id) for each closure variable that holds a recorded node
+        (`marked`: each closure variable's name and `#`)."""
         node_id = self.node_id
         held: list[tuple[str, int]] = []
         if node_id is None:
             return held
-        for name, cell in zip(names, cells):
+        for name, cell in zip(marked, cells):
             try:
                 nid = node_id(cell.cell_contents)
             except ValueError:  # an empty cell
                 continue
             if nid is not None:
-                held.append((name + NODE_MARK, nid))
+                held.append((name, nid))
                 if len(held) >= MAX_VALUES:
                     break
         return held
+
+
+_UNSEEN = object()

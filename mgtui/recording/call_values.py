@@ -19,6 +19,7 @@ the cost of a big training run low.
 from __future__ import annotations
 
 import dis
+import re
 import sys
 from typing import Callable
 
@@ -38,13 +39,10 @@ def reads_of(code) -> Reads:
     """The closure variables `code` reads, and the fields of them it reads."""
     free = code.co_freevars
     found: dict[str, tuple[str, int, str]] = {}
-    ins = _instructions(code)
-    for k, (opname, argval) in enumerate(ins):
-        if opname not in ("LOAD_DEREF", "LOAD_CLOSURE") or argval not in free:
+    for name, nxt in _cell_loads(code):
+        if name not in free:
             continue
-        name = argval
         cell = free.index(name)
-        nxt = ins[k + 1] if k + 1 < len(ins) else None
         if nxt is not None and nxt[0] == "COPY":
             continue  # `x.grad += …`: read only to add to it
         if nxt is not None and nxt[0] == "LOAD_ATTR" and nxt[1] in FIELD_KEYS:
@@ -60,6 +58,7 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 _BY_NAME = frozenset(dis.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in dis.opmap)
 _LOAD_ATTR = dis.opmap["LOAD_ATTR"]
 _RAW = sys.version_info[:2] == (3, 11)  # (the bytecode `_instructions` reads itself)
+_CELL_LOAD = re.compile(b"[" + b"".join(re.escape(bytes([op])) for op in sorted(_BY_NAME)) + b"]")
 
 
 def _instructions(code) -> list[tuple[str, object]]:
@@ -92,6 +91,51 @@ def _instructions(code) -> list[tuple[str, object]]:
         else:
             found.append((_OPNAME[op], None))
     return found
+
+
+def _cell_loads(code) -> list[tuple[object, tuple[str, object] | None]]:
+    """For each `LOAD_DEREF` and `LOAD_CLOSURE` of `code`, in order: the name it loads,
+    and the instruction after it as `_instructions` gives it (None at the end). On
+    Python 3.11 the loads are found in the bytecode by a regular expression and only
+    the instructions around them are read: a rewritten `_backward` closure has a few
+    hundred instructions and a handful of loads (a loop over every instruction was most
+    of what a recording's first custom op cost)."""
+    varname = getattr(code, "_varname_from_oparg", None)
+    if not _RAW or varname is None:
+        ins = _instructions(code)
+        return [(argval, ins[k + 1] if k + 1 < len(ins) else None)
+                for k, (opname, argval) in enumerate(ins)
+                if opname in ("LOAD_DEREF", "LOAD_CLOSURE")]
+    raw = code.co_code
+    n = len(raw)
+    found: list[tuple[object, tuple[str, object] | None]] = []
+    for match in _CELL_LOAD.finditer(raw):
+        k = match.start()
+        if k & 1:  # (an argument's byte, not an instruction)
+            continue
+        j = k + 2  # the next instruction: past caches and its own EXTENDED_ARGs
+        while j < n and (raw[j] == _CACHE or raw[j] == _EXTENDED_ARG):
+            j += 2
+        nxt: tuple[str, object] | None = None
+        if j < n:
+            op = raw[j]
+            if op in _BY_NAME:
+                nxt = (_OPNAME[op], varname(_arg_at(raw, j)))
+            elif op == _LOAD_ATTR:
+                nxt = ("LOAD_ATTR", code.co_names[_arg_at(raw, j)])
+            else:
+                nxt = (_OPNAME[op], None)
+        found.append((varname(_arg_at(raw, k)), nxt))
+    return found
+
+
+def _arg_at(raw: bytes, k: int) -> int:
+    """The argument of the instruction at `k`, with the EXTENDED_ARGs before it."""
+    arg, shift, j = raw[k + 1], 8, k - 2
+    while j >= 0 and raw[j] == _EXTENDED_ARG:
+        arg |= raw[j + 1] << shift
+        shift, j = shift + 8, j - 2
+    return arg
 
 
 class CallValues:

@@ -204,3 +204,38 @@ def test_every_shape_reads_as_inspect_reads_it(shapes):
             assert fast is not None and [x.rstrip("\n") for x in fast] == expected, name
         else:  # (lambdas: their block is the logical line around them)
             assert fast is None, name  # (tokenized, as before)
+
+
+def test_a_rewritten_closure_reads_its_block_as_its_source_compiles(shapes):
+    """A code the inline rewrite made (`mgtui.recording.inline.rewrite`) is read from the
+    positions of the code its source compiles to (`blocks.COMPILED_FROM`, a quarter as
+    many) and the last lines of the statements the rewrite placed its own instructions
+    at: on the shapes above, the engines and the scenarios, the last line is the one the
+    rewritten code's own positions give (a line past its source's code where a rewritten
+    statement ends in a bracket alone on its line), and so is its block."""
+    from pathlib import Path
+
+    from mgtui.recording import blocks
+    from mgtui.recording.inline.rewrite import rewrite_of
+    from mgtui.recording.naming import codes_in
+
+    root = Path(__file__).resolve().parent.parent
+    files = [Path(shapes.__file__), *root.glob("engine/*.py"), *root.glob("scenarios/**/*.py")]
+    pairs = []
+    for path in files:
+        rewrite = rewrite_of(str(path), path.read_text())
+        for new in codes_in(rewrite.code):
+            old = rewrite.plain_of(new)
+            if old is not None and old is not new and old != new and (
+                    new.co_flags & inspect.CO_OPTIMIZED):  # (a function's, not a class body's)
+                pairs.append((new, old))
+    assert len(pairs) > 40
+    for new, old in pairs:
+        assert blocks.COMPILED_FROM[id(new)][:2] == (new, old)
+        entry = blocks.COMPILED_FROM.pop(id(new))
+        try:
+            own = blocks.last_line(new)  # (its own positions)
+        finally:
+            blocks.COMPILED_FROM[id(new)] = entry
+        assert own == blocks.last_line(new) >= blocks.last_line(old), new.co_qualname
+        assert closure_source(new) == closure_source(old), new.co_qualname

@@ -301,6 +301,7 @@ def test_closure_reads_are_found_from_the_bytecode_as_dis_finds_them():
     import dis
 
     from mgtui.recording import call_values
+    from mgtui.recording.inline.rewrite import rewrite_of
     from mgtui.recording.naming import codes_in
 
     def by_dis(code):
@@ -312,6 +313,19 @@ def test_closure_reads_are_found_from_the_bytecode_as_dis_finds_them():
              if c.co_freevars]
     assert len(codes) > 100
     assert [c for c in codes if call_values._instructions(c) != by_dis(c)] == []
+    # the loads found by a regular expression, each with the instruction after it, as
+    # the whole list of instructions has them (the rewritten closures' too)
+    rewritten = [c for p in files if (rw := rewrite_of(str(p), p.read_text())) is not None
+                 for c in codes_in(rw.code) if c.co_freevars]
+    assert len(rewritten) > 100
+
+    def loads(code):
+        ins = call_values._instructions(code)
+        return [(arg, ins[k + 1] if k + 1 < len(ins) else None)
+                for k, (op, arg) in enumerate(ins) if op in ("LOAD_DEREF", "LOAD_CLOSURE")]
+
+    assert [c for c in codes + rewritten if call_values._cell_loads(c) != loads(c)] == []
+    assert sum(len(loads(c)) for c in codes) > 300
 
     many = "; ".join(f"o.a{k}" for k in range(300))
     scope: dict = {}
@@ -320,6 +334,7 @@ def test_closure_reads_are_found_from_the_bytecode_as_dis_finds_them():
     code = scope["op"](None, None, None, None).__code__
     assert any(i.opname == "EXTENDED_ARG" for i in dis.get_instructions(code))
     assert call_values._instructions(code) == by_dis(code)
+    assert call_values._cell_loads(code) == loads(code)
     free = code.co_freevars
     assert sorted(call_values.reads_of(code)) == [("out.grad", free.index("out"), "grad"),
                                                   ("s", free.index("s"), "")]

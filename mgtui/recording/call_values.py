@@ -19,10 +19,12 @@ the cost of a big training run low.
 from __future__ import annotations
 
 import dis
+import re
 import sys
 from typing import Callable
 
-from mgtui.trace.explain import NODE_MARK, known_op
+from mgtui.trace.explain import KNOWN_OPS, NODE_MARK
+from mgtui.recording.probes import _VIEW_OF
 from mgtui.recording.shapes import CANDIDATES
 from mgtui.recording.slots_hooks import node_dict
 
@@ -37,13 +39,10 @@ def reads_of(code) -> Reads:
     """The closure variables `code` reads, and the fields of them it reads."""
     free = code.co_freevars
     found: dict[str, tuple[str, int, str]] = {}
-    ins = _instructions(code)
-    for k, (opname, argval) in enumerate(ins):
-        if opname not in ("LOAD_DEREF", "LOAD_CLOSURE") or argval not in free:
+    for name, nxt in _cell_loads(code):
+        if name not in free:
             continue
-        name = argval
         cell = free.index(name)
-        nxt = ins[k + 1] if k + 1 < len(ins) else None
         if nxt is not None and nxt[0] == "COPY":
             continue  # `x.grad += …`: read only to add to it
         if nxt is not None and nxt[0] == "LOAD_ATTR" and nxt[1] in FIELD_KEYS:
@@ -59,6 +58,7 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 _BY_NAME = frozenset(dis.opmap[n] for n in ("LOAD_DEREF", "LOAD_CLOSURE") if n in dis.opmap)
 _LOAD_ATTR = dis.opmap["LOAD_ATTR"]
 _RAW = sys.version_info[:2] == (3, 11)  # (the bytecode `_instructions` reads itself)
+_CELL_LOAD = re.compile(b"[" + b"".join(re.escape(bytes([op])) for op in sorted(_BY_NAME)) + b"]")
 
 
 def _instructions(code) -> list[tuple[str, object]]:
@@ -93,6 +93,51 @@ def _instructions(code) -> list[tuple[str, object]]:
     return found
 
 
+def _cell_loads(code) -> list[tuple[object, tuple[str, object] | None]]:
+    """For each `LOAD_DEREF` and `LOAD_CLOSURE` of `code`, in order: the name it loads,
+    and the instruction after it as `_instructions` gives it (None at the end). On
+    Python 3.11 the loads are found in the bytecode by a regular expression and only
+    the instructions around them are read: a rewritten `_backward` closure has a few
+    hundred instructions and a handful of loads (a loop over every instruction was most
+    of what a recording's first custom op cost)."""
+    varname = getattr(code, "_varname_from_oparg", None)
+    if not _RAW or varname is None:
+        ins = _instructions(code)
+        return [(argval, ins[k + 1] if k + 1 < len(ins) else None)
+                for k, (opname, argval) in enumerate(ins)
+                if opname in ("LOAD_DEREF", "LOAD_CLOSURE")]
+    raw = code.co_code
+    n = len(raw)
+    found: list[tuple[object, tuple[str, object] | None]] = []
+    for match in _CELL_LOAD.finditer(raw):
+        k = match.start()
+        if k & 1:  # (an argument's byte, not an instruction)
+            continue
+        j = k + 2  # the next instruction: past caches and its own EXTENDED_ARGs
+        while j < n and (raw[j] == _CACHE or raw[j] == _EXTENDED_ARG):
+            j += 2
+        nxt: tuple[str, object] | None = None
+        if j < n:
+            op = raw[j]
+            if op in _BY_NAME:
+                nxt = (_OPNAME[op], varname(_arg_at(raw, j)))
+            elif op == _LOAD_ATTR:
+                nxt = ("LOAD_ATTR", code.co_names[_arg_at(raw, j)])
+            else:
+                nxt = (_OPNAME[op], None)
+        found.append((varname(_arg_at(raw, k)), nxt))
+    return found
+
+
+def _arg_at(raw: bytes, k: int) -> int:
+    """The argument of the instruction at `k`, with the EXTENDED_ARGs before it."""
+    arg, shift, j = raw[k + 1], 8, k - 2
+    while j >= 0 and raw[j] == _EXTENDED_ARG:
+        arg |= raw[j + 1] << shift
+        shift, j = shift + 8, j - 2
+    return arg
+
+
 class CallValues:
     """The `on_backward` hook: `found` holds (event index, ((name, value), …))."""
 
@@ -102,31 +147,39 @@ class CallValues:
         self.found: list[tuple[int, tuple[tuple[str, float], ...]]] = []
         self.skip: set = set()  # the `_op`s of known ops: the recorder leaves them out
         # by the code's id (a code object hashes all its constants, every time), with
-        # the code kept alive beside its plan
-        self.plans: dict[int, tuple[object, Reads | None]] = {}
+        # the code kept alive beside its plan: (code, each closure variable's name and
+        # `#`, the plan), or None for a code without closure variables
+        self.plans: dict[int, tuple[object, tuple[str, ...], Reads] | None] = {}
 
     def plan(self, fn) -> Reads | None:
-        code = getattr(fn, "__code__", None)
-        found = self.plans.get(id(code))
-        if found is None:
-            plan = None
-            if code is not None and code.co_freevars:
-                plan = reads_of(code)  # (maybe none: the nodes held are still read)
-            found = self.plans[id(code)] = (code, plan)
-        return found[1]
+        found = self._plan_of(getattr(fn, "__code__", None))
+        return found[2] if found is not None else None
+
+    def _plan_of(self, code) -> tuple[object, tuple[str, ...], Reads] | None:
+        found = None
+        if code is not None and code.co_freevars:  # (maybe no reads: the nodes held are)
+            found = (code, tuple(name + NODE_MARK for name in code.co_freevars),
+                     reads_of(code))
+        if code is not None:
+            self.plans[id(code)] = found
+        return found
 
     def __call__(self, op: object, fn: Callable[[], object]) -> None:
         records = self.records
         if records is None:
             return
-        if known_op(op):
+        if op in KNOWN_OPS or (isinstance(op, str) and op.startswith("**")):  # (`known_op`)
             self.skip.add(op)  # (a known op is a string)
             return
-        plan = self.plan(fn)
-        if plan is None:
+        code = getattr(fn, "__code__", None)
+        found = self.plans.get(id(code), _UNSEEN)
+        if found is _UNSEEN:
+            found = self._plan_of(code)
+        if found is None:  # (a leaf's `lambda: None`)
             return
+        _, marked, plan = found
         cells = fn.__closure__ or ()  # type: ignore[attr-defined]
-        values = self.nodes_held(fn.__code__.co_freevars, cells)  # type: ignore[attr-defined]
+        values = self.nodes_held(marked, cells)
         read = 0
         for shown, cell, key in plan:
             try:
@@ -134,7 +187,12 @@ class CallValues:
             except (IndexError, ValueError):
                 continue
             if key:
-                nd = node_dict(obj)
+                if _VIEW_OF.get(type(obj), _UNSEEN) is None:  # (`node_dict`, inline: a
+                    nd = getattr(obj, "__dict__", None)  # class read through its dict)
+                    if not isinstance(nd, dict):
+                        nd = None
+                else:
+                    nd = node_dict(obj)
                 obj = nd.get(key) if nd is not None else getattr(obj, shown.partition(".")[2], None)
             if isinstance(obj, bool) or not isinstance(obj, (int, float)):
                 continue
@@ -145,19 +203,23 @@ class CallValues:
         if values:
             self.found.append((records.event_count(), tuple(values)))
 
-    def nodes_held(self, names: tuple[str, ...], cells: tuple) -> list[tuple[str, int]]:
-        """(`name#`, node id) for each closure variable that holds a recorded node."""
+    def nodes_held(self, marked: tuple[str, ...], cells: tuple) -> list[tuple[str, int]]:
+        """(`name#`, node id) for each closure variable that holds a recorded node
+        (`marked`: each closure variable's name and `#`)."""
         node_id = self.node_id
         held: list[tuple[str, int]] = []
         if node_id is None:
             return held
-        for name, cell in zip(names, cells):
+        for name, cell in zip(marked, cells):
             try:
                 nid = node_id(cell.cell_contents)
             except ValueError:  # an empty cell
                 continue
             if nid is not None:
-                held.append((name + NODE_MARK, nid))
+                held.append((name, nid))
                 if len(held) >= MAX_VALUES:
                     break
         return held
+
+
+_UNSEEN = object()

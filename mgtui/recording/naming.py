@@ -227,6 +227,12 @@ class Namer:
     def _made_hook(self) -> Callable[[int, types.FrameType, object], None]:
         spots_get, class_codes, candidate = self.spots.get, self.class_codes, self.candidate
         scenario_codes, top, direct = self.scenario_codes, self.top, self.direct
+        # The scenario frames above the last two frames walked from, each with its
+        # code's spots: a frame's callers do not change while it runs, and a scenario
+        # function most often makes several nodes in turn (`X @ W + b`, then `.relu()`),
+        # or two frames take turns (`sum(p * p for p in ...)`: the generator's and its
+        # caller's). The frames are kept alive here until two others take their place.
+        walked: list = [None, (), None, ()]
 
         def made(nid: int, f: types.FrameType, node: object) -> None:
             """Is this node made under an assignment's value? Up through the Value
@@ -244,21 +250,37 @@ class Namer:
                 if f not in direct:  # (the common case: nothing to name)
                     return
                 f = f.f_back
+            if f is walked[0]:
+                chain = walked[1]
+            elif f is walked[2]:
+                chain = walked[3]
+            else:
+                chain = _chain(f)
+                walked[2:], walked[:2] = walked[:2], (f, chain)
             found = []
+            for frame, spots in chain:
+                spot = spots.get(frame.f_lasti)
+                if spot is not None:
+                    found.append((frame, spot))
+            last = len(found) - 1
+            for k, (frame, spot) in enumerate(found):
+                candidate(frame, frame.f_lasti, spot, node, nid, k < last)
+
+        def _chain(f: types.FrameType) -> tuple:
+            """The scenario frames from `f` up that have assignments' spots, each with
+            them (at most `MAX_FRAMES_UP` frames looked at, up to the module's own)."""
+            chain = []
             for _ in range(MAX_FRAMES_UP):
                 cid = id(f.f_code)
                 if cid not in scenario_codes:
                     break
                 spots = spots_get(cid)
-                spot = spots.get(f.f_lasti) if spots is not None else None
-                if spot is not None:
-                    found.append((f, spot))
+                if spots is not None:
+                    chain.append((f, spots))
                 f = f.f_back
                 if cid == top or f is None:
                     break
-            last = len(found) - 1
-            for k, (frame, spot) in enumerate(found):
-                candidate(frame, frame.f_lasti, spot, node, nid, k < last)
+            return tuple(chain)
 
         return made
 

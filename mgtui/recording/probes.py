@@ -70,6 +70,14 @@ def without_values(name: str, module: object) -> bool:
 _WITHOUT: dict[str, object] = {}  # name -> the module without values found under it
 
 
+def maybe_with_values(modules: dict) -> list[tuple[str, object]]:
+    """The (name, module) pairs of `modules` (`sys.modules`) not found without values
+    before: most of them are, told here by a dict lookup each, with no call (a run scans
+    the 300 modules numpy brings twice, and `without_values` is asked about the rest)."""
+    found = _WITHOUT.get
+    return [(name, module) for name, module in list(modules.items()) if found(name) is not module]
+
+
 def _without_values(name: str, module: object) -> bool:
     top = name.partition(".")[0]
     if top in _WITHOUT_VALUES:

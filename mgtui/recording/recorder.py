@@ -44,6 +44,7 @@ from mgtui.recording.probes import (
     Probe,
     StopRecording,
     looks_like_value,
+    maybe_with_values,
     ordered,
     without_values,
 )
@@ -276,7 +277,7 @@ class Recorder:
         may_be_value = self.shapes.may_be_value
         with warnings.catch_warnings():  # (a library's deprecated names warn as they are read)
             warnings.simplefilter("ignore")
-            for name, module in list(sys.modules.items()):
+            for name, module in maybe_with_values(sys.modules):
                 if without_values(name, module):  # (torch's thousands of classes, numpy's...)
                     continue
                 for obj in list(getattr(module, "__dict__", {}).values()):

@@ -18,7 +18,7 @@ from typing import Callable
 from mgtui.recording.inline import helpers as hot
 from mgtui.recording.inline.rewrite import OWN_NAMES, FileRewrite, read_source, rewrite_of
 from mgtui.recording.inline.helpers import injected_after, injected_during
-from mgtui.recording.probes import record_write, without_values
+from mgtui.recording.probes import maybe_with_values, record_write, without_values
 from mgtui.recording.store import ID
 from mgtui.recording.shapes import op_of_maker
 from mgtui.recording.slots_hooks import keeps_fields_in_slots
@@ -42,6 +42,7 @@ class Inliner:
         self.adopted: set[type] = set()
         self.patched: list[tuple[types.FunctionType, types.CodeType]] = []
         self.namespaces: list[dict] = []  # the globals given the helpers
+        self.namespace_ids: set[int] = set()  # (theirs)
         self.known_modules: set[str] = set()
         self.home = str(rec.scenario.path.resolve().parent) + os.sep
         self.scenario = scenario  # the scenario's rewrite (`scenario_rewrite`)
@@ -161,7 +162,8 @@ class Inliner:
     def _give_helpers(self, namespace: dict) -> None:
         """(once a namespace: a class's functions are met again as its module's, and
         the module again as the run's imports are considered)"""
-        if not any(ns is namespace for ns in self.namespaces):
+        if id(namespace) not in self.namespace_ids:  # (each kept alive in `namespaces`)
+            self.namespace_ids.add(id(namespace))
             self.namespaces.append(namespace)
             namespace.update(self.helpers)
 
@@ -282,7 +284,9 @@ class Inliner:
     def consider_modules(self) -> None:
         """Rewrite the modules loaded since last time that want it."""
         modules, known = sys.modules, self.known_modules
-        for name in [n for n in list(modules) if n not in known]:
+        fresh = maybe_with_values(modules)  # (those found without values before: known)
+        known.update(modules.keys() - {name for name, _ in fresh})
+        for name in [n for n, _ in fresh if n not in known]:
             module = modules.get(name)
             if module is None or without_values(name, module):
                 known.add(name)  # (Python's, numpy's...: most of them, told at once)
@@ -332,6 +336,7 @@ class Inliner:
         for namespace in self.namespaces:
             namespace.update(plain)
         self.namespaces.clear()
+        self.namespace_ids.clear()
 
 
 class BesideFinder:

@@ -80,6 +80,7 @@ from mgtui.recording.inline.helpers import (
     TYPE,
 )
 from mgtui.recording.inline.helpers import NO_HERE_NAME as NO_HERE
+from mgtui.recording.blocks import COMPILED_FROM
 from mgtui.recording.probes import REQUIRED, SHAPES, WRITTEN
 from mgtui.recording.store import ID
 
@@ -244,6 +245,12 @@ class Rewriter(ast.NodeTransformer):
         self.epilogue: tuple[str, str | None, str] | None = None
         self.plain_self: str | None = None
         self.here: list[bool] | None = None
+        # The last line of the statements the rewrite's own instructions are placed at,
+        # in the function being rewritten (its nested ones included), and for each
+        # function by (first line, name): with the last line its source's code spans,
+        # the last line the rewritten code spans (`mgtui.recording.blocks.COMPILED_FROM`).
+        self.extent = 0
+        self.extents: dict[tuple[int, str], int] = {}
 
     # scopes
     def visit_FunctionDef(self, node):
@@ -254,6 +261,7 @@ class Rewriter(ast.NodeTransformer):
         node.args = self.visit(node.args)
         if node.returns is not None:
             node.returns = self.visit(node.returns)
+        outer_extent, self.extent = self.extent, 0
         self.here = [False]
         first = _first_line(node)
         if node.name == "__init__" and first in self.value_inits:
@@ -264,9 +272,11 @@ class Rewriter(ast.NodeTransformer):
             body = node.body
             start = 1 if isinstance(body[0], ast.Expr) and isinstance(
                 body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
-            make = ast.copy_location(_assign(HERE, ast.List(
+            make = self._at(_assign(HERE, ast.List(
                 [ast.Constant(None), ast.Constant(0)], ast.Load())), body[0])
             node.body = body[:start] + [self._located(make, body[0])] + body[start:]
+        self.extents[(first, node.name)] = self.extent
+        self.extent = max(outer_extent, self.extent)
         self.epilogue, self.plain_self, self.here = outer
         return node
 
@@ -315,7 +325,7 @@ class Rewriter(ast.NodeTransformer):
         if children is not None and any(
                 isinstance(n, ast.Name) and n.id == children and isinstance(n.ctx, ast.Store)
                 for n in ast.walk(node)):  # the body reassigns it: keep what was given
-            prologue = [ast.copy_location(_assign(GIVEN, _name(children)), body[start])]
+            prologue = [self._at(_assign(GIVEN, _name(children)), body[start])]
             children = GIVEN
         # An `__init__` that calls another (`super().__init__`) may find its node
         # numbered already; one that calls none cannot.
@@ -384,7 +394,7 @@ class Rewriter(ast.NodeTransformer):
                 if _hooked(t) and not self._plain(t):
                     name = f"__mgtui_t{len(temps)}"
                     temps.append((name, t))
-                    return ast.copy_location(_name(name, True), t)
+                    return self._at(_name(name, True), t)
                 if isinstance(t, (ast.Tuple, ast.List)):
                     t.elts = [swap(e) for e in t.elts]
                 elif isinstance(t, ast.Starred):
@@ -428,21 +438,26 @@ class Rewriter(ast.NodeTransformer):
                 and isinstance(func.ctx, ast.Load) and not node.args and not node.keywords):
             obj = self.visit(func.value)
             if self.here is None:
-                return ast.copy_location(_call(CALL, obj, _name(NO_HERE)), node)
+                return self._at(_call(CALL, obj, _name(NO_HERE)), node)
             self.here[0] = True
-            return ast.copy_location(_call(CALL, obj, _name(HERE)), node)
+            return self._at(_call(CALL, obj, _name(HERE)), node)
         self.generic_visit(node)
         return node
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if node.attr == "_backward" and isinstance(node.ctx, ast.Load):
-            return ast.copy_location(_call(BACKWARD_OF, node.value), node)
+            return self._at(_call(BACKWARD_OF, node.value), node)
         return node
 
-    @staticmethod
-    def _located(new: ast.stmt, old: ast.AST) -> ast.stmt:
+    def _at(self, new, old: ast.AST):
+        """`ast.copy_location(new, old)`, `old`'s last line kept (`extent`)."""
+        self.extent = max(self.extent, old.end_lineno or 0)
+        return ast.copy_location(new, old)
+
+    def _located(self, new: ast.stmt, old: ast.AST) -> ast.stmt:
         """`new` and every node in it that has no place yet, placed at `old`."""
+        self.extent = max(self.extent, old.end_lineno or 0)
         for n in ast.walk(new):
             if "lineno" in n._attributes and not hasattr(n, "lineno"):
                 ast.copy_location(n, old)
@@ -489,6 +504,11 @@ class FileRewrite:
         self.rewritten = code_index(self.code)
         self.made_inits = rewriter.made_inits
         self.codes = {id(c): c for c in self.rewritten.values()}
+        for key, new in self.rewritten.items():  # (a closure's block, from its source's code)
+            old = self.plain.get(key)
+            extent = rewriter.extents.get((new.co_firstlineno, new.co_name))
+            if old is not None and old is not new and extent is not None:
+                COMPILED_FROM[id(new)] = (new, old, extent)
 
     def counterpart(self, code: types.CodeType) -> types.CodeType | None:
         """The rewritten code of a function whose code is `code`, if `code` is what this
@@ -519,6 +539,7 @@ def rewrite_of(filename: str, source: str, flags: int = 0,
             return None
         if len(_REWRITES) >= 64:
             _REWRITES.clear()
+            COMPILED_FROM.clear()
         _REWRITES[key] = found
     return found
 

@@ -55,9 +55,13 @@ from mgtui.recording.torch_backward import (
     NAN,
     NUMPY_DTYPES,
     QUICK,
+    ACCUMULATE,
     BackwardRun,
-    accumulated_hook,
-    after_hook,
+    OTHERS,
+    custom_after,
+    custom_before,
+    leaf_noted,
+    noted,
     one_return,
     quick_register,
     value_now,
@@ -70,7 +74,6 @@ from mgtui.trace.explain import TORCH_NODE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
 DATA_FIELD = Field.DATA.code
-ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
 OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
     "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
     "DivBackward0": ("/", 2), "TanhBackward0": ("tanh", 1), "ExpBackward0": ("exp", 1),
@@ -134,11 +137,13 @@ class TorchProbe:
         self.mode: _Mode | None = None
         self.saved: list = []
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
+        self.hooked = False  # the scenario registered a tensor's hook (`_Mode`)
         self.passes = 0  # backward calls recorded
         self.closures: dict[str, TorchNode] = {}
         self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
         self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
-        self.live: list = [None]  # [the recorded `backward()` call running, or None]
+        self.live: list = [None, None]  # [the recorded `backward()` call running, its
+        #                                   `steps.append`], or [None, None]
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
         #                                             copied, while the doctor checks them
 
@@ -181,7 +186,7 @@ class TorchProbe:
             except (RuntimeError, IndexError):  # the scenario left a mode of its own on
                 pass
             self.mode = None
-        self.live[0] = None
+        self.live[:] = [None, None]
         self.function_args.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
@@ -237,7 +242,7 @@ class TorchProbe:
                     leaf_metadata[key] = kid
                     QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
                     try:
-                        nf.register_hook(accumulated_hook(self.live, kid, leaf, type(nf)))
+                        nf.register_prehook(partial(leaf_noted, self.live, kid, leaf))
                     finally:
                         QUICK[0] = 0
             else:
@@ -266,9 +271,16 @@ class TorchProbe:
         cls = fn._forward_cls if custom else type(fn)
         QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
         try:
-            fn.register_hook(partial(after_hook, self.live, nid, targets, cls, custom))
+            fn.register_hook(partial(custom_after, self.live, nid, targets, cls) if custom
+                             else partial(noted, self.live, (nid, targets, cls)))
         finally:
             QUICK[0] = 0
+        if custom:
+            QUICK[0] = get_ident()
+            try:
+                fn.register_prehook(partial(custom_before, self.live))
+            finally:
+                QUICK[0] = 0
         if custom and not one_return(cls.backward.__code__):
             code, live = cls.backward.__code__, self.live
             fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
@@ -427,13 +439,19 @@ class TorchProbe:
             run = BackwardRun(probe, line)
             for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
-            outer, live[0] = live[0], run
+            note = run.copied if probe.hooked or OTHERS[0] else run.steps.append
+            outer, live[:] = live[:], [run, note]
             probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
-                return backward(tensors, grad_tensors, *args, **kwargs)
+                out = backward(tensors, grad_tensors, *args, **kwargs)
+                run.done = True
+                return out
             finally:
-                probe.paused -= 1
-                live[0] = outer
+                try:
+                    run.settle()  # (the steps the hooks noted)
+                finally:
+                    probe.paused -= 1
+                    live[:] = outer
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
 
@@ -543,6 +561,9 @@ class _Mode(TorchFunctionMode):
             elif t is tuple or t is list or isinstance(out, torch.Tensor):
                 probe.made(out, sys._getframe(1))
             return out
+        if kind is HOOK:
+            probe.hooked = True
+            return func(*args, **kwargs) if kwargs else func(*args)
         if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
             return probe.changed(func, args, kwargs, kind is GRAD_SET)
         out = func(*args, **kwargs) if kwargs else func(*args)
@@ -559,6 +580,7 @@ class _Mode(TorchFunctionMode):
 # What a torch call is to the recording (`_kind`), by the function, worked out once.
 CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
 REQUIRES_GRAD_SET = "requires_grad="
+HOOK = "hook"  # `t.register_hook(h)`: a hook that may write into the gradient it is given
 KINDS: dict = {}
 
 
@@ -567,6 +589,8 @@ def _kind(func) -> str:
     owner = getattr(func, "__self__", None)
     if name == "__get__":  # a property read (`p.grad`, `t.data`): nothing to record
         return READ
+    if name in ("register_hook", "register_post_accumulate_grad_hook"):
+        return HOOK
     if name == "__set__":
         return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
                 if owner is REQUIRES_GRAD else CALL)

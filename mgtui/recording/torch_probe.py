@@ -46,6 +46,7 @@ from threading import get_ident
 
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
+from torch._C import DisableTorchFunction
 from torch.overrides import TorchFunctionMode
 
 from mgtui.recording.probes import StopRecording
@@ -159,6 +160,11 @@ class TorchProbe:
         autograd.grad = self._not_followed("torch.autograd.grad", autograd.grad)
         Function.apply = classmethod(self._apply_wrapper(apply.__func__))
         _HookMixin._register_hook = staticmethod(quick_register(register.__func__))
+        for owner, params in ((torch.nn.Module, torch.nn.Module.parameters),
+                              (torch.optim.Optimizer, _optimized)):
+            zero_grad = owner.__dict__["zero_grad"]
+            self.saved.append((owner, "zero_grad", zero_grad))
+            owner.zero_grad = self._zero_grad_wrapper(zero_grad, params)
         self.mode = _Mode(self)
         self.mode.__enter__()
 
@@ -178,6 +184,39 @@ class TorchProbe:
                 inside[0] -= 1
 
         return counted
+
+    def _zero_grad_wrapper(self, zero_grad, params):
+        """`zero_grad` (a module's, or an optimizer's, whose parameters are `params(self)`)
+        with the grads it sets to None (`p.grad = None`) recorded as grad events, as the
+        mode records each one (`changed`), without passing each through the mode. (A
+        module's is its own loop here, as torch writes it: one walk of its parameters.)"""
+        probe, module = self, params is not _optimized
+
+        @wraps(zero_grad)
+        def wrapped(owner, set_to_none: bool = True):
+            if probe.paused or not set_to_none or probe.mode is None or (
+                    module and getattr(owner, "_is_replica", False)):
+                return zero_grad(owner, set_to_none)
+            line = probe.scenario_line(sys._getframe(1))
+            with DisableTorchFunction():
+                if module:
+                    out, held = None, []
+                    for p in params(owner):
+                        g = p.grad
+                        if g is not None:
+                            p.grad = None
+                            held.append((p, g))
+                else:
+                    held = [(p, p.grad) for p in params(owner)]
+                    out = zero_grad(owner, set_to_none)
+                for p, g in held:
+                    nid = probe.nid_of(p) if g is not None else None
+                    if nid is not None:
+                        probe.write(nid, GRAD_FIELD, GRAD, value_now(g), _grad_value(p.grad),
+                                    line)
+            return out
+
+        return wrapped
 
     def detach(self) -> None:
         if self.mode is not None:
@@ -597,6 +636,11 @@ def _kind(func) -> str:
     if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
         return IN_PLACE  # `p.sub_(g)`, `p -= g`
     return CALL
+
+
+def _optimized(optimizer) -> list:
+    """The parameters of `optimizer`, as its `zero_grad` goes through them."""
+    return [p for group in optimizer.param_groups for p in group["params"]]
 
 
 def _grad_value(g):

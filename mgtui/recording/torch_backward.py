@@ -12,7 +12,7 @@ import sys
 from collections import OrderedDict
 from ctypes import c_char
 
-from threading import get_ident
+from functools import partial
 from typing import NamedTuple
 
 import torch
@@ -411,19 +411,27 @@ def custom_after(live: list, nid: int, targets: list, cls: type, grad_inputs,
         run.after(nid, targets, cls, grad_inputs, grad_outputs)
 
 
+def watch_returned(live: list, code, grad_outputs) -> None:
+    """The pre-hook of a custom Function's node whose `backward` has several `return`s
+    (a `partial`): the line it returns from is watched (`BackwardRun.watch_return`)."""
+    run = live[0]
+    if run is not None:
+        run.watch_return(code)
+
+
 OTHERS = [0]  # hooks on autograd nodes registered by anyone but the probe, so far
-QUICK = [0]  # the thread registering the probe's own hooks, else 0: the probe sets it
-#             around each `node.register_hook(hook)` of its own (inline: a call less a node)
+OWN = frozenset((noted, leaf_noted, custom_before, custom_after, watch_returned))
+#      (the probe's hooks: a `partial` of one of these; `quick_register`)
 
 
 def quick_register(register):
-    """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` calls: for the
-    probe's own hooks (`QUICK`, in its thread), without the `RemovableHandle` they
-    never use (half the cost of a registration, made for every node); anyone else's
-    as before."""
+    """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` and
+    `register_prehook` call: for the probe's own hooks (`OWN`), without the
+    `RemovableHandle` they never use (half the cost of a registration, made for every
+    node); anyone else's as before."""
 
     def quick(hooks, hook):
-        if QUICK[0] != get_ident():
+        if type(hook) is not partial or hook.func not in OWN:
             OTHERS[0] += 1  # (a hook that may write into a gradient: `BackwardRun.note`)
             return register(hooks, hook)
         if hooks is None:

@@ -42,7 +42,6 @@ from __future__ import annotations
 import re
 import sys
 from functools import partial, wraps
-from threading import get_ident
 
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
@@ -52,21 +51,22 @@ from torch.overrides import TorchFunctionMode
 from mgtui.recording.probes import StopRecording
 from mgtui.recording.store import CREATE, DATA, GRAD, NODE_ROW
 from mgtui.recording.torch_backward import (
+    ACCUMULATE,
     GRAD_FIELD,
     NAN,
     NUMPY_DTYPES,
-    QUICK,
-    ACCUMULATE,
-    BackwardRun,
     OTHERS,
+    BackwardRun,
     custom_after,
     custom_before,
     leaf_noted,
     noted,
+    kept,
     one_return,
     quick_register,
     value_now,
     value_of,
+    watch_returned,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.trace import Field
@@ -279,11 +279,7 @@ class TorchProbe:
                 leaf_metadata = nf.metadata
                 if key not in leaf_metadata:  # (a leaf's is new when its graph was)
                     leaf_metadata[key] = kid
-                    QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
-                    try:
-                        nf.register_prehook(partial(leaf_noted, self.live, kid, leaf))
-                    finally:
-                        QUICK[0] = 0
+                    nf.register_prehook(partial(leaf_noted, self.live, kid, leaf))
             else:
                 seen = nf.metadata.get(key)  # (most often the node of the op before)
                 kid = seen.get(k) if seen is not None else None
@@ -308,21 +304,13 @@ class TorchProbe:
         It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
-        QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
-        try:
-            fn.register_hook(partial(custom_after, self.live, nid, targets, cls) if custom
-                             else partial(noted, self.live, (nid, targets, cls)))
-        finally:
-            QUICK[0] = 0
-        if custom:
-            QUICK[0] = get_ident()
-            try:
-                fn.register_prehook(partial(custom_before, self.live))
-            finally:
-                QUICK[0] = 0
-        if custom and not one_return(cls.backward.__code__):
-            code, live = cls.backward.__code__, self.live
-            fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
+        if not custom:  # (`quick_register` makes no handle for the probe's own hooks)
+            fn.register_hook(partial(noted, self.live, (nid, targets, cls)))
+            return
+        fn.register_hook(partial(custom_after, self.live, nid, targets, cls))
+        fn.register_prehook(partial(custom_before, self.live))
+        if not one_return(cls.backward.__code__):
+            fn.register_prehook(partial(watch_returned, self.live, cls.backward.__code__))
 
     def out_node(self, fn, line: int) -> int:
         """The node of autograd node `fn`'s first output recorded."""
@@ -655,7 +643,7 @@ def _hidden_value(fn):
         (nf, _), = fn.next_functions or ((None, 0),)
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             value = value_of(nf.variable)  # (numpy's transpose: a view, no op dispatched)
-            return value if type(value) is float else value.T
+            return value if type(value) is float else kept(value.T)
     return NAN
 
 

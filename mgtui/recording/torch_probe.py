@@ -279,7 +279,7 @@ class TorchProbe:
                 leaf_metadata = nf.metadata
                 if key not in leaf_metadata:  # (a leaf's is new when its graph was)
                     leaf_metadata[key] = kid
-                    nf.register_prehook(partial(leaf_noted, self.live, kid, leaf))
+                    self._leaf_hook(nf, kid, leaf)
             else:
                 seen = nf.metadata.get(key)  # (most often the node of the op before)
                 kid = seen.get(k) if seen is not None else None
@@ -296,6 +296,10 @@ class TorchProbe:
         else:
             known[nr] = nid
         return nid
+
+    def _leaf_hook(self, nf, nid: int, leaf) -> None:
+        """A leaf's `AccumulateGrad` (`nf`)'s pre-hook, as `_hook` (`leaf_noted`)."""
+        nf.register_prehook(partial(leaf_noted, self.live, nid, leaf))
 
     def _hook(self, fn, nid: int, targets: list) -> None:
         """Autograd node `fn`'s backward hook, on for as long as the node lives: it

@@ -12,10 +12,11 @@ import sys
 from collections import OrderedDict
 from ctypes import c_char
 
-from functools import partial
+from functools import partial, wraps
 from typing import NamedTuple
 
 import torch
+from torch._C import DisableTorchFunction
 
 from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD, WRITE_ROW
 from mgtui.trace import Field
@@ -28,6 +29,7 @@ NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.
                 torch.int16, torch.int8, torch.uint8, torch.bool}
 TAKEN_DTYPES = {torch.float32: "float32", torch.float64: "float64"}  # (`taken`)
 STRIDED = torch.strided
+SETTLE_EVERY = 64  # steps noted before they are made while the pass runs (`noted`)
 ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
 
 
@@ -371,15 +373,62 @@ class BackwardRun:
             probe.paused -= 1
 
 
+def zero_grad_recorded(probe, zero_grad, params):
+    """`zero_grad` (a module's, or an optimizer's, whose parameters are `params(self)`)
+    with the grads it sets to None (`p.grad = None`) recorded by `probe` (a
+    `TorchProbe`) as grad events, as its mode records each one (`changed`), without
+    passing each through the mode. (A module's is its own loop here, as torch writes
+    it: one walk of its parameters.)"""
+    module = params is not optimized
+
+    @wraps(zero_grad)
+    def wrapped(owner, set_to_none: bool = True):
+        if probe.paused or not set_to_none or probe.mode is None or (
+                module and getattr(owner, "_is_replica", False)):
+            return zero_grad(owner, set_to_none)
+        line = probe.scenario_line(sys._getframe(1))
+        with DisableTorchFunction():
+            if module:
+                out, held = None, []
+                for p in params(owner):
+                    g = p.grad
+                    if g is not None:
+                        p.grad = None
+                        held.append((p, g))
+            else:
+                held = [(p, p.grad) for p in params(owner)]
+                out = zero_grad(owner, set_to_none)
+            for p, g in held:
+                nid = probe.nid_of(p) if g is not None else None
+                if nid is not None:
+                    probe.write(nid, GRAD_FIELD, GRAD, value_now(g), grad_value(p.grad), line)
+        return out
+
+    return wrapped
+
+
+def optimized(optimizer) -> list:
+    """The parameters of `optimizer`, as its `zero_grad` goes through them."""
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def grad_value(g):
+    """A tensor's grad `g` as a grad event's value."""
+    return value_now(g) if g is not None else 0.0
+
+
 def noted(live: list, key: tuple, grad_inputs, grad_outputs) -> None:
     """The hook of a built-in autograd node, registered as `partial(noted, live, key)`
     (`TorchProbe._hook`; a `partial` is made in C): while a recorded `backward()` runs
-    (`live`: [the `BackwardRun`, its `steps.append`], else None), it notes the node's
-    `key` (node id, targets, class) and the gradients it returned, as they are: the step
-    is made when the call returns (`BackwardRun.settle`)."""
+    (`live`: [the `BackwardRun`, its `steps.append`, its `steps`], else Nones), it notes
+    the node's `key` (node id, targets, class) and the gradients it returned, as they
+    are: the step is made when the call returns (`BackwardRun.settle`), or once
+    `SETTLE_EVERY` steps wait (the gradients held meanwhile are not let go)."""
     note = live[1]
     if note is not None:
         note((key, grad_inputs))
+        if len(live[2]) >= SETTLE_EVERY:
+            live[0].settle()
 
 
 def leaf_noted(live: list, nid: int, leaf, grad_outputs) -> None:

@@ -45,7 +45,6 @@ from functools import partial, wraps
 
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
-from torch._C import DisableTorchFunction
 from torch.overrides import TorchFunctionMode
 
 from mgtui.recording.probes import StopRecording
@@ -59,14 +58,17 @@ from mgtui.recording.torch_backward import (
     BackwardRun,
     custom_after,
     custom_before,
+    grad_value,
     leaf_noted,
     noted,
     kept,
     one_return,
+    optimized,
     quick_register,
     value_now,
     value_of,
     watch_returned,
+    zero_grad_recorded,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.trace import Field
@@ -143,8 +145,8 @@ class TorchProbe:
         self.closures: dict[str, TorchNode] = {}
         self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
         self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
-        self.live: list = [None, None]  # [the recorded `backward()` call running, its
-        #                                   `steps.append`], or [None, None]
+        self.live: list = [None, None, None]  # [the recorded `backward()` call running,
+        #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
         #                                             copied, while the doctor checks them
 
@@ -157,66 +159,17 @@ class TorchProbe:
         self.saved = [(autograd, "backward", backward), (Function, "apply", apply),
                       (_HookMixin, "_register_hook", register), (autograd, "grad", autograd.grad)]
         autograd.backward = self._backward_wrapper(backward)
-        autograd.grad = self._not_followed("torch.autograd.grad", autograd.grad)
+        autograd.grad = not_followed(self.records.arrays.unrecorded, "torch.autograd.grad",
+                                     autograd.grad)
         Function.apply = classmethod(self._apply_wrapper(apply.__func__))
         _HookMixin._register_hook = staticmethod(quick_register(register.__func__))
         for owner, params in ((torch.nn.Module, torch.nn.Module.parameters),
-                              (torch.optim.Optimizer, _optimized)):
+                              (torch.optim.Optimizer, optimized)):
             zero_grad = owner.__dict__["zero_grad"]
             self.saved.append((owner, "zero_grad", zero_grad))
-            owner.zero_grad = self._zero_grad_wrapper(zero_grad, params)
+            owner.zero_grad = zero_grad_recorded(self, zero_grad, params)
         self.mode = _Mode(self)
         self.mode.__enter__()
-
-    def _not_followed(self, name: str, fn):
-        """`fn`, counted among the values not recorded as `name` at each call: the trace
-        says it ran and that its work was not recorded (`arrays.NOT_FOLLOWED`)."""
-        unrecorded, inside = self.records.arrays.unrecorded, [0]
-
-        @wraps(fn)
-        def counted(*args, **kwargs):
-            if not inside[0]:  # (torch's override mode calls it again, by its module's name)
-                unrecorded[name] = unrecorded.get(name, 0) + 1
-            inside[0] += 1
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                inside[0] -= 1
-
-        return counted
-
-    def _zero_grad_wrapper(self, zero_grad, params):
-        """`zero_grad` (a module's, or an optimizer's, whose parameters are `params(self)`)
-        with the grads it sets to None (`p.grad = None`) recorded as grad events, as the
-        mode records each one (`changed`), without passing each through the mode. (A
-        module's is its own loop here, as torch writes it: one walk of its parameters.)"""
-        probe, module = self, params is not _optimized
-
-        @wraps(zero_grad)
-        def wrapped(owner, set_to_none: bool = True):
-            if probe.paused or not set_to_none or probe.mode is None or (
-                    module and getattr(owner, "_is_replica", False)):
-                return zero_grad(owner, set_to_none)
-            line = probe.scenario_line(sys._getframe(1))
-            with DisableTorchFunction():
-                if module:
-                    out, held = None, []
-                    for p in params(owner):
-                        g = p.grad
-                        if g is not None:
-                            p.grad = None
-                            held.append((p, g))
-                else:
-                    held = [(p, p.grad) for p in params(owner)]
-                    out = zero_grad(owner, set_to_none)
-                for p, g in held:
-                    nid = probe.nid_of(p) if g is not None else None
-                    if nid is not None:
-                        probe.write(nid, GRAD_FIELD, GRAD, value_now(g), _grad_value(p.grad),
-                                    line)
-            return out
-
-        return wrapped
 
     def detach(self) -> None:
         if self.mode is not None:
@@ -225,7 +178,7 @@ class TorchProbe:
             except (RuntimeError, IndexError):  # the scenario left a mode of its own on
                 pass
             self.mode = None
-        self.live[:] = [None, None]
+        self.live[:] = [None, None, None]
         self.function_args.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
@@ -402,9 +355,9 @@ class TorchProbe:
             return out
         line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
-            before = _grad_value(t.grad)
+            before = grad_value(t.grad)
             out = func(*args, **kwargs) if kwargs else func(*args)
-            after = _grad_value(t.grad)
+            after = grad_value(t.grad)
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
         view = self.views.get(nid)
@@ -471,7 +424,7 @@ class TorchProbe:
             for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
             note = run.copied if probe.hooked or OTHERS[0] else run.steps.append
-            outer, live[:] = live[:], [run, note]
+            outer, live[:] = live[:], [run, note, run.steps]
             probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
                 out = backward(tensors, grad_tensors, *args, **kwargs)
@@ -630,14 +583,22 @@ def _kind(func) -> str:
     return CALL
 
 
-def _optimized(optimizer) -> list:
-    """The parameters of `optimizer`, as its `zero_grad` goes through them."""
-    return [p for group in optimizer.param_groups for p in group["params"]]
+def not_followed(unrecorded: dict, name: str, fn):
+    """`fn`, counted in `unrecorded` (`ArraySnapshots.unrecorded`) as `name` at each call:
+    the trace says it ran and that its work was not recorded (`arrays.NOT_FOLLOWED`)."""
+    inside = [0]
 
+    @wraps(fn)
+    def counted(*args, **kwargs):
+        if not inside[0]:  # (torch's override mode calls it again, by its module's name)
+            unrecorded[name] = unrecorded.get(name, 0) + 1
+        inside[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            inside[0] -= 1
 
-def _grad_value(g):
-    """A tensor's grad `g` as a grad event's value."""
-    return value_now(g) if g is not None else 0.0
+    return counted
 
 
 def _hidden_value(fn):

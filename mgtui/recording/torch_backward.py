@@ -1,8 +1,19 @@
 """The backward half of the torch adapter (`mgtui.recording.torch_probe`): one recorded
-`backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`after_hook`,
-`accumulated_hook`), registered once per node as the adapter records it, through
-`quick_register`; and how a tensor's value is read (`taken`, straight from its memory
-where it can be, else `value_of`).
+`backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`noted`, `leaf_noted`, and a
+custom Function's `custom_before` / `custom_after`), registered once per node as the
+adapter records it, through `quick_register`; `zero_grad` recorded; and how a tensor's
+value is read (`taken`, straight from its memory where it can be, else `value_of`).
+
+A hook does the least it can while the engine runs: it notes its node and the
+gradients it returned, held as they are (`steps`), and `settle` makes the steps from
+the notes when `backward()` returns. The gradients held are as the engine passed them
+on: the engine adds into a gradient in place only where nothing else holds it (with a
+reference held, a leaf's `AccumulateGrad` copies the gradient into `.grad` rather than
+taking it, and an input buffer adds out of place: the same sums, bit for bit). Where a
+hook of the scenario's own may write into a gradient (a tensor's `register_hook`, a
+node hook not the probe's), the gradients are copied as they are noted (`copied`); a
+custom Function's backward, which may write into the gradient it is given, runs after
+the steps noted before it are made (`custom_before`).
 """
 
 from __future__ import annotations

@@ -13,16 +13,18 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
   inside `F.linear`) are nodes too, at the line of the op that made them (a weight's
   transpose with its value, others without one). Custom `Function.apply` calls go
   through the same. An in-place change of a recorded tensor outside autograd
-  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` (`zero_grad`)
-  a grad event; an in-place op autograd records (`h.add_(1)`) is a node.
+  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` a grad event
+  (a module's or an optimizer's `zero_grad` records its own, with torch functions off:
+  `zero_grad_recorded`); an in-place op autograd records (`h.add_(1)`) is a node.
 - **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
   the root's seed is a grad event (`o.grad = 1.0`). Every autograd node gets a hook
   once, as it is recorded (registering one costs more than running it: a hook per node
   per `backward()`, taken off after it, cost a training step more than the forward's
-  ops), which records only while a recorded `backward()` runs. Each node the engine runs is
-  one backward step, in the engine's order, on the tensor it made: the gradients it
-  returns are `+=` writes into its inputs' grads (a leaf's too, as micrograd's
-  `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
+  ops), which only notes the node and the gradients it returned while a recorded
+  `backward()` runs; the steps are made from those notes in one batch when the call
+  returns (`BackwardRun.settle`). Each node the engine runs is one backward step, in the
+  engine's order, on the tensor it made: the gradients it returns are `+=` writes into
+  its inputs' grads (a leaf's too, as micrograd's `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
   writes only where the engine's sum of several gradients differs from the trace's
   (float32). The step's "closure" is the autograd node by name (`MulBackward0`, no
   source), or a custom Function's `backward`, whose writes carry the line it returned

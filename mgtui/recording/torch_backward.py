@@ -231,11 +231,14 @@ class BackwardRun:
         `AccumulateGrad` its own step, which writes only where the engine's sum differs
         from the trace's (float32). Called when `backward()` returns (or raises), and
         before a custom Function's step, which is made as it runs (`after`)."""
-        steps = self.steps
-        if not steps:
-            return
+        if self.steps:
+            self._made(self.steps)
+
+    def _made(self, steps: list, at: int = 0, custom: bool = False) -> None:
+        """Make `steps` (`settle`'s) into records, and let them go: their writes at line
+        `at` (a custom Function's backward's return), their closures `custom`'s."""
         probe, records, line = self.probe, self.records, self.line
-        grads, sums, before_pass = self.grads, self.sums, self.before_pass
+        grads, sums = self.grads, self.sums
         indices, add_event, add_write = probe.closure_indices, records.add_event, records.add_write
         events, writes, packed = records.events, records.writes, records.packed
         keys, values = records.arrays.keys[WRITE], records.arrays.values[WRITE]
@@ -249,7 +252,7 @@ class BackwardRun:
                 nid, targets, cls = key
                 closure = indices.get(cls)
                 add_event((BACKWARD, nid, 0.0, 0.0, line,
-                           probe.closure(cls, False) if closure is None else closure,
+                           probe.closure(cls, custom) if closure is None else closure,
                            len(writes)))
                 for target, g in zip(targets, got):
                     if target is None or g is None:
@@ -268,7 +271,7 @@ class BackwardRun:
                         sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
                     grads[tid] = after
                     if type(after) is float and type(before) is float:
-                        add_write((tid, GRAD_FIELD, before, after, 0))
+                        add_write((tid, GRAD_FIELD, before, after, at))
                         continue
                     row = packed.writes + len(writes) // WRITE_ROW  # (`taken_write`, inline)
                     row += row
@@ -284,7 +287,7 @@ class BackwardRun:
                         after = NAN
                     elif type(after) is not float:
                         after = records.arrays.taken_write(NAN, after)[1]
-                    add_write((tid, GRAD_FIELD, before, after, 0))
+                    add_write((tid, GRAD_FIELD, before, after, at))
         finally:
             stack.pop()
             steps.clear()
@@ -336,38 +339,11 @@ class BackwardRun:
         the gradients its backward returned, each a `+=` into the grad of the input it
         goes to, at the line it returned from; then the doctor's check, if it is on."""
         self.settle()
-        probe, records = self.probe, self.records
+        records = self.records
         self.event = records.packed.events + len(records.events) // EVENT_ROW  # (`event_count()`)
-        closure = probe.closure_indices.get(cls)
-        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
-                           probe.closure(cls, True) if closure is None else closure,
-                           len(records.writes)))
         at = one_return(cls.backward.__code__) or self.returned
-        grads = self.grads
-        records.stack.append(-1)  # (the writes are this step's)
-        try:
-            for target, g in zip(targets, grad_inputs):
-                if target is None or g is None:
-                    continue
-                tid, t = target
-                before = grads.get(tid)
-                if before is None:
-                    before = ZERO if t is None else self.leaf_before(tid, t)
-                if before is ZERO:  # the first: the gradient itself (a copy: the
-                    after = taken(g)  # engine may add into it in place)
-                    if after is None:
-                        after = kept(value_of(g, True))
-                else:
-                    after = kept(array_of(before) + value_of(g))
-                if t is not None:  # (a leaf's: see `_accumulated`)
-                    sums = self.sums
-                    sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
-                grads[tid] = after
-                records.add_write((tid, GRAD_FIELD, *records.arrays.taken_write(before, after),
-                                   at))
-        finally:
-            records.stack.pop()
-        if probe.check() is not None:
+        self._made([((nid, targets, cls), grad_inputs)], at, True)
+        if self.probe.check() is not None:
             self._check(cls, nid, grad_outputs, grad_inputs, at)
 
     def _check(self, cls: type, nid: int, grad_outputs, grad_inputs, line: int) -> None:

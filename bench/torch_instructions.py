@@ -57,6 +57,8 @@ if part >= 2:
     tp.value_of = tb.value_of = lambda t, copy=False: NAN
 if part >= 3:
     tp.BackwardRun.after = tp.BackwardRun.accumulated = lambda *a: None
+    if hasattr(tp.BackwardRun, "settle"):  # (the steps made in a batch: `settle`)
+        tp.BackwardRun.settle = lambda self: self.steps.clear()
 def encoded(scenario):  # (recorded, then every chunk encoded as the child streams it)
     from mgtui.recording.store import Mark
     from mgtui.run.child import STREAM_LEVEL

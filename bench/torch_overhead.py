@@ -169,6 +169,11 @@ def plain_in_mode(scenario) -> float:
         return plain(scenario)[0]
 
 
+def _steps_dropped(run) -> None:
+    """`BackwardRun.settle` making no steps (`--parts`): what the hooks noted, let go."""
+    run.steps.clear()
+
+
 def parts(short, long, rounds: int) -> None:
     """A recorded step with parts of the recording taken out, cumulatively (see the
     module's docstring), alternating, medians."""
@@ -181,8 +186,8 @@ def parts(short, long, rounds: int) -> None:
     NAN = math.nan
     saved = [(ArraySnapshots, "made"), (ArraySnapshots, "write"), (tp, "value_of"),
              (tb, "value_of"),
-             (tp.BackwardRun, "after"), (tp.BackwardRun, "accumulated"),
-             (tp.TorchProbe, "_hook"), (tp, "accumulated_hook")]
+             (tp.BackwardRun, "settle"), (tp.BackwardRun, "after"),
+             (tp.TorchProbe, "_hook"), (tp.TorchProbe, "_leaf_hook")]
     saved = [(owner, name, getattr(owner, name)) for owner, name in saved]
     off = [  # (what is taken out, [(owner, name, stand-in)])
         ("as recorded", []),
@@ -191,9 +196,9 @@ def parts(short, long, rounds: int) -> None:
         ("no values either", [(tp, "value_of", lambda t, copy=False: NAN),
                               (tb, "value_of", lambda t, copy=False: NAN)]),
         ("no backward steps either", [(tp.BackwardRun, "after", lambda *a: None),
-                                      (tp.BackwardRun, "accumulated", lambda *a: None)]),
+                                      (tp.BackwardRun, "settle", _steps_dropped)]),
         ("no backward hooks either", [(tp.TorchProbe, "_hook", lambda *a: None),
-                                      (tp, "accumulated_hook", lambda *a: (lambda gi, go: None))]),
+                                      (tp.TorchProbe, "_leaf_hook", lambda *a: None)]),
     ]
     times: dict = {label: ([], []) for label, _ in off}
     times["a TorchFunctionMode alone"] = ([], [])

@@ -1,8 +1,19 @@
 """The backward half of the torch adapter (`mgtui.recording.torch_probe`): one recorded
-`backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`after_hook`,
-`accumulated_hook`), registered once per node as the adapter records it, through
-`quick_register`; and how a tensor's value is read (`taken`, straight from its memory
-where it can be, else `value_of`).
+`backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`noted`, `leaf_noted`, and a
+custom Function's `custom_before` / `custom_after`), registered once per node as the
+adapter records it, through `quick_register`; `zero_grad` recorded; and how a tensor's
+value is read (`taken`, straight from its memory where it can be, else `value_of`).
+
+A hook does the least it can while the engine runs: it notes its node and the
+gradients it returned, held as they are (`steps`), and `settle` makes the steps from
+the notes when `backward()` returns. The gradients held are as the engine passed them
+on: the engine adds into a gradient in place only where nothing else holds it (with a
+reference held, a leaf's `AccumulateGrad` copies the gradient into `.grad` rather than
+taking it, and an input buffer adds out of place: the same sums, bit for bit). Where a
+hook of the scenario's own may write into a gradient (a tensor's `register_hook`, a
+node hook not the probe's), the gradients are copied as they are noted (`copied`); a
+custom Function's backward, which may write into the gradient it is given, runs after
+the steps noted before it are made (`custom_before`).
 """
 
 from __future__ import annotations
@@ -11,15 +22,16 @@ import math
 import sys
 from collections import OrderedDict
 from ctypes import c_char
-from functools import partial
-from threading import get_ident
+
+from functools import partial, wraps
 from typing import NamedTuple
 
 import torch
+from torch._C import DisableTorchFunction
 
-from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD
+from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD, WRITE_ROW
 from mgtui.trace import Field
-from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
+from mgtui.trace.arrays import WHOLE_LIMIT, WRITE, ArrayValue
 
 GRAD_FIELD = Field.GRAD.code
 NAN = math.nan
@@ -28,6 +40,8 @@ NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.
                 torch.int16, torch.int8, torch.uint8, torch.bool}
 TAKEN_DTYPES = {torch.float32: "float32", torch.float64: "float64"}  # (`taken`)
 STRIDED = torch.strided
+SETTLE_EVERY = 64  # steps noted before they are made while the pass runs (`noted`)
+ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
 
 
 class FunctionCall(NamedTuple):
@@ -87,6 +101,12 @@ def taken(t):
         return ArrayValue(tuple(t.shape), name, block.from_address(t.data_ptr()).raw)
     except (RuntimeError, TypeError, ValueError, OverflowError):
         return None
+
+
+def value_now_copy(t):
+    """`value_now`, an array copied too (the tensor is about to change in place)."""
+    value = taken(t)
+    return value if value is not None else value_of(t, True)
 
 
 def value_now(t):
@@ -158,6 +178,9 @@ class BackwardRun:
 
     def __init__(self, probe, line: int) -> None:  # (a `TorchProbe`)
         self.probe = probe
+        self.steps: list[tuple] = []  # noted by the hooks, not made yet (`settle`)
+        self.before_pass: dict[int, object] = {}  # a leaf's grad as the pass found it
+        self.done = False  # the engine has returned (every leaf's pre-hook has run)
         self.line = line
         self.records = probe.records
         self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
@@ -200,18 +223,109 @@ class BackwardRun:
 
         sys.setprofile(profile)
 
-    def accumulated(self, nid: int, leaf, cls: type) -> None:
-        """A leaf's `AccumulateGrad`: its own step, which writes only where the
-        engine's sum differs from the trace's (float32)."""
+    def settle(self) -> None:
+        """Make the steps the hooks noted (`noted`, `leaf_noted`) since the last call into
+        records, in the order the engine ran them: each node's gradients (held as the
+        engine passed them on: it adds into a gradient in place only where nothing else
+        holds it, so they are as they were) `+=` into its inputs' grads; each leaf's
+        `AccumulateGrad` its own step, which writes only where the engine's sum differs
+        from the trace's (float32). Called when `backward()` returns (or raises), and
+        before a custom Function's step, which is made as it runs (`after`)."""
+        if self.steps:
+            self._made(self.steps)
+
+    def _made(self, steps: list, at: int = 0, custom: bool = False) -> None:
+        """Make `steps` (`settle`'s) into records, and let them go: their writes at line
+        `at` (a custom Function's backward's return), their closures `custom`'s."""
+        probe, records, line = self.probe, self.records, self.line
+        grads, sums = self.grads, self.sums
+        indices, add_event, add_write = probe.closure_indices, records.add_event, records.add_write
+        events, writes, packed = records.events, records.writes, records.packed
+        keys, values = records.arrays.keys[WRITE], records.arrays.values[WRITE]
+        stack = records.stack
+        stack.append(-1)  # (the writes are the steps')
+        try:
+            for key, got in steps:
+                if type(key) is int:  # a leaf's AccumulateGrad (`got`: the leaf)
+                    self._accumulated(key, got)
+                    continue
+                nid, targets, cls = key
+                closure = indices.get(cls)
+                add_event((BACKWARD, nid, 0.0, 0.0, line,
+                           probe.closure(cls, custom) if closure is None else closure,
+                           len(writes)))
+                for target, g in zip(targets, got):
+                    if target is None or g is None:
+                        continue
+                    tid, t = target
+                    before = grads.get(tid)
+                    if before is None:
+                        before = ZERO if t is None else self.leaf_before(tid, t)
+                    if before is ZERO:  # the first: the gradient itself
+                        after = taken(g)
+                        if after is None:
+                            after = kept(value_of(g, True))
+                    else:
+                        after = kept(array_of(before) + value_of(g))
+                    if t is not None:  # (a leaf's: see `_accumulated`)
+                        sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
+                    grads[tid] = after
+                    if type(after) is float and type(before) is float:
+                        add_write((tid, GRAD_FIELD, before, after, at))
+                        continue
+                    row = packed.writes + len(writes) // WRITE_ROW  # (`taken_write`, inline)
+                    row += row
+                    if type(before) is ArrayValue:
+                        keys.append(row)
+                        values.append(before)
+                        before = NAN
+                    elif type(before) is not float:
+                        before = records.arrays.taken_write(before, NAN)[0]
+                    if type(after) is ArrayValue:
+                        keys.append(row + 1)
+                        values.append(after)
+                        after = NAN
+                    elif type(after) is not float:
+                        after = records.arrays.taken_write(NAN, after)[1]
+                    add_write((tid, GRAD_FIELD, before, after, at))
+        finally:
+            stack.pop()
+            steps.clear()
+        if values:
+            records.arrays.seen = True
+
+    def copied(self, entry: tuple) -> None:
+        """`steps.append`, the gradients of a node's entry copied first: what the
+        hooks note while a hook of someone else's may write into a gradient after it
+        was passed on (`TorchProbe.hooked`: a tensor's `register_hook`, a node's)."""
+        key, got = entry
+        if type(key) is not int:  # (a leaf's entry holds the leaf)
+            entry = key, tuple(g if g is None else g.detach().clone() for g in got)
+        self.steps.append(entry)
+
+    def leaf_before(self, nid: int, leaf):
+        """The grad leaf `leaf` (node `nid`) had as this pass began: copied by its
+        `AccumulateGrad`'s pre-hook (`leaf_noted`) if that has run (it has, for every
+        leaf, once `backward()` has returned), else its grad now."""
+        if self.done or any(key == nid for key, _ in self.steps):
+            return self.before_pass.get(nid, ZERO)
+        g = leaf.grad
+        return ZERO if g is None else value_of(g)
+
+    def _accumulated(self, nid: int, leaf) -> None:
+        """A leaf's `AccumulateGrad` step (`settle`): the leaf's grad is as the engine
+        left it (it is accumulated once a pass)."""
         probe, records = self.probe, self.records
-        closure = probe.closure_indices.get(cls)
+        closure = probe.closure_indices.get(ACCUMULATE)
         records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
-                           probe.closure(cls, False) if closure is None else closure,
+                           probe.closure(ACCUMULATE, False) if closure is None else closure,
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             return
         real = value_of(leaf.grad) if leaf.grad is not None else 0.0
-        have = self.grad_of(nid, leaf)
+        have = self.grads.get(nid)
+        if have is None:
+            have = self.leaf_before(nid, leaf)
         if not same(real, have):
             records.stack.append(nid)
             try:
@@ -220,44 +334,16 @@ class BackwardRun:
                 records.stack.pop()
             self.grads[nid] = real
 
-    def after(self, nid: int, targets: list, cls: type, custom: bool, grad_inputs,
-              grad_outputs) -> None:
-        """An autograd node's step: the gradients it returned, each a `+=` into the
-        grad of the input it goes to."""
-        probe, records = self.probe, self.records
+    def after(self, nid: int, targets: list, cls: type, grad_inputs, grad_outputs) -> None:
+        """A custom Function's step, made as it runs (after the steps noted before it):
+        the gradients its backward returned, each a `+=` into the grad of the input it
+        goes to, at the line it returned from; then the doctor's check, if it is on."""
+        self.settle()
+        records = self.records
         self.event = records.packed.events + len(records.events) // EVENT_ROW  # (`event_count()`)
-        closure = probe.closure_indices.get(cls)
-        records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
-                           probe.closure(cls, custom) if closure is None else closure,
-                           len(records.writes)))
-        at = (one_return(cls.backward.__code__) or self.returned) if custom else 0
-        grads, sums = self.grads, self.sums
-        stack, snapshots, add_write = records.stack, records.arrays.taken_write, records.add_write
-        stack.append(-1)  # (the writes are this step's)
-        try:
-            for target, g in zip(targets, grad_inputs):
-                if target is None or g is None:
-                    continue
-                tid, t = target
-                before = grads.get(tid)
-                if before is None:
-                    before = self.grad_of(tid, t)
-                if before is ZERO:  # the first: the gradient itself (a copy: the
-                    after = taken(g)  # engine may add into it in place)
-                    if after is None:
-                        after = kept(value_of(g, True))
-                else:
-                    after = kept(array_of(before) + value_of(g))
-                if t is not None:  # (a leaf's: see `accumulated`)
-                    sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
-                grads[tid] = after
-                if type(after) is float and type(before) is float:  # (`probe.write`'s,
-                    add_write((tid, GRAD_FIELD, before, after, at))  # inline)
-                else:
-                    add_write((tid, GRAD_FIELD, *snapshots(before, after), at))
-        finally:
-            stack.pop()
-        if custom and probe.check() is not None:
+        at = one_return(cls.backward.__code__) or self.returned
+        self._made([((nid, targets, cls), grad_inputs)], at, True)
+        if self.probe.check() is not None:
             self._check(cls, nid, grad_outputs, grad_inputs, at)
 
     def _check(self, cls: type, nid: int, grad_outputs, grad_inputs, line: int) -> None:
@@ -274,40 +360,115 @@ class BackwardRun:
             probe.paused -= 1
 
 
-def after_hook(live: list, nid: int, targets: list, cls: type, custom: bool, grad_inputs,
-               grad_outputs) -> None:
-    """The hook of an autograd node, registered as `partial(after_hook, live, nid,
-    targets, cls, custom)` (`TorchProbe._hook`; a `partial` is made in C, and called with
-    no frame of its own): its step, in the recorded `backward()` call running (`live`),
-    if one is."""
+def zero_grad_recorded(probe, zero_grad, params):
+    """`zero_grad` (a module's, or an optimizer's, whose parameters are `params(self)`)
+    with the grads it sets to None (`p.grad = None`) recorded by `probe` (a
+    `TorchProbe`) as grad events, as its mode records each one (`changed`), without
+    passing each through the mode. (A module's is its own loop here, as torch writes
+    it: one walk of its parameters.)"""
+    module = params is not optimized
+
+    @wraps(zero_grad)
+    def wrapped(owner, set_to_none: bool = True):
+        if probe.paused or not set_to_none or probe.mode is None or (
+                module and getattr(owner, "_is_replica", False)):
+            return zero_grad(owner, set_to_none)
+        line = probe.scenario_line(sys._getframe(1))
+        with DisableTorchFunction():
+            if module:
+                out, held = None, []
+                for p in params(owner):
+                    g = p.grad
+                    if g is not None:
+                        p.grad = None
+                        held.append((p, g))
+            else:
+                held = [(p, p.grad) for p in params(owner)]
+                out = zero_grad(owner, set_to_none)
+            for p, g in held:
+                nid = probe.nid_of(p) if g is not None else None
+                if nid is not None:
+                    probe.write(nid, GRAD_FIELD, GRAD, value_now(g), grad_value(p.grad), line)
+        return out
+
+    return wrapped
+
+
+def optimized(optimizer) -> list:
+    """The parameters of `optimizer`, as its `zero_grad` goes through them."""
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def grad_value(g):
+    """A tensor's grad `g` as a grad event's value."""
+    return value_now(g) if g is not None else 0.0
+
+
+def noted(live: list, key: tuple, grad_inputs, grad_outputs) -> None:
+    """The hook of a built-in autograd node, registered as `partial(noted, live, key)`
+    (`TorchProbe._hook`; a `partial` is made in C): while a recorded `backward()` runs
+    (`live`: [the `BackwardRun`, its `steps.append`, its `steps`], else Nones), it notes
+    the node's `key` (node id, targets, class) and the gradients it returned, as they
+    are: the step is made when the call returns (`BackwardRun.settle`), or once
+    `SETTLE_EVERY` steps wait (the gradients held meanwhile are not let go)."""
+    note = live[1]
+    if note is not None:
+        note((key, grad_inputs))
+        if len(live[2]) >= SETTLE_EVERY:
+            live[0].settle()
+
+
+def leaf_noted(live: list, nid: int, leaf, grad_outputs) -> None:
+    """The pre-hook of a leaf's `AccumulateGrad` (as `noted`, a `partial`): notes its
+    step; a grad the leaf had before this pass is copied now (the engine is about to add
+    into it in place), its first write's before."""
+    note = live[1]
+    if note is not None:
+        note((nid, leaf))
+        g = leaf.grad
+        if g is not None:
+            live[0].before_pass[nid] = value_now_copy(g)
+
+
+def custom_before(live: list, grad_outputs) -> None:
+    """The pre-hook of a custom Function's node (a `partial`): the steps noted before it
+    are made before its `backward` runs, which may write into the gradients it is given."""
     run = live[0]
     if run is not None:
-        run.after(nid, targets, cls, custom, grad_inputs, grad_outputs)
+        run.settle()
 
 
-def accumulated_hook(live: list, nid: int, leaf, cls: type):
-    """The hook of a leaf's `AccumulateGrad` (as `after_hook`, a `partial`)."""
-    return partial(_accumulated, live, nid, leaf, cls)
-
-
-def _accumulated(live: list, nid: int, leaf, cls: type, grad_inputs, grad_outputs) -> None:
+def custom_after(live: list, nid: int, targets: list, cls: type, grad_inputs,
+                 grad_outputs) -> None:
+    """The hook of a custom Function's node (as `noted`): its step is made as it runs
+    (`BackwardRun.after`: the doctor checks it with the gradients it was given)."""
     run = live[0]
     if run is not None:
-        run.accumulated(nid, leaf, cls)
+        run.after(nid, targets, cls, grad_inputs, grad_outputs)
 
 
-QUICK = [0]  # the thread registering the probe's own hooks, else 0: the probe sets it
-#             around each `node.register_hook(hook)` of its own (inline: a call less a node)
+def watch_returned(live: list, code, grad_outputs) -> None:
+    """The pre-hook of a custom Function's node whose `backward` has several `return`s
+    (a `partial`): the line it returns from is watched (`BackwardRun.watch_return`)."""
+    run = live[0]
+    if run is not None:
+        run.watch_return(code)
+
+
+OTHERS = [0]  # hooks on autograd nodes registered by anyone but the probe, so far
+OWN = frozenset((noted, leaf_noted, custom_before, custom_after, watch_returned))
+#      (the probe's hooks: a `partial` of one of these; `quick_register`)
 
 
 def quick_register(register):
-    """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` calls: for the
-    probe's own hooks (`QUICK`, in its thread), without the `RemovableHandle` they
-    never use (half the cost of a registration, made for every node); anyone else's
-    as before."""
+    """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` and
+    `register_prehook` call: for the probe's own hooks (`OWN`), without the
+    `RemovableHandle` they never use (half the cost of a registration, made for every
+    node); anyone else's as before."""
 
     def quick(hooks, hook):
-        if QUICK[0] != get_ident():
+        if type(hook) is not partial or hook.func not in OWN:
+            OTHERS[0] += 1  # (a hook that may write into a gradient: `BackwardRun.note`)
             return register(hooks, hook)
         if hooks is None:
             hooks = OrderedDict()  # (as torch's: a handle made later holds it weakly)

@@ -13,16 +13,18 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
   inside `F.linear`) are nodes too, at the line of the op that made them (a weight's
   transpose with its value, others without one). Custom `Function.apply` calls go
   through the same. An in-place change of a recorded tensor outside autograd
-  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` (`zero_grad`)
-  a grad event; an in-place op autograd records (`h.add_(1)`) is a node.
+  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` a grad event
+  (a module's or an optimizer's `zero_grad` records its own, with torch functions off:
+  `zero_grad_recorded`); an in-place op autograd records (`h.add_(1)`) is a node.
 - **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
   the root's seed is a grad event (`o.grad = 1.0`). Every autograd node gets a hook
   once, as it is recorded (registering one costs more than running it: a hook per node
   per `backward()`, taken off after it, cost a training step more than the forward's
-  ops), which records only while a recorded `backward()` runs. Each node the engine runs is
-  one backward step, in the engine's order, on the tensor it made: the gradients it
-  returns are `+=` writes into its inputs' grads (a leaf's too, as micrograd's
-  `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
+  ops), which only notes the node and the gradients it returned while a recorded
+  `backward()` runs; the steps are made from those notes in one batch when the call
+  returns (`BackwardRun.settle`). Each node the engine runs is one backward step, in the
+  engine's order, on the tensor it made: the gradients it returns are `+=` writes into
+  its inputs' grads (a leaf's too, as micrograd's `_backward` writes them). A leaf's `AccumulateGrad` is the leaf's own step, which
   writes only where the engine's sum of several gradients differs from the trace's
   (float32). The step's "closure" is the autograd node by name (`MulBackward0`, no
   source), or a custom Function's `backward`, whose writes carry the line it returned
@@ -42,7 +44,6 @@ from __future__ import annotations
 import re
 import sys
 from functools import partial, wraps
-from threading import get_ident
 
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
@@ -51,17 +52,25 @@ from torch.overrides import TorchFunctionMode
 from mgtui.recording.probes import StopRecording
 from mgtui.recording.store import CREATE, DATA, GRAD, NODE_ROW
 from mgtui.recording.torch_backward import (
+    ACCUMULATE,
     GRAD_FIELD,
     NAN,
     NUMPY_DTYPES,
-    QUICK,
+    OTHERS,
     BackwardRun,
-    accumulated_hook,
-    after_hook,
+    custom_after,
+    custom_before,
+    grad_value,
+    leaf_noted,
+    noted,
+    kept,
     one_return,
+    optimized,
     quick_register,
     value_now,
     value_of,
+    watch_returned,
+    zero_grad_recorded,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.trace import Field
@@ -70,7 +79,6 @@ from mgtui.trace.explain import TORCH_NODE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
 DATA_FIELD = Field.DATA.code
-ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
 OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
     "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
     "DivBackward0": ("/", 2), "TanhBackward0": ("tanh", 1), "ExpBackward0": ("exp", 1),
@@ -134,11 +142,13 @@ class TorchProbe:
         self.mode: _Mode | None = None
         self.saved: list = []
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
+        self.hooked = False  # the scenario registered a tensor's hook (`_Mode`)
         self.passes = 0  # backward calls recorded
         self.closures: dict[str, TorchNode] = {}
         self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
         self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
-        self.live: list = [None]  # [the recorded `backward()` call running, or None]
+        self.live: list = [None, None, None]  # [the recorded `backward()` call running,
+        #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
         #                                             copied, while the doctor checks them
 
@@ -151,28 +161,17 @@ class TorchProbe:
         self.saved = [(autograd, "backward", backward), (Function, "apply", apply),
                       (_HookMixin, "_register_hook", register), (autograd, "grad", autograd.grad)]
         autograd.backward = self._backward_wrapper(backward)
-        autograd.grad = self._not_followed("torch.autograd.grad", autograd.grad)
+        autograd.grad = not_followed(self.records.arrays.unrecorded, "torch.autograd.grad",
+                                     autograd.grad)
         Function.apply = classmethod(self._apply_wrapper(apply.__func__))
         _HookMixin._register_hook = staticmethod(quick_register(register.__func__))
+        for owner, params in ((torch.nn.Module, torch.nn.Module.parameters),
+                              (torch.optim.Optimizer, optimized)):
+            zero_grad = owner.__dict__["zero_grad"]
+            self.saved.append((owner, "zero_grad", zero_grad))
+            owner.zero_grad = zero_grad_recorded(self, zero_grad, params)
         self.mode = _Mode(self)
         self.mode.__enter__()
-
-    def _not_followed(self, name: str, fn):
-        """`fn`, counted among the values not recorded as `name` at each call: the trace
-        says it ran and that its work was not recorded (`arrays.NOT_FOLLOWED`)."""
-        unrecorded, inside = self.records.arrays.unrecorded, [0]
-
-        @wraps(fn)
-        def counted(*args, **kwargs):
-            if not inside[0]:  # (torch's override mode calls it again, by its module's name)
-                unrecorded[name] = unrecorded.get(name, 0) + 1
-            inside[0] += 1
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                inside[0] -= 1
-
-        return counted
 
     def detach(self) -> None:
         if self.mode is not None:
@@ -181,7 +180,7 @@ class TorchProbe:
             except (RuntimeError, IndexError):  # the scenario left a mode of its own on
                 pass
             self.mode = None
-        self.live[0] = None
+        self.live[:] = [None, None, None]
         self.function_args.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
@@ -235,11 +234,7 @@ class TorchProbe:
                 leaf_metadata = nf.metadata
                 if key not in leaf_metadata:  # (a leaf's is new when its graph was)
                     leaf_metadata[key] = kid
-                    QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
-                    try:
-                        nf.register_hook(accumulated_hook(self.live, kid, leaf, type(nf)))
-                    finally:
-                        QUICK[0] = 0
+                    self._leaf_hook(nf, kid, leaf)
             else:
                 seen = nf.metadata.get(key)  # (most often the node of the op before)
                 kid = seen.get(k) if seen is not None else None
@@ -257,6 +252,10 @@ class TorchProbe:
             known[nr] = nid
         return nid
 
+    def _leaf_hook(self, nf, nid: int, leaf) -> None:
+        """A leaf's `AccumulateGrad` (`nf`)'s pre-hook, as `_hook` (`leaf_noted`)."""
+        nf.register_prehook(partial(leaf_noted, self.live, nid, leaf))
+
     def _hook(self, fn, nid: int, targets: list) -> None:
         """Autograd node `fn`'s backward hook, on for as long as the node lives: it
         records a step only while a recorded `backward()` runs (`live`), so a node run
@@ -264,14 +263,13 @@ class TorchProbe:
         It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
-        QUICK[0] = get_ident()  # (the probe's own: `quick_register`)
-        try:
-            fn.register_hook(partial(after_hook, self.live, nid, targets, cls, custom))
-        finally:
-            QUICK[0] = 0
-        if custom and not one_return(cls.backward.__code__):
-            code, live = cls.backward.__code__, self.live
-            fn.register_prehook(lambda g: live[0] and live[0].watch_return(code))
+        if not custom:  # (`quick_register` makes no handle for the probe's own hooks)
+            fn.register_hook(partial(noted, self.live, (nid, targets, cls)))
+            return
+        fn.register_hook(partial(custom_after, self.live, nid, targets, cls))
+        fn.register_prehook(partial(custom_before, self.live))
+        if not one_return(cls.backward.__code__):
+            fn.register_prehook(partial(watch_returned, self.live, cls.backward.__code__))
 
     def out_node(self, fn, line: int) -> int:
         """The node of autograd node `fn`'s first output recorded."""
@@ -359,9 +357,9 @@ class TorchProbe:
             return out
         line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
-            before = _grad_value(t.grad)
+            before = grad_value(t.grad)
             out = func(*args, **kwargs) if kwargs else func(*args)
-            after = _grad_value(t.grad)
+            after = grad_value(t.grad)
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
         view = self.views.get(nid)
@@ -427,13 +425,19 @@ class TorchProbe:
             run = BackwardRun(probe, line)
             for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
-            outer, live[0] = live[0], run
+            note = run.copied if probe.hooked or OTHERS[0] else run.steps.append
+            outer, live[:] = live[:], [run, note, run.steps]
             probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
-                return backward(tensors, grad_tensors, *args, **kwargs)
+                out = backward(tensors, grad_tensors, *args, **kwargs)
+                run.done = True
+                return out
             finally:
-                probe.paused -= 1
-                live[0] = outer
+                try:
+                    run.settle()  # (the steps the hooks noted)
+                finally:
+                    probe.paused -= 1
+                    live[:] = outer
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
 
@@ -543,6 +547,9 @@ class _Mode(TorchFunctionMode):
             elif t is tuple or t is list or isinstance(out, torch.Tensor):
                 probe.made(out, sys._getframe(1))
             return out
+        if kind is HOOK:
+            probe.hooked = True
+            return func(*args, **kwargs) if kwargs else func(*args)
         if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
             return probe.changed(func, args, kwargs, kind is GRAD_SET)
         out = func(*args, **kwargs) if kwargs else func(*args)
@@ -559,6 +566,7 @@ class _Mode(TorchFunctionMode):
 # What a torch call is to the recording (`_kind`), by the function, worked out once.
 CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
 REQUIRES_GRAD_SET = "requires_grad="
+HOOK = "hook"  # `t.register_hook(h)`: a hook that may write into the gradient it is given
 KINDS: dict = {}
 
 
@@ -567,6 +575,8 @@ def _kind(func) -> str:
     owner = getattr(func, "__self__", None)
     if name == "__get__":  # a property read (`p.grad`, `t.data`): nothing to record
         return READ
+    if name in ("register_hook", "register_post_accumulate_grad_hook"):
+        return HOOK
     if name == "__set__":
         return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
                 if owner is REQUIRES_GRAD else CALL)
@@ -575,9 +585,22 @@ def _kind(func) -> str:
     return CALL
 
 
-def _grad_value(g):
-    """A tensor's grad `g` as a grad event's value."""
-    return value_now(g) if g is not None else 0.0
+def not_followed(unrecorded: dict, name: str, fn):
+    """`fn`, counted in `unrecorded` (`ArraySnapshots.unrecorded`) as `name` at each call:
+    the trace says it ran and that its work was not recorded (`arrays.NOT_FOLLOWED`)."""
+    inside = [0]
+
+    @wraps(fn)
+    def counted(*args, **kwargs):
+        if not inside[0]:  # (torch's override mode calls it again, by its module's name)
+            unrecorded[name] = unrecorded.get(name, 0) + 1
+        inside[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            inside[0] -= 1
+
+    return counted
 
 
 def _hidden_value(fn):
@@ -587,7 +610,7 @@ def _hidden_value(fn):
         (nf, _), = fn.next_functions or ((None, 0),)
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             value = value_of(nf.variable)  # (numpy's transpose: a view, no op dispatched)
-            return value if type(value) is float else value.T
+            return value if type(value) is float else kept(value.T)
     return NAN
 
 

@@ -302,15 +302,17 @@ async def test_a_students_join_notice_goes_with_the_teachers_step(lessons, keys,
     is drawn over the notice (left for its 5 s, every student who had just come in drew
     the class's first steps alone, the class's slowest). A notice younger than that
     stays through a step."""
-    from mgtui.serve import unison
+    from mgtui.serve import app, unison
 
     monkeypatch.setattr(unison, "NOTICE_READ", 1.0)
+    monkeypatch.setattr(app, "JOINED_FOR", 2.0)  # (the first student's: gone by itself)
     srv = await start(lessons, keys, monkeypatch, unison=True)
     clients: list[ScreenClient] = []
     try:
         teacher = await connect(srv, clients, key=keys["teacher"], user="teacher")
         first = await connect(srv, clients, password=PASSWORD, user="first")
         assert await first.wait_for(lambda t: TOAST not in t, 30), first.text()
+        monkeypatch.setattr(app, "JOINED_FOR", 120.0)  # (the others': up till a step)
         for _ in range(100):  # (its notice gone, it leads a group of its own)
             if members(srv) == [1]:
                 break

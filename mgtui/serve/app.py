@@ -38,8 +38,10 @@ NO_CODE = ("In a class the gradient doctor runs on the teacher's screen only: it
            "the scenario's code on the server, and a student's session runs none.")
 NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was served from a "
                "saved trace: serve its .py file to check it.")
-# a student's notices about following: up for 5 (3) s, or until the teacher's next step
+# a student's notices about following: up for JOINED_FOR (3) s, or until the teacher's
+# next step
 JOINED = "Following the teacher. Moving on your own pauses it; f rejoins."
+JOINED_FOR = 5.0
 REJOINED = "Following again: the teacher has not moved yet."
 
 
@@ -242,7 +244,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             if self.keyed_teacher:  # another teacher leads: watch until this one chooses
                 self.call_after_refresh(self.ask_lead)
             else:
-                self.notify(JOINED, timeout=5, markup=False)
+                self.notify(JOINED, timeout=JOINED_FOR, markup=False)
             self.call_after_refresh(self._catch_up)
 
     def _catch_up(self) -> None:

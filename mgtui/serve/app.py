@@ -38,8 +38,8 @@ NO_CODE = ("In a class the gradient doctor runs on the teacher's screen only: it
            "the scenario's code on the server, and a student's session runs none.")
 NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was served from a "
                "saved trace: serve its .py file to check it.")
-# a student's notices about following: up for JOINED_FOR (3) s, or until the teacher's
-# next step
+# a student's notices about following: up for JOINED_FOR seconds (REJOINED: 3), or
+# until the teacher's next step once they have been read (`UnisonMember.notices_read`)
 JOINED = "Following the teacher. Moving on your own pauses it; f rejoins."
 JOINED_FOR = 5.0
 REJOINED = "Following again: the teacher has not moved yet."

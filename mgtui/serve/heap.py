@@ -136,9 +136,10 @@ class SessionHeap:
         self._collect_due()
 
     def _collect_due(self) -> None:
-        if due_generation() == 1:
+        generation = due_generation()
+        if generation == 1:
             self._middle_waited = 0
-        gc.collect(due_generation())
+        gc.collect(generation)
         gc.enable()
 
     def stop(self) -> None:

@@ -8,9 +8,10 @@ median of `--inner` alternations of plain and recorded:
 
 - `tensor`: `scenarios/tensor_mlp.py` recorded (the runner child's recorder, the trace
   built after it) against plain `exec`: as bundled (3 steps), a step (33 steps against
-  3, over 30); `tensor100x`: a step with arrays 100 times as big (10,000 points), in a
-  process of its own (after those, the small runs' CPU times in the same process took
-  stalls of 35-50 ms, in one arbitrary call, in either tree);
+  3, over 30), and a step's run alone, the trace built after it left out;
+  `tensor100x`: a step with arrays 100 times as big (10,000 points), in a process of
+  its own (after those, the small runs' CPU times in the same process took stalls of
+  35-50 ms, in one arbitrary call, in either tree);
 - `torch`: `scenarios/torch_mlp.py` recorded as the runner's child records it, its
   records cut into chunks after, against plain: as bundled (10 steps), and a step
   (40 steps against 10, over 30), without and with the chunks cut.
@@ -56,18 +57,21 @@ if kind in ("tensor", "tensor100x"):
     scenarios = {sp: ro.tensor_variant(tmp, *sp) for sp in cases}
     for sc in scenarios.values():
         ro.recorded(sc, True)
-    t = {sp: {"plain": [], "rec": []} for sp in cases}
+    t = {sp: {"plain": [], "rec": [], "run": []} for sp in cases}
     for _ in range(inner):
         for sp, sc in scenarios.items():
             t[sp]["plain"].append(ro.timed(ro.plain, sc))
-            t[sp]["rec"].append(sum(ro.recorded(sc, True)))
+            run, built = ro.recorded(sc, True)
+            t[sp]["rec"].append(run + built)
+            t[sp]["run"].append(run)
     m = {sp: {k: statistics.median(v) for k, v in d.items()} for sp, d in t.items()}
     def step(a, b, k):
         return (m[b][k] - m[a][k]) / 30
     if kind == "tensor":
         out = {"tensor bundled plain": m[(3, 100)]["plain"], "tensor bundled rec": m[(3, 100)]["rec"],
                "tensor step plain": step((3, 100), (33, 100), "plain"),
-               "tensor step rec": step((3, 100), (33, 100), "rec")}
+               "tensor step rec": step((3, 100), (33, 100), "rec"),
+               "tensor step run": step((3, 100), (33, 100), "run")}
     else:
         out = {"tensor 100x step plain": step((3, 10_000), (33, 10_000), "plain"),
                "tensor 100x step rec": step((3, 10_000), (33, 10_000), "rec")}
@@ -96,6 +100,7 @@ print(json.dumps(out))
 
 RATIOS = [("tensor as bundled", "tensor bundled rec", "tensor bundled plain", 2.0),
           ("tensor, a step", "tensor step rec", "tensor step plain", 2.0),
+          ("  the run alone (no trace built)", "tensor step run", "tensor step plain", 2.0),
           ("tensor, a step, 100x elements", "tensor 100x step rec", "tensor 100x step plain", 2.0),
           ("torch as bundled (chunks cut)", "torch bundled rec", "torch bundled plain", 3.0),
           ("torch, a step", "torch step rec", "torch step plain", 3.0),

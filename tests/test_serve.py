@@ -119,6 +119,43 @@ async def test_a_wrong_password_or_key_is_refused_then_the_right_one_gets_in(ser
         assert step_of(client) == 0
 
 
+class Bluffer(asyncssh.SSHClient):
+    """A student who knows the teacher's public key (it is no secret) but not its
+    private key: asyncssh first asks the server whether that key would be taken, then
+    signs with another key, which fails, then logs in with the class password."""
+
+    def __init__(self, teacher_public: bytes) -> None:
+        self.teacher_public: bytes | None = teacher_public
+
+    def public_key_auth_requested(self):
+        if self.teacher_public is None:
+            return None  # (once: then the password)
+        pair = asyncssh.load_keypairs([asyncssh.generate_private_key("ssh-ed25519")])[0]
+        pair.public_data, self.teacher_public = self.teacher_public, None  # asks; signs its own
+        return pair
+
+
+async def test_asking_about_the_teachers_key_then_a_password_is_a_student(server, keys, caplog):
+    caplog.set_level(logging.INFO, logger="mgtui.serve")
+    conn, _ = await asyncssh.create_connection(
+        lambda: Bluffer(keys["teacher"].public_data), "127.0.0.1", server.port,
+        username="mallory", password=PASSWORD, known_hosts=None, agent_path=None,
+        client_keys=None, preferred_auth="publickey,password")
+    try:
+        await asyncio.sleep(0.2)
+        text = caplog.text
+        assert "password accepted for mallory@" in text, text
+        assert re.search(r"logged in mallory@\S+ as student", text), text
+        assert not re.search(r"logged in mallory@\S+ as teacher", text), text
+    finally:
+        conn.close()
+    # the teacher, signing with the real key, is still the teacher
+    caplog.clear()
+    teacher = await join(server, key=keys["teacher"])
+    assert re.search(r"logged in class@\S+ as teacher", caplog.text), caplog.text
+    await teacher.close()
+
+
 async def test_no_command_and_no_sftp(server):
     conn = await asyncssh.connect("127.0.0.1", server.port, username="class",
                                   password=PASSWORD, known_hosts=None, agent_path=None,

@@ -280,7 +280,12 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.host = "?"
         self.user = ""
         self.name = ""  # the key's comment, if it has one
-        self.teacher = False
+        self.teacher = False  # set only in `auth_completed`, from what authenticated
+        # What the last accepted credential would make this login: (teacher, name). A
+        # key is looked at twice, when the client asks whether it would be taken (no
+        # signature yet) and when it signs; asyncssh completes the login right after the
+        # credential that succeeds, so the last one accepted is the one that logged in.
+        self._would_be: tuple[bool, str] = (False, "")
         self.logging_in = False  # counted in `klass.logging_in` under its address
         self._quiet: asyncio.TimerHandle | None = None
 
@@ -342,6 +347,8 @@ class ClassSSHServer(asyncssh.SSHServer):
     def validate_password(self, username: str, password: str) -> bool:
         ok = self.klass.auth.password_ok(password)
         log.info("password %s for %s@%s", "accepted" if ok else "refused", username, self.peer)
+        if ok:
+            self._would_be = (False, "")  # a password login is always a student's
         return ok
 
     def public_key_auth_supported(self) -> bool:
@@ -352,11 +359,13 @@ class ClassSSHServer(asyncssh.SSHServer):
         if role is None:
             log.info("key refused for %s@%s", username, self.peer)
             return False
-        self.teacher = role == "teacher"
-        self.name = self.klass.auth.comment_of(key)
+        # (Not the role yet: a client may ask about a key it cannot sign with, a
+        # teacher's public key say, then log in some other way.)
+        self._would_be = (role == "teacher", self.klass.auth.comment_of(key))
         return True
 
     def auth_completed(self) -> None:
+        self.teacher, self.name = self._would_be
         self._logged_in_or_gone()
         log.info("logged in %s@%s as %s", self.user, self.peer,
                  "teacher" if self.teacher else "student")

@@ -120,7 +120,9 @@ def test_a_scalar_engine_against_a_tensor_one_is_not_called_in_agreement(capsys)
     code, doc, _ = diff_json(capsys, "neuron", "tensor_neuron")
     assert doc["difference"] is None and doc["partial"] is True
     assert (code, doc["agree"]) == (1, False)
-    assert doc["a"]["unaligned_count"] == 8 and doc["b"]["unaligned_count"] == 4
+    # aligned: b, o, and n (0.8814 on both sides, made from b: an array by its value)
+    assert doc["aligned"] == 3
+    assert doc["a"]["unaligned_count"] == 7 and doc["b"]["unaligned_count"] == 3
     code, out, _ = diff(capsys, "neuron", "tensor_neuron", "--print")
     assert code == 1 and "A's values are numbers and B's arrays" in out
     assert "they agree where they could be aligned, which is the lesser part" in out

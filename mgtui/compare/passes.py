@@ -12,30 +12,16 @@ goes by its first node (`rep`), and the comparison speaks of classes."""
 from __future__ import annotations
 
 import heapq
-import re
 from dataclasses import dataclass
 from array import array
-from functools import cached_property, lru_cache
+from functools import cached_property
 
+from mgtui.compare.aliases import kind_of
 from mgtui.compare.values import Value, combine
 from mgtui.trace import EventKind, Field, Pass, Trace
 
-# Ops by what they compute, whatever the engine calls them: micrograd's `*`, `**2`,
-# `ReLU`; torch's `MulBackward0`, `PowBackward0`, `ReluBackward0`.
-_OP_NAMES = {"add": "+", "mul": "*", "sub": "-", "div": "/", "neg": "neg", "pow": "**",
-             "relu": "relu", "tanh": "tanh", "exp": "exp", "log": "log",
-             "sigmoid": "sigmoid"}
-_SUFFIX = re.compile(r"backward\d*$")
 COMMUTATIVE = frozenset({"+", "*"})
-
-
-@lru_cache(maxsize=1024)
-def op_kind(op: str) -> str:
-    """`MulBackward0` → `*`, `**2` → `**`, `ReLU` → `relu`: the op, by what it computes."""
-    name = _SUFFIX.sub("", op.strip().lower())
-    if name.startswith("**"):
-        return "**"
-    return _OP_NAMES.get(name, name)
+op_kind = kind_of  # an op by what it computes (`mgtui.compare.aliases`: the one table)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,9 @@ from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, Pass
 from mgtui.trace.export import num as json_num
 
-Kind = Literal["value", "grad", "passes", "shape"]
+# `unpinned`: a gradient differs but no `_backward` can be named, the calls that wrote
+# it having no partner on the other side (the alignment stopped before them)
+Kind = Literal["value", "grad", "passes", "shape", "unpinned"]
 UNALIGNED_LISTED = 1000  # unaligned nodes the JSON lists on each side (all are counted)
 
 
@@ -97,6 +99,9 @@ class Comparison:
     leaves: int = 0  # leaf pairs there, their gradients compared
     unaligned_a: list[tuple[int, str, str]] = field(default_factory=list)
     unaligned_b: list[tuple[int, str, str]] = field(default_factory=list)
+    # leaves of one side only, compared through the ops made from them (`align`)
+    constants_a: list[tuple[int, str, str]] = field(default_factory=list)
+    constants_b: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def problems(self) -> list[str]:
@@ -114,11 +119,14 @@ class Comparison:
         return self.difference is None and not self.problems and not self.partial
 
     def to_json(self) -> dict:
-        def side(s: Side, passes: int, unaligned) -> dict:
+        def nodes(listed) -> list[dict]:
+            return [{"node": n, "label": lab, "op": op}
+                    for n, lab, op in listed[:UNALIGNED_LISTED]]
+
+        def side(s: Side, passes: int, unaligned, constants) -> dict:
             return {"name": s.name, "saved_trace": s.saved, "backward_passes": passes,
                     "problem": s.problem or None, "unaligned_count": len(unaligned),
-                    "unaligned": [{"node": n, "label": lab, "op": op}
-                                  for n, lab, op in unaligned[:UNALIGNED_LISTED]]}
+                    "unaligned": nodes(unaligned), "constants": nodes(constants)}
 
         return {"format": "mgtui-diff", "version": 1, "agree": self.agree,
                 "partial": self.partial,
@@ -126,8 +134,8 @@ class Comparison:
                 "backward_passes_compared": self.compared, "aligned": self.aligned,
                 "leaves_compared": self.leaves,
                 "difference": self.difference.to_json() if self.difference else None,
-                "a": side(self.a, self.passes_a, self.unaligned_a),
-                "b": side(self.b, self.passes_b, self.unaligned_b)}
+                "a": side(self.a, self.passes_a, self.unaligned_a, self.constants_a),
+                "b": side(self.b, self.passes_b, self.unaligned_b, self.constants_b)}
 
 
 def compare(a: str, b: str, *, tolerance: Tolerance = Tolerance(), **run_options) -> Comparison:
@@ -192,9 +200,12 @@ def backward_passes(trace) -> list[tuple[Pass, int]]:
 
 def _keep_alignment(out: Comparison, al: Alignment) -> None:
     ua, ub = al.unaligned()
+    ca, cb = al.constants()
     ta, tb = al.a.trace, al.b.trace
     out.unaligned_a = [(n, ta.label(n), ta.op(n)) for n in ua]
     out.unaligned_b = [(n, tb.label(n), tb.op(n)) for n in ub]
+    out.constants_a = [(n, ta.label(n), ta.op(n)) for n in ca]
+    out.constants_b = [(n, tb.label(n), tb.op(n)) for n in cb]
     out.aligned = len(al.to_b)
     out.leaves = sum(1 for n in al.a.leaves if n in al.to_b and al.a.name(n))
 
@@ -262,6 +273,8 @@ def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
                      tol: Tolerance) -> Difference:
     pa, pb = al.a, al.b
     ca, cb, how = _culprit(al, na, nb, tol)
+    if how == "unpaired":
+        return _unpinned(al, a, b, na, nb, tol)
     va, vb = (_added(ca), _added(cb)) if how == "call" else (pa.grad(na), pb.grad(nb))
     pt_a = _grad_point(pa, a, na, ca, how, _pick(va, vb, tol))
     pt_b = _grad_point(pb, b, nb, cb, how, _pick(vb, va, tol))
@@ -270,17 +283,44 @@ def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
                       _overwrite_hint(ca, cb, tol) if how == "call" else "")
 
 
-Calls = list[Contribution]  # one `_backward` call's writes to one node
-# How a gradient's difference was traced: to one `_backward` call (`call`); to what the
-# node held before any call added to it (`outside`: every call agrees); or not at all,
-# the calls on the two sides not pairing up (`unpaired`).
-How = Literal["call", "outside", "unpaired"]
+def _unpinned(al: Alignment, a: Side, b: Side, na: int, nb: int,
+              tol: Tolerance) -> Difference:
+    """A gradient that differs where the calls that wrote it have no partner on the other
+    side: no `_backward` is named (the last writer would be a guess), only the gradient
+    and where the alignment of the two graphs stopped."""
+    pa, pb = al.a, al.b
+    va, vb = pa.grad(na), pb.grad(nb)
+    pt_a = Point(na, a.trace.label(na), a.trace.op(na), step=pa.done(na), **_pick(va, vb, tol))
+    pt_b = Point(nb, b.trace.label(nb), b.trace.op(nb), step=pb.done(nb), **_pick(vb, va, tol))
+    message = (f"backward pass {pa.number}: {pt_a.name} is {shown(pt_a)} in yours and "
+               f"{shown(pt_b)} in {b.called}, but no node could be pinned: the calls that "
+               f"wrote it have no partner in the other graph ({stopped(al, a, b)})")
+    return Difference("unpinned", pa.number, message, pt_a, pt_b)
+
+
+def stopped(al: Alignment, a: Side, b: Side) -> str:
+    """Where the alignment stopped: the first op made on one side that has no partner on
+    the other, with its line, and how many more there are."""
+    ua, ub = al.unaligned()
+    for side, p, nodes, whose in ((a, al.a, ua, "yours"), (b, al.b, ub, b.called)):
+        ops = [n for n in nodes if not p.trace.is_leaf(n)]
+        if ops:
+            t = side.trace
+            line = t.line(ops[0])
+            at = f", made at {side.place(t.scenario, line)}" if line else ""
+            more = f", the first of {len(ops)} ops of {whose} with none" if len(ops) > 1 else ""
+            return (f"the alignment stopped at `{t.label(ops[0])}` ({t.op(ops[0])}{at}), "
+                    f"which has no partner{more}")
+    return "every op has a partner, but not the calls' writers"
 
 
 def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Calls, How]:
     """The `_backward` call on each side whose contribution to the node differs (its
-    writes to it, and the other side's from the matching call); else every call."""
-    ca, cb = al.a.contributions(na), al.b.contributions(nb)
+    writes to it, and the other side's from the matching call); else every call. A
+    writer with no partner inside an op fused on one side (torch's LogSoftmax inside
+    `cross_entropy`) counts as the op it goes into (`_owner`)."""
+    ca = _owned(al.a, al.a.contributions(na), al.to_b)
+    cb = _owned(al.b, al.b.contributions(nb), al.to_a)
     if all(al.to_b.get(w) in cb for w in ca) and all(al.to_a.get(w) in ca for w in cb):
         for w, mine in ca.items():
             theirs = cb[al.to_b[w]]
@@ -288,6 +328,32 @@ def _culprit(al: Alignment, na: int, nb: int, tol: Tolerance) -> tuple[Calls, Ca
                 return mine, theirs, "call"
         return _every(ca), _every(cb), "outside"
     return _every(ca), _every(cb), "unpaired"
+
+
+OWNER_STEPS = 16  # users followed from a writer with no partner to one with a partner
+
+
+def _owned(p: BackwardPass, calls: dict[int, Calls], partner: dict[int, int]) -> dict[int, Calls]:
+    out: dict[int, Calls] = {}
+    for w, cs in calls.items():
+        out.setdefault(_owner(p, w, partner), []).extend(cs)
+    for cs in out.values():
+        cs.sort(key=lambda c: c.step)
+    return out
+
+
+def _owner(p: BackwardPass, w: int, partner: dict[int, int]) -> int:
+    """Writer class `w` if it has a partner; else the one op it goes into, followed while
+    that has none, if it comes to one that has (else `w`)."""
+    n = w
+    for _ in range(OWNER_STEPS):
+        if n in partner:
+            return n
+        users = p.users(n)
+        if len(users) != 1:
+            return w
+        n = users[0]
+    return n if n in partner else w
 
 
 def _every(calls: dict[int, Calls]) -> Calls:
@@ -372,9 +438,6 @@ def _grad_message(a: Side, b: Side, pa: Point, pb: Point, how: How) -> str:
                 "every `_backward` call added the same to it: the difference was there "
                 "before them (set outside any `_backward`: the seed, or a grad left from "
                 "before the pass, a missing zero_grad?)")
-    if how == "unpaired":
-        return (f"{grad} is {shown(pa)} in yours{_by(pa)} and {shown(pb)} in "
-                f"{other}{_by(pb)} (the calls that added to it could not be paired one by one)")
     who = pa if pa.writer is not None else pb
     head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: "
     yours = "`backward`" if a.called == "torch" else "`_backward`"  # (a custom Function's)
@@ -396,13 +459,6 @@ def _paren_by(pt: Point) -> str:
 
 def _paren(pt: Point) -> str:
     return f" ({pt.place})" if pt.place else ""
-
-
-def _by(pt: Point) -> str:
-    if pt.writer is None:
-        return ""
-    return f" (last written by `{pt.writer_label}`'s `_backward`" + (
-        f" at {pt.place})" if pt.place else ")")
 
 
 def _closure_code(closure, line: int | None) -> str:

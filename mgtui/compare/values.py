@@ -80,6 +80,14 @@ def _as_array(v: Value):
     return v if is_array(v) else _Scalar(v)
 
 
+def probe(v: Value) -> float:
+    """A number to sort values by, to look up the ones that may agree with another: the
+    number itself, an array's first element (nan for an empty array)."""
+    if not is_array(v):
+        return v
+    return v.values[0] if len(v.values) else math.nan
+
+
 def element(v: Value, k: int) -> float:
     """Element `k` (C order) of an array, or the number itself; nan where not kept."""
     if not is_array(v):

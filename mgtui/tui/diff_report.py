@@ -93,7 +93,17 @@ def unaligned_lines(c: Comparison) -> list[str]:
         more = f" and {len(nodes) - UNALIGNED_SHOWN} more" if len(nodes) > UNALIGNED_SHOWN else ""
         out.append(f"not aligned in {tag} (no partner in the other graph, not compared): "
                    f"{names}{more}")
+    for tag, nodes in (("A", c.constants_a), ("B", c.constants_b)):
+        if nodes:
+            out.append(f"constants of {tag} only (no grad on the other side; compared through "
+                       f"the ops made from them): {_names(nodes)}")
     return out
+
+
+def _names(nodes) -> str:
+    shown = ", ".join(label for _, label, _ in nodes[:UNALIGNED_SHOWN])
+    more = f" and {len(nodes) - UNALIGNED_SHOWN} more" if len(nodes) > UNALIGNED_SHOWN else ""
+    return shown + more
 
 
 def comparison_pane(c: Comparison) -> list[str]:

@@ -170,3 +170,23 @@ def test_a_run_cut_into_chunks_as_it_goes_rebuilds_the_same_trace(write_scenario
             assert (a.same(b) if hasattr(a, "same") else a == b or a != a and b != b), nid
     for i in range(len(alone)):
         assert repr(rebuilt.change(i)) == repr(alone.change(i)), i
+
+
+def test_the_log_softmax_inside_cross_entropy_has_its_value(write_scenario):
+    """F.cross_entropy makes a LogSoftmax node the scenario never sees; its value is the
+    log-softmax of the logits (worked out here with `math`), not nan (issue 33)."""
+    import math
+
+    rows = [[1.0, 2.0, 0.5], [0.25, -1.0, 3.0]]
+    path = write_scenario("ce", f'''
+import torch
+import torch.nn.functional as F
+logits = torch.tensor({rows!r}, dtype=torch.float64, requires_grad=True)
+loss = F.cross_entropy(logits, torch.tensor([1, 2]))
+loss.backward()
+''')
+    nodes = to_json(Recorder(load_scenario(path)).run())["nodes"]
+    (node,) = [n for n in nodes if n["op"] == "LogSoftmax"]
+    want = [[x - math.log(sum(math.exp(v) for v in row)) for x in row] for row in rows]
+    assert node["data"]["shape"] == [2, 3]
+    assert node["data"]["values"] == [pytest.approx(r, rel=1e-12) for r in want]

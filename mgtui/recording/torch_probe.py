@@ -242,7 +242,7 @@ class TorchProbe:
                     kid = self._fn_node(nf, line, None, k)
                 targets.append((kid, None))
             kids.append(kid)
-        data = value_now(t) if t is not None else _hidden_value(fn)
+        data = value_now(t) if t is not None else _hidden_value(fn, nr)
         op = OP_NAMES.get((type(fn), len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
@@ -603,14 +603,24 @@ def not_followed(unrecorded: dict, name: str, fn):
     return counted
 
 
-def _hidden_value(fn):
+def _hidden_value(fn, nr: int = 0):
     """The value of an autograd node's output the scenario never saw made: a weight's
-    transpose (`TBackward0`, inside `F.linear`) is worked out; others are not known."""
+    transpose (`TBackward0`, inside `F.linear`) is worked out; an op that keeps its
+    output for its backward (`_saved_result`: the log-softmax inside `F.cross_entropy`)
+    is read from it, as it is now, the forward that made it having just run; others are
+    not known."""
     if type(fn).__name__ == "TBackward0":
         (nf, _), = fn.next_functions or ((None, 0),)
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             value = value_of(nf.variable)  # (numpy's transpose: a view, no op dispatched)
             return value if type(value) is float else kept(value.T)
+    if nr == 0:
+        try:
+            saved = getattr(fn, "_saved_result", None)
+        except RuntimeError:  # (freed by a backward already)
+            saved = None
+        if isinstance(saved, torch.Tensor):
+            return value_of(saved)
     return NAN
 
 

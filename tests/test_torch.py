@@ -193,6 +193,52 @@ def test_the_doctor_finds_nothing_in_the_correct_twin():
         "trusted)" in text and "every step of every pass" not in text
 
 
+SWISH_THREE_STEPS = '''
+import torch
+
+
+class Swish(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        s = torch.sigmoid(x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved_tensors
+        return g * (s + x * s)  # BUG: x * s * (1 - s)
+
+
+torch.manual_seed(0)
+X = torch.randn(8, 3)
+W = torch.randn(3, 4, requires_grad=True)
+for step in range(3):
+    loss = (Swish.apply(X @ W) ** 2).mean()
+    W.grad = None
+    loss.backward()
+    with torch.no_grad():
+        W -= 0.1 * W.grad
+'''
+
+
+@pytest.mark.parametrize("asked, numbers", [("all", [1, 2, 3]), ([2, 3], [2, 3])])
+def test_passes_asked_are_each_checked_on_torch(tmp_path, asked, numbers):
+    """`--passes all` on a torch scenario checks the custom Function in every backward
+    pass, though it was found wrong in the first (before issue 33: pass 1 of 3 only,
+    reported as sampled)."""
+    from mgtui.tui.report import numerically
+
+    path = tmp_path / "swish.py"
+    path.write_text(SWISH_THREE_STEPS)
+    report = diagnose(path, passes=asked)
+    assert [report.backward_number(p) for p in report.checked_passes] == numbers
+    assert report.checked_calls == len(numbers) and report.passes_asked == asked
+    assert len(report.findings) == 1 and report.findings[0].op == "Swish"
+    word = "all, as asked" if asked == "all" else "as asked"
+    assert f"{', '.join(map(str, numbers))} of 3 ({word};" in numerically(report)
+
+
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, scale):

@@ -72,12 +72,13 @@ def diagnose(
     progress = on_progress or _no_progress
     progress(0, 0, "recording")
     spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   argv=tuple(argv), job=job_reference(torch_functions.probe), fields=fields)
+                   argv=tuple(argv), job=job_reference(torch_functions.probe), fields=fields,
+                   job_args={"passes": passes})
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
     if torch_functions.is_torch(result.trace):  # built-in ops trusted, custom Functions checked
         checked = result.job_result.get("torch") if isinstance(result.job_result, dict) else None
-        return torch_functions.torch_report(result.trace, checked, started)
+        return torch_functions.torch_report(result.trace, checked, started, asked=passes)
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     hits, callers = jobs.probe_report(result.job_result)
     return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
@@ -98,11 +99,11 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     started = time.perf_counter()
     probe = OverwriteProbe()
     callers: list = []
-    with torch_functions.checking() as checker:
+    with torch_functions.checking(passes=passes) as checker:
         trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
                             fields=fields, refuse=True, callers=callers)
     if torch_functions.is_torch(trace):  # built-in ops trusted, custom Functions checked
-        return torch_functions.torch_report(trace, checker.report(), started)
+        return torch_functions.torch_report(trace, checker.report(), started, asked=passes)
     return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
                    sample=sample, budget=BUDGET if budget is None else budget,
                    started=started, callers=callers, arrays=ArrayFacts.of(probe))

@@ -44,10 +44,17 @@ def is_torch(trace: Trace) -> bool:
 
 class FunctionChecker:
     """Called with each custom Function's backward call (`torch_probe.FunctionCall`);
-    `found` holds what it finds, as JSON-ready dicts (the fields of a `Finding`)."""
+    `found` holds what it finds, as JSON-ready dicts (the fields of a `Finding`).
 
-    def __init__(self, budget: float = BUDGET, seed: int = 0) -> None:
+    `passes` (the doctor's `--passes`): None, the calls that fit in `budget` seconds, a
+    Function found wrong checked no more; "all", every call of every backward pass, or
+    a list of pass numbers (from 1), every call of those: no budget, and a Function
+    found wrong still checked (one finding each), so that each pass asked is checked."""
+
+    def __init__(self, budget: float = BUDGET, seed: int = 0,
+                 passes: str | list[int] | None = None) -> None:
         self.budget = budget
+        self.asked = passes
         self.spent = 0.0
         self.found: list[dict] = []
         self.wrong: set[str] = set()  # Functions already found wrong
@@ -61,9 +68,12 @@ class FunctionChecker:
     def __call__(self, call) -> None:
         name = call.cls.__name__
         self.functions.add(name)
-        if name in self.wrong:
+        if self.asked is not None:  # (as asked: no budget)
+            if self.asked != "all" and call.backward_pass not in self.asked:
+                return
+        elif name in self.wrong:
             return
-        if self.spent > self.budget:
+        elif self.spent > self.budget:
             self.unchecked += 1
             return
         t0 = time.perf_counter()
@@ -74,7 +84,7 @@ class FunctionChecker:
             self.unchecked += 1
         finally:
             self.spent += time.perf_counter() - t0
-        if finding is not None:
+        if finding is not None and name not in self.wrong:
             self.wrong.add(name)
             self.found.append(finding)
 
@@ -194,9 +204,10 @@ def _index(j: int, shape) -> str:
 
 
 @contextmanager
-def checking(budget: float = BUDGET) -> Iterator[FunctionChecker]:
+def checking(budget: float = BUDGET,
+             passes: str | list[int] | None = None) -> Iterator[FunctionChecker]:
     """Custom Functions checked while the block records (the in-code API)."""
-    checker = FunctionChecker(budget)
+    checker = FunctionChecker(budget, passes=passes)
     set_function_check(checker)
     try:
         yield checker
@@ -208,9 +219,10 @@ def checking(budget: float = BUDGET) -> Iterator[FunctionChecker]:
 
 
 def torch_report(trace: Trace, checked: dict | None, started: float,
-                 block: bool = False) -> Report:
+                 block: bool = False, asked: str | list[int] | None = None) -> Report:
     """The doctor's report on a torch trace, from what `FunctionChecker.report` gave
-    (`block`: a recorded block, whose Functions were not checked as they ran)."""
+    (`block`: a recorded block, whose Functions were not checked as they ran; `asked`:
+    the doctor's `passes`, as the checker was given them)."""
     checked = checked or {}
     found = []
     for f in checked.get("found", ()):
@@ -243,6 +255,7 @@ def torch_report(trace: Trace, checked: dict | None, started: float,
     return Report(findings=one_per_line(found), trace=trace, error=trace.error,
                   checked_passes=passes, checkable_passes=len(backward),
                   checked_calls=int(checked.get("calls", 0)), runs=1,
+                  passes_asked="sampled" if asked is None else asked,
                   budget=float(checked.get("budget", BUDGET)),
                   numerical_seconds=float(checked.get("seconds", 0.0)),
                   seconds=time.perf_counter() - started, notes=notes,
@@ -257,9 +270,9 @@ class TorchProbeJob(ProbeJob):
     """The doctor's first recording (`ProbeJob`), with custom torch Functions checked
     as their backward runs, if the scenario has any."""
 
-    def __init__(self) -> None:
+    def __init__(self, passes: str | list[int] | None = None) -> None:
         super().__init__()
-        self.checker = FunctionChecker()
+        self.checker = FunctionChecker(passes=passes)
         set_function_check(self.checker)
 
     def result(self) -> dict:
@@ -268,5 +281,5 @@ class TorchProbeJob(ProbeJob):
         return out
 
 
-def probe() -> TorchProbeJob:
-    return TorchProbeJob()
+def probe(passes: str | list[int] | None = None) -> TorchProbeJob:
+    return TorchProbeJob(passes)

@@ -237,3 +237,57 @@ def test_a_scenario_that_closes_its_stream_is_told_so(write_scenario, tmp_path, 
     assert "Nodes at the end (3)" in result.stdout  # a, 3.0 and b: sent before it closed
     if after:
         assert file.read_bytes() == b""
+
+
+# -- mgtui's own failures, never the scenario's os._exit (issue 33) -----------------------
+
+BREAKS_PATH = """
+from engine import Value
+a = Value(2.0, label="a")
+b = a * 3.0; b.label = "b"
+b.backward()
+import sys
+sys.path = None  # the recorder's sandbox then fails to put the import path back
+"""
+
+
+def test_mgtui_failing_after_the_scenario_is_not_the_scenarios_os_exit(write_scenario):
+    """An exception in mgtui's code once the scenario has run (here the sandbox putting
+    back a `sys.path` the scenario replaced) left the scenario's `os._exit` stand-in in
+    place, through which the process then ended: reported as "the scenario called
+    os._exit(1)", which nothing did (the stray report of a `mgtui diff` run)."""
+    from mgtui.run.runner import run
+
+    result = run(write_scenario("breaks_path", BREAKS_PATH))
+    assert not result.finished and "os._exit" not in result.message
+    assert result.message.startswith("mgtui's recording process failed, in mgtui's own "
+                                     "code, not the scenario's: TypeError: ")
+    assert "Traceback" in result.trace.output  # (mgtui's, for a bug report)
+    # what was recorded before it failed was sent: a, 3.0, b
+    assert result.trace.node_count == 3 and result.trace.label(0) == "a"
+
+
+PLANTED_JOB = '''
+def make():
+    raise RuntimeError("planted failure before the recording starts")
+'''
+
+
+def test_a_failure_before_the_recording_starts_is_mgtuis(write_scenario, tmp_path,
+                                                        monkeypatch):
+    """mgtui failing in the recording process before the scenario ran (a job that cannot
+    be made; a fork refused) exited 1: "the scenario ended its process with os._exit(1)"."""
+    from mgtui.errors import ScenarioLoadError
+    from mgtui.run.runner import Run, RunSpec
+
+    (tmp_path / "planted_job.py").write_text(PLANTED_JOB)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    path = write_scenario("fine", "from engine import Value\nValue(1.0).backward()\n")
+    with pytest.raises(ScenarioLoadError) as caught:
+        Run(RunSpec(str(path), job="planted_job:make")).run()
+    message = caught.value.message
+    assert "os._exit" not in message, message
+    assert message.endswith("before it started recording: mgtui's recording process "
+                            "failed, in mgtui's own code, not the scenario's: RuntimeError: "
+                            "planted failure before the recording starts")

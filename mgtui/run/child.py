@@ -212,6 +212,14 @@ def refuse(stream: Stream, message: str, detail: str = "", kind: str = "") -> No
     os._exit(2)
 
 
+def _flush_before_failing(flusher: Flusher) -> None:
+    """Send what was recorded, if that can be done, on the way out of a failure."""
+    try:
+        flusher.flush()
+    except Exception:  # noqa: BLE001 - the failure being reported matters more
+        pass
+
+
 def serve(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     # Leave no bytecode in the user's project: a module edited and run again within the
@@ -255,7 +263,12 @@ def serve(spec: RunSpec, fd: int) -> None:
 
     os._exit = scenario_exit
     flusher.start()
-    error, output = recorder.execute()
+    try:
+        error, output = recorder.execute()
+    except BaseException:  # mgtui's own failure (keeper._run_child): what was recorded
+        os._exit = real_exit  # is sent, and the end is not the scenario's os._exit
+        _flush_before_failing(flusher)
+        raise
     os._exit = real_exit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # (it sends the rest now: the keeper's SIGTERM waits, its SIGKILL does not)

@@ -37,7 +37,7 @@ import time
 import traceback
 from typing import Callable, NoReturn
 
-from mgtui.run.spec import RunSpec
+from mgtui.run.spec import INTERNAL_ERROR, RunSpec
 
 TERM_AFTER = 0.5  # seconds after SIGINT that a scenario still running is sent SIGTERM
 KILL_AFTER = 1.0  # ... and SIGKILL
@@ -45,6 +45,7 @@ SWEEP_TIME = 2.0  # seconds the keeper tries to end the processes left below it
 PARENT_CHECK = 1.0  # seconds between checks that the parent is still there
 
 PR_SET_CHILD_SUBREAPER = 36
+_exit = os._exit  # the real one: the scenario's process is given another while it runs
 _SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGCHLD}
 
 
@@ -79,7 +80,10 @@ def keep(work: Callable[[], object], close_fds: tuple[int, ...] = ()) -> NoRetur
 
 
 def _run_child(work: Callable[[], object]) -> NoReturn:
-    """The scenario's process: `work`, then out, never back into the keeper's code."""
+    """The scenario's process: `work`, then out, never back into the keeper's code, by
+    the real `os._exit` (not one the scenario was given, which would report the end as
+    the scenario's own `os._exit`). An exception out of `work` is mgtui's own failure:
+    INTERNAL_ERROR, never the scenario's exit code."""
     code = 0
     try:
         work()
@@ -87,14 +91,14 @@ def _run_child(work: Callable[[], object]) -> NoReturn:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - an mgtui bug: its traceback goes to the output
         traceback.print_exc()
-        code = 1
+        code = INTERNAL_ERROR
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-    os._exit(code)
+    _exit(code)
 
 
 class Keeper:
@@ -241,5 +245,20 @@ def _detach(fd: int) -> None:
     os.close(null)
 
 
+def main() -> NoReturn:
+    """The keeper's process; failing in its own code (a fork refused: too many
+    processes), it says so (the traceback, INTERNAL_ERROR) rather than exit 1 as if the
+    scenario had."""
+    try:
+        child_main(int(sys.argv[1]))
+    except Exception:  # noqa: BLE001 - the keeper's own failure (not a signal's)
+        traceback.print_exc()
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        _exit(INTERNAL_ERROR)
+
+
 if __name__ == "__main__":
-    child_main(int(sys.argv[1]))
+    main()

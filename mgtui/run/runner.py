@@ -33,6 +33,7 @@ from mgtui.trace.table import RecordDecoder
 from mgtui.run.spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
+    INTERNAL_ERROR,
     STREAM_CLOSED,
     UI_FIRST,
     RunSpec,
@@ -458,6 +459,9 @@ class Run:
                     f"{self._stream_fd}), so the recording ended there")
         if exit_code is not None:
             return f"the scenario called os._exit({exit_code!r}) before it finished"
+        if returncode == INTERNAL_ERROR:
+            return ("mgtui's recording process failed, in mgtui's own code, not the "
+                    f"scenario's{_last_line(self.output)}")
         if returncode is not None and returncode < 0:
             sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else ""
             if -returncode == signal.SIGKILL:
@@ -465,6 +469,12 @@ class Run:
             return f"its process crashed ({sig or f'signal {-returncode}'})"
         return (f"the scenario ended its process with os._exit({returncode}) before it "
                 "finished" if returncode else "the scenario's process ended before it finished")
+
+
+def _last_line(output: str) -> str:
+    """`: RuntimeError: …`, the last line of a traceback in the output ("" if none)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return f": {bounded(lines[-1], 300)}" if lines else ""
 
 
 def run(path: str | os.PathLike, **options) -> RunResult:

@@ -13,6 +13,9 @@ FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
 UI_FIRST = 5  # `RunSpec.nice` for the app's runs
 # The exit code of a child whose stream to the parent the scenario closed (or replaced)
 STREAM_CLOSED = 86
+# The exit code of a recording process that failed in mgtui's own code (an uncaught
+# exception, its traceback in the output; a fork refused): never read as the scenario's
+INTERNAL_ERROR = 87
 
 
 @dataclass(frozen=True)

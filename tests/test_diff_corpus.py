@@ -48,6 +48,17 @@ def test_the_correct_pair_agrees(capsys):
     assert code == 0 and "they agree: 3 backward passes" in out and "lesser part" not in out
 
 
+def test_the_pair_aligns_with_torch_as_a_too(capsys):
+    """Torch's NllLoss is over a LogSoftmax that has no partner: it is matched by value
+    to the engine's cross_entropy through the logits under it, so the engine's labels Y
+    are a constant there too, and only the LogSoftmax is left unaligned."""
+    code, doc, _ = diff_json(capsys, CORPUS / TWIN, CORPUS / TRAIN)
+    assert (code, doc["agree"], doc["difference"]) == (0, True, None)
+    assert [n["op"] for n in doc["a"]["unaligned"]] == ["LogSoftmax"]
+    assert doc["b"]["unaligned_count"] == 0
+    assert {n["label"] for n in doc["b"]["constants"]} >= {"X", "Y"}
+
+
 SIGMOID = "self.grad = self.grad + s * (1 - s) * out.grad"
 MUL = "self.grad = self.grad + unbroadcast(other.data * out.grad, self.shape)"
 MEAN = "self.data.size if dim is None else self.data.shape[dim]"

@@ -6,7 +6,8 @@ fuses ops and adds its own nodes; a hand-written engine makes a `-1` for a subtr
   (`mgtui.compare.aliases`: `matmul` is torch's `Mm`) over the same (matched) inputs;
   failing that, to the first op made after its matched inputs that has the same value
   (a number, or an array element by element: an array only where one of its inputs
-  matched) and was computed from them.
+  matched) and was computed from them; an input with no partner is looked through, to
+  the nearest that have one.
 
 A leaf with no partner is a constant of its side: torch keeps no node for a tensor that
 does not require grad (the data `X`, the labels `Y`, a `* 0.01`), where an engine has
@@ -124,9 +125,30 @@ def _align_ops(al: Alignment, tol: Tolerance) -> None:
         if found is not None:
             al.pair(na, found, "structure")
             continue
-        found = _by_value(al, na, inputs, kind, index, tol)
+        deep = inputs if whole else _below(a, kids, al.to_b)
+        found = _by_value(al, na, deep, kind, index, tol)
         if found is not None:
             al.pair(na, found, "value")
+
+
+BELOW = 64  # classes looked through for an op's nearest inputs that have a partner
+
+
+def _below(p: BackwardPass, kids: list[int], partner: dict[int, int]) -> list[int]:
+    """The partners of the nearest classes under `kids` that have one, looked for
+    through those that have none (torch's NllLoss over a LogSoftmax that has no
+    partner is computed from the logits)."""
+    out, stack, seen = [], list(kids), set()
+    while stack and len(seen) < BELOW:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in partner:
+            out.append(partner[n])
+        else:
+            stack.extend(p.children(n))
+    return out
 
 
 class _ValueIndex:

@@ -46,6 +46,8 @@ def test_the_correct_pair_agrees(capsys):
     assert [n["op"] for n in doc["b"]["unaligned"]] == ["LogSoftmax"]
     code, out, _ = diff(capsys, CORPUS / TRAIN, CORPUS / TWIN, "--print")
     assert code == 0 and "they agree: 3 backward passes" in out and "lesser part" not in out
+    assert "constants of A only (no grad on the other side, so theirs is not compared; " \
+        "their values are, through the ops made from them): X, Y" in out
 
 
 def test_the_pair_aligns_with_torch_as_a_too(capsys):

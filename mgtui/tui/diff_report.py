@@ -95,8 +95,9 @@ def unaligned_lines(c: Comparison) -> list[str]:
                    f"{names}{more}")
     for tag, nodes in (("A", c.constants_a), ("B", c.constants_b)):
         if nodes:
-            out.append(f"constants of {tag} only (no grad on the other side; compared through "
-                       f"the ops made from them): {_names(nodes)}")
+            out.append(f"constants of {tag} only (no grad on the other side, so theirs is not "
+                       f"compared; their values are, through the ops made from them): "
+                       f"{_names(nodes)}")
     return out
 
 

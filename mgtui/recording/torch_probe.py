@@ -609,11 +609,17 @@ def _hidden_value(fn, nr: int = 0):
     output for its backward (`_saved_result`: the log-softmax inside `F.cross_entropy`)
     is read from it, as it is now, the forward that made it having just run; others are
     not known."""
-    if type(fn).__name__ == "TBackward0":
+    name = type(fn).__name__
+    if name in TRANSPOSES:  # (`W.T`, a property: no op the scenario's mode sees)
         (nf, _), = fn.next_functions or ((None, 0),)
         if nf is not None and type(nf).__name__ == "AccumulateGrad":
             value = value_of(nf.variable)  # (numpy's transpose: a view, no op dispatched)
-            return value if type(value) is float else kept(value.T)
+            if type(value) is float:
+                return value
+            try:
+                return kept(_transposed(fn, name, value))
+            except (ValueError, TypeError, RuntimeError):  # (saved dims not as expected)
+                return NAN
     if nr == 0:
         try:
             saved = getattr(fn, "_saved_result", None)
@@ -622,6 +628,23 @@ def _hidden_value(fn, nr: int = 0):
         if isinstance(saved, torch.Tensor):
             return value_of(saved)
     return NAN
+
+
+TRANSPOSES = ("TBackward0", "PermuteBackward0", "TransposeBackward0")
+
+
+def _transposed(fn, name: str, value):
+    """A leaf's value as transposed by autograd node `fn` (of `TRANSPOSES`)."""
+    if name == "TBackward0":
+        return value.T
+    if name == "PermuteBackward0":
+        return value.transpose([_signed(d) for d in fn._saved_dims])
+    return value.swapaxes(_signed(fn._saved_dim0), _signed(fn._saved_dim1))
+
+
+def _signed(d: int) -> int:
+    """A saved dim as numpy takes it (torch gives -1 as 2**64 - 1)."""
+    return d - (1 << 64) if d >= 1 << 63 else d
 
 
 def still_holds(last: tuple | None, view) -> bool:

@@ -106,8 +106,10 @@ def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
     return _body(f)
 
 
-def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
-    """(tag, payload) of each record after the header (which has been read)."""
+def _body(f: BinaryIO, limits: LoadLimits | None = None) -> Iterator[tuple[str, bytes]]:
+    """(tag, payload) of each record after the header (which has been read); with
+    `limits`, a record's length is checked against the memory they leave before it
+    is read."""
     while True:
         raw = f.read(RECORD_HEAD_SIZE)
         if not raw:
@@ -116,6 +118,8 @@ def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
             raise TraceFormatError("file", "ends inside a record")
         tag, length = record_head(raw)
         check_length(tag, length)
+        if limits is not None:
+            limits.check(length)
         payload = _read(f, length)
         if len(payload) != length:
             raise TraceFormatError("file", "ends inside a record")
@@ -150,7 +154,7 @@ def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None
     decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS),
                             LoadLimits() if limits is None else limits)
     take = decoder.take
-    for tag, payload in _body(f):
+    for tag, payload in _body(f, decoder.limits):
         take(tag, payload)
         if on_record is not None:
             on_record(decoder)

@@ -1,0 +1,137 @@
+"""Small files and streams that would take big memory (issue 34, points 4 to 6 and the
+readers' small ones of 9): every reader checks what a record declares, and what reading
+it may take at worst, before it spends the memory; `--max-memory` holds for saved traces
+of both formats and for the runner's live stream; a node's inputs are capped.
+
+Each file here is made by the test, a few kilobytes to a few hundred: deflate packs a
+megabyte of the same bytes into about a kilobyte."""
+
+from __future__ import annotations
+
+import resource
+import struct
+import subprocess
+import sys
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pytest
+
+from mgtui.errors import ScenarioLoadError
+from mgtui.trace import table as record_table
+from mgtui.trace.export import load
+
+from conftest import ROOT
+
+MB = 1 << 20
+
+
+def traced_peak(call) -> tuple[BaseException | None, int]:
+    """What `call()` raised (None if nothing), and the most memory it had allocated."""
+    tracemalloc.start()
+    try:
+        try:
+            call()
+            raised = None
+        except Exception as exc:  # noqa: BLE001 - the test looks at it
+            raised = exc
+        return raised, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def trace_file(path: Path, *records: bytes) -> Path:
+    """A binary trace: the header, `records`, the end record."""
+    path.write_bytes(record_table.encode_header("x.py", "hostile", "", "") + b"".join(records)
+                     + record_table.encode_end(None, "", None))
+    return path
+
+
+def node_record(json_text: bytes, count: int = 0) -> bytes:
+    """An N record of `count` nodes (zero columns) whose labels are `json_text`,
+    deflated as tightly as zlib can."""
+    payload = (struct.pack("<II", count, 0) + b"i" + bytes(16 * count) + json_text)
+    return record_table._record(record_table.NODES, zlib.compress(payload, 9))
+
+
+def empty_lists(n: int) -> bytes:
+    """JSON of n empty lists where labels should be: about 25 bytes of objects a byte."""
+    return b"[[" + b"[]," * n + b"[]],[]]"
+
+
+def mgtui_limited(*args, address_space: int = 1 << 30) -> subprocess.CompletedProcess:
+    """`mgtui ARGS` in a child held to `address_space` bytes (so that a reader that
+    would take gigabytes fails there, not on the machine)."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    return subprocess.run([sys.executable, "-m", "mgtui.cli", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, preexec_fn=limit)
+
+
+# -- binary traces ----------------------------------------------------------------------
+
+
+def test_a_65_kb_node_record_of_nested_lists_is_refused_within_max_memory(tmp_path):
+    """64 MB of `[],` deflated to 62 KB, where an N record's labels go. It used to be
+    parsed whole before its shape was checked: 1.6 GB and 12 s, even with --max-memory
+    200M. Now its JSON is counted as it is inflated, a piece at a time, against what the
+    record declares (no node: no labels)."""
+    path = trace_file(tmp_path / "lists.mgtrace", node_record(empty_lists(21_000_000)))
+    assert path.stat().st_size < 70_000
+    raised, peak = traced_peak(lambda: load(path, max_memory=200 * MB))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "record N: holds far more JSON values than the labels of its 0 nodes" in str(raised)
+    assert peak < 40 * MB  # a piece of it (16 MB), not the 64 MB, nor the 1.6 GB it made
+
+
+def test_a_255_kb_node_record_is_refused_by_default_in_one_line(tmp_path):
+    """256 MB inflated (the most a record may hold), 5.5 GB once parsed: with the
+    default limits, refused from its first piece; in a child held to 1 GB of address
+    space, so that the old reader fails with a MemoryError, not the machine."""
+    path = trace_file(tmp_path / "lists.mgtrace", node_record(empty_lists(85_000_000)))
+    assert path.stat().st_size < 260_000
+    result = mgtui_limited(path, "--print")
+    assert result.returncode == 2
+    assert result.stderr == (f"mgtui: {path} is not an mgtui trace: record N: holds far more "
+                             "JSON values than the labels of its 0 nodes\n")
+
+
+def test_labels_within_what_the_nodes_declare_are_still_held_to_max_memory(tmp_path):
+    """Three lists of 300,000 labels for 300,000 nodes: the shape they declare, but
+    reading them may take more than --max-memory 40M (300,000 nodes are charged 19 MB,
+    their labels' JSON at worst 120 MB): refused before `json.loads`, where it used to
+    be charged twice its 4 MB of text."""
+    n = 300_000
+    labels = b"[" + b",".join([b'"ab"'] * n) + b"]"
+    path = trace_file(tmp_path / "labels.mgtrace",
+                      node_record(b"[" + b",".join([labels] * 3) + b"]", count=n))
+    raised, peak = traced_peak(lambda: load(path, max_memory=40 * MB))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "would take more than 40M of memory to read (--max-memory)" in str(raised)
+    assert peak < 24 * MB  # its 9 MB inflated, not the labels parsed (about 55 MB)
+
+
+def test_an_events_record_inflates_no_further_than_the_events_it_declares(tmp_path):
+    """An E record of no events, followed by 200 MB of zeros deflated to 200 KB: it used
+    to be inflated whole (200 MB) before the bytes left over were found."""
+    payload = struct.pack("<II", 0, 0) + b"Bb" + bytes(200 * MB)
+    record = record_table._record(record_table.EVENTS, zlib.compress(payload, 9))
+    path = trace_file(tmp_path / "events.mgtrace", record)
+    raised, peak = traced_peak(lambda: load(path))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "record E: is damaged, or holds more than it declares" in str(raised)
+    assert peak < 4 * MB
+
+
+def test_a_json_record_is_held_to_max_memory_by_what_parsing_it_may_take(tmp_path):
+    """A names record (M) of 3 MB of empty lists: charged 6 MB as text, it took 70 MB
+    to parse. With --max-memory 100M it is refused before."""
+    text = b"[" + b"[]," * MB + b"[]]"
+    path = trace_file(tmp_path / "names.mgtrace", record_table.encode_json("M", []),
+                      record_table._record("M", text))
+    raised, peak = traced_peak(lambda: load(path, max_memory=100 * MB))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "would take more than 100M of memory to read (--max-memory)" in str(raised)
+    assert peak < 12 * MB

@@ -8,6 +8,7 @@ megabyte of the same bytes into about a kilobyte."""
 
 from __future__ import annotations
 
+import json
 import resource
 import struct
 import subprocess
@@ -20,9 +21,12 @@ import pytest
 
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import table as record_table
-from mgtui.trace.export import load
+from mgtui.recording.recorder import record
+from mgtui.trace.export import dumps, load
 
-from conftest import ROOT
+from conftest import ROOT, SCENARIOS
+
+CHAIN = record(SCENARIOS / "chain.py")
 
 MB = 1 << 20
 
@@ -135,3 +139,81 @@ def test_a_json_record_is_held_to_max_memory_by_what_parsing_it_may_take(tmp_pat
     assert isinstance(raised, ScenarioLoadError)
     assert "would take more than 100M of memory to read (--max-memory)" in str(raised)
     assert peak < 12 * MB
+
+
+# -- JSON traces --------------------------------------------------------------------------
+
+
+def json_trace(path: Path, before_nodes: str = "", nodes_first: bool = False) -> Path:
+    """chain.py's trace as JSON, with `before_nodes` (text of fields) put before its
+    nodes; `nodes_first`: its format after them (a file read whole, not as a stream)."""
+    text = dumps(CHAIN)
+    text = text.replace('"nodes": [', before_nodes + '"nodes": [', 1)
+    if nodes_first:
+        text = text.replace('"format": "mgtui-trace", ', "", 1).rstrip()
+        text = text[:-1] + ', "format": "mgtui-trace"}\n'
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def decoded_characters(monkeypatch) -> list[int]:
+    """The characters each decode of the JSON reader is handed, from where it starts."""
+    handed: list[int] = []
+    raw_decode = json.JSONDecoder.raw_decode
+
+    def counting(self, s, idx=0):
+        handed.append(len(s) - idx)
+        return raw_decode(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    return handed
+
+
+def test_one_long_value_is_decoded_about_twice_not_once_a_megabyte(tmp_path, monkeypatch):
+    """A node whose children are one list of 16 MB (read by the reader's slow path):
+    each megabyte read, the decoder was handed the whole value again (about 136 MB of
+    text for 16 MB; 24 MB took 24 s). Now it is tried again only once as much more has
+    been read as there was of it."""
+    path = json_trace(tmp_path / "long.json")
+    text = path.read_text(encoding="utf-8").replace(
+        '"children": [], ', '"children": [' + "0, " * (16 * MB // 3) + "0], ", 1)
+    path.write_text(text, encoding="utf-8")
+    handed = decoded_characters(monkeypatch)
+    with pytest.raises(ScenarioLoadError, match="is not a node made before node 0"):
+        load(path)
+    assert sum(handed) < 4 * len(text)
+
+
+def test_a_junk_field_of_millions_of_lists_is_refused_before_it_is_parsed(tmp_path):
+    """15 MB of empty lists in a field mgtui does not know, before the nodes: it used
+    to be parsed again every megabyte (60 MB: past 120 s), and kept. Now a field that
+    may hold more values than any field of a trace is refused from its count."""
+    path = json_trace(tmp_path / "junk.json", '"junk": [' + "[]," * (5 * MB) + '[]], ')
+    raised, peak = traced_peak(lambda: load(path))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "'junk': holds far more values than any field of a trace" in str(raised)
+    # (what it was parsed into before its count went past: at most 4 million values,
+    # and the text read so far; not its 5 million lists, 350 MB)
+    assert peak < 200 * MB
+
+
+def test_a_field_is_held_to_max_memory_before_it_is_decoded(tmp_path):
+    """A million empty lists where the closures go (3 MB: at worst 190 MB to parse):
+    with --max-memory 50M, refused before they are made (64 MB)."""
+    path = json_trace(tmp_path / "closures.json", '"closures": [' + "[]," * MB + '[]], ')
+    raised, peak = traced_peak(lambda: load(path, max_memory=50 * MB))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "would take more than 50M of memory to read (--max-memory)" in str(raised)
+    assert peak < 32 * MB
+
+
+def test_a_document_read_whole_is_held_to_max_memory_at_its_worst(tmp_path):
+    """A file not laid out for the stream (its format after its nodes) is read whole
+    with `json.loads`: 6 MB of empty lists were charged twice their size (12 MB) and
+    took 130 MB, with --max-memory 60M. Now its worst case is checked first."""
+    path = json_trace(tmp_path / "whole.json", '"junk": [' + "[]," * (2 * MB) + '[]], ',
+                      nodes_first=True)
+    raised, peak = traced_peak(lambda: load(path, max_memory=60 * MB))
+    assert isinstance(raised, ScenarioLoadError)
+    assert "would take more than 60M of memory to read (--max-memory)" in str(raised)
+    assert peak < 32 * MB

@@ -22,6 +22,8 @@ import pytest
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import table as record_table
 from mgtui.recording.recorder import record
+from mgtui.run.runner import run
+from mgtui.trace.table import RecordDecoder
 from mgtui.trace.export import dumps, load
 
 from conftest import ROOT, SCENARIOS
@@ -217,3 +219,89 @@ def test_a_document_read_whole_is_held_to_max_memory_at_its_worst(tmp_path):
     assert isinstance(raised, ScenarioLoadError)
     assert "would take more than 60M of memory to read (--max-memory)" in str(raised)
     assert peak < 32 * MB
+
+
+# -- the runner's live stream -----------------------------------------------------------
+
+FORGER = '''"""Writes a record of its own to mgtui's trace stream, then records a little."""
+import os
+from engine import Value
+
+stream = int(open("/proc/self/cmdline", "rb").read().split(b"\\0")[-2])  # (the keeper's)
+with open(os.path.join(os.path.dirname(__file__), "forged.bin"), "rb") as f:
+    os.write(stream, f.read())
+a = Value(2.0, label="a")
+b = a * a
+b.backward()
+'''
+
+
+def forger(tmp_path: Path, record: bytes) -> Path:
+    """A scenario that writes `record` to its trace stream before it makes a node."""
+    (tmp_path / "forged.bin").write_bytes(record)
+    path = tmp_path / "forger.py"
+    path.write_text(FORGER, encoding="utf-8")
+    return path
+
+
+def test_a_forged_record_on_the_stream_is_held_to_the_runs_max_memory(tmp_path):
+    """An N record of no nodes whose labels are `[[],[]]` and 100 MB of spaces (100 KB
+    deflated): within what it declares, but not within --max-memory 200M once read.
+    The parent used to inflate and decode it whatever the run's limits (they held the
+    child only); now it stops reading the stream there, says so, and stops the run."""
+    payload = struct.pack("<II", 0, 0) + b"i" + b"[[]," + b" " * (100 * MB) + b"[]]"
+    record = record_table._record(record_table.NODES, zlib.compress(payload, 9))
+    assert len(record) < 150_000
+    path = forger(tmp_path, record)
+    raised, peak = traced_peak(lambda: RESULTS.append(run(path, max_memory=200 * MB)))
+    assert raised is None
+    result = RESULTS.pop()
+    assert not result.finished
+    assert result.message == ("mgtui stopped reading the scenario's trace stream: record N "
+                              "would take more than 200M of memory to read (--max-memory)")
+    assert peak < 40 * MB
+
+
+RESULTS: list = []
+
+
+def test_a_memory_error_reading_the_stream_names_the_stream(tmp_path, monkeypatch):
+    """Out of memory in the reader thread: it used to die with a MemoryError traceback,
+    and the run said "the scenario's process ended before it finished"."""
+    take = RecordDecoder.take
+
+    def short_of_memory(self, tag, payload):
+        if tag == record_table.NODES:
+            raise MemoryError
+        take(self, tag, payload)
+
+    monkeypatch.setattr(RecordDecoder, "take", short_of_memory)
+    result = run(SCENARIOS / "chain.py")
+    assert not result.finished
+    assert result.message == ("mgtui stopped reading the scenario's trace stream: there was "
+                              "not enough memory to read its record N")
+
+
+def test_a_forged_could_not_run_record_is_quoted_short(tmp_path):
+    """An X record of 100 KB of message and 100 KB of detail: it was printed whole."""
+    forged = record_table.encode_not_run("m" * 100_000, "d" * 100_000)
+    path = forger(tmp_path, forged)
+    with pytest.raises(ScenarioLoadError) as caught:
+        run(path)
+    assert caught.value.message == "m" * 500 + "… (100,000 characters)"
+    assert caught.value.detail == "… (100,000 characters) " + "d" * 2000
+
+
+def test_a_250_kb_record_on_the_stream_does_not_blow_up_the_debugger(tmp_path):
+    """The N record of 256 MB of empty lists (250 KB deflated), written by the scenario
+    to its trace stream: the mgtui process itself took 2.7 GB decoding it (here, held to
+    1.5 GB of address space, its reader thread died of a MemoryError, with a traceback).
+    Now it is refused from its first piece, and the run says why."""
+    path = forger(tmp_path, node_record(empty_lists(85_000_000)))
+    result = mgtui_limited("--print", path, address_space=3 << 29)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.endswith(
+        f"mgtui: {path}: recording stopped: its trace stream was damaged (record N: holds "
+        "far more JSON values than the labels of its 0 nodes) (the trace up to there was "
+        "kept)\n")

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 from mgtui.errors import ScenarioLoadError
+from mgtui.trace import EventKind, TraceBuilder, validation
 from mgtui.trace import table as record_table
+from mgtui.trace.binary import dumpb
+from mgtui.trace.records import MAX_INPUTS
 from mgtui.recording.recorder import record
 from mgtui.run.runner import run
 from mgtui.trace.table import RecordDecoder
@@ -181,8 +184,8 @@ def test_one_long_value_is_decoded_about_twice_not_once_a_megabyte(tmp_path, mon
         '"children": [], ', '"children": [' + "0, " * (16 * MB // 3) + "0], ", 1)
     path.write_text(text, encoding="utf-8")
     handed = decoded_characters(monkeypatch)
-    with pytest.raises(ScenarioLoadError, match="is not a node made before node 0"):
-        load(path)
+    with pytest.raises(ScenarioLoadError, match=r"not an mgtui trace: nodes\[0\]"):
+        load(path)  # (its 5.6 million inputs, each node 0 itself)
     assert sum(handed) < 4 * len(text)
 
 
@@ -305,3 +308,45 @@ def test_a_250_kb_record_on_the_stream_does_not_blow_up_the_debugger(tmp_path):
         f"mgtui: {path}: recording stopped: its trace stream was damaged (record N: holds "
         "far more JSON values than the labels of its 0 nodes) (the trace up to there was "
         "kept)\n")
+
+
+# -- a node's inputs ----------------------------------------------------------------------
+
+
+def wide_trace(path: Path, inputs: int, monkeypatch) -> Path:
+    """A binary trace of a leaf and one node with `inputs` inputs (all the leaf), written
+    as a hostile tool would (the cap lifted while it is built)."""
+    monkeypatch.setattr(validation, "MAX_INPUTS", 1 << 40)
+    builder = TraceBuilder("wide.py", "wide")
+    builder.add_node("a", "", [], 1.0, 1)
+    builder.add_event(EventKind.CREATE, 0, line=1)
+    builder.add_node("s", "+", [0] * inputs, float(inputs), 2)
+    builder.add_event(EventKind.CREATE, 1, line=2)
+    builder.validate()
+    path.write_bytes(dumpb(builder.build(None, "", None, last=True)))
+    monkeypatch.undo()
+    return path
+
+
+def test_a_node_with_millions_of_inputs_is_refused_where_the_trace_is_read(tmp_path,
+                                                                           monkeypatch):
+    """72 KB, one node of 4 million inputs: --print took 17.5 s (35 s on a busy
+    machine), --export html 22.8 s, the app never reached step 1; 16 million, 88 s and
+    1.7 GB. Now no node may have more than MAX_INPUTS, checked as its chunk is read."""
+    path = wide_trace(tmp_path / "wide.mgtrace", 4_000_000, monkeypatch)
+    assert path.stat().st_size < 80_000
+    for mode in (("--print",), ("--export", "html")):
+        result = mgtui_limited(*mode, path)
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert result.stderr == (f"mgtui: {path} is not an mgtui trace: nodes[1]: has "
+                                 "4,000,000 inputs, more than mgtui shows of a node "
+                                 f"({MAX_INPUTS:,})\n")
+
+
+def test_a_node_with_as_many_inputs_as_mgtui_shows_is_read(tmp_path, monkeypatch):
+    path = wide_trace(tmp_path / "wide.mgtrace", MAX_INPUTS, monkeypatch)
+    assert len(load(path).children(1)) == MAX_INPUTS
+    path = wide_trace(tmp_path / "wider.mgtrace", MAX_INPUTS + 1, monkeypatch)
+    with pytest.raises(ScenarioLoadError, match=f"nodes.1.: has {MAX_INPUTS + 1:,} inputs"):
+        load(path)

@@ -25,6 +25,8 @@ from mgtui.trace import table as record_table
 from mgtui.trace.binary import dumpb
 from mgtui.trace.records import MAX_INPUTS
 from mgtui.recording.recorder import record
+from mgtui.recording.shapes import FieldsOptionError, project_fields
+from mgtui.session.config import load_config
 from mgtui.run.runner import run
 from mgtui.trace.table import RecordDecoder
 from mgtui.trace.export import dumps, load
@@ -291,7 +293,7 @@ def test_a_forged_could_not_run_record_is_quoted_short(tmp_path):
     path = forger(tmp_path, forged)
     with pytest.raises(ScenarioLoadError) as caught:
         run(path)
-    assert caught.value.message == "m" * 500 + "… (100,000 characters)"
+    assert caught.value.message == "m" * 4000 + "… (100,000 characters)"
     assert caught.value.detail == "… (100,000 characters) " + "d" * 2000
 
 
@@ -350,3 +352,41 @@ def test_a_node_with_as_many_inputs_as_mgtui_shows_is_read(tmp_path, monkeypatch
     path = wide_trace(tmp_path / "wider.mgtrace", MAX_INPUTS + 1, monkeypatch)
     with pytest.raises(ScenarioLoadError, match=f"nodes.1.: has {MAX_INPUTS + 1:,} inputs"):
         load(path)
+
+
+# -- settings files ------------------------------------------------------------------------
+
+
+def test_a_pyproject_nested_50000_deep_is_one_line(tmp_path):
+    """It printed a RecursionError traceback, after "the scenario ended its process with
+    os._exit(1)"."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.mgtui]\nfields = " + "[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")
+    scenario = tmp_path / "chain.py"
+    scenario.write_bytes((SCENARIOS / "chain.py").read_bytes())
+    result = mgtui_limited("--print", scenario)
+    assert result.returncode == 2
+    assert result.stderr == (f"mgtui: {tmp_path / 'pyproject.toml'}: cannot be read: it is "
+                             "nested too deeply\n")
+
+
+def test_a_pyproject_of_113_mb_is_refused_by_its_size(tmp_path):
+    """It was read whole and parsed (16 s, 507 MB, for one of settings)."""
+    path = tmp_path / "pyproject.toml"
+    with path.open("wb") as f:
+        f.write(b"[tool.mgtui]\nfields = {data = 'data'}\n# ")
+        f.truncate(113 * MB)  # (a sparse file: no disk spent)
+    raised, peak = traced_peak(lambda: project_fields(tmp_path))
+    assert isinstance(raised, FieldsOptionError)
+    assert str(raised) == (f"{path}: not read: it is over 4 MB (a pyproject.toml has a few "
+                           "kilobytes)")
+    assert peak < 8 * MB
+
+
+def test_a_settings_file_nested_too_deeply_gives_the_defaults_and_a_message(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    config = load_config(path)
+    assert config.keymap == {}
+    assert config.problem == (f"{path}: is nested too deeply to be a settings file; using the "
+                              "default keys.")

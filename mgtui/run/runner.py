@@ -46,8 +46,9 @@ DRAIN = 1.0  # seconds its pipes are read once the child has ended
 OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
 NO_LIMIT = 1 << 62  # nodes, for a run without --max-nodes
 # Characters of the message and of the detail of a run the child says could not run (its
-# own are a line and the last 2,000 characters of output; a scenario may forge one)
-MESSAGE_BUDGET = 500
+# own: a line, under 1,000 characters for a class it could not record, and the last 2,000
+# of the output; a scenario may forge one)
+MESSAGE_BUDGET = 4000
 DETAIL_BUDGET = 2000
 
 

@@ -22,7 +22,9 @@ import pytest
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, TraceBuilder, validation
 from mgtui.trace import table as record_table
-from mgtui.trace.binary import dumpb
+from mgtui.run.lessons import file_title
+from mgtui.trace.binary import dumpb, header_of
+from mgtui.trace.load_limits import LoadLimitError
 from mgtui.trace.records import MAX_INPUTS
 from mgtui.recording.recorder import record
 from mgtui.recording.shapes import FieldsOptionError, project_fields
@@ -390,3 +392,15 @@ def test_a_settings_file_nested_too_deeply_gives_the_defaults_and_a_message(tmp_
     assert config.keymap == {}
     assert config.problem == (f"{path}: is nested too deeply to be a settings file; using the "
                               "default keys.")
+
+
+def test_a_trace_files_title_is_read_within_a_bound(tmp_path):
+    """A lesson folder's titles are read from each trace's header record alone: one of
+    3 MB of empty lists took 70 MB to parse (one of 256 MB, gigabytes)."""
+    path = tmp_path / "lesson.mgtrace"
+    path.write_bytes(record_table.encode_head()
+                     + record_table._record(record_table.HEADER, b"[" + b"[]," * MB + b"[]]"))
+    raised, peak = traced_peak(lambda: header_of(path))
+    assert isinstance(raised, LoadLimitError)
+    assert file_title(path) == ""
+    assert peak < 16 * MB

@@ -54,6 +54,7 @@ from mgtui.trace import EventChunk, Trace, TraceFormatError, chunks_of
 
 SUFFIX = ".mgtrace"
 READ_PIECE = 1 << 24  # bytes read at a time of a record that claims more
+HEADER_MEMORY = 1 << 26  # what reading a header alone may take (a folder's titles are read)
 
 
 def is_trace_file(path: str | os.PathLike) -> bool:
@@ -171,10 +172,12 @@ def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
 
 def header_of(path: str | os.PathLike) -> dict[str, str]:
     """A binary trace's header record ("scenario", "title", "notes", "source"), read
-    without the rest; TraceFormatError if the file does not start with one."""
+    without the rest, within HEADER_MEMORY; TraceFormatError if the file does not start
+    with one."""
     with Path(path).open("rb") as f:
-        decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS))
-        tag, payload = next(_body(f), ("", b""))
+        limits = LoadLimits(0, HEADER_MEMORY)
+        decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS), limits)
+        tag, payload = next(_body(f, decoder.limits), ("", b""))
         if tag != HEADER:
             raise TraceFormatError("file", "does not start with a header record")
         decoder.take(tag, payload)

@@ -404,3 +404,14 @@ def test_a_trace_files_title_is_read_within_a_bound(tmp_path):
     assert isinstance(raised, LoadLimitError)
     assert file_title(path) == ""
     assert peak < 16 * MB
+
+
+def test_a_record_that_claims_more_than_max_memory_is_refused_before_it_is_gathered(tmp_path):
+    """A record head claiming 200 MB, with --max-memory 200M: held twice while it is
+    gathered (in the buffer, then cut from it), it is refused from its head."""
+    path = forger(tmp_path, struct.pack("<cQ", b"N", 200 * MB))
+    result = run(path, max_memory=200 * MB)
+    assert not result.finished
+    assert result.message == ("mgtui stopped reading the scenario's trace stream: its next "
+                              "record would take more than 200M of memory to read "
+                              "(--max-memory)")

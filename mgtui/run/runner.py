@@ -132,7 +132,7 @@ class LiveTrace:
                 self._check_length(buf)
                 record = record_table.split_record(buf)
             except LoadLimitError as exc:
-                self._refuse(exc.problem)
+                self._refuse(f"its next record {exc.problem}")
                 break
             except TraceFormatError as exc:
                 self.error = str(exc)

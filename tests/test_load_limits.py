@@ -74,12 +74,13 @@ def test_the_limit_is_checked_before_the_record_is_unpacked(tmp_path):
 
 
 def test_max_memory_applies_to_loading_a_file(tmp_path):
-    """3 million nodes take more than 100 MB once loaded."""
+    """3 million nodes take more than 100 MB once loaded (the first record's million
+    already does, with what reading its labels' JSON may take: refused before it is)."""
     path = bomb(tmp_path / "bomb.mgtrace", 3)
     result = mgtui(path, "--print", "--max-nodes", "3000000", "--max-memory", "100M")
     assert result.returncode == 2
     assert result.stderr == (f"mgtui: {path}: not loaded: it would take more than 100M of "
-                             "memory once loaded (--max-memory)\n")
+                             "memory to read (--max-memory)\n")
 
 
 def test_a_json_trace_is_held_to_max_nodes_too(tmp_path):

@@ -302,14 +302,19 @@ def project_fields(start: str | os.PathLike) -> dict[str, str]:
 
 
 _PROJECTS: dict[str, tuple[int, dict[str, str]]] = {}  # each pyproject.toml read: its fields
+MAX_PROJECT = 1 << 22  # bytes of a pyproject.toml read (they have a few thousand)
 _MGTUI_KEY = re.compile(rb"^\s*mgtui\s*[=.]", re.M)  # (`mgtui = {...}` in a `[tool]` table)
 
 
 def _read_fields(path: Path) -> dict[str, str]:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(MAX_PROJECT + 1)
     except OSError as exc:
         raise FieldsOptionError(f"{path}: cannot be read: {exc.strerror}") from None
+    if len(data) > MAX_PROJECT:
+        raise FieldsOptionError(f"{path}: not read: it is over {MAX_PROJECT >> 20} MB (a "
+                                "pyproject.toml has a few kilobytes)")
     if b"tool.mgtui" not in data and not (b"[tool]" in data and _MGTUI_KEY.search(data)):
         return {}  # (no table of ours: not parsed, in each run's process)
     import tomllib
@@ -318,6 +323,8 @@ def _read_fields(path: Path) -> dict[str, str]:
         table = tomllib.loads(data.decode("utf-8")).get("tool", {}).get("mgtui", {})
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise FieldsOptionError(f"{path}: cannot be read: {exc}") from None
+    except RecursionError:  # (tomllib recurses into nested arrays and tables)
+        raise FieldsOptionError(f"{path}: cannot be read: it is nested too deeply") from None
     if not isinstance(table, dict) or "fields" not in table:
         return {}
     return checked_fields(table["fields"], f"{path} [tool.mgtui] fields")

@@ -29,6 +29,7 @@ from typing import Callable
 from mgtui.trace import table as record_table
 from mgtui.errors import NotAGraph, ScenarioLoadError
 from mgtui.run.keeper import KILL_AFTER
+from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 from mgtui.trace.table import RecordDecoder
 from mgtui.run.spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
     DEFAULT_MAX_MEMORY,
@@ -44,6 +45,12 @@ from mgtui.trace import Trace, TraceError, TraceFormatError
 GRACE = 1.0  # seconds past its time limit, or past the keeper's SIGKILL, a child is given
 DRAIN = 1.0  # seconds its pipes are read once the child has ended
 OUTPUT_BUDGET = 200_000  # characters of scenario output kept (head and tail)
+NO_LIMIT = 1 << 62  # nodes, for a run without --max-nodes
+# Characters of the message and of the detail of a run the child says could not run (its
+# own: a line, under 1,000 characters for a class it could not record, and the last 2,000
+# of the output; a scenario may forge one)
+MESSAGE_BUDGET = 4000
+DETAIL_BUDGET = 2000
 
 
 @dataclass
@@ -68,12 +75,20 @@ class LiveTrace:
     for (the first frame finds them ready). After that they are kept as they come
     (compressed) and added when the next one is asked for, so that between the app's
     updates the reader thread takes no interpreter time from its UI. Records about the
-    run (X, R, Q: `record_table.RUN_TAGS`) are decoded the moment they arrive."""
+    run (X, R, Q: `record_table.RUN_TAGS`) are decoded the moment they arrive.
 
-    def __init__(self) -> None:
-        self.decoder = RecordDecoder()
+    With `limits` (`mgtui.trace.load_limits`: the run's --max-nodes and --max-memory),
+    the stream is decoded within them as a saved file is, each record checked before
+    the memory is spent: a record the scenario forged on the pipe cannot take this
+    process past them. A record that would, or that runs out of memory, ends the
+    reading (`refused`)."""
+
+    def __init__(self, limits: LoadLimits | None = None) -> None:
+        self.decoder = RecordDecoder(limits=limits)
+        self.limits = limits
         self.lock = threading.RLock()
         self.error: str | None = None  # what is wrong with the stream: read no further
+        self.refused = False  # the error is a limit it would go past, or memory run out
         self.end_seen = False  # the end record has arrived (it is added with the rest)
         self._buffer = bytearray()
         self._head_seen = False
@@ -91,8 +106,14 @@ class LiveTrace:
         """Take bytes of the stream as they arrive (whole records or not); the number
         of nodes in the N records they complete."""
         with self.lock:  # a snapshot sees whole reads: events with their writes
-            self._buffer += data
-            return self._take_records()
+            if self.error is not None:
+                return 0  # (read no further: what comes is dropped)
+            try:
+                self._buffer += data
+                return self._take_records()
+            except MemoryError:
+                self._refuse("there was not enough memory to read it")
+                return 0
 
     def _take_records(self) -> int:
         buf = self._buffer
@@ -109,7 +130,11 @@ class LiveTrace:
         nodes = 0
         while self.error is None:
             try:
+                self._check_length(buf)
                 record = record_table.split_record(buf)
+            except LoadLimitError as exc:
+                self._refuse(f"its next record {exc.problem}")
+                break
             except TraceFormatError as exc:
                 self.error = str(exc)
                 break
@@ -127,11 +152,27 @@ class LiveTrace:
                 nodes += record_table.node_count(payload)
         return nodes
 
+    def _check_length(self, buf: bytearray) -> None:
+        """The length the next record declares, against the memory the limits leave
+        (before it is gathered: it is held twice, in the buffer and cut from it)."""
+        if self.limits is not None and len(buf) >= record_table.RECORD_HEAD_SIZE:
+            _, length = record_table.record_head(bytes(buf[: record_table.RECORD_HEAD_SIZE]))
+            self.limits.check(2 * length)
+
     def _decode(self, tag: str, payload: bytes) -> None:
         try:
             self.decoder.take(tag, payload)
+        except LoadLimitError as exc:
+            self._refuse(f"record {tag} {exc.problem}")
+        except MemoryError:
+            self._refuse(f"there was not enough memory to read its record {tag}")
         except (TraceFormatError, ValueError, TypeError) as exc:
-            self.error = f"record {tag}: {exc}"
+            text = str(exc)
+            self.error = text if text.startswith(f"record {tag}") else f"record {tag}: {text}"
+
+    def _refuse(self, why: str) -> None:
+        self.error, self.refused = why, True
+        self._buffer = bytearray()  # (the records before it are kept)
 
     def add_pending(self) -> None:
         """Decode the records that arrived since the last time, in order."""
@@ -190,7 +231,8 @@ class Run:
     def __init__(self, spec: RunSpec, on_progress: Callable[[int], None] | None = None) -> None:
         self.spec = spec
         self.on_progress = on_progress
-        self.live = LiveTrace()
+        self.live = LiveTrace(LoadLimits(NO_LIMIT if spec.max_nodes is None else spec.max_nodes,
+                                         spec.max_memory or None, where="stream"))
         self._nodes_seen = 0  # nodes in the records that arrived (for on_progress)
         self._output: list[bytes] = []
         self._output_size = 0
@@ -373,11 +415,17 @@ class Run:
                     self._keep_output(chunk)
                 else:
                     self._progress(self.live.feed(chunk))
+                    if self.live.refused and self._stop_reason is None:
+                        self.cancel(self.stream_refused())
             if drained is None and self._child_ended():
                 drained = time.monotonic() + DRAIN
         sel.close()
         os.close(fd)
         proc.stdout.close()
+
+    def stream_refused(self) -> str:
+        """Why the trace stream was read no further (`LiveTrace.refused`), in a phrase."""
+        return f"mgtui stopped reading the scenario's trace stream: {self.live.error}"
 
     def _keep_output(self, chunk: bytes) -> None:
         self._output.append(chunk)
@@ -416,7 +464,8 @@ class Run:
         if decoder.not_run is not None:
             x = decoder.not_run  # (NotAGraph: it ran, but recorded no node)
             error = NotAGraph if x.get("kind") == NotAGraph.kind else ScenarioLoadError
-            raise error(x["message"], x["detail"])
+            raise error(_quoted(x["message"], MESSAGE_BUDGET),
+                        _quoted(x["detail"], -DETAIL_BUDGET))
         end = decoder.end
         output = decoder.output() + self.output
         live.trim()
@@ -443,6 +492,8 @@ class Run:
 
     def _ending(self, returncode: int | None, end: dict | None) -> str:
         """What happened to a run that did not finish, in one phrase."""
+        if self.live.refused:
+            return self.stream_refused()
         if self.live.error is not None:
             return f"its trace stream was damaged ({self.live.error})"
         if self._stop_reason is not None:
@@ -475,6 +526,15 @@ def _last_line(output: str) -> str:
     """`: RuntimeError: …`, the last line of a traceback in the output ("" if none)."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     return f": {bounded(lines[-1], 300)}" if lines else ""
+
+
+def _quoted(text: str, budget: int) -> str:
+    """At most `abs(budget)` characters of `text`: its head (its tail for a negative
+    budget), and how long it was."""
+    if len(text) <= abs(budget):
+        return text
+    cut = f"… ({len(text):,} characters)"
+    return f"{text[:budget]}{cut}" if budget > 0 else f"{cut} {text[budget:]}"
 
 
 def run(path: str | os.PathLike, **options) -> RunResult:

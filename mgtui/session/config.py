@@ -73,6 +73,8 @@ def load_config(path: Path | None = None) -> Config:
                       warnings=tuple(f"{path}: {warning}" for warning in warnings))
     except tomllib.TOMLDecodeError as exc:
         problem = f"is not valid TOML ({exc})"
+    except RecursionError:  # (tomllib recurses into nested arrays and tables)
+        problem = "is nested too deeply to be a settings file"
     except ConfigError as exc:
         problem = str(exc)
     return Config(problem=f"{path}: {problem}; using the default keys.", path=path)

@@ -54,6 +54,7 @@ from mgtui.trace import EventChunk, Trace, TraceFormatError, chunks_of
 
 SUFFIX = ".mgtrace"
 READ_PIECE = 1 << 24  # bytes read at a time of a record that claims more
+HEADER_MEMORY = 1 << 26  # what reading a header alone may take (a folder's titles are read)
 
 
 def is_trace_file(path: str | os.PathLike) -> bool:
@@ -106,8 +107,10 @@ def records(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
     return _body(f)
 
 
-def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
-    """(tag, payload) of each record after the header (which has been read)."""
+def _body(f: BinaryIO, limits: LoadLimits | None = None) -> Iterator[tuple[str, bytes]]:
+    """(tag, payload) of each record after the header (which has been read); with
+    `limits`, a record's length is checked against the memory they leave before it
+    is read."""
     while True:
         raw = f.read(RECORD_HEAD_SIZE)
         if not raw:
@@ -116,6 +119,8 @@ def _body(f: BinaryIO) -> Iterator[tuple[str, bytes]]:
             raise TraceFormatError("file", "ends inside a record")
         tag, length = record_head(raw)
         check_length(tag, length)
+        if limits is not None:
+            limits.check(length)
         payload = _read(f, length)
         if len(payload) != length:
             raise TraceFormatError("file", "ends inside a record")
@@ -150,7 +155,7 @@ def decode(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None
     decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS),
                             LoadLimits() if limits is None else limits)
     take = decoder.take
-    for tag, payload in _body(f):
+    for tag, payload in _body(f, decoder.limits):
         take(tag, payload)
         if on_record is not None:
             on_record(decoder)
@@ -167,10 +172,12 @@ def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
 
 def header_of(path: str | os.PathLike) -> dict[str, str]:
     """A binary trace's header record ("scenario", "title", "notes", "source"), read
-    without the rest; TraceFormatError if the file does not start with one."""
+    without the rest, within HEADER_MEMORY; TraceFormatError if the file does not start
+    with one."""
     with Path(path).open("rb") as f:
-        decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS))
-        tag, payload = next(_body(f), ("", b""))
+        limits = LoadLimits(0, HEADER_MEMORY)
+        decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS), limits)
+        tag, payload = next(_body(f, decoder.limits), ("", b""))
         if tag != HEADER:
             raise TraceFormatError("file", "does not start with a header record")
         decoder.take(tag, payload)

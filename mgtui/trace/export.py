@@ -16,7 +16,8 @@ from mgtui.trace import fields
 from mgtui.trace import binary as tracefile
 from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
-from mgtui.trace.load_limits import LoadLimitError, LoadLimits
+from mgtui.memory import collector_paused
+from mgtui.trace.load_limits import FIELD_SPARE, JSON_CHAR_BYTES, LoadLimitError, LoadLimits, openers
 from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
 from mgtui.trace.arrays import EVENT, GRAD, NODE, WRITE, ArrayChunk, ArrayValue, brief
 
@@ -265,12 +266,15 @@ def _load(p: Path, limits: LoadLimits,
           on_progress: Callable[[int, int], None] | None = None) -> Trace:
     if tracefile.is_trace_file(p):
         return tracefile.load(p, limits, on_progress)
+    taken = limits.nodes, limits.memory
     try:
         return read_json(p, limits)
     except _NotStreamable:
-        pass
-    limits.take_text(p.stat().st_size)  # the document `json.loads` makes of it
-    return from_json(json.loads(p.read_text(encoding="utf-8")), limits)
+        limits.nodes, limits.memory = taken  # (read again, from the start)
+    limits.check(p.stat().st_size * JSON_CHAR_BYTES)  # (at the least, before it is read)
+    data = p.read_bytes()
+    limits.take_json(data)  # the document `json.loads` makes of it, at its worst
+    return from_json(json.loads(data.decode("utf-8")), limits)
 
 
 REASON = 300  # characters of a reason a message gives
@@ -410,24 +414,37 @@ def _event_record(builder: TraceBuilder, m: re.Match, i: int) -> None:
 
 class _JSONStream:
     """The text of a file, a megabyte at a time, read one JSON value after another with
-    `json`'s own decoder (so a value is parsed exactly as `json.loads` would)."""
+    `json`'s own decoder (so a value is parsed exactly as `json.loads` would).
 
-    def __init__(self, file: TextIO) -> None:
+    A value longer than what is read is tried again once as much more has been read as
+    there was of it (so a value of n bytes is decoded about twice, not n / 1 MB times),
+    and each try is checked first against `limits`: what decoding the rest of the text
+    read may take at worst (`load_limits.json_cost`, counted once a read)."""
+
+    def __init__(self, file: TextIO, limits: LoadLimits | None = None) -> None:
         self.file, self.buf, self.pos, self.eof = file, "", 0, False
         self.decode = json.JSONDecoder().raw_decode
+        self.limits = limits
+        self._cost: int | None = None  # of the text from `pos` on, when it was counted
 
-    def _more(self) -> bool:
+    def _more(self, at_least: int = CHUNK) -> bool:
         if self.eof:
             return False
-        chunk = self.file.read(CHUNK)
+        chunk = self.file.read(max(at_least, CHUNK))
         if not chunk:
             self.eof = True
             return False
-        cut = self.buf.rfind("\n", 0, self.pos)  # drop what was read, whole lines at a time
-        if cut > 0:
-            self.buf, self.pos = self.buf[cut + 1:], self.pos - cut - 1
-        self.buf += chunk
+        self.buf, self.pos = self.buf[self.pos:] + chunk, 0  # (what was read is dropped)
+        self._cost = None
         return True
+
+    def _check(self) -> None:
+        """What decoding a value that starts at `pos` may take, at worst, against the
+        limits: the text read from there on bounds it (counted once a read)."""
+        if self.limits is not None:
+            if self._cost is None:
+                self._cost = self.limits.json_bound(self.buf, self.pos)
+            self.limits.check(self._cost)
 
     def peek(self) -> str:
         """The next character that is not white space ("" at the end)."""
@@ -441,16 +458,23 @@ class _JSONStream:
             raise _NotStreamable()
         self.pos += 1
 
-    def value(self) -> Any:
+    def value(self, most: int | None = None, where: str = "") -> Any:
+        """The next value; with `most`, a list or object that may hold more values than
+        that (`load_limits.openers`, counted from above) is refused, naming `where`."""
         self.peek()
         while True:
             if len(self.buf) - self.pos < 4096 and self._more():
                 continue  # a number must not be cut at the end of the buffer
+            self._check()
+            if (most is not None and self.buf[self.pos: self.pos + 1] in ("[", "{")
+                    and openers(self.buf, self.pos) > most):
+                raise TraceFormatError(where, "holds far more values than any field of a trace")
             try:
-                value, self.pos = self.decode(self.buf, self.pos)
+                with collector_paused():  # (no cycles: a value of millions of lists)
+                    value, self.pos = self.decode(self.buf, self.pos)
                 return value
             except json.JSONDecodeError:
-                if not self._more():
+                if not self._more(len(self.buf) - self.pos):  # (as much again)
                     raise _NotStreamable() from None
 
     def records(self, pattern: re.Pattern, fast, slow, charge) -> None:
@@ -492,7 +516,7 @@ def read_json(path: Path, limits: LoadLimits | None = None) -> Trace:
     head: dict[str, Any] = {}
     builder: TraceBuilder | None = None
     with open(path, encoding="utf-8") as file:
-        s = _JSONStream(file)
+        s = _JSONStream(file, limits)
         s.expect("{")
         while s.peek() != "}":
             key = s.value()
@@ -515,7 +539,10 @@ def read_json(path: Path, limits: LoadLimits | None = None) -> Trace:
                               lambda e, i: _event(b, fields.obj(e, f"events[{i}]"), i),
                               limits.take_events)
             else:
-                head[key] = s.value()
+                start, value = s.pos, s.value(FIELD_SPARE, fields.shown(key))
+                if key in _HEAD_KEYS:  # (any other is read, and not kept)
+                    head[key] = value
+                    limits.take_text(s.pos - start)
             if s.peek() == ",":
                 s.pos += 1
         s.pos += 1
@@ -532,6 +559,9 @@ def _check_format(doc: dict[str, Any]) -> None:
 
 
 _HEAD = ("scenario", "title", "notes", "source")
+# The fields of a document `_finish` reads, besides its nodes and events
+_HEAD_KEYS = frozenset(("format", "version", *_HEAD, "closures", "unrecorded", "passes",
+                        "error", "output"))
 
 
 def _new_builder(doc: dict[str, Any]) -> TraceBuilder:

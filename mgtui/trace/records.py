@@ -56,6 +56,10 @@ class TraceFormatError(ValueError):
 
 
 MAX_LINE = 2**24 - 1  # no source file has more lines; a larger one is a corrupt trace
+# Inputs one node may have: every tool shows a node's inputs (the step's working, the
+# Graph pane, --print, the html page), and one of millions kept each of them busy for
+# minutes. A micrograd op has one or two; a sum written as one op, a few hundred.
+MAX_INPUTS = 10_000
 
 
 @dataclass(frozen=True, slots=True)

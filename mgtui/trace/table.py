@@ -76,6 +76,7 @@ from typing import Callable
 
 from mgtui.trace import fields
 from mgtui.trace.arrays import ArrayChunk, joined_values
+from mgtui.trace.inflating import MAX_RECORD, inflate as _inflate, inflate_nodes as _inflate_nodes
 from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace.widths import CLOSURES, LINES
 from mgtui.trace import (
@@ -94,7 +95,6 @@ from mgtui.trace import (
 MAGIC = b"MGTUI\0TR"
 VERSION = 4
 READS = (1, 2, 3, 4)  # the versions this mgtui reads
-MAX_RECORD = 1 << 28  # bytes a record may unpack to: a bound for a hostile file
 
 HEADER = "H"
 CLOSURE = "C"
@@ -220,10 +220,11 @@ def _arrays_payload(chunk: ArrayChunk) -> bytes:
 
 def decode_arrays(data: bytes, limits: LoadLimits | None = None) -> ArrayChunk:
     """An A record's (compressed) payload, every entry checked (`fields.array_value`)."""
-    p = _Payload(ARRAYS, _inflate(ARRAYS, data))
+    bound = MAX_RECORD if limits is None else limits.inflate_bound(MAX_RECORD)
+    p = _Payload(ARRAYS, _inflate(ARRAYS, data, bound, limits if bound < MAX_RECORD else None))
     (size,) = p.unpack(_COUNT)
     if limits is not None:
-        limits.take_text(size)
+        limits.take_json(p.data.obj, p.at, p.at + size)
     meta = fields.obj(_Payload(ARRAYS, bytes(p.take(size))).json(), "arrays")
     raw = fields.seq(meta.get("entries"), "arrays.entries")
     counts = [fields.index(e[5], f"arrays[{k}].count") if isinstance(e, list) and len(e) == 7
@@ -401,15 +402,19 @@ def _json_of(tag: str, payload: bytes) -> object:
     return _Payload(tag, payload).json()
 
 
-def _inflate(tag: str, data: bytes) -> bytes:
-    unpack = zlib.decompressobj()
-    try:
-        out = unpack.decompress(data, MAX_RECORD)
-    except zlib.error as exc:
-        raise TraceFormatError(f"record {tag}", f"is damaged ({exc})") from None
-    if unpack.unconsumed_tail or not unpack.eof:
-        raise TraceFormatError(f"record {tag}", "is damaged or too big")
-    return out
+def declared_size(tag: str, counts: tuple[int, int], version: int = VERSION) -> int:
+    """One byte more than an N, E or W record's payload can inflate to, from the counts
+    it declares (its columns at their widest), and never more than MAX_RECORD; an N
+    record's labels are JSON of any length: MAX_RECORD."""
+    count, other = counts
+    if tag == NODES:
+        return MAX_RECORD
+    if tag == EVENTS:
+        size = _COUNT.size + count * 41 if version == 1 else \
+            _COUNTS.size + 2 + count * 17 + other * 16
+    else:
+        size = _COUNT.size + 1 + count * (29 if version == 1 else 25)
+    return min(size + 1, MAX_RECORD)
 
 
 def decode_chunk(tag: str, data: bytes, version: int = VERSION,
@@ -419,9 +424,17 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION,
     `TraceBuilder.add` to copy once into its own. With `limits`, its rows are charged
     to them (from the counts it declares) before it is inflated, and its labels' JSON
     before it is parsed."""
+    counts = declared_counts(tag, data, version)
+    most = bound = declared_size(tag, counts, version)
     if limits is not None:
-        _charge(limits, tag, data, version)
-    p = _Payload(tag, _inflate(tag, data))
+        _charge(limits, tag, counts)
+        room = limits.text_room()  # (an N record's labels: JSON of any length)
+        if tag == NODES and room is not None:
+            bound = min(most, _COUNTS.size + 1 + 16 * counts[0] + 4 * counts[1] + room)
+        bound = limits.inflate_bound(bound)
+    over = limits if bound < most else None
+    p = _Payload(tag, _inflate_nodes(data, bound, over, counts, version) if tag == NODES
+                 else _inflate(tag, data, bound, over))
     ids = "q" if version == 1 else "i"
     column = p.column if version == 1 else p.view
     narrow = version >= 4  # (lines and closures as narrow as they fit: `widths`)
@@ -431,7 +444,7 @@ def decode_chunk(tag: str, data: bytes, version: int = VERSION,
         numbers = (column("d", count), column(lines, count), column(ids, count),
                    column(ids, children))
         if limits is not None:
-            limits.take_text(len(p.data) - p.at)
+            limits.take_json(p.data.obj, p.at)
         strings = p.json()
         if (not isinstance(strings, list) or len(strings) not in (2, 3)
                 or not all(isinstance(x, list) and len(x) == count for x in strings)):
@@ -474,8 +487,8 @@ def declared_counts(tag: str, payload: bytes, version: int = VERSION) -> tuple[i
     return count, count if tag == EVENTS else 0  # (version 1 keeps values for every event)
 
 
-def _charge(limits: LoadLimits, tag: str, payload: bytes, version: int) -> None:
-    count, other = declared_counts(tag, payload, version)
+def _charge(limits: LoadLimits, tag: str, counts: tuple[int, int]) -> None:
+    count, other = counts
     if tag == NODES:
         limits.take_nodes(count, other)
     elif tag == EVENTS:
@@ -535,7 +548,7 @@ class RecordDecoder:
         if read is None:
             raise TraceFormatError("record", f"unknown tag {tag!r}")
         if self.limits is not None and tag not in CHUNK_TAGS and tag != ARRAYS:
-            self.limits.take_text(len(payload))
+            self.limits.take_json(payload)
         read(self, tag, payload)
 
     def _trace_builder(self, tag: str) -> TraceBuilder:

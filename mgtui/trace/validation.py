@@ -12,7 +12,8 @@ from itertools import accumulate, chain, compress, islice, repeat
 from operator import lt, sub
 
 from mgtui.trace import lanes
-from mgtui.trace.records import _CREATE, _DATA, MAX_LINE, PASS_KINDS, TraceError, TraceFormatError
+from mgtui.trace.records import (_CREATE, _DATA, MAX_INPUTS, MAX_LINE, PASS_KINDS, TraceError,
+                                 TraceFormatError)
 
 
 class RecordValidation:
@@ -77,6 +78,8 @@ class RecordValidation:
         if not lanes.nondecreasing(ends):
             raise TraceFormatError("nodes.children", "a node's children end before they start")
         first = start[n0]
+        if len(self.child_ids) - first > MAX_INPUTS:  # (only then can one node have more)
+            _check_inputs(ends, n0)
         ids = self.child_ids[first:]
         if ids and not _made_before(ids, ends, n0):
             owners = chain.from_iterable(map(repeat, range(n0, n), map(sub, ends[1:], ends)))
@@ -211,6 +214,18 @@ def _made_before(ids: array, ends: array, n0: int) -> bool:
                                          map(sub, ends[1:], ends)))
         return min(ids) >= -1 and all(map(lt, ids, owners))
     return lanes.within(ids, -1, 1 << 31) and lanes.ordered(ids, owners)
+
+
+def _check_inputs(ends: array, n0: int) -> None:
+    """No node has more than MAX_INPUTS inputs (`ends`: where the children of nodes n0,
+    n0 + 1, ... end, nondecreasing, from where those of n0 start)."""
+    if lanes.steps(ends) is not None:  # (every node has fewer than 256)
+        return
+    widths = array("q", map(sub, islice(ends, 1, None), ends))
+    if max(widths, default=0) > MAX_INPUTS:
+        k = next(k for k, width in enumerate(widths) if width > MAX_INPUTS)
+        raise TraceFormatError(f"nodes[{n0 + k}]", f"has {widths[k]:,} inputs, more than "
+                               f"mgtui shows of a node ({MAX_INPUTS:,})")
 
 
 def _closures_within(column: array, closures: int) -> bool:

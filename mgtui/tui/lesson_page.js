@@ -130,6 +130,8 @@
     this.events = L.events.kind.length;
     this.total = L.total;
     this.step = 0;
+    // a handout of some steps (`--steps A:B`, `--pass N`): the page moves among them only
+    [this.first, this.last] = L.range || [0, L.total];
   }
 
   Player.prototype.atError = function (step) {
@@ -141,7 +143,7 @@
   };
 
   Player.prototype.goto = function (step, touched) {
-    step = Math.max(0, Math.min(step, this.total));
+    step = Math.max(this.first, Math.min(step, this.last));
     const target = Math.min(step, this.events), lesson = this.lesson;
     while (lesson.position < target) lesson.apply(touched);
     while (lesson.position > target) lesson.undo(touched);
@@ -527,7 +529,7 @@
     window.mgtuiPage = page;
     bindKeys(page);
     const asked = /^#step=(\d+)$/.exec(location.hash);
-    page.go(asked ? Number(asked[1]) : 0);
+    page.go(asked ? Number(asked[1]) : page.player.first);
     document.body.dataset.ready = "1";
   }
 

@@ -70,6 +70,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
+    KEYS = DEBUGGER_KEYS  # the keys of the screen, for the help (`BINDINGS` from them)
     BINDINGS = bindings_of(DEBUGGER_KEYS)
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
@@ -197,12 +198,16 @@ class DebuggerScreen(SideTabs, Screen[None]):
 
     # -- the trace -------------------------------------------------------------------------
     def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:
-        """Show `trace` at step `position` (clamped), keeping breakpoints that still exist."""
+        """Show `trace` at step `position` (clamped), keeping breakpoints that still exist.
+        The Graph pane's turn (`T`) was for the lesson before: another lesson is laid
+        out by its own size again."""
         if not self._mounted:  # the panes are not mounted yet: try once they are
             self._pending = (trace, position, select)
             self.call_after_refresh(self._load_pending)
             return
         old = self.session
+        if old is None or old.trace.scenario != trace.scenario:  # (not a reload of it)
+            self.query_one(GraphPane).orientation = None
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
                                quiz=self.quiz)
@@ -343,7 +348,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MOVES or action in ("find", "checks"):
             return True if self.state is not None and self.state.can(action) else None
-        if action == "answer":
+        if action == "answer":  # (quiz mode only: else no key of this screen's)
+            if self.session is None or self.session.quiz is None:
+                return False
             return bool(self.state is not None and self.state.hidden) or None
         if action == "toggle_panes":
             return not self._full_layout()
@@ -395,9 +402,19 @@ class DebuggerScreen(SideTabs, Screen[None]):
                                          self.state.step, self.state.detail.notes, trace.notes))
 
     def action_help(self) -> None:
+        """Every key that works on this screen now, and what it does."""
         from mgtui.tui.widgets.dialogs import HelpScreen
 
-        self.app.push_screen(HelpScreen(help_rows(self.keymap)))
+        self.app.push_screen(HelpScreen(self.help_rows()))
+
+    def help_rows(self) -> list[tuple[str, str]]:
+        active = {b.binding.id for b in self.active_bindings.values()}
+        return help_rows(self.keymap, self.KEYS, lambda key: key.id in active,
+                         self.help_texts())
+
+    def help_texts(self) -> dict[str, str]:
+        """What the help says of some keys here instead of the table's line, by id."""
+        return {}
 
     def action_toggle_graph(self) -> None:
         """The Graph pane in place of the node table (on a huge screen: the table off)."""

@@ -155,7 +155,9 @@ def picture_data(trace: Trace, picture: Picture, nodes: list[int]) -> dict[str, 
         lines.append(runs)
     return {
         "num_width": picture.num_width, "kinds": KINDS, "lines": lines,
-        "boxes": [[at[nid], b.x, b.y, b.w] for nid, b in picture.boxes.items()],
+        # (a path the recorder named: with the label the box shows, shortened keeping its end)
+        "boxes": [[at[nid], b.x, b.y, b.w] + ([b.label] if trace.derived_name(nid) else [])
+                  for nid, b in picture.boxes.items()],
         "ops": [[at[nid], x, y, len(glyph)] for nid, (x, y, glyph) in picture.ops.items()],
         "edges": [[at[a], at[b], *paths(cells)] for (a, b), cells in picture.edges.items()],
     }

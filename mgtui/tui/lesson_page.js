@@ -317,8 +317,8 @@
     this.squeezed = page.L.squeezed[String(pic.num_width)] || {};
     this.boxes = new Map();  // nid -> box
     this.byLine = new Map();  // y -> boxes over it
-    for (const [pos, x, y, w] of pic.boxes) {
-      const nid = view.nodes[pos], box = { nid, x, y, w };
+    for (const [pos, x, y, w, short] of pic.boxes) {  // (short: a path's label, shortened)
+      const nid = view.nodes[pos], box = { nid, x, y, w, short };
       this.boxes.set(nid, box);
       for (let k = y; k < y + 3; k++) {
         if (!this.byLine.has(k)) this.byLine.set(k, []);
@@ -441,7 +441,7 @@
       return;
     }
     const lw = box.w - 2 * nw - 11;
-    let label = lesson.label(nid);
+    let label = box.short || lesson.label(nid);
     if (label.length > lw) label = label.slice(0, Math.max(lw - 1, 0)) + "…";
     const data = future ? "·" : this.number(lesson.data[nid]);
     const grad = future ? "·" : this.number(lesson.grad[nid]);

@@ -15,6 +15,7 @@ from typing import Iterator
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.scalar import Scalar
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -252,6 +253,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
             return
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
+        self._fit_table()
         self.query_one(GraphPane).show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
@@ -427,6 +429,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
         restyles every widget on the screen (some 30-180 ms a session; a class's `m`
         in the teacher's and every group's session at once)."""
         self.graph_shown = shown
+        self._fit_table()  # (the pane shown: at once, in the same layout)
+        if not shown:
+            self.call_after_refresh(self._fit_table)  # (hidden: from the table's room)
         self.query_one("#top").styles.display = "none" if shown else None
         self.query_one("#graph").styles.display = "block" if shown else None  # (None: the
         # style sheet's again: hidden, or shown below the table on a huge screen)
@@ -445,8 +450,34 @@ class DebuggerScreen(SideTabs, Screen[None]):
         width, height = self.app.size
         self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
         self._refresh_keys()
+        self.call_after_refresh(self._fit_table)  # (a scrollbar under the table, or not)
+
+    def _fit_table(self) -> None:
+        fit_table(self, self.graph_shown or self.has_class("-huge"))
 
     def on_node_table_selected(self, event: NodeTable.Selected) -> None:
         if self.session is not None:
             self.set_reactive(DebuggerScreen.state, self.session.select(event.nid))
             self._refresh_keys()
+
+
+def fit_table(screen: DebuggerScreen, graph_room: bool) -> None:
+    """A table shorter than its room takes only the rows it needs, and the step detail
+    below it gets the others (its notes need not scroll out of sight): `#top` at most the
+    table's rows, `#bottom` the rest (its height in mgtui.tcss is its least). Restyled
+    only when that changes (a new graph, a new size), not at a step; not where the Graph
+    pane takes the room (`graph_room`: in the table's place, or below it)."""
+    table, top, bottom = (screen.query_one_optional(NodeTable), screen.query_one("#top"),
+                          screen.query_one("#bottom"))
+    room = top.outer_size.height + bottom.outer_size.height
+    least = bottom.styles.base.height
+    if graph_room:
+        rows = None
+    elif table is None or not table.row_count or not room or least is None:
+        return
+    else:
+        need = table.rows_needed
+        rows = need if need < room - least.resolve(screen.size, screen.app.size) else None
+    if top.styles.inline.max_height != (None if rows is None else Scalar.from_number(rows)):
+        top.styles.max_height = rows
+        bottom.styles.height = None if rows is None else "1fr"

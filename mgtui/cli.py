@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(TRACE.json or TRACE.mgtrace)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", dest="print_",
-                      help="print the trace as text and exit")
+                      help="print the lesson as text and exit: its notes, each pass's steps "
+                      "worked out with their #: notes (200 a pass; see --all, --pass, "
+                      "--steps), the nodes")
     mode.add_argument("--export", choices=("json", "dot", "svg", "html", "cast"),
                       help="write the trace as JSON, or the final graph as Graphviz DOT or "
                       "as the Graph pane's picture in SVG (no Graphviz needed), or the "

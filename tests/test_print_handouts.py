@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
 import zlib
@@ -187,3 +188,23 @@ def test_the_help_says_how_to_print_part_of_a_lesson():
     text = build_parser().format_help()
     for option in ("--pass N", "--steps A:B", "-o FILE, --output FILE"):
         assert option in text, option
+
+
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node.js to run the page's script")
+@pytest.mark.parametrize("hash_, opened", [("", 9), ("#step=10", 10), ("#step=3", 9)])
+def test_the_pages_script_moves_among_the_range_only(capsys, tmp_path, hash_, opened):
+    code, html, _ = run(capsys, "chain", "--export", "html", "--steps", "9:11")
+    assert code == 0
+    meta = tmp_path / "meta.json"
+    meta.write_text(re.search(r'id="mgtui-lesson">(.*?)</script>', html, re.S).group(1),
+                    encoding="utf-8")
+    out = subprocess.run([NODE, str(ROOT / "tests" / "page_range.js"),
+                          str(ROOT / "mgtui" / "tui" / "lesson_page.js"), str(meta), hash_],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    moves = json.loads(out.stdout)
+    assert moves == {"ready": "1", "first": 9, "last": 11, "opened": opened, "afterStart": 9,
+                     "afterEnd": 11, "g": 9, "n": 10, "G": 11, "nAtEnd": 11}, moves

@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(TRACE.json or TRACE.mgtrace)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", dest="print_",
-                      help="print the trace as text and exit")
+                      help="print the lesson as text and exit: its notes, each pass's steps "
+                      "worked out with their #: notes (200 a pass; see --all, --pass, "
+                      "--steps), the nodes")
     mode.add_argument("--export", choices=("json", "dot", "svg", "html", "cast"),
                       help="write the trace as JSON, or the final graph as Graphviz DOT or "
                       "as the Graph pane's picture in SVG (no Graphviz needed), or the "
@@ -53,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cast-delay", type=float, metavar="SECONDS",
                         help="with --export cast: the time between two steps (default 1)")
     parser.add_argument("--all", action="store_true", help="with --print: every step of every pass")
+    parser.add_argument("--pass", type=positive, metavar="N", dest="pass_",
+                        help="with --print or --export html: only pass N (counted from 1, as "
+                        "--print numbers them: Pass N/total)")
+    parser.add_argument("--steps", type=step_range, metavar="A:B",
+                        help="with --print or --export html: only steps A to B (A: or :B "
+                        "for open ends; with --pass, the steps of that pass among them). "
+                        "--print prints every step of the range")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="with --print or --export: write to FILE instead of stdout")
     parser.add_argument("--quiz", action="store_true",
                         help="quiz mode for self-study: at each backward step, predict the grad "
                         "it accumulates (a) before it is shown; a score at the end")
@@ -154,6 +165,63 @@ def pass_list(text: str) -> str | list[int]:
     return sorted(set(numbers))
 
 
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a number from 1: {text!r}")
+    return value
+
+
+def step_range(text: str) -> tuple[int | None, int | None]:
+    """`A:B`, `A:`, `:B` or `A`: steps numbered from 1, either end open (None)."""
+    lo, colon, hi = text.strip().partition(":")
+    try:
+        first = int(lo) if lo.strip() else None
+        last = int(hi) if hi.strip() else (None if colon else first)
+        if (first is not None and first < 1) or (last is not None and last < (first or 1)):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a range of steps: {text!r} (e.g. 10:20, 10:, :20 or 7; from step 1)") from None
+    return first, last
+
+
+def chosen_steps(trace, args: argparse.Namespace) -> tuple[int, int] | None:
+    """The steps (first, last) that `--pass` and `--steps` choose of `trace`, None for
+    all of it; ValueError saying why when they choose none."""
+    if args.pass_ is None and args.steps is None:
+        return None
+    first, last = 1, len(trace)
+    if args.pass_ is not None:
+        if args.pass_ > len(trace.passes):
+            raise ValueError(f"--pass {args.pass_}: the trace has {len(trace.passes)} "
+                             f"pass{'es' if len(trace.passes) != 1 else ''}")
+        chosen = trace.passes[args.pass_ - 1]
+        first, last = chosen.start + 1, chosen.end
+    if args.steps is not None:
+        lo, hi = args.steps
+        if (lo or 1) > len(trace):
+            raise ValueError(f"--steps: the trace has {len(trace):,} steps")
+        first, last = max(first, lo or 1), min(last, len(trace) if hi is None else hi)
+        if first > last:
+            raise ValueError(f"--steps and --pass {args.pass_}: no step is in both (the "
+                             f"pass is steps {chosen.start + 1}–{chosen.end})")
+    return first, last
+
+
+def handout_error(args: argparse.Namespace) -> str:
+    """What is wrong with --pass, --steps and -o as given, "" if nothing."""
+    ranged = args.pass_ is not None or args.steps is not None
+    if ranged and not (args.print_ or args.export == "html"):
+        return "--pass and --steps go with --print or --export html"
+    if args.output is not None and not (args.print_ or args.export):
+        return "-o goes with --print or --export"
+    return ""
+
+
 def fail(message: str, detail: str = "") -> int:
     say(message, detail)
     return EXIT_UNUSABLE
@@ -189,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in bundled():
             print(f"{name:24s} {title_of(path)}")
         return EXIT_OK
-    if run_limits_error(args):
-        return fail(run_limits_error(args))
+    if run_limits_error(args) or handout_error(args):
+        return fail(run_limits_error(args) or handout_error(args))
     if (args.passes is not None or args.budget is not None) and not args.check:
         return fail("--passes and --budget go with --check")
     if args.budget is not None and args.budget <= 0:
@@ -230,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(exc.message, exc.detail)
     saved_ok = save_trace(trace, Path(args.save)) if args.save else True
     try:
-        write_trace(trace, args)
+        if not write_output(trace, args):
+            return EXIT_UNUSABLE
     except KeyboardInterrupt:
         say(f"{path}: interrupted while writing the trace (what was written is partial)")
         return EXIT_FAILED
@@ -289,12 +358,54 @@ def save_trace(trace, path: Path) -> bool:
     return True
 
 
-def write_trace(trace, args: argparse.Namespace) -> None:
-    out = InertStream(sys.stdout)
+def write_output(trace, args: argparse.Namespace) -> bool:
+    """`write_trace` to stdout, or with -o to its file: written beside it and renamed into
+    place, so a failure leaves what was there. False (said) if it cannot be written, or
+    --pass and --steps choose no step of it."""
+    try:
+        steps = chosen_steps(trace, args)
+    except ValueError as exc:
+        say(str(exc))
+        return False
+    if args.output is None:
+        write_trace(trace, args, sys.stdout, steps)
+        return True
+    import os
+
+    target = Path(args.output)
+    part = target.with_name(f".{target.name}.part")
+    try:
+        with open(part, "w", encoding="utf-8") as stream:
+            write_trace(trace, args, stream, steps)
+        os.replace(part, target)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        say(f"cannot write {target}: {exc.strerror or exc} (nothing was written there)")
+        return False
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return True
+
+
+def print_width(stream) -> int:
+    """The width --print wraps to: on a terminal its own (COLUMNS if set), else 100
+    (a file or a pipe: the same handout wherever it is written)."""
+    import shutil
+
+    if getattr(stream, "isatty", lambda: False)():
+        return max(shutil.get_terminal_size((100, 24)).columns, 40)
+    return 100
+
+
+def write_trace(trace, args: argparse.Namespace, stream=None,
+                steps: tuple[int, int] | None = None) -> None:
+    stream = sys.stdout if stream is None else stream
+    out = InertStream(stream)
     if args.export == "json":
         from mgtui.trace.export import write_json
 
-        write_json(trace, sys.stdout)  # as a stream; JSON escapes every control character
+        write_json(trace, stream)  # as a stream; JSON escapes every control character
     elif args.export == "dot":
         from mgtui.trace.export import to_dot
 
@@ -302,21 +413,23 @@ def write_trace(trace, args: argparse.Namespace) -> None:
     elif args.export == "svg":
         from mgtui.tui.graph_paint import graph_svg
 
-        sys.stdout.write(graph_svg(trace))  # XML-escaped text: nothing reaches a terminal raw
+        stream.write(graph_svg(trace))  # XML-escaped text: nothing reaches a terminal raw
     elif args.export == "html":
         from mgtui.tui.export_html import lesson_html
 
-        sys.stdout.write(lesson_html(trace))  # scenario text only in its JSON, with no `<`
+        stream.write(lesson_html(trace, steps))  # scenario text only in its JSON, with no `<`
     elif args.export == "cast":
         from mgtui.tui.export_cast import lesson_cast
 
         # (the app's screens, scenario text inert in them; JSON escapes every control)
-        lesson_cast(trace, sys.stdout, delay=args.cast_delay or 1.0)
+        lesson_cast(trace, stream, delay=args.cast_delay or 1.0)
     elif args.print_:
         from mgtui.tui.report import print_trace
 
-        print_trace(trace, out, limit=None if args.all else 200)
-    sys.stdout.flush()
+        every = args.all or args.steps is not None  # (a range asked for: all of it)
+        print_trace(trace, out, limit=None if every else 200, width=print_width(stream),
+                    steps=steps)
+    stream.flush()
 
 
 class InertStream:

@@ -137,7 +137,7 @@ async def test_clicking_a_box_selects_it():
         assert screen.query_one(NodeTable).selected_node == target
 
 
-async def test_o_turns_the_picture():
+async def test_t_turns_the_picture():
     app = MgtuiApp(SCENARIOS / "chain.py", step=15)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
@@ -145,7 +145,7 @@ async def test_o_turns_the_picture():
         await settle(pilot)
         graph = screen.query_one(GraphPane)
         before = graph.picture.orientation
-        await pilot.press("o")
+        await pilot.press("T")
         await settle(pilot)
         assert graph.picture.orientation != before
         assert on_screen(graph, screen.selected)
@@ -217,7 +217,7 @@ async def test_the_graph_pane_survives_a_tiny_terminal_and_back():
         for size in ((40, 12), (20, 8), (120, 40), (80, 24)):
             await pilot.resize_terminal(*size)
             await settle(pilot)
-            await pilot.press("n", "o", "j", "L", "K")
+            await pilot.press("n", "T", "j", "L", "K")
             await settle(pilot)
         graph = screen.query_one(GraphPane)
         assert graph.display and screen.selected in graph.picture.boxes

@@ -45,7 +45,7 @@ async def test_students_follow_the_graph_pane_and_the_notes(server, keys):
         assert await student.wait_for(lambda t: TABLE not in t), student.text()
         assert await student.wait_for(lambda t: "(*)─" in t and "(+)─" in t), student.text()
     turned = "TB" if pane_of(server, "teacher").picture.orientation == "LR" else "LR"
-    teacher.send("o")  # the pane has the focus: o turns it
+    teacher.send("T")  # the pane has the focus: T turns it
     assert await teacher.wait_for(lambda _: pane_of(server, "teacher").orientation == turned)
     for i, student in enumerate(students):
         assert await student.wait_for(

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
@@ -30,7 +29,9 @@ from mgtui.tui.messages import OpenScenario, RunChecks
 from mgtui.tui.screen_diff import erases
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
+from mgtui.session.bindings import CLASS_KEYS, DEBUGGER_KEYS
 from mgtui.tui.widgets.debugger import DebuggerScreen
+from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.graph import GraphPane
 from mgtui.tui.widgets.node_table import NodeTable
 
@@ -53,13 +54,8 @@ class ClassScreen(DebuggerScreen):
                      text-style: bold reverse; }
     #follow-status.-shown { display: block; }
     """
-    BINDINGS = [Binding("f", "rejoin", "Follow the teacher", id="follow", show=False),
-                Binding("R", "app.roster", "Roster", id="roster", show=False),
-                Binding("asterisk", "app.point", "Point", id="point", show=False),
-                Binding("exclamation_mark", "app.say", "Say", id="say", show=False),
-                Binding("a", "app.answer", "Answer", id="answer", show=False),
-                Binding("Q", "app.quiz", "Quiz", id="quiz", show=False),
-                Binding("V", "app.reveal", "Reveal", id="reveal", show=False)]
+    KEYS = DEBUGGER_KEYS + CLASS_KEYS
+    BINDINGS = bindings_of(CLASS_KEYS)
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
@@ -114,12 +110,21 @@ class ClassScreen(DebuggerScreen):
             self.app.arrived(self.session.position, own=not self.quiet)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "rejoin":
-            return None if self.app.teacher else True
+        if action in ("rejoin", "answer"):  # (a student's keys: the class's quiz for `a`)
+            return not self.app.teacher
         return super().check_action(action, parameters)
 
     def action_rejoin(self) -> None:
         self.app.rejoin()
+
+    def action_answer(self) -> None:
+        self.app.action_answer()
+
+    def help_texts(self) -> dict[str, str]:
+        texts = {"answer": "quiz mode: your prediction of the grad asked (a number)"}
+        if self.app.teacher:
+            texts["quit"] = "end the class (it asks first, and says how many it drops)"
+        return texts
 
     # -- where the teacher looks (published by the teacher's session) -------------------------
     def action_toggle_graph(self) -> None:
@@ -135,26 +140,6 @@ class ClassScreen(DebuggerScreen):
 
     def on_graph_pane_viewed(self, event: GraphPane.Viewed) -> None:
         self.app.panned()
-
-    def action_help(self) -> None:
-        """The debugger's help, with the follow mode's key for a student."""
-        from mgtui.session.bindings import help_rows
-        from mgtui.tui.widgets.dialogs import HelpScreen
-
-        rows = help_rows(self.keymap)
-        if not self.app.teacher:
-            rows.insert(0, ("f", "follow the teacher again, after your own moves paused it"))
-        if not self.app.teacher:
-            rows.insert(1, ("a", "quiz mode: your prediction of the grad asked (a number)"))
-        if self.app.keyed_teacher:
-            rows[0:0] = [("R", "the roster: who is here, following or paused, at which step"),
-                         ("q", "end the class (it asks first, and says how many it drops)"),
-                         ("*", "point the class at the selected node (again: stop pointing)"),
-                         ("!", "one line to the class, in every header until the next step"),
-                         ("Q", "quiz mode on or off: students predict each backward step's "
-                               "grad"), ("V", "quiz mode: reveal this step's grads for all")]
-        self.app.push_screen(HelpScreen(rows))
-
 
 class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
@@ -513,10 +498,15 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self.run_checks(lesson.path, trace)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("reload", "cancel_loading", "screenshot"):
+        # (False: the key is not this session's, and the footer and the help leave it out)
+        if action == "screenshot":
             return None
+        if action in ("reload", "cancel_loading"):  # (a class records nothing)
+            return False
         if action == "roster":
-            return True if self.keyed_teacher else None
+            return self.keyed_teacher
+        if action in ("point", "say", "quiz", "reveal"):
+            return self.teacher
         return super().check_action(action, parameters)
 
     def get_system_commands(self, screen: Screen):

@@ -6,8 +6,8 @@ Plain data: it imports no textual, so the config loader can check ids against it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
 
 
 @dataclass(frozen=True)
@@ -75,13 +75,31 @@ DEBUGGER_KEYS: tuple[Key, ...] = (
         "Answer the quiz's question", show=False),
     Key("pick", "o", "app.pick", "Open",
         "open another lesson: the lesson directory's files, else the bundled scenarios",
-        "Open another scenario", show=False),
+        "Open another scenario"),
     Key("focus_next", "tab", "app.focus_next", "Focus", "move the focus to the next pane",
         show=False),
     Key("focus_previous", "shift+tab", "app.focus_previous", "Focus back",
         "move the focus to the previous pane", show=False),
     Key("help", "question_mark", "help", "Help", "this help", "Help", display="?"),
     Key("quit", "q", "app.quit", "Quit", "quit"),
+)
+
+# A class's keys (`mgtui serve`), on top of the debugger's: each shows, in the footer and
+# the help, only for whom it works (`check_action`: a student's `f`, a teacher's `R`, the
+# leading teacher's `* ! Q V`). A key here that a debugger key has too would replace it
+# (`help_rows`, `screen_keys`); `clashes` finds such a key bound to two actions.
+CLASS_KEYS: tuple[Key, ...] = (
+    Key("follow", "f", "rejoin", "Follow",
+        "follow the teacher again, after your own moves paused it", show=False),
+    Key("roster", "R", "app.roster", "Roster",
+        "the roster: who is here, following or paused, at which step"),
+    Key("point", "asterisk", "app.point", "Point",
+        "point the class at the selected node (again: stop pointing)", display="*"),
+    Key("say", "exclamation_mark", "app.say", "Say",
+        "one line to the class, in every header until the next step", display="!"),
+    Key("quiz", "Q", "app.quiz", "Quiz",
+        "quiz mode on or off: students predict each backward step's grad"),
+    Key("reveal", "V", "app.reveal", "Reveal", "quiz mode: reveal this step's grads for all"),
 )
 
 APP_KEYS: tuple[Key, ...] = (
@@ -118,7 +136,7 @@ GRAPH_KEYS: tuple[Key, ...] = (
     Key("graph.left", "h", "move(-1,0)", "Left", show=False),
     Key("graph.right", "l", "move(1,0)", "Right", show=False),
     Key("graph.choose", "enter", "choose", "Select", show=False),
-    Key("graph.flip", "o", "flip", "Flip", show=False),
+    Key("graph.flip", "T", "flip", "Turn", show=False),
     Key("graph.pan_left", "H", "pan(-1,0)", "Pan left", show=False),
     Key("graph.pan_right", "L", "pan(1,0)", "Pan right", show=False),
     Key("graph.pan_up", "K,pageup", "pan(0,-1)", "Pan up", show=False),
@@ -131,10 +149,10 @@ MORE_HELP = (
     ("ctrl+p", "command palette: every action; go to step N, pass N, node"),
     ("↑ ↓ pgup pgdn", "move the selection in the node table (when focused)"),
     ("↑ ↓ h l  enter", "in the Graph pane: move from box to box; enter (or a click) selects it"),
-    ("H J K L  o", "in the Graph pane: pan; o turns it left-to-right / top-to-bottom"),
+    ("H J K L  T", "in the Graph pane: pan; T turns it left-to-right / top-to-bottom"),
 )
 
-ALL_KEYS = DEBUGGER_KEYS + APP_KEYS + PANE_KEYS
+ALL_KEYS = DEBUGGER_KEYS + CLASS_KEYS + APP_KEYS + PANE_KEYS
 IDS = frozenset(k.id for k in ALL_KEYS if k.keys)  # what a keymap may rebind
 BY_ID = {k.id: k for k in ALL_KEYS}
 
@@ -162,17 +180,47 @@ def shown_keys(key: Key, keymap: Mapping[str, str]) -> str:
     return keys.replace("_", " ").replace(",", " / ")
 
 
-def help_rows(keymap: Mapping[str, str] = {}) -> list[tuple[str, str]]:
-    """(keys, meaning) for the help screen: the keys of each action on one line."""
+def help_rows(keymap: Mapping[str, str] = {}, table: tuple[Key, ...] = DEBUGGER_KEYS,
+              works: Callable[[Key], bool] | None = None,
+              texts: Mapping[str, str] = {}) -> list[tuple[str, str]]:
+    """(keys, meaning) for the help screen: the keys of each action of `table` on one
+    line, those that `works` says work on the screen (all without it); `texts` says some
+    differently, by id. A later entry with a key of an earlier one takes that key (a
+    class's keys over the debugger's)."""
+    table = screen_keys(table)
     keys: dict[str, list[str]] = {}
-    for key in DEBUGGER_KEYS:
-        if key.keys:
+    for key in table:
+        if key.keys and (works is None or works(key)):
             keys.setdefault(key.action, []).append(shown_keys(key, keymap))
     rows = []
-    for key in DEBUGGER_KEYS:
-        if key.help and key.keys:
-            rows.append((" / ".join(keys[key.action]), key.help))
+    for key in table:
+        if key.help and key.keys and key.action in keys:
+            rows.append((" / ".join(keys.pop(key.action)), texts.get(key.id, key.help)))
     return rows + list(MORE_HELP)
+
+
+def screen_keys(table: tuple[Key, ...]) -> tuple[Key, ...]:
+    """`table` as one screen binds it: an entry loses the keys a later one binds too."""
+    later: set[str] = set()
+    out = []
+    for key in reversed(table):
+        own = [k for k in key.keys.split(",") if k and k not in later]
+        later.update(own)
+        if key.keys and not own:
+            continue
+        out.append(key if ",".join(own) == key.keys else replace(key, keys=",".join(own)))
+    return tuple(reversed(out))
+
+
+def clashes(*tables: tuple[Key, ...]) -> dict[str, set[str]]:
+    """The keys bound to more than one action by `tables` (the bindings active together:
+    the app's, a screen's, its focused pane's), each with its actions (`app.` dropped)."""
+    actions: dict[str, set[str]] = {}
+    for table in tables:
+        for key in table:
+            for k in filter(None, key.keys.split(",")):
+                actions.setdefault(k, set()).add(key.action.removeprefix("app."))
+    return {k: acts for k, acts in actions.items() if len(acts) > 1}
 
 
 def palette_rows(keymap: Mapping[str, str] = {}) -> list[tuple[str, str, str]]:

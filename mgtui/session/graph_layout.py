@@ -24,6 +24,7 @@ from mgtui.session.graph_placement import Order, Unit, order_of, place_across, r
 from mgtui.session.graph_routes import U_MINUS, U_PLUS, V_MINUS, V_PLUS, route
 from mgtui.trace import Trace
 from mgtui.trace.explain import fmt
+from mgtui.trace.names import fitted_name
 
 Orientation = Literal["LR", "TB"]
 
@@ -32,6 +33,7 @@ HOPS = 2  # a neighbourhood: this many hops each way from its centre
 FAN_LIMIT = 3  # inputs or uses of one node drawn in a neighbourhood; the rest is a stub
 LABEL_WIDTH = 14
 COMPACT_LABEL = 13  # a compact box's label and number, in cells
+PATH_WIDTH = 16  # a path the recorder named, shortened: `n.l[1].n[2].w[3]` whole
 COMPACT_NUMBER = 5
 OP_WIDTH = 12  # an op as `(sigmoid)`: whole, up to this many cells
 MARK_WIDTH = 2  # `▶ `, `+=`, `● `, `= ` in front of the label
@@ -329,9 +331,17 @@ class _Sizes:
         # a rare longer number is squeezed into it
         return cls(trace, min(num_w, COMPACT_NUMBER if compact else 7), int(compact))
 
+    def label(self, nid: int) -> str:
+        """The box's label: a path the recorder named shortened as the table shortens it
+        (`n.l[2].n[0].b`, keeping its end: two parameters never look the same), a
+        label the script gave as it is (clipped at its end)."""
+        return fitted_name(self.trace, nid, PATH_WIDTH)
+
     def label_width(self, nid: int) -> int:
-        return min(cell_width(self.trace.label(nid)),
-                   COMPACT_LABEL if self.compact else LABEL_WIDTH)
+        limit = COMPACT_LABEL if self.compact else LABEL_WIDTH
+        if self.trace.derived_name(nid):
+            limit = PATH_WIDTH
+        return min(cell_width(self.label(nid)), limit)
 
     def box_width(self, nid: int) -> int:
         if self.compact == 2:  # `│` mark label `│` over `│` ` ` number `│`
@@ -548,7 +558,7 @@ def _draw_units(grid: list[list[str]], sizes: _Sizes, layers: list[list[Unit]],
 
 def _frame(nid: int, x: int, y: int, w: int, sizes: _Sizes, lr: bool,
            port_in: bool, port_out: bool) -> Box:
-    label, lw = sizes.trace.label(nid), sizes.label_width(nid)
+    label, lw = sizes.label(nid), sizes.label_width(nid)
     if sizes.compact:
         left = "┤" if lr and port_in else "│"
         right = "├" if lr and port_out else "│"

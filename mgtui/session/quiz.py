@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from mgtui.trace import Trace
 from mgtui.trace.arrays import ArrayValue, delta, unravel
 from mgtui.trace.records import EventKind, Field, Write
+from mgtui.trace.working import fmt, name
 
 RELATIVE = 0.01  # an answer within 1% of the grad is right
 ABSOLUTE = 0.01  # ... or within this much of it (a grad near 0)
@@ -35,12 +36,13 @@ class Question:
     answer: float
     hidden: frozenset[int]  # every node whose grad this step writes: shown as ?
     index: tuple[int, ...] | None = None  # the element asked, where the grad is an array
+    before: float = 0.0  # the grad before this step (hidden with it): what a `+=` adds to
 
     @property
     def what(self) -> str:
         """`o.grad`, or `b.grad[0, 3]` for an element of an array grad."""
         where = "" if self.index is None else "[" + ", ".join(map(str, self.index)) + "]"
-        return f"{self.label}.grad{where}"
+        return f"{name(self.label)}.grad{where}"
 
     @property
     def tolerance(self) -> float:
@@ -51,8 +53,8 @@ class Question:
 
     @property
     def prompt(self) -> str:
-        return (f"predict {self.what} after this step (right within "
-                f"± {self.tolerance:.3g})")
+        was = f"it is {fmt(self.before)} before it, and += adds to that; " if self.before else ""
+        return f"predict {self.what} after this step ({was}right within ± {self.tolerance:.3g})"
 
 
 def question_at(trace: Trace, step: int) -> Question | None:
@@ -70,11 +72,17 @@ def question_at(trace: Trace, step: int) -> Question | None:
     label = trace.label(first.node) or f"#{first.node}"
     hidden = frozenset(last)
     if not trace.has_arrays:
-        return Question(step, first.node, label, last[first.node].after, hidden)
+        return Question(step, first.node, label, last[first.node].after, hidden,
+                        before=first.before)
     answer, index = array_answer(trace, first, last[first.node])
     if answer is None:
         return None  # (an element that was not kept: nothing to ask)
-    return Question(step, first.node, label, answer, hidden, index)
+    before = trace.write_value(first.index, first.before, first.after)[0]
+    if isinstance(before, ArrayValue):
+        before = before.element(flat_index(index, before.shape))
+    return Question(step, first.node, label, answer, hidden, index,
+                    before=before if isinstance(before, float) and math.isfinite(before)
+                    else 0.0)
 
 
 def array_answer(trace: Trace, first: Write, last: Write
@@ -96,6 +104,19 @@ def array_answer(trace: Trace, first: Write, last: Write
     if value is None or not math.isfinite(value):
         return None, None
     return value, unravel(flat, after.shape)
+
+
+def flat_index(index: tuple[int, ...] | None, shape: tuple[int, ...]) -> int:
+    """The element at `index` of an array of `shape`, counted row by row."""
+    flat = 0
+    for i, n in zip(index or (), shape):
+        flat = flat * n + i
+    return flat
+
+
+def percent(part: int, whole: int) -> int:
+    """`part` of `whole` in per cent, rounded to the nearest (2 of 3: 67), halves up."""
+    return (200 * part + whole) // (2 * whole)
 
 
 def parse_number(text: str) -> float | None:
@@ -173,7 +194,7 @@ class Quiz:
         top = max(n for _lo, _hi, n in hist)
         bars = "".join(BARS[round(n / top * (len(BARS) - 1))] if n else " " for *_r, n in hist)
         return (f"{hist[0][0]:.3g} {bars} {hist[-1][1]:.3g} · {right}/{answered} right "
-                f"({100 * right // answered}%)")
+                f"({percent(right, answered)}%)")
 
     def scores(self) -> dict[str, tuple[int, int]]:
         """Per student: (right, answered)."""
@@ -279,7 +300,7 @@ class SelfStudy:
         if not answered:
             text = "quiz score: no answers given"
         else:
-            text = f"quiz score: {right} of {answered} right ({100 * right // answered}%)"
+            text = f"quiz score: {right} of {answered} right ({percent(right, answered)}%)"
         if skipped:
             text += (f" · {skipped} step{'s' if skipped != 1 else ''} passed without an "
                      "answer")

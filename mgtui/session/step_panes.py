@@ -16,6 +16,7 @@ from typing import Callable
 from mgtui.trace.arrays import ArrayValue, state_values
 from mgtui.session.assigns import assigning_lines
 from mgtui.trace.explain import explain
+from mgtui.trace.working import name as formula_name
 from mgtui.session.notes import notes_in
 from mgtui.session.step_state import Detail, Header, Source
 from mgtui.trace import EventKind, Trace
@@ -174,7 +175,7 @@ def closure_source(trace: Trace, event: int, closure_index: int) -> Source:
     assigns = assigning_lines(closure)
     marked = {w.line: "!" if w.line in assigns else "▶" for w in trace.writes(event) if w.line}
     nid = trace.event_node(event)
-    title = (f"{trace.label(nid)}._backward ({trace.op(nid) or 'leaf'}) · "
+    title = (f"{formula_name(trace.label(nid))}._backward ({trace.op(nid) or 'leaf'}) · "
              f"{trace.place(closure.filename, closure.first_line, short_path(closure.filename))}")
     if closure.default:
         title += "  (the default no-op)"

@@ -32,15 +32,32 @@ KINDS = ("",) + STYLE_NAMES  # a run's kind in a picture's lines: 0 is the pane'
 LIGHT = "─│┌┐└┘├┤┬┴┼╴╶╵╷"
 
 
-def lesson_html(trace: Trace) -> str:
-    """The page, as one string."""
+def lesson_html(trace: Trace, steps: tuple[int, int] | None = None) -> str:
+    """The page, as one string; with `steps` (first, last), numbered from 1, a page that
+    opens at the first and moves among those steps only."""
     lesson = pack_lesson(trace)
     add_pictures(trace, lesson)
+    if steps is not None:
+        keep_steps(lesson.data, *steps)
     body = json.dumps(lesson.data, ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False).encode()
     title = trace.title or lesson.data["scenario"]  # (its file name: no local path)
+    if steps is not None:
+        title += f" · steps {steps[0]}–{steps[1]}"
     meta = {"title": title, "packed": base64.b64encode(deflated(body)).decode("ascii")}
     return page(meta)
+
+
+def keep_steps(data: dict[str, Any], first: int, last: int) -> None:
+    """Only steps `first` to `last` shown (the page replays the ones before to get
+    there): their range, and no working for the others. The error step, after the
+    last event, goes with a range that ends at the last event."""
+    events = len(data["events"]["kind"])
+    if last >= events:
+        last = data["total"]
+    data["range"] = [first, last]
+    data["detail"] = [text if first <= k <= last else ""
+                      for k, text in enumerate(data["detail"])]
 
 
 def deflated(data: bytes) -> bytes:
@@ -138,7 +155,9 @@ def picture_data(trace: Trace, picture: Picture, nodes: list[int]) -> dict[str, 
         lines.append(runs)
     return {
         "num_width": picture.num_width, "kinds": KINDS, "lines": lines,
-        "boxes": [[at[nid], b.x, b.y, b.w] for nid, b in picture.boxes.items()],
+        # (a path the recorder named: with the label the box shows, shortened keeping its end)
+        "boxes": [[at[nid], b.x, b.y, b.w] + ([b.label] if trace.derived_name(nid) else [])
+                  for nid, b in picture.boxes.items()],
         "ops": [[at[nid], x, y, len(glyph)] for nid, (x, y, glyph) in picture.ops.items()],
         "edges": [[at[a], at[b], *paths(cells)] for (a, b), cells in picture.edges.items()],
     }

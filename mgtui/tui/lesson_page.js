@@ -130,6 +130,8 @@
     this.events = L.events.kind.length;
     this.total = L.total;
     this.step = 0;
+    // a handout of some steps (`--steps A:B`, `--pass N`): the page moves among them only
+    [this.first, this.last] = L.range || [0, L.total];
   }
 
   Player.prototype.atError = function (step) {
@@ -141,7 +143,7 @@
   };
 
   Player.prototype.goto = function (step, touched) {
-    step = Math.max(0, Math.min(step, this.total));
+    step = Math.max(this.first, Math.min(step, this.last));
     const target = Math.min(step, this.events), lesson = this.lesson;
     while (lesson.position < target) lesson.apply(touched);
     while (lesson.position > target) lesson.undo(touched);
@@ -315,8 +317,8 @@
     this.squeezed = page.L.squeezed[String(pic.num_width)] || {};
     this.boxes = new Map();  // nid -> box
     this.byLine = new Map();  // y -> boxes over it
-    for (const [pos, x, y, w] of pic.boxes) {
-      const nid = view.nodes[pos], box = { nid, x, y, w };
+    for (const [pos, x, y, w, short] of pic.boxes) {  // (short: a path's label, shortened)
+      const nid = view.nodes[pos], box = { nid, x, y, w, short };
       this.boxes.set(nid, box);
       for (let k = y; k < y + 3; k++) {
         if (!this.byLine.has(k)) this.byLine.set(k, []);
@@ -439,7 +441,7 @@
       return;
     }
     const lw = box.w - 2 * nw - 11;
-    let label = lesson.label(nid);
+    let label = box.short || lesson.label(nid);
     if (label.length > lw) label = label.slice(0, Math.max(lw - 1, 0)) + "…";
     const data = future ? "·" : this.number(lesson.data[nid]);
     const grad = future ? "·" : this.number(lesson.grad[nid]);
@@ -527,7 +529,7 @@
     window.mgtuiPage = page;
     bindKeys(page);
     const asked = /^#step=(\d+)$/.exec(location.hash);
-    page.go(asked ? Number(asked[1]) : 0);
+    page.go(asked ? Number(asked[1]) : page.player.first);
     document.body.dataset.ready = "1";
   }
 

@@ -10,9 +10,12 @@ takes time in proportion to what is shown, not to the longest line)."""
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -21,7 +24,7 @@ from mgtui.trace.notebook import cells_of
 from mgtui.safe import bounded
 from mgtui.session import Session
 from mgtui.session.timeline import Timeline
-from mgtui.trace import Trace
+from mgtui.trace import EventKind, Trace
 
 if TYPE_CHECKING:
     from mgtui.doctor import Report
@@ -53,8 +56,37 @@ def bounded_text(text: str, style: str = "") -> Text:
     return Text(bounded_lines(text), style=style)
 
 
-def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: int = 100) -> None:
-    """Write the whole trace. `limit` caps the steps shown per pass (None: all of them)."""
+class Hanging:
+    """One line of `--print`: `prefix`, then `body` wrapped to the width left, each of its
+    lines after the first indented under the body's start (never back at column 0)."""
+
+    def __init__(self, prefix: str, body: Text) -> None:
+        self.prefix = prefix
+        self.body = body
+
+    def __str__(self) -> str:
+        return self.prefix + self.body.plain
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions):
+        indent = cell_len(self.prefix)
+        lines = self.body.wrap(console, max(options.max_width - indent, 20), overflow="fold")
+        for k, line in enumerate(lines):
+            line.rstrip()
+            yield Segment(self.prefix if k == 0 else " " * indent)
+            yield from line.render(console)
+            yield Segment.line()
+
+
+def hanging(prefix: str, body: str, style: str = "") -> Hanging:
+    return Hanging(prefix, bounded_text(body, style))
+
+
+def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: int = 100,
+                steps: tuple[int, int] | None = None) -> None:
+    """Write the trace: its title, its lesson notes, each pass's steps worked out, the
+    nodes. `limit` caps the steps shown per pass (None: all of them); `steps` (first,
+    last), numbered from 1, prints only those steps, and the nodes they touch as they
+    are at the last."""
     console = Console(file=file, width=width, highlight=False, markup=False, emoji=False,
                       color_system=None, soft_wrap=False)
 
@@ -64,25 +96,35 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
     say(trace.title, style="bold")
     say(f"{trace.scenario}: {trace.node_count:,} nodes, {len(trace):,} steps, "
         f"{len(trace.passes)} passes")
+    first, last = steps or (1, len(trace))
+    if steps is not None:
+        say(f"steps {first:,}–{last:,} of {len(trace):,}")
     if trace.arrays.unrecorded:  # values neither numbers nor arrays: said out loud
         say(f"⚠ {trace.arrays.unrecorded_note()}")
+    print_lesson_notes(trace.notes, console)
     timeline = Timeline(trace)
     notes = Session(trace).step_notes  # each step's `#:` notes, as the app shows them
     total = len(trace.passes)
     for p in trace.passes:
+        lo, hi = max(p.start, first - 1), min(p.end, last)  # the events printed
+        if lo >= hi:
+            continue
         say()
         say(f"Pass {p.index + 1}/{total}: {p.kind}, steps {p.start + 1}–{p.end}", style="bold")
-        shown = len(p) if limit is None else min(len(p), limit)
-        timeline.seek(p.start)
-        for index in range(p.start, p.start + shown):
+        shown = hi - lo if limit is None else min(hi - lo, limit)
+        timeline.seek(lo)
+        for index in range(lo, lo + shown):
             timeline.step()
             for line in step_lines(trace, timeline, index, notes(index)):
                 console.print(line)
-        if shown < len(p):
-            say(f"  … {len(p) - shown:,} more steps in this pass (--all prints every step)",
-                style="dim")
+        if shown < hi - lo:
+            say(f"  … {hi - lo - shown:,} more steps in this pass (--all prints every step, "
+                "--steps A:B a range)", style="dim")
     say()
-    print_nodes(trace, console)
+    if steps is None:
+        print_nodes(trace, console)
+    else:
+        print_nodes(trace, console, touched(trace, first - 1, last), last)
     if trace.error is not None:
         say()
         say(f"error after step {trace.error.after_event}: {trace.error_text()}")
@@ -92,46 +134,88 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
         say(bounded(trace.output.rstrip("\n"), OUTPUT_BUDGET))
 
 
+_LIST_ITEM = re.compile(r"(\s*(?:[-*+]|\d+[.)])\s+)(.*)")
+
+
+def print_lesson_notes(notes: str, console: Console) -> None:
+    """The lesson notes (the scenario's docstring after its title), a paragraph at a
+    time, wrapped to the width; a list item's lines go on under its text."""
+    from mgtui.session.lesson_pack import paragraphs
+
+    for paragraph in paragraphs(notes):
+        console.print()
+        for line in paragraph.split("\n"):
+            item = _LIST_ITEM.fullmatch(line)
+            console.print(hanging(*item.groups()) if item else hanging("", line.strip()))
+
+
+def touched(trace: Trace, lo: int, hi: int) -> list[int]:
+    """The nodes the events `lo`..`hi` (0-based, `hi` excluded) make, call or write."""
+    nodes: set[int] = set()
+    for index in range(lo, hi):
+        node = trace.event_node(index)
+        nodes.add(node)
+        if trace.kind(index) is EventKind.CREATE:
+            nodes.update(trace.children(node))
+        nodes.update(w.node for w in trace.writes(index))
+    return sorted(nodes)
+
+
 def step_lines(trace: Trace, timeline: Timeline, index: int,
-               notes: tuple[str, ...] = ()) -> list[Text]:
-    """One step worked out, then its `#:` notes (`✎`)."""
+               notes: tuple[str, ...] = ()) -> list[Hanging]:
+    """One step worked out, then its `#:` notes (`✎`); a line too long for the width
+    goes on indented under its own start."""
     ex = explain(trace, timeline.data, timeline.grad, index)
     line = trace.line_of(index)
     where = f"  ({trace.where(line)})" if line else ""
     head = f"  step {index + 1:>4}  "
     pad = " " * len(head)
     if ex.kind == "backward":
-        out = [bounded_text(f"{head}{ex.title}{where}")]
+        out = [hanging(head, f"{ex.title}{where}")]
         if ex.values:
-            out.append(bounded_text(f"{pad}values at this call: {ex.values}"))
+            out.append(hanging(pad, f"values at this call: {ex.values}"))
         if ex.local:
-            out.append(bounded_text(f"{pad}local derivative: {ex.local}"))
+            out.append(hanging(pad, f"local derivative: {ex.local}"))
         for c in ex.contributions:
             working = f"{c.formula} = {c.numbers}" if c.numbers else c.formula
-            out.append(bounded_text(f"{pad}  {working}"))
-            out.append(bounded_text(f"{pad}    {c.change}"))
-        out.extend(bounded_text(f"{pad}  note: {n}") for n in ex.notes)
-        out.extend(bounded_text(f"{pad}  ✎ {note}") for note in notes)
+            out.append(hanging(f"{pad}  ", working))
+            out.append(hanging(f"{pad}    ", c.change))
+        out.extend(hanging(f"{pad}  note: ", n) for n in ex.notes)
+        out.extend(hanging(f"{pad}  ✎ ", note) for note in notes)
         return out
     text = ex.equation if ex.kind == "create" else f"{ex.title}    {ex.equation}"
-    out = [bounded_text(f"{head}{text}{where}")]
-    out.extend(bounded_text(f"{pad}  note: {n}") for n in ex.notes if ex.kind != "create")
-    out.extend(bounded_text(f"{pad}  ✎ {note}") for note in notes)
+    out = [hanging(head, f"{text}{where}")]
+    out.extend(hanging(f"{pad}  note: ", n) for n in ex.notes if ex.kind != "create")
+    out.extend(hanging(f"{pad}  ✎ ", note) for note in notes)
     return out
 
 
-def print_nodes(trace: Trace, console: Console) -> None:
-    count = trace.node_count
-    table = Table(title=f"Nodes at the end ({count:,})", title_justify="left")
+def print_nodes(trace: Trace, console: Console, nodes: list[int] | None = None,
+                at: int | None = None) -> None:
+    """The table of nodes: all of them as they end (the first MAX_TABLE_ROWS), or
+    `nodes` as they are after step `at`."""
+    count = trace.node_count if nodes is None else len(nodes)
+    title = (f"Nodes at the end ({count:,})" if nodes is None
+             else f"Nodes of these steps, after step {at:,} ({count:,})")
+    table = Table(title=title, title_justify="left")
     line = "cell:line" if cells_of(trace.source) else "line"  # a notebook's lines are in cells
     for name in ("id", "label", "op", "data", "grad", "inputs", line):
         table.add_column(name, justify="right" if name in ("id", "data", "grad", line) else "left")
-    for nid in range(min(count, MAX_TABLE_ROWS)):
+    if nodes is None:
+        rows, data, grad, position = range(min(count, MAX_TABLE_ROWS)), None, None, len(trace)
+    else:
+        timeline = Timeline(trace, at or 0)
+        rows, data, grad, position = nodes[:MAX_TABLE_ROWS], timeline.data, timeline.grad, at
+    for nid in rows:
         inputs = ", ".join(cut(trace.label(c), LABEL_BUDGET) for c in trace.children(nid))
+        if data is None:
+            values = trace.final_value(nid, False), trace.final_value(nid, True)
+        else:
+            values = (trace.value_at(nid, False, position, data[nid]),
+                      trace.value_at(nid, True, position, grad[nid]))
         table.add_row(
             str(nid), cut(trace.label(nid), LABEL_BUDGET), cut(trace.op(nid), LABEL_BUDGET),
-            fmt(trace.final_value(nid, False)), fmt(trace.final_value(nid, True)),
-            cut(inputs, LABEL_BUDGET),
+            fmt(values[0]), fmt(values[1]), cut(inputs, LABEL_BUDGET),
             trace.line_number(trace.line(nid)) if trace.line(nid) else "")
     console.print(table)
     if count > MAX_TABLE_ROWS:

@@ -15,6 +15,7 @@ from typing import Iterator
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.scalar import Scalar
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -70,6 +71,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
+    KEYS = DEBUGGER_KEYS  # the keys of the screen, for the help (`BINDINGS` from them)
     BINDINGS = bindings_of(DEBUGGER_KEYS)
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
@@ -197,12 +199,16 @@ class DebuggerScreen(SideTabs, Screen[None]):
 
     # -- the trace -------------------------------------------------------------------------
     def load_trace(self, trace: Trace, position: int = 0, select: int | None = None) -> None:
-        """Show `trace` at step `position` (clamped), keeping breakpoints that still exist."""
+        """Show `trace` at step `position` (clamped), keeping breakpoints that still exist.
+        The Graph pane's turn (`T`) was for the lesson before: another lesson is laid
+        out by its own size again."""
         if not self._mounted:  # the panes are not mounted yet: try once they are
             self._pending = (trace, position, select)
             self.call_after_refresh(self._load_pending)
             return
         old = self.session
+        if old is None or old.trace.scenario != trace.scenario:  # (not a reload of it)
+            self.query_one(GraphPane).orientation = None
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
                                quiz=self.quiz)
@@ -247,6 +253,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
             return
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
+        self._fit_table()
         self.query_one(GraphPane).show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
@@ -343,7 +350,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MOVES or action in ("find", "checks"):
             return True if self.state is not None and self.state.can(action) else None
-        if action == "answer":
+        if action == "answer":  # (quiz mode only: else no key of this screen's)
+            if self.session is None or self.session.quiz is None:
+                return False
             return bool(self.state is not None and self.state.hidden) or None
         if action == "toggle_panes":
             return not self._full_layout()
@@ -395,9 +404,19 @@ class DebuggerScreen(SideTabs, Screen[None]):
                                          self.state.step, self.state.detail.notes, trace.notes))
 
     def action_help(self) -> None:
+        """Every key that works on this screen now, and what it does."""
         from mgtui.tui.widgets.dialogs import HelpScreen
 
-        self.app.push_screen(HelpScreen(help_rows(self.keymap)))
+        self.app.push_screen(HelpScreen(self.help_rows()))
+
+    def help_rows(self) -> list[tuple[str, str]]:
+        active = {b.binding.id for b in self.active_bindings.values()}
+        return help_rows(self.keymap, self.KEYS, lambda key: key.id in active,
+                         self.help_texts())
+
+    def help_texts(self) -> dict[str, str]:
+        """What the help says of some keys here instead of the table's line, by id."""
+        return {}
 
     def action_toggle_graph(self) -> None:
         """The Graph pane in place of the node table (on a huge screen: the table off)."""
@@ -410,6 +429,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
         restyles every widget on the screen (some 30-180 ms a session; a class's `m`
         in the teacher's and every group's session at once)."""
         self.graph_shown = shown
+        self._fit_table()  # (the pane shown: at once, in the same layout)
+        if not shown:
+            self.call_after_refresh(self._fit_table)  # (hidden: from the table's room)
         self.query_one("#top").styles.display = "none" if shown else None
         self.query_one("#graph").styles.display = "block" if shown else None  # (None: the
         # style sheet's again: hidden, or shown below the table on a huge screen)
@@ -428,8 +450,34 @@ class DebuggerScreen(SideTabs, Screen[None]):
         width, height = self.app.size
         self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
         self._refresh_keys()
+        self.call_after_refresh(self._fit_table)  # (a scrollbar under the table, or not)
+
+    def _fit_table(self) -> None:
+        fit_table(self, self.graph_shown or self.has_class("-huge"))
 
     def on_node_table_selected(self, event: NodeTable.Selected) -> None:
         if self.session is not None:
             self.set_reactive(DebuggerScreen.state, self.session.select(event.nid))
             self._refresh_keys()
+
+
+def fit_table(screen: DebuggerScreen, graph_room: bool) -> None:
+    """A table shorter than its room takes only the rows it needs, and the step detail
+    below it gets the others (its notes need not scroll out of sight): `#top` at most the
+    table's rows, `#bottom` the rest (its height in mgtui.tcss is its least). Restyled
+    only when that changes (a new graph, a new size), not at a step; not where the Graph
+    pane takes the room (`graph_room`: in the table's place, or below it)."""
+    table, top, bottom = (screen.query_one_optional(NodeTable), screen.query_one("#top"),
+                          screen.query_one("#bottom"))
+    room = top.outer_size.height + bottom.outer_size.height
+    least = bottom.styles.base.height
+    if graph_room:
+        rows = None
+    elif table is None or not table.row_count or not room or least is None:
+        return
+    else:
+        need = table.rows_needed
+        rows = need if need < room - least.resolve(screen.size, screen.app.size) else None
+    if top.styles.inline.max_height != (None if rows is None else Scalar.from_number(rows)):
+        top.styles.max_height = rows
+        bottom.styles.height = None if rows is None else "1fr"

@@ -1,30 +1,81 @@
 """The debugger's footer: Textual's, except that a key greying out or coming back is
-restyled where it is. Textual's own footer builds all its keys again at every change
-of the bindings, some 40 ms of a step that crosses a pass in a class's server (all
-sessions share one CPU); only a change in which keys show does that here."""
+restyled where it is, and that keys that do not fit one row go on in a second.
+Textual's own footer builds all its keys again at every change of the bindings, some
+40 ms of a step that crosses a pass in a class's server (all sessions share one CPU);
+only a change in which keys show does that here."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events
+from textual.containers import HorizontalGroup
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-# Columns from which the command palette's key (ctrl+p) shows too: the debugger's keys
-# take 72 at the default key map, and with the palette's beside them they ran under it
-# at 80 columns ("q ▏^p palette": Quit hidden). The palette still opens with ctrl+p.
+# Columns from which the command palette's key (ctrl+p) shows too, if the keys leave it
+# room on their row: the debugger's keys take 79 at the default key map, and with the
+# palette's beside them they ran under it at 80 columns ("q ▏^p palette": Quit hidden).
+# The palette still opens with ctrl+p, and the help says so.
 PALETTE_FROM = 90
+PALETTE_WIDTH = 13  # `▏^p palette` and its margins
+
+
+def key_width(key: FooterKey) -> int:
+    """A compact footer key's columns: `k Description`, and the margin after it."""
+    return cell_len(key.key_display) + (1 + cell_len(key.description) if key.description
+                                        else 0) + 1
+
+
+def rows_of(widths: list[int], room: int) -> list[int]:
+    """How many keys of `widths` go on each row `room` columns wide, in order."""
+    rows: list[int] = []
+    used = room
+    for width in widths:
+        if used + width > room and (not rows or rows[-1]):
+            rows.append(0)
+            used = 0
+        rows[-1] += 1
+        used += width
+    return rows or [0]
 
 
 class KeyFooter(Footer):
     """A `Footer` that updates its keys in place when only their enabled state changes,
-    and leaves the palette's key out when it is narrow."""
+    leaves the palette's key out when the keys need its room, and puts the keys that do
+    not fit one row on a second (a teacher's, at 80 or 100 columns)."""
+
+    DEFAULT_CSS = """
+    KeyFooter.-rows { layout: vertical; }
+    KeyFooter HorizontalGroup.key-row { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._width = 0  # the width the keys were put in rows for
 
     def on_resize(self, event: events.Resize) -> None:
-        wide = event.size.width >= PALETTE_FROM
-        if wide != self.show_command_palette:
-            self.show_command_palette = wide
+        if event.size.width != self._width:
             self.call_after_refresh(self.recompose)
+
+    def compose(self):
+        width = self.app.size.width
+        self._width = width
+        self.set_reactive(Footer.show_command_palette, False)  # (the palette's key: below)
+        keys = [key for key in super().compose() if isinstance(key, FooterKey)]
+        counts = rows_of([key_width(key) for key in keys], width)
+        self.set_class(len(counts) > 1, "-rows")
+        self.styles.height = len(counts)
+        if len(counts) == 1:
+            if width >= PALETTE_FROM and sum(map(key_width, keys)) + PALETTE_WIDTH <= width:
+                self.set_reactive(Footer.show_command_palette, True)
+                keys += [key for key in super().compose() if isinstance(key, FooterKey)
+                         and key.has_class("-command-palette")]
+            yield from keys
+            return
+        for count in counts:
+            yield HorizontalGroup(*keys[:count], classes="key-row")
+            keys = keys[count:]
 
     def bindings_changed(self, screen: Screen) -> None:
         if (self._bindings_ready and self.is_attached and screen is self.screen

@@ -185,6 +185,13 @@ class NodeTable(CompactLines, ScrollView, can_focus=True):
         return self._rows
 
     @property
+    def rows_needed(self) -> int:
+        """The rows the whole table takes: its header, its rows, a scrollbar under them
+        where it is wider than the pane (the screen gives the rest to the step detail)."""
+        wide = self.size.width and self.virtual_size.width > self.size.width
+        return self._rows + 1 + (1 if wide else 0)
+
+    @property
     def selected_node(self) -> int | None:
         if self.view is None or not self._rows:
             return None

@@ -98,6 +98,7 @@ class SayScreen(ModalScreen[str | None]):
     SayScreen { align: center middle; }
     #say { width: 70%; height: auto; border: round $accent; padding: 0 1;
            background: $surface; }
+    #say Label { width: 1fr; }  /* the question wraps: its end (the tolerance) shows */
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="say.cancel")]
 

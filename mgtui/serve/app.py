@@ -304,11 +304,14 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         """Go where the class is, quietly (it is not a move of this session's own)."""
         if target.lesson not in self.lessons:
             return
-        other = target.lesson != self.lesson or self.debugger.session is None
+        trace = self.lessons[target.lesson].trace
+        # (the trace on screen, not the name this session goes by: they differ while
+        # an app sleeps in its group, issue 35)
+        other = self.debugger.trace is not trace
         self.lesson = target.lesson
         if self._showing("PickerScreen"):
             self.pop_screen()  # the teacher has chosen
-        self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
+        self.debugger.follow(target, trace if other else None)
         if isinstance(target, Look):
             self.call_after_refresh(self.apply_look, target)
 

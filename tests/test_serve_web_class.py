@@ -129,7 +129,7 @@ async def test_a_browser_visitor_in_the_roster(teaching):
         assert await server.wait_for(lambda t: "The class:" not in t), server.text()
     finally:
         await browser.close()
-    assert await server.wait_for("0 connected · 0 following"), server.text()
+    assert await server.wait_for("0 connected · 0 following · 0 paused · 1 gone"), server.text()
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

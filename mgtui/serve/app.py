@@ -43,6 +43,9 @@ NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was se
 JOINED = "Following the teacher. Moving on your own pauses it; f rejoins."
 JOINED_FOR = 5.0
 REJOINED = "Following again: the teacher has not moved yet."
+TEACHER_LEFT = ("The teacher has left the class: nobody leads now. Move as you like; you "
+                "follow the teacher again when one comes back (f, if you moved).")
+TEACHER_BACK = "A teacher leads the class now."
 
 
 class ClassScreen(DebuggerScreen):
@@ -231,6 +234,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self.member = self.classroom.enter(self.member_name, self.keyed_teacher)
         if self.unison is not None:
             self.unison.apps.add(self)
+        self._led = self.classroom.led  # (a student is told when that changes)
         self._unwatch = self.classroom.watch(self._class_changed, roster=self.keyed_teacher)
         self._unsubscribe = self.classroom.subscribe(self._heard)
         self.teacher = self.keyed_teacher and self.classroom.lead == self.member
@@ -383,8 +387,18 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             elif leads and not self.teacher:
                 self.take_over()
                 return
+        else:
+            self._lead_news(classroom.led)
         self.show_quiz()
         self._show_console()
+
+    def _lead_news(self, led: bool) -> None:
+        """A student is told when the teacher leaves the class, and when one leads again
+        (else a following student waited on a class that had stopped, unaware)."""
+        if led == self._led:
+            return
+        self._led = led
+        self.notify(TEACHER_BACK if led else TEACHER_LEFT, timeout=8, markup=False)
 
     def console_line(self) -> str:
         """The teacher's status line: how to join, and who is following."""
@@ -435,7 +449,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     def roster_rows(self) -> list[tuple[str, str, str]]:
         rows = []
         for member in self.classroom.roster():
-            state = ("watching (teacher)" if member.teacher
+            state = ("gone" if member.gone else "watching (teacher)" if member.teacher
                      else "following" if member.following else "paused")
             rows.append((member.name, state, str(member.step)))
         return rows

@@ -364,6 +364,8 @@ class RemoteClassroom(Classroom):
             self._buffer += chunk
             self._take_lines()
 
+    led = True  # (the web class's teacher is the server's terminal: the class ends with it)
+
     def publish(self, position: Position) -> None:
         """(A visitor does not lead.)"""
 

@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "ends")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="record the class as the students see it (at 120x40) to FILE, "
-                        "an asciicast v2 file a student plays with: asciinema play FILE")
+                        "an asciicast v2 file a student plays with: asciinema play FILE "
+                        "(an earlier recording there is kept: this one goes to FILE-2 ...)")
     parser.add_argument("--web", action="store_true",
                         help="serve to browsers through textual-serve instead of SSH")
     parser.add_argument("--max-sessions", type=int, default=60, metavar="N",
@@ -103,6 +104,7 @@ def main(argv: list[str]) -> int:
 
         try:
             args.recording = open_recording(args.record)
+            args.record = Path(args.recording.name)  # (another name if that one was taken)
         except OSError as exc:
             return fail(f"cannot write the recording {args.record}: {exc.strerror or exc}")
     try:

@@ -80,6 +80,9 @@ def main(argv: list[str]) -> int:
             or (args.workers is not None and args.workers < 1)):
         return fail("--max-sessions, --max-logins-per-address, --workers, --idle-timeout "
                     "and --timeout must be positive")
+    from mgtui.serve.log import quiet_asyncssh_warnings
+
+    quiet_asyncssh_warnings()
     try:
         import asyncssh  # noqa: F401
     except ImportError:

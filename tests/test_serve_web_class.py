@@ -81,6 +81,7 @@ class TeachingWebServer:
         os.write(self.master, keys.encode())
 
     async def stop(self, sig=signal.SIGINT) -> int:
+        """Send `sig` (if it still runs); its exit status."""
         if self.process.poll() is None:
             self.process.send_signal(sig)
         try:
@@ -88,8 +89,6 @@ class TeachingWebServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return await asyncio.to_thread(self.process.wait, 10)
-        finally:
-            os.close(self.master)
 
 
 @pytest.fixture
@@ -103,6 +102,7 @@ async def teaching(tmp_path):
     yield start
     for server in servers:
         await server.stop()
+        os.close(server.master)
 
 
 def on_screen(text: str):
@@ -146,3 +146,26 @@ async def test_a_visitors_key_footer_at_any_size(teaching, size):
             "\n".join(browser.screen.display)
     finally:
         await browser.close()
+
+
+@pytest.mark.parametrize("how", ["ctrl+c key", "SIGINT", "SIGTERM", "q then e"])
+async def test_the_teaching_web_server_stops_with_status_0(teaching, how):
+    """(issue 35: `--web --teach` exited 1 after ctrl+c.) On the teacher's terminal,
+    ctrl+c is a key (the terminal is raw): it asks to end the class, as q does."""
+    server = teaching()
+    assert await server.wait_for("step 0/15", 60), server.raw.decode(errors="replace")[-3000:]
+    browser = await Browser.open(server.port)
+    try:
+        assert await browser.read_until(on_screen("step 0/15"))
+        if how in ("ctrl+c key", "q then e"):
+            server.send("\x03" if how == "ctrl+c key" else "q")
+            assert await server.wait_for("End the class?", 10), server.text()
+            server.send("e")
+            assert await browser.read_until(on_screen("the class has ended"), 10)
+            status = await asyncio.to_thread(server.process.wait, 20)
+        else:
+            status = await server.stop(getattr(signal, how))
+            assert await browser.read_until(on_screen("the server is stopping"), 10)
+    finally:
+        await browser.close()
+    assert status == 0, (status, server.text())

@@ -163,6 +163,10 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
 
+    # the server says "ctrl+c stops": on the teacher's own terminal (raw, no signal)
+    # ctrl+c asks to end the class, as q does
+    BINDINGS = [Binding("ctrl+c", "stop_class", "End the class", id="stop_class", show=False)]
+
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
                  env: Mapping[str, str] | None = None, name: str = "",
@@ -534,7 +538,12 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             return None
         if action == "roster":
             return True if self.keyed_teacher else None
+        if action == "stop_class":
+            return True if self.keyed_teacher and self.terminal is None else None
         return super().check_action(action, parameters)
+
+    async def action_stop_class(self) -> None:
+        await self.action_quit()
 
     def get_system_commands(self, screen: Screen):
         """The palette without the commands that write files or run code."""

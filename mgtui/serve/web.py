@@ -167,8 +167,6 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
     textual-serve is imported only when --web is asked for)."""
     from aiohttp import web
 
-    from mgtui.serve.app import ServedApp
-
     class ClassWebServer(Server):
         """textual-serve's server, with the class's limits: at most --max-sessions
         visitors (each is a process), each at most MAX_WIDTH x MAX_HEIGHT and ended
@@ -176,6 +174,7 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
 
         visitors = 0
         open_sockets: set = set()
+        stopping = False  # a signal has stopped the server
 
         def initialize_logging(self) -> None:
             setup_log(args.teach)  # (to a file when this terminal is the teacher's session)
@@ -187,7 +186,8 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
             print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} at http://{args.host}:{port} "
                   "(ctrl+c stops)", file=sys.__stderr__, flush=True)
             if args.teach:
-                self._teacher = asyncio.get_running_loop().create_task(self._teach())
+                self._teacher = asyncio.get_running_loop().create_task(
+                    teach(lessons, classroom, self))
 
         async def on_shutdown(self, app) -> None:
             """Tell every visitor, and close (each ends its process): aiohttp would
@@ -231,14 +231,25 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
                 self.open_sockets.discard(websocket)
                 watch.cancel()
 
-        async def _teach(self) -> None:
-            try:
-                await ServedApp(lessons, classroom, teacher=True).run_async()
-            finally:
-                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-                os.kill(os.getpid(), signal.SIGINT)  # the class ends with the teacher's session
+        def request_exit(self) -> None:  # (SIGINT, SIGTERM)
+            self.stopping = True
+            super().request_exit()
 
     return ClassWebServer
+
+
+async def teach(lessons: dict, classroom: Classroom, server) -> None:
+    """The teacher's session, on this terminal: the class (the server) ends with it. Not
+    when the server's stop ended it: a SIGINT sent then was a second GracefulExit while
+    the server wound down, and the exit status 1 (issue 35)."""
+    from mgtui.serve.app import ServedApp
+
+    try:
+        await ServedApp(lessons, classroom, teacher=True).run_async()
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        if not server.stopping:
+            os.kill(os.getpid(), signal.SIGINT)
 
 
 def guard_visitor(websocket, app_service, idle_timeout: float) -> asyncio.Task:

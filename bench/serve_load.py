@@ -14,8 +14,10 @@ all its processes (the front and its workers). Bounded: 20 s per wait, 600 s in 
                                [--teacher-only]
 
 --teacher-only: the class joins and the teacher leads its 20 steps (the first 10 with
-the node table, the last 10 with the Graph pane open), then the server ends: the
-teacher's figures in a minute, not four.
+the node table, the last 10 with the Graph pane open), then switches lessons (`o`, to
+chain, or neuron when the lesson is chain) and leads a few steps there, then the
+server ends: the teacher's figures in a minute, not four. The full run takes the
+lesson switch there too, and comes back to the lesson's step 20 after it.
 
 --quick (tests/test_benches.py): 3 clients, 5 steps where there were 30, no pauses at
 a person's pace and shorter waits for the server to settle; it measures nothing.
@@ -166,6 +168,52 @@ async def settle(pid: int, seconds: float = 3.0) -> Memory:
     return Memory(pid)
 
 
+PICKER = "pick a scenario"
+OTHER_STEPS = {"chain": 15, "neuron": 21}  # the other lesson's steps, as its header says
+
+
+async def switch_lessons(teacher: ScreenClient, students: list[ScreenClient], other: str,
+                         steps: int) -> tuple[float, list[float]]:
+    """The teacher opens the `other` lesson (`o`, the picker's second row) and takes
+    `steps` steps there, then opens the first lesson again and leads the class back to
+    its step 20: the time from the teacher's choice until every screen shows the other
+    lesson, and each step's there."""
+    marker = f"step 0/{OTHER_STEPS[other]}"
+    teacher.send("o")
+    assert await teacher.wait_for(PICKER, WAIT), teacher.text()
+    teacher.send("\x1b[B")  # (down to the second lesson)
+    await asyncio.sleep(0.3)
+    start = time.perf_counter()
+    teacher.send("\r")
+    shown = await asyncio.gather(*(s.wait_for(marker, WAIT) for s in students))
+    switch = time.perf_counter() - start
+    assert all(shown), next(s for s, ok in zip(students, shown) if not ok).text()
+    assert await teacher.wait_for(lambda t: marker in t and PICKER not in t, WAIT)
+    times = []
+    for k in range(1, steps + 1):
+        start = time.perf_counter()
+        teacher.send("n")
+        shown = await asyncio.gather(*(at_step(s, k) for s in students))
+        times.append(time.perf_counter() - start)
+        assert all(shown), next(s for s, ok in zip(students, shown) if not ok).text()
+    teacher.send("o")  # back: the first lesson, at the class's step 20
+    assert await teacher.wait_for(PICKER, WAIT), teacher.text()
+    teacher.send("\r")
+    assert await teacher.wait_for(lambda t: PICKER not in t and re.search(
+        r"step 0/(\d+)", t) and re.search(r"step 0/(\d+)", t).group(1) != marker[7:],
+        WAIT), teacher.text()
+    teacher.send("n" * 20)
+    back = await asyncio.gather(*(at_step(s, 20) for s in students))
+    assert all(back), next(s for s, ok in zip(students, back) if not ok).text()
+    return switch, times
+
+
+def report_switch(clients: int, other: str, switch: float, steps: list[float]) -> None:
+    print(f"the teacher's lesson switch (o, to {other}) until all {clients} screens show it: "
+          f"{1000 * switch:.0f} ms; then each step there until all show it: median "
+          f"{1000 * statistics.median(steps):.0f} ms, p95 {1000 * p95(steps):.0f} ms")
+
+
 def report_teacher(clients: int, class_steps: list[float], graph_steps: list[float],
                    graph_open: float) -> None:
     print(f"teacher's step until all {clients} screens show it: median "
@@ -181,6 +229,7 @@ def report_teacher(clients: int, class_steps: list[float], graph_steps: list[flo
 async def main(clients: int, lesson: str, workers: int | None, quick: bool = False,
                teacher_only: bool = False) -> None:
     alone_n, paced_n, burst_n, pace, REST[0] = SIZES["quick" if quick else "full"]
+    other = "neuron" if lesson == "chain" else "chain"  # the lesson the teacher switches to
     work = Path(tempfile.mkdtemp(prefix="mgtui-serve-load-"))
     pw = work / "password"
     pw.write_text(PASSWORD + "\n")
@@ -189,7 +238,8 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
     (work / "teachers").write_bytes(teacher_key.export_public_key())
     env = dict(os.environ, XDG_STATE_HOME=str(work / "state"), PYTHONPATH=str(ROOT))
     server = subprocess.Popen(
-        [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", lesson, "--port", "0", "--password-file",
+        [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", lesson, other,
+         "--port", "0", "--password-file",
          str(pw), "--teacher-keys", str(work / "teachers"), "--max-sessions", str(clients + 5),
          *(["--workers", str(workers)] if workers else [])],
         cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
@@ -272,7 +322,10 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
 
         # one session alone: its step latency, and the memory one session costs
         teacher = await ScreenClient.connect(port, key=teacher_key)
-        assert await teacher.wait_for("step 0/", WAIT)
+        assert await teacher.wait_for(lambda t: "step 0/" in t or PICKER in t, WAIT)
+        if PICKER in teacher.text():  # (two lessons, nobody leading yet: the first)
+            teacher.send("\r")
+        assert await teacher.wait_for(lambda t: "step 0/" in t and PICKER not in t, WAIT)
         loads = [load()]
         alone, alone_cpu, one_session = await one_alone(1)
         loads.append(load())
@@ -309,6 +362,10 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
                 raise AssertionError(f"after the teacher's step {k}, {len(lagging)} screens "
                                      f"lag; one shows:\n{lagging[0].text()}")
             followed += len(shown)
+        teacher.send("m")  # the node table again, for what follows
+        closed = await asyncio.gather(*(s.wait_for(lambda t: bool(TABLE.search(t)), WAIT) for s in students))
+        assert all(closed), next(s for s, ok in zip(students, closed) if not ok).text()
+        switched = await switch_lessons(teacher, students, other, min(alone_n, 10))
         cpu_note = (f"CPU per teacher's step, table / Graph pane: the server's processes "
                     f"{100 * cpu['server'][0]:.0f} / {100 * cpu['server'][1]:.0f} ms, this "
                     f"process (the {clients} emulators, SSH) {100 * cpu['clients'][0]:.0f} / "
@@ -321,11 +378,9 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
                 f"{(getattr(all_in, k) - getattr(one_session, k)) / clients:.2f}"
                 for k in ("rss", "pss")) + " MB")
             report_teacher(clients, class_steps, graph_steps, graph_open)
+            report_switch(clients, other, *switched)
             print(cpu_note)
             return
-        teacher.send("m")  # the node table again, for what follows
-        closed = await asyncio.gather(*(s.wait_for(lambda t: bool(TABLE.search(t)), WAIT) for s in students))
-        assert all(closed), next(s for s, ok in zip(students, closed) if not ok).text()
         # each detaches (p: its own move), then steps 30 times on its own, all at once
         for s in students:
             s.send("p")
@@ -424,6 +479,7 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
         print(f"load average (1 min) on {os.cpu_count()} CPUs: one session {loads[0]}-{loads[1]}, "
               f"the class {loads[2]}-{loads[3]}, one session after {loads[4]}-{loads[5]}")
         report_teacher(clients, class_steps, graph_steps, graph_open)
+        report_switch(clients, other, *switched)
         print(cpu_note)
         print(f"step latency with all {clients} pressing n at once, as fast as their screens "
               f"come back: p95 {1000 * p95(burst):.1f} ms, median "

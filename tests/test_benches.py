@@ -33,6 +33,7 @@ SAYS = {
     "scalars_side_by_side.py": "record",
     "serve_hostile.py": "the flood's session ended",
     "serve_load.py": "teacher's step until all",
+    "serve_start.py": "first lesson screen",
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
     "torch_child_heap.py": "recorded as the runner's child does",

@@ -71,6 +71,13 @@ def test_the_roster_of_other_processes_counts_too():
     front.set_others(worker.here())
     assert str(front.counts()) == "1 connected · 0 following · 1 paused"
     assert front.roster()[0].name == "ada" and front.roster()[0].step == 3
+    worker.leave(ada)  # dropped there: gone on the front's roster too (issue 35)
+    front.set_others(worker.here())
+    assert str(front.counts()) == "0 connected · 0 following · 0 paused · 1 gone"
+    assert front.roster()[0].name == "ada" and front.roster()[0].gone
+    worker.enter("ada")  # back: one row
+    front.set_others(worker.here())
+    assert str(front.counts()) == "1 connected · 1 following · 0 paused"
     front.set_others([["x" * 10, True, True, "not a step", ""], "junk", 5])  # (malformed)
     assert front.counts().connected == 0
     assert len(worker.members[worker.enter("y" * 1000)].name) == 64

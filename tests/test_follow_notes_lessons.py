@@ -23,12 +23,16 @@ def test_a_student_follows_until_their_own_move_then_rejoins_where_the_teacher_i
     room.subscribe(lambda p: heard.append(student.heard(p)))
     assert not student.moved(Position(4))  # nobody leads yet: nothing to pause
     assert student.following
+    teacher = room.enter("teacher", teacher=True)
     at2 = Position(2, 3, "source", "chain.py")
     room.publish(at2)
     assert heard == [at2] and student.following and student.status == ""
     assert not student.moved(at2)  # being where the teacher is pauses nothing
     assert student.moved(Position(1, 0, "source", "chain.py"))
     assert student.status == "following paused — press f to rejoin · teacher at step 2"
+    room.leave(teacher)  # (issue 35: not "teacher at step 2" while nobody leads)
+    assert student.status == "following paused — press f to rejoin · no teacher leads now"
+    room.enter("teacher", teacher=True)
     room.publish(Position(5, 4, "notes", "chain.py"))
     assert heard[-1] is None  # paused: nowhere to go
     assert student.rejoin() == Position(5, 4, "notes", "chain.py")

@@ -59,3 +59,38 @@ async def test_the_class_is_recorded_as_the_students_saw_it(tmp_path, workers):
     assert "(*)─" in shown or "(+)─" in shown, shown  # the Graph pane, as the class had it
     assert "rivera" not in shown and "connected ·" not in shown  # no roster, no console
     assert all(at >= 0 for at, *_ in events)
+
+
+async def test_an_earlier_recording_is_kept_and_the_new_name_said(tmp_path):
+    """(issue 35: `--record class.cast` wrote over last week's class without a word.)"""
+    cast = tmp_path / "class.cast"
+    cast.write_text("last week's class\n", encoding="utf-8")
+    (tmp_path / "class-2.cast").write_text("the week before\n", encoding="utf-8")
+    server = ServerProcess(tmp_path, "--workers", "1", "--record", str(cast))
+    try:
+        await server.logged(f"{cast} is an earlier recording, kept: this class is recorded "
+                            f"to {tmp_path / 'class-3.cast'}")
+        await server.logged(f"recording the class to {tmp_path / 'class-3.cast'}")
+        teacher = await server.join(key=server.teacher_key, user="rivera", size=(120, 34))
+        assert await at_step(teacher, 0)
+        teacher.send("q")
+        assert await teacher.wait_for("End the class?"), teacher.text()
+        teacher.send("e")
+        await server.logged("the class's recording ended", 20)
+    finally:
+        await server.close()
+    assert cast.read_text(encoding="utf-8") == "last week's class\n"
+    assert (tmp_path / "class-2.cast").read_text(encoding="utf-8") == "the week before\n"
+    header, _ = read_cast((tmp_path / "class-3.cast").read_text(encoding="utf-8"))
+    assert header["title"] == "mgtui class: chain.py"
+
+
+def test_a_recording_that_cannot_be_named_is_a_clear_message(tmp_path, monkeypatch):
+    from mgtui.serve import record
+
+    monkeypatch.setattr(record, "NAMES_TRIED", 3)
+    for name in ("c.cast", "c-2.cast", "c-3.cast"):
+        (tmp_path / name).write_text("kept\n")
+    with pytest.raises(OSError, match="are taken: name another file"):
+        record.open_recording(tmp_path / "c.cast")
+    assert all((tmp_path / n).read_text() == "kept\n" for n in ("c.cast", "c-2.cast", "c-3.cast"))

@@ -390,3 +390,69 @@ async def test_the_next_steps_graph_is_laid_out_in_the_quiet_after_a_step(mlp_le
         for client in clients:
             await client.close()
         await srv.close()
+
+
+CHAIN, NEURON = "The chain rule on a tiny expression", "One neuron with a tanh activation"
+
+
+async def test_the_lesson_switch_with_grouping_on_two_students(lessons, keys, clean_env,
+                                                              monkeypatch):
+    """The teacher opens lesson 1, steps, opens lesson 2 with `o` and steps: two
+    students of one size, one drawn for by the other, are both on lesson 2, and stay
+    there when the one asleep wakes (a key: `f`, or quiz mode). A member's app slept
+    through the switch on lesson 1's trace; told only that it was on lesson 2, it
+    woke onto lesson 1 at the teacher's step, and `f` left it there."""
+    srv = await start(lessons, keys, monkeypatch, unison=True)
+    clients: list[ScreenClient] = []
+    try:
+        teacher = await connect(srv, clients, key=keys["teacher"], user="teacher",
+                                size=(120, 40))
+        students = [await connect(srv, clients, password=PASSWORD, user=f"s{k}",
+                                  size=(100, 30)) for k in range(2)]
+        for student in students:
+            assert await student.wait_for(lambda t: TOAST not in t, 30), student.text()
+        for step in (1, 2):
+            teacher.send("n")
+            await settled(students, step, lambda t: CHAIN in t)
+            await drawn(srv)
+        assert members(srv) == [2] and len(asleep(srv)) == 1
+        sleeper = asleep(srv)[0]
+        teacher.send("o")  # the picker: the second lesson
+        assert await teacher.wait_for("pick a scenario"), teacher.text()
+        teacher.send("\x1b[B")
+        await asyncio.sleep(0.3)
+        teacher.send("\r")
+        assert await teacher.wait_for(lambda t: NEURON in t and step_of(teacher) == 0)
+        for step in (1, 2):
+            teacher.send("n")
+            assert await at_step(teacher, step), teacher.text()
+            await settled(students, step, lambda t: NEURON in t and CHAIN not in t)
+        by_user = dict(zip(("s0", "s1"), students))
+        by_user[sleeper].send("f")  # woken: where the class is, then `f` (following)
+        await asyncio.sleep(1)
+        await settled(students, 2, lambda t: NEURON in t and CHAIN not in t)
+        teacher.send("Q")  # quiz mode: each draws for itself (their hidden grads)
+        assert await teacher.wait_for("quiz on (Q stops it)"), teacher.text()
+        teacher.send("n")
+        await settled(students, 3, lambda t: NEURON in t and CHAIN not in t)
+        assert asleep(srv) == []
+        for user in ("s0", "s1"):
+            app = app_of(srv, user)
+            assert app.debugger.trace is lessons["neuron.py"].trace, by_user[user].text()
+            assert app.lesson == "neuron.py" and app.follower.following
+        teacher.send("Q")  # (quiz off) and a student opens lesson 1 on their own: paused
+        assert await teacher.wait_for(lambda t: "quiz on" not in t), teacher.text()
+        ada = by_user["s0"]
+        ada.send("o")
+        assert await ada.wait_for("pick a scenario"), ada.text()
+        ada.send("\r")  # (chain.py, the first)
+        assert await ada.wait_for(lambda t: CHAIN in t and "following paused" in t), ada.text()
+        teacher.send("n")
+        assert await at_step(teacher, 4), teacher.text()
+        ada.send("f")  # the teacher's lesson and step at once
+        assert await ada.wait_for(lambda t: NEURON in t and CHAIN not in t
+                                  and step_of(ada) == 4 and "paused" not in t), ada.text()
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
@@ -44,6 +45,9 @@ NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was se
 JOINED = "Following the teacher. Moving on your own pauses it; f rejoins."
 JOINED_FOR = 5.0
 REJOINED = "Following again: the teacher has not moved yet."
+TEACHER_LEFT = ("The teacher has left the class: nobody leads now. Move as you like; you "
+                "follow the teacher again when one comes back (f, if you moved).")
+TEACHER_BACK = "A teacher leads the class now."
 
 
 class ClassScreen(DebuggerScreen):
@@ -145,6 +149,10 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
 
+    # the server says "ctrl+c stops": on the teacher's own terminal (raw, no signal)
+    # ctrl+c asks to end the class, as q does
+    BINDINGS = [Binding("ctrl+c", "stop_class", "End the class", id="stop_class", show=False)]
+
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
                  env: Mapping[str, str] | None = None, name: str = "",
@@ -216,6 +224,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self.member = self.classroom.enter(self.member_name, self.keyed_teacher)
         if self.unison is not None:
             self.unison.apps.add(self)
+        self._led = self.classroom.led  # (a student is told when that changes)
         self._unwatch = self.classroom.watch(self._class_changed, roster=self.keyed_teacher)
         self._unsubscribe = self.classroom.subscribe(self._heard)
         self.teacher = self.keyed_teacher and self.classroom.lead == self.member
@@ -289,11 +298,14 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         """Go where the class is, quietly (it is not a move of this session's own)."""
         if target.lesson not in self.lessons:
             return
-        other = target.lesson != self.lesson or self.debugger.session is None
+        trace = self.lessons[target.lesson].trace
+        # (the trace on screen, not the name this session goes by: they differ while
+        # an app sleeps in its group, issue 35)
+        other = self.debugger.trace is not trace
         self.lesson = target.lesson
         if self._showing("PickerScreen"):
             self.pop_screen()  # the teacher has chosen
-        self.debugger.follow(target, self.lessons[target.lesson].trace if other else None)
+        self.debugger.follow(target, trace if other else None)
         if isinstance(target, Look):
             self.call_after_refresh(self.apply_look, target)
 
@@ -365,8 +377,18 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             elif leads and not self.teacher:
                 self.take_over()
                 return
+        else:
+            self._lead_news(classroom.led)
         self.show_quiz()
         self._show_console()
+
+    def _lead_news(self, led: bool) -> None:
+        """A student is told when the teacher leaves the class, and when one leads again
+        (else a following student waited on a class that had stopped, unaware)."""
+        if led == self._led:
+            return
+        self._led = led
+        self.notify(TEACHER_BACK if led else TEACHER_LEFT, timeout=8, markup=False)
 
     def console_line(self) -> str:
         """The teacher's status line: how to join, and who is following."""
@@ -417,7 +439,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     def roster_rows(self) -> list[tuple[str, str, str]]:
         rows = []
         for member in self.classroom.roster():
-            state = ("watching (teacher)" if member.teacher
+            state = ("gone" if member.gone else "watching (teacher)" if member.teacher
                      else "following" if member.following else "paused")
             rows.append((member.name, state, str(member.step)))
         return rows
@@ -507,7 +529,12 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             return self.keyed_teacher
         if action in ("point", "say", "quiz", "reveal"):
             return self.teacher
+        if action == "stop_class":  # (ctrl+c on the teacher's own terminal)
+            return self.keyed_teacher and self.terminal is None
         return super().check_action(action, parameters)
+
+    async def action_stop_class(self) -> None:
+        await self.action_quit()
 
     def get_system_commands(self, screen: Screen):
         """The palette without the commands that write files or run code."""

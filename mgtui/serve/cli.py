@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "ends")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="record the class as the students see it (at 120x40) to FILE, "
-                        "an asciicast v2 file a student plays with: asciinema play FILE")
+                        "an asciicast v2 file a student plays with: asciinema play FILE "
+                        "(an earlier recording there is kept: this one goes to FILE-2 ...)")
     parser.add_argument("--web", action="store_true",
                         help="serve to browsers through textual-serve instead of SSH")
     parser.add_argument("--max-sessions", type=int, default=60, metavar="N",
@@ -79,6 +80,9 @@ def main(argv: list[str]) -> int:
             or (args.workers is not None and args.workers < 1)):
         return fail("--max-sessions, --max-logins-per-address, --workers, --idle-timeout "
                     "and --timeout must be positive")
+    from mgtui.serve.log import quiet_asyncssh_warnings
+
+    quiet_asyncssh_warnings()
     try:
         import asyncssh  # noqa: F401
     except ImportError:
@@ -103,6 +107,7 @@ def main(argv: list[str]) -> int:
 
         try:
             args.recording = open_recording(args.record)
+            args.record = Path(args.recording.name)  # (another name if that one was taken)
         except OSError as exc:
             return fail(f"cannot write the recording {args.record}: {exc.strerror or exc}")
     try:
@@ -125,21 +130,31 @@ def main(argv: list[str]) -> int:
         return EXIT_OK
 
 
+RECORDED_AT_ONCE = 4  # lessons recorded side by side, each in its own runner child
+
+
 def record_lessons(args) -> dict:
-    """Every lesson recorded once (in the runner's child process), by unique name."""
+    """Every lesson recorded once (in the runner's child process), by unique name. The
+    lessons are recorded side by side (one after the other, a class of four lessons
+    took 4 s of its start-up: issue 35); their messages come in their order."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from mgtui.run.bundled import resolve
     from mgtui.run.lessons import lesson_paths, record_lesson
 
-    paths = lesson_paths([resolve(t) for t in args.lessons])
+    named: dict[str, Path] = {}
+    for path in lesson_paths([resolve(t) for t in args.lessons]):
+        named[path.name if path.name not in named else f"{path.parent.name}/{path.name}"] = path
     lessons = {}
-    for path in paths:
-        name = path.name if path.name not in lessons else f"{path.parent.name}/{path.name}"
-        print(f"mgtui serve: recording {inert(name)} …", file=sys.stderr, flush=True)
-        lesson = record_lesson(path, name, seed=args.seed, timeout=args.timeout)
-        if lesson.message:
-            print(f"mgtui serve: {inert(name)}: {inert(lesson.message)} (serving the trace "
-                  "up to there)", file=sys.stderr)
-        lessons[name] = lesson
+    with ThreadPoolExecutor(max(1, min(len(named), RECORDED_AT_ONCE))) as pool:
+        done = {name: pool.submit(record_lesson, path, name, seed=args.seed,
+                                  timeout=args.timeout) for name, path in named.items()}
+        for name in named:
+            print(f"mgtui serve: recording {inert(name)} …", file=sys.stderr, flush=True)
+            lesson = lessons[name] = done[name].result()
+            if lesson.message:
+                print(f"mgtui serve: {inert(name)}: {inert(lesson.message)} (serving the "
+                      "trace up to there)", file=sys.stderr)
     return lessons
 
 

@@ -78,3 +78,19 @@ def setup_log(teach: bool, worker: int | None = None) -> str:
     # the libraries' warnings: through the same formatter, not Python's raw last resort
     logging.getLogger().addHandler(handler(logging.WARNING))
     return where
+
+
+def quiet_asyncssh_warnings() -> None:
+    """Leave out of the log the deprecation warnings asyncssh's own modules raise on
+    import (cryptography's "DSA is deprecated", ten lines at the top of every server's
+    log, about a key type the server neither offers nor asks for): only that warning,
+    only from asyncssh's crypto modules. Call before asyncssh is imported."""
+    import warnings
+
+    try:
+        from cryptography.utils import CryptographyDeprecationWarning
+    except ImportError:  # (no cryptography: no asyncssh, nothing to quiet)
+        return
+    warnings.filterwarnings("ignore", message=r"DSA is deprecated",
+                            category=CryptographyDeprecationWarning,
+                            module=r"asyncssh\.crypto(\.|$)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Mapping, TextIO
@@ -22,6 +23,7 @@ from typing import Mapping, TextIO
 from textual import events
 
 from mgtui.run.lessons import Lesson
+from mgtui.safe import inert
 from mgtui.serve.app import ServedApp
 from mgtui.session import Position
 from mgtui.session.follow import Classroom
@@ -101,9 +103,27 @@ class ClassRecorder(ServedApp):
             self.exit(0)
 
 
+NAMES_TRIED = 999  # class-2.cast .. class-999.cast, for an earlier class's file
+
+
 def open_recording(path: Path) -> TextIO:
-    """The file the class is recorded to (OSError if it cannot be written)."""
-    return open(path, "w", encoding="utf-8")
+    """The file the class is recorded to (OSError if it cannot be written; its `name`
+    says which). An earlier recording is never written over: with `path` taken, the
+    class goes to the first free `NAME-2.EXT`, `NAME-3.EXT`, ..., and this says so."""
+    path = Path(path)
+    if not (path.exists() and path.is_file()):
+        return open(path, "w", encoding="utf-8")  # (a new file, or a pipe, /dev/stdout)
+    for n in range(2, NAMES_TRIED + 1):
+        other = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        try:
+            stream = open(other, "x", encoding="utf-8")  # (only if nobody has it)
+        except FileExistsError:
+            continue
+        print(f"mgtui serve: {inert(str(path))} is an earlier recording, kept: this class "
+              f"is recorded to {inert(str(other))}", file=sys.stderr, flush=True)
+        return stream
+    raise OSError(f"{path} and {path.stem}-2{path.suffix} .. -{NAMES_TRIED} are taken: "
+                  "name another file")
 
 
 async def record_class(lessons: Mapping[str, Lesson], classroom: Classroom,

@@ -184,9 +184,11 @@ class Group:
 
     def arrived(self, position) -> None:
         """The leader is at the teacher's `position`: the roster says its members are
-        there too."""
+        there too. (Only the roster: a member's app sleeps on whatever lesson it had
+        loaded, and loads the class's when it wakes. Told here that it was on the
+        leader's lesson, it woke onto its old trace at the teacher's step, and stayed
+        there: issue 35.)"""
         for member in self.members:
-            member.lesson = self.leader.lesson
             if member.member is not None:
                 self.unison.classroom.update(member.member, step=position.step,
                                              lesson=self.leader.lesson)

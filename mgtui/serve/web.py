@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mgtui.serve.limits import capped
-from mgtui.session.follow import Classroom, Look
+from mgtui.session.follow import NAME_CHARS, Classroom, Look
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -49,11 +49,15 @@ def save_lessons(lessons: dict, directory: Path) -> None:
 
 
 class Hub:
-    """The `Classroom` of a web class, and the visitors' sockets it writes positions to."""
+    """The `Classroom` of a web class, and the visitors' sockets it writes positions to.
+    Each visitor tells where it is (`RemoteClassroom.update`): on the teacher's roster
+    and console as "browser N", off it when its socket closes (issue 35: the teacher
+    saw "0 connected" while browsers followed)."""
 
     def __init__(self, classroom: Classroom) -> None:
         self.classroom = classroom
         self.writers: set[asyncio.StreamWriter] = set()
+        self.arrived = 0  # visitors so far (their roster names: browser 1, browser 2, ...)
         classroom.subscribe(self._send)
 
     @staticmethod
@@ -63,11 +67,23 @@ class Hub:
     async def visitor(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(self.line(self.classroom.position))  # a late joiner's first position
         self.writers.add(writer)
+        number = None  # on the roster once it says where it is
         try:
-            await reader.read()  # (a visitor sends nothing; this waits for it to leave)
+            while line := await reader.readline():
+                state = visitor_state(line)
+                if state is None:
+                    continue
+                if number is None:
+                    self.arrived += 1
+                    number = self.classroom.enter(f"browser {self.arrived}")
+                self.classroom.update(number, **state)
+        except (OSError, ValueError):  # (a line past the reader's limit: not ours)
+            pass
         finally:
             self.writers.discard(writer)
             writer.close()
+            if number is not None:
+                self.classroom.leave(number)
 
     def _send(self, position: Position) -> None:
         data = self.line(position)
@@ -77,6 +93,21 @@ class Hub:
                 self.writers.discard(writer)
             else:
                 writer.write(data)
+
+
+def visitor_state(line: bytes) -> dict | None:
+    """A visitor's line: its `following`, `step` and `lesson` (None if malformed)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    following, step, lesson = data.get("following"), data.get("step"), data.get("lesson")
+    if (not isinstance(following, bool) or not isinstance(lesson, str)
+            or not isinstance(step, int) or isinstance(step, bool) or step < 0):
+        return None
+    return {"following": following, "step": step, "lesson": lesson[:NAME_CHARS]}
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -136,8 +167,6 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
     textual-serve is imported only when --web is asked for)."""
     from aiohttp import web
 
-    from mgtui.serve.app import ServedApp
-
     class ClassWebServer(Server):
         """textual-serve's server, with the class's limits: at most --max-sessions
         visitors (each is a process), each at most MAX_WIDTH x MAX_HEIGHT and ended
@@ -145,6 +174,7 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
 
         visitors = 0
         open_sockets: set = set()
+        stopping = False  # a signal has stopped the server
 
         def initialize_logging(self) -> None:
             setup_log(args.teach)  # (to a file when this terminal is the teacher's session)
@@ -156,7 +186,8 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
             print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} at http://{args.host}:{port} "
                   "(ctrl+c stops)", file=sys.__stderr__, flush=True)
             if args.teach:
-                self._teacher = asyncio.get_running_loop().create_task(self._teach())
+                self._teacher = asyncio.get_running_loop().create_task(
+                    teach(lessons, classroom, self))
 
         async def on_shutdown(self, app) -> None:
             """Tell every visitor, and close (each ends its process): aiohttp would
@@ -200,14 +231,25 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
                 self.open_sockets.discard(websocket)
                 watch.cancel()
 
-        async def _teach(self) -> None:
-            try:
-                await ServedApp(lessons, classroom, teacher=True).run_async()
-            finally:
-                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-                os.kill(os.getpid(), signal.SIGINT)  # the class ends with the teacher's session
+        def request_exit(self) -> None:  # (SIGINT, SIGTERM)
+            self.stopping = True
+            super().request_exit()
 
     return ClassWebServer
+
+
+async def teach(lessons: dict, classroom: Classroom, server) -> None:
+    """The teacher's session, on this terminal: the class (the server) ends with it. Not
+    when the server's stop ended it: a SIGINT sent then was a second GracefulExit while
+    the server wound down, and the exit status 1 (issue 35)."""
+    from mgtui.serve.app import ServedApp
+
+    try:
+        await ServedApp(lessons, classroom, teacher=True).run_async()
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        if not server.stopping:
+            os.kill(os.getpid(), signal.SIGINT)
 
 
 def guard_visitor(websocket, app_service, idle_timeout: float) -> asyncio.Task:
@@ -293,6 +335,8 @@ class RemoteClassroom(Classroom):
 
     def __init__(self, path: str) -> None:
         super().__init__()
+        self._told: list[bytes] = []  # where this visitor is, for the hub (not yet sent)
+        self._writer: asyncio.StreamWriter | None = None
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(5)
         self._sock.connect(path)
@@ -323,13 +367,36 @@ class RemoteClassroom(Classroom):
 
     async def _read(self) -> None:
         self._sock.setblocking(False)
-        reader, _ = await asyncio.open_unix_connection(sock=self._sock)
+        reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
+        for line in self._told[-1:]:
+            self._writer.write(line)
+        self._told.clear()
         while chunk := await reader.read(4096):
             self._buffer += chunk
             self._take_lines()
 
+    led = True  # (the web class's teacher is the server's terminal: the class ends with it)
+
     def publish(self, position: Position) -> None:
         """(A visitor does not lead.)"""
+
+    def enter(self, name: str, teacher: bool = False) -> int:
+        number = super().enter(name, teacher)
+        self.update(number)  # (on the hub's roster from now on)
+        return number
+
+    def update(self, number: int, **changes) -> None:
+        """This visitor's session moved: the hub's roster hears where it is."""
+        super().update(number, **changes)
+        member = self.members.get(number)
+        if member is None:
+            return
+        line = (json.dumps({"following": member.following, "step": member.step,
+                            "lesson": member.lesson}) + "\n").encode()
+        if self._writer is None:
+            self._told.append(line)
+        elif not self._writer.is_closing():
+            self._writer.write(line)
 
 
 def visitor(argv: list[str] | None = None) -> None:

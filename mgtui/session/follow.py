@@ -83,6 +83,10 @@ class Member:
     following: bool = True
     step: int = 0
     lesson: str = ""
+    gone: bool = False  # a student who has left (or dropped): on the roster as gone
+
+
+GONE_KEPT = 200  # students who have left, kept on the roster (the latest)
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,11 @@ class Counts:
     connected: int = 0
     following: int = 0
     paused: int = 0
+    gone: int = 0
 
     def __str__(self) -> str:
-        return f"{self.connected} connected · {self.following} following · {self.paused} paused"
+        return (f"{self.connected} connected · {self.following} following · {self.paused} paused"
+                + (f" · {self.gone} gone" if self.gone else ""))
 
 
 class Classroom:
@@ -161,7 +167,11 @@ class Classroom:
         """A session joins the class: its number in `members`. A teacher leads if no
         teacher does yet."""
         self._numbers += 1
-        self.members[self._numbers] = Member(name[:NAME_CHARS], teacher)
+        name = name[:NAME_CHARS]
+        for number, member in list(self.members.items()):
+            if member.gone and member.name == name:  # (back: one row)
+                del self.members[number]
+        self.members[self._numbers] = Member(name, teacher)
         leads = teacher and self.lead is None and not self.lead_elsewhere
         if leads:
             self.lead = self._numbers
@@ -179,8 +189,18 @@ class Classroom:
             self.changed()
 
     def leave(self, number: int) -> None:
-        if self.members.pop(number, None) is None:
+        """A session has ended: a student stays on the roster as gone (until they come
+        back under the same name), a teacher goes."""
+        member = self.members.get(number)
+        if member is None or member.gone:
             return
+        if member.teacher or number == self.lead:
+            del self.members[number]
+        else:
+            member.gone, member.following = True, False
+            gone = [n for n, m in self.members.items() if m.gone]
+            for old in gone[:-GONE_KEPT]:
+                del self.members[old]
         leads = self.lead == number
         if leads:
             self.lead = None
@@ -216,10 +236,16 @@ class Classroom:
             self.lead = None
         self.changed(roster=False)
 
+    @property
+    def led(self) -> bool:
+        """Whether a teacher leads the class now (here or in another process)."""
+        return self.lead is not None or bool(self.lead_elsewhere)
+
     def counts(self) -> Counts:
-        students = self.roster()
+        students = [m for m in self.roster() if not m.gone]
         following = sum(m.following for m in students)
-        return Counts(len(students), following, len(students) - following)
+        return Counts(len(students), following, len(students) - following,
+                      len(self.roster()) - len(students))
 
     def roster(self) -> list[Member]:
         """Everyone but the one leading, in the order they joined (this process's
@@ -228,16 +254,18 @@ class Classroom:
 
     def here(self) -> list[list]:
         """This process's sessions, as plain lists (for the server's other processes)."""
-        return [[m.name, m.teacher, m.following, m.step, m.lesson]
+        return [[m.name, m.teacher, m.following, m.step, m.lesson, m.gone]
                 for n, m in self.members.items() if n != self.lead]
 
     def set_others(self, rows: list) -> None:
         """The sessions of the server's other processes (`here`'s lists)."""
         others = []
         for row in rows if isinstance(rows, list) else []:
-            if (isinstance(row, list) and len(row) == 5 and isinstance(row[0], str)
+            if (isinstance(row, list) and len(row) in (5, 6) and isinstance(row[0], str)
                     and isinstance(row[3], int) and isinstance(row[4], str)):
-                others.append(Member(row[0], bool(row[1]), bool(row[2]), row[3], row[4]))
+                gone = len(row) == 6 and row[5] is True
+                others.append(Member(row[0], bool(row[1]), bool(row[2]), row[3], row[4],
+                                     gone))
         if others != self.others:
             self.others = others
             self.changed()
@@ -349,4 +377,6 @@ class Follower:
         if self.following:
             return ""
         teacher = self.teacher
+        if teacher is not None and not self.classroom.led:
+            return self.PAUSED + " · no teacher leads now"
         return self.PAUSED + (f" · teacher at step {teacher.step}" if teacher else "")

@@ -81,6 +81,14 @@ class KeyFooter(Footer):
         if (self._bindings_ready and self.is_attached and screen is self.screen
                 and screen.app.app_focus and self._restyle_keys()):
             return
+        if (not screen.app.app_focus and self.is_attached and screen is self.screen
+                and not self.query(FooterKey)):
+            # Textual's footer composes nothing while the app has no focus, and a
+            # browser's page starts without it (Textual's web driver): a class's web
+            # visitors at 100x30 never had keys (at 80x24 `on_resize` composed them)
+            self._bindings_ready = True
+            self.call_after_refresh(self.recompose)
+            return
         super().bindings_changed(screen)
 
     def _shown(self) -> list[tuple[str, str, bool]]:

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
@@ -128,6 +127,7 @@ class ClassScreen(DebuggerScreen):
         texts = {"answer": "quiz mode: your prediction of the grad asked (a number)"}
         if self.app.teacher:
             texts["quit"] = "end the class (it asks first, and says how many it drops)"
+            texts["cancel_loading"] = "end the class, on your own terminal (as q does)"
         return texts
 
     # -- where the teacher looks (published by the teacher's session) -------------------------
@@ -148,10 +148,6 @@ class ClassScreen(DebuggerScreen):
 class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
-
-    # the server says "ctrl+c stops": on the teacher's own terminal (raw, no signal)
-    # ctrl+c asks to end the class, as q does
-    BINDINGS = [Binding("ctrl+c", "stop_class", "End the class", id="stop_class", show=False)]
 
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
@@ -523,18 +519,19 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         # (False: the key is not this session's, and the footer and the help leave it out)
         if action == "screenshot":
             return None
-        if action in ("reload", "cancel_loading"):  # (a class records nothing)
+        if action == "cancel_loading":  # (a class records nothing: ctrl+c, on the teacher's
+            # own terminal, raw, with no signal, asks to end the class, as q does)
+            return self.keyed_teacher and self.terminal is None
+        if action == "reload":
             return False
         if action == "roster":
             return self.keyed_teacher
         if action in ("point", "say", "quiz", "reveal"):
             return self.teacher
-        if action == "stop_class":  # (ctrl+c on the teacher's own terminal)
-            return self.keyed_teacher and self.terminal is None
         return super().check_action(action, parameters)
 
-    async def action_stop_class(self) -> None:
-        await self.action_quit()
+    async def action_cancel_loading(self) -> None:
+        await self.action_quit()  # (see check_action)
 
     def get_system_commands(self, screen: Screen):
         """The palette without the commands that write files or run code."""

@@ -194,7 +194,7 @@ def help_rows(keymap: Mapping[str, str] = {}, table: tuple[Key, ...] = DEBUGGER_
             keys.setdefault(key.action, []).append(shown_keys(key, keymap))
     rows = []
     for key in table:
-        if key.help and key.keys and key.action in keys:
+        if (key.help or key.id in texts) and key.keys and key.action in keys:
             rows.append((" / ".join(keys.pop(key.action)), texts.get(key.id, key.help)))
     return rows + list(MORE_HELP)
 

@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
-from mgtui.session.bindings import DEBUGGER_KEYS, help_rows
+from mgtui.session.bindings import APP_KEYS, DEBUGGER_KEYS, help_rows
 from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
@@ -411,7 +411,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
 
     def help_rows(self) -> list[tuple[str, str]]:
         active = {b.binding.id for b in self.active_bindings.values()}
-        return help_rows(self.keymap, self.KEYS, lambda key: key.id in active,
+        return help_rows(self.keymap, APP_KEYS + self.KEYS, lambda key: key.id in active,
                          self.help_texts())
 
     def help_texts(self) -> dict[str, str]:

@@ -196,3 +196,63 @@ async def closed_within(sock, seconds: float) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+# -- a session that fails (issue 34, point 2) ---------------------------------------------------------
+
+async def test_a_crashed_session_ends_alone_and_its_app_is_released(tmp_path, monkeypatch,
+                                                                     clean_env):
+    """A session whose app raises ends that session only (logged), and its app is
+    freed once the class has left: the capture of `sys.stdout` of an app that ended
+    first, put back by one that ended later, held it (and all it had) for good."""
+    import gc
+    import sys
+    import weakref
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve.app import ServedApp
+    from mgtui.serve.auth import Auth
+    from mgtui.serve.server import Class, Limits, start_server
+    from sshclient import ROOT, ScreenClient
+
+    pw = tmp_path / "password"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    lessons = {"chain.py": record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")}
+    klass = Class(lessons, Auth.from_files(password_file=pw), Limits(max_sessions=4))
+    from mgtui.serve.auth import host_key
+
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(tmp_path / "state"))
+    apps = []
+
+    def broken(self) -> None:
+        raise RuntimeError("a key that fails")
+
+    # (the server's log formats its records and keeps none; pytest's capture keeps each,
+    # its traceback and every frame in it: not here)
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("mgtui.serve"), "propagate", False)
+    monkeypatch.setattr(ServedApp, "action_roster", broken)
+    monkeypatch.setattr(ServedApp, "check_action", lambda self, action, params: True)
+    try:
+        crashing = await ScreenClient.connect(srv.port, password=PASSWORD, user="eve")
+        other = await ScreenClient.connect(srv.port, password=PASSWORD, user="ada")
+        for client in (crashing, other):
+            assert await client.wait_for("step ", 15), client.text()
+        apps = [weakref.ref(s.app) for s in klass.sessions if s.user == "eve"]
+        crashing.send("R")
+        await asyncio.wait_for(crashing.closed.wait(), 15)
+        other.send("n")
+        assert await other.wait_for("step 1/", 10), other.text()  # the other goes on
+        await other.close()
+        for _ in range(50):  # (the class has left: nothing of theirs is frozen any more)
+            gc.unfreeze()
+            gc.collect()
+            if not klass.sessions and apps and apps[0]() is None:
+                break
+            await asyncio.sleep(0.1)
+        assert apps and apps[0]() is None, "the crashed session's app is still held"
+    finally:
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

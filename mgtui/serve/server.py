@@ -14,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -96,20 +97,37 @@ class Class:
 def release_streams(app) -> None:
     """Each running app swaps `sys.stdout` and `sys.stderr` for its own capture and puts
     back what it found when it ends; apps ending in another order than they started
-    leave an ended app's capture in place. Put the process's own streams back then."""
+    leave an ended app's capture in place (`app`'s, or one that ended before it: the
+    second of two sessions to start, ending last, puts back the first's). That capture
+    holds its app, and all it had, for good. Put the process's own streams back then."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if getattr(stream, "app", None) is app or getattr(stream, "_app", None) is app:
+        owner = getattr(stream, "app", None) or getattr(stream, "_app", None)
+        if owner is not None and (owner is app or not getattr(owner, "is_running", True)):
             setattr(sys, name, getattr(sys, f"__{name}__"))
+
+
+def forget_failure(app, failure: BaseException | None) -> None:
+    """Let a failed session's app go once its failure is logged: the traceback's frames
+    hold the app (its screens, its session) as long as the exception lives, and Textual
+    keeps it, as may a log handler that keeps records. The frames are cleared."""
+    seen: set[int] = set()
+    while failure is not None and id(failure) not in seen:
+        seen.add(id(failure))
+        traceback.clear_frames(failure.__traceback__)
+        failure = failure.__cause__ or failure.__context__
+    if app is not None and getattr(app, "_exception", None) is not None:
+        app._exception = None  # (Textual's own, to raise again: logged above instead)
 
 
 class LessonSession(asyncssh.SSHServerSession):
     """One SSH session: a `ServedApp` on the client's terminal."""
 
     def __init__(self, klass: Class, user: str, peer: str, teacher: bool,
-                 name: str = "") -> None:
+                 name: str = "", identity: str = "") -> None:
         self.klass, self.user, self.peer, self.teacher = klass, user, peer, teacher
         self.name = name or user  # as the teacher's roster shows it
+        self.identity = identity or f"login {user}"  # one student, whatever the session
         self.chan: asyncssh.SSHServerChannel | None = None
         self.app = None
         self.task: asyncio.Task | None = None
@@ -162,6 +180,7 @@ class LessonSession(asyncssh.SSHServerSession):
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
                              terminal=self, term=term, env=dict(chan.get_environment()),
                              name=self.name, unison=klass.unison)
+        self.app.identity = self.identity  # (its quiz answers, across sessions and workers)
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -176,8 +195,11 @@ class LessonSession(asyncssh.SSHServerSession):
             if failure is not None:
                 log.error("session of %s@%s failed", self.user, self.peer,
                           exc_info=(type(failure), failure, failure.__traceback__))
-        except Exception:  # noqa: BLE001 - one session's failure ends that session only
+                forget_failure(self.app, failure)
+            del failure
+        except Exception as failure:  # noqa: BLE001 - one session's failure ends that session only
             log.exception("session of %s@%s failed", self.user, self.peer)
+            forget_failure(self.app, failure)
         finally:
             self.klass.sessions.discard(self)
             self.klass.counted()
@@ -281,11 +303,13 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.user = ""
         self.name = ""  # the key's comment, if it has one
         self.teacher = False  # set only in `auth_completed`, from what authenticated
+        self.identity = ""  # (the same): the key's fingerprint, or "" (the login name)
         # What the last accepted credential would make this login: (teacher, name). A
         # key is looked at twice, when the client asks whether it would be taken (no
         # signature yet) and when it signs; asyncssh completes the login right after the
         # credential that succeeds, so the last one accepted is the one that logged in.
-        self._would_be: tuple[bool, str] = (False, "")
+        # (and its identity: the key's fingerprint; "" for a password, the login name then)
+        self._would_be: tuple[bool, str, str] = (False, "", "")
         self.logging_in = False  # counted in `klass.logging_in` under its address
         self._quiet: asyncio.TimerHandle | None = None
 
@@ -348,7 +372,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         ok = self.klass.auth.password_ok(password)
         log.info("password %s for %s@%s", "accepted" if ok else "refused", username, self.peer)
         if ok:
-            self._would_be = (False, "")  # a password login is always a student's
+            self._would_be = (False, "", "")  # a password login is always a student's
         return ok
 
     def public_key_auth_supported(self) -> bool:
@@ -361,17 +385,19 @@ class ClassSSHServer(asyncssh.SSHServer):
             return False
         # (Not the role yet: a client may ask about a key it cannot sign with, a
         # teacher's public key say, then log in some other way.)
-        self._would_be = (role == "teacher", self.klass.auth.comment_of(key))
+        self._would_be = (role == "teacher", self.klass.auth.comment_of(key),
+                          f"key {key.get_fingerprint()}")
         return True
 
     def auth_completed(self) -> None:
-        self.teacher, self.name = self._would_be
+        self.teacher, self.name, self.identity = self._would_be
         self._logged_in_or_gone()
         log.info("logged in %s@%s as %s", self.user, self.peer,
                  "teacher" if self.teacher else "student")
 
     def session_requested(self):
-        return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name)
+        return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name,
+                             self.identity)
 
 
 async def start_worker_threads() -> None:

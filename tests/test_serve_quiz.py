@@ -237,3 +237,41 @@ def test_names_that_pass_for_the_teacher_or_another_login_are_marked():
     assert said[2] == said[3] == said[7] == "name shared by another login"
     assert said[4] == said[5] == "2 sessions of one login"
     assert said[8] == ""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+async def test_the_scores_survive_w_and_sigterm_and_never_replace_another_file(tmp_path,
+                                                                               workers):
+    """The gradebook survives the class: a teacher's W writes it mid-class, a SIGTERM
+    to the server writes it (it wrote nothing with one process), and a scores file
+    that was there before (another class's) is kept: the scores go beside it, said."""
+    from sshclient import PASSWORD as SERVER_PASSWORD, ServerProcess
+
+    earlier = tmp_path / "scores.csv"
+    earlier.write_text("lesson,student,right,answered\nother class,zoe,3,3\n")
+    srv = ServerProcess(tmp_path, "--workers", workers, "--quiz", "--quiz-scores",
+                        str(earlier))
+    fresh = tmp_path / "scores-2.csv"
+    try:
+        assert f"{earlier} exists (another class's scores?): this class's go to {fresh}" in \
+            "".join(srv.log).replace("\n", " ")
+        teacher = await srv.join(key=srv.teacher_key, user="rivera", size=(120, 34))
+        assert await teacher.wait_for("step "), teacher.text()
+        ada = await srv.join(password=SERVER_PASSWORD, user="ada", size=(120, 34))
+        assert await ada.wait_for("step "), ada.text()
+        teacher.send("n" * 9)
+        assert await ada.wait_for(PROMPT, 15), ada.text()
+        await answer(ada, "-2")
+        assert await ada.wait_for("right ✓"), ada.text()
+        assert await teacher.wait_for("1/1 right"), teacher.text()
+        teacher.send("W")  # mid-class
+        assert await teacher.wait_for("quiz scores written to"), teacher.text()
+        assert fresh.read_text().splitlines()[1:] == ["chain.py,ada,1,1"]
+        fresh.unlink()
+        srv.process.terminate()  # SIGTERM
+        assert await asyncio.to_thread(srv.process.wait, 30) == 0
+        assert fresh.read_text().splitlines()[1:] == ["chain.py,ada,1,1"]
+        assert "zoe" in earlier.read_text()  # the other class's, untouched
+        assert not list(tmp_path.glob(".*.part"))
+    finally:
+        await srv.close()

@@ -59,7 +59,8 @@ class ClassScreen(DebuggerScreen):
                 Binding("exclamation_mark", "app.say", "Say", id="say", show=False),
                 Binding("a", "app.answer", "Answer", id="answer", show=False),
                 Binding("Q", "app.quiz", "Quiz", id="quiz", show=False),
-                Binding("V", "app.reveal", "Reveal", id="reveal", show=False)]
+                Binding("V", "app.reveal", "Reveal", id="reveal", show=False),
+                Binding("W", "app.save_scores", "Scores", id="scores", show=False)]
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)
@@ -152,7 +153,8 @@ class ClassScreen(DebuggerScreen):
                          ("*", "point the class at the selected node (again: stop pointing)"),
                          ("!", "one line to the class, in every header until the next step"),
                          ("Q", "quiz mode on or off: students predict each backward step's "
-                               "grad"), ("V", "quiz mode: reveal this step's grads for all")]
+                               "grad"), ("V", "quiz mode: reveal this step's grads for all"),
+                         ("W", "write the quiz's scores now (--quiz-scores FILE)")]
         self.app.push_screen(HelpScreen(rows))
 
 
@@ -524,7 +526,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("reload", "cancel_loading", "screenshot"):
             return None
-        if action == "roster":
+        if action in ("roster", "save_scores"):
             return True if self.keyed_teacher else None
         return super().check_action(action, parameters)
 

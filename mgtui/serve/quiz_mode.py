@@ -28,6 +28,17 @@ class QuizMode:
     # fingerprint, else the login name (mgtui/serve/server.py sets it). One student, one
     # answer per question, one row of scores.
     identity = ""
+    save_scores = None  # a teacher's: writes the quiz's scores now, says what it did
+
+    def action_save_scores(self) -> None:
+        """W, a teacher's: the quiz's scores written now (as when the class ends)."""
+        if not self.keyed_teacher:
+            return
+        if self.save_scores is None:
+            said = "no scores file: serve with --quiz-scores FILE to keep the quiz's scores"
+        else:
+            said = self.save_scores()
+        self.notify(said, timeout=8, markup=False)
 
     @property
     def quiz_name(self) -> str:

@@ -175,7 +175,8 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
     classroom = LinkedClassroom(link, number)
-    klass = Class(lessons, auth, Limits.asked(args), classroom=classroom)
+    klass = Class(lessons, auth, Limits.asked(args), classroom=classroom,
+                  quiz_scores=getattr(args, "quiz_scores", None))  # (a teacher's W here)
     classroom.quiz_on = bool(getattr(args, "quiz", False))  # (answers counted per worker)
     await start_worker_threads()
     server = start_class(klass)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
-from mgtui.serve.limits import LOGINS_PER_ADDRESS
+from mgtui.serve.limits import LOGINS_PER_ADDRESS, SESSIONS_PER_LOGIN
 from mgtui.serve.log import setup_log
 
 EXIT_OK, EXIT_UNUSABLE = 0, 2
@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="N", help="connections from one address logging in at once "
                         f"(default {LOGINS_PER_ADDRESS}; more for a class behind one NAT "
                         "address)")
+    parser.add_argument("--max-sessions-per-login", type=int, default=SESSIONS_PER_LOGIN,
+                        metavar="N", help="sessions one person's login may have open at once "
+                        f"(a key, or a login name of their own; default {SESSIONS_PER_LOGIN})")
+    parser.add_argument("--max-sessions-per-address", type=int, default=None, metavar="N",
+                        help="sessions open at once from one address (default: half of "
+                        "--max-sessions, 10 at least; more for a class behind one NAT address)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes serving the sessions (default: one a CPU, at most "
                         "8); 1 serves every session in this process")
@@ -76,10 +82,12 @@ def fail(message: str) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if (args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0
-            or args.max_logins_per_address < 1
+            or args.max_logins_per_address < 1 or args.max_sessions_per_login < 1
+            or (args.max_sessions_per_address is not None and args.max_sessions_per_address < 1)
             or (args.workers is not None and args.workers < 1)):
-        return fail("--max-sessions, --max-logins-per-address, --workers, --idle-timeout "
-                    "and --timeout must be positive")
+        return fail("--max-sessions, --max-sessions-per-login, --max-sessions-per-address, "
+                    "--max-logins-per-address, --workers, --idle-timeout and --timeout must "
+                    "be positive")
     try:
         import asyncssh  # noqa: F401
     except ImportError:
@@ -99,7 +107,7 @@ def main(argv: list[str]) -> int:
     if args.record is not None and args.web:
         return fail("--record records a class served over SSH (not --web)")
     if args.quiz_scores is not None:  # (never over another class's file)
-        from mgtui.serve.server import fresh_scores_path
+        from mgtui.serve.scores import fresh_scores_path
 
         args.quiz_scores, note = fresh_scores_path(args.quiz_scores)
         if note:
@@ -202,7 +210,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         if args.teach:
             from mgtui.serve.app import ServedApp
 
-            from mgtui.serve.server import write_quiz_scores
+            from mgtui.serve.scores import write_quiz_scores
 
             teacher = ServedApp(lessons, front.classroom, teacher=True)
             teacher.save_scores = lambda: write_quiz_scores(front.classroom, args.quiz_scores)
@@ -218,7 +226,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     finally:
         await stop_recording(recording)
         await front.stop()
-        from mgtui.serve.server import write_quiz_scores
+        from mgtui.serve.scores import write_quiz_scores
 
         write_quiz_scores(front.classroom, args.quiz_scores)  # (every worker's answers)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

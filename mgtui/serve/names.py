@@ -10,6 +10,7 @@ import unicodedata
 from collections import Counter
 from typing import Sequence
 
+from mgtui.serve.limits import SHARED_NAMES
 from mgtui.session.follow import Member
 
 # names that read as the one teaching, whatever the case, spaces and punctuation
@@ -28,19 +29,20 @@ def folded(name: str) -> str:
 def marks(members: Sequence[Member], teachers: Sequence[str] = ()) -> list[str]:
     """For each of `members` (in order), what the roster says of its name ("" if
     nothing): `teachers` are the names of the class's teachers."""
-    by_name = Counter(folded(m.name) for m in members)
-    logins: dict[str, set[str]] = {}
+    logins: dict[str, set[str]] = {}  # (a name a class shares, `class`, is nobody's)
     sessions = Counter(m.identity for m in members if m.identity)
     for m in members:
-        logins.setdefault(folded(m.name), set()).add(m.identity or f"#{id(m)}")
-    teacherly = TEACHERLY | {folded(t) for t in teachers if folded(t)}
+        if m.identity or m.teacher:
+            logins.setdefault(folded(m.name), set()).add(m.identity or f"#{id(m)}")
+    teacherly = TEACHERLY | {folded(t) for t in teachers
+                             if folded(t) and folded(t) not in SHARED_NAMES}
     out = []
     for m in members:
         name = folded(m.name)
         said = []
         if not m.teacher and (name in teacherly or not name):
             said.append("not a teacher" if name else "no name")
-        if by_name[name] > 1 and len(logins[name]) > 1:
+        if len(logins.get(name, ())) > 1 and (m.identity or m.teacher):
             said.append("name shared by another login")
         if m.identity and sessions[m.identity] > 1:
             said.append(f"{sessions[m.identity]} sessions of one login")

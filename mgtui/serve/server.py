@@ -27,8 +27,11 @@ from mgtui.session.follow import Classroom
 from mgtui.run.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
+from mgtui.serve.scores import write_quiz_scores
 from mgtui.serve.unison import Unison
-from mgtui.serve.limits import CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT, capped
+from mgtui.serve.limits import (CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT,
+                                SESSIONS_PER_LOGIN, capped, heaviest, identity_of,
+                                seat_refused, sessions_per_address)
 
 log = logging.getLogger("mgtui.serve")
 
@@ -49,12 +52,18 @@ class Limits:
     login_timeout: float = 30.0
     logins_per_address: int = LOGINS_PER_ADDRESS  # open and not logged in, from one address
     quiet_timeout: float = QUIET_TIMEOUT  # seconds to start a login (mgtui/serve/limits.py)
+    sessions_per_login: int = SESSIONS_PER_LOGIN  # open at once, one person's login
+    sessions_per_address: int | None = None  # open at once from one address (None: any)
 
     @classmethod
     def asked(cls, args) -> Limits:
         """The limits `mgtui serve`'s options ask for."""
+        per_address = getattr(args, "max_sessions_per_address", None)
         return cls(max_sessions=args.max_sessions, idle_timeout=args.idle_timeout * 60,
-                   logins_per_address=args.max_logins_per_address)
+                   logins_per_address=args.max_logins_per_address,
+                   sessions_per_login=getattr(args, "max_sessions_per_login",
+                                              SESSIONS_PER_LOGIN),
+                   sessions_per_address=per_address or sessions_per_address(args.max_sessions))
 
     @property
     def max_connections(self) -> int:
@@ -76,6 +85,9 @@ class Class:
     logging_in: Counter = field(default_factory=Counter)  # address -> open, not logged in
     taken: int = 0  # connections that have reached this process, counted above (or failed)
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
+    # theirs by login and by address: {"logins": {IDENTITY: N}, "addresses": {HOST: N}}
+    seats_elsewhere: dict = field(default_factory=dict)
+    pending: list = field(default_factory=list)  # connections logging in, oldest first
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
     quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
     unison: Unison | None = None  # students showing the same thing, drawn once
@@ -92,6 +104,21 @@ class Class:
     def counted(self) -> None:
         if self.on_count is not None:
             self.on_count()
+
+    def seats(self) -> dict:
+        """This process's sessions by login (one person's) and by address."""
+        return {"logins": Counter(s.identity for s in self.sessions if s.identity),
+                "addresses": Counter(s.host for s in self.sessions)}
+
+    def seat_refused(self, identity: str, host: str) -> str:
+        """Why a session of `identity` from `host` gets no seat ("" if it does)."""
+        here, there = self.seats(), self.seats_elsewhere
+        total = {kind: Counter(here[kind]) + Counter(there.get(kind, {}))
+                 for kind in ("logins", "addresses")}
+        limits = self.limits
+        return seat_refused(total["logins"], total["addresses"], identity, host,
+                            limits.sessions_per_login,
+                            limits.sessions_per_address or limits.max_sessions)
 
 
 def release_streams(app) -> None:
@@ -127,7 +154,8 @@ class LessonSession(asyncssh.SSHServerSession):
                  name: str = "", identity: str = "") -> None:
         self.klass, self.user, self.peer, self.teacher = klass, user, peer, teacher
         self.name = name or user  # as the teacher's roster shows it
-        self.identity = identity or f"login {user}"  # one student, whatever the session
+        self.identity = identity  # one person, whatever the session ("": a shared login)
+        self.host = peer.rsplit(":", 1)[0]
         self.chan: asyncssh.SSHServerChannel | None = None
         self.app = None
         self.task: asyncio.Task | None = None
@@ -164,6 +192,11 @@ class LessonSession(asyncssh.SSHServerSession):
         if klass.full:
             log.info("class full: refused %s@%s", self.user, self.peer)
             self._refuse(f"the class is full ({klass.limits.max_sessions} sessions): try later")
+            return
+        refused = klass.seat_refused(self.identity, self.host)
+        if refused:
+            log.info("no seat for %s@%s: %s", self.user, self.peer, refused)
+            self._refuse(refused)
             return
         from mgtui.serve.app import ServedApp
 
@@ -313,6 +346,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         # (and its identity: the key's fingerprint; "" for a password, the login name then)
         self._would_be: tuple[bool, str, str] = (False, "", "")
         self.logging_in = False  # counted in `klass.logging_in` under its address
+        self.connections_counted = True  # in `klass.connections` (until it is closed)
         self._quiet: asyncio.TimerHandle | None = None
 
     def connection_made(self, conn) -> None:
@@ -324,7 +358,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         klass.connections += 1
         klass.taken += 1
         klass.counted()
-        if klass.connections > limits.max_connections:
+        if klass.connections > limits.max_connections and not self._room_made():
             log.info("too many connections: closed %s", self.peer)
             conn.close()  # (a login flood: the class's own sessions are not affected)
             return
@@ -333,10 +367,21 @@ class ClassSSHServer(asyncssh.SSHServer):
             conn.close()  # (one machine cannot hold every connection the class has room for)
             return
         self.logging_in = True
+        klass.pending.append(self)
         klass.logging_in[host] += 1
         klass.counted()
         self._quiet = asyncio.get_running_loop().call_later(limits.quiet_timeout, self._silent)
         log.info("connect %s", self.peer)
+
+    def _room_made(self) -> bool:
+        """Every connection is taken: close the oldest login in progress of the address
+        that has the most, if it has more than this one's (a few machines holding
+        logins open cannot lock the others out). Whether one was closed."""
+        klass = self.klass
+        while klass.connections > klass.limits.max_connections:
+            if not evict(klass, heaviest(klass.logging_in, self.host)):
+                return False
+        return True
 
     def _silent(self) -> None:
         self._quiet = None
@@ -349,6 +394,8 @@ class ClassSSHServer(asyncssh.SSHServer):
             self._quiet = None
         if self.logging_in:
             self.logging_in = False
+            if self in self.klass.pending:
+                self.klass.pending.remove(self)
             self.klass.logging_in[self.host] -= 1
             if self.klass.logging_in[self.host] <= 0:
                 del self.klass.logging_in[self.host]
@@ -356,7 +403,8 @@ class ClassSSHServer(asyncssh.SSHServer):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._logged_in_or_gone()
-        self.klass.connections -= 1
+        if self.connections_counted:
+            self.klass.connections -= 1
         self.klass.counted()
         log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
 
@@ -388,11 +436,12 @@ class ClassSSHServer(asyncssh.SSHServer):
         # (Not the role yet: a client may ask about a key it cannot sign with, a
         # teacher's public key say, then log in some other way.)
         self._would_be = (role == "teacher", self.klass.auth.comment_of(key),
-                          f"key {key.get_fingerprint()}")
+                          key.get_fingerprint())
         return True
 
     def auth_completed(self) -> None:
-        self.teacher, self.name, self.identity = self._would_be
+        self.teacher, self.name, fingerprint = self._would_be
+        self.identity = identity_of(self.user, fingerprint)
         self._logged_in_or_gone()
         log.info("logged in %s@%s as %s", self.user, self.peer,
                  "teacher" if self.teacher else "student")
@@ -400,6 +449,26 @@ class ClassSSHServer(asyncssh.SSHServer):
     def session_requested(self):
         return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name,
                              self.identity)
+
+
+def write_scores(klass: Class) -> str:
+    """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
+    a quiz was run): what was done, in a line."""
+    return write_quiz_scores(klass.classroom, klass.quiz_scores)
+
+
+def evict(klass: Class, host: str | None) -> bool:
+    """Close the oldest login in progress from `host` (None: none); whether one was."""
+    for server in list(klass.pending) if host is not None else []:
+        if server.host == host:
+            log.info("every connection is taken: closed %s, logging in (its address has "
+                     "%d logins in progress)", server.peer, klass.logging_in[host])
+            server._logged_in_or_gone()
+            klass.connections -= 1  # (counted now: its `connection_lost` comes later)
+            server.connections_counted = False
+            server.conn.close()
+            return True
+    return False
 
 
 async def start_worker_threads() -> None:
@@ -521,49 +590,6 @@ class ClassServer:
             self._acceptor.close()
             await self._acceptor.wait_closed()
         self.klass.heap.stop()
-
-
-def write_scores(klass: Class) -> str:
-    """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
-    a quiz was run): what was done, in a line."""
-    return write_quiz_scores(klass.classroom, klass.quiz_scores)
-
-
-def write_quiz_scores(classroom: Classroom, path: Path | None) -> str:
-    """The class's quiz scores per student as CSV to `path` (if asked for, and a quiz
-    was run), whole or not at all: written beside it, then put in its place. The front
-    of a class in workers writes the scores it has heard from all. Returns what was
-    done, in a line (logged too)."""
-    if path is None:
-        return "no scores file: serve with --quiz-scores FILE to keep the quiz's scores"
-    if not classroom.quizzes:
-        return "no quiz has been run: no scores written"
-    from mgtui.session.quiz import class_csv
-
-    part = path.with_name(f".{path.name}.{os.getpid()}.part")
-    try:
-        part.write_text(class_csv(classroom.quizzes), encoding="utf-8")
-        os.replace(part, path)
-    except OSError as exc:
-        part.unlink(missing_ok=True)
-        log.error("cannot write the quiz scores to %s: %s", path, exc)
-        return f"cannot write the quiz scores to {path}: {exc.strerror or exc}"
-    log.info("quiz scores written to %s", path)
-    return f"quiz scores written to {path}"
-
-
-def fresh_scores_path(path: Path) -> tuple[Path, str]:
-    """Where this class's scores go: `path`, or where a file is there already (another
-    class's, perhaps), the first free `NAME-2.csv`, `NAME-3.csv` … beside it, never
-    over it. Returns it, and what to tell the teacher ("" if nothing)."""
-    if not path.exists():
-        return path, ""
-    for n in range(2, 10_000):
-        other = path.with_name(f"{path.stem}-{n}{path.suffix}")
-        if not other.exists():
-            return other, (f"{path} exists (another class's scores?): this class's go to "
-                           f"{other}")
-    return path, f"{path} and 9,998 others beside it exist: the scores will replace {path}"
 
 
 def ssh_options(klass: Class, host_key) -> dict:

@@ -371,3 +371,46 @@ async def test_across_workers_stalled_logins_and_one_login_take_no_class(tmp_pat
         for sock in held:
             sock.close()
         await srv.close()
+
+
+async def test_a_console_line_that_cannot_be_drawn_shows_a_dash_and_the_session_goes_on(
+        tmp_path, monkeypatch, clean_env):
+    """The quiz line of the teacher's console raising (as the histogram's int(nan) did)
+    ended the teacher's session, and each reconnect's. Now it shows `—`, logged."""
+    import logging
+    import sys
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve.auth import Auth, host_key
+    from mgtui.serve.quiz_mode import QuizMode
+    from mgtui.serve.server import Class, Limits, start_server
+    from sshclient import ROOT, ScreenClient
+
+    teacher_key = asyncssh.generate_private_key("ssh-ed25519")
+    (tmp_path / "teachers").write_bytes(teacher_key.export_public_key())
+    (tmp_path / "teachers").chmod(0o644)
+    lessons = {"chain.py": record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")}
+    klass = Class(lessons, Auth.from_files(None, tmp_path / "teachers", None),
+                  Limits(max_sessions=4))
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(tmp_path / "state"))
+
+    def broken(self) -> str:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setattr(QuizMode, "_quiz_console", broken)
+    monkeypatch.setattr(logging.getLogger("mgtui.serve"), "propagate", False)
+    teacher = None
+    try:
+        teacher = await ScreenClient.connect(srv.port, key=teacher_key, user="rivera",
+                                             size=(120, 34))
+        assert await teacher.wait_for("step 0/", 15), teacher.text()
+        teacher.send("Q")
+        assert await teacher.wait_for("quiz: —", 10), teacher.text()
+        teacher.send("nnn")
+        assert await teacher.wait_for("step 3/", 10), teacher.text()
+        assert not teacher.closed.is_set() and len(klass.sessions) == 1
+    finally:
+        if teacher is not None:
+            await teacher.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

@@ -8,6 +8,12 @@ student's step latency (key -> new step on its emulated screen) before and durin
 flood; how many characters the flood got the server to take; and how long its session
 takes to end once the client is killed. Bounded: each wait 20 s, the flood --seconds.
 
+Then two more cases (issue 34): a browser visitor of `mgtui serve --web` that sends 8 MB
+of keys in a moment and closes its websocket (the server's memory over its processes,
+how long until the visitor's process is gone, and whether its seat is free again), and
+two quiz answers at the ends of the float range (1.7e308, -1.7e308) against a teacher's
+console (refused, the bound said; the teacher's session still stepping; the memory).
+
     python bench/serve_hostile.py [--seconds 60] [--workers 1] [--lesson mlp]
 """
 
@@ -134,6 +140,108 @@ async def main(seconds: float, workers: int, lesson: str) -> None:
         await srv.close()
 
 
+async def web_flood(megabytes: int = 8) -> None:
+    """A browser visitor floods keys, then leaves: memory, and its process's end."""
+    import json
+    import socket
+    import subprocess
+
+    import aiohttp
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, XDG_STATE_HOME=tempfile.mkdtemp(prefix="mgtui-web-"),
+               PYTHONPATH=str(ROOT))
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", "chain", "--web",
+         "--port", str(port), "--max-sessions", "1"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    session = aiohttp.ClientSession()
+    try:
+        async def visit():
+            for _ in range(200):
+                try:
+                    ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24")
+                    break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.3)
+            seen = b""
+            async with asyncio.timeout(60):
+                while b"step 0/" not in seen:
+                    message = await ws.receive()
+                    if isinstance(message.data, bytes):
+                        seen = seen[-200:] + message.data
+            return ws
+
+        ws = await visit()
+        rest = memory_mb(server.pid)
+        print(f"web: server and one visitor at rest: RSS {rest:.0f} MB "
+              f"({len(processes(server.pid))} processes)", flush=True)
+        chunk = json.dumps(["stdin", "np" * 32768])
+        started = time.monotonic()
+        for _ in range(megabytes * 16):
+            await ws.send_str(chunk)
+        sent = time.monotonic() - started
+        peak = rest
+        for _ in range(5):  # (the visitor taking what it was sent, for a moment)
+            await asyncio.sleep(0.3)
+            peak = max(peak, memory_mb(server.pid))
+        await ws.close()
+        gone = time.monotonic()
+        while len(processes(server.pid)) > 1 and time.monotonic() - gone < 30:
+            peak = max(peak, memory_mb(server.pid))
+            await asyncio.sleep(0.1)
+        ended = time.monotonic() - gone
+        print(f"web: {megabytes} MB of keys sent in {sent:.2f} s; peak RSS {peak:.0f} MB "
+              f"(+{peak - rest:.0f}); the visitor's process gone {ended:.1f} s after its "
+              f"websocket closed; server now {memory_mb(server.pid):.0f} MB", flush=True)
+        again = await visit()  # its seat (the only one) is free
+        print("web: its seat taken again by a new visitor", flush=True)
+        await again.close()
+    finally:
+        await session.close()
+        server.terminate()
+        server.wait(20)
+
+
+async def quiz_overflow(workers: int) -> None:
+    """Answers of 1.7e308 and -1.7e308 against the teacher's console."""
+    srv = ServerProcess(Path(tempfile.mkdtemp(prefix="mgtui-quiz-")), "--workers",
+                        str(workers), "--quiz")
+    try:
+        teacher = await srv.join(key=srv.teacher_key, user="rivera", size=(120, 34))
+        assert await teacher.wait_for("step ", 20)
+        students = [await srv.join(password=PASSWORD, user=name, size=(120, 34))
+                    for name in ("ada", "bob")]
+        rest = memory_mb(srv.process.pid)
+        teacher.send("n" * 9)
+        for student, huge in zip(students, ("1.7e308", "-1.7e308")):
+            assert await student.wait_for("press a to answer", 20), student.text()
+            student.send("a")
+            assert await student.wait_for("Your prediction", 10)
+            student.send(huge + "\r")
+            refused = await student.wait_for("is not taken", 10)
+            student.send("a")
+            assert await student.wait_for("Your prediction", 10)
+            student.send(("1e12" if huge[0] != "-" else "-1e12") + "\r")
+        drawn = await teacher.wait_for("0/2 right", 20)
+        teacher.send("n")
+        steps = await teacher.wait_for("step 10/", 20)
+        print(f"quiz: 1.7e308 and -1.7e308 {'refused, the bound said' if refused else 'TAKEN'}; "
+              f"the teacher's histogram of ±1e12 {'drawn' if drawn else 'NOT drawn'}, its "
+              f"session {'still stepping' if steps else 'ENDED'}; server RSS {rest:.0f} -> "
+              f"{memory_mb(srv.process.pid):.0f} MB", flush=True)
+    finally:
+        await srv.close()
+
+
+async def everything(options) -> None:
+    await main(options.seconds, options.workers, options.lesson)
+    await web_flood(2 if options.quick else 8)
+    await quiz_overflow(options.workers)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60)
@@ -146,4 +254,4 @@ if __name__ == "__main__":
         options.seconds = 3
     print(f"python {sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}, lesson "
           f"{options.lesson}, --workers {options.workers}", flush=True)
-    asyncio.run(main(options.seconds, options.workers, options.lesson))
+    asyncio.run(everything(options))

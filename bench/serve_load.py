@@ -241,6 +241,7 @@ async def main(clients: int, lesson: str, workers: int | None, quick: bool = Fal
         [sys.executable, "-c", "from mgtui.cli import entry; entry()", "serve", lesson, other,
          "--port", "0", "--password-file",
          str(pw), "--teacher-keys", str(work / "teachers"), "--max-sessions", str(clients + 5),
+         "--max-sessions-per-address", str(clients + 5),  # (every client is on loopback)
          *(["--workers", str(workers)] if workers else [])],
         cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:

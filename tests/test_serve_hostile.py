@@ -196,3 +196,221 @@ async def closed_within(sock, seconds: float) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+# -- a session that fails (issue 34, point 2) ---------------------------------------------------------
+
+async def test_a_crashed_session_ends_alone_and_its_app_is_released(tmp_path, monkeypatch,
+                                                                     clean_env):
+    """A session whose app raises ends that session only (logged), and its app is
+    freed once the class has left: the capture of `sys.stdout` of an app that ended
+    first, put back by one that ended later, held it (and all it had) for good."""
+    import gc
+    import sys
+    import weakref
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve.app import ServedApp
+    from mgtui.serve.auth import Auth
+    from mgtui.serve.server import Class, Limits, start_server
+    from sshclient import ROOT, ScreenClient
+
+    pw = tmp_path / "password"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    lessons = {"chain.py": record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")}
+    klass = Class(lessons, Auth.from_files(password_file=pw), Limits(max_sessions=4))
+    from mgtui.serve.auth import host_key
+
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(tmp_path / "state"))
+    apps = []
+
+    def broken(self) -> None:
+        raise RuntimeError("a key that fails")
+
+    # (the server's log formats its records and keeps none; pytest's capture keeps each,
+    # its traceback and every frame in it: not here)
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("mgtui.serve"), "propagate", False)
+    monkeypatch.setattr(ServedApp, "action_roster", broken)
+    monkeypatch.setattr(ServedApp, "check_action", lambda self, action, params: True)
+    try:
+        crashing = await ScreenClient.connect(srv.port, password=PASSWORD, user="eve")
+        other = await ScreenClient.connect(srv.port, password=PASSWORD, user="ada")
+        for client in (crashing, other):
+            assert await client.wait_for("step ", 15), client.text()
+        apps = [weakref.ref(s.app) for s in klass.sessions if s.user == "eve"]
+        crashing.send("R")
+        await asyncio.wait_for(crashing.closed.wait(), 15)
+        other.send("n")
+        assert await other.wait_for("step 1/", 10), other.text()  # the other goes on
+        await other.close()
+        for _ in range(50):  # (the class has left: nothing of theirs is frozen any more)
+            gc.unfreeze()
+            gc.collect()
+            if not klass.sessions and apps and apps[0]() is None:
+                break
+            await asyncio.sleep(0.1)
+        assert apps and apps[0]() is None, "the crashed session's app is still held"
+    finally:
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+
+# -- seats: per login, per address, and logins in progress (issue 34, point 8) -----------------------
+
+async def stalled(port: int, sources: tuple[str, ...], each: int) -> list:
+    """`each` TCP connections from each of `sources` that never log in."""
+    from test_serve import idle_connections
+
+    held = []
+    for source in sources:
+        held += await idle_connections(port, each, source)
+    return held
+
+
+async def test_one_login_or_one_address_cannot_take_every_seat(tmp_path, clean_env):
+    """A password holder opened --max-sessions sessions and filled the class. Now one
+    login (a key, or a name of one person's own) has at most --max-sessions-per-login,
+    one address at most --max-sessions-per-address; a shared name (`class`) counts per
+    address only."""
+    import sys
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve.auth import Auth, host_key
+    from mgtui.serve.server import Class, Limits, start_server
+    from sshclient import ROOT, ScreenClient
+
+    pw = tmp_path / "password"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    (tmp_path / "students").write_bytes(key.export_public_key())
+    (tmp_path / "students").chmod(0o644)
+    lessons = {"chain.py": record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")}
+    klass = Class(lessons, Auth.from_files(tmp_path / "students", None, pw),
+                  Limits(max_sessions=20, sessions_per_login=2, sessions_per_address=5))
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(tmp_path / "state"))
+    clients = []
+
+    async def join(**login) -> ScreenClient:
+        clients.append(await ScreenClient.connect(srv.port, **login))
+        assert await clients[-1].wait_for(lambda t: "step " in t or "mgtui:" in t, 15)
+        return clients[-1]
+
+    try:
+        for _ in range(2):
+            assert "step " in (await join(password=PASSWORD, user="bob")).text()
+        third = await join(password=PASSWORD, user="bob")
+        assert "this login has 2 sessions open already (at most 2)" in third.text()
+        await asyncio.wait_for(third.closed.wait(), 10)
+        for user in ("key1", "key2"):  # one key, whatever the user name
+            assert "step " in (await join(key=key, user=user)).text()
+        assert "this login has 2" in (await join(key=key, user="key3")).text()
+        assert "step " in (await join(password=PASSWORD, user="class")).text()
+        sixth = await join(password=PASSWORD, user="class")  # 5 open from 127.0.0.1
+        assert "5 sessions are open from your address already (at most 5)" in sixth.text()
+    finally:
+        for client in clients:
+            await client.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+
+async def test_stalled_logins_from_three_addresses_lock_nobody_out(tmp_path, clean_env):
+    """--max-sessions 2: room for 14 connections. Three machines open ten each that
+    never log in (each within its 10 logins at once): when every connection is taken,
+    the one with the most closes its oldest, so a student still gets in."""
+    import sys
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve.auth import Auth, host_key
+    from mgtui.serve.server import Class, Limits, start_server
+    from sshclient import ROOT, ScreenClient
+
+    pw = tmp_path / "password"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    lessons = {"chain.py": record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")}
+    klass = Class(lessons, Auth.from_files(password_file=pw),
+                  Limits(max_sessions=2, quiet_timeout=60, login_timeout=60))
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(tmp_path / "state"))
+    held, student = [], None
+    try:
+        held = await stalled(srv.port, ("127.0.0.2", "127.0.0.3", "127.0.0.4"), 10)
+        await asyncio.sleep(0.5)
+        assert klass.connections == 14
+        student = await ScreenClient.connect(srv.port, password=PASSWORD, user="ada")
+        assert await student.wait_for("step ", 15), student.text()
+    finally:
+        for sock in held:
+            sock.close()
+        if student is not None:
+            await student.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+
+async def test_across_workers_stalled_logins_and_one_login_take_no_class(tmp_path):
+    srv = ServerProcess(tmp_path, "--workers", "2", "--max-sessions", "2",
+                        "--max-sessions-per-login", "1")
+    held = []
+    try:
+        held = await stalled(srv.port, ("127.0.0.2", "127.0.0.3", "127.0.0.4"), 10)
+        await asyncio.sleep(1.0)
+        try:
+            student = await srv.join(password=PASSWORD, user="ada")
+        except OSError:
+            raise AssertionError("".join(srv.log)[-3000:])
+        assert await student.wait_for("step ", 15), student.text()
+        await srv.logged(r"every connection is taken: closed 127\.0\.0\.\d:\d+, logging in")
+        again = await srv.join(password=PASSWORD, user="ada")  # (in the other worker)
+        assert await again.wait_for("this login has 1 sessions open already", 15), again.text()
+    finally:
+        for sock in held:
+            sock.close()
+        await srv.close()
+
+
+async def test_a_console_line_that_cannot_be_drawn_shows_a_dash_and_the_session_goes_on(
+        tmp_path, monkeypatch, clean_env):
+    """The quiz line of the teacher's console raising (as the histogram's int(nan) did)
+    ended the teacher's session, and each reconnect's. Now it shows `—`, logged."""
+    import logging
+    import sys
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve.auth import Auth, host_key
+    from mgtui.serve.quiz_mode import QuizMode
+    from mgtui.serve.server import Class, Limits, start_server
+    from sshclient import ROOT, ScreenClient
+
+    teacher_key = asyncssh.generate_private_key("ssh-ed25519")
+    (tmp_path / "teachers").write_bytes(teacher_key.export_public_key())
+    (tmp_path / "teachers").chmod(0o644)
+    lessons = {"chain.py": record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")}
+    klass = Class(lessons, Auth.from_files(None, tmp_path / "teachers", None),
+                  Limits(max_sessions=4))
+    srv = await start_server(klass, "127.0.0.1", 0, host_key(tmp_path / "state"))
+
+    def broken(self) -> str:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setattr(QuizMode, "_quiz_console", broken)
+    monkeypatch.setattr(logging.getLogger("mgtui.serve"), "propagate", False)
+    teacher = None
+    try:
+        teacher = await ScreenClient.connect(srv.port, key=teacher_key, user="rivera",
+                                             size=(120, 34))
+        assert await teacher.wait_for("step 0/", 15), teacher.text()
+        teacher.send("Q")
+        assert await teacher.wait_for("quiz: —", 10), teacher.text()
+        teacher.send("nnn")
+        assert await teacher.wait_for("step 3/", 10), teacher.text()
+        assert not teacher.closed.is_set() and len(klass.sessions) == 1
+    finally:
+        if teacher is not None:
+            await teacher.close()
+        await srv.close()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

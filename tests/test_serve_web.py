@@ -315,3 +315,32 @@ def test_the_page_works_offline_it_names_no_other_server(web):
     assert [url for url in urls if not url.startswith(ours)] == [], server.page[:2000]
     assert "fonts.googleapis.com" not in server.page
     assert "monospace" in server.page  # the browser's own font instead
+
+
+async def test_a_visitor_who_floods_keys_then_leaves_is_ended_and_frees_its_seat(web):
+    """8 MB of keys in a moment, then the websocket closes: the visitor's process kept
+    stepping (151 -> 810 MB), past the idle timeout and SIGTERM, holding its seat. Now
+    its keys are bounded as over SSH, and its process is ended (SIGTERM, then SIGKILL)."""
+    server = web("--max-sessions", "1")
+    browser = await Browser.open(server.port)
+    drawn = lambda lines: "step 0/15" in "".join(lines)  # noqa: E731
+    try:
+        assert await browser.read_until(drawn)
+        assert visitor_processes(server) >= 1
+        chunk = json.dumps(["stdin", "np" * 32768])  # 64 KB a message
+        for _ in range(128):  # 8 MB
+            await browser.ws.send_str(chunk)
+    finally:
+        await browser.close()
+    for _ in range(200):  # (SIGTERM, and SIGKILL 5 s later at most)
+        if visitor_processes(server) == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert visitor_processes(server) == 0
+    again = await Browser.open(server.port)  # its seat is free
+    try:
+        assert await again.read_until(drawn), again.screen.display
+    finally:
+        await again.close()
+    log = server.stop()
+    assert "past 4096 characters waiting they are dropped" in log, log

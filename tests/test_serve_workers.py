@@ -270,5 +270,5 @@ async def test_the_teachers_console_counts_the_students_of_every_worker(server):
     assert await teacher.wait_for("2 connected · 1 following · 1 paused"), teacher.text()
     teacher.send("R")
     assert await teacher.wait_for("The class: 2 connected"), teacher.text()
-    states = re.findall(r"\bclass +(following|paused) +\d+", teacher.text())
+    states = re.findall(r"\bclass +(following|paused) +chain\.py +\d+", teacher.text())
     assert sorted(states) == ["following", "paused"], teacher.text()

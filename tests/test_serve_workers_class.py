@@ -118,3 +118,33 @@ async def test_one_teacher_leads_the_class_across_the_workers(tmp_path):
 def step_of_text(text: str) -> int | None:
     found = re.search(r"step (\d+)/\d+", text)
     return int(found.group(1)) if found else None
+
+
+async def test_a_student_who_reconnects_to_another_worker_is_one_row(tmp_path):
+    """bob answers in worker 1, drops (worker 1, empty, retires), and comes back in the
+    fresh worker 2, another process: he sees his answer, is not asked again, and the
+    scores have one row for him, named `bob` (no worker's number in it: issue 35)."""
+    scores = tmp_path / "scores.csv"
+    server = ServerProcess(tmp_path, "--workers", "2", "--quiz", "--quiz-scores", str(scores))
+    try:
+        teacher = await join(server, 0, key=server.teacher_key, user="teacher")
+        bob = await join(server, 1, password=PASSWORD, user="bob")
+        teacher.send("n" * 9)
+        assert await at_step(bob, 9) and await bob.wait_for(PROMPT), bob.text()
+        await answer(bob, "4")
+        assert await teacher.wait_for("0/1 right (0%)"), teacher.text()
+        await bob.close()
+        await server.logged(r"worker 1 \(pid \d+\) has retired", 30)
+        await server.logged(r"worker 2 \(pid \d+\) ready", 60)
+        again = await join(server, 2, password=PASSWORD, user="bob")
+        assert await at_step(again, 9), again.text()
+        assert await again.wait_for("quiz: you said 4: wrong ✗"), again.text()
+        assert PROMPT not in again.text() and grad_of(again, "d") == "-2.0"
+        teacher.send("q")
+        assert await teacher.wait_for("End the class?")
+        teacher.send("e")
+        await server.logged("quiz scores written to", 20)
+    finally:
+        await server.close()
+    rows = list(csv.reader(io.StringIO(scores.read_text())))
+    assert rows[1:] == [["chain.py", "bob", "0", "1"]], rows

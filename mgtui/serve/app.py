@@ -217,7 +217,8 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.call_after_refresh(self.terminal.shown)
         if self._nobody_leads and len(self.lessons) > 1:
             self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
-        self.member = self.classroom.enter(self.member_name, self.keyed_teacher)
+        self.member = self.classroom.enter(self.member_name, self.keyed_teacher,
+                                           self.identity)
         if self.unison is not None:
             self.unison.apps.add(self)
         self._led = self.classroom.led  # (a student is told when that changes)
@@ -432,12 +433,20 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         if self.debugger.session is not None:
             self.classroom.publish(replace(self.debugger.session.position, lesson=self.lesson))
 
-    def roster_rows(self) -> list[tuple[str, str, str]]:
+    def roster_rows(self) -> list[tuple[str, ...]]:
+        """(name, state, lesson, step, quiz, note) per student (`mgtui.serve.names`
+        notes a name that passes for another's or the teacher's)."""
+        from mgtui.serve.names import marks
+
+        members = self.classroom.roster()
+        leader = self.classroom.leader()
+        teachers = [m.name for m in members if m.teacher] + ([leader.name] if leader else [])
         rows = []
-        for member in self.classroom.roster():
+        for member, note in zip(members, marks(members, teachers)):
             state = ("gone" if member.gone else "watching (teacher)" if member.teacher
                      else "following" if member.following else "paused")
-            rows.append((member.name, state, str(member.step)))
+            rows.append((member.name, state, member.lesson, str(member.step),
+                         self.quiz_of(member), note))
         return rows
 
     def action_roster(self) -> None:
@@ -524,7 +533,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             return self.keyed_teacher and self.terminal is None
         if action == "reload":
             return False
-        if action == "roster":
+        if action in ("roster", "save_scores"):
             return self.keyed_teacher
         if action in ("point", "say", "quiz", "reveal"):
             return self.teacher

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
-from mgtui.serve.limits import LOGINS_PER_ADDRESS
+from mgtui.serve.limits import LOGINS_PER_ADDRESS, SESSIONS_PER_LOGIN
 from mgtui.serve.log import setup_log
 
 EXIT_OK, EXIT_UNUSABLE = 0, 2
@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "before they see it (the teacher's Q turns it on and off)")
     parser.add_argument("--quiz-scores", type=Path, metavar="FILE",
                         help="write the quiz's scores per student to FILE (CSV) when the class "
-                        "ends")
+                        "ends or the server stops, and when a teacher presses W; a FILE that "
+                        "exists is kept (FILE-2.csv … instead, said at start)")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="record the class as the students see it (at 120x40) to FILE, "
                         "an asciicast v2 file a student plays with: asciinema play FILE "
@@ -58,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="N", help="connections from one address logging in at once "
                         f"(default {LOGINS_PER_ADDRESS}; more for a class behind one NAT "
                         "address)")
+    parser.add_argument("--max-sessions-per-login", type=int, default=SESSIONS_PER_LOGIN,
+                        metavar="N", help="sessions one person's login may have open at once "
+                        f"(a key, or a login name of their own; default {SESSIONS_PER_LOGIN})")
+    parser.add_argument("--max-sessions-per-address", type=int, default=None, metavar="N",
+                        help="sessions open at once from one address (default: half of "
+                        "--max-sessions, 10 at least; more for a class behind one NAT address)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes serving the sessions (default: one a CPU, at most "
                         "8); 1 serves every session in this process")
@@ -76,10 +83,12 @@ def fail(message: str) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if (args.max_sessions < 1 or args.idle_timeout <= 0 or args.timeout <= 0
-            or args.max_logins_per_address < 1
+            or args.max_logins_per_address < 1 or args.max_sessions_per_login < 1
+            or (args.max_sessions_per_address is not None and args.max_sessions_per_address < 1)
             or (args.workers is not None and args.workers < 1)):
-        return fail("--max-sessions, --max-logins-per-address, --workers, --idle-timeout "
-                    "and --timeout must be positive")
+        return fail("--max-sessions, --max-sessions-per-login, --max-sessions-per-address, "
+                    "--max-logins-per-address, --workers, --idle-timeout and --timeout must "
+                    "be positive")
     from mgtui.serve.log import quiet_asyncssh_warnings
 
     quiet_asyncssh_warnings()
@@ -101,6 +110,12 @@ def main(argv: list[str]) -> int:
             return fail(str(exc))
     if args.record is not None and args.web:
         return fail("--record records a class served over SSH (not --web)")
+    if args.quiz_scores is not None:  # (never over another class's file)
+        from mgtui.serve.scores import fresh_scores_path
+
+        args.quiz_scores, note = fresh_scores_path(args.quiz_scores)
+        if note:
+            print(f"mgtui serve: {inert(note)}", file=sys.stderr, flush=True)
     args.recording = None
     if args.record is not None:
         from mgtui.serve.record import open_recording
@@ -210,7 +225,10 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         if args.teach:
             from mgtui.serve.app import ServedApp
 
+            from mgtui.serve.scores import write_quiz_scores
+
             teacher = ServedApp(lessons, front.classroom, teacher=True)
+            teacher.save_scores = lambda: write_quiz_scores(front.classroom, args.quiz_scores)
             done = loop.create_task(teacher.run_async())
             stopped = loop.create_task(front.stopped.wait())
             await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -223,7 +241,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     finally:
         await stop_recording(recording)
         await front.stop()
-        from mgtui.serve.server import write_quiz_scores
+        from mgtui.serve.scores import write_quiz_scores
 
         write_quiz_scores(front.classroom, args.quiz_scores)  # (every worker's answers)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
@@ -240,6 +258,21 @@ async def class_ended(classroom) -> None:
     await ended.wait()
 
 
+async def until_stopped(teacher, ended, stopping: asyncio.Event) -> None:
+    """Until the teacher's own session ends (with `--teach`, else until `ended`), or the
+    server is told to stop (`stopping`: its sessions are ended after)."""
+    running = asyncio.ensure_future(teacher.run_async() if teacher is not None else ended)
+    stop = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait({running, stop}, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if not running.done():
+        if teacher is not None:
+            teacher.exit(0)
+            await running
+        else:
+            running.cancel()
+
+
 async def serve_ssh(lessons: dict, auth, args) -> int:
     from mgtui.serve.auth import AuthError, host_key
     from mgtui.serve.server import (Class, Limits, start_server, start_worker_threads,
@@ -251,6 +284,10 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         return fail(str(exc))
     klass = Class(lessons, auth, Limits.asked(args), quiz_scores=args.quiz_scores)
     klass.classroom.quiz_on = args.quiz
+    import signal
+
+    stopping = asyncio.Event()  # SIGTERM: end every session, write the scores, exit 0
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
     await start_worker_threads()
     port = 2222 if args.port is None else args.port
     try:
@@ -264,13 +301,14 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
           f"(log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
     recording = start_recording(lessons, klass.classroom, args)  # (its app takes stderr)
     try:
+        teacher = None
         if args.teach:
             from mgtui.serve.app import ServedApp
+            from mgtui.serve.server import write_scores
 
-            await ServedApp(lessons, klass.classroom, teacher=True,
-                            quiz=args.quiz).run_async()
-        else:
-            await class_ended(klass.classroom)
+            teacher = ServedApp(lessons, klass.classroom, teacher=True, quiz=args.quiz)
+            teacher.save_scores = lambda: write_scores(klass)
+        await until_stopped(teacher, class_ended(klass.classroom), stopping)
     finally:
         await stop_recording(recording)
         await server.close()

@@ -30,3 +30,55 @@ LOGINS_PER_ADDRESS = 10
 # Seconds a connection may send nothing that starts a login (its key exchange and its
 # user name) before it is closed: a real client takes well under a second.
 QUIET_TIMEOUT = 10.0
+
+
+# Sessions one login may have open at once (a key, or a login name of one person's own);
+# `--max-sessions-per-login` changes it. Two terminals, and one to spare.
+SESSIONS_PER_LOGIN = 3
+# Login names shared by a class (the join command's `class`): no one person's, so they
+# count per address only, and their quiz answers per session.
+SHARED_NAMES = frozenset({"", "class", "student", "students", "guest", "anonymous", "user"})
+IDENTITY_CHARS = 200  # of a login name, in an identity (a client chooses it)
+
+
+def identity_of(user: str, key_fingerprint: str = "") -> str:
+    """One person across their sessions and the server's processes: `key SHA256:…` for
+    a key, `login NAME` for a password login under a name of their own, "" for one
+    under a name a class shares (SHARED_NAMES)."""
+    if key_fingerprint:
+        return f"key {key_fingerprint}"
+    if user.strip().casefold() in SHARED_NAMES:
+        return ""
+    return f"login {user[:IDENTITY_CHARS]}"
+
+
+def sessions_per_address(max_sessions: int) -> int:
+    """`--max-sessions-per-address`'s default: half the class, and 10 at least (a
+    machine that holds half the seats leaves the rest to everyone else; a class behind
+    one NAT address raises it)."""
+    return max(10, max_sessions // 2)
+
+
+def seat_refused(logins: dict, addresses: dict, identity: str, host: str,
+                 per_login: int, per_address: int) -> str:
+    """Why a session of `identity` from `host` gets no seat ("" if it does): `logins`
+    and `addresses` count the sessions open now, in every process of the class."""
+    mine = logins.get(identity, 0) if identity else 0
+    if mine >= per_login:
+        return (f"this login has {mine} sessions open already (at most {per_login}): end "
+                "one first")
+    there = addresses.get(host, 0)
+    if there >= per_address:
+        return (f"{there} sessions are open from your address already (at most "
+                f"{per_address}): try later")
+    return ""
+
+
+def heaviest(pending: dict, host: str) -> str | None:
+    """The address to close a login in progress of, to make room for one from `host`
+    when the class's connections are all taken: the one with the most logins in
+    progress, if it has more than `host` (None: `host` itself holds the most)."""
+    if not pending:
+        return None
+    top = max(pending, key=lambda h: (pending[h], h != host))
+    return top if top != host and pending[top] > pending.get(host, 0) else None

@@ -7,9 +7,14 @@ histogram with the share right, and `V` reveals the step for everyone. The rules
 
 from __future__ import annotations
 
+import logging
+
 from mgtui.safe import inert_line
-from mgtui.session.quiz import Question, Quiz, parse_number
+from mgtui.session.follow import Member
+from mgtui.session.quiz import BOUND, Question, Quiz, parse_number, taken, verdict
 from mgtui.tui.widgets.step_detail import StepDetail
+
+log = logging.getLogger("mgtui.serve")
 
 
 class QuizMode:
@@ -18,13 +23,28 @@ class QuizMode:
 
     _asking: Question | None = None  # the question this student has not answered yet
     _quiz_clear = True  # nothing hidden by `show_quiz` now (nor the working)
-    _verdict: tuple[int, str] = (-1, "")  # (step, what their answer there was)
     asks_quiz = True  # False for a session that cannot answer (the class's recording)
+    # This login, the same across its reconnects and the server's processes: a key's
+    # fingerprint, else the login name (mgtui/serve/server.py sets it). One student, one
+    # answer per question, one row of scores.
+    identity = ""
+    save_scores = None  # a teacher's: writes the quiz's scores now, says what it did
+
+    def action_save_scores(self) -> None:
+        """W, a teacher's: the quiz's scores written now (as when the class ends)."""
+        if not self.keyed_teacher:
+            return
+        if self.save_scores is None:
+            said = "no scores file: serve with --quiz-scores FILE to keep the quiz's scores"
+        else:
+            said = self.save_scores()
+        self.notify(said, timeout=8, markup=False)
 
     @property
     def quiz_name(self) -> str:
-        """This student in the quiz's scores (a name may be shared: `class`, by password)."""
-        return f"{self.member_name} #{self.classroom.tag}{self.member}"
+        """This student in the quiz's answers: its login's `identity` (a session with
+        none, a browser visitor's say, is its own student)."""
+        return self.identity or f"{self.member_name} #{self.classroom.tag}{self.member}"
 
     def quiz_here(self) -> Quiz | None:
         if not self.classroom.quiz_on or self.lesson not in self.lessons:
@@ -55,11 +75,41 @@ class QuizMode:
         """A student's quiz line: the question, or how their answer went."""
         if self._asking is not None:
             return f"quiz: {self._asking.prompt} — press a to answer"
-        step, verdict = self._verdict
-        return verdict if step == self.step_here() else ""
+        quiz, step = self.quiz_here(), self.step_here()
+        given = quiz.answers.get(self.quiz_name, {}) if quiz is not None else {}
+        question = quiz.question(step) if step in given else None
+        if question is None:
+            return ""
+        return verdict(question, given[step], question.right(given[step]))  # (theirs,
+        # given in this session or an earlier one of the same login)
 
     def quiz_console(self) -> str:
-        """The teacher's quiz line: the class's answers at this step."""
+        """The teacher's quiz line: the class's answers at this step ("—" where it
+        cannot be drawn: logged, and the session goes on)."""
+        try:
+            return self._quiz_console()
+        except Exception:  # noqa: BLE001 - a line that fails must not end the teacher's session
+            log.exception("the quiz line of %s's console failed", self.member_name)
+            return "quiz: —"
+
+    def quiz_of(self, member: Member) -> str:
+        """The roster's quiz column for `member`: whether they answered the question at
+        their step ("" where none is asked)."""
+        try:
+            trace = self.lessons[member.lesson].trace if member.lesson in self.lessons else None
+            if not self.classroom.quiz_on or trace is None or member.teacher:
+                return ""
+            quiz = self.classroom.quiz(member.lesson, trace)
+            if quiz.question(member.step) is None:
+                return ""
+            if member.step in quiz.answers.get(member.identity, {}):
+                return "answered"
+            return "revealed" if member.step in quiz.revealed else "not answered"
+        except Exception:  # noqa: BLE001 - (as `quiz_console`)
+            log.exception("the roster's quiz column failed")
+            return "—"
+
+    def _quiz_console(self) -> str:
         quiz = self.quiz_here()
         if quiz is None:
             return ""
@@ -88,11 +138,12 @@ class QuizMode:
             self.notify(f"{inert_line(text)!r} is not a number: press a to try again",
                         severity="warning", timeout=5, markup=False)
             return
-        right = self.classroom.answer(self.lesson, quiz.trace, self.quiz_name, question.step,
-                                      value)  # (counted in every process of the class)
-        verdict = "right ✓" if right else "wrong ✗"
-        self._verdict = (question.step, f"quiz: you said {value:.4g}: {verdict} "
-                                        f"({question.what} = {question.answer:.4g})")
+        if not taken(value):
+            self.notify(f"{value:g} is not taken: {BOUND}. Press a to try again.",
+                        severity="warning", timeout=6, markup=False)
+            return
+        self.classroom.answer(self.lesson, quiz.trace, self.quiz_name, question.step, value,
+                              name=self.member_name)  # (counted in every process of the class)
         self.show_quiz()
         self.show_student_status()
 

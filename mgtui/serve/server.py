@@ -14,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,8 +27,11 @@ from mgtui.session.follow import Classroom
 from mgtui.run.lessons import Lesson
 from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
+from mgtui.serve.scores import write_quiz_scores
 from mgtui.serve.unison import Unison
-from mgtui.serve.limits import CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT, capped
+from mgtui.serve.limits import (CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT,
+                                SESSIONS_PER_LOGIN, capped, heaviest, identity_of,
+                                seat_refused, sessions_per_address)
 
 log = logging.getLogger("mgtui.serve")
 
@@ -48,12 +52,18 @@ class Limits:
     login_timeout: float = 30.0
     logins_per_address: int = LOGINS_PER_ADDRESS  # open and not logged in, from one address
     quiet_timeout: float = QUIET_TIMEOUT  # seconds to start a login (mgtui/serve/limits.py)
+    sessions_per_login: int = SESSIONS_PER_LOGIN  # open at once, one person's login
+    sessions_per_address: int | None = None  # open at once from one address (None: any)
 
     @classmethod
     def asked(cls, args) -> Limits:
         """The limits `mgtui serve`'s options ask for."""
+        per_address = getattr(args, "max_sessions_per_address", None)
         return cls(max_sessions=args.max_sessions, idle_timeout=args.idle_timeout * 60,
-                   logins_per_address=args.max_logins_per_address)
+                   logins_per_address=args.max_logins_per_address,
+                   sessions_per_login=getattr(args, "max_sessions_per_login",
+                                              SESSIONS_PER_LOGIN),
+                   sessions_per_address=per_address or sessions_per_address(args.max_sessions))
 
     @property
     def max_connections(self) -> int:
@@ -75,6 +85,9 @@ class Class:
     logging_in: Counter = field(default_factory=Counter)  # address -> open, not logged in
     taken: int = 0  # connections that have reached this process, counted above (or failed)
     elsewhere: int = 0  # sessions in the server's other processes (mgtui/serve/workers.py)
+    # theirs by login and by address: {"logins": {IDENTITY: N}, "addresses": {HOST: N}}
+    seats_elsewhere: dict = field(default_factory=dict)
+    pending: list = field(default_factory=list)  # connections logging in, oldest first
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
     quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
     unison: Unison | None = None  # students showing the same thing, drawn once
@@ -92,24 +105,57 @@ class Class:
         if self.on_count is not None:
             self.on_count()
 
+    def seats(self) -> dict:
+        """This process's sessions by login (one person's) and by address."""
+        return {"logins": Counter(s.identity for s in self.sessions if s.identity),
+                "addresses": Counter(s.host for s in self.sessions)}
+
+    def seat_refused(self, identity: str, host: str) -> str:
+        """Why a session of `identity` from `host` gets no seat ("" if it does)."""
+        here, there = self.seats(), self.seats_elsewhere
+        total = {kind: Counter(here[kind]) + Counter(there.get(kind, {}))
+                 for kind in ("logins", "addresses")}
+        limits = self.limits
+        return seat_refused(total["logins"], total["addresses"], identity, host,
+                            limits.sessions_per_login,
+                            limits.sessions_per_address or limits.max_sessions)
+
 
 def release_streams(app) -> None:
     """Each running app swaps `sys.stdout` and `sys.stderr` for its own capture and puts
     back what it found when it ends; apps ending in another order than they started
-    leave an ended app's capture in place. Put the process's own streams back then."""
+    leave an ended app's capture in place (`app`'s, or one that ended before it: the
+    second of two sessions to start, ending last, puts back the first's). That capture
+    holds its app, and all it had, for good. Put the process's own streams back then."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if getattr(stream, "app", None) is app or getattr(stream, "_app", None) is app:
+        owner = getattr(stream, "app", None) or getattr(stream, "_app", None)
+        if owner is not None and (owner is app or not getattr(owner, "is_running", True)):
             setattr(sys, name, getattr(sys, f"__{name}__"))
+
+
+def forget_failure(app, failure: BaseException | None) -> None:
+    """Let a failed session's app go once its failure is logged: the traceback's frames
+    hold the app (its screens, its session) as long as the exception lives, and Textual
+    keeps it, as may a log handler that keeps records. The frames are cleared."""
+    seen: set[int] = set()
+    while failure is not None and id(failure) not in seen:
+        seen.add(id(failure))
+        traceback.clear_frames(failure.__traceback__)
+        failure = failure.__cause__ or failure.__context__
+    if app is not None and getattr(app, "_exception", None) is not None:
+        app._exception = None  # (Textual's own, to raise again: logged above instead)
 
 
 class LessonSession(asyncssh.SSHServerSession):
     """One SSH session: a `ServedApp` on the client's terminal."""
 
     def __init__(self, klass: Class, user: str, peer: str, teacher: bool,
-                 name: str = "") -> None:
+                 name: str = "", identity: str = "") -> None:
         self.klass, self.user, self.peer, self.teacher = klass, user, peer, teacher
         self.name = name or user  # as the teacher's roster shows it
+        self.identity = identity  # one person, whatever the session ("": a shared login)
+        self.host = peer.rsplit(":", 1)[0]
         self.chan: asyncssh.SSHServerChannel | None = None
         self.app = None
         self.task: asyncio.Task | None = None
@@ -147,6 +193,11 @@ class LessonSession(asyncssh.SSHServerSession):
             log.info("class full: refused %s@%s", self.user, self.peer)
             self._refuse(f"the class is full ({klass.limits.max_sessions} sessions): try later")
             return
+        refused = klass.seat_refused(self.identity, self.host)
+        if refused:
+            log.info("no seat for %s@%s: %s", self.user, self.peer, refused)
+            self._refuse(refused)
+            return
         from mgtui.serve.app import ServedApp
 
         klass.sessions.add(self)
@@ -162,6 +213,9 @@ class LessonSession(asyncssh.SSHServerSession):
         self.app = ServedApp(klass.lessons, klass.classroom, teacher=self.teacher,
                              terminal=self, term=term, env=dict(chan.get_environment()),
                              name=self.name, unison=klass.unison)
+        self.app.identity = self.identity  # (its quiz answers, across sessions and workers)
+        if self.teacher:  # (W: the scores written now)
+            self.app.save_scores = functools.partial(write_scores, klass)
         self.started = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -176,8 +230,11 @@ class LessonSession(asyncssh.SSHServerSession):
             if failure is not None:
                 log.error("session of %s@%s failed", self.user, self.peer,
                           exc_info=(type(failure), failure, failure.__traceback__))
-        except Exception:  # noqa: BLE001 - one session's failure ends that session only
+                forget_failure(self.app, failure)
+            del failure
+        except Exception as failure:  # noqa: BLE001 - one session's failure ends that session only
             log.exception("session of %s@%s failed", self.user, self.peer)
+            forget_failure(self.app, failure)
         finally:
             self.klass.sessions.discard(self)
             self.klass.counted()
@@ -281,12 +338,15 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.user = ""
         self.name = ""  # the key's comment, if it has one
         self.teacher = False  # set only in `auth_completed`, from what authenticated
+        self.identity = ""  # (the same): the key's fingerprint, or "" (the login name)
         # What the last accepted credential would make this login: (teacher, name). A
         # key is looked at twice, when the client asks whether it would be taken (no
         # signature yet) and when it signs; asyncssh completes the login right after the
         # credential that succeeds, so the last one accepted is the one that logged in.
-        self._would_be: tuple[bool, str] = (False, "")
+        # (and its identity: the key's fingerprint; "" for a password, the login name then)
+        self._would_be: tuple[bool, str, str] = (False, "", "")
         self.logging_in = False  # counted in `klass.logging_in` under its address
+        self.connections_counted = True  # in `klass.connections` (until it is closed)
         self._quiet: asyncio.TimerHandle | None = None
 
     def connection_made(self, conn) -> None:
@@ -298,7 +358,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         klass.connections += 1
         klass.taken += 1
         klass.counted()
-        if klass.connections > limits.max_connections:
+        if klass.connections > limits.max_connections and not self._room_made():
             log.info("too many connections: closed %s", self.peer)
             conn.close()  # (a login flood: the class's own sessions are not affected)
             return
@@ -307,10 +367,21 @@ class ClassSSHServer(asyncssh.SSHServer):
             conn.close()  # (one machine cannot hold every connection the class has room for)
             return
         self.logging_in = True
+        klass.pending.append(self)
         klass.logging_in[host] += 1
         klass.counted()
         self._quiet = asyncio.get_running_loop().call_later(limits.quiet_timeout, self._silent)
         log.info("connect %s", self.peer)
+
+    def _room_made(self) -> bool:
+        """Every connection is taken: close the oldest login in progress of the address
+        that has the most, if it has more than this one's (a few machines holding
+        logins open cannot lock the others out). Whether one was closed."""
+        klass = self.klass
+        while klass.connections > klass.limits.max_connections:
+            if not evict(klass, heaviest(klass.logging_in, self.host)):
+                return False
+        return True
 
     def _silent(self) -> None:
         self._quiet = None
@@ -323,6 +394,8 @@ class ClassSSHServer(asyncssh.SSHServer):
             self._quiet = None
         if self.logging_in:
             self.logging_in = False
+            if self in self.klass.pending:
+                self.klass.pending.remove(self)
             self.klass.logging_in[self.host] -= 1
             if self.klass.logging_in[self.host] <= 0:
                 del self.klass.logging_in[self.host]
@@ -330,7 +403,8 @@ class ClassSSHServer(asyncssh.SSHServer):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._logged_in_or_gone()
-        self.klass.connections -= 1
+        if self.connections_counted:
+            self.klass.connections -= 1
         self.klass.counted()
         log.info("disconnect %s%s", self.peer, f" ({exc})" if exc else "")
 
@@ -348,7 +422,7 @@ class ClassSSHServer(asyncssh.SSHServer):
         ok = self.klass.auth.password_ok(password)
         log.info("password %s for %s@%s", "accepted" if ok else "refused", username, self.peer)
         if ok:
-            self._would_be = (False, "")  # a password login is always a student's
+            self._would_be = (False, "", "")  # a password login is always a student's
         return ok
 
     def public_key_auth_supported(self) -> bool:
@@ -361,17 +435,40 @@ class ClassSSHServer(asyncssh.SSHServer):
             return False
         # (Not the role yet: a client may ask about a key it cannot sign with, a
         # teacher's public key say, then log in some other way.)
-        self._would_be = (role == "teacher", self.klass.auth.comment_of(key))
+        self._would_be = (role == "teacher", self.klass.auth.comment_of(key),
+                          key.get_fingerprint())
         return True
 
     def auth_completed(self) -> None:
-        self.teacher, self.name = self._would_be
+        self.teacher, self.name, fingerprint = self._would_be
+        self.identity = identity_of(self.user, fingerprint)
         self._logged_in_or_gone()
         log.info("logged in %s@%s as %s", self.user, self.peer,
                  "teacher" if self.teacher else "student")
 
     def session_requested(self):
-        return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name)
+        return LessonSession(self.klass, self.user, self.peer, self.teacher, self.name,
+                             self.identity)
+
+
+def write_scores(klass: Class) -> str:
+    """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
+    a quiz was run): what was done, in a line."""
+    return write_quiz_scores(klass.classroom, klass.quiz_scores)
+
+
+def evict(klass: Class, host: str | None) -> bool:
+    """Close the oldest login in progress from `host` (None: none); whether one was."""
+    for server in list(klass.pending) if host is not None else []:
+        if server.host == host:
+            log.info("every connection is taken: closed %s, logging in (its address has "
+                     "%d logins in progress)", server.peer, klass.logging_in[host])
+            server._logged_in_or_gone()
+            klass.connections -= 1  # (counted now: its `connection_lost` comes later)
+            server.connections_counted = False
+            server.conn.close()
+            return True
+    return False
 
 
 async def start_worker_threads() -> None:
@@ -493,26 +590,6 @@ class ClassServer:
             self._acceptor.close()
             await self._acceptor.wait_closed()
         self.klass.heap.stop()
-
-
-def write_scores(klass: Class) -> None:
-    """The quiz's scores per student, as CSV, to `klass.quiz_scores` (if asked for, and
-    a quiz was run)."""
-    write_quiz_scores(klass.classroom, klass.quiz_scores)
-
-
-def write_quiz_scores(classroom: Classroom, path: Path | None) -> None:
-    """The class's quiz scores per student as CSV to `path` (if asked for, and a quiz
-    was run); the front of a class in workers writes the scores it has heard from all."""
-    if path is None or not classroom.quizzes:
-        return
-    from mgtui.session.quiz import class_csv
-
-    try:
-        path.write_text(class_csv(classroom.quizzes), encoding="utf-8")
-        log.info("quiz scores written to %s", path)
-    except OSError as exc:
-        log.error("cannot write the quiz scores to %s: %s", path, exc)
 
 
 def ssh_options(klass: Class, host_key) -> dict:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from mgtui.serve.limits import capped
+from mgtui.serve.limits import INPUT_HELD, capped
 from mgtui.session.follow import NAME_CHARS, Classroom, Look
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
@@ -112,6 +112,12 @@ def visitor_state(line: bytes) -> dict | None:
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 IDLE_CHECK_EVERY = 5.0  # seconds
+# A visitor's keys, as over SSH: at most INPUT_HELD characters waiting for its app, which
+# takes KEYS_PER_SECOND of them a second (a step each, and a frame); past that they are
+# dropped (a flood of 8 MB in 0.1 s kept a visitor's process stepping for minutes, past
+# its browser's leaving, and past 800 MB).
+KEYS_PER_SECOND = 100
+END_GRACE = 5.0  # seconds a visitor's process has to end on SIGTERM before SIGKILL
 
 
 def serve_web(lessons: dict, args) -> int:
@@ -126,7 +132,7 @@ def serve_web(lessons: dict, args) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="mgtui-class-"))
     hub_path = str(work / "hub.sock")
-    command = " ".join(shlex.quote(part) for part in (
+    command = "exec " + " ".join(shlex.quote(part) for part in (  # (no shell in between)
         sys.executable, "-c", "from mgtui.serve.web import visitor; visitor()",
         "--lessons", str(work), "--hub", hub_path))
     port = 8000 if args.port is None else args.port
@@ -227,9 +233,10 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
             self.open_sockets.add(websocket)
             try:
                 await super()._process_messages(websocket, app_service)
-            finally:
+            finally:  # (the browser has gone, or idled: its process ends, freeing its seat)
                 self.open_sockets.discard(websocket)
                 watch.cancel()
+                end_later(app_service)
 
         def request_exit(self) -> None:  # (SIGINT, SIGTERM)
             self.stopping = True
@@ -259,13 +266,15 @@ def guard_visitor(websocket, app_service, idle_timeout: float) -> asyncio.Task:
     last = [time.monotonic()]
     resize, send, draw = (app_service.set_terminal_size, app_service.send_bytes,
                           app_service.remote_write_bytes)
+    waiting = KeyBacklog()
 
     async def capped_resize(width, height) -> None:
         await resize(*capped(number(width, 80), number(height, 24)))
 
     async def typed(data: bytes) -> bool:
         last[0] = time.monotonic()
-        return await send(data)
+        taken = waiting.take(data)
+        return await send(taken) if taken else True
 
     async def drawn(data: bytes) -> None:
         last[0] = time.monotonic()
@@ -275,6 +284,64 @@ def guard_visitor(websocket, app_service, idle_timeout: float) -> asyncio.Task:
     app_service.send_bytes, app_service.remote_write_bytes = typed, drawn
     return asyncio.get_running_loop().create_task(
         close_when_idle(websocket, last, idle_timeout))
+
+
+class KeyBacklog:
+    """The keys a visitor's app has not taken yet, as far as the server can tell: it
+    takes KEYS_PER_SECOND; what would take the backlog past INPUT_HELD is dropped
+    (logged once a visitor)."""
+
+    def __init__(self) -> None:
+        self.held = 0.0  # characters
+        self.at = time.monotonic()
+        self.dropped = 0
+
+    def take(self, data: bytes) -> bytes:
+        now = time.monotonic()
+        self.held = max(0.0, self.held - (now - self.at) * KEYS_PER_SECOND)
+        self.at = now
+        room = max(0, int(INPUT_HELD - self.held))
+        if len(data) > room:
+            cut = data[:room].decode("utf-8", "ignore").encode()  # (whole characters)
+            if not self.dropped:
+                log.info("a visitor's keys come faster than its session takes them: "
+                         "past %d characters waiting they are dropped", INPUT_HELD)
+            self.dropped += len(data) - len(cut)
+            data = cut
+        self.held += len(data)
+        return data
+
+
+ENDING: set[asyncio.Task] = set()  # visitors' processes being ended (`end_later`)
+
+
+def end_later(app_service) -> None:
+    """`end_visitor` in the background (its task kept until done)."""
+    task = asyncio.get_running_loop().create_task(end_visitor(app_service))
+    ENDING.add(task)
+    task.add_done_callback(ENDING.discard)
+
+
+async def end_visitor(app_service, grace: float = END_GRACE) -> None:
+    """End a visitor's process whose browser has gone (or idled): SIGTERM, then SIGKILL
+    if it has not ended within `grace` seconds (a process busy with a backlog of keys
+    may not read its "quit" for minutes)."""
+    process = getattr(app_service, "_process", None)
+    if process is None or process.returncode is not None:
+        return
+    try:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), grace)
+    except ProcessLookupError:
+        return
+    except asyncio.TimeoutError:
+        log.info("a visitor's process (pid %d) did not end on SIGTERM in %.0f s: killed",
+                 process.pid, grace)
+        try:
+            process.kill()
+        except ProcessLookupError:
+            return
+        await process.wait()
 
 
 def page_of_ours(origin: str, host: str, served: str, port: int) -> bool:

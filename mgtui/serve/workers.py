@@ -48,10 +48,11 @@ import os
 import signal
 import socket
 import sys
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from mgtui.session.follow import Classroom, Look
+from mgtui.serve.limits import heaviest
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -107,6 +108,14 @@ def receive(link: socket.socket) -> tuple[dict | None, list[int]]:
     except ValueError:
         message = {}
     return (message if isinstance(message, dict) else {}), fds
+
+
+def counts_of(seats: dict) -> dict:
+    """`{"logins": {IDENTITY: N}, "addresses": {HOST: N}}` as another process sent it,
+    with anything else left out."""
+    return {kind: {k: n for k, n in seats.get(kind, {}).items()
+                   if isinstance(k, str) and isinstance(n, int)}
+            for kind in ("logins", "addresses") if isinstance(seats.get(kind), dict)}
 
 
 def address_of(peer: str) -> str:
@@ -175,7 +184,8 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
     classroom = LinkedClassroom(link, number)
-    klass = Class(lessons, auth, Limits.asked(args), classroom=classroom)
+    klass = Class(lessons, auth, Limits.asked(args), classroom=classroom,
+                  quiz_scores=getattr(args, "quiz_scores", None))  # (a teacher's W here)
     classroom.quiz_on = bool(getattr(args, "quiz", False))  # (answers counted per worker)
     await start_worker_threads()
     server = start_class(klass)
@@ -189,7 +199,8 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
 
     def counted() -> None:
         send(link, {"count": [klass.connections, len(klass.sessions)],
-                    "logging_in": dict(klass.logging_in), "taken": klass.taken})
+                    "logging_in": dict(klass.logging_in), "taken": klass.taken,
+                    "seats": klass.seats()})
         retiring["served"] = retiring["served"] or bool(klass.sessions)
         timer = retiring["timer"]
         if timer is not None:
@@ -228,8 +239,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             tasks.add(task)
             task.add_done_callback(lambda done: (tasks.discard(done), counted()))
         classroom.told(message)
-        if isinstance(message.get("elsewhere"), int):
-            klass.elsewhere = message["elsewhere"]
+        told_limits(klass, message)
         if isinstance(message.get("position"), dict):
             try:
                 classroom.heard(Look.from_dict(message["position"]))
@@ -244,6 +254,19 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
         loop.remove_reader(link)
         await server.close()
     return 0
+
+
+def told_limits(klass, message: dict) -> None:
+    """What the front says of the class's limits: the sessions of the other workers (in
+    all, by login and by address), a login in progress to close (every connection taken)."""
+    from mgtui.serve.server import evict
+
+    if isinstance(message.get("elsewhere"), int):
+        klass.elsewhere = message["elsewhere"]
+    if isinstance(message.get("seats"), dict):
+        klass.seats_elsewhere = counts_of(message["seats"])
+    if isinstance(message.get("evict"), str):
+        evict(klass, message["evict"])
 
 
 def worker_main(number: int, link: socket.socket, lessons: dict, auth, args, key) -> int:
@@ -279,6 +302,7 @@ class Worker:
     # for a while); the client socket of a connection stays open until handed over
     outbox: deque = field(default_factory=deque)
     roster: list = field(default_factory=list)  # its sessions, as it last reported
+    seats: dict = field(default_factory=dict)  # its sessions by login and by address, as above
 
 
 def start_zygote(lessons: dict, auth, args, key, listener: socket.socket
@@ -398,8 +422,8 @@ class Front:
         host = address[0]
         peer = f"{host}:{address[1]}"
         held = sum(w.connections + len(w.handed) for w in self.workers) + len(self.waiting)
-        if held >= self.max_connections:  # a login flood: the class's sessions go on
-            log.info("too many connections: closed %s", peer)
+        if held >= self.max_connections and not self._room_made(host):
+            log.info("too many connections: closed %s", peer)  # (the sessions go on)
             client.close()
             return
         if self._logging_in(host) >= self.logins_per_address:
@@ -407,6 +431,26 @@ class Front:
             client.close()  # (one machine cannot hold every connection there is room for)
             return
         self._hand_over(client, peer)
+
+    def _room_made(self, host: str) -> bool:
+        """Every connection is taken: the worker with the most logins in progress from
+        the address that has the most (more than `host`) closes its oldest one, as one
+        process does (`mgtui.serve.server.evict`). Whether one is closed."""
+        pending: dict[str, int] = {}  # (as `_logging_in` counts them)
+        for worker in self.serving:
+            for each, n in worker.logging_in.items():
+                pending[each] = pending.get(each, 0) + n
+            for peer in worker.handed:
+                pending[address_of(peer)] = pending.get(address_of(peer), 0) + 1
+        evicted = heaviest(pending, host)
+        if evicted is None:
+            return False
+        worker = max(self.serving, key=lambda w: w.logging_in.get(evicted, 0))
+        if worker.logging_in.get(evicted, 0) > 0:  # (as it will report: one closed each)
+            worker.logging_in[evicted] -= 1
+        worker.connections -= 1
+        self._post(worker, {"evict": evicted})
+        return True
 
     def _logging_in(self, host: str) -> int:
         """Connections from `host` not logged in yet, in every worker (as each last
@@ -485,6 +529,8 @@ class Front:
             if isinstance(logging_in, dict):
                 worker.logging_in = {host: n for host, n in logging_in.items()
                                      if isinstance(n, int)}
+            if isinstance(message.get("seats"), dict):
+                worker.seats = counts_of(message["seats"])
             if isinstance(taken, int) and taken > worker.taken:
                 for _ in range(min(taken - worker.taken, len(worker.handed))):
                     worker.handed.popleft()
@@ -558,7 +604,10 @@ class Front:
         live = [w for w in self.workers if w.ready]
         total = sum(w.sessions for w in live)
         for worker in live:
-            self._post(worker, {"elsewhere": total - worker.sessions})
+            seats = {kind: dict(sum((Counter(w.seats.get(kind, {})) for w in live
+                                     if w is not worker), Counter()))
+                     for kind in ("logins", "addresses")}
+            self._post(worker, {"elsewhere": total - worker.sessions, "seats": seats})
 
     def _from_here(self, position: Position) -> None:
         if not self._relaying:

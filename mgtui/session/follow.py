@@ -83,6 +83,7 @@ class Member:
     following: bool = True
     step: int = 0
     lesson: str = ""
+    identity: str = ""  # one login's (a key's fingerprint, or the login name): its quiz answers
     gone: bool = False  # a student who has left (or dropped): on the roster as gone
 
 
@@ -163,15 +164,16 @@ class Classroom:
             if wants_roster or not roster:
                 watcher()
 
-    def enter(self, name: str, teacher: bool = False) -> int:
+    def enter(self, name: str, teacher: bool = False, identity: str = "") -> int:
         """A session joins the class: its number in `members`. A teacher leads if no
         teacher does yet."""
         self._numbers += 1
         name = name[:NAME_CHARS]
         for number, member in list(self.members.items()):
-            if member.gone and member.name == name:  # (back: one row)
+            if member.gone and (member.identity == identity if identity
+                                else member.name == name):  # (back: one row)
                 del self.members[number]
-        self.members[self._numbers] = Member(name, teacher)
+        self.members[self._numbers] = Member(name, teacher, identity=identity)
         leads = teacher and self.lead is None and not self.lead_elsewhere
         if leads:
             self.lead = self._numbers
@@ -254,18 +256,19 @@ class Classroom:
 
     def here(self) -> list[list]:
         """This process's sessions, as plain lists (for the server's other processes)."""
-        return [[m.name, m.teacher, m.following, m.step, m.lesson, m.gone]
+        return [[m.name, m.teacher, m.following, m.step, m.lesson, m.identity, m.gone]
                 for n, m in self.members.items() if n != self.lead]
 
     def set_others(self, rows: list) -> None:
         """The sessions of the server's other processes (`here`'s lists)."""
         others = []
         for row in rows if isinstance(rows, list) else []:
-            if (isinstance(row, list) and len(row) in (5, 6) and isinstance(row[0], str)
+            if (isinstance(row, list) and len(row) in (5, 6, 7) and isinstance(row[0], str)
                     and isinstance(row[3], int) and isinstance(row[4], str)):
-                gone = len(row) == 6 and row[5] is True
+                identity = row[5] if len(row) >= 6 and isinstance(row[5], str) else ""
+                gone = len(row) == 7 and row[6] is True
                 others.append(Member(row[0], bool(row[1]), bool(row[2]), row[3], row[4],
-                                     gone))
+                                     identity, gone))
         if others != self.others:
             self.others = others
             self.changed()
@@ -285,14 +288,15 @@ class Classroom:
                 self.relay({"quiz_on": on})
 
     def answer(self, lesson: str, trace, student: str, step: int, value: float,
-               relay: bool = True) -> bool | None:
-        """`student` predicts `value` at `step` of `lesson`: right or wrong (None: no
-        question there). The teacher's console counts it, in every process."""
-        right = self.quiz(lesson, trace).answer(student, step, value)
+               relay: bool = True, name: str = "") -> bool | None:
+        """`student` (one login: `name` shows it) predicts `value` at `step` of
+        `lesson`: right or wrong (None: no question there, or a value not taken). The
+        teacher's console counts it, in every process."""
+        right = self.quiz(lesson, trace).answer(student, step, value, name)
         if right is not None:
             self.changed(roster=True)
             if relay and self.relay is not None:
-                self.relay({"answer": [lesson, student, step, value]})
+                self.relay({"answer": [lesson, student, step, value, name]})
         return right
 
     def reveal(self, lesson: str, trace, step: int, relay: bool = True) -> None:
@@ -305,7 +309,8 @@ class Classroom:
     def quiz_state(self) -> dict:
         """The quiz so far, for a process that starts late (`told_quiz` reads it)."""
         return {"quiz_on": self.quiz_on, "answers": [
-            [lesson, student, step, value] for lesson, quiz in self.quizzes.items()
+            [lesson, student, step, value, quiz.names.get(student, "")]
+            for lesson, quiz in self.quizzes.items()
             for student, by_step in quiz.answers.items() for step, value in by_step.items()],
             "reveals": [[lesson, step] for lesson, quiz in self.quizzes.items()
                         for step in sorted(quiz.revealed)]}
@@ -319,11 +324,12 @@ class Classroom:
         answers = message.get("answers", [message["answer"]] if "answer" in message else [])
         reveals = message.get("reveals", [message["reveal"]] if "reveal" in message else [])
         for item in answers if isinstance(answers, list) else []:
-            if (isinstance(item, list) and len(item) == 4 and item[0] in self.traces
+            if (isinstance(item, list) and len(item) in (4, 5) and item[0] in self.traces
                     and isinstance(item[1], str) and isinstance(item[2], int)
-                    and isinstance(item[3], (int, float))):
-                self.answer(item[0], self.traces[item[0]], item[1], item[2], float(item[3]),
-                            relay=False)
+                    and isinstance(item[3], float)):
+                name = item[4] if len(item) == 5 and isinstance(item[4], str) else ""
+                self.answer(item[0], self.traces[item[0]], item[1], item[2], item[3],
+                            relay=False, name=name)
         for item in reveals if isinstance(reveals, list) else []:
             if (isinstance(item, list) and len(item) == 2 and item[0] in self.traces
                     and isinstance(item[1], int)):

@@ -23,6 +23,10 @@ from mgtui.trace.working import fmt, name
 RELATIVE = 0.01  # an answer within 1% of the grad is right
 ABSOLUTE = 0.01  # ... or within this much of it (a grad near 0)
 BARS = "▁▂▃▄▅▆▇█"
+# The largest prediction taken, either sign: a lesson's grads are nowhere near it, and
+# answers past it (1.7e308 and -1.7e308) overflowed the histogram's arithmetic.
+MAX_ANSWER = 1e12
+BOUND = f"answers are numbers between {-MAX_ANSWER:g} and {MAX_ANSWER:g}"
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,11 @@ def parse_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def taken(value: float) -> bool:
+    """Whether a prediction is one the quiz takes: finite, within ±MAX_ANSWER."""
+    return math.isfinite(value) and abs(value) <= MAX_ANSWER
+
+
 @dataclass
 class Quiz:
     """One lesson's quiz: the answers of every student, and the steps revealed to all."""
@@ -140,16 +149,22 @@ class Quiz:
     trace: Trace
     answers: dict[str, dict[int, float]] = field(default_factory=dict)  # student -> step -> value
     revealed: set[int] = field(default_factory=set)  # steps the teacher revealed for everyone
+    # A student is one login (a key's fingerprint, or a login name): the name shown for
+    # each, where it is not the student's own string
+    names: dict[str, str] = field(default_factory=dict)
 
     def question(self, step: int) -> Question | None:
         return question_at(self.trace, step)
 
-    def answer(self, student: str, step: int, value: float) -> bool | None:
+    def answer(self, student: str, step: int, value: float, name: str = "") -> bool | None:
         """`student` predicts `value` at `step`: right or wrong (None: no question
-        there). The first answer counts; another changes nothing."""
+        there, or a value the quiz does not take). The first answer counts; another
+        changes nothing. `name`: how the student is shown (else `student` itself)."""
         question = self.question(step)
-        if question is None:
+        if question is None or not taken(value):
             return None
+        if name and name != student:
+            self.names.setdefault(student, name)
         given = self.answers.setdefault(student, {})
         given.setdefault(step, value)
         return question.right(given[step])
@@ -173,17 +188,20 @@ class Quiz:
 
     def histogram(self, step: int, bins: int = 8) -> list[tuple[float, float, int]]:
         """The answers at `step` in `bins` equal bins: (low, high, count) each."""
-        given = self.given(step)
+        given = [v for v in self.given(step) if math.isfinite(v)]
         if not given:
             return []
         lo, hi = min(given), max(given)
         if hi == lo:
             return [(lo, hi, len(given))]
-        width = (hi - lo) / bins
+        # (halves: hi - lo of two finite floats can overflow to inf, and inf / inf is nan)
+        half_span = hi / 2 - lo / 2
         counts = [0] * bins
         for value in given:
-            counts[min(int((value - lo) / width), bins - 1)] += 1
-        return [(lo + i * width, lo + (i + 1) * width, n) for i, n in enumerate(counts)]
+            share = (value / 2 - lo / 2) / half_span  # 0 .. 1
+            counts[min(max(int(share * bins), 0), bins - 1)] += 1
+        edges = [lo * (1 - i / bins) + hi * (i / bins) for i in range(bins)] + [hi]
+        return [(edges[i], edges[i + 1], n) for i, n in enumerate(counts)]
 
     def histogram_line(self, step: int, bins: int = 8) -> str:
         """The histogram as one line of bars, with its range and the share right."""
@@ -205,6 +223,15 @@ class Quiz:
             out[student] = (right, len(by_step))
         return out
 
+    def name_of(self, student: str) -> str:
+        """How `student` is shown: its name, and where another student has the same
+        name, the start of its own string too (two keys with one comment, say)."""
+        name = self.names.get(student, student)
+        if any(other != student and self.names.get(other, other) == name
+               for other in self.answers):
+            return f"{name} ({student[:16]})"
+        return name
+
     def to_csv(self) -> str:
         """student,right,answered,then one column per step asked (the prediction)."""
         steps = sorted({s for by_step in self.answers.values() for s in by_step})
@@ -213,14 +240,19 @@ class Quiz:
         writer.writerow(["student", "right", "answered", *(f"step {s}" for s in steps)])
         for student, (right, answered) in sorted(self.scores().items()):
             by_step = self.answers[student]
-            writer.writerow([csv_safe(student), right, answered,
+            writer.writerow([csv_safe(self.name_of(student)), right, answered,
                              *(repr(by_step[s]) if s in by_step else "" for s in steps)])
         return buffer.getvalue()
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")
+
+
 def csv_safe(text: str) -> str:
-    """A name as a CSV cell a spreadsheet does not run as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    """A name as a CSV cell a spreadsheet does not run as a formula: one that starts
+    with = + - @, after any blanks (` =1+1` is one too), or with a tab or a return."""
+    risky = text.lstrip()[:1] in FORMULA_STARTS or text[:1] in ("\t", "\r")
+    return "'" + text if risky else text
 
 
 def class_csv(quizzes: dict[str, Quiz]) -> str:
@@ -229,7 +261,8 @@ def class_csv(quizzes: dict[str, Quiz]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["lesson", "student", "right", "answered"])
     for lesson, quiz in quizzes.items():
-        for student, (right, answered) in sorted(quiz.scores().items()):
+        rows = sorted((quiz.name_of(student), score) for student, score in quiz.scores().items())
+        for student, (right, answered) in rows:
             writer.writerow([csv_safe(lesson), csv_safe(student), right, answered])
     return buffer.getvalue()
 

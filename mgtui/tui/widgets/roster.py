@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from rich.table import Table
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,14 +19,27 @@ from mgtui.safe import clip_cells, inert_line
 NAME_CELLS = 24  # a name longer than this is clipped (by terminal cells)
 
 
-def roster_table(rows: Iterable[tuple[str, str, str]]) -> Table:
-    """(name, state, step) per student, as a table of inert text."""
-    table = Table(expand=False, box=None, padding=(0, 2), show_edge=False)
-    table.add_column("name", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    table.add_column("step", justify="right", no_wrap=True)
-    for name, state, step in rows:
-        table.add_row(Text(clip_cells(inert_line(name), NAME_CELLS)), Text(state), Text(step))
+COLUMNS = ("name", "state", "lesson", "step", "quiz", "")
+
+
+def roster_table(rows: Iterable[Sequence[str]]) -> Text:
+    """(name, state, lesson, step, quiz, note) per student (or the first of those), as
+    columns of inert text under a bold heading (a Text, measured as wide as it is)."""
+    cells = [[clip_cells(inert_line(cell), NAME_CELLS) for cell in row] for row in rows]
+    count = max((len(row) for row in cells), default=3)
+    headings = list(COLUMNS[:count])
+    widths = [max(cell_len(row[i]) if i < len(row) else 0 for row in [headings, *cells])
+              for i in range(count)]
+
+    def line(row: list[str]) -> str:
+        padded = [(str.rjust if COLUMNS[i] == "step" else str.ljust)(
+            row[i] if i < len(row) else "", widths[i] + len(row[i] if i < len(row) else "")
+            - cell_len(row[i] if i < len(row) else "")) for i in range(count)]
+        return "  ".join(padded).rstrip()
+
+    table = Text(line(headings), style="bold", no_wrap=True)
+    for row in cells:
+        table.append("\n" + line(row), style="not bold")
     return table
 
 
@@ -38,10 +51,11 @@ class RosterScreen(ModalScreen[None]):
     #roster { width: auto; max-width: 90%; height: auto; max-height: 90%;
               border: round $accent; padding: 0 1; background: $surface;
               overflow-y: auto; }
+    #roster-body { width: auto; }
     """
     BINDINGS = [Binding("escape,q,R", "dismiss", "Close", id="roster.close")]
 
-    def __init__(self, title: str, rows: Sequence[tuple[str, str, str]]) -> None:
+    def __init__(self, title: str, rows: Sequence[Sequence[str]]) -> None:
         super().__init__()
         self.title_text, self.rows = title, list(rows)
 

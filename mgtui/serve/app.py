@@ -434,20 +434,9 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.classroom.publish(replace(self.debugger.session.position, lesson=self.lesson))
 
     def roster_rows(self) -> list[tuple[str, ...]]:
-        """(name, state, lesson, step, quiz, note) per student (`mgtui.serve.names`
-        notes a name that passes for another's or the teacher's)."""
-        from mgtui.serve.names import marks
+        from mgtui.serve.names import roster_rows
 
-        members = self.classroom.roster()
-        leader = self.classroom.leader()
-        teachers = [m.name for m in members if m.teacher] + ([leader.name] if leader else [])
-        rows = []
-        for member, note in zip(members, marks(members, teachers)):
-            state = ("gone" if member.gone else "watching (teacher)" if member.teacher
-                     else "following" if member.following else "paused")
-            rows.append((member.name, state, member.lesson, str(member.step),
-                         self.quiz_of(member), note))
-        return rows
+        return roster_rows(self.classroom, self.quiz_of)
 
     def action_roster(self) -> None:
         from mgtui.tui.widgets.roster import RosterScreen

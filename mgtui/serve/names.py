@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
-from typing import Sequence
+from typing import Callable, Sequence
 
 from mgtui.serve.limits import SHARED_NAMES
-from mgtui.session.follow import Member
+from mgtui.session.follow import Classroom, Member
 
 # names that read as the one teaching, whatever the case, spaces and punctuation
 TEACHERLY = frozenset({"teacher", "prof", "professor", "instructor", "lecturer", "tutor",
@@ -48,3 +48,19 @@ def marks(members: Sequence[Member], teachers: Sequence[str] = ()) -> list[str]:
             said.append(f"{sessions[m.identity]} sessions of one login")
         out.append(" · ".join(said))
     return out
+
+
+def roster_rows(classroom: Classroom, quiz_of: Callable[[Member], str]
+                ) -> list[tuple[str, ...]]:
+    """The teacher's roster: (name, state, lesson, step, quiz, note) per student, the
+    note `marks`'s (a name that passes for another's or the teacher's)."""
+    members = classroom.roster()
+    leader = classroom.leader()
+    teachers = [m.name for m in members if m.teacher] + ([leader.name] if leader else [])
+    rows = []
+    for member, note in zip(members, marks(members, teachers)):
+        state = ("gone" if member.gone else "watching (teacher)" if member.teacher
+                 else "following" if member.following else "paused")
+        rows.append((member.name, state, member.lesson, str(member.step), quiz_of(member),
+                     note))
+    return rows

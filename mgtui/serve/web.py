@@ -447,8 +447,8 @@ class RemoteClassroom(Classroom):
     def publish(self, position: Position) -> None:
         """(A visitor does not lead.)"""
 
-    def enter(self, name: str, teacher: bool = False) -> int:
-        number = super().enter(name, teacher)
+    def enter(self, name: str, teacher: bool = False, identity: str = "") -> int:
+        number = super().enter(name, teacher, identity)
         self.update(number)  # (on the hub's roster from now on)
         return number
 

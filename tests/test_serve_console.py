@@ -85,11 +85,13 @@ async def test_the_teacher_sees_the_join_command_the_counts_and_the_roster(serve
     assert await bob.wait_for("teacher at step 3"), bob.text()
     teacher.send("R")
     assert await teacher.wait_for("The class: 3 connected"), teacher.text()
-    lines = [line.strip().strip("│").strip() for line in teacher.text().splitlines()]
-    assert any(line.startswith("Ada [b]Lovelace[/b]") and "following" in line
-               and line.endswith("3") for line in lines), teacher.text()  # the key's comment, as text
-    assert any(line.startswith("bob") and "paused" in line and line.endswith("2")
-               for line in lines), teacher.text()
+    lines = [part.strip() for line in teacher.text().splitlines() for part in line.split("│")]
+    # (name, state, lesson, step, quiz): the key's comment, as text
+    assert any(line.startswith("Ada [b]Lovelace[/b]")
+               and line.split()[2:5] == ["following", "chain.py", "3"] for line in lines), \
+        teacher.text()
+    assert any(line.split()[:4] == ["bob", "paused", "chain.py", "2"] for line in lines), \
+        teacher.text()
     assert any(line.startswith("cy") and "following" in line for line in lines)
     await cy.close()
     server.clients.remove(cy)

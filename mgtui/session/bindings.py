@@ -100,6 +100,8 @@ CLASS_KEYS: tuple[Key, ...] = (
     Key("quiz", "Q", "app.quiz", "Quiz",
         "quiz mode on or off: students predict each backward step's grad"),
     Key("reveal", "V", "app.reveal", "Reveal", "quiz mode: reveal this step's grads for all"),
+    Key("scores", "W", "app.save_scores", "Scores",
+        "write the quiz's scores now (serve with --quiz-scores FILE)", show=False),
 )
 
 APP_KEYS: tuple[Key, ...] = (

@@ -32,10 +32,9 @@ from mgtui.trace.arrays import (
     ArrayValue,
     brief,
     display,
-    from_numpy,
-    from_numpy_many,
     state_values,
 )
+from mgtui.trace.array_numpy import from_numpy, from_numpy_many
 from mgtui.trace.explain import explain
 from mgtui.trace.working import Contribution
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
@@ -428,7 +427,8 @@ def test_float32_snapshots_keep_their_own_bytes_and_read_and_write_as_doubles():
     among float64 and int arrays), it is the float64 of each element, as numpy casts it;
     the file holds float64, as before."""
     from mgtui.recording.array_values import ArraySnapshots
-    from mgtui.trace.arrays import joined_values, snapshot
+    from mgtui.trace.arrays import joined_values
+    from mgtui.trace.array_numpy import snapshot
 
     class Rows:  # (the two counts `ArraySnapshots` asks of its records)
         stack: list = []

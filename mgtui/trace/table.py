@@ -211,7 +211,8 @@ def encode_chunk(chunk: Chunk | ArrayChunk, level: int = 1) -> bytes:
 def _arrays_payload(chunk: ArrayChunk) -> bytes:
     entries = []
     for place, index, side, v in chunk.entries:
-        summary = None if v.whole else [*map(fields.json_number, v.summary[:4]), v.summary[4]]
+        summary = None if v.whole else [*map(fields.json_number, v.summary[:4]), v.summary[4],
+                                         *([v.basis] if v.basis else [])]
         entries.append([place, index, side, list(v.shape), v.dtype, v.kept, summary])
     values = joined_values(entry[3] for entry in chunk.entries)
     meta = _json({"entries": entries, "unrecorded": [list(p) for p in chunk.unrecorded]})

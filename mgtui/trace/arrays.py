@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
+from mgtui.trace.array_columns import LazyValues, StoredArrays
 from mgtui.trace.records import _GRAD
 
 WHOLE_LIMIT = 1 << 16  # elements an array may have and still be kept whole
@@ -334,17 +335,17 @@ class ArrayTable:
     two plus the side (0 the before, 1 the after): a side that is a float has no key
     (`pair` gives both sides of one index)."""
 
-    nodes: dict[int, ArrayValue] = field(default_factory=dict)
-    grads: dict[int, ArrayValue] = field(default_factory=dict)
-    events: dict[int, ArrayValue] = field(default_factory=dict)
-    writes: dict[int, ArrayValue] = field(default_factory=dict)
+    nodes: LazyValues = field(default_factory=lambda: LazyValues(_made))
+    grads: LazyValues = field(default_factory=lambda: LazyValues(_made))
+    events: LazyValues = field(default_factory=lambda: LazyValues(_made))
+    writes: LazyValues = field(default_factory=lambda: LazyValues(_made))
     unrecorded: dict[str, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.nodes or self.events or self.writes)
 
     @staticmethod
-    def pair(table: dict[int, ArrayValue], index: int
+    def pair(table: LazyValues, index: int
              ) -> tuple[ArrayValue | None, ArrayValue | None] | None:
         """(before, after) of the write or event `index` of `table` (`events` or
         `writes`), None for a side that is a float; None if neither is an array."""
@@ -352,7 +353,7 @@ class ArrayTable:
         return None if before is None and after is None else (before, after)
 
     @staticmethod
-    def holds(table: dict[int, ArrayValue], index: int) -> bool:  # (either side an array?)
+    def holds(table: LazyValues, index: int) -> bool:  # (either side an array?)
         return index + index in table or index + index + 1 in table
 
     def add(self, chunk: ArrayChunk) -> None:
@@ -370,9 +371,18 @@ class ArrayTable:
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 
+    def add_stored(self, store: StoredArrays, places: list[tuple[array, array]],
+                   unrecorded: tuple[tuple[str, int], ...]) -> None:
+        """Take in a version 5 record's columns (checked already), values made as read."""
+        for table, (keys, rows) in zip((self.nodes, self.grads, self.events, self.writes),
+                                       places):
+            table.add_stored(keys, rows, store)
+        if unrecorded:
+            self.unrecorded.update(unrecorded)
+
     def copy(self) -> ArrayTable:
-        return ArrayTable(dict(self.nodes), dict(self.grads), dict(self.events),
-                          dict(self.writes), dict(self.unrecorded))
+        return ArrayTable(self.nodes.copy(), self.grads.copy(), self.events.copy(),
+                          self.writes.copy(), dict(self.unrecorded))
 
     def entries(self) -> Iterable[tuple[int, int, int, ArrayValue]]:
         """Every array, as (place, index, side, value), places in order, each by index."""
@@ -406,6 +416,12 @@ NOT_FOLLOWED = {
         "torch.autograd.grad ran {times}: the backward pass it runs is not recorded (only "
         "backward()'s are), and the gradients it returned are not in this trace"),
 }
+
+
+def _made(store: StoredArrays, row: int) -> ArrayValue:
+    """Value `row` of a record's columns, made as it is first read (`LazyValues`)."""
+    shape, dtype, flat, whole, summary, basis = store.parts(row)
+    return ArrayValue(shape, dtype, flat, whole, summary, basis)
 
 
 EMPTY = ArrayTable()

@@ -19,7 +19,7 @@ columns at C speed.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from itertools import accumulate, compress
 from typing import Callable, Iterator
 
@@ -190,3 +190,40 @@ def place_keys(places: bytes, indexes: array, sides: bytes, rows: array
 def increasing(keys: array) -> bool:
     """Is every key greater than the one before it (at C speed)?"""
     return all(map(int.__lt__, keys, keys[1:])) if len(keys) > 1 else True
+
+
+class FieldIndex:
+    """The writes (inside `_backward` calls) and lone writes (grad and data events) of
+    each node, in columns sorted by node once, at C speed: a field's history is found
+    when it is first asked for (`history`), not built for every field of a trace."""
+
+    def __init__(self, wr_node: array, wr_field: array, starts: array, lone_at: array,
+                 ev_node: array, ev_kind: array, grad_kind: int) -> None:
+        self.wr_field, self.starts, self.ev_kind, self.grad_kind = (
+            wr_field, starts, ev_kind, grad_kind)
+        order = sorted(range(len(wr_node)), key=wr_node.__getitem__)  # (stable: in order)
+        self.w_order, self.w_nodes = array("i", order), array("i", map(wr_node.__getitem__, order))
+        lone_nodes = array("i", map(ev_node.__getitem__, lone_at))
+        order = sorted(range(len(lone_at)), key=lone_nodes.__getitem__)
+        self.l_events = array("i", map(lone_at.__getitem__, order))
+        self.l_nodes = array("i", map(lone_nodes.__getitem__, order))
+
+    def history(self, nid: int, grad: bool) -> tuple[list[int], list[int]]:
+        """(the events that wrote node `nid`'s grad or data, in order; for each, where
+        what it left is kept: a write's key in `ArrayTable.writes`, or ~ an event's key
+        in `ArrayTable.events`)."""
+        events: list[int] = []
+        refs: list[int] = []
+        a, b = bisect_left(self.w_nodes, nid), bisect_right(self.w_nodes, nid)
+        starts, fields = self.starts, self.wr_field
+        for w in self.w_order[a:b]:
+            if (fields[w] == 0) == grad:
+                events.append(bisect_right(starts, w) - 1)
+                refs.append(w + w + 1)
+        a, b = bisect_left(self.l_nodes, nid), bisect_right(self.l_nodes, nid)
+        for index in self.l_events[a:b]:
+            if (self.ev_kind[index] == self.grad_kind) == grad:
+                k = bisect_right(events, index)
+                events.insert(k, index)
+                refs.insert(k, ~(index + index + 1))
+        return events, refs

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
-from mgtui.trace.array_columns import LazyValues, StoredArrays
+from mgtui.trace.array_columns import FieldIndex, LazyValues, StoredArrays
 from mgtui.trace.records import _GRAD
 
 WHOLE_LIMIT = 1 << 16  # elements an array may have and still be kept whole
@@ -482,15 +482,16 @@ class TraceArrays:
         scalar state's (a `Timeline`'s) float for it: an array where it was one."""
         if not self.arrays:
             return scalar
-        history = self._array_history.get((nid, grad))
+        history = self._history(nid, grad)
         if history is None:
             return scalar
         events, values = history
         k = bisect_right(events, position - 1)
         if k == 0:
             return self.created_grad(nid) if grad else self.created_value(nid)
-        found = values[k - 1]
-        return scalar if found is None else found
+        ref = values[k - 1]
+        found = self.arrays.writes.get(ref) if ref >= 0 else self.arrays.events.get(~ref)
+        return scalar if found is None else found  # (None: a float, the scalar state's)
 
     def zeros_written(self, index: int) -> bool:
         """Did the lone write of event `index` set an array of zeros (`zero_grad`)?"""
@@ -520,40 +521,29 @@ class TraceArrays:
         return min(found) if found else None
 
     @cached_property
-    def _array_history(self) -> dict[tuple[int, bool], tuple[list[int], list]]:
-        """For each (node, is-grad) field that ever held an array: the events that wrote
-        it, in order, and what each left there (an `ArrayValue`, or None: a float, which
-        the scalar state has). Built once, over the writes of array nodes only."""
-        t = self.arrays
-        fields = {(n, False) for n in t.nodes} | {(n, True) for n in t.grads}
-        nodes = {n for n, _ in fields}
-        for key in t.events:
-            nodes.add(self._ev_node[key >> 1])
-        for key in t.writes:
-            nodes.add(self._wr_node[key >> 1])
-        history: dict = {}
-        starts = self._ev_write_start
-        wr_node, wr_field = self._wr_node, self._wr_field
-        for w in range(len(wr_node)):
-            nid = wr_node[w]
-            if nid in nodes:
-                after = t.writes.get(w + w + 1)
-                key = (nid, wr_field[w] == 0)
-                events, values = history.setdefault(key, ([], []))
-                events.append(bisect_right(starts, w) - 1)
-                values.append(after)
-        for index in self._lone_at:
-            nid = self._ev_node[index]
-            if nid in nodes:
-                after = t.events.get(index + index + 1)
-                key = (nid, self._ev_kind[index] == _GRAD)
-                events, values = history.setdefault(key, ([], []))
-                k = bisect_right(events, index)
-                events.insert(k, index)
-                values.insert(k, after)
-        for key in fields:
-            history.setdefault(key, ([], []))
-        return history
+    def _fields(self) -> FieldIndex:
+        """Which writes touched each node (`FieldIndex`), sorted once, read per field."""
+        return FieldIndex(self._wr_node, self._wr_field, self._ev_write_start, self._lone_at,
+                          self._ev_node, self._ev_kind, _GRAD)
+
+    @cached_property
+    def _histories(self) -> dict:
+        return {}
+
+    def _history(self, nid: int, grad: bool) -> tuple[list[int], list[int]] | None:
+        """The events that wrote a field that ever held an array, and where what each
+        left is (`FieldIndex.history`); None for a field that never held one. Found when
+        first asked for, and kept; no value made until read."""
+        key = (nid, grad)
+        found = self._histories.get(key, False)
+        if found is False:
+            t = self.arrays
+            found = self._fields.history(nid, grad)
+            if nid not in (t.grads if grad else t.nodes) and not any(
+                    (ref in t.writes) if ref >= 0 else (~ref in t.events) for ref in found[1]):
+                found = None
+            self._histories[key] = found
+        return found  # type: ignore[return-value]
 
 
 class ValuesAt:

@@ -60,7 +60,8 @@ def test_a_value_shared_by_many_entries_is_stored_once():
     t = record(SCENARIOS / "tensor_mlp.py")
     (payload,) = [p for tag, p in tracefile.records(io.BytesIO(tracefile.dumpb(t)))
                   if tag == table.ARRAYS]
-    n, m, _s, _e = struct.unpack("<IIII", zlib.decompress(payload)[:16])
+    *places, m, _s, _e = struct.unpack("<IIIIIII", zlib.decompress(payload)[:28])
+    n = sum(places)
     assert n == len(list(t.arrays.entries())) and m < n
 
 
@@ -70,10 +71,15 @@ def columns_record(entries: list[tuple], values: list[tuple], shapes: list, dtyp
     values (shape code, dtype code, kept, whole)."""
     def col(code, xs):
         return array(code, xs).tobytes()
-    places, sides, indexes, rows = (list(c) for c in zip(*entries)) if entries else ([],) * 4
+    keys: list[list[int]] = [[], [], [], []]
+    rows: list[list[int]] = [[], [], [], []]
+    for place, side, index, row in entries:  # (in the order given, within each place)
+        keys[place].append(index * 2 + side if place >= 2 else index)
+        rows[place].append(row)
     sc, dc, kept, whole = (list(c) for c in zip(*values)) if values else ([],) * 4
-    body = (struct.pack("<IIII", len(entries), len(values), len(stats) // 4, len(flat_values))
-            + bytes(places) + bytes(sides) + col("i", indexes) + col("i", rows)
+    body = (struct.pack("<IIIIIII", *map(len, keys), len(values), len(stats) // 4,
+                        len(flat_values))
+            + b"".join(col("i", k) for k in keys) + b"".join(col("i", r) for r in rows)
             + col("i", sc) + col("H", dc) + col("i", kept) + bytes(whole)
             + col("d", stats) + col("q", counts) + col("d", flat_values)
             + json.dumps({"shapes": shapes, "dtypes": dtypes, "unrecorded": []}).encode())
@@ -105,7 +111,7 @@ HOSTILE = {
     "a basis past the size": (
         dict(values=[(0, 0, 2, 0)], shapes=[[100000]], stats=[0.0, 1.0, 0.5, 1.0],
              counts=[0, -200000]), "basis"),
-    "a place that is not there": (dict(entries=[(9, 0, 0, 0)]), "no such place"),
+    "a negative key": (dict(entries=[(0, 0, -3, 0)]), "out of order"),
     "elements cut short": (dict(flat_values=[1.0]), "elements"),
 }
 

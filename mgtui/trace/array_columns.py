@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, compress
+from itertools import accumulate
 from typing import Callable, Iterator
 
 PLACES = 4
@@ -31,7 +31,7 @@ class StoredArrays:
     `mgtui.trace.table.decode_arrays` before it is made."""
 
     __slots__ = ("shapes", "dtypes", "shape_codes", "dtype_codes", "kept", "whole",
-                 "starts", "stat_rows", "stats", "counts", "values")
+                 "_starts", "_stat_rows", "stats", "counts", "values", "made")
 
     def __init__(self, shapes: list[tuple[int, ...]], dtypes: list[str], shape_codes: array,
                  dtype_codes: array, kept: array, whole: bytes, stats: array, counts: array,
@@ -40,8 +40,23 @@ class StoredArrays:
         self.shape_codes, self.dtype_codes, self.kept, self.whole = (
             shape_codes, dtype_codes, kept, whole)
         self.stats, self.counts, self.values = stats, counts, values
-        self.starts = array("q", accumulate(kept, initial=0))
-        self.stat_rows = array("q", accumulate(whole.translate(_FLIP), initial=0))
+        self._starts: array | None = None  # (worked out when first needed)
+        self._stat_rows: array | None = None
+        self.made: dict = {}  # row -> its value, once made (two keys share a row's)
+
+    @property
+    def starts(self) -> array:
+        """Where each value's elements start in `values`."""
+        if self._starts is None:
+            self._starts = array("q", accumulate(self.kept, initial=0))
+        return self._starts
+
+    @property
+    def stat_rows(self) -> array:
+        """Each value's row of `stats` (a summarised one's)."""
+        if self._stat_rows is None:
+            self._stat_rows = array("q", accumulate(self.whole.translate(_FLIP), initial=0))
+        return self._stat_rows
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -63,7 +78,6 @@ class StoredArrays:
 
 
 _FLIP = bytes([1, 0]) + bytes(254)  # whole (1) -> 0, summarised (0) -> 1
-_MASKS = [bytes(int(k == place) for k in range(256)) for place in range(PLACES)]
 
 
 class LazyValues:
@@ -81,9 +95,11 @@ class LazyValues:
 
     def add_stored(self, keys: array, rows: array, store: StoredArrays) -> None:
         if keys:
-            for key in self.made.keys() & set(keys):  # (given again: the stored one wins)
-                del self.made[key]
-            self.gone.difference_update(keys)
+            if self.made:  # (given again: the stored one wins)
+                for key in self.made.keys() & set(keys):
+                    del self.made[key]
+            if self.gone:
+                self.gone.difference_update(keys)
             self.segments.append((keys, rows, store))
 
     def _find(self, key: int) -> tuple[StoredArrays, int] | None:
@@ -92,7 +108,7 @@ class LazyValues:
         for keys, rows, store in reversed(self.segments):
             if keys[0] <= key <= keys[-1]:
                 k = bisect_left(keys, key)
-                if keys[k] == key:
+                if keys[k] == key:  # (keys and rows: array('i'), as a file gives them)
                     return store, rows[k]
         return None
 
@@ -167,29 +183,6 @@ class LazyValues:
         out = LazyValues(self.make)
         out.made, out.segments, out.gone = dict(self.made), list(self.segments), set(self.gone)
         return out
-
-
-def place_keys(places: bytes, indexes: array, sides: bytes, rows: array
-               ) -> list[tuple[array, array]]:
-    """For each place, (keys, value rows) of the entries there, in the entries' order:
-    the index for node data and grads, index * 2 + side for events and writes."""
-    out = []
-    for place in range(PLACES):
-        mask = places.translate(_MASKS[place])
-        if not mask.count(1):
-            out.append((array("q"), array("i")))
-            continue
-        index = array("q", compress(indexes, mask))
-        if place >= 2:
-            side = compress(sides, mask)
-            index = array("q", map(int.__add__, map((2).__mul__, index), side))
-        out.append((index, array("i", compress(rows, mask))))
-    return out
-
-
-def increasing(keys: array) -> bool:
-    """Is every key greater than the one before it (at C speed)?"""
-    return all(map(int.__lt__, keys, keys[1:])) if len(keys) > 1 else True
 
 
 class FieldIndex:

@@ -3,8 +3,10 @@ written from an `ArrayChunk` and read back, checked, into a `StoredChunk` that a
 `TraceBuilder` takes whole, with no Python object a value (`mgtui.trace.table` frames
 and compresses it; versions 3 and 4 wrote JSON entries, still read there).
 
-    u32 entries n, u32 values m, u32 summaries s, u32 elements e
-    place u8[n], side u8[n], index i32[n], value row i32[n]
+    u32 entries of each place (node data, node grad, event, write: n in all), u32
+    values m, u32 summaries s, u32 elements e
+    key i32[n], value row i32[n]: each place's, in turn, keys increasing (the index;
+    for events and writes index * 2 + side, 0 the before, 1 the after)
     shape code i32[m], dtype code u16[m], kept i32[m], whole u8[m]
     stats f64[4s] (min, max, mean, norm), counts i64[2s] (nonfinite, basis)
     elements f64[e] (each value's kept ones in turn)
@@ -20,8 +22,8 @@ from array import array
 from itertools import compress
 from typing import NamedTuple
 
-from mgtui.trace import TraceFormatError, fields
-from mgtui.trace.array_columns import StoredArrays, increasing, place_keys
+from mgtui.trace import TraceFormatError, fields, lanes
+from mgtui.trace.array_columns import StoredArrays
 from mgtui.safe import inert_line
 from mgtui.trace.arrays import (
     EVENT,
@@ -35,7 +37,7 @@ from mgtui.trace.arrays import (
 from mgtui.trace.records import _DATA, _GRAD
 from mgtui.trace.load_limits import LoadLimits
 
-_HEAD = struct.Struct("<IIII")
+_HEAD = struct.Struct("<IIIIIII")
 _BIG = sys.byteorder == "big"
 _FLIP = bytes([1, 0]) + bytes(254)
 WHERE = "record A"
@@ -61,16 +63,15 @@ def payload(chunk: ArrayChunk) -> bytes:
     """An A record's payload (uncompressed): each value once (by identity)."""
     rows_of: dict[int, int] = {}
     unique: list = []
-    places, sides, indexes, rows = bytearray(), bytearray(), array("i"), array("i")
-    for place, index, side, v in chunk.entries:
+    keys: list[array] = [array("i") for _ in PLACE_NAMES]
+    rows: list[array] = [array("i") for _ in PLACE_NAMES]
+    for place, index, side, v in sorted(chunk.entries, key=_order):
         row = rows_of.get(id(v))
         if row is None:
             row = rows_of[id(v)] = len(unique)
             unique.append(v)
-        places.append(place)
-        sides.append(side)
-        indexes.append(index)
-        rows.append(row)
+        keys[place].append(index + index + side if place >= EVENT else index)
+        rows[place].append(row)
     shapes: dict = {}
     dtypes: dict = {}
     shape_codes, dtype_codes, kept = array("i"), array("H"), array("i")
@@ -88,10 +89,13 @@ def payload(chunk: ArrayChunk) -> bytes:
     meta = json.dumps({"shapes": [list(s) for s in shapes], "dtypes": list(dtypes),
                        "unrecorded": [list(p) for p in chunk.unrecorded]},
                       ensure_ascii=True, allow_nan=False).encode()
-    return b"".join((_HEAD.pack(len(rows), len(unique), len(stats) // 4, len(values)),
-                     bytes(places), bytes(sides), _le(indexes), _le(rows), _le(shape_codes),
-                     _le(dtype_codes), _le(kept), bytes(whole), _le(stats), _le(counts),
-                     _le(values), meta))
+    return b"".join((_HEAD.pack(*map(len, keys), len(unique), len(stats) // 4, len(values)),
+                     *map(_le, keys), *map(_le, rows), _le(shape_codes), _le(dtype_codes),
+                     _le(kept), bytes(whole), _le(stats), _le(counts), _le(values), meta))
+
+
+def _order(entry: tuple) -> tuple[int, int]:
+    return entry[0], entry[1] + entry[1] + entry[2]
 
 
 class _Reader:
@@ -120,11 +124,11 @@ def decode(raw: bytes, limits: LoadLimits | None = None) -> StoredChunk:
     """An A record's payload (inflated), every column checked (at C speed: no value is
     made here; `mgtui.trace.arrays.ArrayTable` makes each as it is read)."""
     r = _Reader(raw)
-    n, m, s, e = _HEAD.unpack(r.take(_HEAD.size))
+    *per_place, m, s, e = _HEAD.unpack(r.take(_HEAD.size))
+    n = sum(per_place)
     if limits is not None:
-        limits.take_arrays(0, e + (18 * m + 10 * n) // 8)
-    places, sides = bytes(r.take(n)), bytes(r.take(n))
-    indexes, rows = r.column("i", n), r.column("i", n)
+        limits.take_arrays(0, e + (18 * m + 8 * n) // 8)
+    keys, rows = r.column("i", n), r.column("i", n)
     shape_codes, dtype_codes, kept = r.column("i", m), r.column("H", m), r.column("i", m)
     whole = bytes(r.take(m))
     stats, counts, values = r.column("d", 4 * s), r.column("q", 2 * s), r.column("d", e)
@@ -137,10 +141,11 @@ def decode(raw: bytes, limits: LoadLimits | None = None) -> StoredChunk:
         raise TraceFormatError(WHERE, f"not valid JSON ({exc})") from None
     shapes = [_shape(x, k) for k, x in enumerate(fields.seq(meta.get("shapes"), "arrays.shapes"))]
     dtypes = [_dtype(x, k) for k, x in enumerate(fields.seq(meta.get("dtypes"), "arrays.dtypes"))]
-    _check_entries(places, sides, indexes, rows, m)
+    if not lanes.below(rows, min(m, 1 << 31)):
+        raise TraceFormatError(WHERE, "an entry refers to a value that is not there")
     _check_values(shapes, dtypes, shape_codes, dtype_codes, kept, whole, s, e)
     sizes = [_size(shape) for shape in shapes]
-    summarised = [sizes[c] for c in compress(shape_codes, whole.translate(_FLIP))]
+    summarised = list(map(sizes.__getitem__, compress(shape_codes, whole.translate(_FLIP))))
     if min(counts[0::2], default=0) < 0 or any(
             abs(b) > size for b, size in zip(counts[1::2], summarised)):
         raise TraceFormatError(WHERE, "a summary's nonfinite count or basis does not fit")
@@ -151,9 +156,13 @@ def decode(raw: bytes, limits: LoadLimits | None = None) -> StoredChunk:
             raise TraceFormatError(f"arrays.unrecorded[{k}]", "must be [type, count]")
         unrecorded.append((fields.text(pair[0], f"arrays.unrecorded[{k}]")[:80],
                            fields.index(pair[1], f"arrays.unrecorded[{k}]")))
-    by_place = place_keys(places, indexes, sides, rows)
-    if not all(increasing(keys) for keys, _rows in by_place):
-        raise TraceFormatError(WHERE, "entries out of order, or one given twice")
+    by_place, at = [], 0
+    for count in per_place:
+        k = keys[at:at + count]
+        if lanes.negative(k) or count > 1 and not lanes.ordered(k[:-1], k[1:]):
+            raise TraceFormatError(WHERE, "entries out of order, or one given twice")
+        by_place.append((k, rows[at:at + count]))
+        at += count
     store = StoredArrays(shapes, dtypes, shape_codes, dtype_codes, kept, whole, stats,
                          counts, values)
     return StoredChunk(store, by_place, tuple(unrecorded))
@@ -178,15 +187,6 @@ def add_to(builder, stored: StoredChunk) -> None:
     builder.arrays.add_stored(stored.store, stored.places, unrecorded)
 
 
-def _check_entries(places: bytes, sides: bytes, indexes: array, rows: array, m: int) -> None:
-    if places and max(places) > 3 or sides and max(sides) > 1:
-        raise TraceFormatError(WHERE, "an entry with no such place or side")
-    if indexes and min(indexes) < 0:
-        raise TraceFormatError(WHERE, "an entry with a negative index")
-    if rows and (min(rows) < 0 or max(rows) >= m):
-        raise TraceFormatError(WHERE, "an entry refers to a value that is not there")
-
-
 def _check_values(shapes: list, dtypes: list, shape_codes: array, dtype_codes: array,
                   kept: array, whole: bytes, s: int, e: int) -> None:
     if shape_codes and (min(shape_codes) < 0 or max(shape_codes) >= len(shapes)):
@@ -198,7 +198,7 @@ def _check_values(shapes: list, dtypes: list, shape_codes: array, dtype_codes: a
     if kept and min(kept) < 0 or sum(kept) != e:
         raise TraceFormatError(WHERE, f"values keep {sum(kept):,} elements, not {e:,}")
     sizes = [_size(shape) for shape in shapes]
-    of_whole = [sizes[c] for c in compress(shape_codes, whole)]
+    of_whole = list(map(sizes.__getitem__, compress(shape_codes, whole)))
     if max(of_whole, default=0) > WHOLE_LIMIT or of_whole != list(compress(kept, whole)):
         raise TraceFormatError(WHERE, "a whole value's elements do not fill its shape")
     flip = whole.translate(_FLIP)

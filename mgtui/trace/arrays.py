@@ -420,8 +420,10 @@ NOT_FOLLOWED = {
 
 def _made(store: StoredArrays, row: int) -> ArrayValue:
     """Value `row` of a record's columns, made as it is first read (`LazyValues`)."""
-    shape, dtype, flat, whole, summary, basis = store.parts(row)
-    return ArrayValue(shape, dtype, flat, whole, summary, basis)
+    value = store.made.get(row)
+    if value is None:
+        value = store.made[row] = ArrayValue(*store.parts(row))
+    return value
 
 
 EMPTY = ArrayTable()

@@ -16,7 +16,7 @@ import pytest
 from mgtui.recording.recorder import record
 from mgtui.run.runner import Run, RunSpec
 from mgtui.trace import binary, export
-from mgtui.trace.array_numpy import from_numpy, snapshot
+from mgtui.trace.array_numpy import from_numpy, snapshot, summarised
 from mgtui.trace.arrays import WHOLE_LIMIT, brief, display
 
 
@@ -47,8 +47,10 @@ def test_a_huge_array_is_summarised_from_a_sample_and_says_so():
 
 def test_a_big_float32_summary_is_worked_out_without_a_float64_copy():
     a = np.random.default_rng(3).normal(size=200_000).astype(np.float32)
-    v = snapshot(a)
+    now = snapshot(a)  # (summarised as taken: `array_numpy.DEFER` is off)
+    v = summarised(a, "float32", defer=True)
     assert v.raw is not None and v.raw.dtype == np.float32  # a raw copy, summarised later
+    assert now.summary == v.summary
     low, high, mean, norm, bad = v.summary
     f = a.astype(np.float64)
     assert (low, high, bad) == (float(f.min()), float(f.max()), 0)

@@ -186,11 +186,13 @@ class ArraySnapshots:
                     value = self.zeros[shape] = ArrayValue(shape, "float64", raw)
                 return value
             return ArrayValue(grad.shape, "float64", raw)  # type: ignore[attr-defined]
-        if is_f64 and 0 not in grad.strides and not grad.any():  # type: ignore[attr-defined]
-            shape = grad.shape  # type: ignore[attr-defined]  # (a big one: summarised)
-            value = self.zeros.get(shape)
+        g: Any = grad  # (a big one of floats, zeros: one summary for each shape and dtype,
+        if (type(g) is self.ndarray and g.dtype.kind == "f" and g.size > WHOLE_LIMIT  # shared)
+                and 0 not in g.strides and not g.any()):
+            key = (g.shape, g.dtype.char)
+            value = self.zeros.get(key)
             if value is None:
-                value = self.zeros[shape] = snapshot(grad)
+                value = self.zeros[key] = snapshot(g)
                 value.settle()
             return value
         value, _ = self.snap(grad)

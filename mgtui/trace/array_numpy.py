@@ -57,6 +57,14 @@ def from_numpy_many(arrays: list) -> list[ArrayValue]:
     return out
 
 
+# Whether a recording's big array is copied and summarised later (by the runner's flusher
+# thread, as its chunk is cut) rather than summarised as it is taken. Off: measured in CPU
+# time, the copy costs more than the summary it moves (the tensor lesson with arrays 100x
+# as big, a step: 2.38x plain with it, 1.9x without), the summary being a few passes in
+# the array's own dtype. (In wall time a flusher on another core would hide the summary.)
+DEFER = False
+
+
 def snapshot(a) -> ArrayValue:
     """`from_numpy` of one array, as a recording takes it, on its hot path: the bytes of
     a float64 (or float32) one read once in C order (`tobytes`: any strides) into the
@@ -68,7 +76,7 @@ def snapshot(a) -> ArrayValue:
     if name is None:
         name = _DTYPE_NAMES[dtype] = str(dtype)
     if a.size > WHOLE_LIMIT:  # (a copy, summarised later; a view's storage summarised now)
-        return summarised(a, name, defer=True)
+        return summarised(a, name, defer=DEFER)
     if (name == "float64" or name == "float32") and dtype.isnative:  # (float32: its own
         return ArrayValue(a.shape, name, a.tobytes())  # bytes, as `ArrayValue` says)
     return ArrayValue(a.shape, name, a.astype(sys.modules["numpy"].float64).tobytes())
@@ -110,12 +118,10 @@ def summarised(a, name: str, defer: bool = False) -> ArrayValue:
     if stored.size > SUMMARY_LIMIT:
         flat = stored.flat[::-(-stored.size // SUMMARY_LIMIT)]  # (copies what it takes only)
         basis = -flat.size
-    elif not basis:
-        raw = np.array(a, order="C", copy=True)
-        value = ArrayValue.pending(shape, name, raw)
-        if not defer:
-            value.settle()
-        return value
+    elif not basis and defer:
+        return ArrayValue.pending(shape, name, np.array(a, order="C", copy=True))
+    elif not basis:  # (read where it is: a view of a C-contiguous one, else one copy)
+        flat = a.reshape(-1)
     else:
         flat = stored.reshape(-1)  # (the storage: small enough to copy where it must)
     given = summary_of(flat, size)

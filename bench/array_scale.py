@@ -111,8 +111,8 @@ def measure(tree: Path, kind: str, nodes: int, tmp: Path, app: bool) -> dict:
     scenario.write_text(SCENARIOS[kind].format(chains=max(1, nodes // 2000)))
     saved = tmp / f"{kind}-{tree.name}.mgtrace"
     rec = child(RECORD.format(path=str(scenario), out=str(saved)), tree)
-    if rec["code"]:
-        raise SystemExit(f"--save exited {rec['code']}")
+    if rec["code"] or not saved.exists():
+        return dict(failed=f"--save exited {rec['code']}")
     row = dict(record=rec["cpu"], file=saved.stat().st_size,
                **child(LOAD.format(path=str(saved)), tree))
     if app:
@@ -135,6 +135,11 @@ def main() -> None:
         for tree in trees:
             rows = {kind: measure(tree, kind, nodes, Path(tmp), not args.no_app)
                     for kind in ("scalar", "array")}
+            failed = [kind for kind, r in rows.items() if "failed" in r]
+            for kind in failed:
+                print(f"{tree} {kind}: {rows.pop(kind)['failed']}")
+            if failed:
+                continue
             for kind, r in rows.items():
                 print(f"{tree} {kind}: {r['record']:.2f} s | {r['file'] / 1e6:.1f} MB | "
                       f"{r['cpu']:.3f} s | {r['peak'] / 1e6:.0f} MB "

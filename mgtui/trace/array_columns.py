@@ -89,7 +89,7 @@ class LazyValues:
 
     def __init__(self, make: Callable | None = None) -> None:
         self.made: dict = {}
-        self.segments: list[tuple[array, array, StoredArrays]] = []  # (keys, rows, store)
+        self.segments: list[tuple] = []  # (keys: an array or a range, rows, store)
         self.make = make
         self.gone: set[int] = set()  # stored keys taken out (a stream cut short)
 

@@ -161,6 +161,8 @@ def decode(raw: bytes, limits: LoadLimits | None = None) -> StoredChunk:
         k = keys[at:at + count]
         if lanes.negative(k) or count > 1 and not lanes.ordered(k[:-1], k[1:]):
             raise TraceFormatError(WHERE, "entries out of order, or one given twice")
+        if count > 1 and k[-1] - k[0] == count - 1:  # (every one in a run: a range,
+            k = range(k[0], k[-1] + 1)  # as an array trace's nodes most often are)
         by_place.append((k, rows[at:at + count]))
         at += count
     store = StoredArrays(shapes, dtypes, shape_codes, dtype_codes, kept, whole, stats,

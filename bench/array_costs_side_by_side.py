@@ -40,6 +40,65 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A float32 tensor engine of its own (`engine.tensor` is float64), each array 200,000
+# elements: a step is a forward of 5 nodes, a backward, an update in place.
+F32 = """
+import numpy as np
+
+class T:
+    def __init__(self, data, _children=(), _op=''):
+        self.data = data
+        self.grad = np.zeros_like(data)
+        self._backward = lambda: None
+        self._prev = set(_children)
+        self._op = _op
+    def __add__(self, other):
+        out = T(self.data + other.data, (self, other), '+')
+        def _backward():
+            self.grad += out.grad
+            other.grad += out.grad
+        out._backward = _backward
+        return out
+    def __mul__(self, other):
+        out = T(self.data * other.data, (self, other), '*')
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+        out._backward = _backward
+        return out
+    def tanh(self):
+        t = np.tanh(self.data)
+        out = T(t, (self,), 'tanh')
+        def _backward():
+            self.grad += (1 - t * t) * out.grad
+        out._backward = _backward
+        return out
+    def backward(self):
+        topo, seen = [], set()
+        def build(v):
+            if v not in seen:
+                seen.add(v)
+                for c in v._prev:
+                    build(c)
+                topo.append(v)
+        build(self)
+        self.grad = np.ones_like(self.data)
+        for v in reversed(topo):
+            v._backward()
+
+rng = np.random.default_rng(0)
+x = T(rng.normal(size=200_000).astype(np.float32))
+w = T(rng.normal(size=200_000).astype(np.float32))
+b = T(np.zeros(200_000, np.float32))
+for k in range(STEPS):
+    y = (x * w + b).tanh()
+    w.grad[:] = 0
+    b.grad[:] = 0
+    y.backward()
+    w.data -= np.float32(0.01) * w.grad
+    b.data -= np.float32(0.01) * b.grad
+"""
+
 WORKER = r"""
 import contextlib, io, json, statistics, sys, tempfile
 from pathlib import Path
@@ -75,6 +134,24 @@ if kind in ("tensor", "tensor100x"):
     else:
         out = {"tensor 100x step plain": step((3, 10_000), (33, 10_000), "plain"),
                "tensor 100x step rec": step((3, 10_000), (33, 10_000), "rec")}
+elif kind == "f32":
+    import record_overhead as ro
+    tmp = Path(tempfile.mkdtemp())
+    scenarios = {}
+    for steps in (3, 33):
+        path = tmp / f"f32_{steps}.py"
+        path.write_text(F32.replace("STEPS", str(steps)))
+        scenarios[steps] = ro.load_scenario(path)
+        ro.recorded(scenarios[steps], True)
+    t = {sp: {"plain": [], "rec": []} for sp in scenarios}
+    for _ in range(inner):
+        for sp, sc in scenarios.items():
+            t[sp]["plain"].append(ro.timed(ro.plain, sc))
+            run, built = ro.recorded(sc, True)
+            t[sp]["rec"].append(run + built)
+    m = {sp: {k: statistics.median(v) for k, v in d.items()} for sp, d in t.items()}
+    out = {"f32 step plain": (m[33]["plain"] - m[3]["plain"]) / 30,
+           "f32 step rec": (m[33]["rec"] - m[3]["rec"]) / 30}
 else:
     import torch_overhead as to
     short = to.load_scenario(to.MLP)
@@ -102,6 +179,7 @@ RATIOS = [("tensor as bundled", "tensor bundled rec", "tensor bundled plain", 2.
           ("tensor, a step", "tensor step rec", "tensor step plain", 2.0),
           ("  the run alone (no trace built)", "tensor step run", "tensor step plain", 2.0),
           ("tensor, a step, 100x elements", "tensor 100x step rec", "tensor 100x step plain", 2.0),
+          ("float32 200k elements, a step", "f32 step rec", "f32 step plain", 1.5),
           ("torch as bundled (chunks cut)", "torch bundled rec", "torch bundled plain", 3.0),
           ("torch, a step", "torch step rec", "torch step plain", 3.0),
           ("torch, a step, chunks cut", "torch step rec+cut", "torch step plain", 3.0)]
@@ -130,7 +208,8 @@ def main() -> None:
         for tree in trees:
             merged: dict = {}
             for kind in kinds:
-                done = subprocess.run([sys.executable, "-c", WORKER, tree, kind, str(args.inner)],
+                done = subprocess.run([sys.executable, "-c", f"F32 = {F32!r}\n" + WORKER, tree,
+                                       kind, str(args.inner)],
                                       capture_output=True, text=True, check=True, env=env)
                 merged.update(json.loads(done.stdout.strip().splitlines()[-1]))
             results[tree].append(merged)

@@ -32,10 +32,9 @@ from mgtui.trace.arrays import (
     ArrayValue,
     brief,
     display,
-    from_numpy,
-    from_numpy_many,
     state_values,
 )
+from mgtui.trace.array_numpy import from_numpy, from_numpy_many
 from mgtui.trace.explain import explain
 from mgtui.trace.working import Contribution
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
@@ -44,6 +43,8 @@ from conftest import SCENARIOS
 
 ROOT = Path(__file__).resolve().parent.parent
 V2_CHAIN = Path(__file__).parent / "data" / "chain-v2.mgtrace"  # written by mgtui c1afd79
+# the tensor neuron as version 4 wrote it (JSON array entries), by mgtui 459fef2
+V4_NEURON = Path(__file__).parent / "data" / "tensor-neuron-v4.mgtrace"
 TENSOR_NEURON = record(SCENARIOS / "tensor_neuron.py")
 
 
@@ -222,7 +223,7 @@ def test_a_scalar_trace_reads_back_the_same_from_the_version_4_file():
     t = export.load(V2_CHAIN)
     now = tracefile.dumpb(t)
     old = V2_CHAIN.read_bytes()
-    assert now[8:10] == b"\x04\x00" and old[8:10] == b"\x02\x00"
+    assert now[8:10] == b"\x05\x00" and old[8:10] == b"\x02\x00"
     assert len(now) < len(old)
     again = tracefile.loadb(now)
     assert export.dumps(again) == export.dumps(t)
@@ -238,7 +239,8 @@ def arrays_record(meta: dict, values: list[float] = ()) -> bytes:
 
 def file_with(record_: bytes, version: int = table.VERSION, data: bytes | None = None) -> bytes:
     """The tensor neuron's file (or the file `data`) with one more A record before its end."""
-    data = tracefile.dumpb(TENSOR_NEURON) if data is None else data
+    if data is None:  # (a version 4 file's records are the fixture's, as 4 wrote them)
+        data = V4_NEURON.read_bytes() if version == 4 else tracefile.dumpb(TENSOR_NEURON)
     records = list(tracefile.records(io.BytesIO(data)))
     head = table._HEAD.pack(table.MAGIC, version, 0)
     body = b"".join(table._record(tag, payload) for tag, payload in records[:-1])
@@ -267,7 +269,7 @@ HOSTILE = {
 def test_a_hostile_array_record_is_refused_by_name(case, tmp_path):
     meta, values, says = HOSTILE[case]
     path = tmp_path / "bad.mgtrace"
-    path.write_bytes(file_with(arrays_record(meta, values)))
+    path.write_bytes(file_with(arrays_record(meta, values), version=4))  # (JSON entries)
     with pytest.raises(Exception) as raised:
         export.load(path)
     assert says in str(raised.value)
@@ -284,7 +286,7 @@ def test_arrays_are_charged_to_the_load_limits():
     limits = LoadLimits(max_memory=1 << 20)
     payload = arrays_record(meta, [0.0] * 4096 * 60)[table.RECORD_HEAD_SIZE:]
     with pytest.raises(LoadLimitError):
-        table.decode_arrays(payload, limits)
+        table.decode_arrays(payload, limits, version=4)
 
 
 # -- on screen and worked out ----------------------------------------------------------------
@@ -396,7 +398,7 @@ def test_the_panes_read_arrays_through_the_state():
 
 def test_type_names_not_recorded_reach_the_screen_inert():
     meta = {"entries": [], "unrecorded": [["evil\x1b[2J[bold]x", 3]]}
-    data = file_with(arrays_record(meta))
+    data = file_with(arrays_record(meta), version=4)
     t = tracefile.decode(io.BytesIO(data)).trace()
     note = t.arrays.unrecorded_note()
     assert "\x1b" not in note and "(3)" in note
@@ -428,7 +430,8 @@ def test_float32_snapshots_keep_their_own_bytes_and_read_and_write_as_doubles():
     among float64 and int arrays), it is the float64 of each element, as numpy casts it;
     the file holds float64, as before."""
     from mgtui.recording.array_values import ArraySnapshots
-    from mgtui.trace.arrays import joined_values, snapshot
+    from mgtui.trace.arrays import joined_values
+    from mgtui.trace.array_numpy import snapshot
 
     class Rows:  # (the two counts `ArraySnapshots` asks of its records)
         stack: list = []

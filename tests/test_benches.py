@@ -16,6 +16,7 @@ BENCH = ROOT / "bench"
 # What each bench prints when it ran to the end (a line of its report).
 SAYS = {
     "array_costs_side_by_side.py": "torch final grads bit for bit",
+    "array_scale.py": "array/scalar: record",
     "big_chain.py": "| 20,0",
     "bytes_per_key.py": "80×24: first screen",
     "class_graph_cpu.py": "CPU per teacher step until every student is on it",

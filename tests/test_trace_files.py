@@ -338,11 +338,11 @@ def test_the_trace_files_bench_still_runs():
 V3_NEURON = Path(__file__).parent / "data" / "neuron-v3.mgtrace"  # written by mgtui 279a2aa
 
 
-def test_a_version_3_file_loads_with_narrow_lines_and_is_saved_as_version_4():
+def test_a_version_3_file_loads_with_narrow_lines_and_is_saved_as_the_current_version():
     """A file of version 3 (lines and closures in 32 bits) written by the code before
     version 4 loads to the same trace as recording the scenario today, its lines and
-    closures kept a byte each; saved again, it is a version 4 file that reads back the
-    same, and smaller."""
+    closures kept a byte each; saved again, it is a file of the current version (5)
+    that reads back the same, and smaller."""
     old_bytes = V3_NEURON.read_bytes()
     assert old_bytes[8:10] == b"\x03\x00"
     old = load(V3_NEURON)
@@ -352,7 +352,7 @@ def test_a_version_3_file_loads_with_narrow_lines_and_is_saved_as_version_4():
             old._wr_line.typecode) == ("B", "B", "b", "B")
     assert max(old._ev_line) > 0 and max(old._ev_closure) >= 0  # (there are some to keep)
     saved = tracefile.dumpb(old)
-    assert saved[8:10] == b"\x04\x00" and len(saved) < len(old_bytes)
+    assert saved[8:10] == b"\x05\x00" and len(saved) < len(old_bytes)
     same_trace(tracefile.loadb(saved), old)
 
 

@@ -8,7 +8,7 @@ never comes here but for its few int writes (`grad = 1`, `grad = 0`).
 
 Arrays are taken as they are recorded: a numpy engine changes them in place. Each is
 read once, at C speed, straight into the `ArrayValue` the trace keeps
-(`mgtui.trace.arrays.snapshot`: its bytes into the value's own buffer; an array over
+(`mgtui.trace.array_numpy.snapshot`: its bytes into the value's own buffer; an array over
 `WHOLE_LIMIT` elements is summarised then, not copied), so cutting a chunk converts
 nothing. `self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
 object, so the "before" a probe sees has changed already: a write's before is taken
@@ -57,11 +57,12 @@ from mgtui.trace.arrays import (
     WRITE,
     ArrayChunk,
     ArrayValue,
-    snapshot,
 )
+from mgtui.trace.array_numpy import snapshot
 
 NAN = math.nan
 PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
+PENDING_BYTES = 1 << 26  # big arrays' copies that may wait to be summarised (`_taken`)
 
 
 def _weak(x: object):
@@ -93,6 +94,8 @@ class ArraySnapshots:
         self.told: dict[str, int] = {}  # `unrecorded` as the last chunk had it
         self.zeros: dict[tuple, ArrayValue] = {}  # shape -> float64 zeros, shared
         self.zero_bytes: dict[int, bytes] = {}  # length -> that many zero bytes
+        self.pending: list[ArrayValue] = []  # big arrays' copies, to summarise (`_taken`)
+        self.pending_bytes = 0
         self.seen = False  # an array was taken (the store asks for chunks from then on)
         self.ndarray: type | None = None  # numpy's, once numpy is loaded
         self.f64: object = None  # its float64 dtype (that of nearly every array seen)
@@ -116,7 +119,7 @@ class ArraySnapshots:
                 # (a torch tensor's, most often: inline too, its own bytes: `ArrayValue`)
                 return ArrayValue(x.shape, "float32", x.tobytes()), NAN  # type: ignore[attr-defined]
             if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[attr-defined]
-                return snapshot(x), NAN
+                return self._taken(snapshot(x)), NAN
             return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
         if t is int or t is float:
             return None, x
@@ -127,7 +130,7 @@ class ArraySnapshots:
                 self.f64, self.f32 = np.dtype(np.float64), np.dtype(np.float32)
             if isinstance(x, np.ndarray):
                 if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[union-attr]
-                    return snapshot(x), NAN
+                    return self._taken(snapshot(x)), NAN
                 return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[union-attr]
             if isinstance(x, np.generic):
                 if x.dtype.kind in NUMERIC_KINDS:  # type: ignore[union-attr]
@@ -142,6 +145,25 @@ class ArraySnapshots:
                 pass
         return self._not_recorded(f"{t.__module__}.{t.__qualname__}"
                                   if t.__module__ != "builtins" else t.__qualname__)
+
+    def _taken(self, value: ArrayValue) -> ArrayValue:
+        """A snapshot just taken: a big array's copy (`ArrayValue.pending`) waits to be
+        summarised as its chunk is cut (by the runner's flusher, in its own thread), or
+        here once the copies waiting pass `PENDING_BYTES`."""
+        raw = value.raw
+        if raw is not None:
+            self.pending.append(value)
+            self.pending_bytes += raw.nbytes
+            if self.pending_bytes > PENDING_BYTES:
+                self.settle()
+        return value
+
+    def settle(self) -> None:
+        """Summarise the big arrays' copies waiting (`_taken`), and let them go."""
+        with self.lock:
+            pending, self.pending, self.pending_bytes = self.pending, [], 0
+        for value in pending:
+            value.settle()
 
     def _not_recorded(self, name: str) -> tuple[None, float]:
         self.unrecorded[name] = self.unrecorded.get(name, 0) + 1
@@ -164,11 +186,14 @@ class ArraySnapshots:
                     value = self.zeros[shape] = ArrayValue(shape, "float64", raw)
                 return value
             return ArrayValue(grad.shape, "float64", raw)  # type: ignore[attr-defined]
-        if is_f64 and not grad.any():  # type: ignore[attr-defined]
-            shape = grad.shape  # type: ignore[attr-defined]  # (a big one: summarised)
-            value = self.zeros.get(shape)
+        g: Any = grad  # (a big one of floats, zeros: one summary for each shape and dtype,
+        if (type(g) is self.ndarray and g.dtype.kind == "f" and g.size > WHOLE_LIMIT  # shared)
+                and 0 not in g.strides and not g.any()):
+            key = (g.shape, g.dtype.char)
+            value = self.zeros.get(key)
             if value is None:
-                value = self.zeros[shape] = snapshot(grad)
+                value = self.zeros[key] = snapshot(g)
+                value.settle()
             return value
         value, _ = self.snap(grad)
         return value
@@ -328,6 +353,8 @@ class ArraySnapshots:
         `ArrayValue`."""
         if not self:
             return None
+        if self.pending:
+            self.settle()
         columns = []
         bounds = ((since.nodes, upto.nodes), (since.nodes, upto.nodes),
                   (since.events, upto.events), (since.writes, upto.writes))

@@ -55,7 +55,7 @@ from typing import Callable, NamedTuple
 from mgtui.recording.array_values import ArraySnapshots
 from mgtui.recording.blocks import def_block
 from mgtui.trace import Closure, EventChunk, EventKind, NodeChunk, WriteChunk, lanes
-from mgtui.trace.arrays import EVENT, WRITE
+from mgtui.trace.arrays import EVENT, WRITE, ArrayChunk
 
 ID = "_mgtui_id"  # the attribute in which a node of a class with an instance dict keeps its id
 CREATE, BACKWARD, GRAD, DATA = (k.code for k in EventKind)
@@ -307,12 +307,18 @@ class Records:
         out: Chunks = []
         for first, chunks in self.shelf:
             last = _ends(first, chunks)
+            taken = False  # (a pack's arrays go with its rows: after them, if they go)
             for chunk in chunks:
+                if type(chunk) is ArrayChunk:
+                    if taken:
+                        out.append(chunk)
+                    continue
                 k = _KINDS.index(type(chunk))
                 if since[k] < last[k] and first[k] < upto[k]:
                     if not (since[k] <= first[k] and last[k] <= upto[k]):
                         raise ValueError(f"records {since} to {upto} cut a packed chunk")
                     out.append(chunk)
+                    taken = True
         return out + self._fresh_chunks(Mark(*map(max, since, self.packed)), upto)
 
     def _fresh_chunks(self, since: Mark, upto: Mark) -> Chunks:
@@ -425,8 +431,8 @@ def _ends(first: Mark, chunks: Chunks) -> Mark:
             n += len(c.ops)
         elif isinstance(c, EventChunk):
             e += len(c.kinds)
-        else:
-            w += len(c.nodes)
+        elif isinstance(c, WriteChunk):
+            w += len(c.nodes)  # (an `ArrayChunk` holds no rows of its own)
     return Mark(n, e, w)
 
 

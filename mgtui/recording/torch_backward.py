@@ -74,9 +74,18 @@ def value_of(t, copy: bool = False):
             if t.dtype not in NUMPY_DTYPES:
                 t = t.to(torch.float64)
             a = t.cpu().numpy()
-        return a.copy() if copy else a
+        return stored_copy(a) if copy else a
     except (RuntimeError, TypeError, ValueError, OverflowError):
         return NAN
+
+
+def stored_copy(a):
+    """A copy of a numpy array; of a broadcast (`expand`ed) view, some stride 0, a copy
+    of its storage alone, broadcast again: never the elements it does not hold."""
+    if a.ndim and 0 in a.strides:
+        stored = a[tuple(slice(0, 1) if k == 0 else slice(None) for k in a.strides)]
+        return sys.modules["numpy"].broadcast_to(stored.copy(), a.shape)
+    return a.copy()
 
 
 def taken(t):

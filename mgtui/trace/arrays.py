@@ -19,7 +19,7 @@ An array is kept whole up to `WHOLE_LIMIT` elements (as float64, C order, whatev
 dtype was: the dtype is kept by name); a bigger one keeps its shape, dtype, a summary
 (min, max, mean, L2 norm, the count of elements that are not finite) and its first
 `SAMPLE` elements. This module needs no numpy: a recording makes `ArrayValue`s with
-`snapshot` (`from_numpy`, on its hot path), which calls the array's own methods, and a
+`mgtui.trace.array_numpy.snapshot` (on its hot path), which calls the array's own methods, and a
 loader with `of`.
 """
 
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
 
+from mgtui.trace.array_columns import FieldIndex, LazyValues, StoredArrays
 from mgtui.trace.records import _GRAD
 
 WHOLE_LIMIT = 1 << 16  # elements an array may have and still be kept whole
@@ -60,17 +61,43 @@ class ArrayValue:
     most often: the cast to float64 is left until the values are read, or written out
     together with others by `joined_values`; a trace file holds float64 as before)."""
 
-    __slots__ = ("shape", "dtype", "_values", "whole", "given", "_summary")
+    __slots__ = ("shape", "dtype", "_values", "whole", "given", "_summary", "raw", "basis")
 
     def __init__(self, shape: tuple[int, ...], dtype: str, values: array | bytes,
                  whole: bool = True,
-                 given: tuple[float, float, float, float, int] | None = None) -> None:
+                 given: tuple[float, float, float, float, int] | None = None,
+                 basis: int = 0) -> None:
         self.shape, self.dtype, self._values, self.whole = shape, dtype, values, whole
         self.given = given  # (a summary's)
         self._summary = given
+        self.raw = None  # a copy of a big array, to be summarised (`settle`)
+        # The summary of one not kept whole was worked out from `basis` elements where not
+        # from all: > 0 the storage of a broadcast (or expanded) view, every distinct
+        # element (exact); < 0 a strided sample of -basis elements (an estimate)
+        self.basis = basis
+
+    @classmethod
+    def pending(cls, shape: tuple[int, ...], dtype: str, raw) -> ArrayValue:
+        """A big array (over `WHOLE_LIMIT` elements) as a recording takes it on its hot
+        path: `raw`, a numpy copy of it in C order, in its own dtype, summarised later
+        (`settle`: by the runner's flusher, as the chunk is cut)."""
+        value = cls(shape, dtype, b"", False)
+        value.raw = raw
+        return value
+
+    def settle(self) -> None:
+        """Work out the summary of a pending value (`pending`) and let its copy go."""
+        raw = self.raw
+        if raw is not None:
+            flat = raw.reshape(-1)
+            self._values = array("d", flat[:SAMPLE].tolist())
+            self.given = self._summary = summary_of(flat, flat.size)
+            self.raw = None
 
     @property
     def values(self) -> array:
+        if self.raw is not None:
+            self.settle()
         values = self._values
         if type(values) is bytes:  # (a float32 one's bytes are float32: see the class)
             values = self._values = array("d", _float64_bytes(values) if self.dtype == "float32"
@@ -80,6 +107,8 @@ class ArrayValue:
     @property
     def kept(self) -> int:
         """How many elements `values` holds (without converting them)."""
+        if self.raw is not None:
+            return min(SAMPLE, self.raw.size)
         values = self._values
         if type(values) is bytes:
             return len(values) // (4 if self.dtype == "float32" else 8)
@@ -98,8 +127,21 @@ class ArrayValue:
         """(min, max, mean, L2 norm, number of elements that are nan or inf), over the
         finite elements (nan where there are none)."""
         if self._summary is None:
-            self._summary = self._worked_summary()
-        return self._summary
+            if self.raw is not None:
+                self.settle()
+            else:
+                self._summary = self._worked_summary()
+        return self._summary  # type: ignore[return-value]
+
+    @property
+    def basis_note(self) -> str:
+        """What a summary not worked out from every element was worked out from ("" if
+        from every element)."""
+        if self.basis > 0:
+            return f"a broadcast view: summarised from its {self.basis:,} stored elements"
+        if self.basis < 0:
+            return f"estimated from a strided sample of {-self.basis:,} elements"
+        return ""
 
     def _worked_summary(self) -> tuple[float, float, float, float, int]:
         values = self.values
@@ -182,6 +224,8 @@ def joined_values(values: Iterable[ArrayValue]) -> array:
     not one value at a time."""
     out, run = array("d"), []
     for v in values:
+        if v.raw is not None:
+            v.settle()
         raw = v._values
         if type(raw) is bytes and v.dtype == "float32":
             run.append(raw)
@@ -195,104 +239,39 @@ def joined_values(values: Iterable[ArrayValue]) -> array:
     return out
 
 
-_DTYPE_NAMES: dict = {}  # numpy dtype -> its name (`str(dtype)` runs Python code: ~10 µs)
-
-
-JOINED_LIMIT = 64  # elements an array may have and be converted in a joined buffer
-
-
-def from_numpy_many(arrays: list) -> list[ArrayValue]:
-    """`from_numpy` of each of many numpy arrays at once (a recording takes each array
-    as it comes instead, with `snapshot`: no copy kept to convert later). The small
-    ones (`JOINED_LIMIT`) are joined into one float64 buffer, flattened and cast by one
-    `concatenate`, and each takes its slice: a few microseconds an array less. A bigger
-    one is copied into its own buffer straight from its bytes (one copy, none for the
-    cast of a float64 one): a joined buffer of big arrays is copied three times, and as
-    it outgrows the allocator's heap, each copy faults in fresh pages (a chunk of the
-    tensor lesson's 140 arrays took 2 ms joined, 0.1 ms so)."""
-    np = sys.modules["numpy"]
-    f64, contiguous = np.float64, np.ascontiguousarray
-    sizes = [a.size for a in arrays]
-    small = [a for a, n in zip(arrays, sizes) if n <= JOINED_LIMIT]
-    flat = array("d")
-    if small:
-        joined = np.concatenate(small, axis=None, dtype=f64)
-        flat.frombytes(memoryview(joined).cast("B"))  # (its bytes in place: no copy more)
-    names = _DTYPE_NAMES
-    out: list[ArrayValue] = []
-    append, at = out.append, 0
-    for a, n in zip(arrays, sizes):
-        if n > WHOLE_LIMIT:
-            append(from_numpy(a))
-            continue
-        dtype = a.dtype
-        name = names.get(dtype)
-        if name is None:
-            name = names[dtype] = str(dtype)
-        if n > JOINED_LIMIT:
-            values = array("d")
-            values.frombytes(memoryview(contiguous(a, dtype=f64)).cast("B"))
-        else:
-            end = at + n
-            values = flat[at:end]
-            at = end
-        append(ArrayValue(a.shape, name, values))
-    return out
-
-
-def snapshot(a) -> ArrayValue:
-    """`from_numpy` of one array, as a recording takes it, on its hot path: the bytes of
-    a float64 (or float32) one read once in C order (`tobytes`: any strides) into the
-    `ArrayValue`'s own bytes, with no numpy array in between; another dtype cast first; a bigger one
-    (`WHOLE_LIMIT`) summarised, not copied. About a microsecond for a small array."""
-    dtype = a.dtype
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype)
-    if a.size > WHOLE_LIMIT:
-        return from_numpy(a)
-    if (name == "float64" or name == "float32") and dtype.isnative:  # (float32: its own
-        return ArrayValue(a.shape, name, a.tobytes())  # bytes, as `ArrayValue` says)
-    return ArrayValue(a.shape, name, a.astype(sys.modules["numpy"].float64).tobytes())
-
-
-def from_numpy(a) -> ArrayValue:
-    """An `ArrayValue` of a numpy array of numbers (its dtype kind in `NUMERIC_KINDS`),
-    read through its own methods, at C speed: one copy as float64 (none more for one
-    that is float64 already), and for a big one, its summary from numpy. (The norm by
-    `einsum`, not `dot`: a `dot` of a long vector goes to OpenBLAS's threads, which
-    on a busy machine took 2 ms where one thread takes 0.02.)"""
-    np = sys.modules["numpy"]  # (loaded: `a` is one of its arrays)
-    dtype = a.dtype
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype)
-    shape = a.shape
-    if a.size <= WHOLE_LIMIT:
-        flat = array("d")
-        flat.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())  # (native order)
-        return ArrayValue(shape, name, flat)
-    shape = tuple(int(n) for n in shape)
-    f64 = a.astype(np.float64, copy=False)
-    flat64 = f64.reshape(-1)
-    total = float(flat64.sum())
-    if math.isfinite(total):  # (every element finite: four passes, no copy)
-        given = (float(flat64.min()), float(flat64.max()), total / flat64.size,
-                 math.sqrt(float(np.einsum("i,i->", flat64, flat64))), 0)
-        return ArrayValue(shape, name, array("d", flat64[:SAMPLE].tolist()), False, given)
-    ok = np.isfinite(f64)
-    good = f64[ok]
-    bad = int(f64.size - good.size)
-    if good.size:
-        given = (float(good.min()), float(good.max()), float(good.mean()),
-                 math.sqrt(float(np.einsum("i,i->", good, good))), bad)
-    else:
-        given = (math.nan, math.nan, math.nan, math.nan, bad)
-    sample = array("d", f64.reshape(-1)[:SAMPLE].tolist())
-    return ArrayValue(shape, name, sample, False, given)
-
-
 Value = float | ArrayValue  # a value as the trace's readers get it
+
+
+def summary_of(flat, size: int) -> tuple[float, float, float, float, int]:
+    """(min, max, mean, L2 norm, nonfinite) of the 1-d numpy array `flat`, which stands
+    for `size` elements (each of its elements for as many: a view's storage, a sample),
+    in its own dtype where it is a float (float16 read as float32): a pass each for min,
+    max, sum and sum of squares, no float64 copy; over the finite elements. (By `einsum`,
+    not `dot` or `sum`: `dot` of a long vector goes to OpenBLAS's threads, and `sum` is
+    pairwise, several times slower.)"""
+    np = sys.modules["numpy"]
+    kind = flat.dtype.kind
+    if kind != "f":
+        flat = flat.astype(np.float64)
+    elif flat.dtype.itemsize < 4:
+        flat = flat.astype(np.float32)
+    n = flat.size
+    scale = size / n if n else 1.0
+    low, high = float(flat.min()), float(flat.max())
+    bad = 0
+    if not (math.isfinite(low) and math.isfinite(high)):
+        ok = np.isfinite(flat)
+        flat = flat[ok]
+        bad = round((n - flat.size) * scale)
+        if not flat.size:
+            return (math.nan, math.nan, math.nan, math.nan, bad)
+        low, high = float(flat.min()), float(flat.max())
+    total = float(np.einsum("i->", flat))
+    squares = float(np.einsum("i,i->", flat, flat))
+    if not (math.isfinite(total) and math.isfinite(squares)):  # (past float32's range)
+        flat = flat.astype(np.float64)
+        total, squares = float(np.einsum("i->", flat)), float(np.einsum("i,i->", flat, flat))
+    return (low, high, total / flat.size, math.sqrt(squares * scale), bad)
 
 
 class ArrayChunk:
@@ -356,17 +335,17 @@ class ArrayTable:
     two plus the side (0 the before, 1 the after): a side that is a float has no key
     (`pair` gives both sides of one index)."""
 
-    nodes: dict[int, ArrayValue] = field(default_factory=dict)
-    grads: dict[int, ArrayValue] = field(default_factory=dict)
-    events: dict[int, ArrayValue] = field(default_factory=dict)
-    writes: dict[int, ArrayValue] = field(default_factory=dict)
+    nodes: LazyValues = field(default_factory=lambda: LazyValues(_made))
+    grads: LazyValues = field(default_factory=lambda: LazyValues(_made))
+    events: LazyValues = field(default_factory=lambda: LazyValues(_made))
+    writes: LazyValues = field(default_factory=lambda: LazyValues(_made))
     unrecorded: dict[str, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.nodes or self.events or self.writes)
 
     @staticmethod
-    def pair(table: dict[int, ArrayValue], index: int
+    def pair(table: LazyValues, index: int
              ) -> tuple[ArrayValue | None, ArrayValue | None] | None:
         """(before, after) of the write or event `index` of `table` (`events` or
         `writes`), None for a side that is a float; None if neither is an array."""
@@ -374,7 +353,7 @@ class ArrayTable:
         return None if before is None and after is None else (before, after)
 
     @staticmethod
-    def holds(table: dict[int, ArrayValue], index: int) -> bool:  # (either side an array?)
+    def holds(table: LazyValues, index: int) -> bool:  # (either side an array?)
         return index + index in table or index + index + 1 in table
 
     def add(self, chunk: ArrayChunk) -> None:
@@ -392,9 +371,18 @@ class ArrayTable:
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 
+    def add_stored(self, store: StoredArrays, places: list[tuple[array, array]],
+                   unrecorded: tuple[tuple[str, int], ...]) -> None:
+        """Take in a version 5 record's columns (checked already), values made as read."""
+        for table, (keys, rows) in zip((self.nodes, self.grads, self.events, self.writes),
+                                       places):
+            table.add_stored(keys, rows, store)
+        if unrecorded:
+            self.unrecorded.update(unrecorded)
+
     def copy(self) -> ArrayTable:
-        return ArrayTable(dict(self.nodes), dict(self.grads), dict(self.events),
-                          dict(self.writes), dict(self.unrecorded))
+        return ArrayTable(self.nodes.copy(), self.grads.copy(), self.events.copy(),
+                          self.writes.copy(), dict(self.unrecorded))
 
     def entries(self) -> Iterable[tuple[int, int, int, ArrayValue]]:
         """Every array, as (place, index, side, value), places in order, each by index."""
@@ -428,6 +416,14 @@ NOT_FOLLOWED = {
         "torch.autograd.grad ran {times}: the backward pass it runs is not recorded (only "
         "backward()'s are), and the gradients it returned are not in this trace"),
 }
+
+
+def _made(store: StoredArrays, row: int) -> ArrayValue:
+    """Value `row` of a record's columns, made as it is first read (`LazyValues`)."""
+    value = store.made.get(row)
+    if value is None:
+        value = store.made[row] = ArrayValue(*store.parts(row))
+    return value
 
 
 EMPTY = ArrayTable()
@@ -488,15 +484,16 @@ class TraceArrays:
         scalar state's (a `Timeline`'s) float for it: an array where it was one."""
         if not self.arrays:
             return scalar
-        history = self._array_history.get((nid, grad))
+        history = self._history(nid, grad)
         if history is None:
             return scalar
         events, values = history
         k = bisect_right(events, position - 1)
         if k == 0:
             return self.created_grad(nid) if grad else self.created_value(nid)
-        found = values[k - 1]
-        return scalar if found is None else found
+        ref = values[k - 1]
+        found = self.arrays.writes.get(ref) if ref >= 0 else self.arrays.events.get(~ref)
+        return scalar if found is None else found  # (None: a float, the scalar state's)
 
     def zeros_written(self, index: int) -> bool:
         """Did the lone write of event `index` set an array of zeros (`zero_grad`)?"""
@@ -526,40 +523,29 @@ class TraceArrays:
         return min(found) if found else None
 
     @cached_property
-    def _array_history(self) -> dict[tuple[int, bool], tuple[list[int], list]]:
-        """For each (node, is-grad) field that ever held an array: the events that wrote
-        it, in order, and what each left there (an `ArrayValue`, or None: a float, which
-        the scalar state has). Built once, over the writes of array nodes only."""
-        t = self.arrays
-        fields = {(n, False) for n in t.nodes} | {(n, True) for n in t.grads}
-        nodes = {n for n, _ in fields}
-        for key in t.events:
-            nodes.add(self._ev_node[key >> 1])
-        for key in t.writes:
-            nodes.add(self._wr_node[key >> 1])
-        history: dict = {}
-        starts = self._ev_write_start
-        wr_node, wr_field = self._wr_node, self._wr_field
-        for w in range(len(wr_node)):
-            nid = wr_node[w]
-            if nid in nodes:
-                after = t.writes.get(w + w + 1)
-                key = (nid, wr_field[w] == 0)
-                events, values = history.setdefault(key, ([], []))
-                events.append(bisect_right(starts, w) - 1)
-                values.append(after)
-        for index in self._lone_at:
-            nid = self._ev_node[index]
-            if nid in nodes:
-                after = t.events.get(index + index + 1)
-                key = (nid, self._ev_kind[index] == _GRAD)
-                events, values = history.setdefault(key, ([], []))
-                k = bisect_right(events, index)
-                events.insert(k, index)
-                values.insert(k, after)
-        for key in fields:
-            history.setdefault(key, ([], []))
-        return history
+    def _fields(self) -> FieldIndex:
+        """Which writes touched each node (`FieldIndex`), sorted once, read per field."""
+        return FieldIndex(self._wr_node, self._wr_field, self._ev_write_start, self._lone_at,
+                          self._ev_node, self._ev_kind, _GRAD)
+
+    @cached_property
+    def _histories(self) -> dict:
+        return {}
+
+    def _history(self, nid: int, grad: bool) -> tuple[list[int], list[int]] | None:
+        """The events that wrote a field that ever held an array, and where what each
+        left is (`FieldIndex.history`); None for a field that never held one. Found when
+        first asked for, and kept; no value made until read."""
+        key = (nid, grad)
+        found = self._histories.get(key, False)
+        if found is False:
+            t = self.arrays
+            found = self._fields.history(nid, grad)
+            if nid not in (t.grads if grad else t.nodes) and not any(
+                    (ref in t.writes) if ref >= 0 else (~ref in t.events) for ref in found[1]):
+                found = None
+            self._histories[key] = found
+        return found  # type: ignore[return-value]
 
 
 class ValuesAt:
@@ -637,7 +623,8 @@ def brief(value: Value, digits: int = 4) -> str:
     if value.size == 0:
         return f"{shape_text(value.shape)} empty"
     _, _, mean, norm, bad = value.summary
-    text = f"{shape_text(value.shape)} μ {number(mean, 2)} ‖‖ {number(norm, 2)}"
+    approx = "≈" if value.basis < 0 else ""  # (a sample's estimate)
+    text = f"{shape_text(value.shape)} μ {approx}{number(mean, 2)} ‖‖ {approx}{number(norm, 2)}"
     return text + (f" ({bad} nan/inf)" if bad else "")
 
 
@@ -650,13 +637,15 @@ def display(value: Value, digits: int = 4, whole: int = SHOWN_WHOLE) -> str:
     if value.whole and value.size <= whole:
         return f"{shape_text(value.shape)} {_nested_text(value.nested(), digits)}"
     low, high, mean, norm, bad = value.summary
-    if low == high and not bad and value.size:  # (a grad zeroed, an array of ones)
-        return f"{shape_text(value.shape)} {value.dtype} all {number(low, digits)}"
+    if low == high and not bad and value.size and value.basis >= 0:  # (a grad zeroed, ones)
+        note = f" ({value.basis_note})" if value.basis else ""
+        return f"{shape_text(value.shape)} {value.dtype} all {number(low, digits)}{note}"
     first = ", ".join(number(v, digits) for v in value.values[:4])
     text = (f"{shape_text(value.shape)} {value.dtype} min {number(low, digits)} "
             f"max {number(high, digits)} μ {number(mean, digits)} ‖‖ {number(norm, digits)}"
             f" [{first}, …]")
-    return text + (f" {bad} nan/inf" if bad else "")
+    text += f" {bad} nan/inf" if bad else ""
+    return text + (f" ({value.basis_note})" if value.basis else "")
 
 
 def _nested_text(x: object, digits: int) -> str:
@@ -684,8 +673,8 @@ def _flat(value: Value, other: Value) -> array | None:
         if not value.whole or (isinstance(other, ArrayValue) and other.shape != value.shape):
             return None
         return value.values
-    if isinstance(other, ArrayValue):
-        return array("d", [float(value)]) * other.size
+    if isinstance(other, ArrayValue) and other.whole:  # (a float against a summary: none,
+        return array("d", [float(value)]) * other.size  # not one the size of its shape)
     return None
 
 
@@ -696,3 +685,4 @@ def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         flat, k = divmod(flat, n) if n else (flat, 0)
         out.append(k)
     return tuple(reversed(out))
+

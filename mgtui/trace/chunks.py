@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Iterator
 
-from mgtui.trace.arrays import ArrayChunk
+from mgtui.trace.arrays import ArrayChunk, ArrayTable
 from mgtui.trace.model import Trace
 from mgtui.trace.records import _LONE, TraceFormatError
 
@@ -90,7 +90,31 @@ def chunks_of(trace: Trace, size: int = 65536) -> Iterator[Chunk | ArrayChunk]:
             w = end
     yield from node_chunks(t, made, t.node_count, size)  # (nodes no step names)
     if t.arrays or t.arrays.unrecorded:
-        yield t.arrays.chunk()
+        yield from array_chunks(t.arrays)
+
+
+CHUNK_ELEMENTS = 1 << 22  # elements a chunk of arrays cut from a trace keeps (32 MB)
+CHUNK_VALUES = 1 << 16  # values it holds (in a file, a JSON entry each: some 60 bytes)
+
+
+def array_chunks(table: ArrayTable) -> Iterator[ArrayChunk]:
+    """Every array of a trace, as chunks of at most `CHUNK_VALUES` values and (but for
+    one bigger value alone) `CHUNK_ELEMENTS` elements kept: each an A record of a file
+    well within what a record may hold (`mgtui.trace.table.MAX_RECORD`). Each carries
+    `unrecorded` whole (totals, as a recording's chunks do)."""
+    elements, count = CHUNK_ELEMENTS, CHUNK_VALUES
+    unrecorded = tuple(sorted(table.unrecorded.items()))
+    batch: list = []
+    kept = 0
+    for entry in table.entries():
+        n = entry[3].kept
+        if batch and (kept + n > elements or len(batch) >= count):
+            yield ArrayChunk(tuple(batch), unrecorded)
+            batch, kept = [], 0
+        batch.append(entry)
+        kept += n
+    if batch or unrecorded:
+        yield ArrayChunk(tuple(batch), unrecorded)
 
 
 def node_chunks(t: Trace, first: int, end: int, size: int) -> Iterator[NodeChunk]:

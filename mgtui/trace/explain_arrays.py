@@ -269,9 +269,11 @@ def broadcast_axes(small: tuple[int, ...], big: tuple[int, ...]) -> tuple[int, .
 
 def values(v: Value, shape: tuple[int, ...]) -> list[float]:
     """`v`'s elements broadcast to `shape` (C order); ValueError if not whole or too big."""
+    if math.prod(shape) > WORK_LIMIT:  # (a float too: not a list of 10⁸ of it)
+        raise ValueError("too big")
     if not isinstance(v, ArrayValue):
         return [float(v)] * math.prod(shape)
-    if not v.whole or math.prod(shape) > WORK_LIMIT:
+    if not v.whole:
         raise ValueError("not kept whole")
     if v.shape == shape:
         return list(v.values)
@@ -318,7 +320,10 @@ def matmul_t(a: Value, b: Value, left_t: bool) -> list[float]:
 
 
 def expect(work, shape: tuple[int, ...]) -> ArrayValue | None:
-    """What a rule gives, as an array of `shape`; None where it cannot be worked out."""
+    """What a rule gives, as an array of `shape`; None where it cannot be worked out (or
+    is bigger than `WORK_LIMIT` elements: not worked out at all)."""
+    if math.prod(shape) > WORK_LIMIT:
+        return None
     try:
         flat = work()
     except (ValueError, ZeroDivisionError, OverflowError, TypeError):

@@ -171,7 +171,8 @@ def json_value(v: float | ArrayValue) -> Any:
         return {"shape": list(v.shape), "dtype": v.dtype, "values": nested}
     low, high, mean, norm, bad = v.summary
     return {"shape": list(v.shape), "dtype": v.dtype, "first": [num(x) for x in v.values],
-            "summary": [num(low), num(high), num(mean), num(norm), bad]}
+            "summary": [num(low), num(high), num(mean), num(norm), bad,
+                        *([v.basis] if v.basis else [])]}
 
 
 def _write_json_arrays(trace: Trace, out: TextIO) -> None:

@@ -160,11 +160,16 @@ def array_value(shape: Any, dtype: Any, values: Any, summary: Any, where: str):
             raise TraceFormatError(where, f"{count:,} values for shape {tuple(dims)}")
         return ArrayValue.of(values, dims, name)
     parts = seq(summary, f"{where}.summary")
-    if len(parts) != 5 or count > min(SAMPLE, size):
+    if len(parts) not in (5, 6) or count > min(SAMPLE, size):
         raise TraceFormatError(where, "a summary needs [min, max, mean, norm, nonfinite] "
-                               f"and at most {SAMPLE} values")
+                               f"(and its basis) and at most {SAMPLE} values")
     stats = [number(v, f"{where}.summary") for v in parts[:4]]
-    return ArrayValue.of(values, dims, name, (*stats, index(parts[4], f"{where}.summary")))
+    basis = parts[5] if len(parts) == 6 else 0  # (`ArrayValue.basis`: what it was worked
+    if isinstance(basis, bool) or not isinstance(basis, int) or abs(basis) > size:  # from)
+        raise TraceFormatError(f"{where}.summary", f"{shown(basis)} is not a basis")
+    value = ArrayValue.of(values, dims, name, (*stats, index(parts[4], f"{where}.summary")))
+    value.basis = basis
+    return value
 
 
 def json_array(x: Any, where: str):

@@ -57,6 +57,8 @@ chunks (`mgtui.trace.chunks_of`), so the same records can be written while a sce
 still runs and read as they arrive. Numbers are stored as they are, so nan and inf
 need no special form.
 
+Version 5 writes A as columns (`mgtui.trace.array_records`: each value once, read into
+the trace with no object a value); versions 3 and 4 wrote them as above, still read.
 Version 2 stores ids in 32 bits and the values of only the events that have them.
 Version 3 is version 2 with A records (arrays). Version 4 stores line numbers and
 closure indexes as narrow as they fit (`mgtui.trace.widths`): L is the type its byte
@@ -75,7 +77,8 @@ from array import array
 from typing import Callable
 
 from mgtui.trace import fields
-from mgtui.trace.arrays import ArrayChunk, joined_values
+from mgtui.trace import array_records
+from mgtui.trace.arrays import ArrayChunk, ArrayTable
 from mgtui.trace.inflating import MAX_RECORD, inflate as _inflate, inflate_nodes as _inflate_nodes
 from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace.widths import CLOSURES, LINES
@@ -93,8 +96,8 @@ from mgtui.trace import (
 )
 
 MAGIC = b"MGTUI\0TR"
-VERSION = 4
-READS = (1, 2, 3, 4)  # the versions this mgtui reads
+VERSION = 5
+READS = (1, 2, 3, 4, 5)  # the versions this mgtui reads
 
 HEADER = "H"
 CLOSURE = "C"
@@ -183,7 +186,7 @@ def encode_chunk(chunk: Chunk | ArrayChunk, level: int = 1) -> bytes:
     """One N, E, W or A record, compressed at zlib `level` (0: stored as it is, still a
     zlib stream that any reader inflates; what the runner's child streams)."""
     if isinstance(chunk, ArrayChunk):
-        return _record(ARRAYS, zlib.compress(_arrays_payload(chunk), level))
+        return _record(ARRAYS, zlib.compress(array_records.payload(chunk), level))
     if isinstance(chunk, NodeChunk):
         lines = _narrow(chunk.lines, LINES)
         payload = b"".join((
@@ -208,20 +211,22 @@ def encode_chunk(chunk: Chunk | ArrayChunk, level: int = 1) -> bytes:
     return _record(WRITES, zlib.compress(payload, level))
 
 
-def _arrays_payload(chunk: ArrayChunk) -> bytes:
-    entries = []
-    for place, index, side, v in chunk.entries:
-        summary = None if v.whole else [*map(fields.json_number, v.summary[:4]), v.summary[4]]
-        entries.append([place, index, side, list(v.shape), v.dtype, v.kept, summary])
-    values = joined_values(entry[3] for entry in chunk.entries)
-    meta = _json({"entries": entries, "unrecorded": [list(p) for p in chunk.unrecorded]})
-    return _COUNT.pack(len(meta)) + meta + _le(values)
-
-
-def decode_arrays(data: bytes, limits: LoadLimits | None = None) -> ArrayChunk:
-    """An A record's (compressed) payload, every entry checked (`fields.array_value`)."""
+def _inflated_arrays(data: bytes, limits: LoadLimits | None) -> bytes:
+    """An A record's payload inflated within what `limits` leave room for."""
     bound = MAX_RECORD if limits is None else limits.inflate_bound(MAX_RECORD)
-    p = _Payload(ARRAYS, _inflate(ARRAYS, data, bound, limits if bound < MAX_RECORD else None))
+    return _inflate(ARRAYS, data, bound, limits if bound < MAX_RECORD else None)
+
+
+def decode_arrays(data: bytes, limits: LoadLimits | None = None,
+                  version: int = VERSION) -> ArrayChunk:
+    """An A record's (compressed) payload, every entry checked (`fields.array_value`;
+    version 5's columns by `array_records`, its values made here)."""
+    if version >= 5:
+        stored = array_records.decode(_inflated_arrays(data, limits), limits)
+        table = ArrayTable()
+        table.add_stored(*stored)
+        return ArrayChunk(tuple(table.entries()), stored.unrecorded)
+    p = _Payload(ARRAYS, _inflated_arrays(data, limits))
     (size,) = p.unpack(_COUNT)
     if limits is not None:
         limits.take_json(p.data.obj, p.at, p.at + size)
@@ -571,7 +576,12 @@ class RecordDecoder:
     def _arrays(self, tag: str, payload: bytes) -> None:
         if self.version < 3:
             raise TraceFormatError(f"record {tag}", f"in a version {self.version} trace")
-        self._trace_builder(tag).add_arrays(decode_arrays(payload, self.limits))
+        if self.version >= 5:  # (columns, taken whole: no object a value)
+            array_records.add_to(self._trace_builder(tag),
+                                 array_records.decode(_inflated_arrays(payload, self.limits),
+                                                      self.limits))
+            return
+        self._trace_builder(tag).add_arrays(decode_arrays(payload, self.limits, self.version))
 
     def _chunk(self, tag: str, payload: bytes) -> None:
         builder = self._trace_builder(tag)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from array import array
 from functools import cached_property, lru_cache
 
-from mgtui.compare.values import Value, combine
+from mgtui.compare.array_values import Value, combine
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 # Ops by what they compute, whatever the engine calls them: micrograd's `*`, `**2`,

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from mgtui.trace import Trace
-from mgtui.trace.arrays import ArrayValue, delta, unravel
+from mgtui.trace.explain_arrays import array_answer
 from mgtui.trace.records import EventKind, Field, Write
 
 RELATIVE = 0.01  # an answer within 1% of the grad is right
@@ -75,27 +75,6 @@ def question_at(trace: Trace, step: int) -> Question | None:
     if answer is None:
         return None  # (an element that was not kept: nothing to ask)
     return Question(step, first.node, label, answer, hidden, index)
-
-
-def array_answer(trace: Trace, first: Write, last: Write
-                 ) -> tuple[float | None, tuple[int, ...] | None]:
-    """The number asked of a grad in a trace with arrays, and its element: a float grad
-    is itself; of an array grad, the element this step changed most (the first kept
-    element where the change cannot be worked out), so that the question is never
-    about a gradient the step left alone."""
-    before = trace.write_value(first.index, first.before, first.after)[0]
-    after = trace.write_value(last.index, last.before, last.after)[1]
-    if not isinstance(after, ArrayValue):
-        return float(after), None
-    change = delta(before, after)
-    flat = 0
-    if isinstance(change, ArrayValue) and len(change.values):
-        sizes = [abs(v) if math.isfinite(v) else -1.0 for v in change.values]
-        flat = max(range(len(sizes)), key=sizes.__getitem__)
-    value = after.element(flat)
-    if value is None or not math.isfinite(value):
-        return None, None
-    return value, unravel(flat, after.shape)
 
 
 def parse_number(text: str) -> float | None:

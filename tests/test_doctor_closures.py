@@ -16,7 +16,8 @@ import pytest
 import mgtui
 from mgtui.cli import main
 from mgtui.doctor import diagnose
-from mgtui.trace.explain import explain, fmt
+from mgtui.trace.engines import explain
+from mgtui.trace.explain import fmt
 from mgtui.run.runner import run
 from mgtui.session.timeline import Timeline
 

@@ -150,7 +150,7 @@ def test_pypi_micrograd_set_inputs_repeated_are_no_false_alarm():
 
 
 def test_the_step_of_x_times_x_explains_both_uses():
-    from mgtui.trace.explain import explain
+    from mgtui.trace.engines import explain
     from mgtui.recording.recorder import record
     from mgtui.session.timeline import Timeline
 

@@ -43,7 +43,7 @@ def document(trace) -> dict:
                            "after": num(e.after), "line": e.line})
     return {
         "format": "mgtui-trace", "version": 1, "scenario": trace.scenario, "title": trace.title,
-        "notes": trace.notes,
+        "notes": trace.notes, "engine": trace.engine,
         "nodes": [{"id": n.id, "label": n.label,
                    **({"name": trace.derived_name(n.id)} if trace.derived_name(n.id) else {}),
                    "op": n.op, "children": list(n.children),

@@ -5,8 +5,9 @@ each side that produced it.
 
 The modules: `sides` opens a side (a run or a saved trace); `passes` reads one backward
 pass of a trace as the comparison needs it; `align` matches the nodes of two of them;
-`values` the numbers and arrays compared, and the tolerance; `result` finds the first
-difference and holds what was found.
+`array_values` the numbers and arrays compared, element by element (the array engine's
+part; a float is a number), `values` the tolerance; `result` finds the first difference
+and holds what was found.
 """
 
 from __future__ import annotations

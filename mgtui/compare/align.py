@@ -29,7 +29,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mgtui.compare.passes import BackwardPass, op_kind
-from mgtui.compare.values import Tolerance, probe
+from mgtui.compare.array_values import probe
+from mgtui.compare.values import Tolerance
 
 DEPENDS_VISITS = 20_000  # nodes looked at to tell that one op was computed from another
 CANDIDATES = 64  # ops of the same value tried for one op that matched by no structure

@@ -17,7 +17,7 @@ from array import array
 from functools import cached_property
 
 from mgtui.compare.aliases import kind_of
-from mgtui.compare.values import Value, combine
+from mgtui.compare.array_values import Value, combine
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 COMMUTATIVE = frozenset({"+", "*"})

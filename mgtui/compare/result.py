@@ -17,7 +17,8 @@ from typing import Literal
 from mgtui.compare.align import Alignment, align
 from mgtui.compare.passes import BackwardPass, Contribution
 from mgtui.compare.sides import Side, open_sides
-from mgtui.compare.values import Tolerance, Value, combine, element, index_of, is_array
+from mgtui.compare.array_values import Value, combine, numbers, pick, unrecorded_against_array
+from mgtui.compare.values import Tolerance
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, Pass
 from mgtui.trace.export import num as json_num
@@ -233,23 +234,14 @@ def first_difference(al: Alignment, a: Side, b: Side, tol: Tolerance) -> Differe
 def _differ(va: Value, vb: Value, tol: Tolerance) -> bool:
     """Do two values differ? Not where one was not recorded: a bare nan against an array
     (the value of a node torch made inside an op, `(h @ W).T`, is not known)."""
-    if is_array(va) != is_array(vb) and any(not is_array(v) and math.isnan(v)
-                                             for v in (va, vb)):
+    if unrecorded_against_array(va, vb):
         return False
     return not tol.agree(va, vb)
 
 
 def _pick(va: Value, vb: Value, tol: Tolerance) -> dict:
-    """What a Point shows of a value that differs: the number, or for arrays the first
-    element that differs (its value, index and the array's shape)."""
-    if not (is_array(va) or is_array(vb)):
-        return {"value": va}
-    k = tol.apart(va, vb) or 0
-    shape = tuple(va.shape) if is_array(va) else ()
-    if k < 0:  # their shapes differ (or their summaries, where kept in part)
-        return {"value": math.nan, "shape": shape}
-    return {"value": element(va, k), "element": index_of(shape, k) if shape else None,
-            "shape": shape}
+    """What a Point shows of a value that differs (`array_values.pick`)."""
+    return pick(va, vb, tol)
 
 
 def _value_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
@@ -373,7 +365,7 @@ def _added(calls: Calls) -> Value:
     """What the calls added to a grad, or, where that cannot be worked out (an array
     whose shape the call changed), what they left in it."""
     total = _sum(calls)
-    if calls and not is_array(total) and math.isnan(total) and is_array(calls[-1].after):
+    if calls and numbers(total) and math.isnan(total) and not numbers(calls[-1].after):
         return calls[-1].after
     return total
 
@@ -389,7 +381,7 @@ def _overwrite_hint(mine: Calls, theirs: Calls, tol: Tolerance) -> str:
     """`=` where `+=` belongs: a write that found a grad already there and left what the
     other side added, not that plus it."""
     for c, d in zip(mine, theirs):
-        if is_array(c.before) or is_array(c.after):
+        if not numbers(c.before, c.after):
             continue
         if c.before != 0 and tol.close(c.after, d.delta) and not tol.close(c.delta, d.delta):
             return (f"it set the grad to its own share instead of adding it: `=` where `+=` "

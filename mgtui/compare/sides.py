@@ -5,7 +5,6 @@ side."""
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,10 +13,8 @@ from mgtui.errors import ScenarioLoadError
 from mgtui.run.bundled import resolve
 from mgtui.run.runner import Run, RunSpec
 from mgtui.trace import Trace
+from mgtui.trace.engine_kind import TORCH
 from mgtui.trace.export import is_saved_trace, load
-
-
-_TORCH_OP = re.compile(r"^[A-Z]\w*Backward\d*$")  # `MulBackward0`, `AccumulateGrad` aside
 
 
 @dataclass(frozen=True)
@@ -42,12 +39,9 @@ class Side:
     @property
     def called(self) -> str:
         """What the comparison calls this side (the other, the reference): `torch` for a
-        run recorded from PyTorch's autograd graph (its nodes' backward is torch's own:
-        `TanhBackward0`, from no source file), else its file's name."""
-        if any(c.filename == "<torch>" or _TORCH_OP.search(c.name)
-               for c in self.trace.closures):
-            return "torch"
-        return Path(self.name).name
+        run the torch engine recorded (its nodes' backward is torch's own), else its
+        file's name."""
+        return "torch" if self.trace.engine == TORCH else Path(self.name).name
 
     def place(self, filename: str, line: int | None) -> str:
         """A line as the user knows it: `mine.py:37`, relative to the current directory

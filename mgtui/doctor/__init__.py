@@ -21,22 +21,16 @@ from typing import Callable
 
 from mgtui.defaults import DEFAULT_MAX_NODES
 from mgtui.doctor import jobs, torch_functions
-from mgtui.doctor.context import CheckContext
-from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
-from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
-from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite, OverwriteProbe
+from mgtui.doctor.engines import How, Seen, doctor_of
+from mgtui.doctor.findings import KINDS, Finding, Report
+from mgtui.doctor.numerical import BUDGET, PassChoice, ProgressFn
+from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, OverwriteProbe
 from mgtui.doctor.reruns import CallReruns, Reruns, raise_if_interrupted
-from mgtui.doctor.trace_checks import TRACE_CHECKS
-from mgtui.memory import collector_paused
 from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.trace import Trace
 
 __all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose", "diagnose_call",
            "diagnose_recorded", "examine"]
-
-NO_RERUN = ("a recorded block cannot be run again, so no gradient was checked numerically: "
-            "give mgtui.check a function that builds the graph for that")
-
 
 def diagnose(
     path_or_scenario: str | os.PathLike | Scenario,
@@ -76,14 +70,12 @@ def diagnose(
                    job_args={"passes": passes})
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
-    if torch_functions.is_torch(result.trace):  # built-in ops trusted, custom Functions checked
-        checked = result.job_result.get("torch") if isinstance(result.job_result, dict) else None
-        return torch_functions.torch_report(result.trace, checked, started, asked=passes)
+    checked = result.job_result.get("torch") if isinstance(result.job_result, dict) else None
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     hits, callers = jobs.probe_report(result.job_result)
     return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
                    on_progress=progress, started=started, callers=callers,
-                   arrays=jobs.probe_arrays(result.job_result))
+                   arrays=jobs.probe_arrays(result.job_result), functions=checked)
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
@@ -99,14 +91,13 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     started = time.perf_counter()
     probe = OverwriteProbe()
     callers: list = []
-    with torch_functions.checking(passes=passes) as checker:
-        trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
-                            fields=fields, refuse=True, callers=callers)
-    if torch_functions.is_torch(trace):  # built-in ops trusted, custom Functions checked
-        return torch_functions.torch_report(trace, checker.report(), started, asked=passes)
+    checker = torch_functions.FunctionChecker(passes=passes)
+    trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
+                        fields=fields, refuse=True, callers=callers, on_function=checker)
     return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
                    sample=sample, budget=BUDGET if budget is None else budget,
-                   started=started, callers=callers, arrays=ArrayFacts.of(probe))
+                   started=started, callers=callers, arrays=ArrayFacts.of(probe),
+                   functions=checker.report())
 
 
 def diagnose_recorded(trace: Trace, hits: list, callers: list = (),
@@ -114,57 +105,24 @@ def diagnose_recorded(trace: Trace, hits: list, callers: list = (),
     """The doctor's checks of a recorded block's trace (`mgtui.record()`). A block cannot
     be run again, so its gradients are not checked numerically (a function can be:
     `diagnose_call`). `arrays`: what its probe saw of arrays (`ArrayFacts.of`)."""
-    if torch_functions.is_torch(trace):  # (the micrograd checks would misread it)
-        return torch_functions.torch_report(trace, None, time.perf_counter(), block=True)
     return examine(trace, hits, None, callers=callers, arrays=arrays)
 
 
 def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
             passes: PassChoice = None, sample: int | None = None, budget: float = BUDGET,
             on_progress: ProgressFn | None = None, started: float | None = None,
-            callers: list = (), arrays: ArrayFacts = NO_ARRAYS) -> Report:
-    """Every check of a recorded trace, given the probe's `hits` and where each
-    `backward()` was called from (`callers`, `mgtui.recording.store.Records.callers`): the trace
-    checks, and, with `reruns` to run it again, the numerical check of its backward
-    passes. `arrays` is what the probe saw of array values (a tensor engine): the
-    checks look at those element by element, through re-runs (`array_check`)."""
+            callers: list = (), arrays: ArrayFacts = NO_ARRAYS,
+            functions: dict | None = None) -> Report:
+    """Every check of a recorded trace, by the engine that recorded it
+    (`mgtui.doctor.engines`), given the probe's `hits` and where each `backward()` was
+    called from (`callers`, `mgtui.recording.store.Records.callers`): the trace checks,
+    and, with `reruns` to run it again, the numerical check of its backward passes.
+    `arrays` is what the probe saw of array values (a tensor engine), `functions` the
+    custom torch Functions checked as they ran (`FunctionChecker.report`)."""
     started = time.perf_counter() if started is None else started
-    progress = on_progress or _no_progress
-    trace.index_children()  # the checks ask for the children of every call
-    progress(0, 0, "checking the trace")
-    ctx = CheckContext(trace, [Overwrite(*hit) for hit in hits], callers, arrays)
-    if reruns is None:
-        with collector_paused():
-            found = [f for check in TRACE_CHECKS for f in check(trace, ctx)]
-        return Report(findings=one_per_line(found), trace=trace, error=trace.error,
-                      seconds=time.perf_counter() - started, notes=[NO_RERUN, *ctx.notes])
-    numerical = NumericalCheck(trace, ctx, reruns, progress, budget)  # type: ignore[arg-type]
-    seeds, *others = TRACE_CHECKS  # the missing-seed check first: it rules passes out
-    with collector_paused():
-        found = seeds(trace, ctx)
-    numerical.begin(passes, sample)  # its nudged run records while the others run
-    try:
-        with collector_paused():
-            found += [f for check in others for f in check(trace, ctx)]
-    except BaseException:
-        reruns.wait_quietly(numerical.pending)
-        raise
-    found = numerical.run(found)
-    return Report(
-        findings=one_per_line(found),
-        trace=trace,
-        error=trace.error,
-        checked_passes=numerical.checked,
-        checkable_passes=len(numerical.checkable),
-        passes_asked="sampled" if passes is None else passes,
-        budget=budget,
-        numerical_seconds=numerical.seconds,
-        checked_nodes=numerical.checked_nodes,
-        checked_calls=numerical.checked_calls,
-        runs=1 + reruns.count,
-        seconds=time.perf_counter() - started,
-        notes=numerical.notes + ctx.notes,
-    )
+    seen = Seen(list(hits), list(callers), arrays, functions)
+    how = How(passes, sample, budget, on_progress, started)
+    return doctor_of(trace).examine(trace, seen, reruns, how)
 
 
 def _no_progress(done: int, total: int, phase: str) -> None:

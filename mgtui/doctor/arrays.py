@@ -13,6 +13,8 @@ import base64
 import math
 import sys
 
+from mgtui.trace.arrays import ArrayValue, Value, brief
+
 SMALL = 16  # an input of at most this many elements is checked element by element whole
 FEW = 8  # of a bigger one, this many elements, seeded
 
@@ -109,3 +111,73 @@ def sample_elements(size: int, seed: int) -> list[int]:
     rng = random.Random(seed)
     middle = sorted(rng.sample(range(1, size - 1), FEW - 2))
     return [0, *middle, size - 1]
+
+
+# -- a value in a finding (the trace's: a float, or `mgtui.trace.arrays.ArrayValue`) -------
+
+
+def shown(value: Value) -> str:
+    """A value in a finding: a number to 6 digits, an array as its shape and summary."""
+    return brief(value) if isinstance(value, ArrayValue) else f"{value:.6g}"
+
+
+def bad_element(value: Value) -> tuple[float, str, tuple[int, ...] | None]:
+    """A non-finite value as a finding names it: (the number, `[0, 2]` or "", the
+    element's index): an array's first element that is nan or inf, where it was kept
+    (of a big array, only the first few are: then `` (3 of its elements)``)."""
+    if not isinstance(value, ArrayValue):
+        return value, "", None
+    k = value.first_non_finite()
+    if k is None:
+        return math.nan, f" (of shape {value.shape}: {value.summary[4]} elements)", None
+    element = element_index(value.shape, k)
+    return value.values[k], "[" + ", ".join(map(str, element)) + "]", element
+
+
+def is_zero(value: Value) -> bool:
+    """Is a value 0: a number, or every element of an array?"""
+    if isinstance(value, ArrayValue):
+        low, high, _, _, bad = value.summary
+        return not bad and low == 0 and high == 0
+    return value == 0
+
+
+# -- live values, as the `=`-for-`+=` probe meets them (`mgtui.doctor.probe`) -------------
+
+
+def any_array(*xs: object) -> bool:
+    """Is any of `xs` a numpy array (the array engine's live values)?"""
+    return any(is_array(x) for x in xs)
+
+
+def grad_shape(grad: object, data: object) -> tuple | None:
+    """The shape an input's grad is replayed with: its grad's if that is an array, else
+    its data's if that is one; None for a scalar."""
+    for x in (grad, data):
+        if is_array(x):
+            return tuple(x.shape)  # type: ignore[attr-defined]
+    return None
+
+
+class ArrayWatch:
+    """An `on_create` hook: the shape of every node made with an array for its data, and
+    the dtypes other than float64 among them. A node whose data is a float costs one
+    type test."""
+
+    def __init__(self) -> None:
+        self.shapes: dict[int, tuple] = {}
+        self.dtypes: set[str] = set()  # the dtypes of array data other than float64
+
+    def __call__(self, nid: int, d) -> None:
+        data = d.get("data")
+        if type(data) is float or not is_array(data):
+            return
+        self.note(nid, data)
+
+    def note(self, nid: int, data) -> None:
+        """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
+        if is_array(data):
+            if nid >= 0:
+                self.shapes.setdefault(nid, tuple(data.shape))
+            if data.dtype.name != "float64":
+                self.dtypes.add(data.dtype.name)

@@ -110,8 +110,9 @@ class NumericalCheck:
     """The numerical check of the chosen backward passes, phase by phase (see `run`)."""
 
     def __init__(self, trace: Trace, ctx: CheckContext, reruns: Reruns,
-                 progress: ProgressFn, budget: float = BUDGET) -> None:
+                 progress: ProgressFn, budget: float = BUDGET, by_element: bool = False) -> None:
         self.trace = trace
+        self.by_element = by_element  # the array engine's: element by element (`array_check`)
         self.ctx = ctx
         self.reruns = reruns
         self.progress = progress
@@ -142,7 +143,7 @@ class NumericalCheck:
             self.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
                               f"float64: finite differences need float64, so no gradient "
                               f"was checked numerically")
-        elif wanted and self.ctx.array_nodes:  # a tensor engine: checked element by element
+        elif wanted and self.by_element:  # the array engine: checked element by element
             from mgtui.doctor.array_check import ArrayCheck
 
             self.arrays = ArrayCheck(self)

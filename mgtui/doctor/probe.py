@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-from mgtui.doctor.arrays import is_array
+from mgtui.doctor.arrays import ArrayWatch, any_array, grad_shape
 from mgtui.recording.store import ID
 from mgtui.recording.slots_hooks import node_dict
 
@@ -85,7 +85,7 @@ class OverwriteProbe:
             restore(saved)
             self.busy = False
         for cd, g0, s, gs in zip(inputs, from_zero, starts, from_start):
-            if is_array(g0) or is_array(gs) or is_array(cd.get("data")):
+            if any_array(g0, gs, cd.get("data")):
                 self.array_hits(index, d, cd, g0, s, gs)
             elif assigned(g0, s, gs):
                 self.hits.append(Overwrite(index, d.get(ID, -1), cd.get(ID, -1),
@@ -108,30 +108,6 @@ class OverwriteProbe:
             self.hits.append(Overwrite(index, node, target, float(np.asarray(g0).flat[k]),
                                        float(np.asarray(start).flat[k]),
                                        float(np.asarray(gs).flat[k]), k))
-
-
-class ArrayWatch:
-    """An `on_create` hook: the shape of every node made with an array for its data, and
-    the dtypes other than float64 among them. A node whose data is a float costs one
-    type test."""
-
-    def __init__(self) -> None:
-        self.shapes: dict[int, tuple] = {}
-        self.dtypes: set[str] = set()  # the dtypes of array data other than float64
-
-    def __call__(self, nid: int, d) -> None:
-        data = d.get("data")
-        if type(data) is float or not is_array(data):
-            return
-        self.note(nid, data)
-
-    def note(self, nid: int, data) -> None:
-        """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
-        if is_array(data):
-            if nid >= 0:
-                self.shapes.setdefault(nid, tuple(data.shape))
-            if data.dtype.name != "float64":
-                self.dtypes.add(data.dtype.name)
 
 
 def input_dicts(d: dict) -> list[dict]:
@@ -174,15 +150,6 @@ def assigned(g0: object, start: float, gs: object) -> bool:
     g0, gs = float(g0), float(gs)  # type: ignore[arg-type]
     tol = 1e-9 * (abs(start) + abs(g0) + abs(gs)) + 1e-12
     return abs(gs - (start + g0)) > tol and abs(gs - g0) <= tol
-
-
-def grad_shape(grad: object, data: object) -> tuple | None:
-    """The shape an input's grad is replayed with: its grad's if that is an array, else
-    its data's if that is one; None for a scalar."""
-    for x in (grad, data):
-        if is_array(x):
-            return tuple(x.shape)  # type: ignore[attr-defined]
-    return None
 
 
 def zeros(shape: tuple):

@@ -4,7 +4,7 @@ ran, checked by finite differences on the inputs it actually got.
 Built-in torch ops are trusted: a torch trace is not re-run with nudged values (the
 micrograd numerical check), and the trace checks of micrograd engines are not run on it.
 Instead, while the scenario is recorded, each custom Function's backward call is handed
-to `FunctionChecker` (`mgtui.recording.torch_watch.function_check`), which runs the
+to `FunctionChecker` (the recording's `Hooks.on_function`), which runs the
 Function again on float64 copies of its inputs (where they are floating point): its
 own backward, through `torch.autograd.grad`, against central differences of its
 forward, on every element of a small input and a sample of a big one, within a time
@@ -22,24 +22,15 @@ import linecache
 import math
 import random
 import time
-from contextlib import contextmanager
-from typing import Iterator
 
 from mgtui.doctor.findings import Finding, Report, one_per_line
 from mgtui.doctor.jobs import ProbeJob
-from mgtui.recording.torch_watch import set_function_check
 from mgtui.trace import Trace
-from mgtui.trace.explain import TORCH_NODE
 
 BUDGET = 2.0  # seconds of checking, over the whole run
 ALL_BELOW = 16  # an input of at most this many elements is checked whole
 SAMPLED = 8  # else this many of its elements
 ATOL, RTOL = 1e-5, 1e-3  # float64 central differences against float64 backward
-
-
-def is_torch(trace: Trace) -> bool:
-    """Was `trace` recorded from a torch graph (`mgtui.recording.torch_probe`)?"""
-    return any(c.filename == TORCH_NODE for c in trace.closures)
 
 
 class FunctionChecker:
@@ -203,18 +194,6 @@ def _index(j: int, shape) -> str:
     return "[" + ", ".join(map(str, reversed(idx))) + "]"
 
 
-@contextmanager
-def checking(budget: float = BUDGET,
-             passes: str | list[int] | None = None) -> Iterator[FunctionChecker]:
-    """Custom Functions checked while the block records (the in-code API)."""
-    checker = FunctionChecker(budget, passes=passes)
-    set_function_check(checker)
-    try:
-        yield checker
-    finally:
-        set_function_check(None)
-
-
 # -- the report --------------------------------------------------------------------------
 
 
@@ -273,7 +252,7 @@ class TorchProbeJob(ProbeJob):
     def __init__(self, passes: str | list[int] | None = None) -> None:
         super().__init__()
         self.checker = FunctionChecker(passes=passes)
-        set_function_check(self.checker)
+        self.hooks = self.hooks._replace(on_function=self.checker)
 
     def result(self) -> dict:
         out = super().result()

@@ -11,9 +11,9 @@ from typing import Callable
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
 from mgtui.trace.explain import misread_nodes, misread_sentences
-from mgtui.doctor.arrays import element_index
+from mgtui.doctor.arrays import bad_element, element_index, is_zero, shown
 from mgtui.trace import EventKind, Pass, Trace
-from mgtui.trace.arrays import ArrayValue, Value, brief, is_finite
+from mgtui.trace.arrays import is_finite
 
 Check = Callable[[Trace, CheckContext], list[Finding]]
 
@@ -59,24 +59,6 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.event_line(i)),
                         f"{ctx.node_text(nid)}.{kind}{at} was set to {value} "
                         f"(it was {shown(before)})", recorded=value, element=element)]
-
-
-def shown(value: Value) -> str:
-    """A value in a finding: a number to 6 digits, an array as its shape and summary."""
-    return brief(value) if isinstance(value, ArrayValue) else f"{value:.6g}"
-
-
-def bad_element(value: Value) -> tuple[float, str, tuple[int, ...] | None]:
-    """A non-finite value as a finding names it: (the number, `[0, 2]` or "", the
-    element's index): an array's first element that is nan or inf, where it was kept
-    (of a big array, only the first few are: then `` (3 of its elements)``)."""
-    if not isinstance(value, ArrayValue):
-        return value, "", None
-    k = value.first_non_finite()
-    if k is None:
-        return math.nan, f" (of shape {value.shape}: {value.summary[4]} elements)", None
-    element = element_index(value.shape, k)
-    return value.values[k], "[" + ", ".join(map(str, element)) + "]", element
 
 
 def check_grad_shape(trace: Trace, ctx: CheckContext) -> list[Finding]:
@@ -349,11 +331,7 @@ def grad_is_zero(t: Trace, nid: int, position: int, scalar: float) -> bool:
     array grad, whose column holds nan: `scalar`)?"""
     if scalar == scalar:
         return scalar == 0
-    value = t.value_at(nid, True, position, scalar)
-    if isinstance(value, ArrayValue):
-        low, high, _, _, bad = value.summary
-        return not bad and low == 0 and high == 0
-    return value == 0
+    return is_zero(t.value_at(nid, True, position, scalar))
 
 
 def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, list[int]],

@@ -210,7 +210,7 @@ class DictHooks:
                    and init_code.co_argcount > 2 else "_children")
         nodes, kids, add_node, add_event = records.nodes, records.kids, records.add_node, records.add_event
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
-        max_nodes, (on_create, _, _, on_progress) = rec.max_nodes, rec.hooks
+        max_nodes, (on_create, _, _, on_progress, _) = rec.max_nodes, rec.hooks
         scenario_line, named = rec.lines.scenario_line, rec.namer.made
         packed = records.id_base  # (the nodes packed: ids go on from there)
         getid = attrgetter(ID)

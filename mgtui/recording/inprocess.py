@@ -218,19 +218,22 @@ def record_call(fn: Callable[[], object], *, seed: int = 0,
                 on_create: OnCreate | None = None,
                 before_backward: BeforeBackward | None = None,
                 fields: dict[str, str] | None = None, refuse: bool = False,
-                callers: list | None = None) -> Trace:
+                callers: list | None = None,
+                on_function: Callable[[object], None] | None = None) -> Trace:
     """Call `fn()` under the recorder, with `random` seeded (and its state put back
     after), and the caller's hooks: its trace. An exception from `fn` is the trace's
     error, as is a hook's `StopRecording` (a re-run that has what it needs). `fields`
     names the Value class's fields (`Recorder`); `refuse`: raise `NotAGraph` if the call
     recorded nothing (`refuse_unseen`). `callers` is given where each `backward()` was
-    called from (`Records.callers`), for the doctor."""
+    called from (`Records.callers`), for the doctor; `on_function` each custom torch
+    Function's backward call (`Hooks.on_function`)."""
     code = getattr(fn, "__code__", None)
     filename = code.co_filename if code is not None else NO_FILE
     name = getattr(fn, "__qualname__", None) or repr(fn)
     made = MadeNodes(on_create, code)
     rec = in_process_recorder(scenario_of(filename, f"{name}()", inspect_doc(fn)), fields,
-                              on_create=made, before_backward=before_backward)
+                              on_create=made, before_backward=before_backward,
+                              on_function=on_function)
     state = random.getstate()
     error = None
     try:

@@ -123,17 +123,24 @@ class Hooks(NamedTuple):
       ops' values this way, `mgtui.recording.call_values`). The call's event index is
       `records.event_count()`.
     - `on_progress(nodes)` now and then, as nodes are made.
+    - `on_function(call)` only watches: the torch engine's probe gives it each custom
+      `torch.autograd.Function`'s backward call as it is recorded
+      (`mgtui.recording.torch_backward.FunctionCall`: the doctor checks those,
+      `mgtui.doctor.torch_functions`).
     """
 
     on_create: OnCreate | None = None
     before_backward: BeforeBackward | None = None
     on_backward: OnBackward | None = None
     on_progress: Callable[[int], None] | None = None
+    on_function: Callable[[object], None] | None = None
 
 
 class Probe(Protocol):
     """One mechanism that sees what a scenario does to the nodes of the classes it
-    attaches to, and writes it into `records`."""
+    attaches to, and writes it into `records`: the three below for micrograd-style
+    classes (`ClassProbe`), and the torch engine's (`mgtui.recording.torch_watch`),
+    which attaches to torch's `Tensor`."""
 
     records: Records
 
@@ -143,6 +150,11 @@ class Probe(Protocol):
 
     def detach(self) -> None:
         """Put back every class and function it changed."""
+
+
+class ClassProbe(Probe, Protocol):
+    """A probe of micrograd-style classes (the scalar and array engines'): it is told of
+    each node, `_backward` call and field write."""
 
     def node_made(self, node: object) -> None:
         """Number and record `node`, whose `__init__` has run (or that was made without

@@ -40,6 +40,7 @@ from mgtui.recording.probes import (
     Hooks,
     LineFinder,
     OnBackward,
+    ClassProbe,
     OnCreate,
     Probe,
     StopRecording,
@@ -55,6 +56,7 @@ from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fi
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
 from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch, torch_module
 from mgtui.trace import Trace, TraceBuilder, TraceError
+from mgtui.trace.engine_kind import ARRAY, SCALAR, TORCH
 
 MGTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 STOP_RETRY = 0.002  # seconds until a stop that landed in mgtui's own code is tried again
@@ -91,6 +93,7 @@ class Recorder:
         on_create: OnCreate | None = None,
         before_backward: BeforeBackward | None = None,
         on_backward: OnBackward | None = None,
+        on_function: Callable[[object], None] | None = None,
         capture_output: bool = True,
         argv: Sequence[str] = (),
         inline: bool = True,
@@ -108,7 +111,7 @@ class Recorder:
         self.timeout = timeout
         self.records = Records() if records is None else records
         self.hooks = Hooks(on_create, before_backward, on_backward,
-                           packing(self.records, on_progress))
+                           packing(self.records, on_progress), on_function)
         self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
@@ -121,7 +124,7 @@ class Recorder:
         self.freeze_at_end = False
         self.classes: list[type] = []  # the Value classes instrumented
         self.fields: dict[type, FieldMap] = {}  # each one's fields
-        self.attached: dict[type, Probe] = {}  # each one's probe, while it runs
+        self.attached: dict[type, ClassProbe] = {}  # each one's probe, while it runs
         self._looked_at: dict[int, type] = {}  # the classes `instrument` was asked about
         self.globals: dict = {}  # the scenario's, once it runs (names come from there)
         # Number a node's children made before the recording started, as it is made
@@ -153,9 +156,9 @@ class Recorder:
         self.dict_hooks = DictHooks(self)
         if inline:
             self.inliner = Inliner(self, rewrite)
-        self.probes: list[Probe] = [p for p in (self.inliner, self.slots_hooks, self.dict_hooks)
-                                    if p is not None]
         self.torch = TorchWatch(self)  # PyTorch, once the scenario has it
+        self.probes: list[Probe] = [p for p in (self.inliner, self.slots_hooks, self.dict_hooks,
+                                                self.torch) if p is not None]
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -302,7 +305,6 @@ class Recorder:
         """(`mgtui.recording.sandbox`) Put every class and function back."""
         for probe in self.probes:
             probe.detach()
-        self.torch.stop()
         self.unseen.restore()
 
     # -- running -----------------------------------------------------------------------
@@ -397,6 +399,15 @@ class Recorder:
         return TraceError(type_name, message, line, self.records.event_count())
 
     # -- the trace ---------------------------------------------------------------------
+    @property
+    def engine(self) -> str:
+        """The engine that recorded the run (`mgtui.trace.engine_kind`): torch if the
+        torch engine's probe recorded it, array if the class probes took an array value,
+        else scalar."""
+        if self.torch.recorded:
+            return TORCH
+        return ARRAY if self.records.arrays.seen else SCALAR
+
     def finish(self, error: TraceError | None, output: str,
                node_id: Callable[[object], int | None] | None = None) -> Trace:
         """The trace of the records: the chunks the runner's child would stream, the
@@ -404,6 +415,7 @@ class Recorder:
         scenario, records = self.scenario, self.records
         names = self.resolve_names(node_id)
         builder = TraceBuilder(str(scenario.path), scenario.title, scenario.notes, scenario.source)
+        builder.engine = self.engine
         upto = records.mark()
         for chunk in records.chunks(Mark(), upto):
             builder.add(chunk)

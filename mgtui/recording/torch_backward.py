@@ -46,7 +46,7 @@ ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_f
 
 class FunctionCall(NamedTuple):
     """A custom Function's backward call, as the doctor's check is given it
-    (`mgtui.recording.torch_watch.function_check`)."""
+    (`mgtui.recording.probes.Hooks.on_function`)."""
 
     cls: type  # the Function
     args: tuple  # what its apply got (tensors detached and copied)

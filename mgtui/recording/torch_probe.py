@@ -75,7 +75,7 @@ from mgtui.recording.torch_backward import (
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.trace import Field
 from mgtui.trace.arrays import ArrayValue
-from mgtui.trace.explain import TORCH_NODE
+from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
 DATA_FIELD = Field.DATA.code
@@ -100,7 +100,7 @@ class TorchNode:
 
     def __init__(self, name: str) -> None:
         self.co_name = name
-        self.co_filename = TORCH_NODE
+        self.co_filename = AUTOGRAD_FILE
         self.co_firstlineno = 0
 
 
@@ -131,7 +131,7 @@ class TorchProbe:
 
     def __init__(self, rec, check=lambda: None) -> None:
         self.rec = rec
-        self.check = check  # () -> the doctor's Function check, or None (`torch_watch`)
+        self.check = check  # () -> the doctor's Function check, or None (`Hooks.on_function`)
         self.spots = rec.namer.spots  # assignments, by code and instruction (`naming`)
         self.pending: list[tuple] = []  # tensors made under one, until it is stored
         self.named: dict[int, str] = {}
@@ -144,6 +144,7 @@ class TorchProbe:
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
         self.hooked = False  # the scenario registered a tensor's hook (`_Mode`)
         self.passes = 0  # backward calls recorded
+        self.recorded = False  # a tensor was recorded: the run is the torch engine's
         self.closures: dict[str, TorchNode] = {}
         self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
         self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
@@ -291,6 +292,7 @@ class TorchProbe:
         records.kids.extend(kids)
         records.add_node((len(records.kids), op, label, data, line))
         records.add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(records.writes)))
+        self.recorded = True
         return nid
 
     def write(self, nid: int, field: int, kind: int, before, after, line: int) -> None:

@@ -3,15 +3,16 @@
 has torch, so a micrograd scenario never pays for it and mgtui runs without torch
 installed.
 
-`TorchWatch.start()` attaches the adapter at once if torch is loaded already (the
-in-code API, a scenario run in-process), and otherwise puts a finder on `sys.meta_path`
-that attaches it as soon as the scenario's `import torch` has finished. `stop()` takes
+`TorchWatch` is the torch engine's probe (`mgtui.recording.probes.Probe`), one of the
+recorder's probes: it attaches to torch's `Tensor`, at once if torch is loaded already
+(the in-code API, a scenario run in-process), and otherwise through a finder on
+`sys.meta_path` as soon as the scenario's `import torch` has finished. `detach()` takes
 both off again. A scenario that imports torch where it is not installed ends with
 `MISSING_TORCH`, which says how to install it.
 
-`function_check` is how the doctor checks custom `torch.autograd.Function`s without the
-recording knowing what for (`mgtui.doctor.torch_functions`): while it is set, the adapter
-gives it every custom Function's backward call it records.
+The doctor checks custom `torch.autograd.Function`s through the recording's hooks, as
+it drives every recording (`Hooks.on_function`, `mgtui.doctor.torch_functions`): the
+adapter gives it every custom Function's backward call it records.
 """
 
 from __future__ import annotations
@@ -21,17 +22,10 @@ import importlib.machinery
 import sys
 from typing import Callable
 
+from mgtui.recording.shapes import MICROGRAD, FieldMap
+
 MISSING_TORCH = ("this scenario uses PyTorch, which is not installed here: "
                  "install it with  pip install 'mgtui[torch]'")
-
-# Set by the doctor (`mgtui.doctor.torch_functions`): called with each custom Function's
-# backward call as it is recorded (`torch_backward.FunctionCall`).
-function_check: Callable[[object], None] | None = None
-
-
-def set_function_check(check: Callable[[object], None] | None) -> None:
-    global function_check
-    function_check = check
 
 
 def torch_module(name: str) -> bool:
@@ -46,10 +40,12 @@ def missing_torch(exc: BaseException) -> bool:
 
 
 class TorchWatch:
-    """The torch adapter of one recording (`rec`, a `Recorder`), on while it runs."""
+    """The torch engine's probe of one recording (`rec`, a `Recorder`), on while it runs:
+    the adapter (`mgtui.recording.torch_probe`) once the scenario has torch."""
 
     def __init__(self, rec) -> None:
         self.rec = rec
+        self.records = rec.records
         self.probe = None  # the adapter, once the scenario has torch
         self.finder: _TorchFinder | None = None
 
@@ -58,22 +54,34 @@ class TorchWatch:
         """Did the scenario use torch (was the adapter put on)?"""
         return self.probe is not None
 
+    @property
+    def recorded(self) -> bool:
+        """Did the adapter record a tensor (is the run the torch engine's)? (With torch
+        loaded already, in-process, the adapter is on for a micrograd run too.)"""
+        return self.probe is not None and self.probe.recorded
+
     def start(self) -> None:
         if "torch" in sys.modules and sys.modules["torch"] is not None:
-            self.attach()
+            self.attach(sys.modules["torch"].Tensor)
         else:
-            self.finder = _TorchFinder(self.attach)
+            self.finder = _TorchFinder(lambda: self.attach(sys.modules["torch"].Tensor))
             sys.meta_path.insert(0, self.finder)
 
-    def attach(self) -> None:
-        if self.probe is not None:
-            return
-        from mgtui.recording.torch_probe import TorchProbe
+    def attach(self, cls: type, fields: FieldMap = MICROGRAD) -> bool:
+        """Record torch's tensors from now on: `cls` must be torch's `Tensor` (False for
+        any other class: the class probes take those)."""
+        torch = sys.modules.get("torch")
+        if torch is None or cls is not getattr(torch, "Tensor", None):
+            return False
+        if self.probe is None:
+            from mgtui.recording.torch_probe import TorchProbe
 
-        self.probe = TorchProbe(self.rec, lambda: function_check)
-        self.probe.attach()
+            hooks = self.rec.hooks
+            self.probe = TorchProbe(self.rec, lambda: hooks.on_function)
+            self.probe.attach()
+        return True
 
-    def stop(self) -> None:
+    def detach(self) -> None:
         if self.finder is not None:
             try:
                 sys.meta_path.remove(self.finder)

@@ -287,7 +287,7 @@ def serve(spec: RunSpec, fd: int) -> None:
     result = job.result() if job is not None else None
     if result is not None:
         end.append(tracefile.encode_json(b"R", result))
-    end.append(tracefile.encode_end(error, output, None))
+    end.append(tracefile.encode_end(error, output, None, recorder.engine))
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mgtui.trace.arrays import ArrayValue, box_shape
+from mgtui.trace.array_text import boxed
+from mgtui.trace.arrays import box_shape
 from mgtui.safe import cell_width, cells, clip_cells
 from mgtui.session.graph_placement import Order, Unit, order_of, place_across, rank_and_order
 from mgtui.session.graph_routes import U_MINUS, U_PLUS, V_MINUS, V_PLUS, route
@@ -55,12 +56,9 @@ TO_SCREEN = {  # layout bits -> screen bits
 def squeeze(x: float, width: int) -> str:
     """`x` as the lesson writes it (`fmt`), shortened to fit `width` characters; an array
     (`mgtui.trace.arrays`) as its shape, `100×16` (one element: its number)."""
-    if isinstance(x, ArrayValue):
-        if x.size == 1 and x.values:
-            x = x.values[0]
-        else:
-            text = box_shape(x.shape)
-            return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    shape, x = boxed(x, width)  # (an array's shape; a one-element array's number)
+    if shape is not None:
+        return shape
     text = fmt(x)
     if len(text) <= width:
         return text

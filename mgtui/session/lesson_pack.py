@@ -28,13 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from mgtui.session.assigns import assigning_lines
-from mgtui.trace.explain import Contribution, Explanation, explain, fmt
+from mgtui.trace.engines import explain
+from mgtui.trace.explain import Contribution, Explanation, fmt
 from mgtui.session.notes import notes_in
 from mgtui.safe import inert_line
 from mgtui.session import Session, sparkline
 from mgtui.session.timeline import Timeline
 from mgtui.trace import EventKind, Field, Trace
-from mgtui.trace.arrays import ArrayValue, Value, brief, display
+from mgtui.trace.array_text import fitted
+from mgtui.trace.arrays import Value
 from mgtui.session.view import GraphView, view_key
 
 FORMAT = "mgtui-lesson"
@@ -91,8 +93,9 @@ class Values:
         self.texts: list[str] = []
 
     def __call__(self, x: Value) -> int:
-        if isinstance(x, ArrayValue):
-            return self._array(x)
+        text = fitted(x, ARRAY_WIDTH)  # (an array's; None for a number)
+        if text is not None:
+            return self._array(x, text)
         key: float | str = x if x == x else "nan"
         i = self._index.get(key)
         if i is None:
@@ -101,9 +104,7 @@ class Values:
             self.texts.append(fmt(x))
         return i
 
-    def _array(self, x: ArrayValue) -> int:
-        text = display(x)
-        text = text if len(text) <= ARRAY_WIDTH else brief(x)
+    def _array(self, x: Value, text: str) -> int:
         i = self._index.get(("array", text))
         if i is None:
             i = self._index[("array", text)] = len(self.numbers)

@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass, field
 
 from mgtui.trace import Trace
-from mgtui.trace.arrays import ArrayValue, delta, unravel
-from mgtui.trace.records import EventKind, Field, Write
+from mgtui.trace.explain_arrays import array_answer, grad_before
+from mgtui.trace.records import EventKind, Field
 from mgtui.trace.working import fmt, name
 
 RELATIVE = 0.01  # an answer within 1% of the grad is right
@@ -81,41 +81,8 @@ def question_at(trace: Trace, step: int) -> Question | None:
     answer, index = array_answer(trace, first, last[first.node])
     if answer is None:
         return None  # (an element that was not kept: nothing to ask)
-    before = trace.write_value(first.index, first.before, first.after)[0]
-    if isinstance(before, ArrayValue):
-        before = before.element(flat_index(index, before.shape))
     return Question(step, first.node, label, answer, hidden, index,
-                    before=before if isinstance(before, float) and math.isfinite(before)
-                    else 0.0)
-
-
-def array_answer(trace: Trace, first: Write, last: Write
-                 ) -> tuple[float | None, tuple[int, ...] | None]:
-    """The number asked of a grad in a trace with arrays, and its element: a float grad
-    is itself; of an array grad, the element this step changed most (the first kept
-    element where the change cannot be worked out), so that the question is never
-    about a gradient the step left alone."""
-    before = trace.write_value(first.index, first.before, first.after)[0]
-    after = trace.write_value(last.index, last.before, last.after)[1]
-    if not isinstance(after, ArrayValue):
-        return float(after), None
-    change = delta(before, after)
-    flat = 0
-    if isinstance(change, ArrayValue) and len(change.values):
-        sizes = [abs(v) if math.isfinite(v) else -1.0 for v in change.values]
-        flat = max(range(len(sizes)), key=sizes.__getitem__)
-    value = after.element(flat)
-    if value is None or not math.isfinite(value):
-        return None, None
-    return value, unravel(flat, after.shape)
-
-
-def flat_index(index: tuple[int, ...] | None, shape: tuple[int, ...]) -> int:
-    """The element at `index` of an array of `shape`, counted row by row."""
-    flat = 0
-    for i, n in zip(index or (), shape):
-        flat = flat * n + i
-    return flat
+                    before=grad_before(trace, first, index))
 
 
 def percent(part: int, whole: int) -> int:

@@ -13,9 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from mgtui.trace.arrays import ArrayValue, state_values
+from mgtui.trace.array_text import is_number, non_finite_warning
+from mgtui.trace.arrays import state_values
 from mgtui.session.assigns import assigning_lines
-from mgtui.trace.explain import explain
+from mgtui.trace.engines import explain
 from mgtui.trace.working import name as formula_name
 from mgtui.session.notes import notes_in
 from mgtui.session.step_state import Detail, Header, Source
@@ -95,13 +96,10 @@ def detail(trace: Trace, data: array, grad: array, step: int, total: int, event:
     data, grad = state_values(trace, event + 1, data, grad)  # (arrays, where they are)
     for nid in dict.fromkeys([exp.node] + [c.target for c in exp.contributions]):
         for name, value in (("data", data[nid]), ("grad", grad[nid])):
-            if isinstance(value, ArrayValue) and not value.finite:
-                first = value.first_non_finite()
-                at = f", the first at flat index {first}" if first is not None else ""
-                warnings.append(f"⚠ {trace.label(nid)}.{name} holds {value.summary[4]:,} "
-                                f"elements that are nan or inf{at}: everything computed "
-                                "from them will not be finite either")
-            elif not isinstance(value, ArrayValue) and not math.isfinite(value):
+            said = non_finite_warning(trace.label(nid), name, value)  # (an array's)
+            if said is not None:
+                warnings.append(said)
+            elif is_number(value) and not math.isfinite(value):
                 warnings.append(f"⚠ {trace.label(nid)}.{name} is {value}: not a finite "
                                 "number, and everything computed from it will not be either")
     return replace(shown, explanation=exp, line=trace.line_of(event),

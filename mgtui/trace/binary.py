@@ -76,7 +76,7 @@ def write(trace: Trace, f: BinaryIO,
           on_progress: Callable[[int, int], None] | None = None) -> None:
     """The trace as a file. (Of the table's tags, only those a file holds.)
     `on_progress(steps, all steps)` after each chunk."""
-    f.write(encode_header(trace.scenario, trace.title, trace.notes, trace.source))
+    f.write(encode_header(trace.scenario, trace.title, trace.notes, trace.source, trace.engine))
     for c in trace.closures:
         f.write(encode_closure(c))
     done = 0
@@ -171,9 +171,9 @@ def read(f: BinaryIO, on_record: Callable[[RecordDecoder], None] | None = None,
 
 
 def header_of(path: str | os.PathLike) -> dict[str, str]:
-    """A binary trace's header record ("scenario", "title", "notes", "source"), read
-    without the rest, within HEADER_MEMORY; TraceFormatError if the file does not start
-    with one."""
+    """A binary trace's header record ("scenario", "title", "notes", "source", and
+    "engine": "" for a file too old to say), read without the rest, within HEADER_MEMORY;
+    TraceFormatError if the file does not start with one."""
     with Path(path).open("rb") as f:
         limits = LoadLimits(0, HEADER_MEMORY)
         decoder = RecordDecoder(check_head(f.read(HEAD_SIZE), READS), limits)
@@ -182,7 +182,8 @@ def header_of(path: str | os.PathLike) -> dict[str, str]:
             raise TraceFormatError("file", "does not start with a header record")
         decoder.take(tag, payload)
     b = decoder.builder
-    return {"scenario": b.scenario, "title": b.title, "notes": b.notes, "source": b.source}
+    return {"scenario": b.scenario, "title": b.title, "notes": b.notes, "source": b.source,
+            "engine": b.engine or ""}
 
 
 def loadb(data: bytes, limits: LoadLimits | None = None) -> Trace:

@@ -15,7 +15,7 @@ from itertools import compress
 from operator import itemgetter
 from typing import Iterable
 
-from mgtui.trace import lanes, widths
+from mgtui.trace import engine_kind, lanes, widths
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 from mgtui.trace.arrays import NODE, GRAD, EVENT, WRITE, ArrayChunk, ArrayTable
 from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
@@ -88,6 +88,7 @@ class TraceBuilder(RecordValidation):
         self._op_codes: dict[str, int] = {}
         self.values: dict[int, tuple[tuple[str, float], ...]] = {}
         self.arrays = ArrayTable()  # (`mgtui.trace.arrays`)
+        self.engine: str | None = None  # the engine that recorded it, where it is said
 
     @property
     def node_count(self) -> int:
@@ -390,6 +391,7 @@ class TraceBuilder(RecordValidation):
             found = [Pass(i, kind, start, end)  # type: ignore[arg-type]
                      for i, (kind, start, end) in enumerate(passes)]
         object.__setattr__(trace, "passes", tuple(found))
+        object.__setattr__(trace, "engine", self.engine or engine_kind.infer(trace))
         if last:
             self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace

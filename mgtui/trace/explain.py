@@ -1,6 +1,7 @@
-"""The working of one step, written out with its actual numbers.
+"""The working of one step, written out with its actual numbers: the scalar engine's
+(`mgtui.trace.engines.explain` asks the trace's engine for its step).
 
-`explain(trace, data, grad, index)` turns event `index` into an `Explanation`: for a
+`explain_scalar(trace, data, grad, index)` turns event `index` into an `Explanation`: for a
 forward step the equation (`e = a * b = 2.0 × -3.0 = -6.0`); for a backward step the
 op's local derivative and, for every grad it accumulated into, the formula, the numbers
 and `before → after (+delta)`. `data` and `grad` are the node state after the event (a
@@ -13,10 +14,9 @@ numerical one when the gradient doctor measured it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from mgtui.trace import EventKind, Field, Trace
-from mgtui.trace.explain_arrays import explain_arrays
 from mgtui.trace.working import (  # noqa: F401 - re-exported: the panes import them from here
     Contribution,
     Explanation,
@@ -75,19 +75,16 @@ def repeated_input(kids: tuple[int, ...]) -> bool:
     return len(kids) in (1, 2) and kids[0] == kids[-1]
 
 
-def explain(trace: Trace, data, grad, index: int,
-            numerical: dict[int, float] | None = None) -> Explanation:
-    """`numerical`: for a `_backward` step, input -> d node / d input measured by the
-    gradient doctor, shown next to the one the writes imply."""
-    if trace.arrays:  # a tensor engine's step (`mgtui.trace.explain_arrays`)
-        found = explain_arrays(trace, data, grad, index)
-        if found is not None:
-            return torch_step(trace, index, found)
+def explain_scalar(trace: Trace, data, grad, index: int,
+                   numerical: dict[int, float] | None = None) -> Explanation:
+    """The scalar engine's working of event `index` (`mgtui.trace.engines.explain` asks
+    the trace's engine). `numerical`: for a `_backward` step, input -> d node / d input
+    measured by the gradient doctor, shown next to the one the writes imply."""
     kind = trace.kind(index)
     if kind is EventKind.CREATE:
         return _forward(trace, data, trace.event_node(index))
     if kind is EventKind.BACKWARD:
-        return torch_step(trace, index, _backward(trace, data, grad, index, numerical or {}))
+        return _backward(trace, data, grad, index, numerical or {})
     return _lone_write(trace, grad, index, kind)
 
 
@@ -140,25 +137,6 @@ def _forward(trace: Trace, data, nid: int) -> Explanation:
     return Explanation("create", nid, f"forward: {label} = {expr}",
                        f"{label} = {expr} = {numbers} = {value}",
                        local_derivative(op, name(label), names, repeated_input(kids)))
-
-
-TORCH_NODE = "<torch>"  # the file of a torch autograd node's step (no source)
-
-
-def torch_step(trace: Trace, index: int, e: Explanation) -> Explanation:
-    """A torch backward step (`mgtui.recording.torch_probe`) is named by its autograd
-    node (`TanhBackward0 of o`), and a leaf's `AccumulateGrad` says what it does."""
-    closure = trace.closure_of(index) if e.kind == "backward" else None
-    if closure is None or closure.filename != TORCH_NODE:
-        return e
-    out, op = name(trace.label(e.node)), trace.op(e.node)
-    notes = e.notes
-    if closure.name == "AccumulateGrad":
-        notes = (f"torch's AccumulateGrad: what reached {out} is added into {out}.grad "
-                 "(each += shows at the step that passed it on).",) + tuple(
-                     n for n in notes if "is a leaf: its _backward" not in n)
-    return replace(e, title=f"backward: {closure.name} of {out}" + (f"  ({op})" if op else ""),
-                   notes=notes)
 
 
 def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float]) -> Explanation:

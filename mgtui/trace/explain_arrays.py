@@ -20,9 +20,10 @@ import math
 from array import array
 from itertools import product
 
-from mgtui.trace import EventKind, Field, Trace
-from mgtui.trace.arrays import ArrayTable, ArrayValue, Value, display, shape_text
-from mgtui.trace.working import Contribution, Explanation, graph_made, name
+from mgtui.trace import EventKind, Field, Trace, Write
+from mgtui.trace.arrays import (ArrayTable, ArrayValue, Value, delta as value_delta, display,
+                                shape_text, unravel)
+from mgtui.trace.working import Contribution, Explanation, fmt, graph_made, name
 
 WORK_LIMIT = 1 << 18  # multiply-adds a worked rule may take
 ELEMENTWISE = {"relu": "(out.data > 0)", "ReLU": "(out.data > 0)", "tanh": "(1 - out²)",
@@ -31,6 +32,52 @@ ELEMENTWISE = {"relu": "(out.data > 0)", "ReLU": "(out.data > 0)", "tanh": "(1 -
 
 def is_array(v: object) -> bool:
     return isinstance(v, ArrayValue)
+
+
+class ArrayContribution(Contribution):
+    """A write of an array engine's `_backward` call: its values floats or arrays."""
+
+    @property
+    def delta(self) -> float:
+        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
+            return value_delta(self.before, self.after)  # type: ignore[return-value]
+        return self.after - self.before
+
+    @property
+    def differs_at(self) -> tuple[int, ...] | None:
+        """The index of the first element whose recorded change differs from what the
+        op's rule gives (None where they agree, or either is not known)."""
+        e, d = self.expected, self.delta
+        if not isinstance(e, ArrayValue) or not isinstance(d, ArrayValue):
+            if isinstance(e, ArrayValue) and d is None:
+                return ()  # (a change that cannot be taken: the shape changed)
+            return None
+        if e.shape != d.shape:
+            return ()
+        for k, (x, y) in enumerate(zip(e.values, d.values)):
+            if not (math.isfinite(x) and math.isfinite(y)):
+                if math.isfinite(x) != math.isfinite(y):
+                    return unravel(k, e.shape)
+            elif abs(x - y) > 1e-9 + 1e-6 * abs(x):
+                return unravel(k, e.shape)
+        return None
+
+    @property
+    def mismatch(self) -> bool:
+        if isinstance(self.expected, ArrayValue):
+            return self.differs_at is not None
+        return super().mismatch
+
+    @property
+    def change(self) -> str:
+        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
+            d = self.delta
+            if isinstance(d, ArrayValue) and d.whole and not any(d.values):
+                moved = "unchanged"  # (a grad zeroed again: "Δgrad (2, 16) all 0.0" said less)
+            else:
+                moved = f"Δ{self.field} {'?' if d is None else fmt(d)}"
+            return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({moved})"
+        return super().change
 
 
 def shape_of(v: Value) -> tuple[int, ...]:
@@ -141,7 +188,7 @@ def _backward(at: State, index: int, nid: int, writes) -> Explanation:
         if not formula:
             formula = f"{tl}.{w.field} written"
         nth = t.contribution(w) if w.field is Field.GRAD else 1
-        c = Contribution(w.node, tl, w.field.value, before, after, w.line, formula, numbers,
+        c = ArrayContribution(w.node, tl, w.field.value, before, after, w.line, formula, numbers,
                          nth, t.uses_within(w.node, graph), expected)
         contributions.append(c)
         if axes:
@@ -250,7 +297,7 @@ def _lone_write(at: State, index: int, nid: int, kind: EventKind) -> Explanation
         title = f"zero_grad: {label}.grad = 0 {shape_text(after.shape)}"
     else:
         title = f"{label}.{fieldname} = {display(after)}"
-    c = Contribution(nid, label, fieldname, before, after, None, "", "", 1, 1)
+    c = ArrayContribution(nid, label, fieldname, before, after, None, "", "", 1, 1)
     return Explanation(fieldname, nid, title, c.change, notes=tuple(notes))
 
 
@@ -331,3 +378,39 @@ def expect(work, shape: tuple[int, ...]) -> ArrayValue | None:
     if len(flat) != math.prod(shape):
         return None
     return ArrayValue(shape, "float64", array("d", flat))
+
+
+# -- a quiz's question (`mgtui.session.quiz`) ------------------------------------------
+
+
+def array_answer(trace: Trace, first: Write, last: Write
+                 ) -> tuple[float | None, tuple[int, ...] | None]:
+    """The number asked of a grad in a trace with arrays, and its element: a float grad
+    is itself; of an array grad, the element this step changed most (the first kept
+    element where the change cannot be worked out), so that the question is never
+    about a gradient the step left alone."""
+    before = trace.write_value(first.index, first.before, first.after)[0]
+    after = trace.write_value(last.index, last.before, last.after)[1]
+    if not isinstance(after, ArrayValue):
+        return float(after), None
+    change = value_delta(before, after)
+    flat = 0
+    if isinstance(change, ArrayValue) and len(change.values):
+        sizes = [abs(v) if math.isfinite(v) else -1.0 for v in change.values]
+        flat = max(range(len(sizes)), key=sizes.__getitem__)
+    value = after.element(flat)
+    if value is None or not math.isfinite(value):
+        return None, None
+    return value, unravel(flat, after.shape)
+
+
+def grad_before(trace: Trace, first: Write, index: tuple[int, ...] | None) -> float:
+    """The grad a question is about, as it was before the step's first write: its
+    element at `index` if it is an array (0.0 where that is not a finite number)."""
+    before = trace.write_value(first.index, first.before, first.after)[0]
+    if isinstance(before, ArrayValue):
+        flat = 0
+        for i, n in zip(index or (), before.shape):
+            flat = flat * n + i
+        before = before.element(flat)
+    return before if isinstance(before, float) and math.isfinite(before) else 0.0

@@ -12,14 +12,15 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from mgtui.trace import fields
+from mgtui.trace import engine_kind, fields
 from mgtui.trace import binary as tracefile
 from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
 from mgtui.memory import collector_paused
 from mgtui.trace.load_limits import FIELD_SPARE, JSON_CHAR_BYTES, LoadLimitError, LoadLimits, openers
 from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
-from mgtui.trace.arrays import EVENT, GRAD, NODE, WRITE, ArrayChunk, ArrayValue, brief
+from mgtui.trace.arrays import EVENT, GRAD, NODE, WRITE, ArrayChunk, brief
+from mgtui.trace.export_arrays import write_json_arrays
 
 FORMAT = "mgtui-trace"
 VERSION = 1
@@ -72,11 +73,12 @@ def write_json(trace: Trace, out: TextIO) -> None:
     stream: each node and event is formatted straight to text, a batch at a time, so
     the memory it takes does not grow with the trace."""
     q, f = _quote, _float
+    head = (f'{{"format": "{FORMAT}", "version": {VERSION}, "scenario": {q(trace.scenario)}, '
+            f'"title": {q(trace.title)}, "notes": {q(trace.notes)}, "engine": {q(trace.engine)},')
     if trace.arrays:  # (a tensor engine's: values may be arrays, as nested lists)
-        return _write_json_arrays(trace, out)
+        return write_json_arrays(trace, out, head, _tail(trace))
     error = trace.error
-    out.write(f'{{"format": "{FORMAT}", "version": {VERSION}, "scenario": {q(trace.scenario)}, '
-              f'"title": {q(trace.title)}, "notes": {q(trace.notes)},\n"nodes": [')
+    out.write(head + '\n"nodes": [')
     final_data, final_grad = trace.final_data, trace.final_grad
     sep = "\n"
 
@@ -152,67 +154,6 @@ def _tail(trace: Trace) -> dict[str, Any]:
         "source": trace.source,
         "output": trace.output,
     }
-
-
-def json_value(v: float | ArrayValue) -> Any:
-    """A value for JSON: a float (non-finite as a string), or an array as an object with
-    its shape, dtype and values as nested lists (a big one: its first values and a
-    summary), the reader's `fields.json_array`."""
-    if not isinstance(v, ArrayValue):
-        return num(v)
-    if v.whole:
-        flat = [num(x) for x in v.values]
-        nested: Any = flat
-        if v.shape:
-            for n in reversed(v.shape[1:]):
-                nested = [nested[k:k + n] for k in range(0, len(nested), n)] if n else []
-        else:
-            nested = flat[0]
-        return {"shape": list(v.shape), "dtype": v.dtype, "values": nested}
-    low, high, mean, norm, bad = v.summary
-    return {"shape": list(v.shape), "dtype": v.dtype, "first": [num(x) for x in v.values],
-            "summary": [num(low), num(high), num(mean), num(norm), bad,
-                        *([v.basis] if v.basis else [])]}
-
-
-def _write_json_arrays(trace: Trace, out: TextIO) -> None:
-    """`write_json` for a trace with arrays: each record built as a dict (such a trace has
-    few records, each of them large); an array node also gives the grad it was made with
-    (`"grad"`), and values not recorded are listed (`"unrecorded"`)."""
-    dumps_ = partial(json.dumps, allow_nan=False, ensure_ascii=True)
-    t, v = trace, json_value
-    out.write(f'{{"format": "{FORMAT}", "version": {VERSION}, "scenario": {_quote(t.scenario)}, '
-              f'"title": {_quote(t.title)}, "notes": {_quote(t.notes)},\n"nodes": [\n')
-    nodes = []
-    for n in range(t.node_count):
-        rec = {"id": n, "label": t.label(n), "op": t.op(n), "children": list(t.children(n)),
-               "data": v(t.created_value(n)), "line": t.line(n),
-               "final_data": v(t.final_value(n, False)), "final_grad": v(t.final_value(n, True))}
-        if t.derived_name(n):
-            rec["name"] = t.derived_name(n)
-        if n in t.arrays.grads:
-            rec["grad"] = v(t.arrays.grads[n])
-        nodes.append(dumps_(rec))
-    out.write(",\n".join(nodes) + '\n],\n"events": [\n')
-    events = []
-    for i in range(len(t)):
-        e = t.event(i)
-        rec = {"kind": e.kind.value, "node": e.node}
-        if e.kind is EventKind.BACKWARD:
-            rec["writes"] = [
-                {"node": w.node, **dict(zip(("before", "after"), map(v, t.write_value(
-                    w.index, w.before, w.after)))), "line": w.line, "field": w.field.value}
-                for w in e.writes]
-            rec["line"], rec["closure"] = e.line, e.closure
-        elif e.kind is not EventKind.CREATE:
-            before, after = t.event_value(i, e.before, e.after)
-            rec.update(before=v(before), after=v(after), line=e.line)
-        events.append(dumps_(rec))
-    out.write(",\n".join(events) + "\n],\n")
-    tail = _tail(trace)
-    if t.arrays.unrecorded:
-        tail["unrecorded"] = [[k, n] for k, n in sorted(t.arrays.unrecorded.items())]
-    out.write(",\n".join(f"{_quote(k)}: {dumps_(x)}" for k, x in tail.items()) + "}\n")
 
 
 _quote = encode_basestring_ascii  # a JSON string, every control character escaped
@@ -576,6 +517,8 @@ def _finish(builder: TraceBuilder, doc: dict[str, Any]) -> Trace:
     its fields (which may come before them or after) read, and all of it checked."""
     for k in _HEAD:
         setattr(builder, k, fields.text(doc.get(k), k))
+    if "engine" in doc:  # (older files do not say: `engine_kind.infer`, as it is built)
+        builder.engine = engine_kind.checked_kind(doc["engine"], "engine")
     for k, c in enumerate(fields.seq(doc.get("closures", []), "closures")):
         builder.add_closure(fields.closure(c, f"closures[{k}]"))
     unrecorded = doc.get("unrecorded")

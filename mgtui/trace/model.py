@@ -85,6 +85,8 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
     _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
     # the array values, beside the columns (`mgtui.trace.arrays`): empty for floats
     arrays: ArrayTable = field(default_factory=ArrayTable)
+    # the engine that recorded it (`mgtui.trace.engine_kind`): "scalar", "array", "torch"
+    engine: str = "scalar"
 
     # -- sizes -------------------------------------------------------------------------
     @property

@@ -8,7 +8,8 @@ A saved file (`mgtui.trace.binary`) and the stream from the runner's child to it
     head  MGTUI\\0TR  u16 version  u16 flags (0)
 
     tag constant    file  payload
-    H   HEADER      yes   JSON {"scenario", "title", "notes", "source"}; the first record
+    H   HEADER      yes   JSON {"scenario", "title", "notes", "source"} and, in a file,
+                          "engine" (`mgtui.trace.engine_kind`); the first record
     C   CLOSURE     yes   one `_backward` closure's source: JSON {"name", "filename",
                           "first_line", "lines", "default"}
     N   NODES       yes   nodes (zlib): u32 count, u32 children, c lines' type; data
@@ -35,8 +36,11 @@ A saved file (`mgtui.trace.binary`) and the stream from the runner's child to it
                           none): JSON [[event, [[name, value], ...]], ...], a value that is
                           not finite as "nan", "inf" or "-inf"
     Z   END         yes   JSON {"error": null | {"type", "message", "line", "after_event"},
-                          "output": str, "passes": null | [[kind, start, end], ...]};
-                          the last record (a stream's passes are null: the parent finds them)
+                          "output": str, "passes": null | [[kind, start, end], ...],
+                          and, in a stream, "engine"}; the last record (a stream's passes
+                          are null: the parent finds them). Files and streams without
+                          "engine" in H or Z (older ones) have it inferred once, as
+                          they are built
     L   LABELS      no    labels set late, once the scenario ended: JSON [[id, label], ...]
                           (a file holds the final labels in its N records)
     X   NOT_RUN     no    the scenario could not run at all: JSON {"message", "detail"},
@@ -76,8 +80,7 @@ import zlib
 from array import array
 from typing import Callable
 
-from mgtui.trace import fields
-from mgtui.trace import array_records
+from mgtui.trace import array_records, engine_kind, fields
 from mgtui.trace.arrays import ArrayChunk, ArrayTable
 from mgtui.trace.inflating import MAX_RECORD, inflate as _inflate, inflate_nodes as _inflate_nodes
 from mgtui.trace.load_limits import LoadLimits
@@ -170,10 +173,14 @@ def encode_head() -> bytes:
     return _HEAD.pack(MAGIC, VERSION, 0)
 
 
-def encode_header(scenario: str, title: str, notes: str, source: str) -> bytes:
-    """The head, then the H record."""
-    return encode_head() + _record(HEADER, _json({"scenario": scenario, "title": title,
-                                                  "notes": notes, "source": source}))
+def encode_header(scenario: str, title: str, notes: str, source: str,
+                  engine: str | None = None) -> bytes:
+    """The head, then the H record (a file's says its engine; a stream's does not know
+    it yet, and says it in its end record)."""
+    head = {"scenario": scenario, "title": title, "notes": notes, "source": source}
+    if engine is not None:
+        head["engine"] = engine
+    return encode_head() + _record(HEADER, _json(head))
 
 
 def encode_closure(c: Closure) -> bytes:
@@ -276,10 +283,13 @@ def encode_values(entries: list[tuple[int, tuple[tuple[str, float], ...]]]) -> b
 
 
 def encode_end(error: TraceError | None, output: str,
-               passes: list[tuple[str, int, int]] | None) -> bytes:
+               passes: list[tuple[str, int, int]] | None, engine: str | None = None) -> bytes:
     err = None if error is None else {"type": error.type, "message": error.message,
                                       "line": error.line, "after_event": error.after_event}
-    return _record(END, _json({"error": err, "output": output, "passes": passes}))
+    end = {"error": err, "output": output, "passes": passes}
+    if engine is not None:
+        end["engine"] = engine
+    return _record(END, _json(end))
 
 
 def encode_labels(pairs: list[list]) -> bytes:
@@ -567,6 +577,8 @@ class RecordDecoder:
         head = fields.obj(_json_of(tag, payload), "header")
         self.builder = TraceBuilder(*(fields.text(head.get(k), f"header.{k}")
                                       for k in ("scenario", "title", "notes", "source")))
+        if "engine" in head:  # (older files and streams do not say: `engine_kind.infer`)
+            self.builder.engine = engine_kind.checked_kind(head["engine"], "header.engine")
 
     def _closure(self, tag: str, payload: bytes) -> None:
         builder = self._trace_builder(tag)
@@ -601,8 +613,10 @@ class RecordDecoder:
         add_labels(self._trace_builder(tag), _json_of(tag, payload))
 
     def _end(self, tag: str, payload: bytes) -> None:
-        self._trace_builder(tag)
+        builder = self._trace_builder(tag)
         self.end = fields.obj(_json_of(tag, payload), "end")
+        if "engine" in self.end:
+            builder.engine = engine_kind.checked_kind(self.end["engine"], "end.engine")
 
     def _not_run(self, tag: str, payload: bytes) -> None:
         x = fields.obj(_json_of(tag, payload), "not run")

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from mgtui.trace import Trace
-from mgtui.trace.arrays import ArrayValue, delta as value_delta, display, number, unravel
+from mgtui.trace.arrays import display, number
 
 
 def fmt(x: float) -> str:
@@ -18,9 +18,9 @@ def fmt(x: float) -> str:
     writes it."""
     if isinstance(x, int) and not isinstance(x, bool):
         return str(x)
-    if isinstance(x, ArrayValue):
-        return display(x)
-    return number(x)
+    if isinstance(x, (float, int)):
+        return number(x)
+    return display(x)  # (an array, as the array engine writes it)
 
 
 def name(label: str) -> str:
@@ -40,8 +40,8 @@ def signed(x: float) -> str:
 
 @dataclass(frozen=True)
 class Contribution:
-    """One grad (or data) write made by a `_backward` call. Its values are floats, or
-    `ArrayValue`s for a tensor engine's (`mgtui.trace.explain_arrays`)."""
+    """One grad (or data) write made by a `_backward` call, of floats (an array engine's,
+    whose values may be arrays, is `mgtui.trace.explain_arrays.ArrayContribution`)."""
 
     target: int
     label: str
@@ -57,34 +57,17 @@ class Contribution:
 
     @property
     def delta(self) -> float:
-        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
-            return value_delta(self.before, self.after)  # type: ignore[return-value]
         return self.after - self.before
 
     @property
     def differs_at(self) -> tuple[int, ...] | None:
-        """For arrays: the index of the first element whose recorded change differs from
-        what the op's rule gives (None where they agree, or either is not known)."""
-        e, d = self.expected, self.delta
-        if not isinstance(e, ArrayValue) or not isinstance(d, ArrayValue):
-            if isinstance(e, ArrayValue) and d is None:
-                return ()  # (a change that cannot be taken: the shape changed)
-            return None
-        if e.shape != d.shape:
-            return ()
-        for k, (x, y) in enumerate(zip(e.values, d.values)):
-            if not (math.isfinite(x) and math.isfinite(y)):
-                if math.isfinite(x) != math.isfinite(y):
-                    return unravel(k, e.shape)
-            elif abs(x - y) > 1e-9 + 1e-6 * abs(x):
-                return unravel(k, e.shape)
+        """For arrays (`mgtui.trace.explain_arrays.ArrayContribution`): the index of the
+        first element whose change differs from the rule's; a number has none."""
         return None
 
     @property
     def mismatch(self) -> bool:
         """The recorded delta differs from what the op's derivative gives."""
-        if isinstance(self.expected, ArrayValue):
-            return self.differs_at is not None
         if self.expected is None:
             return False
         if not (math.isfinite(self.expected) and math.isfinite(self.delta)):
@@ -93,13 +76,6 @@ class Contribution:
 
     @property
     def change(self) -> str:
-        if isinstance(self.before, ArrayValue) or isinstance(self.after, ArrayValue):
-            d = self.delta
-            if isinstance(d, ArrayValue) and d.whole and not any(d.values):
-                moved = "unchanged"  # (a grad zeroed again: "Δgrad (2, 16) all 0.0" said less)
-            else:
-                moved = f"Δ{self.field} {'?' if d is None else fmt(d)}"
-            return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({moved})"
         return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
 
 

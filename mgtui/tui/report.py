@@ -19,7 +19,8 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from mgtui.trace.explain import explain, fmt
+from mgtui.trace.engines import explain
+from mgtui.trace.explain import fmt
 from mgtui.trace.notebook import cells_of
 from mgtui.safe import bounded
 from mgtui.session import Session

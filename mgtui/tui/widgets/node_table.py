@@ -18,7 +18,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.session.bindings import TABLE_KEYS
-from mgtui.trace.arrays import ARRAY_CELL, ArrayValue, brief, display, is_finite
+from mgtui.trace.array_text import fitted
+from mgtui.trace.arrays import ARRAY_CELL, is_finite
 from mgtui.trace.explain import fmt
 from mgtui.trace.names import fitted_name
 from mgtui.session import StepState
@@ -51,9 +52,8 @@ def clip(text: str, width: int) -> str:
 
 
 def number(x, width: int) -> str:
-    if isinstance(x, ArrayValue):  # in full if it fits, else its shape and a summary
-        text = display(x)
-        text = text if cell_len(text) <= width else brief(x)
+    text = fitted(x, width, cell_len)  # an array in full if it fits, else its shape and a summary
+    if text is not None:
         return text.rjust(width) if cell_len(text) <= width else clip(text, width)
     text = fmt(x)
     return text.rjust(width) if len(text) <= width else f"{x:.{max(width - 7, 1)}g}".rjust(width)[:width]

@@ -14,8 +14,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.session.bindings import TOPO_KEYS
-from mgtui.trace.arrays import ArrayValue, brief
-from mgtui.trace.explain import fmt
+from mgtui.trace.arrays import brief
 from mgtui.trace.names import fitted_name
 from mgtui.session import StepState
 from mgtui.session.view import GraphView
@@ -135,8 +134,8 @@ class TopoList(CompactLines, ScrollView, can_focus=True):
             k, nid, state, grad, width = key
             trace = view.trace
             mark = MARKS[state] if state in ("run", "acc") else ("✓ " if state == "done" else "  ")
-            shown = ("?" if grad is None else brief(grad) if isinstance(grad, ArrayValue)
-                     else fmt(grad))  # (hidden by a quiz; an array's shape and summary)
+            shown = ("?" if grad is None  # (hidden by a quiz; an array's shape and summary)
+                     else brief(grad))
             text = (f"{k:>5} {mark} {shown:>8}  {clip(fitted_name(trace, nid, view.label_width), view.label_width)}"
                     f"  {trace.op(nid)}")
             style = self.rich_style

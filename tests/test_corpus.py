@@ -51,6 +51,7 @@ FIELDS = {
     "tensor_unbroadcast": ("data", "backward"),
     "tensor_grad_elements": ("data", "backward"),
     "tensor_function_ctx": ("data", "backward"),
+    "tensor_grad_none": ("data", "backward"),
 }
 
 

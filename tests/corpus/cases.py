@@ -22,6 +22,7 @@ ENGINES = {
     "tensor_unbroadcast": "tensor_unbroadcast_torch",
     "tensor_grad_elements": "tensor_grad_elements_torch",
     "tensor_function_ctx": "tensor_function_ctx_torch",
+    "tensor_grad_none": "tensor_grad_none_torch",
 }
 
 BUG = "# BUG"
@@ -70,6 +71,7 @@ def line_of(path: Path, text: str) -> int:
 
 S1, S2, S3 = "scalar_value_field", "scalar_inputs_backward_fn", "scalar_grad_rebind"
 T1, T2, T3 = "tensor_unbroadcast", "tensor_grad_elements", "tensor_function_ctx"
+T4 = "tensor_grad_none"
 BACKWARD_CALL = "loss.backward()"
 
 PLANTED = [
@@ -134,6 +136,17 @@ PLANTED = [
             "wrong-derivative", ("Tanh",), labels=("h",), element=(0, 0)),
     Planted(T3, "no_zero_grad", "        opt.zero_grad()", "        pass", "missing-zero-grad",
             ("",), at=BACKWARD_CALL, labels=("W", "b")),
+    # -- numpy Tensor, grad None until written, requires_grad, op words, explicit stack
+    Planted(T4, "relu_unmasked", "self._accumulate(out.grad * (self.data > 0))",
+            "self._accumulate(out.grad)", "wrong-derivative", ("relu",), labels=("h",),
+            element=(0, 0)),
+    Planted(T4, "accumulate_overwrites", "self.grad = g if self.grad is None else self.grad + g",
+            "self.grad = g", "overwrite", ("add", "sub", "matmul", "relu", "square", "mean")),
+    Planted(T4, "mean_over_rows", "np.full(self.data.shape, out.grad / self.data.size)",
+            "np.full(self.data.shape, out.grad / self.data.shape[0])", "wrong-derivative",
+            ("mean",), labels=("penalty",), element=(0, 0)),
+    Planted(T4, "no_zero_grad", "            p.grad = None", "            pass",
+            "missing-zero-grad", ("",), at=BACKWARD_CALL, labels=("W1", "b1", "W2")),
 ]
 
 # the planted bugs `mgtui diff` must name against the engine's torch twin, at the line

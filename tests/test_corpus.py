@@ -5,7 +5,8 @@ with a correct twin, planted bugs and, for a tensor engine, a torch twin.
 First the corpus itself is checked, independently of mgtui: each engine's gradients are
 finite differences of its own forward pass, each planted bug really changes them, and
 each tensor engine trains to the same parameters as its torch twin. Then mgtui's doctor
-and `mgtui diff` are run on the cases whose right verdict mgtui gives today; the others
+(on the file, and in this process with `mgtui.check(train)`) and `mgtui diff` are run
+on the cases whose right verdict mgtui gives today; the others
 are rows of `tests/corpus/pending.py`, with what mgtui says today and what it should
 say, to be moved here one by one as issue 33 is built.
 """
@@ -68,7 +69,7 @@ def test_the_tables_agree():
     ids = {*(f"{e}:correct" for e in cases.ENGINES), *BY_ID}
     assert len(BY_ID) == len(cases.PLANTED)
     for row in pending.PENDING:
-        assert row.tool in ("check", "diff") and row.case in ids, row
+        assert row.tool in ("check", "check(fn)", "diff") and row.case in ids, row
         assert row.today and row.should, row
     assert len(PENDING) == len(pending.PENDING)
 
@@ -159,8 +160,10 @@ def test_each_tensor_engine_trains_as_its_torch_twin(engine):
 
 @pytest.mark.parametrize("engine", today("check", [f"{e}:correct" for e in cases.ENGINES]))
 def test_the_doctor_passes_a_correct_twin(engine):
-    report = diagnose(CORPUS / f"{engine.split(':')[0]}.py")
+    path = CORPUS / f"{engine.split(':')[0]}.py"
+    report = diagnose(path)
     assert cases.judge_clean(report) == [], cases.summary(report)
+    assert main([str(path), "--check"]) == 0
 
 
 @pytest.mark.parametrize("case_id", today("check", BY_ID))
@@ -169,6 +172,22 @@ def test_the_doctor_finds_a_planted_bug(case_id, tmp_path):
     path = case.write(tmp_path)
     report = diagnose(path)
     assert cases.judge_planted(case, path, report) == [], cases.summary(report)
+    assert main([str(path), "--check"]) == 1
+
+
+@pytest.mark.parametrize("engine", today("check(fn)", [f"{e}:correct" for e in cases.ENGINES]))
+def test_check_of_a_correct_twins_train_function_is_clean(engine):
+    name = engine.split(":")[0]
+    report = cases.check_in_process(CORPUS / f"{name}.py", f"corpus_fn_{name}")
+    assert cases.judge_clean(report) == [], cases.summary(report)
+
+
+@pytest.mark.parametrize("case_id", today("check(fn)", BY_ID))
+def test_check_of_a_planted_bugs_train_function_finds_it(case_id, tmp_path):
+    case = BY_ID[case_id]
+    path = case.write(tmp_path)
+    report = cases.check_in_process(path, f"corpus_fn_{case.engine}_{case.name}")
+    assert cases.judge_planted(case, path, report, by_name=False) == [], cases.summary(report)
 
 
 def diff_json(a: Path, b: Path) -> tuple[int, dict]:

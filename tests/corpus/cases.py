@@ -4,11 +4,15 @@ Each engine module in this directory is correct and runs a small scenario as a s
 A planted bug is that module with one line changed (`old` becomes `new`, marked
 `# BUG`), written to a temporary file; what the doctor must say about it is in its
 `Planted` row. `tests/test_corpus.py` runs the rows that pass today; the others are in
-`pending.py`, with what mgtui says today. `measure.py` times them all.
+`pending.py`, with what mgtui says today. `measure.py` times them all. Each case goes
+through the doctor twice: on the file (`check`, as `mgtui FILE --check`) and in this
+process on its `train` function (`check(fn)`, as `mgtui.check(train)`).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,8 +157,31 @@ PLANTED = [
 DIFFED = [p for p in PLANTED if ENGINES[p.engine] and p.kind == "wrong-derivative"]
 
 
+def load_module(path: Path, name: str):
+    """An engine file imported as a module (its scenario runs only as a script), kept in
+    `sys.modules`, where the in-process recorder looks for Value classes."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_in_process(path: Path, name: str):
+    """`mgtui.check(train)` on the engine file's training function: the doctor's report,
+    or the error it raised."""
+    import mgtui
+
+    try:
+        return mgtui.check(load_module(path, name).train).report
+    except Exception as error:  # noqa: BLE001 - what it raised is the verdict
+        return error
+
+
 def summary(report) -> str:
     """What the doctor said, in one line: each finding's kind, node, op, line, element."""
+    if isinstance(report, Exception):
+        return f"raised {type(report).__name__}: {report}"
     if not report.findings:
         verdict = "no finding"
         if report.unchecked:
@@ -171,6 +198,8 @@ def summary(report) -> str:
 
 def judge_clean(report) -> list[str]:
     """What is wrong with the doctor's verdict on a correct twin ([] if it is right)."""
+    if isinstance(report, Exception):
+        return [f"raised {type(report).__name__}"]
     wrong = [f"finding: {f.kind} on {f.label} at line {f.line}" for f in report.findings]
     if report.error is not None:
         wrong.append(f"the scenario raised: {report.error}")
@@ -179,8 +208,18 @@ def judge_clean(report) -> list[str]:
     return wrong
 
 
-def judge_planted(case: Planted, path: Path, report) -> list[str]:
-    """What is wrong with the doctor's verdict on a planted bug ([] if it is right)."""
+def is_parameter(trace, node: int) -> bool:
+    """Whether the scenario changed the node's data outside a backward pass (an update)."""
+    return any(trace.kind(i) == "data" and trace.event_node(i) == node
+               for i in range(len(trace)))
+
+
+def judge_planted(case: Planted, path: Path, report, by_name: bool = True) -> list[str]:
+    """What is wrong with the doctor's verdict on a planted bug ([] if it is right).
+    `by_name`: check the node's label too (in-process, nodes without a `label` field
+    are not named by the variables of the function that made them)."""
+    if isinstance(report, Exception):
+        return [f"raised {type(report).__name__}"]
     if len(report.findings) != 1:
         return [f"{len(report.findings)} findings, not 1"]
     f = report.findings[0]
@@ -190,8 +229,10 @@ def judge_planted(case: Planted, path: Path, report) -> list[str]:
         wrong.append(f"kind {f.kind}, not {case.kind}")
     if case.ops != ("",) and f.op not in case.ops:
         wrong.append(f"op {f.op}, not one of {case.ops}")
-    if case.labels and f.label not in case.labels:
+    if by_name and case.labels and f.label not in case.labels:
         wrong.append(f"node {f.label}, not one of {case.labels}")
+    if f.kind == "missing-zero-grad" and not is_parameter(t, f.node):
+        wrong.append(f"node {f.label} is not a parameter (its data is never updated)")
     if Path(f.file).resolve() != path.resolve() or f.line != line_of(path, case.at):
         wrong.append(f"line {Path(f.file).name}:{f.line}, not {line_of(path, case.at)}")
     if case.input is not None and (f.input is None or t.label(f.input) != case.input):

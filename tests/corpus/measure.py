@@ -53,6 +53,17 @@ def rows(folder: Path):
         report = diagnose(path)
         yield ("check", case.id, time.perf_counter() - started,
                cases.judge_planted(case, path, report), cases.summary(report))
+    for engine in cases.ENGINES:
+        started = time.perf_counter()
+        report = cases.check_in_process(HERE / f"{engine}.py", f"corpus_fn_{engine}")
+        yield ("check(fn)", f"{engine}:correct", time.perf_counter() - started,
+               cases.judge_clean(report), cases.summary(report))
+    for case in cases.PLANTED:
+        path = case.write(folder)
+        started = time.perf_counter()
+        report = cases.check_in_process(path, f"corpus_fn_{case.engine}_{case.name}")
+        yield ("check(fn)", case.id, time.perf_counter() - started,
+               cases.judge_planted(case, path, report, by_name=False), cases.summary(report))
     for engine, twin in cases.ENGINES.items():
         if twin:
             started = time.perf_counter()
@@ -76,7 +87,7 @@ def main() -> None:
         return
     for tool, case, seconds, wrong, says in found:
         verdict = "right" if not wrong else "WRONG: " + "; ".join(wrong)
-        print(f"{tool:5} {case:45} {seconds:6.1f} s  {verdict}\n      says: {says}")
+        print(f"{tool:9} {case:45} {seconds:6.1f} s  {verdict}\n      says: {says}")
 
 
 if __name__ == "__main__":

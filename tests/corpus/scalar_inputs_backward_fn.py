@@ -108,7 +108,13 @@ def setup():
     return [a, b, c], lambda: forward(a, b, c)
 
 
-if __name__ == "__main__":
+def train(steps=1):
     leaves, forward_of = setup()
-    out = forward_of()
-    out.backprop()
+    for _ in range(steps):
+        out = forward_of()
+        out.backprop()
+    return leaves, out
+
+
+if __name__ == "__main__":
+    train()

@@ -140,6 +140,23 @@ def test_each_engine_gives_the_gradients_of_finite_differences(engine):
     assert gap(module, engine) < 1e-6
 
 
+def test_the_value_field_neuron_gives_the_gradients_of_the_formula():
+    """loss = Σ (tanh(w0 x0 + w1 x1 + b) - y)², so ∂loss/∂w_i = Σ 2 (t - y)(1 - t²) x_i
+    (x_b = 1), worked out with math.tanh on the same weights and integer data."""
+    import math
+
+    module = load(CORPUS / "scalar_value_field.py")
+    model, _ = module.setup()
+    w0, w1, b = (p.value for p in model.parameters())
+    want = [0.0, 0.0, 0.0]
+    for (x0, x1), y in [((2, -1), 1), ((1, 3), -1), ((-2, 1), 1)]:
+        t = math.tanh(w0 * x0 + w1 * x1 + b)
+        for i, x in enumerate((x0, x1, 1)):
+            want[i] += 2 * (t - y) * (1 - t * t) * x
+    mine = backprop(module, "scalar_value_field")
+    assert [float(g) for g in mine] == pytest.approx(want, rel=1e-12)
+
+
 @pytest.mark.parametrize("case", [c for c in cases.PLANTED if c.kind != "missing-zero-grad"],
                          ids=lambda c: c.id)
 def test_each_planted_bug_changes_the_gradients(case, tmp_path):

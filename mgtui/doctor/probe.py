@@ -117,21 +117,34 @@ class ArrayWatch:
 
     def __init__(self) -> None:
         self.shapes: dict[int, tuple] = {}
-        self.dtypes: set[str] = set()  # the dtypes of array data other than float64
+        self.dtypes: set[str] = set()  # the float dtypes of array data other than float64
+        self.constants: set[int] = set()  # integer data, or `requires_grad` False
 
     def __call__(self, nid: int, d) -> None:
         data = d.get("data")
         if type(data) is float or not is_array(data):
             return
         self.note(nid, data)
+        if nid >= 0 and own_dict(d).get("requires_grad", True) is False:
+            self.constants.add(nid)
 
     def note(self, nid: int, data) -> None:
-        """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
+        """Node `nid` holds `data`: its shape (and dtype) if it is an array. Integer data
+        (labels, indices, `Tensor(1)`) has no gradient: a constant, not a float to nudge."""
         if is_array(data):
             if nid >= 0:
                 self.shapes.setdefault(nid, tuple(data.shape))
-            if data.dtype.name != "float64":
+            if data.dtype.kind in "biu":
+                if nid >= 0:
+                    self.constants.add(nid)
+            elif data.dtype.name != "float64":
                 self.dtypes.add(data.dtype.name)
+
+
+def own_dict(d) -> dict:
+    """A node's own instance dict (`d`, or the one a `MappedNode` view reads)."""
+    inner = getattr(d, "d", d)
+    return inner if isinstance(inner, dict) else {}
 
 
 def input_dicts(d: dict) -> list[dict]:
@@ -277,16 +290,17 @@ class ArrayFacts(NamedTuple):
     shapes: dict
     shape_hits: tuple = ()
     dtypes: tuple = ()
+    constants: frozenset = frozenset()  # nodes with no gradient: integer data, no requires_grad
 
     @classmethod
     def of(cls, probe: OverwriteProbe) -> ArrayFacts:
         return cls(dict(probe.watch.shapes), tuple(probe.shape_hits),
-                   tuple(sorted(probe.watch.dtypes)))
+                   tuple(sorted(probe.watch.dtypes)), frozenset(probe.watch.constants))
 
     def to_json(self) -> dict:
         return {"shapes": {str(k): list(v) for k, v in self.shapes.items()},
                 "shape_hits": [[c, n, t, list(g), list(s)] for c, n, t, g, s in self.shape_hits],
-                "dtypes": list(self.dtypes)}
+                "dtypes": list(self.dtypes), "constants": sorted(self.constants)}
 
     @classmethod
     def from_json(cls, obj: object) -> ArrayFacts:
@@ -295,7 +309,8 @@ class ArrayFacts(NamedTuple):
         return cls({int(k): tuple(v) for k, v in obj.get("shapes", {}).items()},
                    tuple(ShapeHit(int(c), int(n), int(t), tuple(g), tuple(s))
                          for c, n, t, g, s in obj.get("shape_hits", ())),
-                   tuple(str(x) for x in obj.get("dtypes", ())))
+                   tuple(str(x) for x in obj.get("dtypes", ())),
+                   frozenset(int(n) for n in obj.get("constants", ())))
 
 
 NO_ARRAYS = ArrayFacts({})

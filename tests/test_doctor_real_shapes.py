@@ -37,3 +37,76 @@ def test_a_missing_zero_grad_is_headed_by_a_parameter():
 
     (f,) = mgtui.check(training)
     assert (f.kind, f.label) == ("missing-zero-grad", "W")
+
+
+FLOAT32 = '''
+"""A tensor engine in float32: finite differences cannot check its gradients"""
+import numpy as np
+
+
+class T:
+    def __init__(self, data, _prev=(), _op=''):
+        self.data = np.asarray(data, dtype=np.float32)
+        self.grad = np.zeros_like(self.data)
+        self._prev, self._op = set(_prev), _op
+        self._backward = lambda: None
+
+    def __mul__(self, other):
+        out = T(self.data * other.data, (self, other), '*')
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+        out._backward = _backward
+        return out
+
+    def sum(self):
+        out = T(self.data.sum(), (self,), 'sum')
+        def _backward():
+            self.grad += np.ones_like(self.data) * out.grad
+        out._backward = _backward
+        return out
+
+    def backward(self):
+        topo, seen = [], set()
+        def build(v):
+            if v not in seen:
+                seen.add(v)
+                for c in v._prev:
+                    build(c)
+                topo.append(v)
+        build(self)
+        self.grad = np.ones_like(self.data)
+        for v in reversed(topo):
+            v._backward()
+
+
+def train():
+    x, w = T([1.0, 2.0]), T([0.5, -1.0])
+    (x * w).sum().backward()
+
+
+if __name__ == "__main__":
+    train()
+'''
+
+
+def test_what_could_not_be_checked_is_no_clean_bill(tmp_path, capsys):
+    import json
+
+    from mgtui.cli import main
+
+    path = tmp_path / "float32_engine.py"
+    path.write_text(FLOAT32)
+    assert main([str(path), "--check"]) == 3
+    out = capsys.readouterr().out
+    assert "no backward pass was checked numerically: not a clean bill" in out
+    assert "float32" in out
+    assert main([str(path), "--check", "--json"]) == 3
+    (f,) = json.loads(capsys.readouterr().out)
+    assert f["kind"] == "unchecked" and "float32" in f["message"]
+    namespace: dict = {}
+    exec(compile(FLOAT32, str(path), "exec"), namespace)
+    found = mgtui.check(namespace["train"])
+    assert found, "an unchecked run must not be an empty list"
+    (g,) = found
+    assert g.kind == "unchecked" and "no backward pass was checked numerically" in g.message

@@ -163,6 +163,7 @@ def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
         runs=1 + reruns.count,
         seconds=time.perf_counter() - started,
         notes=numerical.notes + ctx.notes,
+        uncovered=numerical.uncovered,
     )
 
 

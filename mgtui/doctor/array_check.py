@@ -177,6 +177,8 @@ class ArrayCheck:
         if unread:
             self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")
+            self.check.uncovered.append(f"{unread} _backward call(s) on arrays could not be "
+                                        f"checked numerically")
         return found
 
     def read_base(self, run: object) -> bool:

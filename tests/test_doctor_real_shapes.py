@@ -110,3 +110,99 @@ def test_what_could_not_be_checked_is_no_clean_bill(tmp_path, capsys):
     assert found, "an unchecked run must not be an empty list"
     (g,) = found
     assert g.kind == "unchecked" and "no backward pass was checked numerically" in g.message
+
+
+class Piece:
+    """A numpy node whose ops write into parts of their input's grad."""
+
+    def __init__(self, data, _prev=(), _op=''):
+        self.data = np.asarray(data, dtype=float)
+        self.grad = np.zeros_like(self.data)
+        self._prev, self._op = tuple(_prev), _op
+        self._backward = lambda: None
+
+    def column(self, i):
+        out = Piece(self.data[:, i:i + 1], (self,), 'column')
+        def _backward():
+            self.grad[:, i:i + 1] += out.grad
+        out._backward = _backward
+        return out
+
+    def rows(self, idx):
+        out = Piece(self.data[idx], (self,), 'rows')
+        def _backward():
+            np.add.at(self.grad, idx, out.grad)
+        out._backward = _backward
+        return out
+
+    def total(self):
+        out = Piece(self.data.sum(), (self,), 'total')
+        def _backward():
+            self.grad += np.ones_like(self.data) * out.grad
+        out._backward = _backward
+        return out
+
+    def __add__(self, other):
+        out = Piece(self.data + other.data, (self, other), '+')
+        def _backward():
+            self.grad += out.grad
+            other.grad += out.grad
+        out._backward = _backward
+        return out
+
+    def backward(self):
+        topo, seen = [], set()
+        def build(v):
+            if v not in seen:
+                seen.add(v)
+                for c in v._prev:
+                    build(c)
+                topo.append(v)
+        build(self)
+        self.grad = np.ones_like(self.data)
+        for v in reversed(topo):
+            v._backward()
+
+
+def test_writes_into_parts_of_a_grad_are_recorded_with_their_elements():
+    from mgtui.recording.inprocess import record_call
+
+    def fn():
+        h = Piece(np.arange(6.0).reshape(3, 2), _op='')
+        E = Piece(np.linspace(-1, 1, 8).reshape(4, 2), _op='')
+        picked = E.rows([1, 3, 1])  # token 1 twice: np.add.at adds both
+        (h.column(1).total() + picked.total()).backward()
+
+    t = record_call(fn)
+    by_op = {t.op(t.event_node(i)): i for i in range(len(t)) if t.kind(i).value == "backward"}
+    (w,) = t.writes(by_op["column"])
+    before, after = t.write_value(w.index, w.before, w.after)
+    assert np.array(after.values).reshape(3, 2).tolist() == [[0, 1], [0, 1], [0, 1]]
+    (w,) = t.writes(by_op["rows"])
+    _, after = t.write_value(w.index, w.before, w.after)
+    assert np.array(after.values).reshape(4, 2).tolist() == [[0, 0], [2, 2], [0, 0], [1, 1]]
+
+
+def test_a_correct_engine_writing_parts_of_grads_is_clean_and_a_bug_there_is_found():
+    def right():
+        h = Piece(np.linspace(-1, 1, 6).reshape(3, 2))
+        E = Piece(np.linspace(0.5, 2, 8).reshape(4, 2))
+        (h.column(1).total() + E.rows([1, 3, 1]).total()).backward()
+
+    assert mgtui.check(right) == []
+
+    class Dropped(Piece):
+        def rows(self, idx):
+            out = Dropped(self.data[idx], (self,), 'rows')
+            def _backward():
+                self.grad[idx] += out.grad  # a repeated index adds once
+            out._backward = _backward
+            return out
+
+    def wrong():
+        E = Dropped(np.linspace(0.5, 2, 8).reshape(4, 2))
+        E.rows([1, 3, 1]).total().backward()
+
+    (f,) = mgtui.check(wrong)
+    assert (f.kind, f.op) == ("wrong-derivative", "rows") and f.element[0] == 1
+    assert f.text.strip() == "self.grad[idx] += out.grad  # a repeated index adds once"

@@ -206,3 +206,117 @@ def test_a_correct_engine_writing_parts_of_grads_is_clean_and_a_bug_there_is_fou
     (f,) = mgtui.check(wrong)
     assert (f.kind, f.op) == ("wrong-derivative", "rows") and f.element[0] == 1
     assert f.text.strip() == "self.grad[idx] += out.grad  # a repeated index adds once"
+
+
+STE = '''
+"""A straight-through step in a tiny scalar engine"""
+import mgtui
+
+
+class V:
+    def __init__(self, data, _prev=(), _op=''):
+        self.data, self.grad = data, 0.0
+        self._prev, self._op = set(_prev), _op
+        self._backward = lambda: None
+
+    def __mul__(self, o):
+        out = V(self.data * o.data, (self, o), '*')
+        def _backward():
+            self.grad += o.data * out.grad
+            o.grad += self.data * out.grad
+        out._backward = _backward
+        return out
+
+    MARK
+    def OP(self):
+        out = V(1.0 if self.data > 0 else -1.0, (self,), 'OP')
+        def _backward():
+            self.grad += out.grad  # straight through
+        out._backward = _backward
+        return out
+
+    def backward(self):
+        topo, seen = [], set()
+        def build(v):
+            if v not in seen:
+                seen.add(v)
+                for c in v._prev:
+                    build(c)
+                topo.append(v)
+        build(self)
+        self.grad = 1.0
+        for v in reversed(topo):
+            v._backward()
+
+
+def train():
+    w, x = V(0.5), V(2.0)
+    (w.OP() * x).backward()
+
+
+if __name__ == "__main__":
+    train()
+'''
+
+
+def ste(tmp_path, op: str, mark: str = ""):
+    folder = tmp_path / op
+    folder.mkdir()
+    path = folder / f"{op}.py"
+    path.write_text(STE.replace("OP", op).replace("    MARK\n", f"    {mark}\n" if mark else ""))
+    return path
+
+
+def test_a_zero_finite_difference_reads_as_a_possible_straight_through_gradient(tmp_path):
+    from mgtui.doctor import diagnose
+
+    (f,) = diagnose(ste(tmp_path, "step_plain")).findings
+    assert (f.kind, f.op) == ("wrong-derivative", "step_plain")
+    assert "straight-through or surrogate gradient" in f.message
+    assert "@mgtui.intended_gradient" in f.message and "[tool.mgtui] intended_gradient" in f.message
+
+
+def test_a_gradient_marked_intended_is_not_reported(tmp_path, capsys):
+    from mgtui.cli import main
+    from mgtui.doctor import diagnose
+
+    marked = ste(tmp_path, "step_marked", "@mgtui.intended_gradient")
+    report = diagnose(marked)
+    assert report.findings == [] and report.checked_passes
+    assert any("step_marked is marked intended" in n for n in report.notes)
+    assert main([str(marked), "--check"]) == 0
+    configured = ste(tmp_path, "step_listed")
+    (configured.parent / "pyproject.toml").write_text(
+        '[tool.mgtui]\nintended_gradient = ["step_listed"]\n')
+    assert diagnose(configured).findings == []
+    other = ste(tmp_path, "step_other")  # (a mark names its op only)
+    assert [f.op for f in diagnose(other).findings] == ["step_other"]
+
+
+def test_a_straight_through_torch_function_is_worded_so_and_can_be_marked():
+    torch = __import__("pytest").importorskip("torch")
+
+    class StraightSign(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.sign(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad  # straight through, by design
+
+    def build(fn):
+        def run():
+            x = torch.tensor([0.5, -1.5, 2.0], dtype=torch.float64, requires_grad=True)
+            (fn.apply(x) * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+        return run
+
+    (f,) = mgtui.check(build(StraightSign))
+    assert (f.kind, f.op) == ("wrong-gradient", "StraightSign")
+    assert "straight-through or surrogate gradient" in f.message
+
+    @mgtui.intended_gradient
+    class MarkedSign(StraightSign):
+        pass
+
+    assert mgtui.check(build(MarkedSign)) == []

@@ -20,7 +20,7 @@ import time
 from typing import Callable
 
 from mgtui.defaults import DEFAULT_MAX_NODES
-from mgtui.doctor import jobs, torch_functions
+from mgtui.doctor import intended, jobs, torch_functions
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import KINDS, Finding, Report, one_per_line
 from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
@@ -75,14 +75,17 @@ def diagnose(
                    argv=tuple(argv), job=job_reference(torch_functions.probe), fields=fields)
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
+    job = result.job_result if isinstance(result.job_result, dict) else {}
+    marked = intended.names_for(scenario.path, job.get("intended"))
     if torch_functions.is_torch(result.trace):  # built-in ops trusted, custom Functions checked
-        checked = result.job_result.get("torch") if isinstance(result.job_result, dict) else None
-        return torch_functions.torch_report(result.trace, checked, started)
+        return intended.settle(torch_functions.torch_report(result.trace, job.get("torch"),
+                                                            started), marked)
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     hits, callers = jobs.probe_report(result.job_result)
-    return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
-                   on_progress=progress, started=started, callers=callers,
-                   arrays=jobs.probe_arrays(result.job_result))
+    return intended.settle(examine(result.trace, hits, reruns, passes=passes, sample=sample,
+                                   budget=budget, on_progress=progress, started=started,
+                                   callers=callers, arrays=jobs.probe_arrays(result.job_result)),
+                           marked)
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
@@ -101,11 +104,16 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     with torch_functions.checking() as checker:
         trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
                             fields=fields, refuse=True, callers=callers)
+    code = getattr(fn, "__code__", None)
+    marked = intended.names_for(code.co_filename if code is not None else None)
     if torch_functions.is_torch(trace):  # built-in ops trusted, custom Functions checked
-        return torch_functions.torch_report(trace, checker.report(), started)
-    return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
-                   sample=sample, budget=BUDGET if budget is None else budget,
-                   started=started, callers=callers, arrays=ArrayFacts.of(probe))
+        return intended.settle(torch_functions.torch_report(trace, checker.report(), started),
+                               marked)
+    return intended.settle(examine(trace, probe.hits, CallReruns(fn, seed, fields=fields),
+                                   passes=passes, sample=sample,
+                                   budget=BUDGET if budget is None else budget,
+                                   started=started, callers=callers, arrays=ArrayFacts.of(probe)),
+                           marked)
 
 
 def diagnose_recorded(trace: Trace, hits: list, callers: list = (),

@@ -320,3 +320,18 @@ def test_a_straight_through_torch_function_is_worded_so_and_can_be_marked():
         pass
 
     assert mgtui.check(build(MarkedSign)) == []
+
+
+def test_values_that_were_not_recorded_are_said_in_the_verdict(tmp_path, capsys):
+    from mgtui.cli import main
+    from mgtui.doctor import diagnose
+
+    path = tmp_path / "listed.py"
+    path.write_text("from engine.value import Value\n"
+                    "odd = Value([1.0, 2.0])  # a list: not recorded\n"
+                    "w, x = Value(0.5), Value(2.0)\n"
+                    "(w * x).tanh().backward()\n")
+    report = diagnose(path)
+    assert report.checked_passes and "(1 list)" in report.unchecked
+    assert main([str(path), "--check"]) != 0
+    assert "neither numbers nor numeric arrays were not recorded (1 list)" in capsys.readouterr().out

@@ -171,8 +171,19 @@ def examine(trace: Trace, hits, reruns: Reruns | CallReruns | None, *,
         runs=1 + reruns.count,
         seconds=time.perf_counter() - started,
         notes=numerical.notes + ctx.notes,
-        uncovered=numerical.uncovered,
+        uncovered=numerical.uncovered + unrecorded(trace),
     )
+
+
+def unrecorded(trace: Trace) -> list[str]:
+    """The values the recording could not keep (neither numbers nor numeric arrays):
+    the nodes that hold them were not checked."""
+    kinds = dict(trace.arrays.unrecorded)
+    if not kinds:
+        return []
+    named = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return [f"values that are neither numbers nor numeric arrays were not recorded "
+            f"({named}), so the nodes holding them were not checked"]
 
 
 def _no_progress(done: int, total: int, phase: str) -> None:

@@ -135,11 +135,17 @@ class Report:
 
 
 def one_per_line(found: Iterable[Finding]) -> list[Finding]:
-    """One finding per kind and source line (the first node it happened at), by step."""
+    """One finding per kind and source line (the first node it happened at), by step.
+    A wrong derivative at the line of an `overwrite` is that overwrite's consequence
+    (the `=` lost what was there), not a second problem: left out."""
+    found = list(found)
+    overwritten = {(f.file, f.line) for f in found if f.kind == "overwrite" and f.line}
     seen: set[tuple] = set()
     out: list[Finding] = []
     for f in found:
         key = (f.kind, f.file, f.line, f.text if f.line is None else "")
+        if f.kind == "wrong-derivative" and (f.file, f.line) in overwritten:
+            continue
         if key not in seen:
             seen.add(key)
             out.append(f)

@@ -3,8 +3,9 @@
 `x.grad[:, lo:hi] += g`, `x.grad[rows, labels] -= 1`, `x.grad /= n` on a view,
 `np.add.at(x.grad, idx, g)` and `np.add(a, b, out=x.grad)` change a grad array in
 place without storing to `x.grad`, so neither the hooks nor the rewritten code see
-them. After each `_backward` call on an engine with arrays, `note_inplace` compares the
-grad of every node the closure holds (its free variables and default arguments, and
+them. After each `_backward` call on an engine with arrays whose source shows such a
+write (`MARKS`: most closures store to the field, and cost one lookup), `note_inplace`
+compares the grad of every node the closure holds (its free variables and default arguments, and
 the nodes in a tuple or list among them) with the snapshot the recording last took of
 it; one that changed is recorded as a write of the call, from that snapshot to its
 value now, at the closure's line that writes into it (`x.grad[`, `(x.grad,`,
@@ -14,6 +15,7 @@ value now, at the closure's line that writes into it (`x.grad[`, `(x.grad,`,
 from __future__ import annotations
 
 import linecache
+import re
 from typing import Iterator
 
 from mgtui.recording.store import ID
@@ -21,6 +23,12 @@ from mgtui.trace import Field
 
 GRAD = Field.GRAD.code
 _lines: dict[tuple[int, str], int] = {}  # (id of a code, variable) -> its write's line
+_may: dict[int, bool] = {}  # id of a closure's code -> may it write a grad in place?
+# what a closure's source shows where it may change a grad in place: an element or slice
+# of it assigned, `np.add.at(x.grad, ...)` (any ufunc's `at`), `np.copyto(x.grad, ...)`,
+# `out=` (a helper that changes a grad it is handed is not looked into)
+MARKS = re.compile(r"grad\[[^\n]*\]\s*[-+*/@%]?=(?!=)|(\.at|copyto)\(\s*[\w.]*grad\s*,"
+                   r"|\bout\s*=")
 
 
 def note_inplace(records, fn: object) -> None:
@@ -30,6 +38,12 @@ def note_inplace(records, fn: object) -> None:
     last = arrays.last
     if not last or arrays.ndarray is None:
         return
+    code = getattr(fn, "__code__", None)
+    may = _may.get(id(code))
+    if may is None:
+        may = _may[id(code)] = code is not None and may_write(code)
+    if not may:
+        return  # (most closures: `x.grad += ...` stores to the field, which is recorded)
     for name, node in closure_nodes(fn):
         d = getattr(node, "__dict__", None)
         nid = d.get(ID) if type(d) is dict else None
@@ -88,6 +102,15 @@ def write_line(fn: object, name: str) -> int:
     if line is None:
         line = _lines[key] = find_write(code, name)
     return line
+
+
+def may_write(code) -> bool:
+    """Does the source of `code` show a grad written in place (`MARKS`)? True where
+    the source cannot be read."""
+    lines = [n for _, _, n in code.co_lines() if n is not None]
+    text = "".join(linecache.getline(code.co_filename, n)
+                   for n in range(code.co_firstlineno, max(lines, default=0) + 1))
+    return not text or MARKS.search(text) is not None
 
 
 def find_write(code, name: str) -> int:

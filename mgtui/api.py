@@ -134,11 +134,17 @@ class Findings(list):  # list["Finding"]
     ...), the node (`node`, `label`, `op`), where it is (`file`, `line`, `text`), a
     `message` with the numbers, and `numerical` and `recorded` grads where known.
     `unchecked` says what the numerical check did not cover (no backward pass checked
-    numerically), and the repr says it too.
+    numerically, calls it could not read), and the repr says it too. When that is all
+    there is to say, it is a finding of its own (kind `unchecked`): a check that did not
+    look is never an empty list (`said=False`, for a recorded block, which cannot be
+    re-run: `Recording.check` promises the trace checks only).
     """
 
-    def __init__(self, report: Report) -> None:
-        super().__init__(report.findings)
+    def __init__(self, report: Report, said: bool = True) -> None:
+        found = list(report.findings)
+        extra = report.unchecked_finding() if said and not found and report.error is None \
+            else None
+        super().__init__([*found, extra] if extra is not None else found)
         self.report = report
         self.error = report.error
         self.notes = list(report.notes)
@@ -154,7 +160,8 @@ class Findings(list):  # list["Finding"]
         return inert(format_report(self.report))
 
     def __repr__(self) -> str:
-        but = "" if self.unchecked is None else f"; but {self.unchecked}"
+        but = ("" if self.unchecked is None or any(f.kind == "unchecked" for f in self)
+               else f"; but {self.unchecked}")
         if not self:
             return f"Findings(no problems found{but})"
         # one line: pytest shows it in a failed `assert not mgtui.check(...)`
@@ -209,7 +216,7 @@ def check(target: CheckTarget, *, seed: int = 0, sample: int | None = None,
         trace = target.trace
         if target._unseen is not None:
             raise NotAGraph(target._unseen)
-        return Findings(diagnose_recorded(trace, target._hits, target._callers))
+        return Findings(diagnose_recorded(trace, target._hits, target._callers), said=False)
     if isinstance(target, (str, os.PathLike)):
         from mgtui.run.bundled import resolve
         from mgtui.doctor import diagnose

@@ -2,7 +2,8 @@
 
 Exit codes: 0 the scenario ran to completion (and `--check` found nothing), 1 the
 scenario raised or `--check` found a problem (the partial output is still printed),
-2 it could not run at all. Errors go to stderr as short messages, never tracebacks.
+2 it could not run at all, 3 `--check` found nothing but could not check all of the
+gradients numerically (it says what and why): not a clean bill. Errors go to stderr as short messages, never tracebacks.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mgtui.safe import inert
 # mgtui.recording.recorder's and mgtui.run.runner's, without importing them before the scenario's
 # child starts (a test checks they agree)
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
+EXIT_UNCHECKED = 3  # `--check`: no finding, but part of the gradients was not checked
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "lesson as one HTML page that replays it offline, or as an asciinema "
                       "recording of the app (asciicast v2), to stdout")
     mode.add_argument("--check", action="store_true",
-                      help="run the gradient doctor and report what it finds")
+                      help="run the gradient doctor and report what it finds (exit 0: "
+                      "no problem, 1: a problem, 3: none found but some gradients could "
+                      "not be checked numerically, as the report says)")
     mode.add_argument("--list", action="store_true", help="list the bundled scenarios")
     parser.add_argument("--save", metavar="TRACE.mgtrace",
                         help="also write the trace to a compact binary file that "
@@ -451,7 +455,8 @@ class InertStream:
 
 def run_check(path: Path, args: argparse.Namespace) -> int:
     """`mgtui FILE --check`: the doctor's report (or its findings as JSON) on stdout,
-    its progress on stderr; exit 1 if it found a problem or the scenario raised."""
+    its progress on stderr; exit 1 if it found a problem or the scenario raised, 3 if
+    it found none but could not check every gradient numerically."""
     from mgtui.doctor import diagnose
     from mgtui.tui.report import format_report
 
@@ -467,14 +472,17 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
         return fail(exc.message, exc.detail)
     progress.done()
     if args.json:
-        sys.stdout.write(json.dumps([finding_json(f, report) for f in report.findings],
-                                    indent=2) + "\n")
+        unchecked = report.unchecked_finding() if report.clean else None  # (its own finding)
+        found = [*report.findings, *([unchecked] if unchecked is not None else [])]
+        sys.stdout.write(json.dumps([finding_json(f, report) for f in found], indent=2) + "\n")
     else:
         InertStream(sys.stdout).write(format_report(report))
     sys.stdout.flush()
     if report.error is not None:
         say(f"{path}: {report.trace.error_text()} (checked up to there)")
-    return EXIT_OK if report.clean else EXIT_FAILED
+    if not report.clean:
+        return EXIT_FAILED
+    return EXIT_OK if report.unchecked is None else EXIT_UNCHECKED
 
 
 def finding_json(finding, report) -> dict:

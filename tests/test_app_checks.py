@@ -76,3 +76,19 @@ async def test_a_saved_trace_cannot_be_checked(tmp_path, capsys):
         await pilot.press("d")
         await pilot.pause()
         assert "no code to run" in screen.query_one(ChecksPane).status
+
+
+async def test_what_was_not_checked_is_no_clean_bill_in_the_app(tmp_path):
+    """A float32 tensor engine: no gradient could be checked numerically (issue 33)."""
+    import test_doctor_real_shapes as shapes
+
+    path = tmp_path / "float32_engine.py"
+    path.write_text(shapes.FLOAT32)
+    app = MgtuiApp(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.debugger
+        assert await wait_for(pilot, lambda: screen.trace is not None)
+        await pilot.press("d")
+        pane = screen.query_one(ChecksPane)
+        assert await wait_for(pilot, lambda: "clean bill" in pane.status)
+        assert "✓" not in pane.status and "checked numerically" in pane.status

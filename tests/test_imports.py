@@ -22,7 +22,8 @@ LINT = Path(sys.executable).with_name("lint-imports")
 # The headless core, by room: every module under these is imported with textual blocked.
 CORE_ROOMS = ("mgtui.trace", "mgtui.recording", "mgtui.run", "mgtui.session", "mgtui.doctor",
               "mgtui.compare")
-SHARED = ("mgtui.safe", "mgtui.errors", "mgtui.memory", "mgtui.defaults", "mgtui.version")
+SHARED = ("mgtui.safe", "mgtui.errors", "mgtui.memory", "mgtui.defaults", "mgtui.version",
+          "mgtui.marks")
 
 
 def lint(cwd: Path, *contracts: str) -> subprocess.CompletedProcess:

@@ -378,10 +378,12 @@ def test_a_report_with_no_numerical_check_says_so(monkeypatch):
         x = engine.Value(0.5)
         return x * x
 
-    found = mgtui.check(forward_only)
-    assert not found and found.unchecked == "no backward pass was run, so no gradient was checked"
-    assert repr(found) == ("Findings(no problems found; but no backward pass was run, so no "
-                           "gradient was checked)")
+    found = mgtui.check(forward_only)  # (issue 33: never a clean bill for what was not checked)
+    assert found.unchecked == "no backward pass was run, so no gradient was checked"
+    (f,) = found
+    assert f.kind == "unchecked" and "no backward pass was run" in f.message
+    assert repr(found).startswith("Findings(unchecked at ") and "no backward pass was run" \
+        in repr(found)
     assert "no problems found, but no backward pass was run" in str(found)
     with mgtui.record() as rec:
         y = engine.Value(0.5) * engine.Value(2.0)
@@ -394,8 +396,9 @@ def test_a_cli_report_with_no_backward_pass_says_so(write_scenario):
     path = write_scenario("forward", "from engine import Value\na = Value(2.0) * Value(3.0)\n")
     done = subprocess.run([sys.executable, "-m", "mgtui.cli", str(path), "--check"],
                           capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0
+    assert done.returncode == 3  # not a clean bill (issue 33)
     assert "no problems found, but no backward pass was run" in done.stdout
+    assert "not a clean bill" in done.stdout
 
 
 async def test_the_app_shows_the_message_instead_of_an_empty_trace(tmp_path):

@@ -20,7 +20,7 @@ import time
 from typing import Callable
 
 from mgtui.defaults import DEFAULT_MAX_NODES
-from mgtui.doctor import jobs, torch_functions
+from mgtui.doctor import intended, jobs, torch_functions
 from mgtui.doctor.engines import How, Seen, doctor_of
 from mgtui.doctor.findings import KINDS, Finding, Report
 from mgtui.doctor.numerical import BUDGET, PassChoice, ProgressFn
@@ -70,12 +70,15 @@ def diagnose(
                    job_args={"passes": passes})
     result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
     raise_if_interrupted(result.trace)
-    checked = result.job_result.get("torch") if isinstance(result.job_result, dict) else None
+    job = result.job_result if isinstance(result.job_result, dict) else {}
+    marked = intended.names_for(scenario.path, job.get("intended"))
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
     hits, callers = jobs.probe_report(result.job_result)
-    return examine(result.trace, hits, reruns, passes=passes, sample=sample, budget=budget,
-                   on_progress=progress, started=started, callers=callers,
-                   arrays=jobs.probe_arrays(result.job_result), functions=checked)
+    return intended.settle(examine(result.trace, hits, reruns, passes=passes, sample=sample,
+                                   budget=budget, on_progress=progress, started=started,
+                                   callers=callers, arrays=jobs.probe_arrays(result.job_result),
+                                   functions=job.get("torch")),
+                           marked)
 
 
 def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None = None,
@@ -94,10 +97,14 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     checker = torch_functions.FunctionChecker(passes=passes)
     trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
                         fields=fields, refuse=True, callers=callers, on_function=checker)
-    return examine(trace, probe.hits, CallReruns(fn, seed, fields=fields), passes=passes,
-                   sample=sample, budget=BUDGET if budget is None else budget,
-                   started=started, callers=callers, arrays=ArrayFacts.of(probe),
-                   functions=checker.report())
+    code = getattr(fn, "__code__", None)
+    marked = intended.names_for(code.co_filename if code is not None else None)
+    return intended.settle(examine(trace, probe.hits, CallReruns(fn, seed, fields=fields),
+                                   passes=passes, sample=sample,
+                                   budget=BUDGET if budget is None else budget,
+                                   started=started, callers=callers, arrays=ArrayFacts.of(probe),
+                                   functions=checker.report()),
+                           marked)
 
 
 def diagnose_recorded(trace: Trace, hits: list, callers: list = (),

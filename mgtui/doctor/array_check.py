@@ -108,7 +108,8 @@ class ArrayCheck:
             first, root = t.first_backward(p), t.backward_root(p)
             assert first is not None and root is not None
             nodes = t.ancestors(root)
-            leaves = [n for n in nodes if t.is_leaf(n)]
+            leaves = [n for n in nodes  # (a constant, integer or not requiring grad, stays)
+                      if t.is_leaf(n) and n not in self.ctx.arrays.constants]
             stop_after = len(t.events_of(EventKind.BACKWARD, 0, first))
             self.plans.append(ArrayPlan(p, first, stop_after, root, nodes, leaves,
                                         t.backward_calls(p)))
@@ -176,6 +177,8 @@ class ArrayCheck:
         if unread:
             self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")
+            self.check.uncovered.append(f"{unread} _backward call(s) on arrays could not be "
+                                        f"checked numerically")
         return found
 
     def read_base(self, run: object) -> bool:
@@ -283,7 +286,8 @@ class ArrayCheck:
         (`ELEMENTS_AT_ONCE` at a time, within the time budget). None if every input is
         right nudged alone, centrally or on either side (the suspect sat at a kink)."""
         t, ctx = self.trace, self.ctx
-        inputs = [c for c in ctx.inputs(s.node) if c in s.contrib][:MAX_INPUTS]
+        inputs = [c for c in ctx.inputs(s.node)
+                  if c in s.contrib and c not in ctx.arrays.constants][:MAX_INPUTS]
         k = plan.stop_after
         snap = {k: [s.node, *inputs, plan.root]}
         base = self.base.get(k, {})

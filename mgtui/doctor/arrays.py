@@ -166,18 +166,31 @@ class ArrayWatch:
 
     def __init__(self) -> None:
         self.shapes: dict[int, tuple] = {}
-        self.dtypes: set[str] = set()  # the dtypes of array data other than float64
+        self.dtypes: set[str] = set()  # the float dtypes of array data other than float64
+        self.constants: set[int] = set()  # integer data, or `requires_grad` False
 
     def __call__(self, nid: int, d) -> None:
         data = d.get("data")
         if type(data) is float or not is_array(data):
             return
         self.note(nid, data)
+        if nid >= 0 and own_dict(d).get("requires_grad", True) is False:
+            self.constants.add(nid)
 
     def note(self, nid: int, data) -> None:
-        """Node `nid` holds `data`: its shape (and dtype) if it is an array."""
+        """Node `nid` holds `data`: its shape (and dtype) if it is an array. Integer data
+        (labels, indices, `Tensor(1)`) has no gradient: a constant, not a float to nudge."""
         if is_array(data):
             if nid >= 0:
                 self.shapes.setdefault(nid, tuple(data.shape))
-            if data.dtype.name != "float64":
+            if data.dtype.kind in "biu":
+                if nid >= 0:
+                    self.constants.add(nid)
+            elif data.dtype.name != "float64":
                 self.dtypes.add(data.dtype.name)
+
+
+def own_dict(d) -> dict:
+    """A node's own instance dict (`d`, or the one a `MappedNode` view reads)."""
+    inner = getattr(d, "d", d)
+    return inner if isinstance(inner, dict) else {}

@@ -103,7 +103,8 @@ class MicrogradDoctor:
             budget=how.budget, numerical_seconds=numerical.seconds,
             checked_nodes=numerical.checked_nodes, checked_calls=numerical.checked_calls,
             runs=1 + reruns.count, seconds=time.perf_counter() - how.started,
-            notes=numerical.notes + ctx.notes)
+            notes=numerical.notes + ctx.notes,
+            uncovered=numerical.uncovered + unrecorded(trace))
 
 
 class TorchDoctor:
@@ -115,6 +116,17 @@ class TorchDoctor:
     def examine(self, trace: Trace, seen: Seen, reruns, how: How) -> Report:
         return torch_functions.torch_report(trace, seen.functions, how.started,
                                             block=reruns is None, asked=how.passes)
+
+
+def unrecorded(trace: Trace) -> list[str]:
+    """The values the recording could not keep (neither numbers nor numeric arrays):
+    the nodes that hold them were not checked."""
+    kinds = dict(trace.arrays.unrecorded)
+    if not kinds:
+        return []
+    named = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return [f"values that are neither numbers nor numeric arrays were not recorded "
+            f"({named}), so the nodes holding them were not checked"]
 
 
 DOCTORS: dict[str, EngineDoctor] = {

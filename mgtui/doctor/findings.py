@@ -20,6 +20,7 @@ KINDS = {
     "non-finite": "nan or inf",
     "wrong-gradient": "gradient differs from the numerical one",
     "grad-shape": "a grad whose shape differs from its data's",
+    "unchecked": "not checked numerically",
 }
 
 
@@ -87,6 +88,7 @@ class Report:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     scope: str = "every step of every pass"  # what the trace checks looked at
+    uncovered: list[str] = field(default_factory=list)  # what could not be checked, and why
 
     @property
     def checked_pass(self) -> Pass | None:
@@ -111,10 +113,20 @@ class Report:
         clean verdict on gradients nobody checked is no verdict); None if it checked a
         backward pass."""
         if self.checked_passes:
-            return None
+            return "; ".join(self.uncovered) or None
         if not self.backward_count:
             return "no backward pass was run, so no gradient was checked"
         return "no backward pass was checked numerically"
+
+    def unchecked_finding(self) -> Finding | None:
+        """What the numerical check did not cover, as a finding of its own (kind
+        `unchecked`), for a caller whose verdict is "no findings" (`mgtui.check`)."""
+        why = self.unchecked
+        if why is None:
+            return None
+        why = why + (": " + "; ".join(self.notes) if self.notes else "")
+        return Finding("unchecked", -1, "", "", 0, self.trace.scenario, None, "",
+                       f"not a clean bill: {why}")
 
     @property
     def nodes(self) -> set[int]:
@@ -123,11 +135,17 @@ class Report:
 
 
 def one_per_line(found: Iterable[Finding]) -> list[Finding]:
-    """One finding per kind and source line (the first node it happened at), by step."""
+    """One finding per kind and source line (the first node it happened at), by step.
+    A wrong derivative at the line of an `overwrite` is that overwrite's consequence
+    (the `=` lost what was there), not a second problem: left out."""
+    found = list(found)
+    overwritten = {(f.file, f.line) for f in found if f.kind == "overwrite" and f.line}
     seen: set[tuple] = set()
     out: list[Finding] = []
     for f in found:
         key = (f.kind, f.file, f.line, f.text if f.line is None else "")
+        if f.kind == "wrong-derivative" and (f.file, f.line) in overwritten:
+            continue
         if key not in seen:
             seen.add(key)
             out.append(f)

@@ -14,6 +14,7 @@ from typing import Callable
 
 from mgtui.doctor.probe import ArrayFacts, OverwriteProbe
 from mgtui.recording.probes import Hooks, StopRecording
+from mgtui.marks import INTENDED
 
 
 class Nudge:
@@ -92,6 +93,8 @@ class ProbeJob:
                "callers": [[event, [list(f) for f in chain]] for event, chain in callers]}
         if self.probe.watch.shapes:
             out["arrays"] = ArrayFacts.of(self.probe).to_json()
+        if INTENDED:  # the ops the scenario marked with `mgtui.intended_gradient`
+            out["intended"] = sorted(INTENDED)
         return out
 
 

@@ -124,6 +124,7 @@ class NumericalCheck:
         self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
         self.seconds = 0.0
         self.notes: list[str] = []
+        self.uncovered: list[str] = []  # what could not be checked, said as the verdict's "but"
         self.wrong_in = WrongPasses(trace, ctx)
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
         self.sampled = True
@@ -250,6 +251,8 @@ class NumericalCheck:
                               f"checked numerically (there are "
                               f"{len(backward)}; a pass must be complete, call _backward and "
                               f"start from a seeded, finite root)")
+            self.uncovered.append(f"backward pass(es) {', '.join(map(str, missing))} could "
+                                  f"not be checked numerically")
         return chosen
 
     def plan(self, p: Pass, sample: int | None, rng: random.Random) -> Plan:

@@ -244,16 +244,17 @@ class ArrayFacts(NamedTuple):
     shapes: dict
     shape_hits: tuple = ()
     dtypes: tuple = ()
+    constants: frozenset = frozenset()  # nodes with no gradient: integer data, no requires_grad
 
     @classmethod
     def of(cls, probe: OverwriteProbe) -> ArrayFacts:
         return cls(dict(probe.watch.shapes), tuple(probe.shape_hits),
-                   tuple(sorted(probe.watch.dtypes)))
+                   tuple(sorted(probe.watch.dtypes)), frozenset(probe.watch.constants))
 
     def to_json(self) -> dict:
         return {"shapes": {str(k): list(v) for k, v in self.shapes.items()},
                 "shape_hits": [[c, n, t, list(g), list(s)] for c, n, t, g, s in self.shape_hits],
-                "dtypes": list(self.dtypes)}
+                "dtypes": list(self.dtypes), "constants": sorted(self.constants)}
 
     @classmethod
     def from_json(cls, obj: object) -> ArrayFacts:
@@ -262,7 +263,8 @@ class ArrayFacts(NamedTuple):
         return cls({int(k): tuple(v) for k, v in obj.get("shapes", {}).items()},
                    tuple(ShapeHit(int(c), int(n), int(t), tuple(g), tuple(s))
                          for c, n, t, g, s in obj.get("shape_hits", ())),
-                   tuple(str(x) for x in obj.get("dtypes", ())))
+                   tuple(str(x) for x in obj.get("dtypes", ())),
+                   frozenset(int(n) for n in obj.get("constants", ())))
 
 
 NO_ARRAYS = ArrayFacts({})

@@ -238,6 +238,8 @@ def torch_report(trace: Trace, checked: dict | None, started: float,
                   budget=float(checked.get("budget", BUDGET)),
                   numerical_seconds=float(checked.get("seconds", 0.0)),
                   seconds=time.perf_counter() - started, notes=notes,
+                  uncovered=[f"{checked['unchecked']} custom Function backward call(s) were "
+                             f"not checked numerically"] if checked.get("unchecked") else [],
                   scope="each custom autograd Function's backward (built-in torch ops "
                         "are trusted)")
 

@@ -278,13 +278,16 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
     roots: dict[int, int | None] = {}  # backward pass -> its root
     last_update = -1  # the last data write outside `_backward`
     backward = {p.index for p in ctx.backward_passes}
+    updated = updated_nodes(t)
     found = []
     for p in t.passes:
         if p.kind == "forward":
             continue  # creations change no grad
         calls = {i: t.grad_targets(i) for i in t.backward_calls(p)}  # call -> grads it wrote
         if p.index in backward:
-            stale = stale_grads(t, p, calls, grad, held, ends, roots, last_update)
+            stale = [(nid, q) for nid, q in
+                     stale_grads(t, p, calls, grad, held, ends, roots, last_update)
+                     if not (updated and t.is_leaf(nid) and nid not in updated)]
             if stale:
                 ctx.explained_passes.add(p.index)
                 found.append(zero_grad_finding(t, ctx, p, calls, stale, grad, ends, last_update))
@@ -305,6 +308,15 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
     return found
 
 
+def updated_nodes(t: Trace) -> set[int]:
+    """The nodes whose data the scenario changed outside a backward pass: the parameters,
+    where it updates any. A leaf it never changes (an input, a target) may keep a grad
+    from pass to pass harmlessly, when the parameters are zeroed (most engines' zero_grad
+    zeroes only those)."""
+    return {t.event_node(i) for p in t.passes if p.kind != "backward" for i in p.steps
+            if t.kind(i) is EventKind.DATA}
+
+
 def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
                 held: dict[int, int], ends: dict[int, int], roots: dict[int, int | None],
                 last_update: int) -> list[tuple[int, int]]:
@@ -321,7 +333,7 @@ def stale_grads(t: Trace, p: Pass, calls: dict[int, list[int]], grad: array,
             q = held.get(nid)
             if q is None or grad_is_zero(t, nid, p.start, grad[nid]):
                 continue
-            if last_update > ends[q] or roots.get(q) == root:
+            if last_update >= ends[q] or roots.get(q) == root:
                 stale.append((nid, q))
     return stale
 
@@ -343,7 +355,7 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     first = t.first_backward(p)
     assert first is not None
     step = next((i for i, written in calls.items() if i >= first and nid in written), first)
-    why = ("the parameters were updated in between" if last_update > ends[q]
+    why = ("the parameters were updated in between" if last_update >= ends[q]
            else "it is the same graph again")
     more = f", and {len(stale) - 1} more node(s) like it" if len(stale) > 1 else ""
     value = t.value_at(nid, True, p.start, grad[nid])  # (an array grad's, as a summary)

@@ -123,6 +123,8 @@ class ArraySnapshots:
             return self._not_recorded(f"numpy array of {x.dtype}")  # type: ignore[attr-defined]
         if t is int or t is float:
             return None, x
+        if x is None:  # a grad not written yet, or set to None between steps (as torch
+            return None, 0.0  # does): the engine adds onto it as onto 0, so 0 it is
         np = sys.modules.get("numpy")
         if np is not None:
             if self.ndarray is None:
@@ -253,6 +255,8 @@ class ArraySnapshots:
         write while `records.stack` is not empty, else an event): (before, after) as the
         row holds them."""
         x: Any = value
+        if before is None:  # (a grad not written yet: 0, as `snap` says)
+            before = 0.0
         if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
                 x.dtype is self.f64 or x.dtype is self.f32):  # (as `made`)
             after_value, after = ArrayValue(x.shape, "float64" if x.dtype is self.f64

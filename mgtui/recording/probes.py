@@ -32,6 +32,7 @@ import sysconfig
 import types
 from typing import Callable, NamedTuple, Protocol
 
+from mgtui.recording.inplace_grads import note_inplace
 from mgtui.recording.store import BACKWARD, CREATE, DATA, GRAD, ID, Records
 from mgtui.recording.shapes import MICROGRAD, FieldMap, ShapeFinder
 from mgtui.trace import Field
@@ -440,6 +441,7 @@ class BackwardCalls:
         skip = watch.skip if watch is not None else ()
         add_event, writes, stack = records.add_event, records.writes, records.stack
         made_inside, closure_index = records.made_inside, records.closure_index
+        arrays = records.arrays
         getframe = sys._getframe
         note_caller, last_caller = callers.note, callers.last
 
@@ -470,6 +472,8 @@ class BackwardCalls:
             try:
                 return fn()
             finally:
+                if arrays.last:  # writes into parts of an array grad (`grad[i] += ...`)
+                    note_inplace(records, fn)
                 stack.pop()
                 if made_inside and not stack:
                     for made in made_inside:

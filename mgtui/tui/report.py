@@ -258,7 +258,10 @@ def format_report(report: Report) -> str:
     n = len(report.findings)
     verdict = "no problems found" if n == 0 else f"{n} problem{'s' if n != 1 else ''} found"
     unchecked = report.unchecked
-    out.append(f"{verdict}." if unchecked is None else f"{verdict}, but {unchecked}.")
+    if unchecked is None:
+        out.append(f"{verdict}.")
+    else:  # (`--check` exits 3 when that is all: a verdict on what was not checked is none)
+        out.append(f"{verdict}, but {unchecked}" + (": not a clean bill." if n == 0 else "."))
     out.append(f"({report.seconds:.1f} s)")
     return "\n".join(out) + "\n"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+from mgtui.recording.inplace_grads import note_inplace
 from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, StopRecording, ordered
 from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW, PACK_EVERY
 
@@ -268,6 +269,8 @@ def call_backward(node, here):
     try:
         return fn()
     finally:
+        if rec.records.arrays.last:  # writes into parts of an array grad
+            note_inplace(rec.records, fn)
         stack.pop()
         if made_inside and not stack:
             inside_made()
@@ -317,6 +320,8 @@ def call_fully(node, fn, frame, here=NO_HERE):
     try:
         return fn()
     finally:
+        if rec.records.arrays.last:  # writes into parts of an array grad
+            note_inplace(rec.records, fn)
         stack.pop()
         if made_inside and not stack:
             inside_made()

@@ -14,6 +14,8 @@ from textual.message import Message
 from textual.widgets import OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
+from mgtui.safe import inert_line
+
 
 class ChecksPane(Vertical):
     DEFAULT_CSS = """
@@ -78,6 +80,10 @@ class ChecksPane(Vertical):
             n = len(self.findings)
             summary.append(f"✗ {n} problem{'s' if n != 1 else ''} found", style="bold reverse")
             summary.append("  (enter on one goes to its step)")
+        elif getattr(report, "unchecked", None):  # never a clean bill for what was not checked
+            summary.append(f"? no problems found, but {inert_line(report.unchecked)}: not a "
+                           "clean bill",
+                           style="bold")
         else:
             summary.append("✓ no problems found", style="bold")
         if report.error is not None:

@@ -14,7 +14,7 @@ from textual.widget import MountError
 from textual.widgets import Static, TabbedContent, Tabs
 
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
-from mgtui.safe import bounded
+from mgtui.safe import bounded, inert_line
 from mgtui.tui.widgets.checks import ChecksPane
 from mgtui.tui.widgets.node_table import NodeTable
 
@@ -149,8 +149,11 @@ class SideTabs:
         if self.session is not None:
             self._move(self.session.set_findings(report.findings))
         n = len(report.findings)
+        unchecked = getattr(report, "unchecked", None)
         self.notify(f"Checks: {n} problem{'s' if n != 1 else ''} found." if n
-                    else "Checks: no problems found.", severity="warning" if n else "information",
+                    else f"Checks: no problems found, but {inert_line(unchecked)}." if unchecked
+                    else "Checks: no problems found.",
+                    severity="warning" if n or unchecked else "information",
                     timeout=4, markup=False)
 
     def on_checks_failed(self, message: ChecksFailed) -> None:

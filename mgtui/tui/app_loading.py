@@ -356,6 +356,10 @@ class TraceLoading:
         self.open_path(message.path)
 
     def action_cancel_loading(self) -> None:
+        """ctrl+c: a recording in progress is stopped."""
+        self.cancel_recording()
+
+    def cancel_recording(self) -> None:
         run = self._run
         if run is not None:
             run.cancel("cancelled with ctrl+c")
@@ -367,7 +371,7 @@ class TraceLoading:
         run = self._run
         if now and run is not None:
             run.end_now("the debugger was closed")
-        self.action_cancel_loading()
+        self.cancel_recording()
         for worker in list(self.workers):
             if worker.group == "checks":
                 worker.cancel()

@@ -54,7 +54,8 @@ from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
 from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fields
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
-from mgtui.recording.torch_watch import MISSING_TORCH, TorchWatch, missing_torch, torch_module
+from mgtui.recording.extras import missing_extra
+from mgtui.recording.torch_watch import TorchWatch, torch_module
 from mgtui.trace import Trace, TraceBuilder, TraceError
 from mgtui.trace.engine_kind import ARRAY, SCALAR, TORCH
 
@@ -378,10 +379,8 @@ class Recorder:
         except StopRecording as exc:
             reason = self.stop_reason or str(exc) or "stopped"
             return self.trace_error(exc, "Stopped", f"recording stopped: {reason}")
-        except ModuleNotFoundError as exc:
-            if missing_torch(exc):
-                return self.trace_error(exc, "ModuleNotFoundError", MISSING_TORCH)
-            return self.trace_error(exc, type(exc).__name__, str(exc))
+        except ModuleNotFoundError as exc:  # (an extra not installed: says which)
+            return self.trace_error(exc, type(exc).__name__, missing_extra(exc) or str(exc))
         except BaseException as exc:  # noqa: BLE001 - the scenario's error is data
             if isinstance(exc, KeyboardInterrupt) and self.stop_reason is None:
                 self.stop_reason = "interrupted"

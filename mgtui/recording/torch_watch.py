@@ -7,8 +7,8 @@ installed.
 recorder's probes: it attaches to torch's `Tensor`, at once if torch is loaded already
 (the in-code API, a scenario run in-process), and otherwise through a finder on
 `sys.meta_path` as soon as the scenario's `import torch` has finished. `detach()` takes
-both off again. A scenario that imports torch where it is not installed ends with
-`MISSING_TORCH`, which says how to install it.
+both off again. A scenario that imports torch where it is not installed ends with a
+message that says how to install it (`mgtui.recording.extras`).
 
 The doctor checks custom `torch.autograd.Function`s through the recording's hooks, as
 it drives every recording (`Hooks.on_function`, `mgtui.doctor.torch_functions`): the
@@ -24,19 +24,9 @@ from typing import Callable
 
 from mgtui.recording.shapes import MICROGRAD, FieldMap
 
-MISSING_TORCH = ("this scenario uses PyTorch, which is not installed here: "
-                 "install it with  pip install 'mgtui[torch]'")
-
-
 def torch_module(name: str) -> bool:
     """Is `name` torch's own module (its classes are no micrograd-style values)?"""
     return name == "torch" or name.startswith("torch.")
-
-
-def missing_torch(exc: BaseException) -> bool:
-    """Is `exc` the scenario's `import torch` failing because torch is not installed?"""
-    return (isinstance(exc, ModuleNotFoundError)
-            and (exc.name or "").partition(".")[0] == "torch")
 
 
 class TorchWatch:

@@ -98,7 +98,7 @@ def test_the_torch_probe_is_one_of_the_recorders_probes_and_its_hook_a_field():
 def test_no_sentinel_and_array_checks_only_in_the_array_engines_modules():
     """The engine is asked, not guessed: no `"<torch>"` string in the package, and the
     checks for an array value only in the array engine's own modules."""
-    array_engine = {  # (README, Architecture: where each engine's code lives)
+    array_engine = {  # (docs/engines.md: where each engine's code lives)
         "recording/array_values.py", "trace/arrays.py", "trace/array_text.py",
         "trace/explain_arrays.py", "trace/export_arrays.py", "doctor/arrays.py",
         "doctor/array_check.py", "doctor/array_runs.py", "compare/array_values.py"}

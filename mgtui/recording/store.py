@@ -1,5 +1,5 @@
 """The record store of one recording: what every probe writes, and what both the
-finished trace (`Recorder.finish`) and the runner's child stream (`runner_child.Flusher`)
+finished trace (`Recorder.finish`) and the runner's child stream (`run/child.py`'s `Flusher`)
 are read from.
 
 Probes append rows flat, one `extend` of a tuple a record, into a few columns (plain

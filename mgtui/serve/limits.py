@@ -1,7 +1,7 @@
 """What one client may cost a class server, whatever it sends: the largest window a
 session is drawn at, how much of its input waits for the app, how many logins one
-address may have open at once and how long a connection may say nothing. (README.md,
-"Teaching a class", lists every limit.)"""
+address may have open at once and how long a connection may say nothing. (docs/teaching.md,
+"What one student can cost the class", lists every limit.)"""
 
 from __future__ import annotations
 

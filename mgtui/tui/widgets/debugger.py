@@ -85,6 +85,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self._pending: tuple[Trace, int, int | None] | None = None
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
+        self._fitted_for = None  # the terminal size the table was last fitted to (on_resize)
         self.moved_at = 0.0  # time.monotonic() of the user's last move
         self.quiz = False  # quiz mode for self-study (`mgtui FILE --quiz`)
         # `mgtui diff`: the comparison's lines, and where it found the first difference
@@ -450,7 +451,10 @@ class DebuggerScreen(SideTabs, Screen[None]):
         width, height = self.app.size
         self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
         self._refresh_keys()
-        self.call_after_refresh(self._fit_table)  # (a scrollbar under the table, or not)
+        if self._fitted_for != self.app.size:  # (a new terminal size: not the screen's own
+            # resizes as it lays out, each of which would ask for another refresh)
+            self._fitted_for = self.app.size
+            self.call_after_refresh(self._fit_table)  # (a scrollbar under the table, or not)
 
     def _fit_table(self) -> None:
         fit_table(self, self.graph_shown or self.has_class("-huge"))

@@ -20,9 +20,13 @@ arrays live, through hooks of their own (`mgtui.doctor.array_runs`).
   elements, a few at a time (all of a small input, `arrays.FEW` of a big one), until
   one is off. Its numerical contribution is
   `(sum(N.grad * dN) - the other elements' terms) / dc_j`.
-- The first run of those elements also replays the call under a line tracer to find
-  the line that made the wrong value (`array_runs.origin_line`): `unbroadcast`'s
-  `mean`, not the line calling it.
+- Once an element is found off, one more run replays the call under a line tracer to
+  find the line that made the wrong value (`array_runs.origin_line`,
+  `mgtui.doctor.origins`): `unbroadcast`'s `mean`, not the line calling it; a
+  `Function.backward`'s `return`, not the closure adding what it returned; and, from
+  what was measured of the right value (the element, the elements found right, the sum
+  along the input's nudge), an earlier number it was computed from that, changed
+  alone, makes it right (`Mean`'s count `n`, not the `return` dividing by it).
 
 numpy is imported here, and only this module is imported once arrays have shown up.
 """
@@ -87,9 +91,7 @@ class ArrayCheck:
         self.direction: dict[int, float] = {}
         self.pending: list = []
         self.started = time.perf_counter()
-        self.origins: dict[tuple[int, int], list] = {}  # (call, input) -> [file, line]
         self.wrong_closures: set[int] = set()  # closures with a finding
-        self.traced: set[tuple[int, int]] = set()  # (call, input) whose value was traced
 
     # -- the runs --------------------------------------------------------------------------
     def begin(self, passes: list[Pass]) -> None:
@@ -292,27 +294,32 @@ class ArrayCheck:
         snap = {k: [s.node, *inputs, plan.root]}
         base = self.base.get(k, {})
         runs = self.runs([({c: H_SINGLE}, {}) for c in inputs], k, snap)
-        wrong = [c for c, (up, down) in zip(inputs, runs)
+        wrong = [(c, up, down) for c, (up, down) in zip(inputs, runs)
                  if up is not None and not self.input_ok(s, inputs, up, down, base)]
         if not wrong:
             self.check.kinks += 1
             return None
         unchecked = []
-        for c in wrong:
+        for c, c_up, c_down in wrong:
             elements = sample_elements(s.contrib[c].size, self.reruns.seed + c)
+            right: dict[int, float] = {}
             for n in range(0, len(elements), ELEMENTS_AT_ONCE):
                 if time.perf_counter() - self.started > self.check.budget and n:
                     break
                 self.check.progress(n, len(elements), "checking elements")
                 batch = elements[n:n + ELEMENTS_AT_ONCE]
-                runs = self.runs([({c: H_SINGLE}, {c: j}) for j in batch], k, snap,
-                                 origin=(plan.calls.index(s.event) + k, c))
+                runs = self.runs([({c: H_SINGLE}, {c: j}) for j in batch], k, snap)
                 for j, (up, down) in zip(batch, runs):
                     numbers = (self.element_numbers(plan, s, inputs, c, j, up, down)
                                if up is not None else None)
                     if numbers is not None:
-                        return self.finding(plan, s, c, j, numbers)
+                        measured = measured_of(s, inputs, c, j, numbers[0], right,
+                                               c_up, c_down)
+                        return self.finding(plan, s, c, j, numbers, measured)
+                    if up is not None:
+                        right[j] = float(s.contrib[c].reshape(-1)[j])
             unchecked.append(c)
+        wrong = [c for c, _, _ in wrong]
         closure = t.closure_of(s.event)
         return ctx.finding(
             "wrong-derivative", s.node, s.event,
@@ -322,25 +329,26 @@ class ArrayCheck:
             f"{ctx.labels(unchecked)} checked one by one within the time budget shows it")
 
     def runs(self, nudges: list[tuple[dict[int, float], dict[int, int]]], stop: int,
-             snap: dict, origin: tuple[int, int] | None = None
-             ) -> list[tuple[dict | None, dict | None]]:
+             snap: dict) -> list[tuple[dict | None, dict | None]]:
         """A pair of runs (nudged up and down) for each (nudge, element), all side by
-        side: their copies at call `stop` (None where a run did not report). The first
-        run up also looks for the line that made the value `origin` names."""
+        side: their copies at call `stop` (None where a run did not report)."""
         args = [array_args({n: sign * v for n, v in nudge.items()}, element, stop, snap,
                            seed=self.reruns.seed) for nudge, element in nudges for sign in (1, -1)]
-        if origin is not None and origin not in self.traced:  # (that run goes on to the call)
-            self.traced.add(origin)
-            args[0].update(stop_after=max(stop, origin[0]), origin=list(origin))
         results = self.reruns.wait_jobs(self.reruns.start_jobs(args))
-        if origin is not None and isinstance(results[0], dict) and results[0].get("origin"):
-            self.origins[origin] = results[0]["origin"]
         out = []
         for up, down in zip(results[::2], results[1::2]):
             a = snaps_of(up).get(stop) if isinstance(up, dict) else None
             b = snaps_of(down).get(stop) if isinstance(down, dict) else None
             out.append((a, b) if a and b else (None, None))
         return out
+
+    def trace_origin(self, call: int, c: int, measured: dict | None) -> list | None:
+        """One run, as recorded, that replays call `call` under a line tracer: where the
+        value it added to input `c`'s grad was made, and the number before it that,
+        changed alone, makes it right (`array_runs.origin_line`); None if not found."""
+        args = array_args({}, {}, call, {}, origin=(call, c, measured), seed=self.reruns.seed)
+        (result,) = self.reruns.wait_jobs(self.reruns.start_jobs([args]))
+        return result.get("origin") if isinstance(result, dict) else None
 
     def input_ok(self, s: Call, inputs: list[int], up: dict, down: dict, base: dict) -> bool:
         """Does the call balance with one input nudged alone: centrally, or (at a kink)
@@ -372,7 +380,7 @@ class ArrayCheck:
         return expected, applied, root
 
     def finding(self, plan: ArrayPlan, s: Call, c: int, j: int,
-                numbers: tuple[float, float, float | None]) -> Finding:
+                numbers: tuple[float, float, float | None], measured: dict | None) -> Finding:
         t, ctx = self.trace, self.ctx
         expected, applied, root = numbers
         shape = s.contrib[c].shape
@@ -381,13 +389,13 @@ class ArrayCheck:
         recorded = self.recorded_grad(plan, c, j)
         grads = (f"{name}.grad{at}: numerical {root:.6g}, recorded {recorded:.6g}. "
                  if root is not None and recorded is not None else "")
-        where = self.origin(plan, s, c)
+        where, why = self.origin(plan, s, c, measured)
         return ctx.finding(
             "wrong-derivative", s.node, s.event, where,
             f"{grads}The _backward of {ctx.op_text(s.node)} added {applied:.6g} to "
             f"{name}.grad{at} (of shape {shape}); nudging {name}{at} alone moves {out} "
             f"(shape {tuple(s.grad.shape)}) so that, times {out}.grad, it should have added "
-            f"{expected:.6g}.", numerical=root, recorded=recorded, input=c,
+            f"{expected:.6g}.{why}{ctx.late_text(s.event)}", numerical=root, recorded=recorded, input=c,
             local=expected, element=element_index(shape, j))
 
     def recorded_grad(self, plan: ArrayPlan, c: int, j: int) -> float | None:
@@ -406,14 +414,51 @@ class ArrayCheck:
                 total = total + call.contrib[c].reshape(-1)[j]
         return float(total)
 
-    def origin(self, plan: ArrayPlan, s: Call, c: int):
-        """Where the wrong value was made: the line the tracer found (a helper's line),
-        else the closure's line that writes the input's grad."""
+    def origin(self, plan: ArrayPlan, s: Call, c: int, measured: dict | None):
+        """Where the wrong value was made (`mgtui.doctor.origins`), and a sentence saying
+        how that was told: the line a traced replay found the value made on, or the
+        earlier number it was computed from that, changed alone, makes it right; else
+        the closure's line that writes the input's grad."""
         ctx = self.ctx
-        line = self.origins.get((plan.calls.index(s.event) + plan.stop_after, c))
-        if line:
-            return ctx.where_in(str(line[0]), int(line[1]))
-        return ctx.closure_where(s.event, ctx.grad_write_line(s.event, c))
+        found = self.trace_origin(plan.calls.index(s.event) + plan.stop_after, c, measured)
+        if not found:
+            return ctx.closure_where(s.event, ctx.grad_write_line(s.event, c)), ""
+        file, line = str(found[0]), int(found[1])
+        culprit = found[2] if len(found) > 2 else None
+        if not culprit:
+            return ctx.where_in(file, line), (
+                f" The value was made at line {line} (a replay of the call, traced line "
+                f"by line).")
+        others = culprit.get("others") or []
+        also = (" The same holds of " + ", ".join(f"{n} (line {k})" for n, k in others)
+                + " changed alone: the numbers measured cannot tell them apart, and the "
+                "first computed is named.") if others else ""
+        name, was, should = culprit["name"], culprit["was"], culprit["should"]
+        change = (f"{name} = {should:.6g} instead of {was:.6g}" if was is not None
+                  else f"{name} scaled by {should:.6g}")
+        return ctx.where_in(file, int(culprit["line"])), (
+            f" The value was made at line {line} from {name}, computed at line "
+            f"{culprit['line']}; with {change} and nothing else changed, it agrees with "
+            f"every number measured of the right one.{also}")
+
+
+def measured_of(s: Call, inputs: list[int], c: int, j: int, expected: float,
+                right: dict[int, float], up: dict, down: dict) -> dict | None:
+    """What the numerical check measured of the right contribution to input `c` (as
+    `origins.Target`, in JSON): its element `j`, the elements found right, and its sum
+    along `c`'s nudge in the runs that nudged `c` alone."""
+    from mgtui.doctor.arrays import encode
+
+    if not all(n in up and n in down for n in (s.node, *inputs)):
+        return None
+    with np.errstate(all="ignore"):
+        dc = up[c] - down[c]
+        total = float(np.sum(s.grad * (up[s.node] - down[s.node]))) - sum(
+            float(np.sum(s.contrib[k] * (up[k] - down[k]))) for k in inputs if k != c)
+    if not math.isfinite(total):
+        return None
+    return {"j": j, "expected": expected, "right": {str(k): v for k, v in right.items()},
+            "dc": encode(dc), "total": total}
 
 
 def trace_values(t, ctx, plans: list[ArrayPlan]

@@ -69,21 +69,21 @@ def equal_to(value):
 def test_the_value_is_found_where_a_return_holds_it_in_a_tuple(tmp_path):
     m, path = load(tmp_path, "origins_tuple", BACKWARDS)
     t, g = np.array([0.1, 0.5]), np.array([1.0, 2.0])
-    made = origins.made_at(lambda: m.tanh_backward(t, g), equal_to((1 - t) * g), skip=())
+    made = origins.made_at(lambda: m.tanh_backward(t, g), equal_to((1 - t) * g))
     assert made is not None and made.line == line_of(path, "return ((1 - t) * grad,)")
 
 
 def test_a_value_handed_to_a_helper_was_made_by_the_line_calling_it(tmp_path):
     m, path = load(tmp_path, "origins_helper", BACKWARDS)
     g = np.array([1.0, -2.0])
-    made = origins.made_at(lambda: m.relu_backward([None], g), equal_to(g * 2), skip=())
+    made = origins.made_at(lambda: m.relu_backward([None], g), equal_to(g * 2))
     assert made is not None and made.line == line_of(path, "accumulate(box, grad * 2)")
 
 
 def test_a_local_is_named_at_the_line_that_bound_it_not_the_return(tmp_path):
     m, path = load(tmp_path, "origins_local", BACKWARDS)
     t, g = np.array([0.1, 0.5]), np.array([1.0, 2.0])
-    made = origins.made_at(lambda: m.local_backward(t, g), equal_to((1 - t * t) * g), skip=())
+    made = origins.made_at(lambda: m.local_backward(t, g), equal_to((1 - t * t) * g))
     assert made is not None and made.line == line_of(path, "out = d * grad")
 
 
@@ -102,13 +102,35 @@ def test_a_count_off_by_a_factor_is_named_and_the_array_beside_it_said(tmp_path)
     grad, shape = np.array([0.3, -0.6, 0.9]), (5, 3)
     wrong = m.mean_backward(grad, shape, 0)[0]
     same = equal_to(wrong)
-    made = origins.made_at(lambda: m.mean_backward(grad, shape, 0), same, skip=())
+    made = origins.made_at(lambda: m.mean_backward(grad, shape, 0), same)
     assert made.line == line_of(path, "return (np.broadcast_to(spread, shape) / n,)")
     found = origins.culprits(made, same, mean_target(grad, shape, 0))
     assert [c.name for c in found] == ["n", "spread"]
+    assert origins.named(found) == (found[0], [found[1]])
     assert found[0].line == line_of(path, "n = np.prod(shape)")
     assert found[0].was == 15 and found[0].should == pytest.approx(5, rel=1e-6)
     assert found[1].was is None and found[1].should == pytest.approx(3, rel=1e-6)
+
+
+def test_an_array_that_fits_scaled_is_not_named_on_its_own(tmp_path):
+    m, path = load(tmp_path, "origins_sum_mean", """
+        import numpy as np
+
+        def unbroadcast(grad):
+            g = grad.sum(axis=0, keepdims=True)
+            g = g.mean(axis=1, keepdims=True)
+            return g
+        """)
+    grad = np.array([[0.5, -1.0], [2.0, 0.25], [1.5, 1.0]])
+    wrong = m.unbroadcast(grad)
+    right = grad.sum(axis=0, keepdims=True).sum(axis=1, keepdims=True)  # the sum it needs
+    dc = np.array([[1.3e-6]])
+    target = origins.Target(0, float(right[0, 0]), {}, dc, float(np.sum(right * dc)))
+    made = origins.made_at(lambda: m.unbroadcast(grad), equal_to(wrong))
+    assert made.line == line_of(path, "g = g.mean(axis=1, keepdims=True)")
+    found = origins.culprits(made, equal_to(wrong), target)
+    assert [(c.name, c.was) for c in found] == [("g", None)]  # g scaled by 2 would fit
+    assert origins.named(found) == (None, [])  # but the line named stays the mean's
 
 
 def test_no_number_is_blamed_for_a_derivative_that_no_single_change_explains(tmp_path):
@@ -125,7 +147,7 @@ def test_no_number_is_blamed_for_a_derivative_that_no_single_change_explains(tmp
     right = (1 - t * t) * g
     dc = np.array([1e-6, -2e-6, 1.5e-6])
     target = origins.Target(0, float(right[0]), {}, dc, float(np.sum(right * dc)))
-    made = origins.made_at(lambda: m.backward(t, g), equal_to(wrong), skip=())
+    made = origins.made_at(lambda: m.backward(t, g), equal_to(wrong))
     assert made.line == line_of(path, "return (scale * d * grad,)")
     assert origins.culprits(made, equal_to(wrong), target) == []
 

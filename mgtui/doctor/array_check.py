@@ -51,7 +51,6 @@ H = 1e-7  # the directional runs' nudge, relative to an array's largest element
 H_SINGLE = 1e-6  # one input, or one element, nudged alone
 MAX_INPUTS = 8
 SAMPLED_PASSES = 4  # by default, the first, the last and evenly spaced ones between
-ELEMENTS_AT_ONCE = 1  # elements of an input checked side by side (a pair of runs each)
 
 
 def close(a: float, b: float, scale: float) -> bool:
@@ -92,6 +91,7 @@ class ArrayCheck:
         self.pending: list = []
         self.started = time.perf_counter()
         self.wrong_closures: set[int] = set()  # closures with a finding
+        self.origins: dict[tuple[int, int], list | None] = {}  # (call, input) -> origin_line's
 
     # -- the runs --------------------------------------------------------------------------
     def begin(self, passes: list[Pass]) -> None:
@@ -301,23 +301,12 @@ class ArrayCheck:
             return None
         unchecked = []
         for c, c_up, c_down in wrong:
-            elements = sample_elements(s.contrib[c].size, self.reruns.seed + c)
             right: dict[int, float] = {}
-            for n in range(0, len(elements), ELEMENTS_AT_ONCE):
-                if time.perf_counter() - self.started > self.check.budget and n:
-                    break
-                self.check.progress(n, len(elements), "checking elements")
-                batch = elements[n:n + ELEMENTS_AT_ONCE]
-                runs = self.runs([({c: H_SINGLE}, {c: j}) for j in batch], k, snap)
-                for j, (up, down) in zip(batch, runs):
-                    numbers = (self.element_numbers(plan, s, inputs, c, j, up, down)
-                               if up is not None else None)
-                    if numbers is not None:
-                        measured = measured_of(s, inputs, c, j, numbers[0], right,
-                                               c_up, c_down)
-                        return self.finding(plan, s, c, j, numbers, measured)
-                    if up is not None:
-                        right[j] = float(s.contrib[c].reshape(-1)[j])
+            first = self.first_wrong_element(plan, s, inputs, c, snap, right)
+            if first is not None:
+                j, numbers = first
+                measured = measured_of(s, inputs, c, j, numbers[0], right, c_up, c_down)
+                return self.finding(plan, s, c, j, numbers, measured, right)
             unchecked.append(c)
         wrong = [c for c, _, _ in wrong]
         closure = t.closure_of(s.event)
@@ -328,13 +317,70 @@ class ArrayCheck:
             f"changes with {ctx.labels(wrong)}, and none of the elements of "
             f"{ctx.labels(unchecked)} checked one by one within the time budget shows it")
 
+    def first_wrong_element(self, plan: ArrayPlan, s: Call, inputs: list[int], c: int,
+                            snap: dict, right: dict[int, float]
+                            ) -> tuple[int, tuple[float, float, float | None]] | None:
+        """Input `c`'s first element (in C order) whose contribution is off, and its
+        numbers: element 0 alone, then halves of the rest, each nudged along the
+        input's pattern (a pair of runs each: 1 + log2(size) pairs); a half that
+        balances holds no wrong element, unless errors in it cancel along a random
+        direction. If that does not end on an element found off, the elements
+        `sample_elements` picks, one by one, within the time budget. `right` gets the
+        elements found right."""
+        k = plan.stop_after
+        base = self.base.get(k, {})
+        size = s.contrib[c].size
+        flat = s.contrib[c].reshape(-1)
+
+        def element(j: int):
+            ((up, down),) = self.runs([({c: H_SINGLE}, {c: j})], k, snap,
+                                      origin=(plan.calls.index(s.event) + k, c))
+            if up is None:
+                return None
+            numbers = self.element_numbers(plan, s, inputs, c, j, up, down)
+            if numbers is None:
+                right[j] = float(flat[j])
+            return numbers
+
+        numbers = element(0)
+        if numbers is not None:
+            return 0, numbers
+        lo, hi = 1, size
+        while hi - lo > 1 and time.perf_counter() - self.started <= self.check.budget:
+            mid = (lo + hi) // 2
+            self.check.progress(lo, size, "checking elements")
+            ((up, down),) = self.runs([({c: H_SINGLE}, {c: (lo, mid)})], k, snap)
+            if up is None:
+                break
+            lo, hi = (mid, hi) if self.input_ok(s, inputs, up, down, base) else (lo, mid)
+        if hi - lo == 1 and lo < size and lo not in right:
+            numbers = element(lo)
+            if numbers is not None:
+                return lo, numbers
+        elements = [j for j in sample_elements(size, self.reruns.seed + c) if j not in right]
+        for n, j in enumerate(elements):
+            if time.perf_counter() - self.started > self.check.budget:
+                break
+            self.check.progress(n, len(elements), "checking elements")
+            numbers = element(j)
+            if numbers is not None:
+                return j, numbers
+        return None
+
     def runs(self, nudges: list[tuple[dict[int, float], dict[int, int]]], stop: int,
-             snap: dict) -> list[tuple[dict | None, dict | None]]:
+             snap: dict, origin: tuple[int, int] | None = None
+             ) -> list[tuple[dict | None, dict | None]]:
         """A pair of runs (nudged up and down) for each (nudge, element), all side by
-        side: their copies at call `stop` (None where a run did not report)."""
+        side: their copies at call `stop` (None where a run did not report). The first
+        run up also looks for the line that made the value `origin` names (once)."""
         args = [array_args({n: sign * v for n, v in nudge.items()}, element, stop, snap,
                            seed=self.reruns.seed) for nudge, element in nudges for sign in (1, -1)]
+        if origin is not None and origin not in self.origins:  # (that run goes on to the call)
+            self.origins[origin] = None
+            args[0].update(stop_after=max(stop, origin[0]), origin=list(origin))
         results = self.reruns.wait_jobs(self.reruns.start_jobs(args))
+        if origin is not None and isinstance(results[0], dict) and results[0].get("origin"):
+            self.origins[origin] = results[0]["origin"]
         out = []
         for up, down in zip(results[::2], results[1::2]):
             a = snaps_of(up).get(stop) if isinstance(up, dict) else None
@@ -380,7 +426,8 @@ class ArrayCheck:
         return expected, applied, root
 
     def finding(self, plan: ArrayPlan, s: Call, c: int, j: int,
-                numbers: tuple[float, float, float | None], measured: dict | None) -> Finding:
+                numbers: tuple[float, float, float | None], measured: dict | None,
+                right: dict[int, float]) -> Finding:
         t, ctx = self.trace, self.ctx
         expected, applied, root = numbers
         shape = s.contrib[c].shape
@@ -389,7 +436,7 @@ class ArrayCheck:
         recorded = self.recorded_grad(plan, c, j)
         grads = (f"{name}.grad{at}: numerical {root:.6g}, recorded {recorded:.6g}. "
                  if root is not None and recorded is not None else "")
-        where, why = self.origin(plan, s, c, measured)
+        where, why = where_made(self, plan, s, c, measured, j, right)
         return ctx.finding(
             "wrong-derivative", s.node, s.event, where,
             f"{grads}The _backward of {ctx.op_text(s.node)} added {applied:.6g} to "
@@ -414,32 +461,63 @@ class ArrayCheck:
                 total = total + call.contrib[c].reshape(-1)[j]
         return float(total)
 
-    def origin(self, plan: ArrayPlan, s: Call, c: int, measured: dict | None):
-        """Where the wrong value was made (`mgtui.doctor.origins`), and a sentence saying
-        how that was told: the line a traced replay found the value made on, or the
-        earlier number it was computed from that, changed alone, makes it right; else
-        the closure's line that writes the input's grad."""
-        ctx = self.ctx
-        found = self.trace_origin(plan.calls.index(s.event) + plan.stop_after, c, measured)
-        if not found:
-            return ctx.closure_where(s.event, ctx.grad_write_line(s.event, c)), ""
-        file, line = str(found[0]), int(found[1])
-        culprit = found[2] if len(found) > 2 else None
-        if not culprit:
-            return ctx.where_in(file, line), (
-                f" The value was made at line {line} (a replay of the call, traced line "
-                f"by line).")
-        others = culprit.get("others") or []
-        also = (" The same holds of " + ", ".join(f"{n} (line {k})" for n, k in others)
-                + " changed alone: the numbers measured cannot tell them apart, and the "
-                "first computed is named.") if others else ""
-        name, was, should = culprit["name"], culprit["was"], culprit["should"]
-        change = (f"{name} = {should:.6g} instead of {was:.6g}" if was is not None
-                  else f"{name} scaled by {should:.6g}")
-        return ctx.where_in(file, int(culprit["line"])), (
-            f" The value was made at line {line} from {name}, computed at line "
-            f"{culprit['line']}; with {change} and nothing else changed, it agrees with "
-            f"every number measured of the right one.{also}")
+def where_made(check: ArrayCheck, plan: ArrayPlan, s: Call, c: int, measured: dict | None,
+               j: int, right: dict[int, float]):
+    """Where the wrong value was made (`mgtui.doctor.origins`), and a sentence saying
+    how that was told: the line a traced replay found the value made on, or the
+    earlier number it was computed from that, changed alone, makes it right; else
+    the closure's line that writes the input's grad."""
+    ctx = check.ctx
+    call = plan.calls.index(s.event) + plan.stop_after
+    found = check.origins.get((call, c))
+    if found and len(found) > 3 and found[3] and measured is not None:
+        found = check.trace_origin(call, c, measured) or found  # (it reads suspects)
+    if not found:
+        line, why = writing_line(check.trace, s.event, c, j, right)
+        return ctx.closure_where(s.event, line or ctx.grad_write_line(s.event, c)), why
+    file, line = str(found[0]), int(found[1])
+    culprit = found[2] if len(found) > 2 else None
+    if not culprit:  # (the line a traced replay of the call found it made on)
+        return ctx.where_in(file, line), ""
+    others = culprit.get("others") or []
+    also = (" The same holds of " + ", ".join(f"{n} (line {k})" for n, k in others)
+            + " changed alone: the numbers measured cannot tell them apart, and the "
+            "first computed is named.") if others else ""
+    name, was, should = culprit["name"], culprit["was"], culprit["should"]
+    change = (f"{name} = {should:.6g} instead of {was:.6g}" if was is not None
+              else f"{name} scaled by {should:.6g}")
+    return ctx.where_in(file, int(culprit["line"])), (
+        f" The value was made at line {line} from {name}, computed at line "
+        f"{culprit['line']}; with {change} and nothing else changed, it agrees with "
+        f"every number measured of the right one.{also}")
+
+
+def writing_line(t, event: int, c: int, j: int, right: dict[int, float]
+                 ) -> tuple[int | None, str]:
+    """Of the writes call `event` made to input `c`'s grad, where there are several (`g
+    += probs * d; g[rows, labels] -= d`): the one line that changed element `j`, found
+    off, and none of the elements found right (`right`), with a sentence saying so;
+    (None, "") if no single line is told apart that way (or the trace does not hold
+    the writes' arrays whole)."""
+    writes = [w for w in t.writes(event) if w.node == c and w.field is Field.GRAD]
+    if len({w.line for w in writes}) < 2 or not right:
+        return None, ""
+    touched: dict[int, set[int]] = {}  # line -> the flat elements it changed
+    try:
+        for w in writes:
+            before, after = map(as_numpy, t.write_value(w.index, w.before, w.after))
+            with np.errstate(all="ignore"):
+                changed = np.broadcast_to(after - before, np.shape(after)).reshape(-1) != 0
+            touched.setdefault(w.line, set()).update(np.flatnonzero(changed).tolist())
+    except (NotWhole, ValueError):
+        return None, ""
+    lines = [line for line, at in touched.items() if j in at and not at & set(right)]
+    if len(lines) != 1:
+        return None, ""
+    shown = [line for line, at in touched.items() if at & set(right)]
+    return lines[0], (f" Of the lines that write it, line {lines[0]} is the one that wrote "
+                      f"this element and none of those found right"
+                      + (f" (line {', '.join(map(str, shown))} wrote those)." if shown else "."))
 
 
 def measured_of(s: Call, inputs: list[int], c: int, j: int, expected: float,

@@ -4,7 +4,8 @@ function's re-run in this process (`mgtui.doctor.reruns.CallReruns.start_jobs`).
 
 One `ArrayCapture` is both hooks of a run:
 - `on_create` nudges the data of the nodes asked for as they are made (a whole array
-  along its `pattern`, or one element alone) and keeps hold of the nodes whose values
+  along its `pattern`, one element alone, or a range of its flat elements along the
+  pattern) and keeps hold of the nodes whose values
   are wanted later;
 - `before_backward` counts the `_backward` calls; before call `k` it copies the data
   (and, if asked, the grads) of the nodes `snaps[k]` names, and for the calls in
@@ -29,7 +30,7 @@ from mgtui.recording.store import ID
 class ArrayCapture:
     """The hooks of one array re-run (see the module's docstring)."""
 
-    def __init__(self, nudge: dict[int, float], element: dict[int, int],
+    def __init__(self, nudge: dict[int, float], element: dict[int, int | tuple[int, int]],
                  stop_after: int | None, snaps: dict[int, list[int]],
                  capture: list[tuple[int, int]], grads: bool = False,
                  origin: tuple | None = None) -> None:
@@ -144,12 +145,13 @@ def from_zero(d, fn) -> list[tuple[int, object, object]] | None:
 
 
 def origin_line(d, fn, target: int, measured: dict | None = None) -> list | None:
-    """[file, line, culprit] of the scenario's code (not numpy's, nor the standard
+    """[file, line, culprit, suspects] of the scenario's code (not numpy's, nor the standard
     library's) where the value `fn` adds to input `target`'s grad was made
     (`mgtui.doctor.origins.made_at`); None if no such line (it was made in a library).
     With `measured` (`Target`'s fields, as JSON), `culprit` is the earlier number that
     statement reads which, changed alone, makes the value right (`origins.culprits`):
-    {"name", "line", "was", "should", "others"}, or None."""
+    {"name", "line", "was", "should", "others"}, or None. Without `measured`, `suspects`
+    says whether that statement reads any value `culprits` could try."""
     import numpy as np
 
     from mgtui.doctor import origins
@@ -180,17 +182,19 @@ def origin_line(d, fn, target: int, measured: dict | None = None) -> list | None
     if made is None:
         return None
     found = []
+    if measured is None:  # (a later run, given what was measured, tries them)
+        return [made.file, made.line, None, bool(origins.suspects(made))]
     if measured is not None:
         goal = origins.Target(int(measured["j"]), float(measured["expected"]),
                               {int(k): float(v) for k, v in measured["right"].items()},
                               decode(measured["dc"]), float(measured["total"]))
         found = origins.culprits(made, same, goal)
     culprit = None
-    if found:
-        c = found[0]
-        culprit = {"name": c.name, "line": c.line, "was": c.was, "should": c.should,
-                   "others": [[o.name, o.line] for o in found[1:]]}
-    return [made.file, made.line, culprit]
+    named, others = origins.named(found)
+    if named is not None:
+        culprit = {"name": named.name, "line": named.line, "was": named.was,
+                   "should": named.should, "others": [[o.name, o.line] for o in others]}
+    return [made.file, made.line, culprit, True]
 
 
 class ArrayRerunJob:
@@ -217,7 +221,8 @@ def array_rerun(nudge: dict, element: dict, stop_after: int | None, snaps: dict,
 
     np.random.seed(seed)
     return ArrayRerunJob(ArrayCapture(
-        {int(k): float(v) for k, v in nudge.items()}, {int(k): int(v) for k, v in element.items()},
+        {int(k): float(v) for k, v in nudge.items()},
+        {int(k): (int(v) if isinstance(v, int) else tuple(map(int, v))) for k, v in element.items()},
         stop_after, {int(k): [int(n) for n in v] for k, v in snaps.items()},
         [(int(lo), int(hi)) for lo, hi in capture], bool(grads),
         (int(origin[0]), int(origin[1]), *origin[2:]) if origin else None))

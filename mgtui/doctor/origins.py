@@ -16,12 +16,19 @@ further step: `culprits` tries each value the making statement reads that was bo
 earlier in the same frame (its parameters are what the call was given, not made there)
 changed alone, a number to any value and a numeric array by a factor, against what the
 numerical check measured of the right contribution (an element, the elements found
-right, its sum along the input's nudge). Only a value that, changed alone, agrees with
-all of them is named; when several do (a factor can sit in the count or in the array
-it divides: the numbers cannot tell), the first bound is named and the others are said.
-What it cannot pin: a wrong array that no single factor fixes (`d = 1 - t` where
-`1 - t * t` belongs: any array fits a few numbers if changed freely), a value made in
-another frame than the statement's, or one passed through attributes (`self.x`).
+right, its sum along the input's nudge): one unknown against two or more numbers. A
+number that, changed alone, agrees with all of them is named (the first bound, if
+several), and every other value that would do as well is said beside it (a factor can
+sit in the count or in the array it divides: the numbers cannot tell them apart). An
+array is never named on its own: scaled, the array a statement transforms (`g =
+g.mean(…)` after `g = grad.sum(…)`) always fits a mean-for-sum, so that would blame
+the line before the fault. What it cannot pin: a wrong array that no factor fixes (`d =
+1 - t` where `1 - t * t` belongs), a factor written in the statement itself (beside a
+count it divides by, the count is named, and the statement's line is said), a value
+made in another frame than the statement's, or one passed through attributes
+(`self.x`). The statement is evaluated again with one local changed: it must be an
+expression of its frame's values (it is the scenario's own code, run again as the
+replay runs it).
 """
 
 from __future__ import annotations
@@ -91,13 +98,12 @@ def made_at(run: Callable[[], object], same: Same,
         elif event == "line":
             now = dict(frame.f_locals)
             if line is not None:
-                for k, v in now.items():
-                    if k not in names or names[k] is not v:
-                        bound[k] = line
                 if any(holds(v, same) for v in now.values()):
                     found.append(Made(frame.f_code.co_filename, line, names, bound,
                                       frame.f_globals))
                     return None
+                bound = {**bound, **{k: line for k, v in now.items()
+                                     if k not in names or names[k] is not v}}
             before[frame] = (now, bound)
             last[frame] = frame.f_lineno
         return local
@@ -191,13 +197,10 @@ def culprits(made: Made, same: Same, target: Target) -> list[Culprit]:
         here, (tuple, list)) else (-1 if same(here) else None)
     if position is None:
         return []  # the statement's value is not the contribution itself
-    read = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
     found = []
-    for name in sorted(read, key=lambda k: made.bound_at.get(k, 0)):
-        value, line = made.names.get(name), made.bound_at.get(name)
-        if line is None or line >= made.line:
-            continue  # a parameter, or not bound before the statement
-        if number(value) and value:  # changed to any number
+    for name in suspects(made, stmt):
+        value, line = made.names[name], made.bound_at[name]
+        if number(value):  # changed to any number
             should = fitted(lambda x: pick(value_of({name: x}), position), float(value), target)
             if should is not None:
                 found.append(Culprit(name, line, float(value), should))
@@ -206,6 +209,28 @@ def culprits(made: Made, same: Same, target: Target) -> list[Culprit]:
             if factor is not None:
                 found.append(Culprit(name, line, None, factor))
     return found
+
+
+def named(found: list[Culprit]) -> tuple[Culprit | None, list[Culprit]]:
+    """The culprit a finding names, the first number (an array is never named on its
+    own: see the module's docstring), and the others that fit as well, said beside it."""
+    numbers = [c for c in found if c.was is not None]
+    if not numbers:
+        return None, []
+    return numbers[0], [c for c in found if c is not numbers[0]]
+
+
+def suspects(made: Made, stmt: ast.stmt | None = None) -> list[str]:
+    """The locals the statement at `made` reads that `culprits` can try: numbers (not
+    0) and numeric arrays bound earlier in its frame, by the line they were bound at."""
+    stmt = stmt or statement_at(made.file, made.line)
+    if stmt is None or getattr(stmt, "value", None) is None:
+        return []
+    read = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+    out = [k for k in read if made.bound_at.get(k) is not None and made.bound_at[k] < made.line
+           and k in made.names and ((number(made.names[k]) and made.names[k])
+                                    or numeric_array(made.names[k]))]
+    return sorted(out, key=lambda k: made.bound_at[k])
 
 
 def numeric_array(x: object) -> bool:

@@ -23,18 +23,6 @@ class Row(NamedTuple):
 
 
 PENDING = [
-    Row('check', 'tensor_grad_elements:index_add_drops_repeats',
-        'wrong-derivative on loss (op cross_entropy) at tensor_grad_elements__index_add_drops_repeats.py:77 `self.grad += probs * out.grad / n` element (1, 0); wrong-derivative on #9 (op +) at tensor_grad_elements__index_add_drops_repeats.py:31 `def _backward():`; wrong-derivative on #5 (op split) at tensor_grad_elements__index_add_drops_repeats.py:65 `def _backward(part=part, lo=lo, hi=hi):` [wrong: 3 findings, not 1]',
-        'one finding: wrong-derivative, op embedding, node h, at the `# BUG` line, input E, element (1, 0)'),
-    Row('check', 'tensor_grad_elements:cross_entropy_unscaled',
-        'wrong-derivative on loss (op cross_entropy) at tensor_grad_elements__cross_entropy_unscaled.py:77 `self.grad += probs * out.grad / n` element (1, 0); wrong-derivative on #9 (op +) at tensor_grad_elements__cross_entropy_unscaled.py:31 `def _backward():`; wrong-derivative on #5 (op split) at tensor_grad_elements__cross_entropy_unscaled.py:65 `def _backward(part=part, lo=lo, hi=hi):` [wrong: 3 findings, not 1]',
-        'one finding: wrong-derivative, op cross_entropy, node loss, at the `# BUG` line, element (0, 2)'),
-    Row('check(fn)', 'tensor_grad_elements:index_add_drops_repeats',
-        'wrong-derivative on #10 (op cross_entropy) at tensor_grad_elements__index_add_drops_repeats.py:77 `self.grad += probs * out.grad / n` element (1, 0); wrong-derivative on #9 (op +) at tensor_grad_elements__index_add_drops_repeats.py:32 `self.grad += out.grad` element (0, 2); wrong-derivative on #5 (op split) at tensor_grad_elements__index_add_drops_repeats.py:111 `loss.backward()` element (4, 2) [wrong: 3 findings, not 1]',
-        'one finding: wrong-derivative, op embedding, node h, at the `# BUG` line, input E, element (1, 0)'),
-    Row('check(fn)', 'tensor_grad_elements:cross_entropy_unscaled',
-        'wrong-derivative on #10 (op cross_entropy) at tensor_grad_elements__cross_entropy_unscaled.py:77 `self.grad += probs * out.grad / n` element (1, 0); wrong-derivative on #9 (op +) at tensor_grad_elements__cross_entropy_unscaled.py:32 `self.grad += out.grad` element (0, 2); wrong-derivative on #5 (op split) at tensor_grad_elements__cross_entropy_unscaled.py:111 `loss.backward()` element (4, 2) [wrong: 3 findings, not 1]',
-        'one finding: wrong-derivative, op cross_entropy, node loss, at the `# BUG` line, element (0, 2)'),
     Row('diff', 'tensor_unbroadcast:unbroadcast_mean',
         'grad difference in pass 1 on b written by #9 (op +) at tensor_unbroadcast__unbroadcast_mean.py:39 [wrong: place tensor_unbroadcast__unbroadcast_mean.py:39, not line 20]',
         'exit 1: the first difference is a grad in backward pass 1, written by op +, at the line `# BUG`'),

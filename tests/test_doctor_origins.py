@@ -247,3 +247,50 @@ def test_a_closure_made_in_a_loop_reading_its_variables_is_bound_late(tmp_path):
     assert late_names(path, line_of(path, "f = lambda: self[lo:hi]")) == ["hi", "lo"]
     assert "bound late" in late_text(path, line_of(path, "def late():"))
     assert late_text(path, line_of(path, "def bound(x=x, out=out):")) == ""
+
+
+LINEAR = '''
+import torch
+
+
+class LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias):
+        ctx.save_for_backward(input, weight, bias)
+        return input.mm(weight.t()) + bias.unsqueeze(0).expand(input.size(0), -1)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if ctx.needs_input_grad[2]:
+            grad_bias = BIAS
+        return RETURN
+
+
+def run():
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(2, dtype=torch.float64, requires_grad=True)
+    (LinearFunction.apply(x, w, b) ** 2).sum().backward()
+'''
+
+
+@pytest.mark.parametrize("bias, returned, at", [
+    ("grad_output.mean(0)", "grad_input, grad_weight, grad_bias", "grad_bias = grad_output.mean(0)"),
+    ("grad_output.sum(0)", "grad_input, grad_weight, grad_bias * 2", "return grad_input"),
+], ids=["wrong-local", "wrong-return"])
+def test_a_torch_functions_wrong_gradient_is_named_where_it_was_made(tmp_path, bias, returned, at):
+    pytest.importorskip("torch")
+    import mgtui
+
+    source = LINEAR.replace("BIAS", bias).replace("RETURN", returned)
+    m, path = load(tmp_path, f"linear_{len(returned)}", source)
+    (f,) = mgtui.check(m.run)
+    assert (f.kind, f.op, f.file, f.line) == ("wrong-gradient", "LinearFunction", path,
+                                              line_of(path, at))

@@ -16,12 +16,13 @@ arrays live, through hooks of their own (`mgtui.doctor.array_runs`).
   one-sided. A call that does not is a suspect.
 - For a suspect's first call: each input nudged alone along its direction (a pair of
   runs each, all side by side) tells, centrally or at a kink on one side, which input's
-  contribution is off (none: it sat at a kink, and is right); then that input's
-  elements, a few at a time (all of a small input, `arrays.FEW` of a big one), until
-  one is off. Its numerical contribution is
+  contribution is off (none: it sat at a kink, and is right); then that input's first
+  element off, in C order: element 0 alone, then halves of the rest nudged along the
+  pattern, down to one element (`first_wrong_element`). Its numerical contribution is
   `(sum(N.grad * dN) - the other elements' terms) / dc_j`.
-- Once an element is found off, one more run replays the call under a line tracer to
-  find the line that made the wrong value (`array_runs.origin_line`,
+- The run of element 0 also replays the call under a line tracer to find the line
+  that made the wrong value, and, once an element is found off, a second traced run
+  may try the values that line read against what was measured (`array_runs.origin_line`,
   `mgtui.doctor.origins`): `unbroadcast`'s `mean`, not the line calling it; a
   `Function.backward`'s `return`, not the closure adding what it returned; and, from
   what was measured of the right value (the element, the elements found right, the sum
@@ -174,8 +175,9 @@ class ArrayCheck:
         found = self.check.wrong_in.named(found)
         self.check.notes.append(
             f"on arrays each _backward call was checked along a random direction over all "
-            f"the elements; the elements of an input found off were checked one by one "
-            f"(all of an input of up to {SMALL} elements, {FEW} of a bigger one)")
+            f"the elements; of an input found off, the first element off in order was "
+            f"found by halving (element 0, then halves of the rest), else among {FEW} "
+            f"elements checked one by one (all of an input of up to {SMALL})")
         if unread:
             self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")
@@ -285,7 +287,7 @@ class ArrayCheck:
     def wrong_element(self, plan: ArrayPlan, s: Call) -> Finding | None:
         """The finding for a suspect call: its first input whose contribution is off
         (each nudged alone, side by side), then that input's first element that is off
-        (`ELEMENTS_AT_ONCE` at a time, within the time budget). None if every input is
+        (`first_wrong_element`, within the time budget). None if every input is
         right nudged alone, centrally or on either side (the suspect sat at a kink)."""
         t, ctx = self.trace, self.ctx
         inputs = [c for c in ctx.inputs(s.node)

@@ -16,13 +16,18 @@ arrays live, through hooks of their own (`mgtui.doctor.array_runs`).
   one-sided. A call that does not is a suspect.
 - For a suspect's first call: each input nudged alone along its direction (a pair of
   runs each, all side by side) tells, centrally or at a kink on one side, which input's
-  contribution is off (none: it sat at a kink, and is right); then that input's
-  elements, a few at a time (all of a small input, `arrays.FEW` of a big one), until
-  one is off. Its numerical contribution is
+  contribution is off (none: it sat at a kink, and is right); then that input's first
+  element off, in C order: element 0 alone, then halves of the rest nudged along the
+  pattern, down to one element (`first_wrong_element`). Its numerical contribution is
   `(sum(N.grad * dN) - the other elements' terms) / dc_j`.
-- The first run of those elements also replays the call under a line tracer to find
-  the line that made the wrong value (`array_runs.origin_line`): `unbroadcast`'s
-  `mean`, not the line calling it.
+- The run of element 0 also replays the call under a line tracer to find the line
+  that made the wrong value, and, once an element is found off, a second traced run
+  may try the values that line read against what was measured (`array_runs.origin_line`,
+  `mgtui.doctor.origins`): `unbroadcast`'s `mean`, not the line calling it; a
+  `Function.backward`'s `return`, not the closure adding what it returned; and, from
+  what was measured of the right value (the element, the elements found right, the sum
+  along the input's nudge), an earlier number it was computed from that, changed
+  alone, makes it right (`Mean`'s count `n`, not the `return` dividing by it).
 
 numpy is imported here, and only this module is imported once arrays have shown up.
 """
@@ -47,7 +52,6 @@ H = 1e-7  # the directional runs' nudge, relative to an array's largest element
 H_SINGLE = 1e-6  # one input, or one element, nudged alone
 MAX_INPUTS = 8
 SAMPLED_PASSES = 4  # by default, the first, the last and evenly spaced ones between
-ELEMENTS_AT_ONCE = 1  # elements of an input checked side by side (a pair of runs each)
 
 
 def close(a: float, b: float, scale: float) -> bool:
@@ -87,9 +91,8 @@ class ArrayCheck:
         self.direction: dict[int, float] = {}
         self.pending: list = []
         self.started = time.perf_counter()
-        self.origins: dict[tuple[int, int], list] = {}  # (call, input) -> [file, line]
         self.wrong_closures: set[int] = set()  # closures with a finding
-        self.traced: set[tuple[int, int]] = set()  # (call, input) whose value was traced
+        self.origins: dict[tuple[int, int], list | None] = {}  # (call, input) -> origin_line's
 
     # -- the runs --------------------------------------------------------------------------
     def begin(self, passes: list[Pass]) -> None:
@@ -172,8 +175,9 @@ class ArrayCheck:
         found = self.check.wrong_in.named(found)
         self.check.notes.append(
             f"on arrays each _backward call was checked along a random direction over all "
-            f"the elements; the elements of an input found off were checked one by one "
-            f"(all of an input of up to {SMALL} elements, {FEW} of a bigger one)")
+            f"the elements; of an input found off, the first element off in order was "
+            f"found by halving (element 0, then halves of the rest), else among {FEW} "
+            f"elements checked one by one (all of an input of up to {SMALL})")
         if unread:
             self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")
@@ -283,7 +287,7 @@ class ArrayCheck:
     def wrong_element(self, plan: ArrayPlan, s: Call) -> Finding | None:
         """The finding for a suspect call: its first input whose contribution is off
         (each nudged alone, side by side), then that input's first element that is off
-        (`ELEMENTS_AT_ONCE` at a time, within the time budget). None if every input is
+        (`first_wrong_element`, within the time budget). None if every input is
         right nudged alone, centrally or on either side (the suspect sat at a kink)."""
         t, ctx = self.trace, self.ctx
         inputs = [c for c in ctx.inputs(s.node)
@@ -292,27 +296,21 @@ class ArrayCheck:
         snap = {k: [s.node, *inputs, plan.root]}
         base = self.base.get(k, {})
         runs = self.runs([({c: H_SINGLE}, {}) for c in inputs], k, snap)
-        wrong = [c for c, (up, down) in zip(inputs, runs)
+        wrong = [(c, up, down) for c, (up, down) in zip(inputs, runs)
                  if up is not None and not self.input_ok(s, inputs, up, down, base)]
         if not wrong:
             self.check.kinks += 1
             return None
         unchecked = []
-        for c in wrong:
-            elements = sample_elements(s.contrib[c].size, self.reruns.seed + c)
-            for n in range(0, len(elements), ELEMENTS_AT_ONCE):
-                if time.perf_counter() - self.started > self.check.budget and n:
-                    break
-                self.check.progress(n, len(elements), "checking elements")
-                batch = elements[n:n + ELEMENTS_AT_ONCE]
-                runs = self.runs([({c: H_SINGLE}, {c: j}) for j in batch], k, snap,
-                                 origin=(plan.calls.index(s.event) + k, c))
-                for j, (up, down) in zip(batch, runs):
-                    numbers = (self.element_numbers(plan, s, inputs, c, j, up, down)
-                               if up is not None else None)
-                    if numbers is not None:
-                        return self.finding(plan, s, c, j, numbers)
+        for c, c_up, c_down in wrong:
+            right: dict[int, float] = {}
+            first = self.first_wrong_element(plan, s, inputs, c, snap, right)
+            if first is not None:
+                j, numbers = first
+                measured = measured_of(s, inputs, c, j, numbers[0], right, c_up, c_down)
+                return self.finding(plan, s, c, j, numbers, measured, right)
             unchecked.append(c)
+        wrong = [c for c, _, _ in wrong]
         closure = t.closure_of(s.event)
         return ctx.finding(
             "wrong-derivative", s.node, s.event,
@@ -321,16 +319,66 @@ class ArrayCheck:
             f"changes with {ctx.labels(wrong)}, and none of the elements of "
             f"{ctx.labels(unchecked)} checked one by one within the time budget shows it")
 
+    def first_wrong_element(self, plan: ArrayPlan, s: Call, inputs: list[int], c: int,
+                            snap: dict, right: dict[int, float]
+                            ) -> tuple[int, tuple[float, float, float | None]] | None:
+        """Input `c`'s first element (in C order) whose contribution is off, and its
+        numbers: element 0 alone, then halves of the rest, each nudged along the
+        input's pattern (a pair of runs each: 1 + log2(size) pairs); a half that
+        balances holds no wrong element, unless errors in it cancel along a random
+        direction. If that does not end on an element found off, the elements
+        `sample_elements` picks, one by one, within the time budget. `right` gets the
+        elements found right."""
+        k = plan.stop_after
+        base = self.base.get(k, {})
+        size = s.contrib[c].size
+        flat = s.contrib[c].reshape(-1)
+
+        def element(j: int):
+            ((up, down),) = self.runs([({c: H_SINGLE}, {c: j})], k, snap,
+                                      origin=(plan.calls.index(s.event) + k, c))
+            if up is None:
+                return None
+            numbers = self.element_numbers(plan, s, inputs, c, j, up, down)
+            if numbers is None:
+                right[j] = float(flat[j])
+            return numbers
+
+        numbers = element(0)
+        if numbers is not None:
+            return 0, numbers
+        lo, hi = 1, size
+        while hi - lo > 1 and time.perf_counter() - self.started <= self.check.budget:
+            mid = (lo + hi) // 2
+            self.check.progress(lo, size, "checking elements")
+            ((up, down),) = self.runs([({c: H_SINGLE}, {c: (lo, mid)})], k, snap)
+            if up is None:
+                break
+            lo, hi = (mid, hi) if self.input_ok(s, inputs, up, down, base) else (lo, mid)
+        if hi - lo == 1 and lo < size and lo not in right:
+            numbers = element(lo)
+            if numbers is not None:
+                return lo, numbers
+        elements = [j for j in sample_elements(size, self.reruns.seed + c) if j not in right]
+        for n, j in enumerate(elements):
+            if time.perf_counter() - self.started > self.check.budget:
+                break
+            self.check.progress(n, len(elements), "checking elements")
+            numbers = element(j)
+            if numbers is not None:
+                return j, numbers
+        return None
+
     def runs(self, nudges: list[tuple[dict[int, float], dict[int, int]]], stop: int,
              snap: dict, origin: tuple[int, int] | None = None
              ) -> list[tuple[dict | None, dict | None]]:
         """A pair of runs (nudged up and down) for each (nudge, element), all side by
         side: their copies at call `stop` (None where a run did not report). The first
-        run up also looks for the line that made the value `origin` names."""
+        run up also looks for the line that made the value `origin` names (once)."""
         args = [array_args({n: sign * v for n, v in nudge.items()}, element, stop, snap,
                            seed=self.reruns.seed) for nudge, element in nudges for sign in (1, -1)]
-        if origin is not None and origin not in self.traced:  # (that run goes on to the call)
-            self.traced.add(origin)
+        if origin is not None and origin not in self.origins:  # (that run goes on to the call)
+            self.origins[origin] = None
             args[0].update(stop_after=max(stop, origin[0]), origin=list(origin))
         results = self.reruns.wait_jobs(self.reruns.start_jobs(args))
         if origin is not None and isinstance(results[0], dict) and results[0].get("origin"):
@@ -341,6 +389,14 @@ class ArrayCheck:
             b = snaps_of(down).get(stop) if isinstance(down, dict) else None
             out.append((a, b) if a and b else (None, None))
         return out
+
+    def trace_origin(self, call: int, c: int, measured: dict | None) -> list | None:
+        """One run, as recorded, that replays call `call` under a line tracer: where the
+        value it added to input `c`'s grad was made, and the number before it that,
+        changed alone, makes it right (`array_runs.origin_line`); None if not found."""
+        args = array_args({}, {}, call, {}, origin=(call, c, measured), seed=self.reruns.seed)
+        (result,) = self.reruns.wait_jobs(self.reruns.start_jobs([args]))
+        return result.get("origin") if isinstance(result, dict) else None
 
     def input_ok(self, s: Call, inputs: list[int], up: dict, down: dict, base: dict) -> bool:
         """Does the call balance with one input nudged alone: centrally, or (at a kink)
@@ -372,7 +428,8 @@ class ArrayCheck:
         return expected, applied, root
 
     def finding(self, plan: ArrayPlan, s: Call, c: int, j: int,
-                numbers: tuple[float, float, float | None]) -> Finding:
+                numbers: tuple[float, float, float | None], measured: dict | None,
+                right: dict[int, float]) -> Finding:
         t, ctx = self.trace, self.ctx
         expected, applied, root = numbers
         shape = s.contrib[c].shape
@@ -381,13 +438,13 @@ class ArrayCheck:
         recorded = self.recorded_grad(plan, c, j)
         grads = (f"{name}.grad{at}: numerical {root:.6g}, recorded {recorded:.6g}. "
                  if root is not None and recorded is not None else "")
-        where = self.origin(plan, s, c)
+        where, why = where_made(self, plan, s, c, measured, j, right)
         return ctx.finding(
             "wrong-derivative", s.node, s.event, where,
             f"{grads}The _backward of {ctx.op_text(s.node)} added {applied:.6g} to "
             f"{name}.grad{at} (of shape {shape}); nudging {name}{at} alone moves {out} "
             f"(shape {tuple(s.grad.shape)}) so that, times {out}.grad, it should have added "
-            f"{expected:.6g}.", numerical=root, recorded=recorded, input=c,
+            f"{expected:.6g}.{why}{ctx.late_text(s.event)}", numerical=root, recorded=recorded, input=c,
             local=expected, element=element_index(shape, j))
 
     def recorded_grad(self, plan: ArrayPlan, c: int, j: int) -> float | None:
@@ -406,14 +463,82 @@ class ArrayCheck:
                 total = total + call.contrib[c].reshape(-1)[j]
         return float(total)
 
-    def origin(self, plan: ArrayPlan, s: Call, c: int):
-        """Where the wrong value was made: the line the tracer found (a helper's line),
-        else the closure's line that writes the input's grad."""
-        ctx = self.ctx
-        line = self.origins.get((plan.calls.index(s.event) + plan.stop_after, c))
-        if line:
-            return ctx.where_in(str(line[0]), int(line[1]))
-        return ctx.closure_where(s.event, ctx.grad_write_line(s.event, c))
+def where_made(check: ArrayCheck, plan: ArrayPlan, s: Call, c: int, measured: dict | None,
+               j: int, right: dict[int, float]):
+    """Where the wrong value was made (`mgtui.doctor.origins`), and a sentence saying
+    how that was told: the line a traced replay found the value made on, or the
+    earlier number it was computed from that, changed alone, makes it right; else
+    the closure's line that writes the input's grad."""
+    ctx = check.ctx
+    call = plan.calls.index(s.event) + plan.stop_after
+    found = check.origins.get((call, c))
+    if found and len(found) > 3 and found[3] and measured is not None:
+        found = check.trace_origin(call, c, measured) or found  # (it reads suspects)
+    if not found:
+        line, why = writing_line(check.trace, s.event, c, j, right)
+        return ctx.closure_where(s.event, line or ctx.grad_write_line(s.event, c)), why
+    file, line = str(found[0]), int(found[1])
+    culprit = found[2] if len(found) > 2 else None
+    if not culprit:  # (the line a traced replay of the call found it made on)
+        return ctx.where_in(file, line), ""
+    others = culprit.get("others") or []
+    also = (" The same holds of " + ", ".join(f"{n} (line {k})" for n, k in others)
+            + " changed alone: the numbers measured cannot tell them apart, and the "
+            "first computed is named.") if others else ""
+    name, was, should = culprit["name"], culprit["was"], culprit["should"]
+    change = (f"{name} = {should:.6g} instead of {was:.6g}" if was is not None
+              else f"{name} scaled by {should:.6g}")
+    return ctx.where_in(file, int(culprit["line"])), (
+        f" The value was made at line {line} from {name}, computed at line "
+        f"{culprit['line']}; with {change} and nothing else changed, it agrees with "
+        f"every number measured of the right one.{also}")
+
+
+def writing_line(t, event: int, c: int, j: int, right: dict[int, float]
+                 ) -> tuple[int | None, str]:
+    """Of the writes call `event` made to input `c`'s grad, where there are several (`g
+    += probs * d; g[rows, labels] -= d`): the one line that changed element `j`, found
+    off, and none of the elements found right (`right`), with a sentence saying so;
+    (None, "") if no single line is told apart that way (or the trace does not hold
+    the writes' arrays whole)."""
+    writes = [w for w in t.writes(event) if w.node == c and w.field is Field.GRAD]
+    if len({w.line for w in writes}) < 2 or not right:
+        return None, ""
+    touched: dict[int, set[int]] = {}  # line -> the flat elements it changed
+    try:
+        for w in writes:
+            before, after = map(as_numpy, t.write_value(w.index, w.before, w.after))
+            with np.errstate(all="ignore"):
+                changed = np.broadcast_to(after - before, np.shape(after)).reshape(-1) != 0
+            touched.setdefault(w.line, set()).update(np.flatnonzero(changed).tolist())
+    except (NotWhole, ValueError):
+        return None, ""
+    lines = [line for line, at in touched.items() if j in at and not at & set(right)]
+    if len(lines) != 1:
+        return None, ""
+    shown = [line for line, at in touched.items() if at & set(right)]
+    return lines[0], (f" Of the lines that write it, line {lines[0]} is the one that wrote "
+                      f"this element and none of those found right"
+                      + (f" (line {', '.join(map(str, shown))} wrote those)." if shown else "."))
+
+
+def measured_of(s: Call, inputs: list[int], c: int, j: int, expected: float,
+                right: dict[int, float], up: dict, down: dict) -> dict | None:
+    """What the numerical check measured of the right contribution to input `c` (as
+    `origins.Target`, in JSON): its element `j`, the elements found right, and its sum
+    along `c`'s nudge in the runs that nudged `c` alone."""
+    from mgtui.doctor.arrays import encode
+
+    if not all(n in up and n in down for n in (s.node, *inputs)):
+        return None
+    with np.errstate(all="ignore"):
+        dc = up[c] - down[c]
+        total = float(np.sum(s.grad * (up[s.node] - down[s.node]))) - sum(
+            float(np.sum(s.contrib[k] * (up[k] - down[k]))) for k in inputs if k != c)
+    if not math.isfinite(total):
+        return None
+    return {"j": j, "expected": expected, "right": {str(k): v for k, v in right.items()},
+            "dc": encode(dc), "total": total}
 
 
 def trace_values(t, ctx, plans: list[ArrayPlan]

@@ -4,7 +4,8 @@ function's re-run in this process (`mgtui.doctor.reruns.CallReruns.start_jobs`).
 
 One `ArrayCapture` is both hooks of a run:
 - `on_create` nudges the data of the nodes asked for as they are made (a whole array
-  along its `pattern`, or one element alone) and keeps hold of the nodes whose values
+  along its `pattern`, one element alone, or a range of its flat elements along the
+  pattern) and keeps hold of the nodes whose values
   are wanted later;
 - `before_backward` counts the `_backward` calls; before call `k` it copies the data
   (and, if asked, the grads) of the nodes `snaps[k]` names, and for the calls in
@@ -20,11 +21,7 @@ What it reports (`result`) is JSON: arrays through `mgtui.doctor.arrays.encode`.
 
 from __future__ import annotations
 
-import os
-import sys
-import sysconfig
-
-from mgtui.doctor.arrays import encode, is_array, nudged, pattern, scale_of
+from mgtui.doctor.arrays import decode, encode, is_array, nudged, pattern, scale_of
 from mgtui.doctor.probe import input_dicts, reachable, restore, zeros
 from mgtui.recording.probes import Hooks, StopRecording
 from mgtui.recording.store import ID
@@ -33,10 +30,10 @@ from mgtui.recording.store import ID
 class ArrayCapture:
     """The hooks of one array re-run (see the module's docstring)."""
 
-    def __init__(self, nudge: dict[int, float], element: dict[int, int],
+    def __init__(self, nudge: dict[int, float], element: dict[int, int | tuple[int, int]],
                  stop_after: int | None, snaps: dict[int, list[int]],
                  capture: list[tuple[int, int]], grads: bool = False,
-                 origin: tuple[int, int] | None = None) -> None:
+                 origin: tuple | None = None) -> None:
         self.nudge = nudge
         self.element = element
         self.stop_after = stop_after
@@ -85,7 +82,7 @@ class ArrayCapture:
             if any(lo <= k < hi for lo, hi in self.capture):
                 self.capture_call(k, d, fn)
             if self.origin_call is not None and self.origin_call[0] == k:
-                self.origin = origin_line(d, fn, self.origin_call[1])
+                self.origin = origin_line(d, fn, *self.origin_call[1:])
         finally:
             self.busy = False
         if self.stop_after is not None and self.count > self.stop_after:
@@ -147,69 +144,57 @@ def from_zero(d, fn) -> list[tuple[int, object, object]] | None:
         restore(saved)
 
 
-def origin_line(d, fn, target: int) -> list | None:
-    """[file, line] of the scenario's code (not numpy's, nor the standard library's)
-    where the value `fn` adds to input `target`'s grad was made: the line after which a
-    local variable, or a function's return value, first equals it. None if no such line
-    (the value was made on the closure's own line)."""
+def origin_line(d, fn, target: int, measured: dict | None = None) -> list | None:
+    """[file, line, culprit, suspects] of the scenario's code (not numpy's, nor the standard
+    library's) where the value `fn` adds to input `target`'s grad was made
+    (`mgtui.doctor.origins.made_at`); None if no such line (it was made in a library).
+    With `measured` (`Target`'s fields, as JSON), `culprit` is the earlier number that
+    statement reads which, changed alone, makes the value right (`origins.culprits`):
+    {"name", "line", "was", "should", "others"}, or None. Without `measured`, `suspects`
+    says whether that statement reads any value `culprits` could try."""
     import numpy as np
+
+    from mgtui.doctor import origins
 
     first = from_zero(d, fn)
     wanted = next((g for c, g, _ in first or () if c == target), None)
     if wanted is None or not is_array(wanted):
         return None
     wanted = np.asarray(wanted)
-    skip = library_paths()
-    found: list = []
-    last: dict[object, int] = {}  # frame -> its line before this event
 
     def same(x: object) -> bool:
         return (is_array(x) and x.shape == wanted.shape  # type: ignore[attr-defined]
                 and bool(np.array_equal(x, wanted, equal_nan=True)))
 
-    def local(frame, event, arg):
-        if found:
-            return None
-        before = last.get(frame)
-        if event == "return" and same(arg):
-            found.append([frame.f_code.co_filename, frame.f_lineno])
-        elif event == "line" and before is not None and any(
-                same(v) for v in frame.f_locals.values()):
-            found.append([frame.f_code.co_filename, before])
-        last[frame] = frame.f_lineno
-        return local
-
-    def call(frame, event, arg):
-        filename = frame.f_code.co_filename
-        if found or filename.startswith(skip) or not os.path.isabs(filename):
-            return None
-        return local
-
-    saved = sys.gettrace()
     inputs = input_dicts(d)
     kept = reachable(d, inputs, fn)
-    try:
+
+    def run() -> None:
         for cd in inputs:
             grad = cd.get("grad")
             cd["grad"] = zeros(grad.shape) if is_array(grad) else 0.0
-        sys.settrace(call)
-        try:
-            fn()
-        finally:
-            sys.settrace(saved)
-    except Exception:  # noqa: BLE001
-        return None
+        fn()
+
+    try:
+        made = origins.made_at(run, same)
     finally:
         restore(kept)
-    return found[0] if found else None
-
-
-def library_paths() -> tuple[str, ...]:
-    """The folders whose code is not the scenario's: the standard library, installed
-    packages, and mgtui itself."""
-    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return tuple(sorted(p for p in paths if p))
+    if made is None:
+        return None
+    found = []
+    if measured is None:  # (a later run, given what was measured, tries them)
+        return [made.file, made.line, None, bool(origins.suspects(made))]
+    if measured is not None:
+        goal = origins.Target(int(measured["j"]), float(measured["expected"]),
+                              {int(k): float(v) for k, v in measured["right"].items()},
+                              decode(measured["dc"]), float(measured["total"]))
+        found = origins.culprits(made, same, goal)
+    culprit = None
+    named, others = origins.named(found)
+    if named is not None:
+        culprit = {"name": named.name, "line": named.line, "was": named.was,
+                   "should": named.should, "others": [[o.name, o.line] for o in others]}
+    return [made.file, made.line, culprit, True]
 
 
 class ArrayRerunJob:
@@ -236,15 +221,16 @@ def array_rerun(nudge: dict, element: dict, stop_after: int | None, snaps: dict,
 
     np.random.seed(seed)
     return ArrayRerunJob(ArrayCapture(
-        {int(k): float(v) for k, v in nudge.items()}, {int(k): int(v) for k, v in element.items()},
+        {int(k): float(v) for k, v in nudge.items()},
+        {int(k): (int(v) if isinstance(v, int) else tuple(map(int, v))) for k, v in element.items()},
         stop_after, {int(k): [int(n) for n in v] for k, v in snaps.items()},
         [(int(lo), int(hi)) for lo, hi in capture], bool(grads),
-        (int(origin[0]), int(origin[1])) if origin else None))
+        (int(origin[0]), int(origin[1]), *origin[2:]) if origin else None))
 
 
 def array_args(nudge: dict[int, float], element: dict[int, int], stop_after: int | None,
                snaps: dict[int, list[int]], capture: list[tuple[int, int]] = (),
-               grads: bool = False, origin: tuple[int, int] | None = None,
+               grads: bool = False, origin: tuple | None = None,
                seed: int = 0) -> dict:
     """`array_rerun`'s arguments, as they travel to the child (as JSON)."""
     return {"nudge": {str(k): v for k, v in nudge.items()},

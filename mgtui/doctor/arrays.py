@@ -73,12 +73,22 @@ def scale_of(x: object) -> float:
     return max(1.0, float(a.max())) if a.size else 1.0
 
 
-def nudged(data: object, nid: int, amount: float, element: int | None = None):
+def nudged(data: object, nid: int, amount: float,
+           element: int | tuple[int, int] | None = None):
     """`data` nudged by `amount` (times `pattern` and `scale_of`, or at one flat `element`
-    only, times that element's size): an array stays an array of its shape."""
+    only, times that element's size, or over the flat elements `lo` to `hi - 1` of an
+    `element` (lo, hi), each times its size and the pattern): an array stays an array of
+    its shape."""
     import numpy as np
 
     a = np.array(data, dtype=np.float64)
+    if isinstance(element, tuple):
+        flat = a.reshape(-1)
+        lo, hi = element
+        part = flat[lo:hi]
+        size = np.where(np.isfinite(part), np.maximum(1.0, np.abs(part)), 1.0)
+        flat[lo:hi] = part + amount * size * pattern(nid, a.shape).reshape(-1)[lo:hi]
+        return a
     if element is not None:
         flat = a.reshape(-1)
         flat[element] += amount * max(1.0, abs(flat[element]) if math.isfinite(flat[element])

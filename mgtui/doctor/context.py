@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from mgtui.doctor.findings import Finding
+from mgtui.doctor.late_binding import late_text
 from mgtui.doctor.order_lines import Callers, built_in_frames, chain_at, order_line
 from mgtui.doctor.order_lines import walked_list  # noqa: F401 - (it lived here)
 from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite
@@ -146,6 +147,14 @@ class CheckContext:
         if closure is None or not line:
             return self.scenario_where(t.event_line(event))
         return self.where_in(closure.filename, line)
+
+    def late_text(self, event: int) -> str:
+        """A sentence for a finding at `_backward` event `event` whose closure was made in
+        a loop and reads a variable the loop rebinds (`mgtui.doctor.late_binding`)."""
+        closure = self.trace.closure_of(event)
+        if closure is None or closure.default:
+            return ""
+        return late_text(closure.filename, closure.first_line)
 
     def grad_write_line(self, event: int, target: int) -> int | None:
         """The line of the first write of event `event` to `target`'s grad."""

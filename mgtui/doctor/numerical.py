@@ -438,6 +438,7 @@ class NumericalCheck:
         worst = self.first_wrong_input(plan, s, inputs, start_grad)
         also = (f" The same _backward disagrees at {more} more call{'s' if more > 1 else ''}."
                 if more else "")
+        also += ctx.late_text(s.event)
         c = worst.input if worst is not None else inputs[0]
         closure = t.closure_of(s.event)
         line = ctx.grad_write_line(s.event, c) or (closure.first_line if closure else None)

@@ -4,9 +4,13 @@
 innermost first), in whatever file each is: the user's package as well as the scenario.
 
 Only the syntax tree is read: the function around the frame's line whose loop walks a
-list in reverse (`for v in reversed(topo)`, `topo[::-1]`), and the `append` or `insert`
-that fills that list, in the same function or in the function of the same module that
-returns it or is handed it (`topo = build_topo(self)`, `build(self, topo)`).
+list in reverse (`for v in reversed(topo)`, `topo[::-1]`) or pops a worklist (`while
+order: order.pop()._backward()`), and the `append` or `insert` that fills that list, in
+the same function or in the function of the same module that returns it or is handed
+it (`topo = build_topo(self)`, `build(self, topo)`). A worklist refilled in its own loop
+is Kahn's algorithm, ordered by the count of each node's consumers: the line that sets
+the count is named (`pending[p] = pending.get(p, 0) + 1`), or, with no count, the
+append in the loop (a breadth-first walk that queues a node each time it is reached).
 """
 
 from __future__ import annotations
@@ -66,16 +70,55 @@ def order_line(source: str, call: int, by_name: bool = True) -> int | None:
     named = [f for f in functions if f.name == "backward" and f not in around] if by_name else []
     for function in around + named:
         for loop in ast.walk(function):
-            if not isinstance(loop, ast.For):
+            if not isinstance(loop, (ast.For, ast.While)):
                 continue
-            name = walked_list(loop.iter)
+            name = walked_list(loop.iter) if isinstance(loop, ast.For) else popped_list(loop)
             inside = loop.lineno <= call <= (loop.end_lineno or loop.lineno)
             if name is None or not (inside or function in named):
                 continue
-            lines = appends_to(function, name) or filled_elsewhere(function, name, functions)
+            lines = (queued_lines(function, loop, name) if isinstance(loop, ast.While) else []
+                     ) or appends_to(function, name) or filled_elsewhere(function, name, functions)
             if lines:
                 return min(lines)
     return None
+
+
+def popped_list(loop: ast.While) -> str | None:
+    """`queue` for `while queue:` (or `while len(queue)`) whose body takes from it
+    (`queue.pop()`, `queue.popleft()`): a worklist walked from its end or its front."""
+    test = loop.test
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "len" \
+            and len(test.args) == 1:
+        test = test.args[0]
+    if not isinstance(test, ast.Name):
+        return None
+    pops = [n for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and n.func.attr in ("pop", "popleft")
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == test.id]
+    return test.id if pops else None
+
+
+def queued_lines(function: ast.AST, loop: ast.While, name: str) -> list[int]:
+    """For a worklist refilled inside its own loop: Kahn's algorithm, which queues a node
+    once a count of its consumers (`pending[p] -= 1; if pending[p] == 0: queue.append(p)`)
+    runs out, is ordered by that count, so the lines that set the count (outside the
+    loop: `pending[p] = pending.get(p, 0) + 1`); a walk with no count queues a node
+    each time it is reached, at the append in the loop. [] if the loop does not refill."""
+    inner = appends_to(loop, name)
+    if not inner:
+        return []
+    counts = {n.target.value.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign)
+              and isinstance(n.target, ast.Subscript) and isinstance(n.target.value, ast.Name)
+              and isinstance(n.op, ast.Sub)}
+    if not counts:
+        return inner
+    in_loop = {id(n) for n in ast.walk(loop)}
+    set_at = [n.lineno for n in ast.walk(function) if id(n) not in in_loop
+              and isinstance(n, (ast.Assign, ast.AugAssign)) and any(
+                  isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                  and t.value.id in counts
+                  for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    return set_at or inner
 
 
 def appends_to(function: ast.AST, name: str | None) -> list[int]:

@@ -116,7 +116,8 @@ class FunctionChecker:
                 close = abs(got - numerical) <= ATOL + RTOL * abs(numerical)
                 if not math.isfinite(numerical) or close:
                     continue
-                return self._finding(call, i, j, x64[i].shape, numerical, got, k)
+                made = None if a is None else _made_at(call, x64, g64, where, k, a)
+                return self._finding(call, i, j, x64[i].shape, numerical, got, k, made)
         return None
 
     def _elements(self, n: int) -> list[int]:
@@ -145,10 +146,13 @@ class FunctionChecker:
         return (sums[0] - sums[1]) / (2 * h)
 
     def _finding(self, call, i: int, j: int, shape, numerical: float, got: float,
-                 k: int) -> dict:
+                 k: int, made: tuple[str, int] | None = None) -> dict:
         code = getattr(call.cls.backward, "__code__", None)
         file = code.co_filename if code is not None else ""
         line = call.line or (code.co_firstlineno if code is not None else 0)
+        returned = line
+        if made is not None:
+            file, line = made
         text = linecache.getline(file, line).strip() if file and line else ""
         name = _input_name(call.cls, i)
         index = _index(j, shape)
@@ -161,7 +165,9 @@ class FunctionChecker:
         fn = call.cls.__name__
         message = (f"{fn}.backward returned ∂L/∂{name}{index} = {recorded:.6g} in backward "
                    f"pass {call.backward_pass}, but finite differences of {fn}.forward on the "
-                   f"inputs it got give {numerical:.6g} (line {line}: the gradient it returned)")
+                   f"inputs it got give {numerical:.6g} (line {line}: "
+                   + ("the gradient it returned)" if line == returned else
+                      f"where the gradient it returned at line {returned} was made)"))
         return {"kind": "wrong-gradient", "node": call.node, "op": fn, "step": call.event,
                 "file": file, "line": line, "text": text, "message": message,
                 "numerical": numerical, "recorded": recorded, "input": i}
@@ -170,6 +176,36 @@ class FunctionChecker:
         return {"found": self.found, "calls": self.calls, "elements": self.elements,
                 "unchecked": self.unchecked, "functions": sorted(self.functions),
                 "passes": sorted(self.passes), "budget": self.budget, "seconds": self.spent}
+
+
+def _made_at(call, x64: list, g64: list, where: list[int], k: int, wanted
+             ) -> tuple[str, int] | None:
+    """Where in the Function's `backward` the gradient it returned for input `where[k]`
+    was made (`mgtui.doctor.origins.made_at`): the Function run again on the float64
+    copies, its backward under a line tracer (torch runs a CPU graph's backward on the
+    calling thread). `grad_bias = …`, not the `return` that hands it on; None if the
+    value was made on no line of the scenario's code (or the run raised)."""
+    import torch
+
+    from mgtui.doctor.origins import made_at
+
+    wanted = wanted.detach()
+
+    def same(x: object) -> bool:
+        return (isinstance(x, torch.Tensor) and x.shape == wanted.shape
+                and x.dtype == wanted.dtype and bool(torch.equal(x.detach(), wanted)))
+
+    def run() -> None:
+        xs = [a.detach().clone().requires_grad_(True) if n in where else a
+              for n, a in enumerate(x64)]
+        with torch.enable_grad():
+            out = _outputs(call.cls.apply(*xs))
+            total = sum((o * g).sum() for o, g in zip(out, g64)
+                        if g is not None and o.requires_grad)
+            torch.autograd.grad(total, [xs[n] for n in where], allow_unused=True)
+
+    made = made_at(run, same)
+    return (made.file, made.line) if made is not None else None
 
 
 def _outputs(out) -> tuple:

@@ -151,7 +151,7 @@ def check_foreign_write(trace: Trace, ctx: CheckContext) -> list[Finding]:
             "foreign-write", nid, i, ctx.closure_where(i, w.line),
             f"the _backward of {ctx.op_text(nid)} wrote {ctx.node_text(w.node)}.{w.field} "
             f"({w.before:.6g} → {w.after:.6g}), which is not one of its inputs "
-            f"({ctx.labels(inputs) or 'none'}){held_elsewhere(t, i)}"))
+            f"({ctx.labels(inputs) or 'none'}){held_elsewhere(t, i) or '.'}{ctx.late_text(i)}"))
     return found
 
 

@@ -22,24 +22,9 @@ from mgtui.recording.probes import Hooks
 from mgtui.recording.recorder import Recorder
 from mgtui.recording.store import Mark, Records
 from mgtui.errors import NotAGraph
-from mgtui.run.spec import FLUSH_EVERY, STREAM_CLOSED
+from mgtui.run.spec import FLUSH_EVERY, STREAM_CLOSED, RunSpec
 from mgtui.recording.scenario import ScenarioLoadError, load_scenario
 
-
-
-
-class RunSpec(Protocol):
-    """What the child is told to run (`mgtui.run.runner.RunSpec`, which the parent sends)."""
-
-    path: str
-    seed: int
-    max_nodes: int
-    timeout: float | None
-    max_memory: int | None
-    argv: tuple[str, ...]
-    fields: dict | None
-    job: str | None  # `job_reference` of the function that makes the job
-    job_args: dict
 # The records go down a local pipe to the parent, which inflates them as they arrive and
 # keeps none of them: zlib level 0 (stored blocks, still the file format's zlib stream)
 # spares the child deflating them (a moons step's 7.6 MB: 47 ms of CPU at level 1, 9 ms

@@ -118,7 +118,7 @@ class ScreenClient:
         """Collect the raw output from now on, for `wait_output`."""
         self._watched = []
 
-    async def wait_output(self, text: str, timeout: float = 10.0) -> bool:
+    async def wait_output(self, text: str, timeout: float = 30.0) -> bool:
         """Wait until `text` arrives in the raw output since `watch()` (cheap: no
         emulation; read the screen with `text()` afterwards to check it)."""
         deadline = time.monotonic() + timeout
@@ -140,7 +140,7 @@ class ScreenClient:
         self.screen.resize(height, width)
         self.chan.change_terminal_size(width, height)
 
-    async def wait_for(self, test, timeout: float = 10.0) -> bool:
+    async def wait_for(self, test, timeout: float = 30.0) -> bool:
         """Wait until `test(screen text)` holds (or the text contains `test`, a string)."""
         check = (lambda t: test in t) if isinstance(test, str) else test
         deadline = time.monotonic() + timeout
@@ -204,7 +204,7 @@ class ServerProcess:
         return [int(pid) for pid in re.findall(r"worker \d+ \(pid (\d+)\) ready",
                                                "".join(self.log))]
 
-    async def logged(self, pattern: str, timeout: float = 10) -> str:
+    async def logged(self, pattern: str, timeout: float = 30) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for line in list(self.log):

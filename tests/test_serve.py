@@ -97,7 +97,7 @@ def step_of(client: ScreenClient) -> int | None:
     return int(match.group(1)) if match else None
 
 
-async def at_step(client: ScreenClient, step: int, timeout: float = 10) -> bool:
+async def at_step(client: ScreenClient, step: int, timeout: float = 30) -> bool:
     return await client.wait_for(lambda _: step_of(client) == step, timeout)
 
 

@@ -72,7 +72,7 @@ async def test_the_teacher_leaving_and_a_student_dropping_are_seen(lessons, keys
         await asyncio.wait_for(teacher.closed.wait(), 20)
         clients.remove(teacher)
         for student in (ada, cy, dan):  # (one of ada and dan sleeps: its group draws it)
-            assert await student.wait_for(LEFT, 10), student.text()
+            assert await student.wait_for(LEFT, 30), student.text()
         assert await cy.wait_for(lambda t: "no teacher leads now" in t), cy.text()
         assert "teacher at step" not in cy.text()
 
@@ -80,7 +80,7 @@ async def test_the_teacher_leaving_and_a_student_dropping_are_seen(lessons, keys
                               size=(120, 40))
         assert await at_step(again, 5), again.text()
         for student in (ada, cy, dan):
-            assert await student.wait_for(BACK, 10), student.text()
+            assert await student.wait_for(BACK, 30), student.text()
         assert await cy.wait_for("teacher at step 5"), cy.text()
         bob = await connect(srv, clients, password=PASSWORD, user="bob")  # back: one row
         assert await again.wait_for("4 connected · 3 following · 1 paused · R roster"), \

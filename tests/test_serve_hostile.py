@@ -90,14 +90,14 @@ async def test_a_window_too_big_is_drawn_at_500_by_200(tmp_path):
         await srv.logged(r"session start class@\S+ as student \(xterm-256color, 500x200\)")
         # a resize to 400x100, then to 30000x30000: back to 500x200
         client.resize(400, 100)
-        assert await client.wait_for(lambda _: drawn_at(client, 400), 10), top(client)
+        assert await client.wait_for(lambda _: drawn_at(client, 400), 30), top(client)
         client.screen.resize(250, 600)  # (the emulator 600x250 again, asking for more)
         client.chan.change_terminal_size(30000, 30000)
-        assert await client.wait_for(lambda _: drawn_at(client, 500), 10), top(client)
+        assert await client.wait_for(lambda _: drawn_at(client, 500), 30), top(client)
         # a size reported in band, among the keys (CSI 48 ; rows ; columns ; ... t), is
         # not the window's: it is ignored
         client.send("\x1b[48;600;2000;0;0tn")
-        assert await client.wait_for(lambda _: "step 1/" in client.text(), 10)
+        assert await client.wait_for(lambda _: "step 1/" in client.text(), 30)
         await asyncio.sleep(0.3)
         assert drawn_at(client, 500), top(client)
     finally:
@@ -244,7 +244,7 @@ async def test_a_crashed_session_ends_alone_and_its_app_is_released(tmp_path, mo
         crashing.send("R")
         await asyncio.wait_for(crashing.closed.wait(), 15)
         other.send("n")
-        assert await other.wait_for("step 1/", 10), other.text()  # the other goes on
+        assert await other.wait_for("step 1/", 30), other.text()  # the other goes on
         await other.close()
         for _ in range(50):  # (the class has left: nothing of theirs is frozen any more)
             gc.unfreeze()
@@ -405,9 +405,9 @@ async def test_a_console_line_that_cannot_be_drawn_shows_a_dash_and_the_session_
                                              size=(120, 34))
         assert await teacher.wait_for("step 0/", 15), teacher.text()
         teacher.send("Q")
-        assert await teacher.wait_for("quiz: —", 10), teacher.text()
+        assert await teacher.wait_for("quiz: —", 30), teacher.text()
         teacher.send("nnn")
-        assert await teacher.wait_for("step 3/", 10), teacher.text()
+        assert await teacher.wait_for("step 3/", 30), teacher.text()
         assert not teacher.closed.is_set() and len(klass.sessions) == 1
     finally:
         if teacher is not None:

@@ -159,7 +159,7 @@ async def test_the_teaching_web_server_stops_with_status_0(teaching, how):
         assert await browser.read_until(on_screen("step 0/15"))
         if how in ("ctrl+c key", "q then e"):
             server.send("\x03" if how == "ctrl+c key" else "q")
-            assert await server.wait_for("End the class?", 10), server.text()
+            assert await server.wait_for("End the class?", 30), server.text()
             server.send("e")
             assert await browser.read_until(on_screen("the class has ended"), 10)
             status = await asyncio.to_thread(server.process.wait, 20)

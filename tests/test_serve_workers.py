@@ -49,7 +49,7 @@ def step_of(client: ScreenClient) -> int | None:
 
 
 async def at_step(client: ScreenClient, step: int) -> bool:
-    return await client.wait_for(lambda _: step_of(client) == step, 10)
+    return await client.wait_for(lambda _: step_of(client) == step, 30)
 
 
 async def teacher_and_student(server: ServerProcess) -> tuple[ScreenClient, ScreenClient]:
@@ -69,7 +69,7 @@ async def test_the_class_follows_the_teacher_across_processes(server):
     teacher.send("nn")
     assert await at_step(student, 2), student.text()
     student.send("p")  # a move of the student's own: following pauses
-    assert await student.wait_for(PAUSED, 10) and await at_step(student, 1)
+    assert await student.wait_for(PAUSED, 30) and await at_step(student, 1)
     teacher.send("n")
     assert await at_step(teacher, 3)
     await asyncio.sleep(0.3)
@@ -86,7 +86,7 @@ async def test_the_session_limit_counts_every_process(server):
         assert await client.wait_for("step ", 15)
     # the fourth goes to a worker with one session; the class has three, its limit
     fourth = await server.join(password=PASSWORD)
-    assert await fourth.wait_for("the class is full (3 sessions)", 10), fourth.text()
+    assert await fourth.wait_for("the class is full (3 sessions)", 30), fourth.text()
     await clients[0].close()
     server.clients.remove(clients[0])
     await server.logged(r"session end")

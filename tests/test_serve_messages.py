@@ -118,3 +118,40 @@ def test_the_classroom_words_and_the_quiz_go_across_unchanged():
     state = {"quiz_on": True, "answers": [["chain", "ada", 3, 1.5, "Ada"]],
              "reveals": [["chain", 2]]}
     assert m.for_classroom(m.decode(m.encode(m.quiz_state_of(state)))) == state
+
+
+async def test_the_front_relays_a_workers_position_to_the_others_and_not_back():
+    """The front publishes a worker's position to its own sessions; its own teacher's
+    positions go to every worker, but that one goes to the other workers only."""
+    from mgtui.serve.workers import Front, Worker
+
+    links = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(3)]
+    classroom = Classroom()
+    front = Front(links[2][0], (links[2][1], 0), 2, classroom)
+    for number in range(2):
+        links[number][0].setblocking(False)
+        links[number][1].setblocking(False)
+        front.workers.append(Worker(number, links[number][0], ready=True))
+    classroom.subscribe(front._from_here)
+    heard_here: list = []
+    classroom.subscribe(heard_here.append)
+
+    def sent_to(number: int) -> list:
+        out = []
+        while (message := receive(links[number][1])[0]) not in (None, m.Nothing()):
+            out.append(message)
+        return out
+
+    try:
+        assert send(links[0][1], m.PositionMessage(LOOK))
+        front._heard(front.workers[0])
+        assert heard_here == [LOOK]
+        assert sent_to(1) == [m.PositionMessage(LOOK)]
+        assert sent_to(0) == []  # (not back to where it came from)
+        own = Look(step=4, node=0, lesson="chain")
+        classroom.publish(own)  # the front's own teacher (`--teach`) moves
+        assert sent_to(0) == sent_to(1) == [m.PositionMessage(own)]
+    finally:
+        for pair in links:
+            for end in pair:
+                end.close()

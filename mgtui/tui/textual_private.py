@@ -29,12 +29,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from rich.console import Console
-from textual._xterm_parser import XTermParser
 from textual.scroll_view import ScrollView
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
 
 if TYPE_CHECKING:
+    from textual._xterm_parser import XTermParser
     from textual.app import App
     from textual.cache import FIFOCache
     from textual.driver import Driver
@@ -55,7 +55,10 @@ __all__ = [
 
 # -- drivers and input ---------------------------------------------------------------------------
 def xterm_parser(debug: bool = False) -> XTermParser:
-    """Textual's parser of what a terminal sends (keys, mouse reports) into events."""
+    """Textual's parser of what a terminal sends (keys, mouse reports) into events.
+    (Imported here: a terminal's own driver imports it as it starts, not the first frame.)"""
+    from textual._xterm_parser import XTermParser
+
     return XTermParser(debug)
 
 
@@ -65,7 +68,7 @@ def release_parser(parser: XTermParser) -> None:
     one; each key holds its app as sender. One parser per process never notices; a
     server with a parser per session would keep every ended session's app alive."""
     parser._gen.close()
-    parse_extended_key = getattr(XTermParser, "_parse_extended_key", None)
+    parse_extended_key = getattr(type(parser), "_parse_extended_key", None)
     if hasattr(parse_extended_key, "cache_clear"):
         parse_extended_key.cache_clear()
 

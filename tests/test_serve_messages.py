@@ -20,7 +20,7 @@ LOOK = Look(step=3, node=0, tab="source", lesson="chain", graph=True, flip="LR",
 
 EVERY = [
     m.QuizOn(True), m.Answer("chain", "ada", 3, -0.5, "Ada"), m.Reveal("chain", 3),
-    m.QuizState(True, [["chain", "ada", 3, 1.0, "Ada"]], [["chain", 2]]),
+    m.QuizState(True, (m.Answer("chain", "ada", 3, 1.0, "Ada"),), (m.Reveal("chain", 2),)),
     m.Lead("rivera"), m.Lead(""), m.LeadElsewhere("okafor"), m.PositionMessage(LOOK),
     m.End(), m.Connect("10.0.0.7:5512"),
     m.Elsewhere(4, {"logins": {"ada": 1}, "addresses": {"10.0.0.7": 2}}),
@@ -63,6 +63,10 @@ def test_a_plain_position_reads_as_a_look_at_nothing():
      "answer's value: not a number"),
     (b'{"kind": "position", "position": {"lesson": "chain", "step": "three"}}', "position's"),
     (b'{"kind": "position", "position": [1]}', "position's position: not a dict"),
+    (b'{"kind": "quiz_state", "on": true, "answers": [["chain", "ada", 3]]}',
+     "quiz_state's answers: a row that is not 5 values"),
+    (b'{"kind": "quiz_state", "on": true, "reveals": [["chain", "two"]]}',
+     "quiz_state's reveals: not a whole number"),
 ])
 def test_what_mgtui_never_sends_is_refused_with_a_line_in_the_log(data, why, caplog):
     with caplog.at_level(logging.WARNING, logger="mgtui.serve"):

@@ -82,11 +82,10 @@ class Reveal:
 @kind("quiz_state")
 @dataclass(frozen=True)
 class QuizState:
-    """The quiz so far (`Classroom.quiz_state`): its answers and reveals as the rows
-    `Classroom.told_quiz` reads, and checks one by one."""
+    """The quiz so far (`Classroom.quiz_state`), for a worker that starts late."""
     on: bool
-    answers: list = field(default_factory=list)
-    reveals: list = field(default_factory=list)
+    answers: Answers = ()
+    reveals: Reveals = ()
 
 
 @kind("lead")
@@ -192,6 +191,8 @@ Message = Union[Nothing, QuizOn, Answer, Reveal, QuizState, Lead, LeadElsewhere,
                 Ready, Count, Roster, Retiring, Fork]
 QUIZ_NEWS = (QuizOn, Answer, Reveal)  # (as they happen)
 QUIZ = (*QUIZ_NEWS, QuizState)
+Answers = tuple  # of `Answer`s, each a list on the wire (`Answer`'s fields in order)
+Reveals = tuple  # of `Reveal`s, likewise
 Counts = dict  # {KEY: N}: str keys, int counts (others are left out)
 Seats = dict  # {"logins": Counts, "addresses": Counts}
 
@@ -237,14 +238,28 @@ def _seats(value):
     return counts_of(_typed(dict)(value))
 
 
+def _rows(cls):
+    def read(value):
+        rows = []
+        for row in _typed(list)(value):
+            fields = dataclasses.fields(cls)
+            if not isinstance(row, list) or len(row) != len(fields):
+                raise Malformed(f"a row that is not {len(fields)} values")
+            rows.append(cls(*(READ[f.type](v) for f, v in zip(fields, row))))
+        return tuple(rows)
+    return read
+
+
 def _position(value):
     return Look.from_dict(_typed(dict)(value))  # (ValueError if malformed)
 
 
 READ = {"int": _int, "float": _float, "str": _typed(str), "bool": _typed(bool),
         "list": _typed(list), "dict": _typed(dict), "Counts": _counts, "Seats": _seats,
-        "Position": _position}
-WRITE = {"Position": lambda position: position.to_dict()}
+        "Position": _position, "Answers": _rows(Answer), "Reveals": _rows(Reveal)}
+WRITE = {"Position": lambda position: position.to_dict(),
+         "Answers": lambda rows: [list(dataclasses.astuple(row)) for row in rows],
+         "Reveals": lambda rows: [list(dataclasses.astuple(row)) for row in rows]}
 
 
 def encode(message: Message) -> bytes:
@@ -298,7 +313,8 @@ def from_classroom(said: dict) -> Message:
 
 def quiz_state_of(state: dict) -> QuizState:
     """`Classroom.quiz_state`'s dict as a message."""
-    return QuizState(state["quiz_on"], state["answers"], state["reveals"])
+    return QuizState(state["quiz_on"], tuple(Answer(*row) for row in state["answers"]),
+                     tuple(Reveal(*row) for row in state["reveals"]))
 
 
 def for_classroom(message: Message) -> dict:
@@ -311,5 +327,7 @@ def for_classroom(message: Message) -> dict:
     if isinstance(message, Reveal):
         return {"reveal": [message.lesson, message.step]}
     if isinstance(message, QuizState):
-        return {"quiz_on": message.on, "answers": message.answers, "reveals": message.reveals}
+        return {"quiz_on": message.on,
+                "answers": [for_classroom(a)["answer"] for a in message.answers],
+                "reveals": [for_classroom(r)["reveal"] for r in message.reveals]}
     raise TypeError(f"not a quiz message: {message!r}")

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from rich.console import Console
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.filter import Monochrome, NoColor
+from textual.filter import LineFilter, Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -27,6 +26,7 @@ from mgtui.session.follow import Classroom, Follower, Look
 from mgtui.run.lessons import Lesson
 from mgtui.tui.messages import OpenScenario, RunChecks
 from mgtui.tui.screen_diff import erases
+from mgtui.tui.textual_private import set_color_system
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
 from mgtui.session.bindings import CLASS_KEYS, DEBUGGER_KEYS
@@ -145,9 +145,20 @@ class ClassScreen(DebuggerScreen):
     def on_graph_pane_viewed(self, event: GraphPane.Viewed) -> None:
         self.app.panned()
 
+def client_filters(filters: Sequence[LineFilter],
+                   client: list[LineFilter] | None) -> Sequence[LineFilter]:
+    """Textual's line `filters`, with the `client`'s colour filters for its own (None:
+    the server's, as Textual made them)."""
+    if client is None:
+        return filters
+    return [f for f in filters if not isinstance(f, (Monochrome, NoColor))] + client
+
+
 class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
     session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
+
+    _client_filters: list[LineFilter] | None = None  # the client's colours (`use_terminal`)
 
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom, *,
                  teacher: bool = False, terminal=None, term: str | None = None,
@@ -192,13 +203,14 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             environ["TERM"] = term
         if env.get("COLORTERM"):
             environ["COLORTERM"] = env["COLORTERM"]
-        probe = Console(force_terminal=True, color_system="auto", _environ=environ)
-        self.console._color_system = probe._color_system
+        set_color_system(self.console, environ)
         self.screen_erases = erases(term)  # blanks erased in place, if its terminfo can
         self.no_color = "NO_COLOR" in env
-        self._filters = [f for f in self._filters if not isinstance(f, (Monochrome, NoColor))]
-        if self.no_color:
-            self._filters.append(Monochrome())
+        self._client_filters = [Monochrome()] if self.no_color else []
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's, but the client's NO_COLOR says whether colours go, not the server's."""
+        return client_filters(super().get_line_filters(), self._client_filters)
 
     # -- starting: the teacher's lesson and step, from the first frame ----------------------------
     def on_load(self, event: events.Load) -> None:

@@ -21,11 +21,11 @@ from collections import deque
 from typing import Protocol
 
 from textual import constants, events
-from textual._xterm_parser import XTermParser
 from textual.driver import Driver
 from textual.geometry import Size
 
 from mgtui.serve.limits import INPUT_HELD, capped
+from mgtui.tui.textual_private import release_parser, set_driver_size, xterm_parser
 
 ESCAPE_WAIT = constants.ESCAPE_DELAY + 0.02  # seconds: a lone ESC, nothing after it, is
 # the escape key (once the parser's own wait is over)
@@ -73,7 +73,9 @@ class ChannelDriver(Driver):
                  size: tuple[int, int] | None = None) -> None:
         super().__init__(app, debug=debug, mouse=mouse, size=size)
         self.terminal: Terminal = app.terminal
-        self._parser = XTermParser(debug)
+        self.session_app = app  # (the app this driver drives: its session's)
+        self._event_loop = asyncio.get_running_loop()
+        self._parser = xterm_parser(debug)
         self._tick: asyncio.TimerHandle | None = None
         self._input = False
         self._raw = ""  # what the client sent, not parsed yet
@@ -112,15 +114,9 @@ class ChannelDriver(Driver):
         self._forget_input()
 
     def _forget_input(self) -> None:
-        """Let the app go when its session ends. Textual's parser caches the keys it
-        parsed (in an lru_cache on the class, keyed by the parser) and its generator
-        keeps the last one; each key holds its app as sender. One parser per process
-        never notices; a server with a parser per session would keep every ended
-        session's app alive."""
-        self._parser._gen.close()
-        parse_extended_key = getattr(XTermParser, "_parse_extended_key", None)
-        if hasattr(parse_extended_key, "cache_clear"):
-            parse_extended_key.cache_clear()
+        """Let the app go when its session ends (Textual's parser keeps its last keys,
+        each holding its app: `release_parser`)."""
+        release_parser(self._parser)
 
     # -- input, from the connection -------------------------------------------------------------
     def feed(self, data: str) -> None:
@@ -141,7 +137,8 @@ class ChannelDriver(Driver):
     def resize(self, width: int, height: int) -> None:
         """The client's window is now `width`×`height` (`capped`): the app hears of it
         when it has handled what came before (once, however many changes came)."""
-        self._size = capped(width, height)
+        self._size_now = capped(width, height)
+        set_driver_size(self, self._size_now)
         self._wake()
         if self._input:
             self._resized = True
@@ -150,8 +147,8 @@ class ChannelDriver(Driver):
     def _wake(self) -> None:
         """Input for an app its group draws for (mgtui/serve/unison.py): it draws for
         itself from now on, and the input waits until it has caught up (`_busy`)."""
-        if getattr(self._app, "unison_group", None) is not None:
-            self._app.wake()
+        if getattr(self.session_app, "unison_group", None) is not None:
+            self.session_app.wake()
 
     def waiting(self) -> bool:
         """Whether input is waiting for the app (keys, a window change)."""
@@ -163,13 +160,13 @@ class ChannelDriver(Driver):
 
     def _next_turn(self) -> None:
         if self._handing is None and self._input:
-            self._handing = self._loop.call_soon(self._hand_one)
+            self._handing = self._event_loop.call_soon(self._hand_one)
 
     def _busy(self) -> bool:
         """The app, its screen and the widget with the focus have QUEUED_AT_MOST
         messages waiting (the last events, forwarded from one to the other, and what
         they caused)."""
-        app = self._app
+        app = self.session_app
         if getattr(app, "waking", False):  # (coming to where its class is, first)
             return True
         pumps = [app]
@@ -195,12 +192,12 @@ class ChannelDriver(Driver):
         if self._busy():
             self._waiting_since = self._waiting_since or now
             if now - self._waiting_since < BUSY_AT_MOST:
-                self._handing = self._loop.call_later(BUSY_WAIT, self._hand_one)
+                self._handing = self._event_loop.call_later(BUSY_WAIT, self._hand_one)
                 return
         self._waiting_since = 0.0
         if self._resized:
             self._resized = False
-            size = Size(*self._size)
+            size = Size(*self._size_now)
             self.process_message(events.Resize(size, size))
         else:
             event = self._pending.popleft()
@@ -227,7 +224,7 @@ class ChannelDriver(Driver):
         if text or (self._raw and self._tick is None):
             if self._tick is not None:
                 self._tick.cancel()
-            self._tick = self._loop.call_later(ESCAPE_WAIT, self._flush_escape)
+            self._tick = self._event_loop.call_later(ESCAPE_WAIT, self._flush_escape)
 
     def _flush_escape(self) -> None:
         """Nothing came for ESCAPE_WAIT: what waits at the end is what it is."""
@@ -235,14 +232,14 @@ class ChannelDriver(Driver):
         if not self._input:
             return
         if self._pending or len(self._raw) > PARSED_AT_ONCE:  # (the app is still busy)
-            self._tick = self._loop.call_later(ESCAPE_WAIT, self._flush_escape)
+            self._tick = self._event_loop.call_later(ESCAPE_WAIT, self._flush_escape)
             return
         text, self._raw = self._raw, ""
         if text == "\x1b":
             self._pending.append(events.Key("escape", "\x1b"))
         elif text:  # (the start of a paste mark, and nothing after it: the parser's now)
             self._pending.extend(self._parser.feed(text))
-            self._tick = self._loop.call_later(ESCAPE_WAIT, self._flush_escape)
+            self._tick = self._event_loop.call_later(ESCAPE_WAIT, self._flush_escape)
         else:
             self._pending.extend(self._parser.tick())
         self._next_turn()

@@ -29,6 +29,7 @@ from mgtui.serve.auth import Auth
 from mgtui.serve.heap import SessionHeap, give_back_memory
 from mgtui.serve.scores import write_quiz_scores
 from mgtui.serve.unison import Unison
+from mgtui.tui.textual_private import app_driver, app_exception, forget_exception, stream_app
 from mgtui.serve.limits import (CHANNEL_WINDOW, LOGINS_PER_ADDRESS, QUIET_TIMEOUT,
                                 SESSIONS_PER_LOGIN, capped, heaviest, identity_of,
                                 seat_refused, sessions_per_address)
@@ -128,8 +129,7 @@ def release_streams(app) -> None:
     second of two sessions to start, ending last, puts back the first's). That capture
     holds its app, and all it had, for good. Put the process's own streams back then."""
     for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        owner = getattr(stream, "app", None) or getattr(stream, "_app", None)
+        owner = stream_app(getattr(sys, name))
         if owner is not None and (owner is app or not getattr(owner, "is_running", True)):
             setattr(sys, name, getattr(sys, f"__{name}__"))
 
@@ -143,8 +143,8 @@ def forget_failure(app, failure: BaseException | None) -> None:
         seen.add(id(failure))
         traceback.clear_frames(failure.__traceback__)
         failure = failure.__cause__ or failure.__context__
-    if app is not None and getattr(app, "_exception", None) is not None:
-        app._exception = None  # (Textual's own, to raise again: logged above instead)
+    if app is not None:
+        forget_exception(app)  # (Textual's own, to raise again: logged above instead)
 
 
 class LessonSession(asyncssh.SSHServerSession):
@@ -226,7 +226,7 @@ class LessonSession(asyncssh.SSHServerSession):
     async def _run(self) -> None:
         try:
             await self.app.run_async(size=self.terminal_size())
-            failure = getattr(self.app, "_exception", None)  # (Textual keeps it, and ends)
+            failure = app_exception(self.app)  # (Textual keeps it, and ends)
             if failure is not None:
                 log.error("session of %s@%s failed", self.user, self.peer,
                           exc_info=(type(failure), failure, failure.__traceback__))
@@ -279,7 +279,7 @@ class LessonSession(asyncssh.SSHServerSession):
 
     def _driver(self):
         app = self.app
-        return getattr(app, "_driver", None) if app is not None else None
+        return app_driver(app) if app is not None else None
 
     # -- what the driver needs ----------------------------------------------------------------
     def write(self, data: str) -> None:

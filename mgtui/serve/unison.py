@@ -41,6 +41,8 @@ from collections import deque
 from rich.cells import cell_len
 
 from mgtui.tui.screen_diff import ScreenDiff, whole
+from mgtui.tui.textual_private import (AppHooks, app_driver, drop_notifications, full_frame,
+                                       notifications, toast_regions)
 
 log = logging.getLogger("mgtui.serve")
 
@@ -165,7 +167,7 @@ class Group:
                 continue
             state = (diff.erase, diff.cursor, diff.look)
             same = next((c for c in cut if c[0] == state and c[1] == diff.rows), None)
-            driver = member._driver
+            driver = app_driver(member)
             if same is not None:
                 if same[2]:
                     driver.write_as(*same[2:])
@@ -209,7 +211,7 @@ def same_but(frame: list, shown: list, beneath: list) -> bool:
 
 
 def member_diff(app) -> ScreenDiff | None:
-    return getattr(getattr(app, "_driver", None), "_screen_diff", None)
+    return getattr(app_driver(app), "_screen_diff", None)
 
 
 def focus_of(app) -> tuple | None:
@@ -238,11 +240,11 @@ class Unison:
 
     def may_join(self, app) -> bool:
         """Whether nothing of `app`'s screen is its own (see the module's docstring)."""
-        driver = getattr(app, "_driver", None)
+        driver = app_driver(app)
         return (not self.closed and app.is_running and not app.keyed_teacher
                 and app.terminal is not None and app.follower.following
                 and not self.classroom.quiz_on and app._asking is None and app._quiz_clear
-                and not app.waking and app.unison_group is None and not app._notifications
+                and not app.waking and app.unison_group is None and not notifications(app)
                 and len(app.screen_stack) == 1 and app.screen is app.debugger
                 and driver is not None and not driver.waiting())
 
@@ -304,7 +306,7 @@ class Unison:
         self.wake_all()
 
 
-class UnisonMember:
+class UnisonMember(AppHooks):
     """(A part of `ServedApp`: a session that may draw for its group, or be drawn for.)"""
 
     unison: Unison | None = None
@@ -317,10 +319,10 @@ class UnisonMember:
         group = self.unison_group
         return group is not None and group.leader is not self
 
-    def _display(self, screen, renderable) -> None:
-        if self.asleep:  # (its terminal shows the leader's frames)
-            return
-        super()._display(screen, renderable)
+    def frame_wanted(self) -> bool:
+        return not self.asleep  # (its terminal shows the leader's frames)
+
+    def frame_sent(self) -> None:
         group = self.unison_group
         if group is not None:
             group.drawn(now=True)
@@ -341,14 +343,15 @@ class UnisonMember:
         if group is not None and group.leader is self:
             group.arrived(position)
 
-    def _unnotify(self, notification, refresh: bool = True) -> None:
-        """A notice has expired: the cells it covered are drawn again. (Textual removes
-        its toast and draws nothing there: a served student's "Following the teacher"
-        stayed on their terminal until the pane under it changed, and a screen with
-        it is never the group's.)"""
-        regions = self._notice_regions([notification])
-        super()._unnotify(notification, refresh)
-        self.call_after_refresh(self._notice_wiped, regions)
+    def notice_expiring(self, notification) -> list:
+        """A notice has expired: the cells it covered are drawn again (`notice_expired`).
+        (Textual removes its toast and draws nothing there: a served student's
+        "Following the teacher" stayed on their terminal until the pane under it
+        changed, and a screen with it is never the group's.)"""
+        return self._notice_regions([notification])
+
+    def notice_expired(self, before: object) -> None:
+        self.call_after_refresh(self._notice_wiped, before)
 
     def notices_read(self, messages: tuple[str, ...]) -> list:
         """The teacher has moved: the notices among `messages` that have been up for
@@ -358,14 +361,12 @@ class UnisonMember:
         come in out of its group, each drawing the class's first steps alone: those
         steps were the class's slowest."""
         now = time.time()
-        done = [notice for notice in self._notifications
+        done = [notice for notice in notifications(self)
                 if notice.message in messages and now - notice.raised_at >= NOTICE_READ]
         if not done:
             return []
         regions = self._notice_regions(done)
-        for notice in done:
-            del self._notifications[notice]
-        self._refresh_notifications()
+        drop_notifications(self, done)
         if regions:
             self.screen.refresh(*regions)
         return regions
@@ -373,10 +374,7 @@ class UnisonMember:
     def _notice_regions(self, notices: list) -> list:
         """Where the toasts of `notices` are on the screen. (Their own regions: their
         holders' are empty.)"""
-        from textual.widgets._toast import Toast
-
-        return [toast.region for toast in self.screen.query(Toast)
-                if toast._notification in notices and toast.region]
+        return toast_regions(self.screen, notices)
 
     def _notice_wiped(self, regions: list) -> None:
         """The cells an expired notice covered, drawn again; with no notice left, this
@@ -384,7 +382,7 @@ class UnisonMember:
         first step after a class has come in is drawn by every student)."""
         if regions:
             self.screen.refresh(*regions)
-        if not self._notifications:
+        if not notifications(self):
             self.join_later()
 
     def wake(self) -> None:
@@ -421,12 +419,10 @@ class UnisonMember:
             self.repaint()  # (its terminal gets what differs from the group's last frame)
         except Exception:  # noqa: BLE001 - (a screen not laid out: Textual's own way)
             self.screen.refresh()
-        driver = self._driver
+        driver = app_driver(self)
         if driver is not None and hasattr(driver, "next_turn"):
             driver.next_turn()  # (the key that woke it)
 
     def repaint(self) -> None:
         """Draw the whole screen now (through the screen diff: only what differs)."""
-        screen = self.screen
-        self._display(screen, screen._compositor.render_update(
-            full=True, screen_stack=self._background_screens))
+        full_frame(self)

@@ -15,34 +15,14 @@ class has left retires and a fresh one takes its place: a process gives back wha
 sessions scattered over its heap only by ending (a long-lived server kept some 5 MB a
 class, pages pinned by a few objects each).
 
-Between the front and a worker: one Unix socket pair of packets, each a JSON object,
-with the client's socket passed alongside a `connect`.
-
-  either way        quiz mode: {"quiz_on": B}, {"answer": [LESSON, STUDENT, STEP, VALUE]},
-                    {"reveal": [LESSON, STEP]} (a worker's to the front, which keeps the
-                    class's quiz and tells the other workers; a worker that starts late
-                    gets all of it: {"quiz_on", "answers", "reveals"});
-                    who leads: {"lead": NAME} (a worker's session leads now; "" none
-                    does any more) and {"lead_elsewhere": NAME} (from the front: a
-                    session of another process leads, so none of this one does)
-  front -> worker   {"connect": PEER} + its socket; {"position": {...}} (the teacher's);
-                    {"elsewhere": N} (sessions in the other workers, for the limit);
-                    {"join": COMMAND} (what students type, for a teacher's console);
-                    {"end": true} (a teacher has ended the class);
-                    {"retire": true} (no more connections will come: end when empty)
-  worker -> front   {"ready": PID} once warmed up; {"count": [CONNECTIONS, SESSIONS],
-                    "logging_in": {ADDRESS: N}, "taken": T} (connections not logged in
-                    yet, by address; T: connections handed over it has counted so far);
-                    {"position": {...}} when one of its sessions leads;
-                    {"end": true} when one of its teachers ends the class;
-                    {"retiring": true} (its class has left: it would end)
-  front -> zygote   {"fork": NUMBER} + the worker's end of its link
+Between the front and a worker: one Unix socket pair of packets, each one of the
+messages of `mgtui.serve.messages` (typed, with one codec), with the client's socket
+passed alongside a `Connect`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -51,8 +31,12 @@ import sys
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from mgtui.session.follow import Classroom, Look
+from mgtui.session.follow import Classroom
 from mgtui.serve.limits import heaviest
+from mgtui.serve.messages import (QUIZ, QUIZ_NEWS, Connect, Count, Elsewhere, End, Evict, Fork,
+                                  Join, Lead, LeadElsewhere, Message, Nothing, Others,
+                                  PositionMessage, Ready, Retire, Retiring, Roster, decode,
+                                  encode, for_classroom, from_classroom, quiz_state_of)
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
 
@@ -83,39 +67,27 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8)) if supported() else 1
 
 
-def send(link: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> bool:
+def send(link: socket.socket, message: Message, fds: tuple[int, ...] = ()) -> bool:
     """One packet to the other side; False if it has gone."""
     try:
-        socket.send_fds(link, [json.dumps(message).encode()], list(fds))
+        socket.send_fds(link, [encode(message)], list(fds))
         return True
     except OSError:
         return False
 
 
-def receive(link: socket.socket) -> tuple[dict | None, list[int]]:
-    """One packet from the other side: (None, []) once it has gone. A malformed packet
-    (it cannot come from mgtui) reads as an empty message."""
+def receive(link: socket.socket, where: str = "") -> tuple[Message | None, list[int]]:
+    """One packet from the other side: (None, []) once it has gone. Nothing to read yet,
+    or a packet that is no message of mgtui's (logged), reads as `Nothing`."""
     try:
         data, fds, _flags, _addr = socket.recv_fds(link, PACKET, 1)
     except (BlockingIOError, InterruptedError):
-        return {}, []
+        return Nothing(), []
     except OSError:
         return None, []
     if not data:
         return None, []
-    try:
-        message = json.loads(data)
-    except ValueError:
-        message = {}
-    return (message if isinstance(message, dict) else {}), fds
-
-
-def counts_of(seats: dict) -> dict:
-    """`{"logins": {IDENTITY: N}, "addresses": {HOST: N}}` as another process sent it,
-    with anything else left out."""
-    return {kind: {k: n for k, n in seats.get(kind, {}).items()
-                   if isinstance(k, str) and isinstance(n, int)}
-            for kind in ("logins", "addresses") if isinstance(seats.get(kind), dict)}
+    return decode(data, where), fds
 
 
 def address_of(peer: str) -> str:
@@ -134,13 +106,13 @@ class LinkedClassroom(Classroom):
         super().__init__()
         self._link = link
         self._roster_due = False
-        self.relay = lambda message: send(link, message)  # (the quiz, who leads)
+        self.relay = lambda said: send(link, from_classroom(said))  # (the quiz, who leads)
         self.tag = f"{number}-"
 
     def publish(self, position: Position) -> None:
         if position != self.position:
             super().publish(position)
-            send(self._link, {"position": position.to_dict()})
+            send(self._link, PositionMessage(position))
 
     def heard(self, position: Position) -> None:
         super().publish(position)
@@ -153,25 +125,30 @@ class LinkedClassroom(Classroom):
 
     def _send_roster(self) -> None:
         self._roster_due = False
-        send(self._link, {"roster": self.here()})
+        send(self._link, Roster(self.here()))
 
-    def told(self, message: dict) -> None:
-        """What the front says of the class: what students type, the sessions of the
-        other workers, its end."""
-        if "others" in message:
-            self.set_others(message["others"])
-        if isinstance(message.get("join"), str):
-            self.join_command = message["join"]
-        if message.get("end"):  # (the class has ended in another process)
-            Classroom.end(self)
-        self.told_quiz(message)
-        if isinstance(message.get("lead_elsewhere"), str):
-            self.led_elsewhere(message["lead_elsewhere"])
+    def told(self, message: Message) -> bool:
+        """What the front says of the class (what students type, the sessions of the
+        other workers, the quiz, who leads, where the teacher is, its end); False if
+        `message` says none of that."""
+        told = self.TOLD.get(type(message))
+        if told is not None:
+            told(self, message)
+        return told is not None
+
+    TOLD = {
+        Others: lambda self, m: self.set_others(m.rows),
+        Join: lambda self, m: setattr(self, "join_command", m.command),
+        End: lambda self, m: Classroom.end(self),  # (the class has ended in another process)
+        LeadElsewhere: lambda self, m: self.led_elsewhere(m.name),
+        PositionMessage: lambda self, m: self.heard(m.position),
+        **{quiz: lambda self, m: self.told_quiz(for_classroom(m)) for quiz in QUIZ},
+    }
 
     def end(self) -> None:
         """A teacher of this worker ends the class: the front ends it everywhere."""
         if not self.ended:
-            send(self._link, {"end": True})
+            send(self._link, End())
         super().end()
 
 
@@ -192,62 +169,40 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     server.warming = warm_up_later(klass, key, f"worker {number}: ")  # (ready meanwhile)
     done = asyncio.Event()  # the front has gone, or this worker retires
     tasks: set[asyncio.Task] = set()  # connections handed over, until they are served
-    retiring: dict[str, object] = {"served": False, "allowed": False, "timer": None}
-
-    def empty() -> bool:
-        return not (klass.connections or klass.sessions or tasks)
+    retirement = Retirement(lambda: not (klass.connections or klass.sessions or tasks),
+                            done, link)
 
     def counted() -> None:
-        send(link, {"count": [klass.connections, len(klass.sessions)],
-                    "logging_in": dict(klass.logging_in), "taken": klass.taken,
-                    "seats": klass.seats()})
-        retiring["served"] = retiring["served"] or bool(klass.sessions)
-        timer = retiring["timer"]
-        if timer is not None:
-            timer.cancel()
-            retiring["timer"] = None
-        if retiring["served"] and empty():
-            if retiring["allowed"]:
-                done.set()
-            else:
-                retiring["timer"] = loop.call_later(RETIRE_AFTER, ask_to_retire)
-
-    def ask_to_retire() -> None:
-        retiring["timer"] = None
-        if empty():
-            log.info("the class has left: this worker retires, a fresh one takes its place")
-            send(link, {"retiring": True})
+        send(link, Count(klass.connections, len(klass.sessions), dict(klass.logging_in),
+                         klass.taken, klass.seats()))
+        retirement.counted(bool(klass.sessions))
 
     klass.on_count = counted
 
+    def connect(fds: list[int]) -> None:
+        for fd in fds:
+            task = loop.create_task(serve_connection(klass, socket.socket(fileno=fd), key))
+            tasks.add(task)
+            task.add_done_callback(lambda done: (tasks.discard(done), counted()))
+
     def heard() -> None:
-        message, fds = receive(link)
+        message, fds = receive(link, f"worker {number}: ")
         if message is None:
             done.set()
             loop.remove_reader(link)
             return
-        if message.get("retire"):  # (anything handed over before came first)
-            retiring["allowed"] = True
-            if empty():
-                done.set()
-        for fd in fds:
-            sock = socket.socket(fileno=fd)
-            if "connect" not in message:  # (a socket nobody asked to serve)
-                sock.close()
-                continue
-            task = loop.create_task(serve_connection(klass, sock, key))
-            tasks.add(task)
-            task.add_done_callback(lambda done: (tasks.discard(done), counted()))
-        classroom.told(message)
-        told_limits(klass, message)
-        if isinstance(message.get("position"), dict):
-            try:
-                classroom.heard(Look.from_dict(message["position"]))
-            except ValueError:
-                log.warning("worker %d: a position it cannot read", number)
+        if isinstance(message, Connect):
+            connect(fds)
+        else:
+            for fd in fds:  # (a socket nobody asked to serve)
+                os.close(fd)
+        if isinstance(message, Retire):  # (anything handed over before came first)
+            retirement.allow()
+        elif not classroom.told(message):
+            told_limits(klass, message)
 
     loop.add_reader(link, heard)
-    send(link, {"ready": os.getpid()})
+    send(link, Ready(os.getpid()))
     try:
         await done.wait()
     finally:
@@ -256,17 +211,49 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
     return 0
 
 
-def told_limits(klass, message: dict) -> None:
+class Retirement:
+    """When a worker retires: once it has served, its class has left (`empty`) and the
+    front, asked after RETIRE_AFTER, allows it (`Retire`: no more will come)."""
+
+    def __init__(self, empty, done: asyncio.Event, link: socket.socket) -> None:
+        self.empty, self.done, self.link = empty, done, link
+        self.served = False  # a session has been served here
+        self.allowed = False  # the front has said no more connections will come
+        self.timer: asyncio.TimerHandle | None = None  # to ask the front
+
+    def counted(self, serving: bool) -> None:
+        """The worker's counts have changed (`serving`: it has sessions now)."""
+        self.served = self.served or serving
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.served and self.empty():
+            if self.allowed:
+                self.done.set()
+            else:
+                self.timer = asyncio.get_running_loop().call_later(RETIRE_AFTER, self.ask)
+
+    def ask(self) -> None:
+        self.timer = None
+        if self.empty():
+            log.info("the class has left: this worker retires, a fresh one takes its place")
+            send(self.link, Retiring())
+
+    def allow(self) -> None:
+        self.allowed = True
+        if self.empty():
+            self.done.set()
+
+
+def told_limits(klass, message: Message) -> None:
     """What the front says of the class's limits: the sessions of the other workers (in
     all, by login and by address), a login in progress to close (every connection taken)."""
     from mgtui.serve.server import evict
 
-    if isinstance(message.get("elsewhere"), int):
-        klass.elsewhere = message["elsewhere"]
-    if isinstance(message.get("seats"), dict):
-        klass.seats_elsewhere = counts_of(message["seats"])
-    if isinstance(message.get("evict"), str):
-        evict(klass, message["evict"])
+    if isinstance(message, Elsewhere):
+        klass.elsewhere, klass.seats_elsewhere = message.sessions, message.seats
+    elif isinstance(message, Evict):
+        evict(klass, message.address)
 
 
 def worker_main(number: int, link: socket.socket, lessons: dict, auth, args, key) -> int:
@@ -331,14 +318,14 @@ def start_zygote(lessons: dict, auth, args, key, listener: socket.socket
 def zygote(link: socket.socket, lessons: dict, auth, args, key) -> int:
     """Fork a worker each time the front asks, until the front has gone."""
     while True:
-        message, fds = receive(link)
+        message, fds = receive(link, "the zygote: ")
         if message is None:
             return 0
-        number = message.get("fork")
-        if not isinstance(number, int) or len(fds) != 1:
+        if not isinstance(message, Fork) or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
             continue
+        number = message.number
         pid = os.fork()
         if pid == 0:  # the worker: nothing of the zygote's but the lessons
             code = 1
@@ -367,7 +354,7 @@ class Front:
         self.workers: list[Worker] = []
         self.waiting: list[tuple[socket.socket, str]] = []  # clients while none is ready
         self.stopped = asyncio.Event()
-        self._relaying = False
+        self._from_workers: Position | None = None  # the last position a worker sent
         self._numbers = 0
         self.lead_owner: int | str | None = None  # the worker whose session leads ("front")
         self.lead_name = ""
@@ -380,7 +367,7 @@ class Front:
         """Ask the zygote for one more worker."""
         front_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with worker_end:
-            asked = send(self.zygote, {"fork": self._numbers}, (worker_end.fileno(),))
+            asked = send(self.zygote, Fork(self._numbers), (worker_end.fileno(),))
         if not asked:
             front_end.close()
             log.error("the process that starts workers has gone: no worker can start")
@@ -398,7 +385,7 @@ class Front:
         # a teacher in the front's own terminal (--teach) leads the workers' sessions too
         self.classroom.subscribe(self._from_here)
         self.classroom.watch(self._ended, roster=False)
-        self.classroom.relay = lambda message: self._class_message("front", message)
+        self.classroom.relay = lambda said: self._class_message("front", from_classroom(said))
         for _ in range(self.count):
             if not self._spawn():
                 return False
@@ -449,7 +436,7 @@ class Front:
         if worker.logging_in.get(evicted, 0) > 0:  # (as it will report: one closed each)
             worker.logging_in[evicted] -= 1
         worker.connections -= 1
-        self._post(worker, {"evict": evicted})
+        self._post(worker, Evict(evicted))
         return True
 
     def _logging_in(self, host: str) -> int:
@@ -469,9 +456,9 @@ class Front:
             return
         worker = serving[0]
         worker.handed.append(peer)  # (counted here until it reports it has counted it)
-        self._post(worker, {"connect": peer}, client)
+        self._post(worker, Connect(peer), client)
 
-    def _post(self, worker: Worker, message: dict, client: socket.socket | None = None) -> None:
+    def _post(self, worker: Worker, message: Message, client: socket.socket | None = None) -> None:
         """Send `message` (and `client`'s socket) to `worker`, in order: now, or when its
         link has room again. The front never blocks on a worker, so a worker stuck for a
         while holds up neither the others nor its own reports."""
@@ -484,7 +471,7 @@ class Front:
         while worker.outbox and not worker.gone:
             message, client = worker.outbox[0]
             try:
-                socket.send_fds(worker.link, [json.dumps(message).encode()],
+                socket.send_fds(worker.link, [encode(message)],
                                 [client.fileno()] if client is not None else [])
             except (BlockingIOError, InterruptedError):
                 loop.add_writer(worker.link, self._flush, worker)
@@ -499,76 +486,82 @@ class Front:
             loop.remove_writer(worker.link)
 
     def _heard(self, worker: Worker) -> None:
-        message, _fds = receive(worker.link)
-        for fd in _fds:
+        message, fds = receive(worker.link, f"the front, from worker {worker.number}: ")
+        for fd in fds:
             os.close(fd)
         if message is None:
             self._lost(worker)
             return
-        if isinstance(message.get("ready"), int) and not worker.ready:
-            worker.ready, worker.pid = True, message["ready"]
-            log.info("worker %d (pid %d) ready", worker.number, worker.pid)
-            self._post(worker, {"join": self.classroom.join_command})
-            if self.classroom.position is not None:  # (a late joiner lands there)
-                self._post(worker, {"position": self.classroom.position.to_dict()})
-            self._post(worker, self.classroom.quiz_state())  # (the quiz so far)
-            if self.lead_owner is not None:
-                self._post(worker, {"lead_elsewhere": self.lead_name})
-            self._counted()
-            waiting, self.waiting = self.waiting, []
-            for client, peer in waiting:
-                self._hand_over(client, peer)
-        if (message.get("retiring") and not worker.retiring and not self.stopped.is_set()
+        heard = self.HEARD.get(type(message))
+        if heard is not None:
+            heard(self, worker, message)
+
+    def _ready(self, worker: Worker, message: Ready) -> None:
+        if worker.ready:
+            return
+        worker.ready, worker.pid = True, message.pid
+        log.info("worker %d (pid %d) ready", worker.number, worker.pid)
+        self._post(worker, Join(self.classroom.join_command))
+        if self.classroom.position is not None:  # (a late joiner lands there)
+            self._post(worker, PositionMessage(self.classroom.position))
+        self._post(worker, quiz_state_of(self.classroom.quiz_state()))  # (the quiz so far)
+        if self.lead_owner is not None:
+            self._post(worker, LeadElsewhere(self.lead_name))
+        self._counted()
+        waiting, self.waiting = self.waiting, []
+        for client, peer in waiting:
+            self._hand_over(client, peer)
+
+    def _retiring(self, worker: Worker, message: Retiring) -> None:
+        if (not worker.retiring and not self.stopped.is_set()
                 and self._spawn()):  # (with no fresh one to come, it goes on serving)
             worker.retiring = True  # nothing more for it; a fresh one in its place
-            self._post(worker, {"retire": True})
-        count = message.get("count")
-        if isinstance(count, list) and len(count) == 2 and all(isinstance(n, int) for n in count):
-            worker.connections, worker.sessions = count
-            logging_in, taken = message.get("logging_in"), message.get("taken")
-            if isinstance(logging_in, dict):
-                worker.logging_in = {host: n for host, n in logging_in.items()
-                                     if isinstance(n, int)}
-            if isinstance(message.get("seats"), dict):
-                worker.seats = counts_of(message["seats"])
-            if isinstance(taken, int) and taken > worker.taken:
-                for _ in range(min(taken - worker.taken, len(worker.handed))):
-                    worker.handed.popleft()
-                worker.taken = taken
-            self._counted()
-        if isinstance(message.get("roster"), list):
-            worker.roster = message["roster"]
-            self._rosters()
-        if message.get("end"):
-            self.classroom.end()  # (`_ended` tells the workers)
-        self._class_message(worker.number, message)
-        if isinstance(message.get("position"), dict):
-            for other in self.workers:
-                if other is not worker and other.ready:
-                    self._post(other, {"position": message["position"]})
-            try:
-                position = Look.from_dict(message["position"])
-            except ValueError:
-                return
-            self._relaying = True  # (to the front's own sessions, not back to the workers)
-            try:
-                self.classroom.publish(position)
-            finally:
-                self._relaying = False
+            self._post(worker, Retire())
 
-    def _class_message(self, source: int | str, message: dict) -> None:
+    def _count(self, worker: Worker, message: Count) -> None:
+        worker.connections, worker.sessions = message.connections, message.sessions
+        worker.logging_in, worker.seats = message.logging_in, message.seats
+        if message.taken > worker.taken:
+            for _ in range(min(message.taken - worker.taken, len(worker.handed))):
+                worker.handed.popleft()
+            worker.taken = message.taken
+        self._counted()
+
+    def _roster(self, worker: Worker, message: Roster) -> None:
+        worker.roster = message.rows
+        self._rosters()
+
+    def _end(self, worker: Worker, message: End) -> None:
+        self.classroom.end()  # (`_ended` tells the workers)
+
+    def _position(self, worker: Worker, message: PositionMessage) -> None:
+        """A worker's session leads: its position goes to the other workers, and to the
+        front's own sessions (not back to the workers: `_from_here`)."""
+        for other in self.workers:
+            if other is not worker and other.ready:
+                self._post(other, message)
+        self._from_workers = message.position
+        self.classroom.publish(message.position)
+
+    HEARD = {
+        Ready: _ready, Retiring: _retiring, Count: _count, Roster: _roster, End: _end,
+        PositionMessage: _position,
+        **{kind: lambda self, worker, m: self._class_message(worker.number, m)
+           for kind in (*QUIZ_NEWS, Lead)},
+    }
+
+    def _class_message(self, source: int | str, message: Message) -> None:
         """Quiz mode and who leads, from a worker (`source`, its number) or the front's
         own teacher ("front"): kept here, and told to every other process."""
-        quiz = {k: message[k] for k in ("quiz_on", "answer", "reveal") if k in message}
-        if quiz:
+        if isinstance(message, QUIZ_NEWS):
             if source != "front":
-                self.classroom.told_quiz(quiz)
+                self.classroom.told_quiz(for_classroom(message))
             for other in self.workers:
                 if other.number != source and other.ready:
-                    self._post(other, quiz)
-        name = message.get("lead")
-        if not isinstance(name, str):
+                    self._post(other, message)
+        if not isinstance(message, Lead):
             return
+        name = message.name
         if name:  # (the last to claim leads: a take-over, or two teachers at once)
             self.lead_owner, self.lead_name = source, name
         elif self.lead_owner == source:
@@ -577,7 +570,7 @@ class Front:
             return  # (one that no longer led has left: the lead is elsewhere)
         for other in self.workers:
             if other.number != source and other.ready:
-                self._post(other, {"lead_elsewhere": name})
+                self._post(other, LeadElsewhere(name))
         if source != "front":
             self.classroom.led_elsewhere(name)
 
@@ -587,8 +580,8 @@ class Front:
         self.classroom.set_others([row for w in live for row in w.roster])
         here = self.classroom.here()
         for worker in live:
-            self._post(worker, {"others": here + [row for w in live if w is not worker
-                                                  for row in w.roster]})
+            self._post(worker, Others(here + [row for w in live if w is not worker
+                                              for row in w.roster]))
 
     def _ended(self) -> None:
         """The class has ended (here, or in a worker): every worker is told (its
@@ -596,7 +589,7 @@ class Front:
         if self.classroom.ended and not self.stopped.is_set():
             for worker in self.workers:
                 if worker.ready:
-                    self._post(worker, {"end": True})
+                    self._post(worker, End())
             asyncio.get_running_loop().call_later(0.5, self.stopped.set)
 
     def _counted(self) -> None:
@@ -607,13 +600,15 @@ class Front:
             seats = {kind: dict(sum((Counter(w.seats.get(kind, {})) for w in live
                                      if w is not worker), Counter()))
                      for kind in ("logins", "addresses")}
-            self._post(worker, {"elsewhere": total - worker.sessions, "seats": seats})
+            self._post(worker, Elsewhere(total - worker.sessions, seats))
 
     def _from_here(self, position: Position) -> None:
-        if not self._relaying:
+        """The front's own teacher (`--teach`) is at `position`: every worker's sessions
+        follow. (A position a worker sent, published here too, is not sent back.)"""
+        if position is not self._from_workers:
             for worker in self.workers:
                 if worker.ready:
-                    self._post(worker, {"position": position.to_dict()})
+                    self._post(worker, PositionMessage(position))
 
     def _lost(self, worker: Worker) -> None:
         if worker.gone:
@@ -624,7 +619,7 @@ class Front:
         loop.remove_writer(worker.link)
         worker.link.close()
         self.workers.remove(worker)
-        untaken = [(client, m["connect"]) for m, client in worker.outbox if client is not None]
+        untaken = [(client, m.peer) for m, client in worker.outbox if client is not None]
         worker.outbox.clear()
         for client, peer in untaken:  # (handed over, never taken: to another worker)
             if self.stopped.is_set():
@@ -638,7 +633,7 @@ class Front:
             return
         log.error("worker %d (pid %d) stopped: its sessions have ended; a fresh one "
                   "takes its place", worker.number, worker.pid)
-        self._class_message(worker.number, {"lead": ""})  # (its teacher, if one led, left)
+        self._class_message(worker.number, Lead(""))  # (its teacher, if one led, left)
         self._counted()
         self._rosters()
         if not self._spawn() and not self.workers:

@@ -434,6 +434,10 @@ class _Diffing:
     _screen_diff: ScreenDiff | None = None
     _screen_size = None
 
+    def __init__(self, app, *args, **kwargs) -> None:
+        super().__init__(app, *args, **kwargs)  # type: ignore[call-arg]
+        self._diff_app = app  # (the app it drives: Textual's Driver takes it first)
+
     def write(self, data: str) -> None:
         self.write_cut(data)
 
@@ -447,11 +451,11 @@ class _Diffing:
                 LinuxDriver = ()  # type: ignore[assignment]  # noqa: N806
             # how the terminal erases: as the app says (a served client's, from its TERM),
             # else as this process's own terminal's TERM says
-            erase = getattr(self._app, "screen_erases", None)  # type: ignore[attr-defined]
+            erase = getattr(self._diff_app, "screen_erases", None)
             if erase is None:
                 erase = isinstance(self, LinuxDriver) and erases_here(os.environ.get("TERM"))
             diff = self._screen_diff = ScreenDiff(erase)
-        size = getattr(self._app, "size", None)  # type: ignore[attr-defined]
+        size = getattr(self._diff_app, "size", None)
         if size != self._screen_size:
             self._screen_size = size
             diff.forget()
@@ -465,7 +469,7 @@ class _Diffing:
         class's students drawn by one of them: the cut made once for all who showed the
         same; bench/README.md, "The teacher's key to 30 screens, fourth round")."""
         diff = self._screen_diff
-        if diff is None or getattr(self._app, "size", None) != self._screen_size:
+        if diff is None or getattr(self._diff_app, "size", None) != self._screen_size:
             self.write(data)
             return
         diff.take(model)

@@ -15,11 +15,11 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mgtui.session.bindings import GRAPH_KEYS
 from mgtui.session import StepState
+from mgtui.tui.textual_private import SizedScrollView, refresh_scrollbars
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.strips import GRAPH_LINES
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 PAN = 8  # cells a pan key moves (a quarter screen at least)
 
 
-class GraphPane(ScrollView, can_focus=True):
+class GraphPane(SizedScrollView, can_focus=True):
     """The current graph drawn as boxes and op nodes; the selected box framed double."""
 
     inherit_bindings = False
@@ -148,7 +148,7 @@ class GraphPane(ScrollView, can_focus=True):
             # step of each student following a big graph): the pane's size is its
             # container's, and it shows no scrollbars
             self.set_reactive(GraphPane.virtual_size, Size(picture.width, picture.height))
-            self._refresh_scrollbars()
+            refresh_scrollbars(self)
             self.scroll_x, self.scroll_y = (self.validate_scroll_x(self.scroll_x),
                                             self.validate_scroll_y(self.scroll_y))
             follow = True
@@ -239,18 +239,15 @@ class GraphPane(ScrollView, can_focus=True):
     def on_hide(self) -> None:
         self._showing, self._early = False, None
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size,
-                      layout: bool = True) -> bool:
-        """(Textual: the pane's size, given as the screen is laid out, before the frame
-        is drawn.) A pane shown now draws its picture in that frame, not a blank pane
+    def size_given(self, size: Size) -> None:
+        """(The pane's size, given as the screen is laid out, before the frame is
+        drawn.) A pane shown now draws its picture in that frame, not a blank pane
         first and the picture once its Show event comes (a class's `m`: an empty frame
         for every student, and the picture in the next)."""
-        changed = super()._size_updated(size, virtual_size, container_size, layout)
         if not self._showing and size.area and self.state is not None and self.display:
             self._showing, self._early = True, size
             self._auto = None
             self._draw(follow=True)
-        return changed
 
     # -- moving around -------------------------------------------------------------------
     def scroll_to_box(self, nid: int | None, with_marks: bool = False,
@@ -376,7 +373,7 @@ class GraphPane(ScrollView, can_focus=True):
         # the same line of the same step at the same size, drawn alike, for every
         # session of the process that shows it (a class following its teacher)
         key = (id(picture), row, x, width, self._light_key, self._styles_key, base,
-               self.app.console._color_system)
+               self.app.console.color_system)
         strip = GRAPH_LINES.get(key, picture)
         if strip is not None:
             return strip

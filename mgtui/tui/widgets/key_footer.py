@@ -11,7 +11,9 @@ from textual import events
 from textual.containers import HorizontalGroup
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from mgtui.tui.textual_private import (FooterKey, footer_bindings_ready,
+                                       mark_footer_bindings_ready, set_footer_key_enabled)
 
 # Columns from which the command palette's key (ctrl+p) shows too, if the keys leave it
 # room on their row: the debugger's keys take 79 at the default key map, and with the
@@ -78,7 +80,7 @@ class KeyFooter(Footer):
             keys = keys[count:]
 
     def bindings_changed(self, screen: Screen) -> None:
-        if (self._bindings_ready and self.is_attached and screen is self.screen
+        if (footer_bindings_ready(self) and self.is_attached and screen is self.screen
                 and screen.app.app_focus and self._restyle_keys()):
             return
         if (not screen.app.app_focus and self.is_attached and screen is self.screen
@@ -86,7 +88,7 @@ class KeyFooter(Footer):
             # Textual's footer composes nothing while the app has no focus, and a
             # browser's page starts without it (Textual's web driver): a class's web
             # visitors at 100x30 never had keys (at 80x24 `on_resize` composed them)
-            self._bindings_ready = True
+            mark_footer_bindings_ready(self)
             self.call_after_refresh(self.recompose)
             return
         super().bindings_changed(screen)
@@ -113,7 +115,5 @@ class KeyFooter(Footer):
         if [(k.key, k.action) for k in keys] != [(key, action) for key, action, _ in shown]:
             return False
         for footer_key, (_key, _action, enabled) in zip(keys, shown):
-            if footer_key._disabled == enabled:
-                footer_key._disabled = not enabled
-                footer_key.set_class(not enabled, "-disabled")
+            set_footer_key_enabled(footer_key, enabled)
         return True

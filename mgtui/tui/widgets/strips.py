@@ -21,6 +21,8 @@ from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
 
+from mgtui.tui.textual_private import strip_cache
+
 
 def _look(style: Style | None) -> tuple:
     """What a style sends to the terminal: its colours, attributes and link. (Not its
@@ -31,9 +33,18 @@ def _look(style: Style | None) -> tuple:
     if look is None:
         if len(_LOOKS) > 4096:
             _LOOKS.clear()
-        look = _LOOKS[style] = (style._color, style._bgcolor,
-                                style._attributes & style._set_attributes, style._link)
+        look = _LOOKS[style] = (style.color, style.bgcolor, _attribute_bits(style),
+                                style.link)
     return look
+
+
+_ATTRIBUTES = ("bold", "dim", "italic", "underline", "blink", "blink2", "reverse", "conceal",
+               "strike", "underline2", "frame", "encircle", "overline")
+
+
+def _attribute_bits(style: Style) -> int:
+    """The attributes `style` turns on, one bit each."""
+    return sum(1 << k for k, name in enumerate(_ATTRIBUTES) if getattr(style, name))
 
 
 def _blank_look(style: Style | None) -> tuple | None:
@@ -46,8 +57,8 @@ def _blank_look(style: Style | None) -> tuple | None:
         if len(_BLANK_LOOKS) > 4096:
             _BLANK_LOOKS.clear()
         shows = (style.underline or style.underline2 or style.strike or style.overline
-                 or style.reverse or style._link)
-        look = _BLANK_LOOKS[style] = None if shows else (style._bgcolor,)
+                 or style.reverse or style.link)
+        look = _BLANK_LOOKS[style] = None if shows else (style.bgcolor,)
     return look
 
 
@@ -61,7 +72,7 @@ def _blank(text: str) -> bool:
 
 def compact(strip: Strip) -> Strip:
     """`strip` with adjacent segments that render alike merged into one."""
-    segments = strip._segments
+    segments = list(strip)
     if len(segments) < 2:
         return strip
     out: list[list] = []  # [text, style, look] triples, and control segments as they are
@@ -110,7 +121,7 @@ _SAME = object()
 
 
 def _compacted(strip: Strip) -> Strip:
-    cache = strip._style_cache
+    cache = strip_cache(strip)
     small = cache.get(_COMPACT_KEY)
     if small is None:
         small = compact(strip)

@@ -1,0 +1,89 @@
+"""What the torch adapter (`mgtui.recording.torch_probe`) keeps of a recorded leaf's
+value for its next change in place (`p -= lr * p.grad`, an optimizer's `p.add_(...)`),
+and how it tells that the leaf still holds it.
+
+A change's before is the value the leaf has just before it. Where the leaf still holds
+what its last snapshot was taken of, that snapshot is the before (the array support's
+`last`, found by the array it was taken of, kept here): no copy of the leaf is taken, and
+none compared. The leaf's version (`Tensor._version`) counts every change autograd sees,
+in place or through a view; it does not count a change through memory handed out
+uncounted (`t.data`, `t.numpy()`, `t.untyped_storage()`...), which the adapter's mode
+sees handed out (`leak`): a storage so handed out is told by its bytes from then on (an
+array over `WHOLE_LIMIT` elements, summarised rather than kept, by a copy taken).
+"""
+
+from __future__ import annotations
+
+from mgtui.recording.torch_backward import NUMPY_DTYPES
+from mgtui.trace import Field
+
+DATA_FIELD = Field.DATA.code
+
+
+class TensorViews:
+    """Each recorded leaf's last value (node -> (the numpy array sharing its memory that
+    the last snapshot was taken of, its data pointer, its version then)), and the
+    storages handed out uncounted, by their data pointer (None: one that has none)."""
+
+    def __init__(self, arrays) -> None:  # (the recording's `ArraySnapshots`)
+        self.arrays = arrays
+        self.kept: dict[int, tuple] = {}
+        self.leaked: set = set()
+
+    def keep(self, nid: int, t, data) -> None:
+        """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
+        array snapshots were just given it), for `t`'s next change in place: its before
+        is that snapshot if `t` still holds it, and its after this same array, not two
+        more arrays made and copied."""
+        if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
+            self.kept[nid] = (data, t.data_ptr(), t._version)
+
+    def changed(self, nid: int, view: tuple, t) -> None:
+        """Leaf `t` (node `nid`), `holding` `view`, was changed in place and its after
+        taken of the same array."""
+        self.kept[nid] = (view[0], view[1], t._version)
+
+    def holding(self, nid: int, t) -> tuple | None:
+        """What is kept of leaf `t` (node `nid`) if it still holds what its last snapshot
+        was taken of, else None."""
+        view = self.kept.get(nid)
+        if view is None:
+            return None
+        a = view[0]
+        if view[1] != t.data_ptr() or a.shape != t.shape:
+            return None
+        last = self.arrays.last.get((nid, DATA_FIELD))
+        if last is None or last[0]() is not a:
+            return None
+        if view[2] == t._version and not (self.leaked and self._leaked(t)):
+            return view
+        return view if still_holds(last, a) else None  # (`p.data.mul_(2)`)
+
+    def leak(self, t) -> None:
+        """The scenario has a handle on tensor `t`'s memory whose changes `t`'s version
+        does not count (`t.data`, `t.numpy()`): its storage's changes are told by its
+        bytes from now on (`holding`)."""
+        try:
+            self.leaked.add(t.untyped_storage().data_ptr())
+        except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+            self.leaked.add(None)  # (no storage to tell it by: every tensor's bytes)
+
+    def _leaked(self, t) -> bool:
+        if None in self.leaked:
+            return True
+        try:
+            return t.untyped_storage().data_ptr() in self.leaked
+        except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+            return True
+
+
+def still_holds(last: tuple | None, view) -> bool:
+    """Whether a field's last snapshot (`ArraySnapshots.last`: a weak reference to the
+    array it was taken of, and the `ArrayValue` taken) was taken of the numpy array
+    `view`, and `view` still holds it bit for bit (as float64, as the snapshot does)."""
+    if last is None or last[0]() is not view or not last[1].whole:
+        return False
+    raw = last[1]._values
+    if type(raw) is bytes and len(raw) == view.nbytes:  # (taken of `view` in its dtype)
+        return raw == view.tobytes()
+    return last[1].values.tobytes() == view.astype("float64", copy=False).tobytes()

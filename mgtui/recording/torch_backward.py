@@ -275,7 +275,7 @@ class BackwardRun:
                     if before is ZERO:  # the first: the gradient itself
                         after = taken(g)
                         if after is None:
-                            after = self.big(tid, value_of(g), True)
+                            after = self.big(tid, value_of(g), g)
                     else:
                         after = self.big(tid, self.array(tid, before) + value_of(g))
                     if t is not None:  # (a leaf's: see `_accumulated`)
@@ -305,15 +305,16 @@ class BackwardRun:
         if values:
             records.arrays.seen = True
 
-    def big(self, tid: int, a, given: bool = False):
-        """Gradient `a` (node `tid`'s grad now: `given` the engine's, else a sum the
-        adapter made) as the trace keeps it (`kept`); one over `WHOLE_LIMIT` elements
-        summarised now, from where it lies (a gradient held is not changed: see the
-        module), and held as it is for a sum (`array`), not copied."""
+    def big(self, tid: int, a, given=None):
+        """Gradient `a` (node `tid`'s grad now: the engine's tensor `given`'s, else a
+        sum the adapter made) as the trace keeps it (`kept`); one over `WHOLE_LIMIT`
+        elements summarised now, from where it lies (a gradient held is not changed:
+        see the module; `TensorViews.big`), and held as it is for a sum (`array`), not
+        copied."""
         if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
             self.raw[tid] = a
-            return snapshot(a)
-        return kept(stored_copy(a) if given and type(a) is not float else a)
+            return snapshot(a) if given is None else self.probe.views.big(given, a)
+        return kept(stored_copy(a) if given is not None and type(a) is not float else a)
 
     def array(self, tid: int, v):
         """Node `tid`'s grad `v` (as `big` kept it) as a numpy array, to add to."""
@@ -348,6 +349,9 @@ class BackwardRun:
                            probe.closure(ACCUMULATE, False) if closure is None else closure,
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
+            have = self.grads.get(nid)
+            if type(have) is ArrayValue and not have.whole and leaf.grad is not None:
+                probe.views.copied(leaf.grad, self.raw[nid], have)  # (summarised so)
             return
         real = value_of(leaf.grad) if leaf.grad is not None else 0.0
         have = self.grads.get(nid)
@@ -415,7 +419,8 @@ def zero_grad_recorded(probe, zero_grad, params):
             for p, g in held:
                 nid = probe.nid_of(p) if g is not None else None
                 if nid is not None:
-                    probe.write(nid, GRAD_FIELD, GRAD, value_now(g), grad_value(p.grad), line)
+                    probe.write(nid, GRAD_FIELD, GRAD, probe.value_now(g), grad_value(p.grad),
+                                line)
         return out
 
     return wrapped

@@ -66,6 +66,7 @@ from mgtui.recording.torch_backward import (
     one_return,
     optimized,
     quick_register,
+    taken,
     value_now,
     value_of,
     watch_returned,
@@ -74,7 +75,7 @@ from mgtui.recording.torch_backward import (
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.recording.torch_views import TensorViews
 from mgtui.trace import Field
-from mgtui.trace.arrays import ArrayValue
+from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
@@ -244,7 +245,7 @@ class TorchProbe:
                     kid = self._fn_node(nf, line, None, k)
                 targets.append((kid, None))
             kids.append(kid)
-        data = value_now(t) if t is not None else _hidden_value(fn, nr)
+        data = value_now(t) if t is not None else _hidden_value(fn, nr, self.views)
         op = OP_NAMES.get((type(fn), len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
@@ -379,6 +380,16 @@ class TorchProbe:
         self.write(nid, DATA_FIELD, DATA, before, after, line)
         self.views.keep(nid, t, after)
         return out
+
+    def value_now(self, t):
+        """`value_now`, a big one summarised as `TensorViews.big` does (a grad set aside)."""
+        value = taken(t)
+        if value is not None:
+            return value
+        a = value_of(t)
+        if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
+            return self.views.big(t, a)
+        return a
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
@@ -605,7 +616,7 @@ def not_followed(unrecorded: dict, name: str, fn):
     return counted
 
 
-def _hidden_value(fn, nr: int = 0):
+def _hidden_value(fn, nr: int, views: TensorViews):
     """The value of an autograd node's output the scenario never saw made: a weight's
     transpose (`TBackward0`, inside `F.linear`) is worked out; an op that keeps its
     output for its backward (`_saved_result`: the log-softmax inside `F.cross_entropy`)
@@ -619,7 +630,10 @@ def _hidden_value(fn, nr: int = 0):
             if type(value) is float:
                 return value
             try:
-                return kept(_transposed(fn, name, value))
+                value = _transposed(fn, name, value)
+                if value.size > WHOLE_LIMIT and value.dtype.char in "fd":
+                    return views.big(nf.variable, value)  # (the leaf's summary, if held)
+                return kept(value)
             except (ValueError, TypeError, RuntimeError):  # (saved dims not as expected)
                 return NAN
     if nr == 0:

@@ -14,10 +14,16 @@ array over `WHOLE_LIMIT` elements, summarised rather than kept, by a copy taken)
 
 from __future__ import annotations
 
+from array import array
+from weakref import ref
+
 from mgtui.recording.torch_backward import NUMPY_DTYPES
 from mgtui.trace import Field
+from mgtui.trace.array_numpy import snapshot
+from mgtui.trace.arrays import SAMPLE, WHOLE_LIMIT, ArrayValue
 
 DATA_FIELD = Field.DATA.code
+KNOWN_LIMIT = 256  # big values remembered before those of tensors let go are pruned
 
 
 class TensorViews:
@@ -29,6 +35,9 @@ class TensorViews:
         self.arrays = arrays
         self.kept: dict[int, tuple] = {}
         self.leaked: set = set()
+        # id of a tensor not a view -> (a weak reference to it, its version, data pointer,
+        # elements and dtype, an `ArrayValue` summarising it): `big`
+        self.known: dict[int, tuple] = {}
 
     def keep(self, nid: int, t, data) -> None:
         """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
@@ -37,11 +46,23 @@ class TensorViews:
         more arrays made and copied."""
         if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
             self.kept[nid] = (data, t.data_ptr(), t._version)
+            self._taken(nid, t, data)
 
     def changed(self, nid: int, view: tuple, t) -> None:
         """Leaf `t` (node `nid`), `holding` `view`, was changed in place and its after
         taken of the same array."""
         self.kept[nid] = (view[0], view[1], t._version)
+        self._taken(nid, t, view[0])
+
+    def _taken(self, nid: int, t, a) -> None:
+        """Leaf `t` (node `nid`), as numpy array `a`, was just summarised by the array
+        snapshots (`last`): `big` may give that summary again."""
+        last = self.arrays.last.get((nid, DATA_FIELD))
+        if last is not None and not last[1].whole and last[0]() is a:
+            flags = a.flags
+            if flags.c_contiguous or flags.f_contiguous:
+                base = t._base if t._base is not None else t
+                self.remember(base, t._version, t.data_ptr(), a, last[1])
 
     def holding(self, nid: int, t) -> tuple | None:
         """What is kept of leaf `t` (node `nid`) if it still holds what its last snapshot
@@ -58,6 +79,49 @@ class TensorViews:
         if view[2] == t._version and not (self.leaked and self._leaked(t)):
             return view
         return view if still_holds(last, a) else None  # (`p.data.mul_(2)`)
+
+    def big(self, t, a):
+        """The `ArrayValue` of numpy array `a` over `WHOLE_LIMIT` elements of floats,
+        all of tensor `t`'s memory in C or Fortran order (`t`, its transpose):
+        summarised from where it lies (`snapshot`), or, where `t` (or a view of the
+        same tensor) was summarised so since and its version says it has not changed,
+        that summary again (it reads the memory in its own order: the same numbers, bit
+        for bit), with `a`'s shape and first elements. Anything else: `snapshot`."""
+        flags = a.flags
+        if not (flags.c_contiguous or flags.f_contiguous) or a.size <= WHOLE_LIMIT:
+            return snapshot(a)
+        base = t._base if t._base is not None else t
+        known = self.known.get(id(base))
+        version, at = t._version, t.data_ptr()
+        if (known is not None and known[0]() is base and known[1] == version
+                and known[2] == at and known[3] == a.size and known[4] == a.dtype
+                and not (self.leaked and self._leaked(t))):
+            done = known[5]
+            first = array("d", a.flat[:SAMPLE].astype("float64").tolist())
+            return ArrayValue(tuple(a.shape), done.dtype, first, False, done.given, done.basis)
+        value = snapshot(a)
+        self.remember(base, version, at, a, value)
+        return value
+
+    def remember(self, base, version: int, at: int, a, value) -> None:
+        if type(value) is not ArrayValue or value.whole or value.given is None:
+            return
+        known = self.known
+        if len(known) >= KNOWN_LIMIT:
+            for key in [k for k, entry in known.items() if entry[0]() is None]:
+                del known[key]
+            if len(known) >= KNOWN_LIMIT:
+                known.clear()
+        known[id(base)] = (ref(base), version, at, a.size, a.dtype, value)
+
+    def copied(self, t, a, value) -> None:
+        """Tensor `t` holds a copy of numpy array `a` (a leaf's grad, the gradient the
+        engine gave it), which `big` summarised as `value`: if it lies in memory in the
+        same order, `big` may give that summary again for it."""
+        itemsize = a.itemsize
+        if t.shape == a.shape and t.stride() == tuple(k // itemsize for k in a.strides):
+            base = t._base if t._base is not None else t
+            self.remember(base, t._version, t.data_ptr(), a, value)
 
     def leak(self, t) -> None:
         """The scenario has a handle on tensor `t`'s memory whose changes `t`'s version

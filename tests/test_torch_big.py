@@ -105,3 +105,61 @@ def test_big_gradients_are_bit_for_bit_the_plain_runs(write_scenario):
                                  recorder.globals["model"].parameters()):
         assert torch.equal(got.grad, want.grad), name
         assert torch.equal(got.detach(), want.detach()), name
+
+
+FUNCTION = '''
+"""A custom Function on a big tensor, its grad summed over two passes"""
+import torch
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+torch.manual_seed(0)
+x = torch.randn(300, 300, requires_grad=True)
+grads = []
+for k in range(2):
+    y = Twice.apply(x)
+    loss = (y * y).sum()
+    loss.backward()  # x.grad += 8x, onto the last pass's
+    grads.append(x.grad.clone())
+    with torch.no_grad():
+        x.data.mul_(0.5)  # through .data
+'''
+
+
+def test_a_custom_functions_big_step_is_recorded_and_explained(write_scenario):
+    from mgtui.session.timeline import Timeline
+    from mgtui.trace import EventKind
+    from mgtui.trace.engines import explain
+
+    path = write_scenario("twice", FUNCTION)
+    recorder = Recorder(load_scenario(path))
+    trace = recorder.run()
+    x = recorder.globals["x"]
+    nid = getattr(x, torch_probe.ATTR)[1]
+    steps = [i for i in range(len(trace)) if trace.kind(i) is EventKind.BACKWARD
+             and trace.op(trace.event_node(i)) == "Twice"]
+    assert len(steps) == 2
+    for k, index in enumerate(steps):
+        assert trace.closure_of(index).name == "backward"  # (Twice.backward, its source)
+        line = Timeline(trace)
+        line.seek(index + 1)
+        e = explain(trace, line.data, line.grad, index)
+        assert e.kind == "backward" and e.node == trace.event_node(index)
+        (into_x,) = [c for c in e.contributions if c.target == nid]
+        assert into_x.line == 12  # `return g * 2`
+        assert_summarises(_json_value(into_x.after), recorder.globals["grads"][k],
+                          f"pass {k}")
+
+
+def _json_value(value) -> dict:
+    low, high, mean, norm, bad = value.summary
+    return {"summary": [low, high, mean, norm, bad]} if not value.whole else {}

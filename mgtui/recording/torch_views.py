@@ -10,6 +10,12 @@ in place or through a view; it does not count a change through memory handed out
 uncounted (`t.data`, `t.numpy()`, `t.untyped_storage()`...), which the adapter's mode
 sees handed out (`leak`): a storage so handed out is told by its bytes from then on (an
 array over `WHOLE_LIMIT` elements, summarised rather than kept, by a copy taken).
+
+A value over `WHOLE_LIMIT` elements is summarised (four passes over it), not kept; the
+same memory is often summarised again unchanged: a weight's transpose inside `F.linear`
+at each forward, a gradient passed on as its transpose (`TBackward0`) into a leaf, a grad
+set aside by `zero_grad`. `big` gives the summary it made of that memory again where the
+tensor's version says it has not changed since, and nothing handed it out uncounted.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from mgtui.trace.array_numpy import snapshot
 from mgtui.trace.arrays import SAMPLE, WHOLE_LIMIT, ArrayValue
 
 DATA_FIELD = Field.DATA.code
+LEAKED_LIMIT = 4096  # storages told apart as handed out; past it, every one is
 KNOWN_LIMIT = 256  # big values remembered before those of tensors let go are pruned
 
 
@@ -127,10 +134,15 @@ class TensorViews:
         """The scenario has a handle on tensor `t`'s memory whose changes `t`'s version
         does not count (`t.data`, `t.numpy()`): its storage's changes are told by its
         bytes from now on (`holding`)."""
+        leaked = self.leaked
+        if None in leaked:
+            return
         try:
-            self.leaked.add(t.untyped_storage().data_ptr())
+            leaked.add(t.untyped_storage().data_ptr())
         except (RuntimeError, TypeError, AttributeError, NotImplementedError):
-            self.leaked.add(None)  # (no storage to tell it by: every tensor's bytes)
+            leaked.add(None)  # (no storage to tell it by: every tensor's bytes)
+        if len(leaked) > LEAKED_LIMIT:  # (a run that hands out memory at every step)
+            leaked.add(None)
 
     def _leaked(self, t) -> bool:
         if None in self.leaked:

@@ -350,8 +350,9 @@ class BackwardRun:
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             have = self.grads.get(nid)
-            if type(have) is ArrayValue and not have.whole and leaf.grad is not None:
-                probe.views.copied(leaf.grad, self.raw[nid], have)  # (summarised so)
+            held = self.raw.get(nid)
+            if held is not None and type(have) is ArrayValue and leaf.grad is not None:
+                probe.views.copied(leaf.grad, held, have)  # (summarised so)
             return
         real = value_of(leaf.grad) if leaf.grad is not None else 0.0
         have = self.grads.get(nid)

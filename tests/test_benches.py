@@ -40,6 +40,7 @@ SAYS = {
     "torch_child_heap.py": "recorded as the runner's child does",
     "torch_overhead.py": "the runner alone, launch to the whole trace",
     "torch_instructions.py": "instructions of one training step of torch_mlp.py",
+    "torch_mnist.py": "a training step, CPU, medians",
     "trace_files.py": "load       json",
 }
 # Benches being reworked on other branches this round; each gets its quick mode there.

@@ -32,6 +32,7 @@ from torch._C import DisableTorchFunction
 from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD, WRITE_ROW
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, WRITE, ArrayValue
+from mgtui.trace.array_numpy import snapshot
 
 GRAD_FIELD = Field.GRAD.code
 NAN = math.nan
@@ -193,6 +194,7 @@ class BackwardRun:
         self.line = line
         self.records = probe.records
         self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
+        self.raw: dict[int, object] = {}  # and as a numpy array, where that is summarised
         # gradients added up into each leaf so far (0: it had a grad already), for its
         # AccumulateGrad: a sum of one gradient onto none is the engine's own value
         self.sums: dict[int, int] = {}
@@ -273,9 +275,9 @@ class BackwardRun:
                     if before is ZERO:  # the first: the gradient itself
                         after = taken(g)
                         if after is None:
-                            after = kept(value_of(g, True))
+                            after = self.big(tid, value_of(g), g)
                     else:
-                        after = kept(array_of(before) + value_of(g))
+                        after = self.big(tid, self.array(tid, before) + value_of(g))
                     if t is not None:  # (a leaf's: see `_accumulated`)
                         sums[tid] = sums[tid] + 1 if tid in sums else 1 if before is ZERO else 2
                     grads[tid] = after
@@ -302,6 +304,23 @@ class BackwardRun:
             steps.clear()
         if values:
             records.arrays.seen = True
+
+    def big(self, tid: int, a, given=None):
+        """Gradient `a` (node `tid`'s grad now: the engine's tensor `given`'s, else a
+        sum the adapter made) as the trace keeps it (`kept`); one over `WHOLE_LIMIT`
+        elements summarised now, from where it lies (a gradient held is not changed:
+        see the module; `TensorViews.big`), and held as it is for a sum (`array`), not
+        copied."""
+        if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
+            self.raw[tid] = a
+            return snapshot(a) if given is None else self.probe.views.big(given, a)
+        return kept(stored_copy(a) if given is not None and type(a) is not float else a)
+
+    def array(self, tid: int, v):
+        """Node `tid`'s grad `v` (as `big` kept it) as a numpy array, to add to."""
+        if type(v) is ArrayValue and not v.whole:
+            return self.raw[tid]
+        return array_of(v)
 
     def copied(self, entry: tuple) -> None:
         """`steps.append`, the gradients of a node's entry copied first: what the
@@ -330,12 +349,16 @@ class BackwardRun:
                            probe.closure(ACCUMULATE, False) if closure is None else closure,
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
+            have = self.grads.get(nid)
+            held = self.raw.get(nid)
+            if held is not None and type(have) is ArrayValue and leaf.grad is not None:
+                probe.views.copied(leaf.grad, held, have)  # (summarised so)
             return
         real = value_of(leaf.grad) if leaf.grad is not None else 0.0
         have = self.grads.get(nid)
         if have is None:
             have = self.leaf_before(nid, leaf)
-        if not same(real, have):
+        if not same(real, self.array(nid, have)):
             records.stack.append(nid)
             try:
                 probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
@@ -397,7 +420,8 @@ def zero_grad_recorded(probe, zero_grad, params):
             for p, g in held:
                 nid = probe.nid_of(p) if g is not None else None
                 if nid is not None:
-                    probe.write(nid, GRAD_FIELD, GRAD, value_now(g), grad_value(p.grad), line)
+                    probe.write(nid, GRAD_FIELD, GRAD, probe.value_now(g), grad_value(p.grad),
+                                line)
         return out
 
     return wrapped

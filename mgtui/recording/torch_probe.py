@@ -55,7 +55,6 @@ from mgtui.recording.torch_backward import (
     ACCUMULATE,
     GRAD_FIELD,
     NAN,
-    NUMPY_DTYPES,
     OTHERS,
     BackwardRun,
     custom_after,
@@ -67,14 +66,16 @@ from mgtui.recording.torch_backward import (
     one_return,
     optimized,
     quick_register,
+    taken,
     value_now,
     value_of,
     watch_returned,
     zero_grad_recorded,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
+from mgtui.recording.torch_views import TensorViews
 from mgtui.trace import Field
-from mgtui.trace.arrays import ArrayValue
+from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
 ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
@@ -88,6 +89,7 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
 }
 REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
 GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
+DATA_ATTR = torch._C.TensorBase.data  # (`t.data`'s getter's)
 TENSORS = (torch.Tensor, torch.nn.Parameter)
 TENSOR = torch.Tensor
 is_grad_enabled = torch.is_grad_enabled
@@ -147,7 +149,7 @@ class TorchProbe:
         self.recorded = False  # a tensor was recorded: the run is the torch engine's
         self.closures: dict[str, TorchNode] = {}
         self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
-        self.views: dict[int, tuple] = {}  # a leaf's value as an array (`_keep_view`)
+        self.views = TensorViews(rec.records.arrays)  # leaves' values, for their changes
         self.live: list = [None, None, None]  # [the recorded `backward()` call running,
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
@@ -203,7 +205,7 @@ class TorchProbe:
         if fn is None:
             data = value_of(t)
             nid = self._add((), "", data, line, self._leaf_label(t, line))
-            self._keep_view(nid, t, data)
+            self.views.keep(nid, t, data)
         else:
             nid = self._fn_node(fn, line, t)
         try:
@@ -243,7 +245,7 @@ class TorchProbe:
                     kid = self._fn_node(nf, line, None, k)
                 targets.append((kid, None))
             kids.append(kid)
-        data = value_now(t) if t is not None else _hidden_value(fn, nr)
+        data = value_now(t) if t is not None else _hidden_value(fn, nr, self.views)
         op = OP_NAMES.get((type(fn), len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
         if known is None:
@@ -364,12 +366,7 @@ class TorchProbe:
             after = grad_value(t.grad)
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
-        view = self.views.get(nid)
-        if view is not None and view[1] == t.data_ptr() and view[0].shape == t.shape:
-            if not still_holds(self.records.arrays.last.get((nid, DATA_FIELD)), view[0]):
-                view = None  # (changed where no probe saw it: `p.data.mul_(2)`)
-        else:
-            view = None
+        view = self.views.holding(nid, t)
         if view is not None:
             before = view[0]  # (the array the last snapshot was taken of, unchanged since)
         else:  # (a copy: the tensor is about to change)
@@ -377,19 +374,22 @@ class TorchProbe:
         out = func(*args, **kwargs) if kwargs else func(*args)
         if type(view) is tuple:  # (changed in place: the view kept still shares it)
             self.write(nid, DATA_FIELD, DATA, before, view[0], line)
+            self.views.changed(nid, view, t)
             return out
         after = value_of(t)
         self.write(nid, DATA_FIELD, DATA, before, after, line)
-        self._keep_view(nid, t, after)
+        self.views.keep(nid, t, after)
         return out
 
-    def _keep_view(self, nid: int, t, data) -> None:
-        """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
-        array snapshots were just given it), for `t`'s next change in place: its before
-        is that snapshot if `t` still holds it, bit for bit, and its after this same
-        array, not two more arrays made and copied."""
-        if type(data) is not float and t.is_cpu and t.dtype in NUMPY_DTYPES:
-            self.views[nid] = (data, t.data_ptr())
+    def value_now(self, t):
+        """`value_now`, a big one summarised as `TensorViews.big` does (a grad set aside)."""
+        value = taken(t)
+        if value is not None:
+            return value
+        a = value_of(t)
+        if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
+            return self.views.big(t, a)
+        return a
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
@@ -538,7 +538,13 @@ class _Mode(TorchFunctionMode):
         if kind is None:
             kind = KINDS[func] = _kind(func)
         probe = self.probe
-        if kind is READ or probe.paused:
+        if kind is READ:
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if kind is LEAK:  # (a custom backward's too)
+            if args and isinstance(args[0], TENSOR):
+                probe.views.leak(args[0])
+            return func(*args, **kwargs) if kwargs else func(*args)
+        if probe.paused:
             return func(*args, **kwargs) if kwargs else func(*args)
         if kind is CALL:
             out = func(*args, **kwargs) if kwargs else func(*args)
@@ -569,14 +575,19 @@ class _Mode(TorchFunctionMode):
 CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
 REQUIRES_GRAD_SET = "requires_grad="
 HOOK = "hook"  # `t.register_hook(h)`: a hook that may write into the gradient it is given
+LEAK = "leak"  # `t.data`, `t.numpy()`: `t`'s memory handed out, its changes uncounted
+LEAKS = frozenset(("numpy", "__array__", "untyped_storage", "storage", "_typed_storage",
+                   "__dlpack__", "data_ptr"))
 KINDS: dict = {}
 
 
 def _kind(func) -> str:
     name = getattr(func, "__name__", "")
     owner = getattr(func, "__self__", None)
-    if name == "__get__":  # a property read (`p.grad`, `t.data`): nothing to record
-        return READ
+    if name == "__get__":  # a property read (`p.grad`): nothing to record; `t.data`'s
+        return LEAK if owner is DATA_ATTR else READ  # memory is changed uncounted
+    if name in LEAKS:
+        return LEAK
     if name in ("register_hook", "register_post_accumulate_grad_hook"):
         return HOOK
     if name == "__set__":
@@ -605,7 +616,7 @@ def not_followed(unrecorded: dict, name: str, fn):
     return counted
 
 
-def _hidden_value(fn, nr: int = 0):
+def _hidden_value(fn, nr: int, views: TensorViews):
     """The value of an autograd node's output the scenario never saw made: a weight's
     transpose (`TBackward0`, inside `F.linear`) is worked out; an op that keeps its
     output for its backward (`_saved_result`: the log-softmax inside `F.cross_entropy`)
@@ -619,7 +630,10 @@ def _hidden_value(fn, nr: int = 0):
             if type(value) is float:
                 return value
             try:
-                return kept(_transposed(fn, name, value))
+                value = _transposed(fn, name, value)
+                if value.size > WHOLE_LIMIT and value.dtype.char in "fd":
+                    return views.big(nf.variable, value)  # (the leaf's summary, if held)
+                return kept(value)
             except (ValueError, TypeError, RuntimeError):  # (saved dims not as expected)
                 return NAN
     if nr == 0:
@@ -647,15 +661,3 @@ def _transposed(fn, name: str, value):
 def _signed(d: int) -> int:
     """A saved dim as numpy takes it (torch gives -1 as 2**64 - 1)."""
     return d - (1 << 64) if d >= 1 << 63 else d
-
-
-def still_holds(last: tuple | None, view) -> bool:
-    """Whether a field's last snapshot (`ArraySnapshots.last`: a weak reference to the
-    array it was taken of, and the `ArrayValue` taken) was taken of the numpy array
-    `view`, and `view` still holds it bit for bit (as float64, as the snapshot does)."""
-    if last is None or last[0]() is not view or not last[1].whole:
-        return False
-    raw = last[1]._values
-    if type(raw) is bytes and len(raw) == view.nbytes:  # (taken of `view` in its dtype)
-        return raw == view.tobytes()
-    return last[1].values.tobytes() == view.astype("float64", copy=False).tobytes()

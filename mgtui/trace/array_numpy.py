@@ -120,8 +120,8 @@ def summarised(a, name: str, defer: bool = False) -> ArrayValue:
         basis = -flat.size
     elif not basis and defer:
         return ArrayValue.pending(shape, name, np.array(a, order="C", copy=True))
-    elif not basis:  # (read where it is: a view of a C-contiguous one, else one copy)
-        flat = a.reshape(-1)
+    elif not basis:  # (read where it is, in the order of its memory: a view of a
+        flat = a.ravel(order="K")  # contiguous one, a transpose's too; else one copy)
     else:
         flat = stored.reshape(-1)  # (the storage: small enough to copy where it must)
     given = summary_of(flat, size)

@@ -26,6 +26,10 @@ from mgtui.trace.export import num as json_num
 # `unpinned`: a gradient differs but no `_backward` can be named, the calls that wrote
 # it having no partner on the other side (the alignment stopped before them)
 Kind = Literal["value", "grad", "passes", "shape", "unpinned"]
+Calls = list[Contribution]  # one `_backward` call's writes to one node
+# how the gradient that differs is told: by one call (`call`), by no call, the difference
+# there before them (`outside`), or not (`unpaired`: the calls have no partner)
+How = Literal["call", "outside", "unpaired"]
 UNALIGNED_LISTED = 1000  # unaligned nodes the JSON lists on each side (all are counted)
 
 

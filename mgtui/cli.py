@@ -650,7 +650,8 @@ def place_difference(result: Comparison, *, seed: int = 0, max_nodes: int | None
     call = d.call
     try:
         found = call_origin(result.a.path, result.a.trace, call.step, call.node, call.mine,
-                            call.theirs, seed=seed, max_nodes=max_nodes, timeout=timeout)
+                            call.theirs, element=d.a.element, seed=seed,
+                            max_nodes=max_nodes, timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - the comparison's answer stands
         found = replace(NOT_NAMED, why=f"{NOT_NAMED.why} (the replay failed: "
                         f"{type(exc).__name__})")

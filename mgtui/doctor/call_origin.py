@@ -36,12 +36,14 @@ NOT_NAMED = CallOrigin("", None, "a replay of the call could not tell which stat
 
 
 def call_origin(path: str | os.PathLike, trace, step: int, node: int, mine: object,
-                theirs: object, *, seed: int = 0, max_nodes: int | None = None,
-                timeout: float | None = None) -> CallOrigin | None:
+                theirs: object, *, element: tuple[int, ...] | None = None, seed: int = 0,
+                max_nodes: int | None = None, timeout: float | None = None
+                ) -> CallOrigin | None:
     """The statement where the `_backward` call at event `step` of `trace` (a run of the
     scenario at `path`) made the value it added to node `node`'s grad (`mine`, where
-    `theirs` is right); `NOT_NAMED` if the replay names none, None where there is no
-    replay (numbers, or a value the trace does not hold whole)."""
+    `theirs` is right; `element`, the first that differs, as the comparison found it,
+    else the first found off here); `NOT_NAMED` if the replay names none, None where
+    there is no replay (numbers, or a value the trace does not hold whole)."""
     import numpy as np
 
     from mgtui.doctor.array_check import NotWhole, as_numpy
@@ -56,9 +58,14 @@ def call_origin(path: str | os.PathLike, trace, step: int, node: int, mine: obje
     if mine.shape != theirs.shape or not mine.ndim:
         return None
     wrong = ~np.isclose(mine, theirs, rtol=1e-3, atol=1e-5, equal_nan=True).reshape(-1)
+    at = None
+    if element is not None and len(element) == mine.ndim and all(
+            0 <= i < n for i, n in zip(element, mine.shape)):
+        at = int(np.ravel_multi_index(element, mine.shape))
+        wrong[at] = True
     if not wrong.any() or not np.isfinite(theirs).all():
         return None
-    j = int(np.flatnonzero(wrong)[0])
+    j = int(np.flatnonzero(wrong)[0]) if at is None else at
     flat = theirs.reshape(-1)
     right = {int(k): float(flat[k]) for k in np.flatnonzero(~wrong)[:MAX_RIGHT]}
     call = len(trace.events_of(EventKind.BACKWARD, 0, step))

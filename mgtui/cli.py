@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import linecache
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mgtui.version import __version__
 from mgtui.run.bundled import bundled, resolve, title_of
@@ -21,6 +24,9 @@ from mgtui.errors import ScenarioLoadError
 from mgtui.trace.export import is_saved_trace
 from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
+
+if TYPE_CHECKING:
+    from mgtui.compare import Comparison
 
 # mgtui.recording.recorder's and mgtui.run.runner's, without importing them before the scenario's
 # child starts (a test checks they agree)
@@ -610,6 +616,8 @@ def diff_main(argv: list[str]) -> int:
                          max_memory=args.max_memory)
     except ScenarioLoadError as exc:
         return fail(exc.message, exc.detail)
+    result = place_difference(result, seed=args.seed, max_nodes=args.max_nodes,
+                              timeout=args.timeout)
     code = EXIT_OK if result.agree else EXIT_FAILED
     if args.json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
@@ -623,6 +631,42 @@ def diff_main(argv: list[str]) -> int:
         run_diff_app(result)
     sys.stdout.flush()
     return code
+
+
+def place_difference(result: Comparison, *, seed: int = 0, max_nodes: int | None = None,
+                     timeout: float | None = None) -> Comparison:
+    """`result`, its first difference's place (on your side) moved to the statement
+    that made the wrong value, where a replay of your call in a re-run of your scenario
+    names one (issue 33: `mgtui.doctor.call_origin`; the comparison may not import the
+    doctor, so the two meet here); else the line that wrote it stands, said so."""
+    from mgtui.doctor.call_origin import NOT_NAMED, call_origin
+    from mgtui.trace.engine_kind import TORCH
+
+    d = result.difference
+    if d is None or d.kind != "grad" or d.call is None or d.a is None:
+        return result
+    if result.a.saved or result.a.trace.engine == TORCH:  # (nothing to re-run; torch's
+        return result  # own Functions are the doctor's `torch_functions`)
+    call = d.call
+    try:
+        found = call_origin(result.a.path, result.a.trace, call.step, call.node, call.mine,
+                            call.theirs, element=d.a.element, seed=seed,
+                            max_nodes=max_nodes, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - the comparison's answer stands
+        found = replace(NOT_NAMED, why=f"{NOT_NAMED.why} (the replay failed: "
+                        f"{type(exc).__name__})")
+    if found is None:  # (not replayed: a number, or a value the trace holds in part)
+        return result
+    if found.line is None:
+        result.difference = replace(d, message=f"{d.message} (the line named is the one "
+                                    f"that wrote the grad: {found.why})")
+        return result
+    place = result.a.place(found.file, found.line)
+    code = linecache.getline(found.file, found.line).strip()  # (shown through mgtui.safe)
+    wrote = f" (written at {d.a.place})" if d.a.place and d.a.place != place else ""
+    message = (f"{d.message}; the wrong value is made at {place}{wrote}: {found.why}")
+    result.difference = replace(d, message=message, a=replace(d.a, place=place, code=code))
+    return result
 
 
 def entry() -> None:

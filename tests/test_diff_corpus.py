@@ -216,11 +216,11 @@ def test_each_grad_none_bug_is_found_at_its_op(capsys, tmp_path, right, wrong, o
         assert d["a"]["value"] != pytest.approx(d["b"]["value"], rel=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="a write made through a helper (`_accumulate`) is "
-                   "recorded at the helper's line, not at the `_backward`'s call of it")
 @pytest.mark.parametrize("right, wrong, op, torch_node, what", GRADNONE_BUGS[:1])
 def test_a_grad_none_bug_is_named_at_its_own_line(capsys, tmp_path, right, wrong, op,
                                                   torch_node, what):
+    """A write made through a helper (`_accumulate`) is recorded at the helper's line;
+    the replay of the call names the `_backward`'s line that made the value (issue 33)."""
     folder = planted_gradnone(tmp_path, right, wrong)
     _, doc, _ = diff_json(capsys, folder / GN_TRAIN, folder / GN_TWIN)
     place = doc["difference"]["a"]["place"]

@@ -26,6 +26,10 @@ from mgtui.trace.export import num as json_num
 # `unpinned`: a gradient differs but no `_backward` can be named, the calls that wrote
 # it having no partner on the other side (the alignment stopped before them)
 Kind = Literal["value", "grad", "passes", "shape", "unpinned"]
+Calls = list[Contribution]  # one `_backward` call's writes to one node
+# how the gradient that differs is told: by one call (`call`), by no call, the difference
+# there before them (`outside`), or not (`unpaired`: the calls have no partner)
+How = Literal["call", "outside", "unpaired"]
 UNALIGNED_LISTED = 1000  # unaligned nodes the JSON lists on each side (all are counted)
 
 
@@ -72,6 +76,17 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Culprit:
+    """Your one `_backward` call (at event `step`) whose addition to `node`'s grad
+    differs: what it added (`mine`), and what the other side added (`theirs`)."""
+
+    step: int
+    node: int
+    mine: Value
+    theirs: Value
+
+
+@dataclass(frozen=True)
 class Difference:
     kind: Kind
     backward_pass: int  # numbered from 1; 0 for none
@@ -79,6 +94,11 @@ class Difference:
     a: Point | None = None
     b: Point | None = None
     hint: str = ""  # what the numbers suggest (`=` for `+=`)
+    # for a `grad` difference one call of yours made (a `_backward` of one call): that
+    # call's event, the node whose grad it wrote, and the whole of what the other side
+    # added there (the right value, for a replay of the call to find where its own
+    # went wrong: `mgtui.diff_origin`); not in the JSON
+    call: Culprit | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "backward_pass": self.backward_pass or None,
@@ -280,8 +300,10 @@ def _grad_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
     pt_a = _grad_point(pa, a, na, ca, how, _pick(va, vb, tol))
     pt_b = _grad_point(pb, b, nb, cb, how, _pick(vb, va, tol))
     message = f"backward pass {pa.number}: " + _grad_message(a, b, pt_a, pt_b, how)
+    one = how == "call" and ca and all((c.step, c.node) == (ca[0].step, ca[0].node) for c in ca)
+    call = Culprit(ca[0].step, ca[0].node, va, vb) if one else None
     return Difference("grad", pa.number, message, pt_a, pt_b,
-                      _overwrite_hint(ca, cb, tol) if how == "call" else "")
+                      _overwrite_hint(ca, cb, tol) if how == "call" else "", call)
 
 
 def _unpinned(al: Alignment, a: Side, b: Side, na: int, nb: int,

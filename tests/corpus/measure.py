@@ -1,6 +1,7 @@
 """Runs every corpus case against the code in this checkout and prints, for each, how
 long the doctor (or `mgtui diff`) took, whether its verdict is right, and what it said.
-Not a test: `python tests/corpus/measure.py [--json]` (with PYTHONPATH at the checkout).
+Not a test: `python tests/corpus/measure.py [--json] [--only TOOL]` (with PYTHONPATH at the
+checkout; `--only diff` runs only the `mgtui diff` cases, `--only check` the doctor's).
 """
 
 from __future__ import annotations
@@ -37,10 +38,18 @@ def run_diff(a: Path, b: Path) -> tuple[int, dict]:
         return code, {"error": (out.getvalue() + err.getvalue()).strip()[-300:]}
 
 
-def rows(folder: Path):
+def rows(folder: Path, only: str | None = None):
+    found = every_row(folder, only)
+    return (r for r in found if only is None or r[0] == only)
+
+
+def every_row(folder: Path, only: str | None):
     from mgtui.doctor import diagnose
 
     cases = load("cases")
+    if only == "diff":
+        yield from diff_rows(folder, cases)
+        return
     for engine in cases.ENGINES:
         path = HERE / f"{engine}.py"
         started = time.perf_counter()
@@ -64,6 +73,11 @@ def rows(folder: Path):
         report = cases.check_in_process(path, f"corpus_fn_{case.engine}_{case.name}")
         yield ("check(fn)", case.id, time.perf_counter() - started,
                cases.judge_planted(case, path, report, by_name=False), cases.summary(report))
+    if only is None:
+        yield from diff_rows(folder, cases)
+
+
+def diff_rows(folder: Path, cases):
     for engine, twin in cases.ENGINES.items():
         if twin:
             started = time.perf_counter()
@@ -80,7 +94,8 @@ def rows(folder: Path):
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
-        found = list(rows(Path(folder)))
+        only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[:-1] else None
+        found = list(rows(Path(folder), only))
     if "--json" in sys.argv:
         print(json.dumps([dict(zip(("tool", "case", "seconds", "wrong", "says"), r))
                           for r in found], indent=1))

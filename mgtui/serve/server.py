@@ -484,11 +484,11 @@ async def start_worker_threads() -> None:
     loop.set_default_executor(pool)
 
 
-async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
+async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> int:
     """Run one session headless for a moment, before anyone connects: the app's modules,
     styles and highlighter load once, at start, rather than in the first student's
     session (and the server's memory at rest includes them). With `host_key`, log in
-    to itself once too (`warm_up_ssh`)."""
+    to itself once too (`warm_up_ssh`). Returns the lessons warmed."""
     from mgtui.serve.app import ServedApp
 
     async def walk(pilot) -> None:
@@ -499,7 +499,9 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
         await pilot.pause()
         pilot.app.exit(0)
 
-    for name in lessons:
+    warmed: set[str] = set()  # (a lesson recorded meanwhile is warmed too: later.py)
+    while (name := next((n for n in lessons if n not in warmed), None)) is not None:
+        warmed.add(name)
         app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
         try:
             await app.run_async(headless=True, size=(80, 24), auto_pilot=walk)
@@ -509,6 +511,7 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
     if host_key is not None:
         await warm_up_ssh(host_key)
     give_back_memory()
+    return len(warmed)
 
 
 def warm_up_later(klass: Class, host_key=None, label: str = "") -> asyncio.Task:
@@ -518,10 +521,10 @@ def warm_up_later(klass: Class, host_key=None, label: str = "") -> asyncio.Task:
 
     async def warm() -> None:
         started = time.monotonic()
-        await warm_up(klass.lessons, host_key)
+        warmed = await warm_up(klass.lessons, host_key)
         klass.heap.settle()
-        log.info("%swarmed up %d lesson%s in %.1f s", label, len(klass.lessons),
-                 "s" if len(klass.lessons) != 1 else "", time.monotonic() - started)
+        log.info("%swarmed up %d lesson%s in %.1f s", label, warmed,
+                 "s" if warmed != 1 else "", time.monotonic() - started)
 
     return asyncio.get_running_loop().create_task(warm())
 

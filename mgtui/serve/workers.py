@@ -52,6 +52,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from mgtui.session.follow import Classroom, Look
+from mgtui.serve.later import heard_lesson
 from mgtui.serve.limits import heaviest
 from mgtui.serve.log import setup_log
 from mgtui.session import Position
@@ -238,6 +239,7 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             task = loop.create_task(serve_connection(klass, sock, key))
             tasks.add(task)
             task.add_done_callback(lambda done: (tasks.discard(done), counted()))
+        heard_lesson(klass.lessons, message, klass.classroom)  # ({"lesson": ...}: later.py)
         classroom.told(message)
         told_limits(klass, message)
         if isinstance(message.get("position"), dict):

@@ -87,3 +87,47 @@ async def test_a_student_gets_the_first_lesson_while_the_others_record(tmp_path,
     finally:
         flag.write_text("go")
         await server.close()
+
+
+# -- the warm-up lets a student on their way in go first ----------------------------------------
+
+def test_a_connection_is_arriving_until_its_session_has_drawn(tmp_path):
+    from mgtui.serve.server import Class
+
+    klass = Class({}, auth=None)
+    assert not klass.arriving
+    klass.connections = 1  # logging in
+    assert klass.arriving
+    session = type("Session", (), {"drawn": False})()
+    klass.sessions.add(session)
+    assert klass.arriving  # its session is starting
+    session.drawn = True
+    assert not klass.arriving
+
+
+async def test_the_warm_up_waits_for_a_student_on_their_way_in(monkeypatch):
+    import asyncio
+    from types import SimpleNamespace
+
+    from mgtui.run.lessons import record_lesson
+    from mgtui.serve import warm
+    from mgtui.serve.app import ServedApp
+
+    lesson = record_lesson(ROOT / "scenarios" / "chain.py", "chain.py")
+    ran: list[str] = []
+
+    async def run_async(self, **_options):
+        ran.append(self.lesson)
+
+    monkeypatch.setattr(ServedApp, "run_async", run_async)
+    klass = SimpleNamespace(arriving=True)
+    warming = asyncio.ensure_future(warm.warm_up({"chain.py": lesson}, klass=klass))
+    await asyncio.sleep(0.5)
+    assert ran == [] and not warming.done()  # (the student first)
+    klass.arriving = False
+    assert await asyncio.wait_for(warming, 10) == 1
+    assert ran == ["chain.py"]
+    # one who never draws holds it up FIRST_SCREEN_WAIT at most
+    monkeypatch.setattr(warm, "FIRST_SCREEN_WAIT", 0.2)
+    klass.arriving = True
+    assert await asyncio.wait_for(warm.warm_up({"chain.py": lesson}, klass=klass), 10) == 1

@@ -128,6 +128,8 @@ def main(argv: list[str]) -> int:
     recordings = None
     try:  # (the class opens with the first lesson: the others join when recorded)
         recordings = start_recordings(args)
+        if not args.web:
+            load_the_app()  # (while the lessons record: not in each worker's event loop)
         lessons = recordings.all() if args.web else recordings.first()
     except Exception as exc:  # noqa: BLE001 - LessonError and the like: one line, no traceback
         if recordings is not None:
@@ -164,6 +166,17 @@ def start_recordings(args):
     for name in named:
         print(f"mgtui serve: recording {inert(name)} …", file=sys.stderr, flush=True)
     return Recordings(named, seed=args.seed, timeout=args.timeout)
+
+
+def load_the_app() -> None:
+    """Import the sessions' app now, while the lessons record in their runner children:
+    each worker forked after has it (a worker importing it first took its event loop
+    half a second, some at a student's first login: issue 35)."""
+    import mgtui.serve.app  # noqa: F401
+    import mgtui.serve.driver  # noqa: F401
+    import mgtui.serve.server  # noqa: F401
+    import mgtui.serve.warm  # noqa: F401
+    import mgtui.tui.widgets.dialogs  # noqa: F401
 
 
 def later_note(recordings) -> str:
@@ -306,8 +319,8 @@ async def until_stopped(teacher, ended, stopping: asyncio.Event) -> None:
 
 async def serve_ssh(lessons: dict, auth, args, recordings=None) -> int:
     from mgtui.serve.auth import AuthError, host_key
-    from mgtui.serve.server import (Class, Limits, start_server, start_worker_threads,
-                                    warm_up_later)
+    from mgtui.serve.server import Class, Limits, start_server, start_worker_threads
+    from mgtui.serve.warm import warm_up_later
 
     try:
         key = host_key()

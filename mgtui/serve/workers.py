@@ -180,7 +180,8 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
                      key) -> int:
     """Serve the connections the front hands over on `link` until it closes."""
     from mgtui.serve.server import (Class, Limits, serve_connection, start_class,
-                                    start_worker_threads, warm_up_later)
+                                    start_worker_threads)
+    from mgtui.serve.warm import warm_up_later
 
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
@@ -239,7 +240,6 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
             task = loop.create_task(serve_connection(klass, sock, key))
             tasks.add(task)
             task.add_done_callback(lambda done: (tasks.discard(done), counted()))
-        heard_lesson(klass.lessons, message, klass.classroom)  # ({"lesson": ...}: later.py)
         classroom.told(message)
         told_limits(klass, message)
         if isinstance(message.get("position"), dict):
@@ -260,9 +260,11 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
 
 def told_limits(klass, message: dict) -> None:
     """What the front says of the class's limits: the sessions of the other workers (in
-    all, by login and by address), a login in progress to close (every connection taken)."""
+    all, by login and by address), a login in progress to close (every connection taken);
+    and a lesson recorded since this worker was forked (`mgtui.serve.later`)."""
     from mgtui.serve.server import evict
 
+    heard_lesson(klass.lessons, message, klass.classroom)
     if isinstance(message.get("elsewhere"), int):
         klass.elsewhere = message["elsewhere"]
     if isinstance(message.get("seats"), dict):

@@ -33,15 +33,14 @@ class Recordings:
     child): `first()` waits for the first lesson only, `rest()` yields the others as each
     is done."""
 
-    def __init__(self, named: dict[str, Path], seed: int, timeout: float,
-                 record: Callable | None = None) -> None:
-        if record is None:
-            from mgtui.run.lessons import record_lesson as record
+    def __init__(self, named: dict[str, Path], seed: int, timeout: float) -> None:
+        from mgtui.run.lessons import record_lesson
+
         self.order = list(named)
         self._pool = ThreadPoolExecutor(max(1, min(len(named), RECORDED_AT_ONCE)),
                                         thread_name_prefix="mgtui-record")
         self._futures: dict[str, Future] = {
-            name: self._pool.submit(record, path, name, seed=seed, timeout=timeout)
+            name: self._pool.submit(record_lesson, path, name, seed=seed, timeout=timeout)
             for name, path in named.items()}
         self._taken: set[str] = set()
 

@@ -131,3 +131,25 @@ async def test_the_warm_up_waits_for_a_student_on_their_way_in(monkeypatch):
     monkeypatch.setattr(warm, "FIRST_SCREEN_WAIT", 0.2)
     klass.arriving = True
     assert await asyncio.wait_for(warm.warm_up({"chain.py": lesson}, klass=klass), 10) == 1
+
+
+@pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="a thread's own niceness")
+def test_the_lessons_after_the_first_record_at_a_lower_priority():
+    import subprocess
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mgtui.serve.later import LATER_NICENESS, behind
+
+    def niceness() -> tuple[int, int]:
+        """This thread's, and a child process's it starts."""
+        child = subprocess.run(["sh", "-c", "cut -d' ' -f19 /proc/self/stat"],
+                               capture_output=True, text=True, check=True)
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), int(child.stdout)
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    with ThreadPoolExecutor(1) as pool:
+        later = behind(niceness)
+        assert pool.submit(later).result() == (base + LATER_NICENESS,) * 2
+        assert pool.submit(later).result() == (base + LATER_NICENESS,) * 2  # (not lower again)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base  # (this thread: as it was)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,8 +41,9 @@ class Recordings:
         self._pool = ThreadPoolExecutor(max(1, min(len(named), RECORDED_AT_ONCE)),
                                         thread_name_prefix="mgtui-record")
         self._futures: dict[str, Future] = {
-            name: self._pool.submit(record_lesson, path, name, seed=seed, timeout=timeout)
-            for name, path in named.items()}
+            name: self._pool.submit(record_lesson if i == 0 else behind(record_lesson), path,
+                                    name, seed=seed, timeout=timeout)
+            for i, (name, path) in enumerate(named.items())}
         self._taken: set[str] = set()
 
     def first(self) -> dict[str, Lesson]:
@@ -89,6 +91,29 @@ class Recordings:
         """Stop waiting: recordings not started are dropped (those running end with
         their runner's timeout)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+LATER_NICENESS = 5  # the recordings after the first: the first, and the class, go first
+
+
+def behind(record: Callable) -> Callable:
+    """`record`, run at a lower priority than the first lesson's recording and the
+    class's start (their runner children inherit it): on Linux, where a thread has its
+    own niceness; elsewhere as it is."""
+    if not sys.platform.startswith("linux"):
+        return record
+    niceness = os.getpriority(os.PRIO_PROCESS, 0) + LATER_NICENESS  # (this thread's, +5)
+
+    def lower(*args, **options):
+        import threading
+
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+        except OSError:
+            pass  # (a thread already that low, or lower)
+        return record(*args, **options)
+
+    return lower
 
 
 def said(lesson: Lesson) -> None:

@@ -101,6 +101,7 @@ def test_a_connection_is_arriving_until_its_session_has_drawn(tmp_path):
     session = type("Session", (), {"drawn": False})()
     klass.sessions.add(session)
     assert klass.arriving  # its session is starting
+    assert not klass.served
     session.drawn = True
     assert not klass.arriving
 
@@ -120,7 +121,7 @@ async def test_the_warm_up_waits_for_a_student_on_their_way_in(monkeypatch):
         ran.append(self.lesson)
 
     monkeypatch.setattr(ServedApp, "run_async", run_async)
-    klass = SimpleNamespace(arriving=True)
+    klass = SimpleNamespace(arriving=True, served=False)
     warming = asyncio.ensure_future(warm.warm_up({"chain.py": lesson}, klass=klass))
     await asyncio.sleep(0.5)
     assert ran == [] and not warming.done()  # (the student first)
@@ -131,6 +132,10 @@ async def test_the_warm_up_waits_for_a_student_on_their_way_in(monkeypatch):
     monkeypatch.setattr(warm, "FIRST_SCREEN_WAIT", 0.2)
     klass.arriving = True
     assert await asyncio.wait_for(warm.warm_up({"chain.py": lesson}, klass=klass), 10) == 1
+    # a session has drawn here: it loaded what the warm-up would, which stands down
+    klass.arriving, klass.served = False, True
+    assert await warm.warm_up({"chain.py": lesson}, klass=klass) == 0
+    assert ran == ["chain.py"] * 2
 
 
 @pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="a thread's own niceness")

@@ -89,6 +89,7 @@ class Class:
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
     quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
     unison: Unison | None = None  # students showing the same thing, drawn once
+    served: bool = False  # a session has drawn its first screen here (the warm-up stops)
 
     def __post_init__(self) -> None:
         self.classroom.traces = {name: lesson.trace for name, lesson in self.lessons.items()}
@@ -314,7 +315,7 @@ class LessonSession(asyncssh.SSHServerSession):
 
     def shown(self) -> None:
         """The app has drawn its first screen: what it holds now lives as long as it."""
-        self.drawn = True
+        self.drawn = self.klass.served = True
         self.klass.heap.settle()
 
     def terminal_size(self) -> tuple[int, int]:

@@ -32,42 +32,47 @@ async def warm_up(lessons: Mapping[str, Lesson], host_key=None, klass: Class | N
     """Run one session headless for a moment, before anyone connects: the app's modules,
     styles and highlighter load once, at start, rather than in the first student's
     session (and the server's memory at rest includes them). With `host_key`, log in
-    to itself once too (`warm_up_ssh`). A student of `klass` on their way in goes first
-    (`students_first`). Returns the lessons warmed."""
+    to itself once too (`warm_up_ssh`). A student of `klass` on their way in goes first,
+    and once one has drawn here the warm-up stands down (`students_first`). Returns the
+    lessons warmed."""
     from mgtui.serve.app import ServedApp
 
     async def walk(pilot) -> None:
         await pilot.pause()
         for key in (*"n" * WARM_UP_STEPS, "]", "N", "escape", "question_mark"):
-            await students_first(klass)
+            if not await students_first(klass):
+                break
             await pilot.press(key)
         await pilot.pause()
         pilot.app.exit(0)
 
-    warmed: set[str] = set()  # (a lesson recorded meanwhile is warmed too: later.py)
+    warmed: list[str] = []  # (a lesson recorded meanwhile is warmed too: later.py)
     while (name := next((n for n in lessons if n not in warmed), None)) is not None:
-        warmed.add(name)
-        await students_first(klass)
+        if not await students_first(klass):
+            break
+        warmed.append(name)
         app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
         try:
             await app.run_async(headless=True, size=(80, 24), auto_pilot=walk)
         except Exception:  # noqa: BLE001 - a warm-up that fails costs the first session time
             log.exception("warm-up session failed")
         release_streams(app)
-    if host_key is not None:
-        await students_first(klass)
+    if host_key is not None and await students_first(klass):
         await warm_up_ssh(host_key)
     give_back_memory()
     return len(warmed)
 
 
-async def students_first(klass: Class | None) -> None:
-    """Until no student of `klass` is on their way in (`Class.arriving`; FIRST_SCREEN_WAIT
-    at most): the warm-up's sessions share this process's event loop, and a student who
-    logged in at start waited 1.5-2.5 s more for them (issue 35)."""
+async def students_first(klass: Class | None) -> bool:
+    """Wait while a student of `klass` is on their way in (`Class.arriving`;
+    FIRST_SCREEN_WAIT at most): the warm-up's sessions share this process's event loop,
+    and a student who logged in at start waited 1.5-2.5 s more for them (issue 35).
+    False once a session has drawn here: it has loaded what the warm-up would, and the
+    warm-up's sessions would only hold up its first keys."""
     deadline = time.monotonic() + FIRST_SCREEN_WAIT
     while klass is not None and klass.arriving and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
+    return klass is None or not klass.served
 
 
 def warm_up_later(klass: Class, host_key=None, label: str = "") -> asyncio.Task:

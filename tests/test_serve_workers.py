@@ -184,7 +184,7 @@ async def test_workers_end_when_the_front_is_killed(tmp_path):
 async def test_warming_up_logs_in_to_itself_and_leaves_nothing_running(caplog):
     # (each worker does this before its first student, so that the crypto libraries'
     # code is mapped then: the server's memory at rest includes it)
-    from mgtui.serve.server import warm_up_ssh
+    from mgtui.serve.warm import warm_up_ssh
 
     key = asyncssh.generate_private_key("ssh-ed25519")
     with caplog.at_level("INFO", logger="asyncssh"):

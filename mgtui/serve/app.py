@@ -167,7 +167,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         super().__init__(None)
         self.unison = unison  # (mgtui/serve/unison.py: its group may draw for it)
         self.term, self.env = term, dict(env or {})
-        self.lessons = dict(lessons)
+        self.lessons = lessons  # (the class's own: a lesson recorded later joins its picker)
         self.classroom = classroom
         self.teacher = teacher  # leading the class now
         self.keyed_teacher = teacher  # logged in as a teacher (leading, or watching)

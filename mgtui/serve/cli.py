@@ -125,9 +125,15 @@ def main(argv: list[str]) -> int:
             args.record = Path(args.recording.name)  # (another name if that one was taken)
         except OSError as exc:
             return fail(f"cannot write the recording {args.record}: {exc.strerror or exc}")
-    try:
-        lessons = record_lessons(args)
+    recordings = None
+    try:  # (the class opens with the first lesson: the others join when recorded)
+        recordings = start_recordings(args)
+        if not args.web:
+            load_the_app()  # (while the lessons record: not in each worker's event loop)
+        lessons = recordings.all() if args.web else recordings.first()
     except Exception as exc:  # noqa: BLE001 - LessonError and the like: one line, no traceback
+        if recordings is not None:
+            recordings.close()
         return fail(str(exc))
     return_freed_memory()
     if args.web:
@@ -139,41 +145,48 @@ def main(argv: list[str]) -> int:
     workers = args.workers or default_workers()
     try:
         if workers > 1:
-            return serve_in_workers(lessons, auth, args, workers)
-        return asyncio.run(serve_ssh(lessons, auth, args))
+            return serve_in_workers(lessons, auth, args, workers, recordings)
+        return asyncio.run(serve_ssh(lessons, auth, args, recordings))
     except KeyboardInterrupt:
         return EXIT_OK
+    finally:
+        recordings.close()
 
 
-RECORDED_AT_ONCE = 4  # lessons recorded side by side, each in its own runner child
-
-
-def record_lessons(args) -> dict:
-    """Every lesson recorded once (in the runner's child process), by unique name. The
-    lessons are recorded side by side (one after the other, a class of four lessons
-    took 4 s of its start-up: issue 35); their messages come in their order."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def start_recordings(args):
+    """Every lesson named, being recorded side by side (`mgtui.serve.later`), by unique
+    name; each said as it starts."""
     from mgtui.run.bundled import resolve
-    from mgtui.run.lessons import lesson_paths, record_lesson
+    from mgtui.run.lessons import lesson_paths
+    from mgtui.serve.later import Recordings
 
     named: dict[str, Path] = {}
     for path in lesson_paths([resolve(t) for t in args.lessons]):
         named[path.name if path.name not in named else f"{path.parent.name}/{path.name}"] = path
-    lessons = {}
-    with ThreadPoolExecutor(max(1, min(len(named), RECORDED_AT_ONCE))) as pool:
-        done = {name: pool.submit(record_lesson, path, name, seed=args.seed,
-                                  timeout=args.timeout) for name, path in named.items()}
-        for name in named:
-            print(f"mgtui serve: recording {inert(name)} …", file=sys.stderr, flush=True)
-            lesson = lessons[name] = done[name].result()
-            if lesson.message:
-                print(f"mgtui serve: {inert(name)}: {inert(lesson.message)} (serving the "
-                      "trace up to there)", file=sys.stderr)
-    return lessons
+    for name in named:
+        print(f"mgtui serve: recording {inert(name)} …", file=sys.stderr, flush=True)
+    return Recordings(named, seed=args.seed, timeout=args.timeout)
 
 
-def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
+def load_the_app() -> None:
+    """Import the sessions' app now, while the lessons record in their runner children:
+    each worker forked after has it (a worker importing it first took its event loop
+    half a second, some at a student's first login: issue 35)."""
+    import mgtui.serve.app  # noqa: F401
+    import mgtui.serve.driver  # noqa: F401
+    import mgtui.serve.server  # noqa: F401
+    import mgtui.serve.warm  # noqa: F401
+    import mgtui.tui.widgets.dialogs  # noqa: F401
+
+
+def later_note(recordings) -> str:
+    """What the start-up line says of the lessons still being recorded."""
+    waiting = len(recordings.waiting) if recordings is not None else 0
+    return f" ({waiting} more being recorded: each joins the picker when ready)" if waiting \
+        else ""
+
+
+def serve_in_workers(lessons: dict, auth, args, count: int, recordings=None) -> int:
     """Listen here and serve the sessions in `count` forked worker processes
     (`mgtui.serve.workers`)."""
     import socket
@@ -191,21 +204,23 @@ def serve_in_workers(lessons: dict, auth, args, count: int) -> int:
             backlog=100)
     except OSError as exc:
         return fail(f"cannot listen on {args.host}:{port}: {exc.strerror or exc}")
-    zygote = start_zygote(lessons, auth, args, key, listener)
-    return asyncio.run(serve_front(listener, zygote, count, lessons, args))
+    zygote = start_zygote(lessons, auth, args, key, listener)  # (the lessons so far)
+    return asyncio.run(serve_front(listener, zygote, count, lessons, args, recordings))
 
 
-async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
+async def serve_front(listener, zygote, count: int, lessons: dict, args,
+                      recordings=None) -> int:
     import signal
 
     from mgtui.serve.server import Limits, join_command
     from mgtui.session.follow import Classroom
-    from mgtui.serve.workers import Front
+    from mgtui.serve.later import Shelf, serve_later
 
     limits = Limits.asked(args)
-    front = Front(listener, zygote, count, Classroom(),  # (as one process caps them)
-                  max_connections=limits.max_connections,
-                  logins_per_address=limits.logins_per_address)
+    shelf = Shelf(recordings.order if recordings is not None else list(lessons))
+    front = lessons_front(listener, zygote, count, Classroom(),  # (as one process caps them)
+                          max_connections=limits.max_connections,
+                          logins_per_address=limits.logins_per_address, shelf=shelf)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, front.stopped.set)
@@ -213,14 +228,18 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
     front.classroom.join_command = join_command(args.host, listener.getsockname()[1])
     front.classroom.traces = {name: lesson.trace for name, lesson in lessons.items()}
     front.classroom.quiz_on = bool(args.quiz)
-    recording = None
+    recording = later = None
+    if recordings is not None and recordings.waiting:  # (to the workers, starting or not)
+        later = loop.create_task(serve_later(recordings, lessons, front.classroom,
+                                             front.lesson_ready))
     try:
         if not await front.start(wait=READY_WAIT):
             return fail("the worker processes did not start: see the log above")
         port = listener.getsockname()[1]
         print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
               f"{args.host}:{port} in {count} processes; students type: ssh -p {port} "
-              f"class@HOST (log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
+              f"class@HOST (log: {where}; ctrl+c stops){later_note(recordings)}",
+              file=sys.stderr, flush=True)
         recording = start_recording(lessons, front.classroom, args)  # (its app takes stderr)
         if args.teach:
             from mgtui.serve.app import ServedApp
@@ -239,8 +258,11 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
         else:
             await front.stopped.wait()
     finally:
+        if later is not None:
+            later.cancel()
         await stop_recording(recording)
         await front.stop()
+        shelf.close()
         from mgtui.serve.scores import write_quiz_scores
 
         write_quiz_scores(front.classroom, args.quiz_scores)  # (every worker's answers)
@@ -249,6 +271,28 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args) -> int:
 
 
 READY_WAIT = 300.0  # seconds for the workers to warm up
+
+
+def lessons_front(*args, shelf, **options):
+    """The front (`mgtui.serve.workers.Front`) that also hands its workers the lessons
+    recorded since they were forked (`mgtui.serve.later`): each worker running or
+    starting when one is recorded, and each forked after, before anything else."""
+    from mgtui.serve.workers import Front
+
+    class LessonsFront(Front):
+        def lesson_ready(self, lesson) -> None:
+            message = shelf.saved(lesson)
+            for worker in self.workers:  # (one not ready yet reads it first when it is)
+                self._post(worker, message)
+
+        def _spawn(self) -> bool:
+            if not super()._spawn():
+                return False
+            for message in shelf.messages:  # (the zygote has the lessons of the start)
+                self._post(self.workers[-1], message)
+            return True
+
+    return LessonsFront(*args, **options)
 
 
 async def class_ended(classroom) -> None:
@@ -273,10 +317,10 @@ async def until_stopped(teacher, ended, stopping: asyncio.Event) -> None:
             running.cancel()
 
 
-async def serve_ssh(lessons: dict, auth, args) -> int:
+async def serve_ssh(lessons: dict, auth, args, recordings=None) -> int:
     from mgtui.serve.auth import AuthError, host_key
-    from mgtui.serve.server import (Class, Limits, start_server, start_worker_threads,
-                                    warm_up_later)
+    from mgtui.serve.server import Class, Limits, start_server, start_worker_threads
+    from mgtui.serve.warm import warm_up_later
 
     try:
         key = host_key()
@@ -296,9 +340,16 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
         return fail(f"cannot listen on {args.host}:{port}: {exc.strerror or exc}")
     where = setup_log(args.teach)
     server.warming = warm_up_later(klass, key)  # (students are let in meanwhile)
+    later = None
+    if recordings is not None and recordings.waiting:
+        from mgtui.serve.later import serve_later
+
+        later = asyncio.get_running_loop().create_task(
+            serve_later(recordings, klass.lessons, klass.classroom))
     print(f"mgtui serve: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''} on "
           f"{args.host}:{server.port}; students type: ssh -p {server.port} class@HOST "
-          f"(log: {where}; ctrl+c stops)", file=sys.stderr, flush=True)
+          f"(log: {where}; ctrl+c stops){later_note(recordings)}", file=sys.stderr,
+          flush=True)
     recording = start_recording(lessons, klass.classroom, args)  # (its app takes stderr)
     try:
         teacher = None
@@ -310,6 +361,8 @@ async def serve_ssh(lessons: dict, auth, args) -> int:
             teacher.save_scores = lambda: write_scores(klass)
         await until_stopped(teacher, class_ended(klass.classroom), stopping)
     finally:
+        if later is not None:
+            later.cancel()
         await stop_recording(recording)
         await server.close()
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

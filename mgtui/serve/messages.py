@@ -14,7 +14,8 @@ is a JSON object `{"kind": KIND, FIELD: VALUE, ...}` in one packet of a Unix soc
                     workers, for the limits); `Others` (their rows, for the roster);
                     `Join` (what students type, for a teacher's console); `Evict` (close
                     a login in progress from that address: every connection is taken);
-                    `Retire` (no more connections will come: end when empty)
+                    `Retire` (no more connections will come: end when empty);
+                    `LessonReady` (a lesson recorded since the worker was forked)
   worker -> front   `Ready` once warmed up; `Count` (connections, sessions, logins in
                     progress by address, connections handed over it has counted, seats);
                     `Roster` (its sessions); `Retiring` (its class has left: it would end)
@@ -150,6 +151,20 @@ class Retire:
     pass
 
 
+@kind("lesson")
+@dataclass(frozen=True)
+class LessonReady:
+    """A lesson recorded since the worker was forked (`mgtui.serve.later`): its trace
+    saved by the front in `file`, and the lessons' order as named."""
+    name: str
+    file: str
+    path: str
+    title: str = ""
+    message: str = ""
+    seed: int = 0
+    order: list = field(default_factory=list)
+
+
 # -- worker -> front -------------------------------------------------------------------------------
 @kind("ready")
 @dataclass(frozen=True)
@@ -188,7 +203,7 @@ class Fork:
 
 Message = Union[Nothing, QuizOn, Answer, Reveal, QuizState, Lead, LeadElsewhere,
                 PositionMessage, End, Connect, Elsewhere, Others, Join, Evict, Retire,
-                Ready, Count, Roster, Retiring, Fork]
+                LessonReady, Ready, Count, Roster, Retiring, Fork]
 QUIZ_NEWS = (QuizOn, Answer, Reveal)  # (as they happen)
 QUIZ = (*QUIZ_NEWS, QuizState)
 Answers = tuple  # of `Answer`s, each a list on the wire (`Answer`'s fields in order)

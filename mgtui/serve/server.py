@@ -10,7 +10,6 @@ import functools
 import logging
 import os
 import re
-import socket
 import sys
 import threading
 import time
@@ -26,7 +25,7 @@ import asyncssh
 from mgtui.session.follow import Classroom
 from mgtui.run.lessons import Lesson
 from mgtui.serve.auth import Auth
-from mgtui.serve.heap import SessionHeap, give_back_memory
+from mgtui.serve.heap import SessionHeap
 from mgtui.serve.scores import write_quiz_scores
 from mgtui.serve.unison import Unison
 from mgtui.tui.textual_private import app_driver, app_exception, forget_exception, stream_app
@@ -38,7 +37,6 @@ log = logging.getLogger("mgtui.serve")
 
 WRITE_BUFFER_LIMIT = 8 << 20  # bytes queued for a client that reads nothing: then it is cut
 IDLE_CHECK_EVERY = 5.0  # seconds
-WARM_UP_STEPS = 40  # steps of each lesson the server takes headless at start
 WORKER_THREADS = 6  # the event loop's (asyncio's default on 2 CPUs)
 # a terminal type as terminfo names them; any other TERM a client sends is served as
 # FALLBACK_TERM (it is looked up with `tput`, and logged)
@@ -92,6 +90,7 @@ class Class:
     on_count: Callable[[], None] | None = None  # told when connections or sessions change
     quiz_scores: Path | None = None  # where the quiz's scores go when the class ends
     unison: Unison | None = None  # students showing the same thing, drawn once
+    served: bool = False  # a session has drawn its first screen here (the warm-up stops)
 
     def __post_init__(self) -> None:
         self.classroom.traces = {name: lesson.trace for name, lesson in self.lessons.items()}
@@ -101,6 +100,12 @@ class Class:
     @property
     def full(self) -> bool:
         return len(self.sessions) + self.elsewhere >= self.limits.max_sessions
+
+    @property
+    def arriving(self) -> bool:
+        """A student on their way in: a connection open here whose session has not drawn
+        its first screen yet."""
+        return self.connections > sum(1 for s in self.sessions if s.drawn)
 
     def counted(self) -> None:
         if self.on_count is not None:
@@ -160,6 +165,7 @@ class LessonSession(asyncssh.SSHServerSession):
         self.app = None
         self.task: asyncio.Task | None = None
         self.closed = False
+        self.drawn = False  # (its first screen)
         self.last_active = time.monotonic()
         self.ended_because = ""
 
@@ -309,6 +315,7 @@ class LessonSession(asyncssh.SSHServerSession):
 
     def shown(self) -> None:
         """The app has drawn its first screen: what it holds now lives as long as it."""
+        self.drawn = self.klass.served = True
         self.klass.heap.settle()
 
     def terminal_size(self) -> tuple[int, int]:
@@ -482,78 +489,6 @@ async def start_worker_threads() -> None:
     await asyncio.gather(*(loop.run_in_executor(pool, all_started.wait, 10.0)
                            for _ in range(WORKER_THREADS)))
     loop.set_default_executor(pool)
-
-
-async def warm_up(lessons: Mapping[str, Lesson], host_key=None) -> None:
-    """Run one session headless for a moment, before anyone connects: the app's modules,
-    styles and highlighter load once, at start, rather than in the first student's
-    session (and the server's memory at rest includes them). With `host_key`, log in
-    to itself once too (`warm_up_ssh`)."""
-    from mgtui.serve.app import ServedApp
-
-    async def walk(pilot) -> None:
-        await pilot.pause()
-        await pilot.press(*"n" * WARM_UP_STEPS, "]", "N")
-        await pilot.pause()
-        await pilot.press("escape", "question_mark")
-        await pilot.pause()
-        pilot.app.exit(0)
-
-    for name in lessons:
-        app = ServedApp({name: lessons[name]}, Classroom(), teacher=True)
-        try:
-            await app.run_async(headless=True, size=(80, 24), auto_pilot=walk)
-        except Exception:  # noqa: BLE001 - a warm-up that fails costs the first session time
-            log.exception("warm-up session failed")
-        release_streams(app)
-    if host_key is not None:
-        await warm_up_ssh(host_key)
-    give_back_memory()
-
-
-def warm_up_later(klass: Class, host_key=None, label: str = "") -> asyncio.Task:
-    """`warm_up` in the background, once the class is accepting students: the first
-    sessions may take a little longer, none waits for every lesson to be warmed
-    (issue 23: 20-30 s of silence at start). Logs when it is done."""
-
-    async def warm() -> None:
-        started = time.monotonic()
-        await warm_up(klass.lessons, host_key)
-        klass.heap.settle()
-        log.info("%swarmed up %d lesson%s in %.1f s", label, len(klass.lessons),
-                 "s" if len(klass.lessons) != 1 else "", time.monotonic() - started)
-
-    return asyncio.get_running_loop().create_task(warm())
-
-
-class _Anyone(asyncssh.SSHServer):
-    def begin_auth(self, username: str) -> bool:
-        return False  # (no authentication: this server is one end of a socket pair)
-
-
-async def warm_up_ssh(host_key) -> None:
-    """One SSH connection to itself, on loopback: its key exchange, host key signature
-    and ciphers map the code of the crypto libraries (some 6 MB of a worker process's
-    memory) now rather than at the first student's login. A warm-up that fails costs
-    that login the time, and nothing else."""
-    serving = None
-    try:
-        with socket.create_server(("127.0.0.1", 0)) as listener:
-            client_end = socket.create_connection(listener.getsockname(), timeout=5)
-            server_end, _ = listener.accept()
-        client_end.setblocking(False)
-        server_end.setblocking(False)
-        serving = asyncio.ensure_future(asyncssh.run_server(
-            server_end, server_factory=_Anyone, server_host_keys=[host_key]))
-        async with asyncssh.connect(sock=client_end, known_hosts=None, username="warm-up",
-                                    connect_timeout=10):
-            pass
-        (await asyncio.wait_for(serving, 10)).close()
-    except Exception as exc:  # noqa: BLE001 - (see above)
-        log.warning("warming up SSH failed: %s", exc)
-    finally:
-        if serving is not None and not serving.done():
-            serving.cancel()
 
 
 class ClassServer:

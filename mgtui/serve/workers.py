@@ -32,6 +32,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from mgtui.session.follow import Classroom
+from mgtui.serve.later import heard_lesson
 from mgtui.serve.limits import heaviest
 from mgtui.serve.messages import (QUIZ, QUIZ_NEWS, Connect, Count, Elsewhere, End, Evict, Fork,
                                   Join, Lead, LeadElsewhere, Message, Nothing, Others,
@@ -156,7 +157,8 @@ async def run_worker(number: int, link: socket.socket, lessons: dict, auth, args
                      key) -> int:
     """Serve the connections the front hands over on `link` until it closes."""
     from mgtui.serve.server import (Class, Limits, serve_connection, start_class,
-                                    start_worker_threads, warm_up_later)
+                                    start_worker_threads)
+    from mgtui.serve.warm import warm_up_later
 
     setup_log(args.teach, number)
     loop = asyncio.get_running_loop()
@@ -247,9 +249,11 @@ class Retirement:
 
 def told_limits(klass, message: Message) -> None:
     """What the front says of the class's limits: the sessions of the other workers (in
-    all, by login and by address), a login in progress to close (every connection taken)."""
+    all, by login and by address), a login in progress to close (every connection taken);
+    and a lesson recorded since this worker was forked (`mgtui.serve.later`)."""
     from mgtui.serve.server import evict
 
+    heard_lesson(klass.lessons, message, klass.classroom)
     if isinstance(message, Elsewhere):
         klass.elsewhere, klass.seats_elsewhere = message.sessions, message.seats
     elif isinstance(message, Evict):

@@ -159,3 +159,23 @@ def recorded_in_chunks(monkeypatch, path: Path, every: int, after_cut=None) -> t
     monkeypatch.setattr(array_values.ArraySnapshots, "made", original)
     monkeypatch.setattr(array_values.ArraySnapshots, "taken_node", taken)
     return cut, recorder
+
+
+@pytest.fixture
+def kept_notices(monkeypatch):
+    """Every notification an `MgtuiApp` gives, kept on it (`notices_of(app)`) after its toast
+    has timed out: on a loaded machine a test can reach its check later than a toast lasts."""
+    from mgtui.tui.app import MgtuiApp
+
+    notify = MgtuiApp.notify
+
+    def keep(self, message, *args, **kwargs):
+        self.__dict__.setdefault("kept_notices", []).append(str(message))
+        return notify(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(MgtuiApp, "notify", keep)
+
+
+def notices_of(app) -> list[str]:
+    """The notifications `app` has given so far (with the `kept_notices` fixture)."""
+    return list(app.__dict__.get("kept_notices", []))

@@ -14,10 +14,10 @@ from mgtui.tui.app import showing
 from mgtui.tui.widgets.node_table import NodeTable
 from mgtui.tui.widgets.step_detail import StepDetail
 
-from conftest import SCENARIOS
+from conftest import SCENARIOS, notices_of
 from test_app import loaded, table_line
 
-pytestmark = pytest.mark.usefixtures("clean_env", "no_user_config")
+pytestmark = pytest.mark.usefixtures("clean_env", "no_user_config", "kept_notices")
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def no_user_config(monkeypatch, tmp_path):
 
 
 def notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return notices_of(app)
 
 
 async def steps_shown(pilot, more_than: int) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from mgtui.session.bindings import IDS, help_rows, palette_rows
 from mgtui.session.config import config_path, load_config
+from conftest import notices_of
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -168,7 +169,7 @@ async def loaded(pilot):
     return app.debugger
 
 
-async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(config_home):
+async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(config_home, kept_notices):
     from mgtui.tui.app import MgtuiApp
 
     config_home('[keymap]\nnext = "j"\nprev = "k"\n')  # the node table's own keys
@@ -188,24 +189,24 @@ async def test_a_rebound_key_moves_the_step_and_shows_in_the_footer_and_help(con
         assert footer.get("j") == "next" and "n" not in footer
         await pilot.press("question_mark")
         assert ("j / right / space", "next step (forward in time)") in app.screen.keys
-        assert not app._notifications
+        assert not notices_of(app)
 
 
-async def test_a_bad_file_gives_a_notification_and_the_default_keys(config_home):
+async def test_a_bad_file_gives_a_notification_and_the_default_keys(config_home, kept_notices):
     from mgtui.tui.app import MgtuiApp
 
     path = config_home("[keymap]\nnext = [1, 2]\n")
     app = MgtuiApp(SCENARIOS / "chain.py")
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await loaded(pilot)
-        messages = [n.message for n in app._notifications]
+        messages = notices_of(app)
         assert len(messages) == 1
         assert str(path) in messages[0] and "keymap.next must be a string" in messages[0]
         await pilot.press("n")
         assert screen.position == 1
 
 
-async def test_a_key_with_escapes_never_reaches_the_footer_and_q_still_quits(config_home):
+async def test_a_key_with_escapes_never_reaches_the_footer_and_q_still_quits(config_home, kept_notices):
     from mgtui.tui.app import MgtuiApp
 
     config_home('[keymap]\nnext = "\\u001b]0;pwned\\u0007"\nprev = "q"\n')
@@ -216,7 +217,7 @@ async def test_a_key_with_escapes_never_reaches_the_footer_and_q_still_quits(con
         assert footer and not any("\x1b" in k or "\x07" in k or "pwned" in k
                                   for pair in footer for k in pair)
         assert ("n", "n") in [(k, d or k) for k, d in footer]  # next kept its own key
-        messages = [n.message for n in app._notifications]
+        messages = notices_of(app)
         assert len(messages) == 1 and "\\x1b]0;pwned\\x07" in messages[0]
         assert "would leave no key to quit with" in messages[0]
         await pilot.press("n")

@@ -31,7 +31,7 @@ from mgtui.errors import NotAGraph, ScenarioLoadError
 from mgtui.run.keeper import KILL_AFTER
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 from mgtui.trace.table import RecordDecoder
-from mgtui.run.spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
+from mgtui.run.spec import (  # noqa: F401 - re-exported: callers start runs with RunOptions, tests with RunSpec
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
     INTERNAL_ERROR,

@@ -41,10 +41,10 @@ SCENARIOS = ROOT / "scenarios"
 PROGRAM = textwrap.dedent("""
     import asyncio, json, os, statistics, sys, time
     from pathlib import Path
-    from mgtui.run.runner import UI_FIRST, Run, RunSpec
+    from mgtui.run.runner import RunOptions, start_run
     path, presses = sys.argv[1], int(sys.argv[2])
     launched = float(sys.argv[3])
-    run = Run(RunSpec(path, nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
+    run = start_run(path, RunOptions.for_app())  # as `mgtui FILE` starts it
     from mgtui.tui.app import MgtuiApp
 
     def rss() -> int:

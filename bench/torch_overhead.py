@@ -99,9 +99,9 @@ def final_grads_match(scenario) -> bool:
 FIRST_STEP = """
 import asyncio, json, sys, time
 from pathlib import Path
-from mgtui.run.runner import UI_FIRST, Run, RunSpec
+from mgtui.run.runner import RunOptions, start_run
 path, launched = sys.argv[1], float(sys.argv[2])
-run = Run(RunSpec(path, nice=UI_FIRST)).start()  # as `mgtui FILE` starts it
+run = start_run(path, RunOptions.for_app())  # as `mgtui FILE` starts it
 from mgtui.tui.app import MgtuiApp
 
 async def main():

@@ -339,14 +339,14 @@ def load_trace(path: Path, args: argparse.Namespace):
 def record_trace(path: Path, args: argparse.Namespace):
     """Record in a child process: (the trace, "" or why it did not finish). On a
     terminal, stderr shows how many nodes have been recorded meanwhile."""
-    from mgtui.run.runner import Run, RunSpec
+    from mgtui.run.runner import RunOptions, start_run
 
     progress = Progress(sys.stderr)
-    spec = RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
-                   max_memory=args.max_memory, argv=args.script_args, fields=args.fields)
+    options = RunOptions(seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
+                         max_memory=args.max_memory, argv=args.script_args, fields=args.fields)
     tell = (lambda nodes: progress(nodes, 0, "recording")) if progress.tty else None
     try:
-        result = Run(spec, on_progress=tell).run()
+        result = start_run(path, options, on_progress=tell).wait()
     finally:
         progress.done()
     return result.trace, result.message
@@ -545,11 +545,11 @@ def launch_app(path: Path | None, args: argparse.Namespace,
     run = None
     if path is not None and path.is_file() and not is_saved_trace(path):
         # Start the scenario's child now: it records while this process imports the app.
-        from mgtui.run.runner import UI_FIRST, Run, RunSpec
+        from mgtui.run.runner import RunOptions, start_run
 
-        run = Run(RunSpec(str(path), seed=args.seed, max_nodes=args.max_nodes,
-                          timeout=args.timeout, max_memory=args.max_memory,
-                          argv=args.script_args, nice=UI_FIRST)).start()
+        run = start_run(path, RunOptions.for_app(
+            seed=args.seed, max_nodes=args.max_nodes, timeout=args.timeout,
+            max_memory=args.max_memory, argv=args.script_args))
     try:
         from mgtui.tui.app import run_app
     except ImportError:  # pragma: no cover - the app ships with the package

@@ -11,7 +11,7 @@ from pathlib import Path
 from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
 from mgtui.run.bundled import resolve
-from mgtui.run.runner import Run, RunSpec
+from mgtui.run.runner import Run, RunOptions, start_run
 from mgtui.trace import Trace
 from mgtui.trace.engine_kind import TORCH
 from mgtui.trace.export import is_saved_trace, load
@@ -70,9 +70,9 @@ def open_sides(a: str, b: str, *, seed: int = 0, timeout: float | None = None,
             if is_saved_trace(path):
                 runs.append(None)
             else:
-                spec = RunSpec(str(path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                               max_memory=max_memory)
-                runs.append(Run(spec).start())
+                options = RunOptions(seed=seed, max_nodes=max_nodes, timeout=timeout,
+                                     max_memory=max_memory)
+                runs.append(start_run(path, options))
         return tuple(_finish(target, path, run, max_nodes, max_memory)
                      for target, path, run in zip((a, b), paths, runs))  # type: ignore[return-value]
     finally:

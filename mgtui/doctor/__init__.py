@@ -57,18 +57,18 @@ def diagnose(
     cannot be told (`mgtui.recording.shapes`). Raises ScenarioLoadError if the scenario cannot run
     at all, and `NotAGraph` (one) if it recorded no node.
     """
-    from mgtui.run.runner import Run, RunSpec
-    from mgtui.run.child import job_reference
+    from mgtui.run.runner import RunOptions, start_run
 
     started = time.perf_counter()
     scenario = (path_or_scenario if isinstance(path_or_scenario, Scenario)
                 else load_scenario(path_or_scenario))
     progress = on_progress or _no_progress
     progress(0, 0, "recording")
-    spec = RunSpec(str(scenario.path), seed=seed, max_nodes=max_nodes, timeout=timeout,
-                   argv=tuple(argv), job=job_reference(torch_functions.probe), fields=fields,
-                   job_args={"passes": passes})
-    result = Run(spec, on_progress=lambda nid: progress(nid, 0, "recording")).run()
+    options = RunOptions(seed=seed, max_nodes=max_nodes, timeout=timeout, argv=tuple(argv),
+                         fields=fields)
+    result = start_run(scenario.path, options, job=torch_functions.probe,
+                       job_args={"passes": passes},
+                       on_progress=lambda nid: progress(nid, 0, "recording")).wait()
     raise_if_interrupted(result.trace)
     job = result.job_result if isinstance(result.job_result, dict) else {}
     marked = intended.names_for(scenario.path, job.get("intended"))

@@ -10,6 +10,7 @@ from typing import Callable
 
 from mgtui.doctor.jobs import job_args, rerun, rerun_hooks
 from mgtui.recording.scenario import Scenario
+from mgtui.run.spec import RunOptions
 from mgtui.trace import Trace
 
 
@@ -24,6 +25,12 @@ class Reruns:
     count: int = 0
     argv: tuple[str, ...] = ()  # the script's sys.argv[1:]
     fields: dict[str, str] | None = None  # the Value class's fields, if named (`mgtui.recording.shapes`)
+
+    @property
+    def options(self) -> RunOptions:
+        """How each re-run is run: as the first run was."""
+        return RunOptions(seed=self.seed, max_nodes=self.max_nodes, timeout=self.timeout,
+                          argv=tuple(self.argv), fields=self.fields)
 
     def __call__(self, nudge: dict[int, float], stop_after: int,
                  on_progress: Callable[[int], None] | None = None) -> Trace:
@@ -44,33 +51,27 @@ class Reruns:
               on_progress: tuple[Callable[[int], None] | None, ...],
               restore: dict[int, list[int]] | None = None) -> list:
         """The re-runs of `pair`, started: `wait` gives their traces."""
-        from mgtui.run.runner import Run, RunSpec
-        from mgtui.run.child import job_reference
+        from mgtui.run.runner import start_run
 
         runs = []
         for nudge, progress in zip(nudges, on_progress):
             self.count += 1
-            spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                           timeout=self.timeout, argv=self.argv, fields=self.fields,
-                           job=job_reference(rerun),
-                           job_args=job_args(nudge, stop_after, restore))
-            runs.append(Run(spec, on_progress=progress).start())
+            runs.append(start_run(self.scenario.path, self.options, job=rerun,
+                                  job_args=job_args(nudge, stop_after, restore),
+                                  on_progress=progress))
         return runs
 
     def start_jobs(self, args: list[dict]) -> list:
         """Array re-runs (`mgtui.doctor.array_runs.array_rerun`, one per set of job
         arguments), started side by side: `wait_jobs` gives what each reported."""
         from mgtui.doctor.array_runs import array_rerun
-        from mgtui.run.runner import Run, RunSpec
-        from mgtui.run.child import job_reference
+        from mgtui.run.runner import start_run
 
         runs = []
-        for job_args in args:
+        for arguments in args:
             self.count += 1
-            spec = RunSpec(str(self.scenario.path), seed=self.seed, max_nodes=self.max_nodes,
-                           timeout=self.timeout, argv=self.argv, fields=self.fields,
-                           job=job_reference(array_rerun), job_args=job_args)
-            runs.append(Run(spec).start())
+            runs.append(start_run(self.scenario.path, self.options, job=array_rerun,
+                                  job_args=arguments))
         return runs
 
     @staticmethod

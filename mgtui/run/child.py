@@ -14,7 +14,7 @@ import resource
 import signal
 import sys
 import threading
-from typing import Callable, Protocol
+from typing import Protocol
 
 from mgtui.trace import binary as tracefile
 from mgtui.recording.call_values import CallValues
@@ -159,12 +159,6 @@ class Job(Protocol):
     reads_values: bool
 
     def result(self) -> object: ...
-
-
-def job_reference(make: Callable[..., Job]) -> str:
-    """How a job travels to the child (`RunSpec.job`): the module and name of the
-    function that makes it, from its job arguments, in the child."""
-    return f"{make.__module__}:{make.__qualname__}"
 
 
 def job_of(spec: RunSpec) -> Job | None:

@@ -31,12 +31,13 @@ from mgtui.errors import NotAGraph, ScenarioLoadError
 from mgtui.run.keeper import KILL_AFTER
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 from mgtui.trace.table import RecordDecoder
-from mgtui.run.spec import (  # noqa: F401 - re-exported: the app, the doctor and tests start runs with these
+from mgtui.run.spec import (  # noqa: F401 - re-exported: callers start runs with RunOptions, tests with RunSpec
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
     INTERNAL_ERROR,
     STREAM_CLOSED,
     UI_FIRST,
+    RunOptions,
     RunSpec,
 )
 from mgtui.safe import bounded
@@ -537,6 +538,17 @@ def _quoted(text: str, budget: int) -> str:
     return f"{text[:budget]}{cut}" if budget > 0 else f"{cut} {text[budget:]}"
 
 
-def run(path: str | os.PathLike, **options) -> RunResult:
-    """Record the scenario at `path` in a child process; see `RunSpec` for the options."""
-    return Run(RunSpec(str(Path(path)), **options)).run()
+def start_run(path: str | os.PathLike, options: RunOptions = RunOptions(), *,
+              job: Callable[..., object] | None = None, job_args: dict | None = None,
+              on_progress: Callable[[int], None] | None = None) -> Run:
+    """The one place a recording starts: the scenario at `path`, run in a child process
+    as `options` say, with the job `job` makes from `job_args` there (the doctor's), if
+    any. `wait()` on the run gives how it ended."""
+    return Run(options.spec(str(Path(path)), job, job_args), on_progress=on_progress).start()
+
+
+def run(path: str | os.PathLike, *, on_progress: Callable[[int], None] | None = None,
+        **options) -> RunResult:
+    """Record the scenario at `path` in a child process and wait for it; see `RunOptions`
+    for the options."""
+    return start_run(path, RunOptions(**options), on_progress=on_progress).wait()

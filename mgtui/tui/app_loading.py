@@ -128,12 +128,12 @@ class TraceLoading:
                 self.debugger.show_recording("recording…")
 
     def _start_run(self, path: Path):
-        from mgtui.run.runner import UI_FIRST, Run, RunSpec
+        from mgtui.run.runner import RunOptions, start_run
 
-        spec = RunSpec(str(path), seed=self.seed, max_nodes=self.max_nodes,
-                       timeout=self.timeout, argv=self.argv, nice=UI_FIRST,
-                       **({"max_memory": self.max_memory} if self.max_memory else {}))
-        self._run = Run(spec, on_progress=self._progress).start()
+        options = RunOptions.for_app(seed=self.seed, max_nodes=self.max_nodes,
+                                     timeout=self.timeout, max_memory=self.max_memory,
+                                     argv=self.argv)
+        self._run = start_run(path, options, on_progress=self._progress)
         return self._run
 
     # -- loading, off the UI thread ------------------------------------------------------------

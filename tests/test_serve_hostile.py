@@ -175,7 +175,8 @@ async def test_across_workers_one_address_cannot_hold_every_login(tmp_path):
             sock.setblocking(False)
             await loop.sock_connect(sock, ("127.0.0.1", srv.port))
             held.append(sock)
-        closed = await asyncio.gather(*(closed_within(sock, 1.5) for sock in held))
+        closed = await asyncio.gather(*(closed_within(sock, 5.0) for sock in held))  # (a loaded
+        # machine: those past the limit are closed at once, the kept ten wait out the 5 s)
         assert closed.count(True) == 10, closed
         await srv.logged(r"too many logins at once from 127\.0\.0\.2: closed 127\.0\.0\.2:\d+")
         student = await srv.join(password=PASSWORD)

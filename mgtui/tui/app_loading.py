@@ -45,7 +45,7 @@ def open_saved(path: Path):
 
 def is_scenario(path: Path) -> bool:
     """A scenario to run, rather than a saved trace to read."""
-    from mgtui.trace.export import is_saved_trace
+    from mgtui.trace.saved import is_saved_trace
 
     return not is_saved_trace(path)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mgtui.trace.arrays import state_values
 from mgtui.session import step_panes
@@ -25,11 +25,13 @@ from mgtui.session.step_state import (
     StepState,
     sparkline,
 )
-from mgtui.session.quiz import SelfStudy
 from mgtui.session.timeline import Timeline
 from mgtui.trace import EventKind, Trace
 from mgtui.trace.names import mentions, shown_as
 from mgtui.session.view import GraphView, take_prepared, view_key
+
+if TYPE_CHECKING:
+    from mgtui.session.quiz import SelfStudy
 
 __all__ = ["ACTIONS", "BACKWARD_ACTIONS", "BARS", "FORWARD_ACTIONS", "TABS", "Detail", "Header",
            "Notice", "Passes", "Position", "Session", "Source", "StepState", "short_path",
@@ -52,7 +54,11 @@ class Session:
                  quiz: bool = False) -> None:
         self.trace = trace
         # quiz mode for self-study: each backward step's grads hidden until predicted
-        self.quiz: SelfStudy | None = SelfStudy.of(trace) if quiz else None
+        self.quiz: SelfStudy | None = None
+        if quiz:  # (imported here: not needed for the first frame of a session without it)
+            from mgtui.session import quiz as self_study
+
+            self.quiz = self_study.SelfStudy.of(trace)
         self.timeline = Timeline(trace)
         self.breakpoints: frozenset[int] = frozenset(n for n in breakpoints
                                                      if 0 <= n < trace.node_count)

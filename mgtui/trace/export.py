@@ -21,17 +21,11 @@ from mgtui.trace.load_limits import FIELD_SPARE, JSON_CHAR_BYTES, LoadLimitError
 from mgtui.trace import MAX_LINE, EventKind, Field, Trace, TraceBuilder, TraceFormatError
 from mgtui.trace.arrays import EVENT, GRAD, NODE, WRITE, ArrayChunk, brief
 from mgtui.trace.export_arrays import write_json_arrays
+# (re-exported: where callers have always found them)
+from mgtui.trace.saved import SUFFIX, is_saved_trace  # noqa: F401
 
 FORMAT = "mgtui-trace"
 VERSION = 1
-SUFFIX = ".json"
-
-
-def is_saved_trace(path: str | os.PathLike) -> bool:
-    """Is this a saved trace to read, JSON or binary, rather than a scenario to run? By
-    its name (`.json`, `.mgtrace`), or by the magic a binary trace starts with. (The one
-    place that says so: the command line, the app and the lessons all ask here.)"""
-    return Path(path).suffix == SUFFIX or tracefile.is_trace_file(path)
 
 
 def num(x: float) -> float | str:

@@ -106,6 +106,7 @@ class MgtuiApp(TraceLoading, App[int]):
         return self.debugger
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._resume_collector)  # paused since on_load
         if self.config.problem:  # (its text quotes the user's file: never markup)
             self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
                         timeout=10, markup=False)
@@ -113,6 +114,9 @@ class MgtuiApp(TraceLoading, App[int]):
             self.notify(inert("\n".join(self.config.warnings)), title="mgtui settings",
                         severity="warning", timeout=10, markup=False)
         self.open_first()
+
+    def on_unmount(self) -> None:
+        self._resume_collector()  # (an app that ends before its first paint)
 
     # -- the gradient doctor ------------------------------------------------------------------
     def on_run_checks(self, message: RunChecks) -> None:

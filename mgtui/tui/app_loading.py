@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.worker import WorkerState
 
 from mgtui.defaults import DEFAULT_MAX_MEMORY
-from mgtui.memory import trim
+from mgtui.memory import pause_collector, trim
 from mgtui.tui.messages import LoadFailed, LoadProgress, OpenScenario, TraceGrowing, TraceLoaded
 from mgtui.trace import Trace
 from mgtui.session.view import prepare as prepare_views
@@ -45,7 +45,7 @@ def open_saved(path: Path):
 
 def is_scenario(path: Path) -> bool:
     """A scenario to run, rather than a saved trace to read."""
-    from mgtui.trace.export import is_saved_trace
+    from mgtui.trace.saved import is_saved_trace
 
     return not is_saved_trace(path)
 
@@ -76,12 +76,15 @@ class TraceLoading:
         self._last_shown: Trace | None = None  # the last of those, in the loading worker
         self._growth_cost = 0.0
         self._quitting = False  # the app quits: a recording's trace is not wanted
+        self._resume_collector = lambda: None  # (on_load pauses it until the first paint)
 
     # -- the first frame -------------------------------------------------------------------
     def on_load(self) -> None:
         """Start recording at once, and show a scenario that is recorded within
         QUICK_RECORDING in the first frame. A slower one goes on in its child process,
-        and the loading worker takes it from there."""
+        and the loading worker takes it from there. The cyclic collector waits until the
+        first paint (`MgtuiApp.on_mount` resumes it)."""
+        self._resume_collector = pause_collector()
         self._quick: Trace | None = None
         self._quick_stopped = ""
         self._first_steps = False  # the first steps of a longer recording are preloaded

@@ -21,7 +21,7 @@ from mgtui.version import __version__
 from mgtui.run.bundled import bundled, resolve, title_of
 from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 from mgtui.errors import ScenarioLoadError
-from mgtui.trace.export import is_saved_trace
+from mgtui.trace.saved import is_saved_trace
 from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
 

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -344,7 +345,15 @@ def test_cancel_from_another_thread(tmp_path):
 
     path = write(tmp_path, "spin.py", "from engine import Value\nwhile True:\n    Value(1.0)\n")
     recorder = Recorder(load_scenario(path))
-    threading.Timer(0.2, recorder.cancel).start()
+
+    def cancel_once_recording() -> None:  # (not after a fixed time: a loaded machine may
+        # take longer than that to record its first node)
+        deadline = time.monotonic() + 60
+        while recorder.records.node_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        recorder.cancel()
+
+    threading.Thread(target=cancel_once_recording, daemon=True).start()
     trace = recorder.run()
     assert trace.error.type == "Stopped" and trace.node_count > 0
 

@@ -52,7 +52,7 @@ def phases(lesson: str) -> None:
     """Where `--export html`'s time goes (in this process, after the imports)."""
     from mgtui.run.bundled import resolve
     from mgtui.tui.export_html import add_pictures, deflated
-    from mgtui.session.lesson_pack import pack_lesson
+    from mgtui.tui.export_html_data import pack_lesson
     from mgtui.run.runner import run
 
     marks = [("start", time.perf_counter())]

@@ -1,4 +1,4 @@
-"""The Graph pane's layout, measured: mgtui.session.graph_layout (grandalf's Sugiyama ranking and
+"""The Graph pane's layout, measured: mgtui.graph.layout (grandalf's Sugiyama ranking and
 ordering, our grid placement and routing) against netext (a Rust core with its own
 Sugiyama layout, and a rich renderable) on the same graphs, side by side in one run.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mgtui.session.graph_layout import GraphModel  # noqa: E402
+from mgtui.graph.layout import GraphModel  # noqa: E402
 from mgtui.run.runner import run  # noqa: E402
 from mgtui.session import Session  # noqa: E402
 

@@ -284,7 +284,7 @@ async def test_panes_on_one_trace_share_its_layouts():
     """Two sessions of one trace (a class's students) share the graph's model, so a
     picture is laid out once in the process, not once a session."""
     from mgtui.run.lessons import record_lesson
-    from mgtui.session.graph_layout import GraphModel, shared_model
+    from mgtui.graph.layout import GraphModel, shared_model
 
     trace = record_lesson(SCENARIOS / "neuron.py", "neuron.py").trace
     models, pictures = [], []

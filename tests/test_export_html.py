@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from mgtui.cli import main
 from mgtui.tui.export_html import lesson_html, paths, script_json
-from mgtui.session.lesson_pack import decode_ids, encode_ids, pack_lesson
+from mgtui.tui.export_html_data import decode_ids, encode_ids, pack_lesson
 from mgtui.run.runner import run
 from mgtui.session import Session
 
@@ -228,7 +228,7 @@ def test_the_lesson_packs_with_textual_and_rich_unimportable():
     code = ("import sys\n"
             "sys.modules['textual'] = None; sys.modules['rich'] = None\n"
             "from mgtui.run.runner import run\n"
-            "from mgtui.session.lesson_pack import pack_lesson\n"
+            "from mgtui.tui.export_html_data import pack_lesson\n"
             f"data = pack_lesson(run({str(SCENARIOS / 'chain.py')!r}).trace).data\n"
             "print(data['total'])\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

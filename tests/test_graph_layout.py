@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mgtui.session.graph_layout import GraphModel, Picture, squeeze
+from mgtui.graph.layout import GraphModel, Picture, squeeze
 from mgtui.tui.graph_paint import DEFAULT_STYLES, Lighting, lit_edges, paint, paint_line
 from mgtui.run.runner import run
 from mgtui.session import Session
@@ -279,7 +279,7 @@ def test_every_form_of_a_neighbourhood_is_drawn_as_if_laid_out_alone(name):
     grandalf's ranks and order (they depend on the graph, not on the boxes' sizes). Each
     picture must be the one its form gives laid out on its own, and each size weighed
     the size of that picture, whichever forms were weighed or drawn before it."""
-    from mgtui.session.graph_layout import lay_out
+    from mgtui.graph.layout import lay_out
 
     trace = recorded(name)
     session = Session(trace)

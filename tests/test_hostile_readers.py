@@ -28,7 +28,7 @@ from mgtui.trace.load_limits import LoadLimitError
 from mgtui.trace.records import MAX_INPUTS
 from mgtui.recording.recorder import record
 from mgtui.recording.shapes import FieldsOptionError, project_fields
-from mgtui.session.config import load_config
+from mgtui.settings.config import load_config
 from mgtui.run.runner import run
 from mgtui.trace.table import RecordDecoder
 from mgtui.trace.export import dumps, load

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
 # The headless core, by room: every module under these is imported with textual blocked.
 CORE_ROOMS = ("mgtui.trace", "mgtui.recording", "mgtui.run", "mgtui.session", "mgtui.doctor",
-              "mgtui.compare")
+              "mgtui.compare", "mgtui.graph", "mgtui.settings")
 SHARED = ("mgtui.safe", "mgtui.errors", "mgtui.memory", "mgtui.defaults", "mgtui.version",
           "mgtui.marks")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mgtui.session.bindings import IDS, help_rows, palette_rows
-from mgtui.session.config import config_path, load_config
+from mgtui.settings.bindings import IDS, help_rows, palette_rows
+from mgtui.settings.config import config_path, load_config
 from conftest import notices_of
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -115,7 +115,7 @@ def test_only_a_regular_file_is_read(tmp_path, kind):
         path.symlink_to("/dev/zero")  # endless
     else:
         path.mkdir()
-    code = ("from pathlib import Path; from mgtui.session.config import load_config; "
+    code = ("from pathlib import Path; from mgtui.settings.config import load_config; "
             f"c = load_config(Path({str(path)!r})); print(c.problem); print(c.keymap)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30, cwd=Path(__file__).resolve().parent.parent)
@@ -128,7 +128,7 @@ def test_only_a_regular_file_is_read(tmp_path, kind):
 # -- the one table ---------------------------------------------------------------------------------
 
 def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
-    from mgtui.session.bindings import ALL_KEYS
+    from mgtui.settings.bindings import ALL_KEYS
 
     ids = [k.id for k in ALL_KEYS]
     assert len(ids) == len(set(ids)) and IDS <= set(ids)
@@ -141,7 +141,7 @@ def test_every_binding_has_an_id_and_the_help_and_palette_come_from_the_table():
 
 
 def test_a_users_key_is_taken_from_the_panes_that_have_it():
-    from mgtui.session.bindings import with_panes
+    from mgtui.settings.bindings import with_panes
 
     keymap = with_panes({"next": "j", "prev": "k"})
     assert keymap["next"] == "j" and keymap["table.down"] == "down"

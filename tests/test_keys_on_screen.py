@@ -12,7 +12,7 @@ from textual.widgets._footer import FooterKey
 
 from mgtui.run.lessons import record_lesson
 from mgtui.serve.app import ClassScreen, ServedApp
-from mgtui.session.bindings import (APP_KEYS, CLASS_KEYS, DEBUGGER_KEYS, GRAPH_KEYS,
+from mgtui.settings.bindings import (APP_KEYS, CLASS_KEYS, DEBUGGER_KEYS, GRAPH_KEYS,
                                     TABLE_KEYS, TEXT_KEYS, TOPO_KEYS, clashes, screen_keys)
 from mgtui.session.follow import Classroom
 from mgtui.tui.app import MgtuiApp

@@ -359,7 +359,7 @@ async def test_the_next_steps_graph_is_laid_out_in_the_quiet_after_a_step(mlp_le
                                                                          clean_env,
                                                                          monkeypatch):
     """(mgtui/serve/server.py, `lay_out_ahead`: the teacher's `n` finds it made.)"""
-    from mgtui.session.graph_layout import shared_model
+    from mgtui.graph.layout import shared_model
 
     srv = await start(mlp_lesson, keys, monkeypatch, unison=True)
     clients: list[ScreenClient] = []

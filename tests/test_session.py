@@ -389,7 +389,7 @@ def test_the_session_imports_no_textual_or_rich():
                 if name.split(".")[0] in ("textual", "rich"):
                     raise ImportError(name)
         sys.meta_path.insert(0, Block())
-        import mgtui.session, mgtui.session.view, mgtui.session.bindings, mgtui.session.config
+        import mgtui.session, mgtui.session.view, mgtui.settings.bindings, mgtui.settings.config
     """)
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parent.parent)

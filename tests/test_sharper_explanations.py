@@ -161,7 +161,7 @@ async def test_the_app_finds_a_shortened_name_and_counts_uses_in_this_graph(trai
 def test_the_lesson_page_counts_uses_in_this_graph(train):
     """`--export html` packs each graph's uses (this training step's), as the app's
     column counts them, not the whole run's (issue 23 item 6)."""
-    from mgtui.session.lesson_pack import pack_lesson
+    from mgtui.tui.export_html_data import pack_lesson
 
     trace = run(train).trace
     data = pack_lesson(trace).data

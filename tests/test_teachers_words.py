@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mgtui.run.lessons import record_lesson
-from mgtui.session.graph_layout import GraphModel
+from mgtui.graph.layout import GraphModel
 from mgtui.tui.app import MgtuiApp
 from mgtui.tui.export_html import lesson_html
 from mgtui.tui.widgets.node_table import NodeTable

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from rich.cells import cell_len
 
-from mgtui.session.graph_layout import GraphModel
+from mgtui.graph.layout import GraphModel
 from mgtui.tui.graph_paint import Lighting, paint
 from mgtui.run.runner import run
 from mgtui.session import Session

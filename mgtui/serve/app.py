@@ -29,7 +29,7 @@ from mgtui.tui.screen_diff import erases
 from mgtui.tui.textual_private import set_color_system
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
-from mgtui.session.bindings import CLASS_KEYS, DEBUGGER_KEYS
+from mgtui.settings.bindings import CLASS_KEYS, DEBUGGER_KEYS
 from mgtui.tui.widgets.debugger import DebuggerScreen
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.graph import GraphPane

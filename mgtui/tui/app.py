@@ -28,8 +28,8 @@ from mgtui.tui.app_loading import (
     is_scenario,
     showing,
 )
-from mgtui.session.bindings import APP_KEYS, palette_rows, with_panes
-from mgtui.session.config import load_config
+from mgtui.settings.bindings import APP_KEYS, palette_rows, with_panes
+from mgtui.settings.config import load_config
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 from mgtui.tui.screen_diff import diffing

@@ -1,7 +1,7 @@
 """`mgtui FILE --export html`: one self-contained page that replays the lesson, step by
 step, with its node table, its graph and its notes, and makes no network request.
 
-The lesson (`mgtui.session.lesson_pack`) and the Graph pane's pictures (`mgtui.session.graph_layout`,
+The lesson (`mgtui.tui.export_html_data`) and the Graph pane's pictures (`mgtui.graph.layout`,
 painted by `mgtui.tui.graph_paint` as `--export svg` paints them) go into the page as JSON,
 compressed (deflate, base64: the browser's own `DecompressionStream` unpacks it), inside a
 `<script type="application/json">` whose `<` are escaped, so no scenario text can close it.
@@ -19,9 +19,9 @@ from importlib import resources
 from typing import Any, Iterable
 
 from mgtui.trace.arrays import state_values
-from mgtui.session.graph_layout import GraphModel, Picture, squeeze
+from mgtui.graph.layout import GraphModel, Picture, squeeze
 from mgtui.tui.graph_paint import DOUBLE, HEAVY, MARKS, STYLE_NAMES, Lighting, paint_line
-from mgtui.session.lesson_pack import Lesson, pack_lesson
+from mgtui.tui.export_html_data import Lesson, pack_lesson
 from mgtui.trace import Trace
 
 # Graphs of at most this many nodes are drawn whole (one layout serves every pass whose

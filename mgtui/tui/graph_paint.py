@@ -1,4 +1,4 @@
-"""Paints a laid-out graph (`mgtui.session.graph_layout.Picture`) as it stands at one step: the
+"""Paints a laid-out graph (`mgtui.graph.layout.Picture`) as it stands at one step: the
 numbers in its boxes, the step's marks, the lit edges. Shared by the Graph pane and
 `--export svg`, so both draw the same picture. Every mark is text (`▶`, `+=`, `●`,
 heavy lines for lit edges, a double frame for the selected node), so it reads under
@@ -15,7 +15,7 @@ from rich.text import Text
 
 from mgtui.trace.arrays import is_finite, state_values
 from mgtui.safe import cells
-from mgtui.session.graph_layout import MARK_WIDTH, WIDE_TAIL, Picture, squeeze
+from mgtui.graph.layout import MARK_WIDTH, WIDE_TAIL, Picture, squeeze
 
 MARKS = {"run": "▶ ", "acc": "+=", "new": "● ", "set": "= "}
 BREAKPOINT = "◆ "
@@ -242,7 +242,7 @@ def graph_svg(trace) -> str:
 
     from rich.console import Console
 
-    from mgtui.session.graph_layout import GraphModel
+    from mgtui.graph.layout import GraphModel
     from mgtui.session.view import GraphView, views_for
 
     forward, backward = views_for(trace, len(trace.passes) - 1)

@@ -1,4 +1,4 @@
-// mgtui's lesson page: replays a lesson packed by mgtui/session/lesson_pack.py and
+// mgtui's lesson page: replays a lesson packed by mgtui/tui/export_html_data.py and
 // mgtui/tui/export_html.py. Every text it shows was written in Python; this script only
 // applies and undoes each step's writes (as mgtui/session/timeline.py does) and puts the text in
 // the page with textContent, never as markup. It makes no network request.

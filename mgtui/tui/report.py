@@ -141,7 +141,7 @@ _LIST_ITEM = re.compile(r"(\s*(?:[-*+]|\d+[.)])\s+)(.*)")
 def print_lesson_notes(notes: str, console: Console) -> None:
     """The lesson notes (the scenario's docstring after its title), a paragraph at a
     time, wrapped to the width; a list item's lines go on under its text."""
-    from mgtui.session.lesson_pack import paragraphs
+    from mgtui.tui.export_html_data import paragraphs
 
     for paragraph in paragraphs(notes):
         console.print()

@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
-from mgtui.session.bindings import APP_KEYS, DEBUGGER_KEYS, help_rows
+from mgtui.settings.bindings import APP_KEYS, DEBUGGER_KEYS, help_rows
 from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace

@@ -1,7 +1,7 @@
 """The Graph pane: micrograd's `draw_dot` picture of the current graph, lit by the step.
 
 A Line-API `ScrollView`. The picture is laid out once per graph (or per neighbourhood of
-the selected node, on a big graph) by `mgtui.session.graph_layout`; a step only repaints the
+the selected node, on a big graph) by `mgtui.graph.layout`; a step only repaints the
 lines on screen with that step's numbers and marks (`mgtui.tui.graph_paint`). It follows the
 selected node; the arrow keys (and h/l) move its cursor from box to box, and enter or a
 click selects the cursor's node through the session, as the node table does.
@@ -17,14 +17,14 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
-from mgtui.session.bindings import GRAPH_KEYS
+from mgtui.settings.bindings import GRAPH_KEYS
 from mgtui.session import StepState
 from mgtui.tui.textual_private import SizedScrollView, refresh_scrollbars
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.strips import GRAPH_LINES
 
 if TYPE_CHECKING:
-    from mgtui.session.graph_layout import GraphModel, Orientation, Picture
+    from mgtui.graph.layout import GraphModel, Orientation, Picture
     from mgtui.tui.graph_paint import Lighting
 
 PAN = 8  # cells a pan key moves (a quarter screen at least)
@@ -118,7 +118,7 @@ class GraphPane(SizedScrollView, can_focus=True):
         state = self.state
         if state is None:
             return
-        from mgtui.session.graph_layout import shared_model
+        from mgtui.graph.layout import shared_model
         from mgtui.tui.graph_paint import Lighting, lit_cells, lit_edges
 
         view = state.view
@@ -211,7 +211,7 @@ class GraphPane(SizedScrollView, can_focus=True):
         `next` (a generator: a key that comes meanwhile need not wait for all)."""
         if view is None or not (self.display and self.is_mounted and self.size.area):
             return
-        from mgtui.session.graph_layout import shared_model
+        from mgtui.graph.layout import shared_model
 
         model = shared_model(view.trace, [*view.used, *view.made])
         for compact in (False, True):

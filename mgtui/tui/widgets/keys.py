@@ -1,4 +1,4 @@
-"""Textual `Binding`s from the table of keys in `mgtui.session.bindings` (which is plain data)."""
+"""Textual `Binding`s from the table of keys in `mgtui.settings.bindings` (which is plain data)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Iterable
 
 from textual.binding import Binding
 
-from mgtui.session.bindings import Key
+from mgtui.settings.bindings import Key
 
 
 def bindings_of(keys: Iterable[Key]) -> list[Binding]:

@@ -17,7 +17,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mgtui.session.bindings import TABLE_KEYS
+from mgtui.settings.bindings import TABLE_KEYS
 from mgtui.trace.array_text import fitted
 from mgtui.trace.arrays import ARRAY_CELL, is_finite
 from mgtui.trace.explain import fmt

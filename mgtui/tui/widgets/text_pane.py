@@ -14,7 +14,7 @@ from textual.events import MouseScrollDown, MouseScrollUp
 from textual.geometry import Region
 from textual.widget import Widget
 
-from mgtui.session.bindings import TEXT_KEYS
+from mgtui.settings.bindings import TEXT_KEYS
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.strips import CompactLines, last_change
 

@@ -13,7 +13,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mgtui.session.bindings import TOPO_KEYS
+from mgtui.settings.bindings import TOPO_KEYS
 from mgtui.trace.arrays import brief
 from mgtui.trace.names import fitted_name
 from mgtui.session import StepState

@@ -1,4 +1,4 @@
-"""The channels between a graph's layers (a part of `mgtui.session.graph_layout`):
+"""The channels between a graph's layers (a part of `mgtui.graph.layout`):
 each edge's track and its entry into the unit it feeds, so that the lines of different
 sources only ever cross, never merge, and no line runs into another's entry row.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 
-from mgtui.session.graph_placement import Unit
+from mgtui.graph.placement import Unit
 
 # direction bits of a line cell, in layout axes: u runs along the layers, v across them
 U_PLUS, U_MINUS, V_PLUS, V_MINUS = 1, 2, 4, 8

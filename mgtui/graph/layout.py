@@ -4,7 +4,7 @@ with a slot in every box for the numbers each step fills in.
 
 grandalf (a pure-Python Sugiyama layout) ranks the nodes and orders each layer to cut
 crossings; it draws nothing, so the grid is ours, written here because no library lays
-out on character cells: units placed on whole cells (`mgtui.session.graph_placement`: a
+out on character cells: units placed on whole cells (`mgtui.graph.placement`: a
 least-squares placement that keeps each layer's order), and edges routed orthogonally
 in the channels between layers, each source's lines on tracks of their own and each
 input into its op by a side of its own, so lines cross but never merge and no edge runs
@@ -21,8 +21,8 @@ from typing import Literal
 from mgtui.trace.array_text import boxed
 from mgtui.trace.arrays import box_shape
 from mgtui.safe import cell_width, cells, clip_cells
-from mgtui.session.graph_placement import Order, Unit, order_of, place_across, rank_and_order
-from mgtui.session.graph_routes import U_MINUS, U_PLUS, V_MINUS, V_PLUS, route
+from mgtui.graph.placement import Order, Unit, order_of, place_across, rank_and_order
+from mgtui.graph.routes import U_MINUS, U_PLUS, V_MINUS, V_PLUS, route
 from mgtui.trace import Trace
 from mgtui.trace.explain import fmt
 from mgtui.trace.names import fitted_name

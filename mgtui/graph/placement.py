@@ -1,7 +1,7 @@
 """Where each unit of a graph's layout goes: grandalf (a pure-Python Sugiyama layout)
 ranks the units in layers and orders each layer to cut crossings, then each unit is
 placed across its layer on whole cells, by a least-squares placement that keeps each
-layer's order. A part of `mgtui.session.graph_layout`, which draws the lines and boxes.
+layer's order. A part of `mgtui.graph.layout`, which draws the lines and boxes.
 """
 
 from __future__ import annotations

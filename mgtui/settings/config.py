@@ -2,7 +2,7 @@
 `~/.config/mgtui/config.toml`). Today it holds one table, the keymap:
 
     [keymap]
-    next = "j"            # a binding id from mgtui.session.bindings = comma-separated keys
+    next = "j"            # a binding id from mgtui.settings.bindings = comma-separated keys
     prev = "k,backspace"
 
 A file that cannot be used gives one message and the defaults, never an exception; a
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping
 
 from mgtui.safe import inert_line
-from mgtui.session.bindings import BY_ID, IDS
+from mgtui.settings.bindings import BY_ID, IDS
 
 SECTIONS = ("keymap",)
 MAX_BYTES = 1 << 20  # a settings file is a few lines: a bigger one is not read
@@ -108,7 +108,7 @@ def parse_keymap(settings: dict) -> dict[str, str]:
     for binding_id, keys in keymap.items():
         if binding_id not in IDS:
             close = difflib.get_close_matches(binding_id, sorted(IDS), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else "the ids are in mgtui/session/bindings.py"
+            hint = f"did you mean {close[0]!r}?" if close else "the ids are in mgtui/settings/bindings.py"
             raise ConfigError(f"no binding with the id {binding_id!r} ({hint})")
         if not isinstance(keys, str) or not all(k.strip() for k in keys.split(",")):
             raise ConfigError(f"keymap.{binding_id} must be a string of comma-separated keys, "

@@ -102,7 +102,7 @@ def test_no_sentinel_and_array_checks_only_in_the_array_engines_modules():
         "recording/array_values.py", "trace/arrays.py", "trace/array_text.py",
         "trace/explain_arrays.py", "trace/export_arrays.py", "doctor/arrays.py",
         "doctor/array_check.py", "doctor/array_calls.py", "doctor/array_elements.py",
-        "doctor/array_runs.py", "compare/array_values.py"}
+        "doctor/array_runs.py", "diff/array_values.py"}
     sentinel, checks = [], []
     for path in sorted(PACKAGE.rglob("*.py")):
         where = path.relative_to(PACKAGE).as_posix()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -46,21 +47,27 @@ from mgtui.doctor.array_calls import (ArrayPlan, Call, balanced, calls_of, snaps
 from mgtui.doctor.array_elements import FaultyCall
 from mgtui.doctor.array_runs import array_args
 from mgtui.doctor.arrays import FEW, SMALL
+from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
-from mgtui.trace import EventKind, Pass
+from mgtui.doctor.reruns import Reruns
+from mgtui.doctor.tally import Tally
+from mgtui.trace import EventKind, Pass, Trace
 
 H = 1e-7  # the directional runs' nudge, relative to an array's largest element
 SAMPLED_PASSES = 4  # by default, the first, the last and evenly spaced ones between
 
 
 class ArrayCheck:
-    """The array half of a `NumericalCheck` (`check`): its counts and notes are kept there.
-    A suspect call's finding is worked out by `faulty` (`FaultyCall`), made once the run
-    as recorded is read."""
+    """The array half of a `NumericalCheck`: its counts and notes go in the check's
+    `tally`; `budget` seconds (`sampled`: the passes were not asked for). A suspect
+    call's finding is worked out by `faulty` (`FaultyCall`), made once the run as
+    recorded is read."""
 
-    def __init__(self, check) -> None:
-        self.check = check
-        self.trace, self.ctx, self.reruns = check.trace, check.ctx, check.reruns
+    def __init__(self, trace: Trace, ctx: CheckContext, reruns: Reruns, tally: Tally,
+                 progress: Callable[[int, int, str], None], budget: float,
+                 sampled: bool) -> None:
+        self.trace, self.ctx, self.reruns, self.tally = trace, ctx, reruns, tally
+        self.progress, self.budget, self.sampled = progress, budget, sampled
         self.plans: list[ArrayPlan] = []
         self.direction: dict[int, float] = {}
         self.pending: list = []
@@ -72,10 +79,10 @@ class ArrayCheck:
         """Plan the passes and start the run as recorded and the run nudged up."""
         t = self.trace
         rng = random.Random(self.reruns.seed)
-        if self.check.sampled and len(passes) > SAMPLED_PASSES:
+        if self.sampled and len(passes) > SAMPLED_PASSES:
             keep = {round(k * (len(passes) - 1) / (SAMPLED_PASSES - 1))
                     for k in range(SAMPLED_PASSES)}
-            self.check.notes.append(
+            self.tally.notes.append(
                 f"{len(passes) - len(keep)} backward pass(es) between the first and the last "
                 f"were left out: on arrays {SAMPLED_PASSES} passes are sampled, evenly "
                 f"(--passes all checks every one)")
@@ -118,7 +125,7 @@ class ArrayCheck:
         *base, plus = self.reruns.wait_jobs(self.pending)
         self.pending = []
         if not isinstance(plus, dict) or not self.read_base(base[0] if base else None):
-            self.check.notes.append("the re-runs of the array check did not report: no "
+            self.tally.notes.append("the re-runs of the array check did not report: no "
                                     "gradient was checked numerically")
             return earlier
         self.plus = snaps_of(plus)
@@ -130,33 +137,33 @@ class ArrayCheck:
             if not self.read_base(again):
                 return earlier
         if self.unsteady():
-            self.check.notes.append(
+            self.tally.notes.append(
                 "the arrays differ from one run of the scenario to the next by more than "
                 "the doctor's nudges (numbers drawn at random with no seed?), so no "
                 "gradient was checked numerically")
             return earlier
         self.faulty = FaultyCall(self.trace, self.ctx, self.reruns, self.calls, self.base,
-                                 self.check.progress, self.started, self.check.budget)
+                                 self.progress, self.started, self.budget)
         found = list(earlier)
         unread = 0
         for plan in self.plans:
-            self.check.checked.append(plan.pass_)
-            self.check.checked_nodes += len(plan.nodes)
+            self.tally.checked.append(plan.pass_)
+            self.tally.checked_nodes += len(plan.nodes)
             suspects, skipped = self.suspects(plan)
             unread += skipped
             found += self.localise(plan, suspects)
             if not suspects and plan.pass_.index not in self.ctx.explained_passes:
-                found += self.check.wrong_in.first_of(self.left_out(plan), plan.pass_)
-        found = self.check.wrong_in.named(found)
-        self.check.notes.append(
+                found += self.tally.wrong_in.first_of(self.left_out(plan), plan.pass_)
+        found = self.tally.wrong_in.named(found)
+        self.tally.notes.append(
             f"on arrays each _backward call was checked along a random direction over all "
             f"the elements; of an input found off, the first element off in order was "
             f"found by halving (element 0, then halves of the rest), else among {FEW} "
             f"elements checked one by one (all of an input of up to {SMALL})")
         if unread:
-            self.check.notes.append(f"{unread} _backward call(s) on arrays could not be "
+            self.tally.notes.append(f"{unread} _backward call(s) on arrays could not be "
                                     f"checked numerically (their values were not read)")
-            self.check.uncovered.append(f"{unread} _backward call(s) on arrays could not be "
+            self.tally.uncovered.append(f"{unread} _backward call(s) on arrays could not be "
                                         f"checked numerically")
         return found
 
@@ -208,7 +215,7 @@ class ArrayCheck:
                 continue
             if any(call.contrib[c].shape != base[c].shape for c in inputs):
                 continue  # a grad of the wrong shape: `check_grad_shape` says so
-            self.check.checked_calls += 1
+            self.tally.checked_calls += 1
             if not balanced(call, inputs, up, base, H):
                 out.append(call)
         return out, skipped
@@ -250,13 +257,13 @@ class ArrayCheck:
                 continue
             seen.add(closure)
             if closure in self.wrong_closures:  # found in an earlier pass: noted only
-                self.check.wrong_in.first_time("wrong-derivative", closure, plan.pass_)
+                self.tally.wrong_in.first_time("wrong-derivative", closure, plan.pass_)
                 continue
             finding = self.faulty.finding_of(plan, s)
             if finding is None:  # every input right nudged alone: the call sat at a kink
-                self.check.kinks += 1
+                self.tally.kinks += 1
             else:
                 self.wrong_closures.add(closure)
-                self.check.wrong_in.first_time("wrong-derivative", closure, plan.pass_)
+                self.tally.wrong_in.first_time("wrong-derivative", closure, plan.pass_)
                 found.append(finding)
-        return self.check.wrong_in.own(found)
+        return self.tally.wrong_in.own(found)

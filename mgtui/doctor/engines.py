@@ -129,15 +129,15 @@ class MicrogradDoctor:
             reruns.wait_quietly(numerical.pending)
             raise
         found = numerical.run(found)
+        tally = numerical.tally
         return Report(
             findings=one_per_line(found), trace=trace, error=trace.error,
-            checked_passes=numerical.checked, checkable_passes=len(numerical.checkable),
+            checked_passes=tally.checked, checkable_passes=len(numerical.checkable),
             passes_asked="sampled" if how.passes is None else how.passes,
             budget=how.budget, numerical_seconds=numerical.seconds,
-            checked_nodes=numerical.checked_nodes, checked_calls=numerical.checked_calls,
+            checked_nodes=tally.checked_nodes, checked_calls=tally.checked_calls,
             runs=1 + reruns.count, seconds=time.perf_counter() - how.started,
-            notes=numerical.notes + ctx.notes,
-            uncovered=numerical.uncovered + unrecorded(trace))
+            notes=tally.notes + ctx.notes, uncovered=tally.uncovered + unrecorded(trace))
 
 
 class TorchDoctor:

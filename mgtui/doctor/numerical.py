@@ -31,7 +31,7 @@ Which passes: by default every checkable backward pass, in order, those between 
 first and the last while the time budget lasts (the last is always checked);
 `passes="all"` or a list of backward pass numbers (counted from 1) checks those asked for.
 Going in pass order, a finding is made at the first wrong pass, and names the other
-checked passes it is wrong in (`also wrong in backward passes 3, 5`; `wrong_passes`);
+checked passes it is wrong in (`also wrong in backward passes 3, 5`; `tally`);
 those cost no runs of their own. What a check plans and measures (`Plan`, `Moves`,
 `Suspect`) is in `nudged`.
 """
@@ -50,7 +50,7 @@ from mgtui.doctor.faulty_op import FaultyOp
 from mgtui.doctor.findings import Finding
 from mgtui.doctor.nudged import ATOL, RTOL, H, Moves, Plan, Suspect, close
 from mgtui.doctor.reruns import Reruns
-from mgtui.doctor.wrong_passes import WrongPasses
+from mgtui.doctor.tally import Tally, WrongPasses
 from mgtui.memory import collector_paused
 from mgtui.trace import EventKind, Field, Pass, Trace
 
@@ -74,14 +74,8 @@ class NumericalCheck:
         self.progress = progress
         self.budget = budget
         self.checkable: list[Pass] = []  # the passes that could be checked
-        self.checked: list[Pass] = []  # those that were, in order
-        self.checked_nodes = 0
-        self.checked_calls = 0  # `_backward` calls whose local derivative was checked
-        self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
+        self.tally = Tally(WrongPasses(trace, ctx))  # what was checked, for the report
         self.seconds = 0.0
-        self.notes: list[str] = []
-        self.uncovered: list[str] = []  # what could not be checked, said as the verdict's "but"
-        self.wrong_in = WrongPasses(trace, ctx)
         self.faulty = FaultyOp(trace, ctx, reruns, progress)  # a faulty op's numbers
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
         self.sampled = True
@@ -98,13 +92,14 @@ class NumericalCheck:
         self.sampled = passes is None
         wanted = self.choose(passes)
         if wanted and self.ctx.arrays.dtypes:  # float32: a nudge of 1e-7 is lost in it
-            self.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
-                              f"float64: finite differences need float64, so no gradient "
-                              f"was checked numerically")
+            self.tally.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
+                                    f"float64: finite differences need float64, so no gradient "
+                                    f"was checked numerically")
         elif wanted and self.by_element:  # the array engine: checked element by element
             from mgtui.doctor.array_check import ArrayCheck
 
-            self.arrays = ArrayCheck(self)
+            self.arrays = ArrayCheck(self.trace, self.ctx, self.reruns, self.tally,
+                                     self.progress, self.budget, self.sampled)
             self.arrays.begin(wanted)
             self.pending = self.arrays.pending
         elif wanted:
@@ -136,6 +131,7 @@ class NumericalCheck:
         minus: Trace | None = None
         started = time.perf_counter() - self.seconds  # as if the check had run alone
         found = list(earlier)
+        tally = self.tally
         last = len(plans) - 1
         for k, plan in enumerate(plans):  # in pass order: the first wrong pass comes first
             if (self.sampled and 0 < k < last
@@ -144,29 +140,29 @@ class NumericalCheck:
             # One run nudged up tells a right pass from a wrong one; the run nudged down
             # is made only for a pass that seems wrong (a kink, or a fault to localise).
             if minus is None:
-                counts = self.checked_calls, self.kinks
+                counts = tally.checked_calls, tally.kinks
                 checked = self.check_pass(plan, self.moves_at(plan, plus, None), found, False)
                 if checked is not None:
                     found = checked
                     continue
-                self.checked_calls, self.kinks = counts
-                self.checked.pop()
-                self.checked_nodes -= len(plan.nodes)
+                tally.checked_calls, tally.kinks = counts
+                tally.checked.pop()
+                tally.checked_nodes -= len(plan.nodes)
                 more = self.finish_nudged(plans, self.start_nudged(plans, (-1,)))
                 if more is None:
                     break
                 (minus,) = more
             found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
-        found = self.wrong_in.named(found)
-        left = len(plans) - len(self.checked)
+        found = tally.wrong_in.named(found)
+        left = len(plans) - len(tally.checked)
         if left:
-            self.notes.append(f"{left} backward pass(es) between the first and the last "
-                              f"were left out to keep within the time budget of "
-                              f"{self.budget:g} s (--passes all checks every one)")
-        if self.kinks:
-            self.notes.append(f"{self.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
-                              f"and were checked on one side; the check of the root's "
-                              f"directional derivative was left out where they were")
+            tally.notes.append(f"{left} backward pass(es) between the first and the last "
+                               f"were left out to keep within the time budget of "
+                               f"{self.budget:g} s (--passes all checks every one)")
+        if tally.kinks:
+            tally.notes.append(f"{tally.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
+                               f"and were checked on one side; the check of the root's "
+                               f"directional derivative was left out where they were")
         return [f for f in found if not (f.kind == "no-backward" and f.step in self.flat)]
 
     def check_pass(self, plan: Plan, moves: Moves, found: list[Finding],
@@ -174,22 +170,22 @@ class NumericalCheck:
         """One backward pass: each `_backward` call, then (if none is at fault) the root's
         directional derivative. Not `final` (one-sided moves): None if anything seems
         off, for the caller to check again on both sides."""
-        self.checked.append(plan.pass_)
-        self.checked_nodes += len(plan.nodes)
-        kinks = self.kinks
+        self.tally.checked.append(plan.pass_)
+        self.tally.checked_nodes += len(plan.nodes)
+        kinks = self.tally.kinks
         with collector_paused():
             suspects = self.check_calls(plan, moves)
         if suspects and not final:
             return None
         found = found + self.localise(plan, suspects, moves.start_grad)
         p = plan.pass_
-        if (p.index in self.ctx.explained_passes or suspects or self.kinks > kinks
+        if (p.index in self.ctx.explained_passes or suspects or self.tally.kinks > kinks
                 or any(f.step in p for f in found)):
             return found
         direction = self.check_direction(plan, moves)
         if direction and not final:
             return None
-        return found + self.wrong_in.first_of(direction, p)
+        return found + self.tally.wrong_in.first_of(direction, p)
 
     # -- the phases --------------------------------------------------------------------------
     def choose(self, passes: PassChoice) -> list[Pass]:
@@ -204,12 +200,12 @@ class NumericalCheck:
         chosen = [p for p in self.checkable if numbers[p.index] in asked]
         missing = sorted(asked - {numbers[p.index] for p in chosen})
         if missing:
-            self.notes.append(f"backward pass(es) {', '.join(map(str, missing))} cannot be "
-                              f"checked numerically (there are "
-                              f"{len(backward)}; a pass must be complete, call _backward and "
-                              f"start from a seeded, finite root)")
-            self.uncovered.append(f"backward pass(es) {', '.join(map(str, missing))} could "
-                                  f"not be checked numerically")
+            self.tally.notes.append(f"backward pass(es) {', '.join(map(str, missing))} cannot be "
+                                    f"checked numerically (there are "
+                                    f"{len(backward)}; a pass must be complete, call _backward and "
+                                    f"start from a seeded, finite root)")
+            self.tally.uncovered.append(f"backward pass(es) {', '.join(map(str, missing))} could "
+                                        f"not be checked numerically")
         return chosen
 
     def plan(self, p: Pass, sample: int | None, rng: random.Random) -> Plan:
@@ -274,8 +270,8 @@ class NumericalCheck:
         runs = self.reruns.wait(started)
         last = plans[-1]
         if any(len(run) != last.first for run in runs):
-            self.notes.append("the nudged runs took another path than the recorded one, "
-                              "so the numerical check was skipped")
+            self.tally.notes.append("the nudged runs took another path than the recorded one, "
+                                    "so the numerical check was skipped")
             return None
         return runs
 
@@ -327,8 +323,8 @@ class NumericalCheck:
             if i in ctx.explained or not finite_call(nid, inputs, g, contrib, base, dp, dm):
                 continue
             ok, kinked = local_ok(nid, inputs, g, contrib, u, base, dp, dm, moves.span)
-            self.checked_calls += 1
-            self.kinks += kinked
+            self.tally.checked_calls += 1
+            self.tally.kinks += kinked
             if not ok:
                 suspects.append(Suspect(i, nid, g, contrib))
         return suspects
@@ -341,10 +337,10 @@ class NumericalCheck:
         found = []
         for s in suspects:
             more = per_closure.pop(t.closure_index(s.event), None)
-            if more is not None and self.wrong_in.first_time(
+            if more is not None and self.tally.wrong_in.first_time(
                     "wrong-derivative", t.closure_index(s.event), plan.pass_):
                 found.append(self.faulty.finding(plan, s, start_grad, more - 1))
-        return self.wrong_in.own(found)
+        return self.tally.wrong_in.own(found)
 
     def check_direction(self, plan: Plan, moves: Moves) -> list[Finding]:
         """gradcheck's fast mode: the directional derivative of the root against the

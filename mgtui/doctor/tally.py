@@ -1,11 +1,13 @@
-"""The checked backward passes each numerical finding showed in (`WrongPasses`), shared by
-the scalar check (`numerical`) and the array check (`array_check`): a finding is made
-once, at the first wrong pass, and names the others.
+"""What the numerical check has checked, as its report says it (`Tally`): the passes,
+nodes and calls checked, the notes and what was left out, and the checked passes each
+finding showed in (`WrongPasses`: a finding is made once, at the first wrong pass, and
+names the others). One tally per check, kept by `numerical.NumericalCheck` and written
+by the array check (`array_check`) on a tensor engine.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Finding
@@ -54,3 +56,16 @@ class WrongPasses:
             out.append(f)
         return out
 
+
+
+@dataclass
+class Tally:
+    """The counts and notes of one numerical check (`mgtui.doctor.findings.Report`'s)."""
+
+    wrong_in: WrongPasses  # the passes each numerical finding showed in
+    checked: list[Pass] = field(default_factory=list)  # the passes checked, in order
+    checked_nodes: int = 0
+    checked_calls: int = 0  # `_backward` calls whose local derivative was checked
+    kinks: int = 0  # of them, those that only agreed on one side (ReLU at 0)
+    notes: list[str] = field(default_factory=list)
+    uncovered: list[str] = field(default_factory=list)  # said as the verdict's "but"

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mgtui.compare import Tolerance, compare_traces, open_sides
+from mgtui.diff import Tolerance, compare_traces, open_sides
 
 ROOT = Path(__file__).resolve().parent.parent
 SQUARED = "loss = sum((yout - ygt)**2 for ygt, yout in zip(ys, ypred))"

@@ -26,7 +26,7 @@ from mgtui.memory import return_freed_memory, with_system_malloc
 from mgtui.safe import inert
 
 if TYPE_CHECKING:
-    from mgtui.compare import Comparison
+    from mgtui.diff import Comparison
 
 # mgtui.recording.recorder's and mgtui.run.runner's, without importing them before the scenario's
 # child starts (a test checks they agree)
@@ -562,7 +562,7 @@ def launch_app(path: Path | None, args: argparse.Namespace,
 # -- mgtui diff A B ------------------------------------------------------------------------
 
 def build_diff_parser() -> argparse.ArgumentParser:
-    from mgtui.compare import Tolerance
+    from mgtui.diff import Tolerance
 
     tol = Tolerance()
     parser = argparse.ArgumentParser(
@@ -601,7 +601,7 @@ def tolerance_value(text: str) -> float:
 def diff_main(argv: list[str]) -> int:
     """`mgtui diff A B`: 0 they agree, 1 they differ (or a run did not finish), 2 one of
     them could not be run or read."""
-    from mgtui.compare import Tolerance, compare
+    from mgtui.diff import Tolerance, compare
 
     args = build_diff_parser().parse_args(argv)
     if run_limits_error(args):

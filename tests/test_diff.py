@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from mgtui.cli import main
-from mgtui.compare import Tolerance, compare
-from mgtui.compare.passes import op_kind
+from mgtui.diff import Tolerance, compare
+from mgtui.diff.passes import op_kind
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "diff"
@@ -292,7 +292,7 @@ def test_a_wrong_tanh_in_the_mlp_is_named_at_the_first_tanh_the_backward_pass_ra
     assert d["a"]["place"].endswith(f"buggy.py:{line_of(buggy, '# BUG')}")
     assert d["b"]["place"] == f"engine/value.py:{line_of(ENGINE, '(1 - t**2) * out.grad')}"
     # the call is the first tanh `_backward` of the pass: every grad before it agreed
-    from mgtui.compare.sides import open_sides
+    from mgtui.diff.sides import open_sides
 
     a, _ = open_sides(str(buggy), "neuron")
     t = a.trace

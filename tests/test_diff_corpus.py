@@ -160,7 +160,7 @@ def test_a_difference_behind_unaligned_ops_is_said_not_pinned(capsys, tmp_path):
     (("reshape", "view", "ViewBackward0", "UnsafeViewBackward0"), "reshape"),
 ])
 def test_op_names_meet_through_the_one_table(names, kind):
-    from mgtui.compare.aliases import kind_of
+    from mgtui.diff.aliases import kind_of
 
     assert {kind_of(n) for n in names} == {kind}
     assert kind_of("tanh") != kind_of("sigmoid") and kind_of("matmul") != kind_of("*")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgtui.compare import compare
+from mgtui.diff import compare
 from mgtui.tui.app import diff_app
 
 from test_app_snapshots import highlighted, no_user_config, wait_loaded  # noqa: F401

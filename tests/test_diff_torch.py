@@ -102,7 +102,7 @@ def test_one_number_compares_as_a_number_whatever_its_shape():
     """The lecture's bias b = 6.8814 is a float in micrograd, a () array in a numpy
     engine, a (1,) tensor in torch: the same number (before, a shape difference was
     reported, printed as `a () array` on both sides)."""
-    from mgtui.compare.values import Tolerance
+    from mgtui.diff.values import Tolerance
     from mgtui.trace.arrays import ArrayValue
 
     tol = Tolerance()

@@ -12,7 +12,7 @@ import pytest
 
 from mgtui.cli import main
 from mgtui.doctor import diagnose
-from mgtui.doctor.numerical import solve
+from mgtui.doctor.faulty_op import solve
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE = ROOT / "scenarios" / "bugs" / "late_pass.py"

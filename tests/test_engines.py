@@ -6,6 +6,7 @@ engine are `test_engine_behaviours.py`.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -95,13 +96,31 @@ def test_the_torch_probe_is_one_of_the_recorders_probes_and_its_hook_a_field():
     assert not hasattr(torch_watch, "function_check")  # (no module global)
 
 
+def test_the_doctors_entries_ask_the_engines_and_name_none():
+    """`diagnose`, `diagnose_call` and `diagnose_recorded` end in `examine()`, which asks
+    the trace's engine (`doctor/engines.py`), and the watches the engines put on a
+    recording come from there too: the entries import no engine's own module."""
+    tree = ast.parse((PACKAGE / "doctor" / "__init__.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+    engines_own = {"mgtui.doctor.torch_functions", "mgtui.doctor.array_check",
+                   "mgtui.doctor.array_runs", "mgtui.doctor.arrays"}
+    assert "mgtui.doctor.engines.doctor_of" in imported  # (the measure sees imports)
+    assert imported & engines_own == set()
+
+
 def test_no_sentinel_and_array_checks_only_in_the_array_engines_modules():
     """The engine is asked, not guessed: no `"<torch>"` string in the package, and the
     checks for an array value only in the array engine's own modules."""
     array_engine = {  # (docs/engines.md: where each engine's code lives)
         "recording/array_values.py", "trace/arrays.py", "trace/array_text.py",
         "trace/explain_arrays.py", "trace/export_arrays.py", "doctor/arrays.py",
-        "doctor/array_check.py", "doctor/array_runs.py", "compare/array_values.py"}
+        "doctor/array_check.py", "doctor/array_calls.py", "doctor/array_elements.py",
+        "doctor/array_runs.py", "diff/array_values.py"}
     sentinel, checks = [], []
     for path in sorted(PACKAGE.rglob("*.py")):
         where = path.relative_to(PACKAGE).as_posix()

@@ -2,7 +2,7 @@
 
 The import contracts live in pyproject.toml (`[tool.importlinter]`), written over the
 folders, never over lists of modules: the rooms in their order (presentation, then the
-doctor, the session and the comparison, running, recording, the trace), the session
+doctor, the session and the diff, running, recording, the trace), the session
 beside the doctor, the headless core free of textual and rich, the shared modules under
 every room, no import cycle anywhere in `mgtui`, and the engine knowing nothing of mgtui.
 """
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LINT = Path(sys.executable).with_name("lint-imports")
 # The headless core, by room: every module under these is imported with textual blocked.
 CORE_ROOMS = ("mgtui.trace", "mgtui.recording", "mgtui.run", "mgtui.session", "mgtui.doctor",
-              "mgtui.compare", "mgtui.graph", "mgtui.settings")
+              "mgtui.diff", "mgtui.graph", "mgtui.settings")
 SHARED = ("mgtui.safe", "mgtui.errors", "mgtui.memory", "mgtui.defaults", "mgtui.version",
           "mgtui.marks")
 

@@ -8,7 +8,10 @@ its backward passes numerically (`numerical.py`: by default the first, the last,
 those between them that fit in a time budget). `diagnose_call()` does the same for a
 function, each run a call of it in this process, and `diagnose_recorded()` runs the
 checks that need no re-run on a recorded block. All three end in `examine()`, the one
-orchestration. The doctor drives the recorder only through its hooks (`jobs.py`); it
+orchestration, which asks the engine that recorded the trace how it is checked
+(`engines.py`); the two that record put every engine's watch on first
+(`engines.recording_job`, `engines.CallWatch`), the engine being known only after. The
+doctor drives the recorder only through its hooks (`jobs.py`); it
 returns a `Report`, and presenting it is for the command line (`mgtui.cli`,
 `mgtui.tui.report`) and the app. Headless: this package never imports textual or rich.
 """
@@ -20,8 +23,8 @@ import time
 from typing import Callable
 
 from mgtui.defaults import DEFAULT_MAX_NODES
-from mgtui.doctor import intended, jobs, torch_functions
-from mgtui.doctor.engines import How, Seen, doctor_of
+from mgtui.doctor import intended
+from mgtui.doctor.engines import CallWatch, How, Seen, doctor_of, recording_job, seen_of
 from mgtui.doctor.findings import KINDS, Finding, Report
 from mgtui.doctor.numerical import BUDGET, PassChoice, ProgressFn
 from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, OverwriteProbe
@@ -66,18 +69,18 @@ def diagnose(
     progress(0, 0, "recording")
     options = RunOptions(seed=seed, max_nodes=max_nodes, timeout=timeout, argv=tuple(argv),
                          fields=fields)
-    result = start_run(scenario.path, options, job=torch_functions.probe,
+    result = start_run(scenario.path, options, job=recording_job,
                        job_args={"passes": passes},
                        on_progress=lambda nid: progress(nid, 0, "recording")).wait()
     raise_if_interrupted(result.trace)
     job = result.job_result if isinstance(result.job_result, dict) else {}
     marked = intended.names_for(scenario.path, job.get("intended"))
     reruns = Reruns(scenario, seed, max_nodes, timeout, argv=tuple(argv), fields=fields)
-    hits, callers = jobs.probe_report(result.job_result)
-    return intended.settle(examine(result.trace, hits, reruns, passes=passes, sample=sample,
-                                   budget=budget, on_progress=progress, started=started,
-                                   callers=callers, arrays=jobs.probe_arrays(result.job_result),
-                                   functions=job.get("torch")),
+    seen = seen_of(result.job_result)
+    return intended.settle(examine(result.trace, seen.hits, reruns, passes=passes,
+                                   sample=sample, budget=budget, on_progress=progress,
+                                   started=started, callers=seen.callers, arrays=seen.arrays,
+                                   functions=seen.functions),
                            marked)
 
 
@@ -94,16 +97,17 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     started = time.perf_counter()
     probe = OverwriteProbe()
     callers: list = []
-    checker = torch_functions.FunctionChecker(passes=passes)
+    watch = CallWatch(passes)  # every engine's: which one records is known after the call
     trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,
-                        fields=fields, refuse=True, callers=callers, on_function=checker)
+                        fields=fields, refuse=True, callers=callers,
+                        on_function=watch.on_function)
     code = getattr(fn, "__code__", None)
     marked = intended.names_for(code.co_filename if code is not None else None)
     return intended.settle(examine(trace, probe.hits, CallReruns(fn, seed, fields=fields),
                                    passes=passes, sample=sample,
                                    budget=BUDGET if budget is None else budget,
                                    started=started, callers=callers, arrays=ArrayFacts.of(probe),
-                                   functions=checker.report()),
+                                   functions=watch.functions()),
                            marked)
 
 

@@ -7,7 +7,7 @@ of the comparison added it), the replay also tries the earlier numbers that stat
 reads (`origins.culprits`: a count `n` the returned `grad / n` divides by). Where the
 replay names no statement (the value is written into the grad in parts, `g[rows,
 labels] -= d`), the one write of the call's (in the trace) that changed the first
-wrong element and none of the right ones is named (`array_check.writing_line`).
+wrong element and none of the right ones is named (`array_elements.writing_line`).
 
 Only arrays: a scalar engine's call adds a number, which the replay cannot tell from
 any other equal number; for those (and a saved trace, which cannot be re-run) None.
@@ -46,7 +46,7 @@ def call_origin(path: str | os.PathLike, trace, step: int, node: int, mine: obje
     there is no replay (numbers, or a value the trace does not hold whole)."""
     import numpy as np
 
-    from mgtui.doctor.array_check import NotWhole, as_numpy
+    from mgtui.doctor.array_calls import NotWhole, as_numpy
     from mgtui.trace import EventKind
 
     if isinstance(mine, float) or isinstance(theirs, float):
@@ -73,7 +73,7 @@ def call_origin(path: str | os.PathLike, trace, step: int, node: int, mine: obje
                       seed, max_nodes, timeout)
     if found is not None:
         return found
-    from mgtui.doctor.array_check import writing_line
+    from mgtui.doctor.array_elements import writing_line
 
     line, why = writing_line(trace, step, node, j, right)
     closure = trace.closure_of(step)

@@ -9,6 +9,11 @@ never guesses from what the trace holds.
   `array_runs`);
 - torch: built-in ops trusted, each custom `torch.autograd.Function`'s backward checked
   by finite differences as it was recorded (`torch_functions`).
+
+Which engine recorded a scenario is known only once it has run, so the doctor's entries
+record it with every engine's watch on (`recording_job`, `CallWatch`): a watch is how
+an engine checks as it records (torch's custom Functions), and each entry then ends in
+`examine()`, by the engine that recorded.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mgtui.doctor import torch_functions
+from mgtui.doctor import jobs, torch_functions
 from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Report, one_per_line
+from mgtui.doctor.jobs import ProbeJob
 from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
 from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite
 from mgtui.doctor.trace_checks import TRACE_CHECKS
@@ -53,6 +59,33 @@ class How:
     budget: float = BUDGET
     progress: ProgressFn | None = None
     started: float = 0.0
+
+
+def recording_job(passes: PassChoice = None) -> ProbeJob:
+    """The job the doctor records a scenario with, in the runner's child (a `job` of
+    `mgtui.run.runner.start_run`): the `=`-for-`+=` probe, with every engine's watch on
+    (torch: its custom Functions checked as they run, `passes` as asked). What it
+    reports is `Seen` (`seen_of`)."""
+    return torch_functions.TorchProbeJob(passes)
+
+
+def seen_of(result: object) -> Seen:
+    """What the recording job (`recording_job`) reported, back from JSON."""
+    hits, callers = jobs.probe_report(result)
+    functions = result.get("torch") if isinstance(result, dict) else None
+    return Seen(hits, callers, jobs.probe_arrays(result), functions)
+
+
+class CallWatch:
+    """Every engine's watch on a function recorded in this process (the in-process
+    entry, `diagnose_call`): hand `on_function` to the recording, then `functions()`
+    is `Seen.functions`."""
+
+    def __init__(self, passes: PassChoice = None) -> None:
+        self.on_function = torch_functions.FunctionChecker(passes=passes)
+
+    def functions(self) -> dict:
+        return self.on_function.report()
 
 
 class EngineDoctor(Protocol):
@@ -96,15 +129,15 @@ class MicrogradDoctor:
             reruns.wait_quietly(numerical.pending)
             raise
         found = numerical.run(found)
+        tally = numerical.tally
         return Report(
             findings=one_per_line(found), trace=trace, error=trace.error,
-            checked_passes=numerical.checked, checkable_passes=len(numerical.checkable),
+            checked_passes=tally.checked, checkable_passes=len(numerical.checkable),
             passes_asked="sampled" if how.passes is None else how.passes,
             budget=how.budget, numerical_seconds=numerical.seconds,
-            checked_nodes=numerical.checked_nodes, checked_calls=numerical.checked_calls,
+            checked_nodes=tally.checked_nodes, checked_calls=tally.checked_calls,
             runs=1 + reruns.count, seconds=time.perf_counter() - how.started,
-            notes=numerical.notes + ctx.notes,
-            uncovered=numerical.uncovered + unrecorded(trace))
+            notes=tally.notes + ctx.notes, uncovered=tally.uncovered + unrecorded(trace))
 
 
 class TorchDoctor:

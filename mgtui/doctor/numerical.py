@@ -24,14 +24,16 @@ would switch its `_backward` on).
   derivative. At a kink (ReLU at 0) one one-sided difference must agree instead.
 
 The finding's numbers then come from a few more runs that nudge one input of the faulty
-op alone: its numerical gradient against the recorded one.
+op alone: its numerical gradient against the recorded one (`faulty_op.FaultyOp`, an
+object the check holds).
 
 Which passes: by default every checkable backward pass, in order, those between the
 first and the last while the time budget lasts (the last is always checked);
 `passes="all"` or a list of backward pass numbers (counted from 1) checks those asked for.
 Going in pass order, a finding is made at the first wrong pass, and names the other
-checked passes it is wrong in (`also wrong in backward passes 3, 5`); those cost no
-runs of their own.
+checked passes it is wrong in (`also wrong in backward passes 3, 5`; `tally`);
+those cost no runs of their own. What a check plans and measures (`Plan`, `Moves`,
+`Suspect`) is in `nudged`.
 """
 
 from __future__ import annotations
@@ -41,69 +43,23 @@ import random
 import time
 from array import array
 from collections import Counter
-from dataclasses import dataclass, replace
 from typing import Callable
 
 from mgtui.doctor.context import CheckContext
-from mgtui.memory import collector_paused
+from mgtui.doctor.faulty_op import FaultyOp
 from mgtui.doctor.findings import Finding
+from mgtui.doctor.nudged import ATOL, RTOL, H, Moves, Plan, Suspect, close
 from mgtui.doctor.reruns import Reruns
-from mgtui.trace.explain import misread_nodes, misread_sentences
+from mgtui.doctor.tally import Tally, WrongPasses
+from mgtui.memory import collector_paused
 from mgtui.trace import EventKind, Field, Pass, Trace
 
-ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
-H = 1e-7  # nudge of the directional runs, relative to max(1, |data|)
-H_SINGLE = 1e-6  # nudge of the one-input runs that give a finding its numbers
-MAX_INPUTS_NUDGED = 8  # inputs of a faulty op nudged one by one for its numbers
 BUDGET = 10.0  # seconds: by default, passes between the first and the last are checked
 #                while the numerical check has taken less than this
 
 PassChoice = str | list[int] | None  # None: sampled; "all"; or backward pass numbers from 1
 
 ProgressFn = Callable[[int, int, str], None]
-
-
-def close(a: float, b: float, scale: float) -> bool:
-    return abs(a - b) <= ATOL + RTOL * scale
-
-
-@dataclass
-class Plan:
-    """What the nudged runs check: one backward pass and the graph behind its root."""
-
-    pass_: Pass
-    first: int  # its first `_backward` event
-    stop_after: int  # the `_backward` calls before that one, over the whole run
-    root: int
-    nodes: list[int]  # the root's graph, by id
-    leaves: list[int]
-    direction: dict[int, float]  # node -> its nudge, in units of H
-
-
-@dataclass
-class Moves:
-    """Every node's data as the checked pass found it, and in the two nudged runs (or in
-    the one nudged up, `minus` then being `base`: a one-sided difference)."""
-
-    base: array
-    plus: array
-    minus: array
-    start_grad: array  # every grad as the checked pass found it
-    span: float = 2 * H  # plus - minus, in units of the direction: 2H, or H one-sided
-
-    @property
-    def two_sided(self) -> bool:
-        return self.minus is not self.base
-
-
-@dataclass
-class Suspect:
-    """A `_backward` call whose contributions do not match how its node moves."""
-
-    event: int
-    node: int
-    grad: float  # the node's grad when its `_backward` ran
-    contrib: dict[int, float]  # input -> what the call added to its grad
 
 
 class NumericalCheck:
@@ -118,14 +74,9 @@ class NumericalCheck:
         self.progress = progress
         self.budget = budget
         self.checkable: list[Pass] = []  # the passes that could be checked
-        self.checked: list[Pass] = []  # those that were, in order
-        self.checked_nodes = 0
-        self.checked_calls = 0  # `_backward` calls whose local derivative was checked
-        self.kinks = 0  # of them, those that only agreed on one side (ReLU at 0)
+        self.tally = Tally(WrongPasses(trace, ctx))  # what was checked, for the report
         self.seconds = 0.0
-        self.notes: list[str] = []
-        self.uncovered: list[str] = []  # what could not be checked, said as the verdict's "but"
-        self.wrong_in = WrongPasses(trace, ctx)
+        self.faulty = FaultyOp(trace, ctx, reruns, progress)  # a faulty op's numbers
         self.flat: set[int] = set()  # calls of a no-op `_backward` on a flat op: right
         self.sampled = True
         self.plans: list[Plan] = []
@@ -141,13 +92,14 @@ class NumericalCheck:
         self.sampled = passes is None
         wanted = self.choose(passes)
         if wanted and self.ctx.arrays.dtypes:  # float32: a nudge of 1e-7 is lost in it
-            self.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
-                              f"float64: finite differences need float64, so no gradient "
-                              f"was checked numerically")
+            self.tally.notes.append(f"the arrays are {', '.join(self.ctx.arrays.dtypes)}, not "
+                                    f"float64: finite differences need float64, so no gradient "
+                                    f"was checked numerically")
         elif wanted and self.by_element:  # the array engine: checked element by element
             from mgtui.doctor.array_check import ArrayCheck
 
-            self.arrays = ArrayCheck(self)
+            self.arrays = ArrayCheck(self.trace, self.ctx, self.reruns, self.tally,
+                                     self.progress, self.budget, self.sampled)
             self.arrays.begin(wanted)
             self.pending = self.arrays.pending
         elif wanted:
@@ -179,6 +131,7 @@ class NumericalCheck:
         minus: Trace | None = None
         started = time.perf_counter() - self.seconds  # as if the check had run alone
         found = list(earlier)
+        tally = self.tally
         last = len(plans) - 1
         for k, plan in enumerate(plans):  # in pass order: the first wrong pass comes first
             if (self.sampled and 0 < k < last
@@ -187,29 +140,29 @@ class NumericalCheck:
             # One run nudged up tells a right pass from a wrong one; the run nudged down
             # is made only for a pass that seems wrong (a kink, or a fault to localise).
             if minus is None:
-                counts = self.checked_calls, self.kinks
+                counts = tally.checked_calls, tally.kinks
                 checked = self.check_pass(plan, self.moves_at(plan, plus, None), found, False)
                 if checked is not None:
                     found = checked
                     continue
-                self.checked_calls, self.kinks = counts
-                self.checked.pop()
-                self.checked_nodes -= len(plan.nodes)
+                tally.checked_calls, tally.kinks = counts
+                tally.checked.pop()
+                tally.checked_nodes -= len(plan.nodes)
                 more = self.finish_nudged(plans, self.start_nudged(plans, (-1,)))
                 if more is None:
                     break
                 (minus,) = more
             found = self.check_pass(plan, self.moves_at(plan, plus, minus), found, True) or found
-        found = self.wrong_in.named(found)
-        left = len(plans) - len(self.checked)
+        found = tally.wrong_in.named(found)
+        left = len(plans) - len(tally.checked)
         if left:
-            self.notes.append(f"{left} backward pass(es) between the first and the last "
-                              f"were left out to keep within the time budget of "
-                              f"{self.budget:g} s (--passes all checks every one)")
-        if self.kinks:
-            self.notes.append(f"{self.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
-                              f"and were checked on one side; the check of the root's "
-                              f"directional derivative was left out where they were")
+            tally.notes.append(f"{left} backward pass(es) between the first and the last "
+                               f"were left out to keep within the time budget of "
+                               f"{self.budget:g} s (--passes all checks every one)")
+        if tally.kinks:
+            tally.notes.append(f"{tally.kinks} _backward call(s) sit at a kink (like ReLU at 0) "
+                               f"and were checked on one side; the check of the root's "
+                               f"directional derivative was left out where they were")
         return [f for f in found if not (f.kind == "no-backward" and f.step in self.flat)]
 
     def check_pass(self, plan: Plan, moves: Moves, found: list[Finding],
@@ -217,22 +170,22 @@ class NumericalCheck:
         """One backward pass: each `_backward` call, then (if none is at fault) the root's
         directional derivative. Not `final` (one-sided moves): None if anything seems
         off, for the caller to check again on both sides."""
-        self.checked.append(plan.pass_)
-        self.checked_nodes += len(plan.nodes)
-        kinks = self.kinks
+        self.tally.checked.append(plan.pass_)
+        self.tally.checked_nodes += len(plan.nodes)
+        kinks = self.tally.kinks
         with collector_paused():
             suspects = self.check_calls(plan, moves)
         if suspects and not final:
             return None
         found = found + self.localise(plan, suspects, moves.start_grad)
         p = plan.pass_
-        if (p.index in self.ctx.explained_passes or suspects or self.kinks > kinks
+        if (p.index in self.ctx.explained_passes or suspects or self.tally.kinks > kinks
                 or any(f.step in p for f in found)):
             return found
         direction = self.check_direction(plan, moves)
         if direction and not final:
             return None
-        return found + self.wrong_in.first_of(direction, p)
+        return found + self.tally.wrong_in.first_of(direction, p)
 
     # -- the phases --------------------------------------------------------------------------
     def choose(self, passes: PassChoice) -> list[Pass]:
@@ -247,12 +200,12 @@ class NumericalCheck:
         chosen = [p for p in self.checkable if numbers[p.index] in asked]
         missing = sorted(asked - {numbers[p.index] for p in chosen})
         if missing:
-            self.notes.append(f"backward pass(es) {', '.join(map(str, missing))} cannot be "
-                              f"checked numerically (there are "
-                              f"{len(backward)}; a pass must be complete, call _backward and "
-                              f"start from a seeded, finite root)")
-            self.uncovered.append(f"backward pass(es) {', '.join(map(str, missing))} could "
-                                  f"not be checked numerically")
+            self.tally.notes.append(f"backward pass(es) {', '.join(map(str, missing))} cannot be "
+                                    f"checked numerically (there are "
+                                    f"{len(backward)}; a pass must be complete, call _backward and "
+                                    f"start from a seeded, finite root)")
+            self.tally.uncovered.append(f"backward pass(es) {', '.join(map(str, missing))} could "
+                                        f"not be checked numerically")
         return chosen
 
     def plan(self, p: Pass, sample: int | None, rng: random.Random) -> Plan:
@@ -317,8 +270,8 @@ class NumericalCheck:
         runs = self.reruns.wait(started)
         last = plans[-1]
         if any(len(run) != last.first for run in runs):
-            self.notes.append("the nudged runs took another path than the recorded one, "
-                              "so the numerical check was skipped")
+            self.tally.notes.append("the nudged runs took another path than the recorded one, "
+                                    "so the numerical check was skipped")
             return None
         return runs
 
@@ -370,8 +323,8 @@ class NumericalCheck:
             if i in ctx.explained or not finite_call(nid, inputs, g, contrib, base, dp, dm):
                 continue
             ok, kinked = local_ok(nid, inputs, g, contrib, u, base, dp, dm, moves.span)
-            self.checked_calls += 1
-            self.kinks += kinked
+            self.tally.checked_calls += 1
+            self.tally.kinks += kinked
             if not ok:
                 suspects.append(Suspect(i, nid, g, contrib))
         return suspects
@@ -384,10 +337,10 @@ class NumericalCheck:
         found = []
         for s in suspects:
             more = per_closure.pop(t.closure_index(s.event), None)
-            if more is not None and self.wrong_in.first_time(
+            if more is not None and self.tally.wrong_in.first_time(
                     "wrong-derivative", t.closure_index(s.event), plan.pass_):
-                found.append(self.wrong_derivative(plan, s, start_grad, more - 1))
-        return self.wrong_in.own(found)
+                found.append(self.faulty.finding(plan, s, start_grad, more - 1))
+        return self.tally.wrong_in.own(found)
 
     def check_direction(self, plan: Plan, moves: Moves) -> list[Finding]:
         """gradcheck's fast mode: the directional derivative of the root against the
@@ -429,84 +382,6 @@ class NumericalCheck:
             numerical=central, recorded=recorded)]
 
     # -- a faulty op's numbers -------------------------------------------------------------
-    def wrong_derivative(self, plan: Plan, s: Suspect, start_grad: array,
-                         more: int) -> Finding:
-        """The finding for a faulty `_backward`, with the numbers of its first input
-        whose contribution is off."""
-        t, ctx = self.trace, self.ctx
-        inputs = list(ctx.inputs(s.node))[:MAX_INPUTS_NUDGED]
-        worst = self.first_wrong_input(plan, s, inputs, start_grad)
-        also = (f" The same _backward disagrees at {more} more call{'s' if more > 1 else ''}."
-                if more else "")
-        also += ctx.late_text(s.event)
-        c = worst.input if worst is not None else inputs[0]
-        closure = t.closure_of(s.event)
-        line = ctx.grad_write_line(s.event, c) or (closure.first_line if closure else None)
-        where = ctx.closure_where(s.event, line)
-        if t.values_at(s.event):  # a closure that holds another node says why
-            data, grad = t.state_at(s.event)
-            misread = misread_nodes(t, s.event, data.__getitem__, grad.__getitem__)
-            also += "".join(" " + s for s in misread_sentences(t, misread))
-        if worst is None:  # no single input shows it (several inputs move together)
-            return ctx.finding(
-                "wrong-derivative", s.node, s.event, where,
-                f"the _backward of {ctx.op_text(s.node)} does not match how "
-                f"{t.label(s.node)} changes with its inputs ({ctx.labels(inputs)}).{also}")
-        name, out = t.label(c), t.label(s.node)
-        grads = (f"{name}.grad: numerical {worst.grad_num:.6g}, recorded {worst.grad_rec:.6g}. "
-                 if worst.grad_num is not None else "")
-        return ctx.finding(
-            "wrong-derivative", s.node, s.event, where,
-            f"{grads}The _backward of {ctx.op_text(s.node)} added {worst.applied:.6g} to "
-            f"{name}.grad, which is {worst.local_rec:.6g} × {out}.grad ({s.grad:.6g}); "
-            f"∂{out}/∂{name} is {worst.local_num:.6g} numerically, so it should have added "
-            f"{worst.expected:.6g}.{also}", numerical=worst.grad_num, recorded=worst.grad_rec,
-            input=c, local=worst.local_num)
-
-    def first_wrong_input(self, plan: Plan, s: Suspect, inputs: list[int],
-                          start_grad: array) -> InputRate | None:
-        """Nudge each input of the faulty op alone, where it is made: the first input whose
-        contribution is not the op's grad times the local derivative measured.
-
-        In a later pass a nudge made at creation has gone through the updates before it,
-        so the op's other inputs (the other parameters) move too. The op's value depends
-        on its inputs alone, so its local derivatives are still exact: they solve
-        `dN_j = sum_k (dN/dc_k) dc_kj` over the runs `j`, one per input."""
-        t = self.trace
-        final = t.state_at(plan.pass_.end)[1]
-        phase = "working out the numbers"
-        moves: list[list[float]] = []  # per run: how each input moved
-        node_moves: list[float] = []
-        root_moves: list[float] = []
-        for n, c in enumerate(inputs):
-            step = H_SINGLE * max(1.0, abs(t.node_data[c]))
-            self.progress(2 * n, 2 * len(inputs), phase)
-            plus, minus = self.reruns.pair(({c: step}, {c: -step}), plan.stop_after,
-                                           (None, None))
-            self.progress(2 * n + 2, 2 * len(inputs), phase)
-            if len(plus) != plan.first or len(minus) != plan.first:
-                return None
-            dp, dm = plus.final_data, minus.final_data
-            moves.append([dp[k] - dm[k] for k in inputs])
-            node_moves.append(dp[s.node] - dm[s.node])
-            root_moves.append(dp[plan.root] - dm[plan.root])
-            alone = all(dc == 0 for k, dc in enumerate(moves[n]) if k != n)
-            if alone:  # the common case: only this input moved, no need for more runs
-                rate = input_rate(s, c, moves[n][n], node_moves[n], root_moves[n],
-                                  final[c] - start_grad[c], True)
-                if rate is not None:
-                    return rate
-        if all(all(dc == 0 for k, dc in enumerate(row) if k != j)
-               for j, row in enumerate(moves)):
-            return None  # each input alone, and none was off
-        local = solve(moves, node_moves)
-        for k, c in enumerate(inputs if local is not None else ()):
-            rate = input_rate(s, c, moves[k][k], local[k] * moves[k][k], root_moves[k],
-                              final[c] - start_grad[c], False)
-            if rate is not None:
-                return rate
-        return None
-
 
 def checkable_passes(t: Trace, ctx: CheckContext) -> list[Pass]:
     """The complete backward passes with a seeded root, finite or an array."""
@@ -523,94 +398,6 @@ def checkable_passes(t: Trace, ctx: CheckContext) -> list[Pass]:
         out.append(p)
     return out
 
-
-def input_rate(s: Suspect, c: int, dc: float, dn: float, droot: float, grad_rec: float,
-               alone: bool) -> InputRate | None:
-    """Input `c`'s numbers if the call's contribution to it is off: `dc` is how far it
-    moved, `dn` how far the op moved with it (alone, or that part of the op's move),
-    `droot` how far the root moved (a numerical gradient only if `c` moved alone)."""
-    if dc == 0 or not math.isfinite(dn / dc):
-        return None
-    local = dn / dc
-    applied = s.contrib.get(c, 0.0)
-    expected = s.grad * local
-    if close(applied, expected, max(abs(applied), abs(expected))):
-        return None
-    return InputRate(c, local, applied / s.grad if s.grad else math.nan,
-                     droot / dc if alone else None, grad_rec, applied, expected)
-
-
-class WrongPasses:
-    """The checked backward passes each numerical finding showed in, so that the finding
-    is made once, at the first of them, and names the others."""
-
-    def __init__(self, trace: Trace, ctx: CheckContext) -> None:
-        self.trace = trace
-        self.ctx = ctx
-        self.passes: dict[tuple, list[int]] = {}  # (kind, closure or line) -> passes
-        self.made: set[int] = set()  # the id() of each finding of the numerical check
-
-    def first_time(self, kind: str, where: object, p: Pass) -> bool:
-        """Is this the first checked pass where a numerical finding of `kind` shows at
-        `where` (a closure, or a line)? Either way pass `p` is noted as wrong there."""
-        passes = self.passes.setdefault((kind, where), [])
-        passes.append(self.ctx.backward_number(p))
-        return len(passes) == 1
-
-    def own(self, found: list[Finding]) -> list[Finding]:
-        """`found`, made by the numerical check: `named` adds their other passes."""
-        self.made.update(map(id, found))
-        return found
-
-    def first_of(self, found: list[Finding], p: Pass) -> list[Finding]:
-        """The findings of pass `p` that did not show in an earlier checked pass."""
-        return self.own([f for f in found if self.first_time(f.kind, (f.file, f.line), p)])
-
-    def named(self, found: list[Finding]) -> list[Finding]:
-        """Each numerical finding, with the other checked passes it showed in
-        (`also wrong in backward passes 3, 5`); it is at the first of them."""
-        t = self.trace
-        out = []
-        for f in found:
-            where = t.closure_index(f.step) if f.kind == "wrong-derivative" else (f.file, f.line)
-            passes = self.passes.get((f.kind, where), ())
-            if len(passes) > 1 and id(f) in self.made:
-                others = passes[1:]
-                f = replace(f, also_in_passes=tuple(others), message=(
-                    f"{f.message} Also wrong in backward pass{'es' if len(others) > 1 else ''} "
-                    f"{', '.join(map(str, others))}."))
-            out.append(f)
-        return out
-
-
-def solve(a: list[list[float]], b: list[float]) -> list[float] | None:
-    """x with `sum_k x_k a[j][k] = b[j]` for every j (Gaussian elimination with partial
-    pivoting, on a system as small as an op's inputs); None if it has no single answer."""
-    n = len(b)
-    rows = [[a[j][k] for k in range(n)] + [b[j]] for j in range(n)]
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(rows[r][col]))
-        if rows[pivot][col] == 0 or not math.isfinite(rows[pivot][col]):
-            return None
-        rows[col], rows[pivot] = rows[pivot], rows[col]
-        for r in range(n):
-            if r != col and rows[r][col]:
-                f = rows[r][col] / rows[col][col]
-                rows[r] = [x - f * y for x, y in zip(rows[r], rows[col])]
-    return [rows[k][n] / rows[k][k] for k in range(n)]
-
-
-@dataclass
-class InputRate:
-    """How one input of a faulty op should have been credited, and how it was."""
-
-    input: int
-    local_num: float  # d op / d input, numerically
-    local_rec: float  # what the `_backward` applied, per unit of the op's grad
-    grad_num: float | None  # the input's grad, numerically (None: not measured alone)
-    grad_rec: float  # the input's grad, recorded (over the pass)
-    applied: float  # what the call added to the input's grad
-    expected: float  # what it should have added
 
 
 def finite_call(nid: int, inputs: tuple[int, ...], g: float, contrib: dict[int, float],

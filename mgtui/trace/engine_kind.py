@@ -6,7 +6,7 @@ Values of floats), `ARRAY` (a numpy tensor engine: values are arrays) or `TORCH`
 runner's child sends it in its end record, and both file formats carry it (the binary
 header and end records, the JSON document's "engine"). What a kind means to each room
 is its engine (`mgtui.trace.engines`, `mgtui.doctor.engines`; in `mgtui diff`,
-`mgtui.compare.array_values`).
+`mgtui.diff.array_values`).
 
 Files saved before traces said so still open: `infer` works the kind out once, as
 such a file is built (`TraceBuilder.build`), and nowhere else.

@@ -14,7 +14,7 @@ An `Engine` here is one implementation per kind, registered in `ENGINES`:
 Each room has its part of an engine beside this one, registered by the same kinds: the
 recording's probes (`mgtui.recording.probes.Probe`; the torch engine's is
 `mgtui.recording.torch_watch`), the doctor's check (`mgtui.doctor.engines`) and the
-comparison of values in `mgtui diff` (`mgtui.compare.array_values`).
+comparison of values in `mgtui diff` (`mgtui.diff.array_values`).
 """
 
 from __future__ import annotations

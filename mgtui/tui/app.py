@@ -249,7 +249,7 @@ def run_app(path: Path | None, step: int | None = None, seed: int = 0,
 
 
 def diff_app(comparison) -> MgtuiApp:
-    """The debugger on side A's trace of a comparison (`mgtui.compare.Comparison`), opening
+    """The debugger on side A's trace of a comparison (`mgtui.diff.Comparison`), opening
     at its first difference, with both sides' values and lines in a pane of their own."""
     from mgtui.tui.diff_report import comparison_pane
 

@@ -4,8 +4,8 @@ inert where it is written out (`mgtui.safe`), never parsed as markup."""
 
 from __future__ import annotations
 
-from mgtui.compare import Comparison
-from mgtui.compare.result import Point, shown
+from mgtui.diff import Comparison
+from mgtui.diff.result import Point, shown
 
 UNALIGNED_SHOWN = 8  # nodes listed by name on each side; the rest are counted
 

@@ -12,9 +12,9 @@ and holds what was found.
 
 from __future__ import annotations
 
-from mgtui.compare.result import Comparison, Difference, compare, compare_traces
-from mgtui.compare.values import Tolerance
-from mgtui.compare.sides import Side, open_sides
+from mgtui.diff.result import Comparison, Difference, compare, compare_traces
+from mgtui.diff.values import Tolerance
+from mgtui.diff.sides import Side, open_sides
 
 __all__ = ["Comparison", "Difference", "Side", "Tolerance", "compare", "compare_traces",
            "open_sides"]

@@ -1,7 +1,7 @@
 """The array engine's part of a comparison (`mgtui diff`): the values a comparison
 holds, a float or an array (`ArrayValue`, from a tensor engine or torch: its `shape` and
 its elements, all of them or, for a big one, the first few and a summary), compared
-element by element under a tolerance (`mgtui.compare.values.Tolerance`), added up and
+element by element under a tolerance (`mgtui.diff.values.Tolerance`), added up and
 shown. A float compares as a number: the scalar engine's values are numbers, and a
 scalar run can be compared with an array or torch one."""
 
@@ -21,7 +21,7 @@ def is_array(v: Value) -> bool:
 
 
 def apart(tol, a: Value, b: Value) -> int | None:
-    """Where two values differ under `tol` (`mgtui.compare.values.Tolerance`): None if
+    """Where two values differ under `tol` (`mgtui.diff.values.Tolerance`): None if
     they agree; for arrays the C-order index of the first element that differs (-1:
     their shapes do; or, for arrays kept only in part, their summaries); 0 for two
     numbers that differ."""

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from array import array
 from functools import cached_property
 
-from mgtui.compare.aliases import kind_of
-from mgtui.compare.array_values import Value, combine
+from mgtui.diff.aliases import kind_of
+from mgtui.diff.array_values import Value, combine
 from mgtui.trace import EventKind, Field, Pass, Trace
 
 COMMUTATIVE = frozenset({"+", "*"})
-op_kind = kind_of  # an op by what it computes (`mgtui.compare.aliases`: the one table)
+op_kind = kind_of  # an op by what it computes (`mgtui.diff.aliases`: the one table)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,13 @@
 """The tolerance two values of a comparison are compared with; the values themselves,
 a float or an array, are the array engine's part of a comparison
-(`mgtui.compare.array_values`), where a float compares as a number."""
+(`mgtui.diff.array_values`), where a float compares as a number."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from mgtui.compare.array_values import Value, apart
+from mgtui.diff.array_values import Value, apart
 
 
 @dataclass(frozen=True)

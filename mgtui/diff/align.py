@@ -3,7 +3,7 @@ fuses ops and adds its own nodes; a hand-written engine makes a `-1` for a subtr
 
 - leaves by name (label or variable), then the rest by value, in the order they were made;
 - each op, in the order it was made, to the other side's op of the same kind
-  (`mgtui.compare.aliases`: `matmul` is torch's `Mm`) over the same (matched) inputs;
+  (`mgtui.diff.aliases`: `matmul` is torch's `Mm`) over the same (matched) inputs;
   failing that, to the first op made after its matched inputs that has the same value
   (a number, or an array element by element: an array only where one of its inputs
   matched) and was computed from them; an input with no partner is looked through, to
@@ -16,7 +16,7 @@ a leaf for each. Ops are matched over their other inputs (`X.matmul(W1)` is torc
 constant all of whose users were matched is compared through them (`constants`), not
 reported as unaligned.
 
-It matches classes of nodes (`mgtui.compare.passes`: the copies of one computation are
+It matches classes of nodes (`mgtui.diff.passes`: the copies of one computation are
 one class), each by its first node.
 
 What matches neither way stays unaligned, and the comparison says so."""
@@ -28,9 +28,9 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 
-from mgtui.compare.passes import BackwardPass, op_kind
-from mgtui.compare.array_values import probe
-from mgtui.compare.values import Tolerance
+from mgtui.diff.passes import BackwardPass, op_kind
+from mgtui.diff.array_values import probe
+from mgtui.diff.values import Tolerance
 
 DEPENDS_VISITS = 20_000  # nodes looked at to tell that one op was computed from another
 CANDIDATES = 64  # ops of the same value tried for one op that matched by no structure
@@ -39,7 +39,7 @@ SCANNED = 512  # ops of the same value looked at for it (most of them matched al
 
 @dataclass
 class Alignment:
-    """Which class of side A's graph (`mgtui.compare.passes`) is which of side B's, each
+    """Which class of side A's graph (`mgtui.diff.passes`) is which of side B's, each
     by its first node, and how each pair was found (`name`, `value`, `structure`)."""
 
     a: BackwardPass

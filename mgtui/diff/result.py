@@ -1,7 +1,7 @@
 """The first difference between two runs, and the comparison that found it.
 
 Backward passes are paired in order (the first of A with the first of B, …). In each
-pair, after the graphs are aligned (`mgtui.compare.align`), a value that differs comes
+pair, after the graphs are aligned (`mgtui.diff.align`), a value that differs comes
 first (the forward pass ran first), the node made earliest; then a gradient, in the order
 A's backward pass completed them: the first node whose gradient is wrong is the one the
 wrong `_backward` wrote, not one downstream that inherited the error. Its `_backward` is
@@ -14,11 +14,11 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mgtui.compare.align import Alignment, align
-from mgtui.compare.passes import BackwardPass, Contribution
-from mgtui.compare.sides import Side, open_sides
-from mgtui.compare.array_values import Value, combine, numbers, pick, unrecorded_against_array
-from mgtui.compare.values import Tolerance
+from mgtui.diff.align import Alignment, align
+from mgtui.diff.passes import BackwardPass, Contribution
+from mgtui.diff.sides import Side, open_sides
+from mgtui.diff.array_values import Value, combine, numbers, pick, unrecorded_against_array
+from mgtui.diff.values import Tolerance
 from mgtui.errors import ScenarioLoadError
 from mgtui.trace import EventKind, Pass
 from mgtui.trace.export import num as json_num

@@ -44,13 +44,13 @@ class Recording:
         self._overwrites: Any = None
 
     def __enter__(self) -> Recording:
-        from mgtui.doctor.probe import OverwriteProbe
+        from mgtui.doctor.overwrite_check import OverwriteCheck
         from mgtui.recording.inprocess import BlockRecorder
 
         if self._recorder is not None or self._trace is not None:
             raise RuntimeError("a Recording records one block: call mgtui.record() again")
         # the doctor's `=`-for-`+=` probe around each `_backward` call, for `check()`
-        self._overwrites = OverwriteProbe() if self._probe else None
+        self._overwrites = OverwriteCheck() if self._probe else None
         recorder = BlockRecorder(sys._getframe(1), before_backward=self._overwrites,
                                  fields=self._fields)
         recorder.start()

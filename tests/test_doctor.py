@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mgtui.cli import main
-from mgtui.doctor import Finding, OverwriteProbe, diagnose
+from mgtui.doctor import Finding, OverwriteCheck, diagnose
 from mgtui.recording.recorder import ScenarioLoadError, record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -414,7 +414,7 @@ def test_probe_leaves_the_recording_unchanged():
     for name in ["foreign_write", "overwrite", "neuron_exp"]:
         path = BUGS / f"{name}.py" if name != "neuron_exp" else SCENARIOS / "neuron_exp.py"
         plain = record(path)
-        probed = record(path, before_backward=OverwriteProbe())
+        probed = record(path, before_backward=OverwriteCheck())
         assert list(plain.final_grad) == list(probed.final_grad)
         assert list(plain.final_data) == list(probed.final_data)
         assert len(plain) == len(probed) and plain.output == probed.output

@@ -20,7 +20,7 @@ import torch
 import mgtui
 from engine.tensor import Tensor
 from mgtui.doctor import diagnose, diagnose_call
-from mgtui.doctor.probe import OverwriteProbe, assigned_element
+from mgtui.doctor.overwrite_check import OverwriteCheck, assigned_element
 
 ROOT = Path(__file__).resolve().parent.parent
 BUGS = ROOT / "scenarios" / "bugs"
@@ -228,11 +228,11 @@ def test_the_probe_watches_arrays_only_where_they_are():
         x = Tensor([[1.0, 2.0]], label='x')
         (x * x).sum().backward()
 
-    probe = OverwriteProbe()
+    probe = OverwriteCheck()
     record_call(fn, on_create=probe.watch, before_backward=probe)
     assert probe.watch.shapes == {0: (1, 2), 1: (1, 2), 2: ()}  # x, x*x, the sum
     assert probe.hits == [] and probe.shape_hits == []
-    scalar = OverwriteProbe()
+    scalar = OverwriteCheck()
     record_call(lambda: layer_loss_scalar(), on_create=scalar.watch, before_backward=scalar)
     assert scalar.watch.shapes == {}
 
@@ -282,7 +282,7 @@ def test_float32_arrays_are_said_not_checked_numerically():
 
 def test_a_recorded_block_of_arrays_raises_no_false_alarm():
     from mgtui.doctor import diagnose_recorded
-    from mgtui.doctor.probe import ArrayFacts
+    from mgtui.doctor.overwrite_check import ArrayFacts
     from mgtui.recording.inprocess import record_call
 
     def fn():
@@ -290,7 +290,7 @@ def test_a_recorded_block_of_arrays_raises_no_false_alarm():
         w = Tensor([[0.5], [1.5]], label='w')
         (x @ w).tanh().sum().backward()
 
-    probe = OverwriteProbe()  # without its `watch`: the arrays it meets in `_backward`
+    probe = OverwriteCheck()  # without its `watch`: the arrays it meets in `_backward`
     trace = record_call(fn, before_backward=probe)
     report = diagnose_recorded(trace, probe.hits, arrays=ArrayFacts.of(probe))
     assert report.findings == []

@@ -154,7 +154,7 @@ def test_the_line_memo_keeps_no_graph_alive(write_scenario):
         gc.collect()
         alive = sum(1 for o in gc.get_objects() if type(o) is Value)
         assert alive <= 2 * 5, (inline, alive)  # 5 nodes a step: the last ones at most
-        assert len(recorder.lines.memo) <= 4 and len(recorder.lines.direct) <= 1
+        assert len(recorder.context.lines.memo) <= 4 and len(recorder.context.lines.direct) <= 1
 
 
 @pytest.mark.parametrize("values", [

@@ -157,7 +157,7 @@ def test_the_variants_are_recorded_by_the_probes_they_are_for(tmp_path, monkeypa
         value = recorder.globals["Value"]
         engine = Path(sys.modules[value.__module__].__file__).parent
         assert engine == (ROOT / "engine" if how == "inline" else path.parent / "engine")
-        took[how] = type(recorder.attached[value]).__name__
+        took[how] = type(recorder.value_classes.attached[value]).__name__
     assert took == {"inline": "Inliner", "hooks": "DictHooks", "slots": "SlotsHooks"}
 
 
@@ -198,7 +198,7 @@ def test_every_probe_writes_through_the_one_store(tmp_path, how):
 
     with sandboxed(recorder, Isolation()):
         recorder.instrument(Value)
-        probe = recorder.attached[Value]
+        probe = recorder.value_classes.attached[Value]
         assert type(probe) is {"inline": Inliner, "hooks": DictHooks, "slots": SlotsHooks}[how]
         assert probe.records is store
         for node in (a, b, c):

@@ -27,12 +27,12 @@ from mgtui.doctor import intended
 from mgtui.doctor.engines import CallWatch, How, Seen, doctor_of, recording_job, seen_of
 from mgtui.doctor.findings import KINDS, Finding, Report
 from mgtui.doctor.numerical import BUDGET, PassChoice, ProgressFn
-from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, OverwriteProbe
+from mgtui.doctor.overwrite_check import NO_ARRAYS, ArrayFacts, OverwriteCheck
 from mgtui.doctor.reruns import CallReruns, Reruns, raise_if_interrupted
 from mgtui.recording.scenario import Scenario, load_scenario
 from mgtui.trace import Trace
 
-__all__ = ["KINDS", "Finding", "OverwriteProbe", "Report", "diagnose", "diagnose_call",
+__all__ = ["KINDS", "Finding", "OverwriteCheck", "Report", "diagnose", "diagnose_call",
            "diagnose_recorded", "examine"]
 
 def diagnose(
@@ -95,7 +95,7 @@ def diagnose_call(fn: Callable[[], object], *, seed: int = 0, sample: int | None
     from mgtui.recording.inprocess import record_call
 
     started = time.perf_counter()
-    probe = OverwriteProbe()
+    probe = OverwriteCheck()
     callers: list = []
     watch = CallWatch(passes)  # every engine's: which one records is known after the call
     trace = record_call(fn, seed=seed, on_create=probe.watch, before_backward=probe,

@@ -22,7 +22,7 @@ What it reports (`result`) is JSON: arrays through `mgtui.doctor.arrays.encode`.
 from __future__ import annotations
 
 from mgtui.doctor.arrays import decode, encode, is_array, nudged, pattern, scale_of
-from mgtui.doctor.probe import input_dicts, reachable, restore, zeros
+from mgtui.doctor.overwrite_check import input_dicts, reachable, restore, zeros
 from mgtui.recording.probes import Hooks, StopRecording
 from mgtui.recording.store import ID
 

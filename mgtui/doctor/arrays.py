@@ -152,7 +152,7 @@ def is_zero(value: Value) -> bool:
     return value == 0
 
 
-# -- live values, as the `=`-for-`+=` probe meets them (`mgtui.doctor.probe`) -------------
+# -- live values, as the `=`-for-`+=` probe meets them (`mgtui.doctor.overwrite_check`) -------------
 
 
 def any_array(*xs: object) -> bool:

@@ -14,7 +14,7 @@ from mgtui.doctor.findings import Finding
 from mgtui.doctor.late_binding import late_text
 from mgtui.doctor.order_lines import Callers, built_in_frames, chain_at, order_line
 from mgtui.doctor.order_lines import walked_list  # noqa: F401 - (it lived here)
-from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite
+from mgtui.doctor.overwrite_check import NO_ARRAYS, ArrayFacts, Overwrite
 from mgtui.safe import inert_line
 from mgtui.trace import EventKind, Field, Pass, Trace, Write
 

@@ -27,7 +27,7 @@ from mgtui.doctor.context import CheckContext
 from mgtui.doctor.findings import Report, one_per_line
 from mgtui.doctor.jobs import ProbeJob
 from mgtui.doctor.numerical import BUDGET, NumericalCheck, PassChoice, ProgressFn
-from mgtui.doctor.probe import NO_ARRAYS, ArrayFacts, Overwrite
+from mgtui.doctor.overwrite_check import NO_ARRAYS, ArrayFacts, Overwrite
 from mgtui.doctor.trace_checks import TRACE_CHECKS
 from mgtui.memory import collector_paused
 from mgtui.trace import Trace

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mgtui.doctor.probe import ArrayFacts, OverwriteProbe
+from mgtui.doctor.overwrite_check import ArrayFacts, OverwriteCheck
 from mgtui.recording.probes import Hooks, StopRecording
 from mgtui.marks import INTENDED
 
@@ -83,7 +83,7 @@ class ProbeJob:
     reads_values = True  # (custom ops' values are shown from this trace)
 
     def __init__(self) -> None:
-        self.probe = OverwriteProbe()
+        self.probe = OverwriteCheck()
         self.hooks = Hooks(on_create=self.probe.watch, before_backward=self.probe)
         self.records = None  # the recording's `Records` (`mgtui.run.child.serve`)
 

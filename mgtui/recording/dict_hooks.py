@@ -20,12 +20,11 @@ import sys
 import types
 from functools import partial
 from operator import attrgetter
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from mgtui.recording.probes import (
     MISSING,
     WRITTEN,
-    StopRecording,
     ordered,
     put_back,
     record_write,
@@ -33,6 +32,9 @@ from mgtui.recording.probes import (
 )
 from mgtui.recording.store import CREATE, ID, NODE_ROW
 from mgtui.recording.shapes import MICROGRAD, FieldMap, op_of_maker
+
+if TYPE_CHECKING:
+    from mgtui.recording.context import RecordingContext
 
 
 
@@ -42,11 +44,12 @@ def made_already(node: object) -> None:
 
 class DictHooks:
     """The hooks of one recording for classes with an instance dict (see the module's
-    docstring). `rec` is the `Recorder`: its records, hooks, limits and line finder."""
+    docstring). `context` is the recording's (`mgtui.recording.context`): its records,
+    hooks, limits and line finder."""
 
-    def __init__(self, rec) -> None:
-        self.rec = rec
-        self.records = rec.records
+    def __init__(self, context: RecordingContext) -> None:
+        self.context = context
+        self.records = context.records
         self._restore: list[tuple[type, str, object]] = []
         self._hooks: dict[FieldMap, tuple] = {}  # the field hooks, made once per field map
         self._numbering: dict[FieldMap, Callable] = {}  # `node_made`, per field map
@@ -69,7 +72,8 @@ class DictHooks:
         """(attribute, hook) for the grad, data, backward and label fields."""
         hooks = self._hooks.get(fields)
         if hooks is None:
-            scenario_line, run_backward = self.rec.lines.scenario_line, self.rec.calls.run_backward
+            context = self.context
+            scenario_line, run_backward = context.lines.scenario_line, context.calls.run_backward
             keys = fields.keys if fields.renamed else None
             hooks = self._hooks[fields] = tuple(
                 (name, hook) for name, hook in (
@@ -106,13 +110,13 @@ class DictHooks:
         nid = d.get(ID)
         if nid is None:
             return fn()
-        return self.rec.calls.record_call(nid, d, fn, frame)
+        return self.context.calls.record_call(nid, d, fn, frame)
 
     def field_written(self, node: object, name: str, before: object, value: object,
                       frame: types.FrameType) -> None:
         nid = node.__dict__.get(ID)
         if nid is not None:
-            record_write(self.records, self.rec.lines.scenario_line, nid, name, before,
+            record_write(self.records, self.context.lines.scenario_line, nid, name, before,
                          value, frame)
 
     # -- the hooks: the hot path ---------------------------------------------------------------
@@ -151,12 +155,13 @@ class DictHooks:
         class's own `name` for it (`field_written`, inlined)."""
         field, kind = WRITTEN[key]
         name = name or key
-        records, rec = self.records, self.rec
+        records = self.records
         add_event, add_write = records.add_event, records.add_write
         writes, stack = records.writes, records.stack
         array_write = records.arrays.write
         getframe = sys._getframe
-        rewritten = name == key  # (the inline rewrite records stores to micrograd's names)
+        # the code the inline rewrite made, which records stores to micrograd's names itself
+        inlined = self.context.inlined_codes if name == key else None
 
         class WriteHook:
             __slots__ = ()
@@ -164,8 +169,8 @@ class DictHooks:
             def __set__(self, obj, value):
                 d = obj.__dict__
                 nid = d.get(ID)
-                if nid is None or (rec.inliner is not None and rewritten
-                                   and id(getframe(1).f_code) in rec.inliner.codes):
+                if nid is None or (inlined is not None
+                                   and id(getframe(1).f_code) in inlined):
                     d[name] = value  # (rewritten code records this write itself)
                     return
                 before = d.get(name, 0.0)
@@ -202,16 +207,16 @@ class DictHooks:
         `on_create` first): `node_made`, inlined. A node whose fields are renamed is
         read through a `MappedNode`; one whose class has no op field gets the op of the
         method that made it (`op_of_maker`)."""
-        rec, records = self.rec, self.records
+        context, records = self.context, self.records
         mapped = fields.keys if fields.renamed else None  # (None: read the dict itself)
-        infer_op, class_codes = fields.op is None, rec.lines.class_codes
+        infer_op, class_codes = fields.op is None, context.lines.class_codes
         init_code = getattr(orig_init, "__code__", None)
         keyword = (init_code.co_varnames[2] if init_code is not None
                    and init_code.co_argcount > 2 else "_children")
         nodes, kids, add_node, add_event = records.nodes, records.kids, records.add_node, records.add_event
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
-        max_nodes, (on_create, _, _, on_progress, _) = rec.max_nodes, rec.hooks
-        scenario_line, named = rec.lines.scenario_line, rec.namer.made
+        max_nodes, (on_create, _, _, on_progress, _) = context.max_nodes, context.hooks
+        scenario_line, named = context.lines.scenario_line, context.namer.made
         packed = records.id_base  # (the nodes packed: ids go on from there)
         getid = attrgetter(ID)
         getframe = sys._getframe
@@ -223,10 +228,8 @@ class DictHooks:
             if ID in d:  # a subclass's __init__ already chained up through this one
                 return
             nid = len(nodes) // NODE_ROW + packed[0]
-            if nid >= max_nodes or rec.stop_reason:
-                if rec.stop_reason is None:
-                    rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
-                raise StopRecording(rec.stop_reason)
+            if nid >= max_nodes or context.stop_reason:
+                context.over_limit()
             if on_progress is not None and not nid & 0x3FFF:  # (the store packs: before
                 on_progress(nid)  # this node's rows begin, as the inlined probe does)
                 nid = len(nodes) // NODE_ROW + packed[0]
@@ -238,10 +241,11 @@ class DictHooks:
                 kids.extend(map(getid, prev))
             except AttributeError:  # a child made before the recording started
                 del kids[n_before:]
-                if rec.adopt_strangers:  # (an in-process block) recorded as made now
+                if context.adopt_strangers:  # (an in-process block) recorded as made now
+                    classes = context.value_classes
                     for c in prev:
-                        if ID not in getattr(c, "__dict__", {ID: 0}) and rec.is_node(c):
-                            rec.adopt(c)
+                        if ID not in getattr(c, "__dict__", {ID: 0}) and classes.is_node(c):
+                            classes.adopt(c)
                     nid, n_before = len(nodes) // NODE_ROW + packed[0], len(kids)
                 kids.extend(getattr(c, ID, -1) for c in prev)
             if on_create is not None:

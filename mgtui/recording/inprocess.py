@@ -187,7 +187,7 @@ class BlockRecorder:
                                        on_create=self.made, before_backward=before_backward)
         self.unseen: str | None = None  # why the block must not be checked, once stopped
         self.callers: list = []  # where each `backward()` was called from (`Records.callers`)
-        self.rec.adopt_strangers = True
+        self.rec.context.adopt_strangers = True
         self._hooks: Any = None
 
     def start(self) -> None:
@@ -485,7 +485,7 @@ def _record_graph(root: object, names: dict[str, object], title: str, notes: str
     try:
         with instrumented(rec):
             for v in originals:
-                rec.adopt(graph.of(v))
+                rec.value_classes.adopt(graph.of(v))
             try:
                 run_backward(graph.of(root), shapes)
             except Exception as exc:  # noqa: BLE001 - the user's backward's error is data

@@ -27,7 +27,10 @@ import ast
 import types
 from array import array
 from collections import deque
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    from mgtui.recording.store import Records
 
 Span = tuple  # (lineno, end_lineno, col, end_col), as co_positions and the AST give them
 MAX_DEPTH = 8  # steps of a parameter path
@@ -382,6 +385,29 @@ class Namer:
         """(node id, name) of every name confirmed so far, in the order confirmed."""
         n = len(self.name_texts)
         return list(zip(self.name_ids[:n], self.name_texts[:n]))
+
+
+def names_of_run(namer: Namer, scope: dict, records: Records, torch,
+                 node_id: Callable[[object], int | None] | None = None
+                 ) -> list[tuple[int, str]]:
+    """(id, name) of every node `records` holds, named by `namer`: by the variable it
+    was bound to or by its path from a global object of `scope`, the scenario's
+    namespace; call once, after the run. `node_id`: how an object reached from the
+    globals is a recorded node (by default, it is one: `mgtui.show` records copies, and
+    names them from the originals). `torch` (`mgtui.recording.torch_watch.TorchWatch`)
+    adds the torch engine's names, if the run used it."""
+    try:
+        namer.finish(scope, records.is_leaf, node_id)
+    except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
+        pass
+    count = records.node_count()
+    named = [(nid, name) for nid, name in namer.names if nid < count]
+    if torch.used:
+        try:
+            named += torch.names(scope)
+        except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
+            pass
+    return named
 
 
 def parameter_paths(roots: list[tuple[str, object]], node_id: Callable[[object], int | None],

@@ -3,14 +3,17 @@
 The recorder observes from outside. Any class whose `__init__` stores a number, a grad,
 its inputs and a backward callable, whatever it calls them (`mgtui.recording.shapes`: `data` or
 `value`, `_prev` or `parents`, ...; an op is optional), is instrumented for the length of
-the run, by the first probe that takes it (`mgtui.recording.probes`): where its fields go by
-micrograd's names and its source can be rewritten, the recording is inlined into its
-code (`mgtui.recording.inline.probe`); otherwise, or with `inline=False`, it gets hooks
-(`mgtui.recording.dict_hooks`, or `mgtui.recording.slots_hooks` for a class with `__slots__`). Classes that
-look like autograd values but whose fields cannot be told are counted, not recorded:
+the run by the first probe that takes it (`mgtui.recording.classes`, the run's Value
+classes): where its fields go by micrograd's names and its source can be rewritten, the
+recording is inlined into its code (`mgtui.recording.inline.probe`); otherwise, or with
+`inline=False`, it gets hooks (`mgtui.recording.dict_hooks`, or
+`mgtui.recording.slots_hooks` for a class with `__slots__`). Classes that look like
+autograd values but whose fields cannot be told are counted, not recorded:
 `unrecorded()` says why a run that made them, or made no node, must not be shown.
-Every probe writes into the recording's one store (`mgtui.recording.store.Records`), from which
-`finish()` builds the trace, as the runner's child streams it (`mgtui.run.child`).
+Every probe is handed the run's `mgtui.recording.context.RecordingContext`, not the
+recorder, and writes into its one store (`mgtui.recording.store.Records`), from which
+`finish()` builds the trace, as the runner's child streams it (`mgtui.run.child`); the
+nodes are named by `mgtui.recording.naming`.
 
 The `Recorder` itself keeps the lifecycle: the interpreter set up and put back
 (`mgtui.recording.sandbox`), the limits (nodes, timeout, cancel), and the trace at the end.
@@ -23,39 +26,36 @@ import gc
 import io
 import os
 import signal
-import sys
 import threading
 import traceback
-import warnings
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
 from mgtui.defaults import DEFAULT_MAX_NODES, GC_GEN0_THRESHOLD
-from mgtui.recording.dict_hooks import DictHooks
 from mgtui.errors import ScenarioLoadError
-from mgtui.recording.naming import Namer
+from mgtui.recording.classes import ValueClasses
+from mgtui.recording.context import RecordingContext
+from mgtui.recording.dict_hooks import DictHooks
+from mgtui.recording.extras import missing_extra
+from mgtui.recording.naming import Namer, names_of_run
+from mgtui.recording.nodes import node_id_reader
 from mgtui.recording.probes import (
-    BackwardCalls,
     BeforeBackward,
     Hooks,
     LineFinder,
     OnBackward,
-    ClassProbe,
     OnCreate,
     Probe,
     StopRecording,
     looks_like_value,
-    maybe_with_values,
     ordered,
-    without_values,
 )
-from mgtui.recording.store import ID, Mark, Records, closure_source
 from mgtui.recording.sandbox import Isolation, fresh_main, sandboxed
 from mgtui.recording.scenario import Scenario, load_scenario
-from mgtui.recording.shapes import FieldMap, ShapeFinder, Unrecorded, project_fields
+from mgtui.recording.shapes import ShapeFinder, project_fields
 from mgtui.recording.slots_hooks import NodeIds, SlotsHooks, SlotsNode, keeps_fields_in_slots, node_dict
-from mgtui.recording.extras import missing_extra
-from mgtui.recording.torch_watch import TorchWatch, torch_module
+from mgtui.recording.store import ID, Mark, Records, closure_source
+from mgtui.recording.torch_watch import TorchWatch
 from mgtui.trace import Trace, TraceBuilder, TraceError
 from mgtui.trace.engine_kind import ARRAY, SCALAR, TORCH
 
@@ -103,17 +103,14 @@ class Recorder:
     ) -> None:
         self.scenario = scenario
         project = project_fields(scenario.path.parent) if scenario.path.is_file() else {}
-        self.shapes = ShapeFinder({**project, **(fields or {})})
-        self.unseen = Unrecorded(self.shapes)
+        shapes = ShapeFinder({**project, **(fields or {})})
         self.capture_output = capture_output
         self.argv = tuple(argv)
         self.seed = seed
-        self.max_nodes = max_nodes
         self.timeout = timeout
         self.records = Records() if records is None else records
         self.hooks = Hooks(on_create, before_backward, on_backward,
                            packing(self.records, on_progress), on_function)
-        self.stop_reason: str | None = None
         self._thread_id: int | None = None  # the thread `cancel()` may interrupt
         self._lock = threading.Lock()
         self._old_alarm = None  # SIGALRM's handler before ours, while ours is installed
@@ -123,19 +120,12 @@ class Recorder:
         # leaves is frozen as it ends, before the collector's threshold is put back (a
         # full collection of a big graph there took 0.5 s, past the keeper's SIGTERM).
         self.freeze_at_end = False
-        self.classes: list[type] = []  # the Value classes instrumented
-        self.fields: dict[type, FieldMap] = {}  # each one's fields
-        self.attached: dict[type, ClassProbe] = {}  # each one's probe, while it runs
-        self._looked_at: dict[int, type] = {}  # the classes `instrument` was asked about
-        self.globals: dict = {}  # the scenario's, once it runs (names come from there)
-        # Number a node's children made before the recording started, as it is made
-        # (`mgtui.record()`: a block that uses parameters made before it).
-        self.adopt_strangers = False
-        self._make_probes(inline)
+        self._make_probes(inline, max_nodes, shapes)
 
-    def _make_probes(self, inline: bool) -> None:
-        """The tables every probe shares, then the probes, in the order they are offered
-        a class: the inlined recording first, where the code can be rewritten."""
+    def _make_probes(self, inline: bool, max_nodes: int, shapes: ShapeFinder) -> None:
+        """The tables every probe shares (`context`), then the probes, in the order they
+        are offered a class: the inlined recording first, where the code can be
+        rewritten; and the Value classes, which hands each class to one of them."""
         from mgtui.recording.inline.rewrite import scenario_rewrite
         from mgtui.recording.inline.probe import Inliner
 
@@ -145,21 +135,41 @@ class Recorder:
         self.node_id = node_id_reader(self.slots_ids)
         class_codes: dict[int, object] = {}
         # the namer reads the code that runs: the scenario's, rewritten or not
-        self.namer = Namer(scenario.code if rewrite is None else rewrite.code,
-                           scenario.source, class_codes, self.node_id,
-                           names=(records.name_ids, records.name_texts))
-        records.forgetting.append(self.namer.forget_since)
-        self.lines = LineFinder(str(scenario.path.resolve()), class_codes, self.namer.spots,
-                                self.namer.direct)
-        self.calls = BackwardCalls(self, self.lines.scenario_line)
-        self.inliner: Inliner | None = None
-        self.slots_hooks = SlotsHooks(self)
-        self.dict_hooks = DictHooks(self)
-        if inline:
-            self.inliner = Inliner(self, rewrite)
-        self.torch = TorchWatch(self)  # PyTorch, once the scenario has it
-        self.probes: list[Probe] = [p for p in (self.inliner, self.slots_hooks, self.dict_hooks,
+        namer = Namer(scenario.code if rewrite is None else rewrite.code,
+                      scenario.source, class_codes, self.node_id,
+                      names=(records.name_ids, records.name_texts))
+        records.forgetting.append(namer.forget_since)
+        lines = LineFinder(str(scenario.path.resolve()), class_codes, namer.spots,
+                           namer.direct)
+        context = self.context = RecordingContext(
+            scenario, records, self.hooks, max_nodes, namer, lines, self.node_id)
+        self.inliner: Inliner | None = Inliner(context, rewrite) if inline else None
+        if self.inliner is not None:
+            context.inlined_codes = self.inliner.codes
+        slots_hooks, dict_hooks = SlotsHooks(context, self.slots_ids), DictHooks(context)
+        self.value_classes = context.value_classes = ValueClasses(
+            context, shapes, self.inliner, slots_hooks, dict_hooks)
+        self.torch = TorchWatch(context)  # PyTorch, once the scenario has it
+        self.probes: list[Probe] = [p for p in (self.inliner, slots_hooks, dict_hooks,
                                                 self.torch) if p is not None]
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run stops (a limit, a cancel), once it is to stop."""
+        return self.context.stop_reason
+
+    @stop_reason.setter
+    def stop_reason(self, reason: str | None) -> None:
+        self.context.stop_reason = reason
+
+    @property
+    def globals(self) -> dict:
+        """The scenario's namespace, once it runs (names come from there)."""
+        return self.context.globals
+
+    @globals.setter
+    def globals(self, scope: dict) -> None:
+        self.context.globals = scope
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, reason: str = "cancelled") -> None:
@@ -215,89 +225,20 @@ class Recorder:
             except StopRecording:
                 return
 
-    # -- the classes -------------------------------------------------------------------
+    # -- the classes (`mgtui.recording.classes`) ------------------------------------------
     def instrument(self, cls: type, defined_now: bool = False) -> None:
-        """If `cls` is a Value class (`mgtui.recording.shapes.ShapeFinder`), hand it to the first
-        probe that takes it: the inlined recording, where its fields go by micrograd's
-        names and its code can be rewritten, else the hooks. A class that only looks like
-        one is watched (`Unrecorded`). `defined_now`: the run is defining it."""
-        if id(cls) in self._looked_at:
-            return
-        self._looked_at[id(cls)] = cls
-        if torch_module(getattr(cls, "__module__", None) or ""):
-            return
-        if defined_now:
-            self.unseen.defined.append(cls)
-        if not self.shapes.may_be_value(cls):
-            return
-        fields = self.shapes.fields(cls)
-        if fields is None:
-            self.unseen.consider(cls)
-            return
-        self.classes.append(cls)
-        self.fields[cls] = fields
-        inline = (self.inliner is not None and not fields.renamed
-                  and self.inliner.attach(cls))
-        if inline:
-            self.attached[cls] = self.inliner
-        # (after the rewrite: the class's methods are its rewritten code from now on)
-        init_code = getattr(cls.__dict__["__init__"], "__code__", None)
-        if init_code is not None:
-            self.records.default_codes.update(
-                c for c in init_code.co_consts if hasattr(c, "co_code"))
-        self.lines.class_came_in(cls)
-        if self.inliner is not None:
-            self.inliner.forget_lines()
-        if not inline:
-            if self.inliner is not None and fields.renamed:
-                self.inliner.keep_hooks(cls)
-            for probe in (self.slots_hooks, self.dict_hooks):
-                if probe.attach(cls, fields):
-                    self.attached[cls] = probe
-                    return
-
-    def value_class(self, cls: type) -> type | None:
-        """The Value class whose `__init__` makes the instances of `cls` (it or a base)."""
-        return next((k for k in cls.__mro__ if k in self.fields or (
-            id(k) not in self._looked_at and self.shapes.fields(k) is not None)), None)
-
-    def is_node(self, obj: object) -> bool:
-        return self.value_class(type(obj)) is not None
-
-    def adopt(self, node: object) -> None:
-        """Record `node`, an instance made without its class's `__init__` (a copy of a
-        node, for `mgtui.show`), as a node made now: its children must be adopted first."""
-        cls = type(node)
-        klass = self.value_class(cls)
-        if klass is not None and klass not in self.classes:
-            self.instrument(klass)
-        fields = self.fields.get(klass) if klass is not None else None
-        probe = (self.slots_hooks if fields is not None and keeps_fields_in_slots(cls, fields)
-                 else self.dict_hooks)
-        probe.node_made(node)
-
-    def instrument_loaded(self) -> None:
-        """Instrument Value-like classes that were imported before the run started."""
-        may_be_value = self.shapes.may_be_value
-        with warnings.catch_warnings():  # (a library's deprecated names warn as they are read)
-            warnings.simplefilter("ignore")
-            for name, module in maybe_with_values(sys.modules):
-                if without_values(name, module):  # (torch's thousands of classes, numpy's...)
-                    continue
-                for obj in list(getattr(module, "__dict__", {}).values()):
-                    if isinstance(obj, type) and may_be_value(obj):
-                        self.instrument(obj)
+        """(`mgtui.recording.sandbox`) Hand `cls` to a probe if it is a Value class."""
+        self.value_classes.instrument(cls, defined_now)
 
     def unrecorded(self) -> str | None:
-        """Why this run, which has ended, must not be shown as recorded (no node was
-        recorded, or classes that look like autograd values were made but not recorded),
-        naming the classes and the fields looked for; None if it may be."""
-        return self.unseen.message(self.records.node_count())
+        """Why this run, which has ended, must not be shown as recorded; None if it may
+        be (`ValueClasses.unrecorded`)."""
+        return self.value_classes.unrecorded()
 
     def start(self) -> None:
         """(`mgtui.recording.sandbox`) Instrument the classes loaded so far, and from now on
         rewrite what is imported."""
-        self.instrument_loaded()
+        self.value_classes.instrument_loaded()
         if self.inliner is not None:
             self.inliner.start()
         self.torch.start()
@@ -306,7 +247,7 @@ class Recorder:
         """(`mgtui.recording.sandbox`) Put every class and function back."""
         for probe in self.probes:
             probe.detach()
-        self.unseen.restore()
+        self.value_classes.restore()
 
     # -- running -----------------------------------------------------------------------
     def run(self) -> Trace:
@@ -428,22 +369,11 @@ class Recorder:
 
     def resolve_names(self, node_id: Callable[[object], int | None] | None = None
                       ) -> list[tuple[int, str]]:
-        """(id, name) of every node named by the variable it was bound to or by its path
-        from a global object (`mgtui.recording.naming`); call once, after the run. `node_id`: how
-        an object reached from the globals is a recorded node (by default, it is one:
-        `mgtui.show` records copies, and names them from the originals)."""
-        try:
-            self.namer.finish(self.globals, self.records.is_leaf, node_id)
-        except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
-            pass
-        count = self.records.node_count()
-        named = [(nid, name) for nid, name in self.namer.names if nid < count]
-        if self.torch.used:
-            try:
-                named += self.torch.names(self.globals)
-            except Exception:  # noqa: BLE001 - an object that cannot be read: fewer names
-                pass
-        return named
+        """(id, name) of every node named (`mgtui.recording.naming.names_of_run`); call
+        once, after the run."""
+        context = self.context
+        return names_of_run(context.namer, context.globals, context.records, self.torch,
+                            node_id)
 
 
 def packing(records: Records, on_progress: Callable[[int], None] | None
@@ -459,32 +389,6 @@ def packing(records: Records, on_progress: Callable[[int], None] | None
         on_progress(nodes)
 
     return progress
-
-
-def node_id_reader(slots_ids: NodeIds) -> Callable[[object], int | None]:
-    """`node_id(obj)`: the id of a recorded node, None for anything else; runs no code
-    of `obj`'s. (It reads the id as an attribute: asking for `__dict__` would make
-    Python build the node's dict, and slow down every later read of its fields.)"""
-    plain_types: dict[type, bool] = {}
-    slots_get = slots_ids.get
-    get_attribute = object.__getattribute__
-
-    def node_id(obj: object) -> int | None:
-        cls = type(obj)
-        plain = plain_types.get(cls)
-        if plain is None:  # no class on the way defines the name: nothing of theirs runs
-            plain = plain_types[cls] = not any(ID in vars(k) for k in cls.__mro__)
-        nid = None
-        if plain:
-            try:
-                nid = get_attribute(obj, ID)
-            except (AttributeError, TypeError):
-                nid = None
-        if nid is None:
-            nid = slots_get(id(obj))
-        return nid if type(nid) is int else None
-
-    return node_id
 
 
 def record(

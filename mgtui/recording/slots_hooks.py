@@ -13,12 +13,11 @@ import sys
 import types
 import weakref
 from functools import partial
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from mgtui.recording.probes import (
     MISSING,
     WRITTEN,
-    StopRecording,
     node_view,
     ordered,
     put_back,
@@ -28,18 +27,22 @@ from mgtui.recording.probes import (
 from mgtui.recording.store import CREATE, ID, NODE_ROW
 from mgtui.recording.shapes import MICROGRAD, FieldMap, op_of_maker
 
+if TYPE_CHECKING:
+    from mgtui.recording.context import RecordingContext
+
 
 
 class SlotsHooks:
     """The hooks of one recording for `__slots__` classes: the same records as
     `mgtui.recording.dict_hooks.DictHooks`, for a class whose instances have no `__dict__`. Each
     hook wraps the field's own descriptor (a slot's `member_descriptor`), which still
-    holds the value, and nodes are numbered by address in `ids`."""
+    holds the value, and nodes are numbered by address in `ids` (the recorder's: it
+    releases them once the trace is built)."""
 
-    def __init__(self, rec) -> None:
-        self.rec = rec
-        self.records = rec.records
-        self.ids: NodeIds = rec.slots_ids
+    def __init__(self, context: RecordingContext, ids: NodeIds) -> None:
+        self.context = context
+        self.records = context.records
+        self.ids = ids
         self._restore: list[tuple[type, str, object]] = []
         self._numbering: dict[FieldMap, Callable] = {}  # `node_made`, per field map
         self.attached: list[type] = []
@@ -74,13 +77,13 @@ class SlotsHooks:
         nid = self.ids.get(id(node))
         if nid is None:
             return fn()
-        return self.rec.calls.record_call(nid, self.ids.view(node), fn, frame)
+        return self.context.calls.record_call(nid, self.ids.view(node), fn, frame)
 
     def field_written(self, node: object, name: str, before: object, value: object,
                       frame: types.FrameType) -> None:
         nid = self.ids.get(id(node))
         if nid is not None:
-            record_write(self.records, self.rec.lines.scenario_line, nid, name, before,
+            record_write(self.records, self.context.lines.scenario_line, nid, name, before,
                          value, frame)
 
     # -- the hooks: the hot path (copies of the protocol's methods, see `DictHooks`) ---------
@@ -104,7 +107,7 @@ class SlotsHooks:
         records = self.records
         add_event, add_write = records.add_event, records.add_write
         writes, stack = records.writes, records.stack
-        ids_get, scenario_line = self.ids.get, self.rec.lines.scenario_line
+        ids_get, scenario_line = self.ids.get, self.context.lines.scenario_line
         get, put = raw.__get__, raw.__set__
         getframe = sys._getframe
         array_write = records.arrays.write
@@ -132,7 +135,7 @@ class SlotsHooks:
     def _backward_hook(self, raw) -> SlotsField:
         """The `_backward` hook for a slot: a read returns the closure bound to
         `run_backward` (`BackwardCalls`) with the node's `SlotsNode`."""
-        run_backward, ids = self.rec.calls.run_backward, self.ids
+        run_backward, ids = self.context.calls.run_backward, self.ids
         ids_get, layout_of, get = ids.get, ids.layout, raw.__get__
 
         def read(obj):
@@ -160,15 +163,15 @@ class SlotsHooks:
         """`orig_init` wrapped to number each new node and record it (`node_made`,
         inlined): the node is read through a `SlotsNode` and numbered in `ids`. One whose
         class has no op field gets the op of the method that made it (`op_of_maker`)."""
-        rec, records = self.rec, self.records
-        infer_op, class_codes = fields.op is None, rec.lines.class_codes
+        context, records = self.context, self.records
+        infer_op, class_codes = fields.op is None, context.lines.class_codes
         init_code = getattr(orig_init, "__code__", None)
         keyword = (init_code.co_varnames[2] if init_code is not None
                    and init_code.co_argcount > 2 else "_children")
         nodes, kids, add_node, add_event = records.nodes, records.kids, records.add_node, records.add_event
         writes, stack, made_inside = records.writes, records.stack, records.made_inside
-        max_nodes, (on_create, _, _, on_progress, _) = rec.max_nodes, rec.hooks
-        ids, scenario_line, named = self.ids, rec.lines.scenario_line, rec.namer.made
+        max_nodes, (on_create, _, _, on_progress, _) = context.max_nodes, context.hooks
+        ids, scenario_line, named = self.ids, context.lines.scenario_line, context.namer.made
         packed = records.id_base  # (the nodes packed: ids go on from there)
         ids_get, layout_of = ids.get, ids.layout
         getframe = sys._getframe
@@ -183,10 +186,8 @@ class SlotsHooks:
             if id(self) in ids:  # a subclass's __init__ already chained up through this one
                 return
             nid = len(nodes) // NODE_ROW + packed[0]
-            if nid >= max_nodes or rec.stop_reason:
-                if rec.stop_reason is None:
-                    rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
-                raise StopRecording(rec.stop_reason)
+            if nid >= max_nodes or context.stop_reason:
+                context.over_limit()
             if on_progress is not None and not nid & 0x3FFF:  # (the store packs: before
                 on_progress(nid)  # this node's rows begin, as the inlined probe does)
                 nid = len(nodes) // NODE_ROW + packed[0]

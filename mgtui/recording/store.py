@@ -17,8 +17,9 @@ plus `kids` (every node's children's ids, one after another), `arrays` (array va
 whose `type` is not float, and puts what they return in its row), `late_labels` (labels set
 after a node was made), the `_backward` closures' code (`codes`, by first call), the
 names `mgtui.recording.naming` finds (`name_ids`, `name_texts`), and `callers`: where the
-`_backward` calls of each `backward()` came from (`mgtui.recording.probes.Callers`), which the
-doctor reads to point at the line that builds the order.
+`_backward` calls of each `backward()` came from
+(`mgtui.recording.backward_calls.Callers`), which the doctor reads to point at the line
+that builds the order.
 
 What a probe uses, bound once into its closures or globals: `add_node`, `add_kid`,
 `add_event` and `add_write` (a row each, as a tuple), `len()` of `nodes`, `kids` and

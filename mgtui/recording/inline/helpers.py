@@ -21,7 +21,7 @@ from functools import partial
 from typing import NamedTuple
 
 from mgtui.recording.inplace_grads import note_inplace
-from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, StopRecording, ordered
+from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, ordered
 from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW, PACK_EVERY
 
 _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.recording.inline.rewrite._ordered_prev`)
@@ -30,8 +30,10 @@ _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.recording.inline.rewrite._
 NO_HERE: list = [None, 0]
 
 # -- filled in for each run (`Inliner._helpers`) -------------------------------------------
-rec = None  # the Recorder
-nodes: list = []  # the record columns (`mgtui.recording.store.Records`)
+context = None  # the recording's (`mgtui.recording.context.RecordingContext`)
+records = None  # its store (`mgtui.recording.store.Records`)
+arrays = None  # `Records.arrays`: array values, beside the rows
+nodes: list = []  # the record columns (`Records`)
 id_base: list = [0]  # `Records.id_base`: the nodes packed, ids go on from there
 kids: list = []
 events: list = []
@@ -53,8 +55,8 @@ line_at: dict = {}  # a scenario code's lines by instruction (`LineFinder.line_a
 class_codes: dict = {}  # the Value classes' methods' code, by id (`LineFinder`)
 op_of_maker = None  # `mgtui.recording.shapes.op_of_maker`: the op of a class without `_op`
 getframe = None  # sys._getframe
-record_call = run_backward = None  # `mgtui.recording.probes.BackwardCalls`
-note_caller = None  # `mgtui.recording.probes.Callers.note`: where a `backward()` was called from
+record_call = run_backward = None  # `mgtui.recording.backward_calls.BackwardCalls`
+note_caller = None  # `mgtui.recording.backward_calls.Callers.note`: where a `backward()` was called from
 # The library frame that made the last node through an op, its line and the op's code,
 # twice (`made`); and what a frame's `here` must hold for its line to be trusted: a new
 # object each time a class comes in (`Inliner.forget_lines`).
@@ -143,22 +145,21 @@ def at_limit(nid: int) -> int:
     `limit` moves on to the next such node. The node's id, as the store counts now.
     (One comparison a node, `nid >= limit`, stands for the three reasons.)"""
     global limit
-    if limit < 0 or rec.stop_reason is not None or nid >= max_nodes:
+    if limit < 0 or context.stop_reason is not None or nid >= max_nodes:
         stop_making()
     if on_progress is not None:
         on_progress(nid)
     limit = min(max_nodes, (nid // PACK_EVERY + 1) * PACK_EVERY)
-    if rec.stop_reason is not None:  # (a `cancel()` from another thread sets the reason
+    if context.stop_reason is not None:  # (a `cancel()` from another thread sets the reason
         limit = -1  # before it calls `interrupt`: one of the two stores comes last)
     return len(nodes) // NODE_ROW + id_base[0]
 
 
 def stop_making() -> None:
     """No more nodes: too many (`--max-nodes`), or the run is to stop (`interrupt`)."""
-    if rec.stop_reason is None:
-        rec.stop_reason = f"more than {max_nodes:,} nodes (--max-nodes)"
+    if context.stop_reason is None:
         interrupt()
-    raise StopRecording(rec.stop_reason)
+    context.over_limit()
 
 
 def made(node, children, depth=2) -> None:
@@ -174,13 +175,7 @@ def made(node, children, depth=2) -> None:
     shape = type(prev)
     if shape is not tuple and shape is not _KEYS and (
             shape is set or isinstance(prev, (set, frozenset))) and len(prev) > 1:
-        try:  # in the order given (see `ordered`)
-            keys = dict.fromkeys(children).keys()
-        except TypeError:
-            keys = None
-        if keys is None or keys != prev:
-            keys = ordered(prev, (None, children), {})
-        prev = node._prev = keys
+        prev = node._prev = in_given_order(prev, children)
     n_before = len(kids)
     try:
         for child in prev:  # (a loop: cheaper than a map for two children)
@@ -241,6 +236,19 @@ def made(node, children, depth=2) -> None:
         add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(writes)))
 
 
+def in_given_order(prev, children):
+    """A set `_prev` of more than one child as an ordered one (`ordered`): the children
+    in the order the op gave them, where that can be told. (Rarely needed: the rewritten
+    `__init__` orders `_prev` itself, `mgtui.recording.inline.rewrite._ordered_prev`.)"""
+    try:
+        keys = dict.fromkeys(children).keys()
+    except TypeError:
+        keys = None
+    if keys is None or keys != prev:
+        keys = ordered(prev, (None, children), {})
+    return keys
+
+
 def call_backward(node, here):
     """`node._backward()`, recorded: its common case, a node's call from a frame that
     has made one before (`backward()`'s loop), whose line that frame's `here` holds
@@ -269,8 +277,8 @@ def call_backward(node, here):
     try:
         return fn()
     finally:
-        if rec.records.arrays.last:  # writes into parts of an array grad
-            note_inplace(rec.records, fn)
+        if arrays.last:  # writes into parts of an array grad
+            note_inplace(records, fn)
         stack.pop()
         if made_inside and not stack:
             inside_made()
@@ -287,7 +295,7 @@ def call_fully(node, fn, frame, here=NO_HERE):
         return fn()  # not a node
     if nid is None:
         return fn()
-    if before is not None or rec.stop_reason:
+    if before is not None or context.stop_reason:
         return record_call(nid, node.__dict__ if before is not None else None, fn,
                            frame)
     if watch is not None:
@@ -320,8 +328,8 @@ def call_fully(node, fn, frame, here=NO_HERE):
     try:
         return fn()
     finally:
-        if rec.records.arrays.last:  # writes into parts of an array grad
-            note_inplace(rec.records, fn)
+        if arrays.last:  # writes into parts of an array grad
+            note_inplace(records, fn)
         stack.pop()
         if made_inside and not stack:
             inside_made()

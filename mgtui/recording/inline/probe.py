@@ -3,6 +3,20 @@ whose source `mgtui.recording.inline.rewrite` can rewrite, swaps the rewritten c
 (and for the functions of the modules that use them), loads the modules beside the
 scenario rewritten, and gives the rewritten code its helpers (`mgtui.recording.inline.helpers`),
 which write into the recording's `Records`. Everything is put back when the run ends.
+
+Why it works the way it does:
+
+- A function's code is swapped in place (`fn.__code__ = new`, `_patch`), not the
+  function replaced: by the time a class is adopted, the scenario and its libraries
+  hold the function objects themselves (bound methods, `from m import f`, callbacks,
+  decorators' `__wrapped__`), and only a swap reaches every one of those at once,
+  keeping the function's identity, defaults and closure. `stop` swaps each one back.
+- The helpers are per-run copies of `mgtui.recording.inline.helpers`' functions over
+  one globals dict of some 45 names (`_helpers`): the run's record columns, options
+  and tables. Read as globals, they cost the hot path (one `made` per node, one
+  `call_backward` per `_backward` call) no more than a local would; a helper object's
+  attributes or closures' cells would cost a lookup or a copy on every call. Where the
+  names come from is the one table `helpers.INJECTED`.
 """
 
 from __future__ import annotations
@@ -13,7 +27,7 @@ import os
 import sys
 import sysconfig
 import types
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from mgtui.recording.inline import helpers as hot
 from mgtui.recording.inline.rewrite import OWN_NAMES, FileRewrite, read_source, rewrite_of
@@ -22,6 +36,9 @@ from mgtui.recording.probes import maybe_with_values, record_write, without_valu
 from mgtui.recording.store import ID
 from mgtui.recording.shapes import op_of_maker
 from mgtui.recording.slots_hooks import keeps_fields_in_slots
+
+if TYPE_CHECKING:
+    from mgtui.recording.context import RecordingContext
 
 # Where Python's own library and installed packages live: never "beside the scenario",
 # even for a scenario at the top of the file system.
@@ -32,11 +49,12 @@ _INSTALLED = tuple(sorted({os.path.join(path, "") for key, path in sysconfig.get
 class Inliner:
     """The inlined recording of one run (`mgtui.recording.probes.Probe`): rewrites code, adopts
     Value classes, and gives the rewritten code its helpers, which write into `records`.
-    `rec` is the `Recorder`; `scenario` the scenario's rewrite (`scenario_rewrite`)."""
+    `context` is the recording's (`mgtui.recording.context`); `scenario` the scenario's
+    rewrite (`scenario_rewrite`)."""
 
-    def __init__(self, rec, scenario: FileRewrite | None) -> None:
-        self.rec = rec
-        self.records = rec.records
+    def __init__(self, context: RecordingContext, scenario: FileRewrite | None) -> None:
+        self.context = context
+        self.records = context.records
         self.files: dict[str, FileRewrite | None] = {}
         self.codes: dict[int, types.CodeType] = {}  # every rewritten code object, by id
         self.adopted: set[type] = set()
@@ -44,12 +62,12 @@ class Inliner:
         self.namespaces: list[dict] = []  # the globals given the helpers
         self.namespace_ids: set[int] = set()  # (theirs)
         self.known_modules: set[str] = set()
-        self.home = str(rec.scenario.path.resolve().parent) + os.sep
+        self.home = str(context.scenario.path.resolve().parent) + os.sep
         self.scenario = scenario  # the scenario's rewrite (`scenario_rewrite`)
         if scenario is not None:
-            self.files[str(rec.scenario.path.resolve())] = scenario
+            self.files[str(context.scenario.path.resolve())] = scenario
             self.codes |= scenario.codes
-        self.helpers = self._helpers(rec.calls.record_call, rec.calls.run_backward)
+        self.helpers = self._helpers(context.calls.record_call, context.calls.run_backward)
         self._import = None
         self._finder: BesideFinder | None = None
 
@@ -75,15 +93,16 @@ class Inliner:
         call inline, one outside it through `event`.)"""
         nid = getattr(node, ID, None)
         if nid is not None:
-            record_write(self.records, self.rec.lines.scenario_line, nid, name, before,
+            record_write(self.records, self.context.lines.scenario_line, nid, name, before,
                          value, frame)
 
     # -- the helpers the rewritten code calls ----------------------------------------------
     def _helpers(self, record_call, run_backward) -> dict:
         """The helpers of this run: copies of `mgtui.recording.inline.helpers`' functions whose
         globals are this run's records, options and tables."""
-        rec, records, lines = self.rec, self.records, self.rec.lines
-        watch = rec.hooks.on_backward
+        context, records, lines = self.context, self.records, self.context.lines
+        hooks = context.hooks
+        watch = hooks.on_backward
         # The library frame that made the last node through an op, its line and the op's
         # code: the next node is most often made there too, by the same op (`w*x` in
         # `Neuron.__call__`'s generator), and is then known by two identities without
@@ -96,22 +115,22 @@ class Inliner:
         run = {name: value for name, value in vars(hot).items() if not name.startswith("__")}
         run.update(
             __builtins__=builtins, __name__=hot.__name__,
-            rec=rec, nodes=records.nodes, id_base=records.id_base, kids=records.kids,
+            context=context, records=records, arrays=records.arrays, nodes=records.nodes, id_base=records.id_base, kids=records.kids,
             events=records.events,
             writes=records.writes, stack=records.stack, made_inside=records.made_inside,
             late_labels=records.late_labels, add_kid=records.add_kid,
             add_node=records.add_node, add_event=records.add_event,
             add_write=records.add_write, array_made=records.arrays.made,
             array_write=records.arrays.write,
-            max_nodes=rec.max_nodes, limit=-1 if rec.stop_reason else 0,
-            on_progress=rec.hooks.on_progress, on_create=rec.hooks.on_create,
-            before=rec.hooks.before_backward, watch=watch,
+            max_nodes=context.max_nodes, limit=-1 if context.stop_reason else 0,
+            on_progress=hooks.on_progress, on_create=hooks.on_create,
+            before=hooks.before_backward, watch=watch,
             skip=watch.skip if watch is not None else (),
             scenario_line=lines.scenario_line,
             # (`mgtui.recording.naming`: the variable a node is bound to) The assignments'
             # instructions come with the code's kind, so that a node made elsewhere costs
             # no call.
-            named=rec.namer.made, candidate=rec.namer.candidate,
+            named=context.namer.made, candidate=context.namer.candidate,
             closure_ids=records.closure_ids, closure_index=records.closure_index,
             class_codes=lines.class_codes, op_of_maker=op_of_maker,
             kind_of=lines.code_kinds.get, code_kind=lines.code_kind,
@@ -120,7 +139,7 @@ class Inliner:
             # frames over and over. Looking there first spares the call.
             remembered=lines.memo.get, direct=lines.direct, line_at=lines.line_at,
             getframe=sys._getframe, record_call=record_call, run_backward=run_backward,
-            note_caller=rec.calls.callers.note,
+            note_caller=context.calls.callers.note,
             last=last, lines_valid=object())
         for name in hot.HELPERS:
             fn = getattr(hot, name)
@@ -145,7 +164,7 @@ class Inliner:
     def scenario_code(self, namespace: dict):
         """The scenario's code to run in `namespace`: rewritten, with the helpers."""
         if self.scenario is None:
-            return self.rec.scenario.code
+            return self.context.scenario.code
         self._give_helpers(namespace)
         return self.scenario.code
 
@@ -193,7 +212,7 @@ class Inliner:
         self.adopted.add(cls)
         self.patch_functions(self._class_functions(cls), skip_inits=False)
         module = sys.modules.get(cls.__module__)
-        if module is not None and getattr(module, "__dict__", None) is not self.rec.globals:
+        if module is not None and getattr(module, "__dict__", None) is not self.context.globals:
             self.patch_module(module)
         return True
 
@@ -260,7 +279,7 @@ class Inliner:
         if without_values(name, module):  # (mgtui's, torch's, numpy's, Python's own)
             return False
         namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict) or namespace is self.rec.globals:
+        if not isinstance(namespace, dict) or namespace is self.context.globals:
             return False
         if self.beside(getattr(module, "__file__", None) or ""):
             return True

@@ -1,4 +1,4 @@
-"""The `=`-for-`+=` probe: a `before_backward` hook of the recorder that replays each
+"""The `=`-for-`+=` check: a `before_backward` hook of the recorder that replays each
 `_backward` closure to see whether it adds to its inputs' grads or assigns them. On
 arrays (a tensor engine) it compares element by element, and also notes a contribution
 whose shape is not its input's (`ShapeHit`); `ArrayWatch` notes which nodes hold arrays
@@ -10,8 +10,7 @@ import math
 from typing import Callable, NamedTuple
 
 from mgtui.doctor.arrays import ArrayWatch, any_array, grad_shape
-from mgtui.recording.store import ID
-from mgtui.recording.slots_hooks import node_dict
+from mgtui.recording.nodes import node_fields, node_id
 
 
 class Overwrite(NamedTuple):
@@ -41,7 +40,7 @@ class ShapeHit(NamedTuple):
 REPLAYS_PER_CLOSURE = 64  # calls of one closure's code replayed, from its first
 
 
-class OverwriteProbe:
+class OverwriteCheck:
     """Replays each `_backward` closure before its real call: once with its inputs' grads
     at 0 and once at a known nonzero value. An accumulating closure adds the same amount
     both times; one that assigns leaves the same value both times. Every grad and data
@@ -88,15 +87,15 @@ class OverwriteProbe:
             if any_array(g0, gs, cd.get("data")):
                 self.array_hits(index, d, cd, g0, s, gs)
             elif assigned(g0, s, gs):
-                self.hits.append(Overwrite(index, d.get(ID, -1), cd.get(ID, -1),
+                self.hits.append(Overwrite(index, node_id(d), node_id(cd),
                                            float(g0), s, float(gs)))
 
 
     def array_hits(self, index: int, d: dict, cd: dict, g0, start, gs) -> None:
-        """The probe's findings on one input's array grad, element by element."""
+        """The check's findings on one input's array grad, element by element."""
         import numpy as np
 
-        node, target = d.get(ID, -1), cd.get(ID, -1)
+        node, target = node_id(d), node_id(cd)
         data_shape = np.shape(cd.get("data"))
         for nid, nd in ((node, d), (target, cd)):  # (a recording with no `watch`)
             self.watch.note(nid, nd.get("data"))
@@ -111,11 +110,11 @@ class OverwriteProbe:
 
 
 def input_dicts(d: dict) -> list[dict]:
-    """The node dicts of a node's inputs (see `node_dict`), each once."""
+    """The node dicts of a node's inputs (see `node_fields`), each once."""
     inputs = []
     seen = set()
     for c in d.get("_prev") or ():
-        cd = node_dict(c)
+        cd = node_fields(c)
         if cd is not None and id(c) not in seen:
             seen.add(id(c))
             inputs.append(cd)
@@ -198,14 +197,14 @@ def reachable(d: dict, inputs: list[dict], fn) -> list[tuple[dict, object, objec
             obj = cell.cell_contents
         except ValueError:
             continue
-        od = node_dict(obj)
+        od = node_fields(obj)
         if od is not None and "grad" in od:
             dicts[node_key(od)] = od
     code = getattr(fn, "__code__", None)
     glob = getattr(fn, "__globals__", None)
     if code is not None and glob is not None:
         for name in code.co_names:
-            od = node_dict(glob.get(name))
+            od = node_fields(glob.get(name))
             if od is not None and "grad" in od:
                 dicts[node_key(od)] = od
     missing = _MISSING
@@ -238,8 +237,8 @@ def is_finite(x: object) -> bool:
 
 
 class ArrayFacts(NamedTuple):
-    """What the probe's recording saw of arrays, for the checks: which nodes hold them
-    (id -> shape), the probe's shape hits, and the dtypes other than float64."""
+    """What the check's recording saw of arrays, for the checks: which nodes hold them
+    (id -> shape), the check's shape hits, and the dtypes other than float64."""
 
     shapes: dict
     shape_hits: tuple = ()
@@ -247,9 +246,9 @@ class ArrayFacts(NamedTuple):
     constants: frozenset = frozenset()  # nodes with no gradient: integer data, no requires_grad
 
     @classmethod
-    def of(cls, probe: OverwriteProbe) -> ArrayFacts:
-        return cls(dict(probe.watch.shapes), tuple(probe.shape_hits),
-                   tuple(sorted(probe.watch.dtypes)), frozenset(probe.watch.constants))
+    def of(cls, check: OverwriteCheck) -> ArrayFacts:
+        return cls(dict(check.watch.shapes), tuple(check.shape_hits),
+                   tuple(sorted(check.watch.dtypes)), frozenset(check.watch.constants))
 
     def to_json(self) -> dict:
         return {"shapes": {str(k): list(v) for k, v in self.shapes.items()},

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mgtui.cli.exits import EXIT_OK, fail
 from mgtui.cli.options import build_parser, options_error, split_script_args
-from mgtui.memory import return_freed_memory, with_system_malloc
+from mgtui.memory import with_system_malloc
 from mgtui.run.bundled import bundled, resolve, title_of
 from mgtui.trace.saved import is_saved_trace
 
@@ -34,7 +34,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if script_args_alone(args):
         return fail("arguments after -- go to a scenario: give its FILE first")
-    return_freed_memory()
     if args.list:
         for name, path in bundled():
             print(f"{name:24s} {title_of(path)}")

@@ -15,6 +15,7 @@ from mgtui.cli.exits import EXIT_FAILED, EXIT_OK, fail
 from mgtui.cli.headless import InertStream
 from mgtui.cli.options import add_run_limits, run_limits_error
 from mgtui.errors import ScenarioLoadError
+from mgtui.memory import return_freed_memory
 
 if TYPE_CHECKING:
     from mgtui.compare import Comparison
@@ -63,6 +64,7 @@ def diff_main(argv: list[str]) -> int:
     from mgtui.compare import Tolerance, compare
 
     args = build_diff_parser().parse_args(argv)
+    return_freed_memory()  # (two traces built: what each frees goes back)
     if run_limits_error(args):
         return fail(run_limits_error(args))
     headless = args.print_ or args.json

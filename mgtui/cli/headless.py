@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mgtui.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, EXIT_UNUSABLE, fail, say
 from mgtui.errors import ScenarioLoadError
+from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 from mgtui.trace.saved import is_saved_trace
 
@@ -19,6 +20,7 @@ from mgtui.trace.saved import is_saved_trace
 def headless_main(path: Path, args: argparse.Namespace) -> int:
     """`mgtui FILE` with --print, --export, --check or --save: the trace recorded (or a
     saved one read), saved and written; the exit code."""
+    return_freed_memory()  # (the app does this itself, once the scenario's child has started)
     saved = is_saved_trace(path)
     if saved and args.check:
         return fail("--check runs the scenario, and a saved trace has no code to run")

@@ -512,7 +512,7 @@ async def test_quitting_while_loading_ends_the_scenarios_process(write_scenario)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.4)
         assert app.loading
-        pid = app._run.pid  # the child recording the scenario, and its process group
+        pid = app.loader.run.pid  # the child recording the scenario, and its process group
         os.killpg(pid, 0)  # alive
         await pilot.press("q")  # cancels the recording, waits for it, then quits
         await pilot.pause()

@@ -290,7 +290,7 @@ async def test_the_loading_screen_never_takes_the_keys_of_a_user_stepping_the_fi
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.debugger
         await steps_shown(pilot, 10)
-        assert app.loading and app._first_steps  # shown in the first frame
+        assert app.loading and app.loader.first_steps  # shown in the first frame
         start = time.monotonic()
         for k in range(12):  # 2 s and more of steps, past the loading screen's 0.6 s
             before = screen.position
@@ -313,7 +313,7 @@ async def test_a_saved_binary_trace_opens_without_running_code(tmp_path, name):
     app = MgtuiApp(saved, step=12)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await loaded(pilot)
-        assert app._run is None  # nothing was run
+        assert app.loader.run is None  # nothing was run
         assert screen.total == 21
         assert "n.grad: 0.0 → 0.5 (+0.5)" in screen.query_one(StepDetail).text
 

@@ -90,7 +90,7 @@ async def test_q_quits_while_a_scenario_that_ignores_sigint_records(stubborn, ke
     app = MgtuiApp(path)
     async with app.run_test(size=(80, 24)) as pilot:
         pid = await scenario_pid(pilot, ready)
-        keeper = app._run.pid  # (the child the app started: the scenario's keeper)
+        keeper = app.loader.run.pid  # (the child the app started: the scenario's keeper)
         await asyncio.wait_for(pilot.press(key), HANG_GUARD)
         deadline = time.monotonic() + HANG_GUARD
         while app.is_running and time.monotonic() < deadline:

@@ -200,12 +200,24 @@ def _flush_before_failing(flusher: Flusher) -> None:
 
 
 def serve(spec: RunSpec, fd: int) -> None:
+    """Record `spec`'s scenario, sending what it records down `fd` as it goes, then
+    its end; never returns (the process ends with `os._exit`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until there is a recording to stop
     # Leave no bytecode in the user's project: a module edited and run again within the
     # same second, at the same size, would otherwise be read from a stale .pyc.
     sys.dont_write_bytecode = True
     stream = Stream(fd)
     limit_memory(spec.max_memory)
+    recorder, values, job = start_recording(spec, stream)
+    flusher = Flusher(recorder.records, stream, values)
+    error, output = execute(recorder, flusher, stream)
+    send_end(spec, stream, recorder, flusher, job, error, output)
+
+
+def start_recording(spec: RunSpec, stream: Stream):
+    """The scenario loaded and its recorder made, the trace's header sent, and SIGINT
+    set to stop the recording: (the recorder, its values, the job or None). A scenario
+    that cannot be loaded is refused (the process ends)."""
     try:
         scenario = load_scenario(spec.path)
         job = job_of(spec)
@@ -231,7 +243,12 @@ def serve(spec: RunSpec, fd: int) -> None:
         recorder.stop_here(frame)
 
     signal.signal(signal.SIGINT, interrupted)
-    flusher = Flusher(recorder.records, stream, values)
+    return recorder, values, job
+
+
+def execute(recorder, flusher: Flusher, stream: Stream):
+    """Run the scenario, its records flushed down `stream` as it goes: (its error or
+    None, its output). An `os._exit` of the scenario's sends what was recorded first."""
     real_exit = os._exit
 
     def scenario_exit(code: int = 0) -> None:
@@ -249,6 +266,14 @@ def serve(spec: RunSpec, fd: int) -> None:
         _flush_before_failing(flusher)
         raise
     os._exit = real_exit
+    return error, output
+
+
+def send_end(spec: RunSpec, stream: Stream, recorder, flusher: Flusher, job: Job | None,
+             error, output: str) -> None:
+    """The recording's end down `stream` (the rest of the records, the nodes named late,
+    the job's result, the error and the output), then the process ends. A run that
+    recorded nothing it could see is refused: never shown as clean."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # (it sends the rest now: the keeper's SIGTERM waits, its SIGKILL does not)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

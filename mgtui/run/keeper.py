@@ -37,10 +37,8 @@ import time
 import traceback
 from typing import Callable, NoReturn
 
-from mgtui.run.spec import INTERNAL_ERROR, RunSpec
+from mgtui.run.spec import INTERNAL_ERROR, KILL_AFTER, TERM_AFTER, RunSpec
 
-TERM_AFTER = 0.5  # seconds after SIGINT that a scenario still running is sent SIGTERM
-KILL_AFTER = 1.0  # ... and SIGKILL
 SWEEP_TIME = 2.0  # seconds the keeper tries to end the processes left below it
 PARENT_CHECK = 1.0  # seconds between checks that the parent is still there
 

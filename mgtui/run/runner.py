@@ -28,13 +28,13 @@ from typing import Callable
 
 from mgtui.trace import table as record_table
 from mgtui.errors import NotAGraph, ScenarioLoadError
-from mgtui.run.keeper import KILL_AFTER
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
 from mgtui.trace.table import RecordDecoder
 from mgtui.run.spec import (  # noqa: F401 - re-exported: callers start runs with RunOptions, tests with RunSpec
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
     INTERNAL_ERROR,
+    KILL_AFTER,
     STREAM_CLOSED,
     UI_FIRST,
     RunOptions,

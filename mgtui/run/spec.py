@@ -13,6 +13,10 @@ from mgtui.defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_NODES
 
 FLUSH_EVERY = 0.05  # seconds between the child's stream flushes
 UI_FIRST = 5  # `RunSpec.nice` for the app's runs
+# The keeper's (`mgtui.run.keeper`), and the parent's to wait for (without importing the
+# keeper, which the child runs):
+TERM_AFTER = 0.5  # seconds after SIGINT that a scenario still running is sent SIGTERM
+KILL_AFTER = 1.0  # ... and SIGKILL
 # The exit code of a child whose stream to the parent the scenario closed (or replaced)
 STREAM_CLOSED = 86
 # The exit code of a recording process that failed in mgtui's own code (an uncaught

@@ -21,33 +21,54 @@ The modules, by concern:
   checked reading of a field), `saving` an all-or-nothing save;
 - `explain`: one step worked out with its numbers; `names`: a node's name where space
   is tight; `notebook`: a notebook's cells as one script.
+
+The names are imported from their modules on first use (PEP 562), so that importing one
+module of the package (`mgtui.trace.saved`, say, before the app's first frame) does not
+import them all.
 """
 
 from __future__ import annotations
 
-from mgtui.trace.builder import RUN_KINDS, TraceBuilder, split_passes
-from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, WriteChunk, chunks_of, lone_values
-from mgtui.trace.model import Texts, Trace
-from mgtui.trace.records import (
-    MAX_LINE,
-    PASS_KINDS,
-    Closure,
-    Event,
-    EventKind,
-    Field,
-    Node,
-    Pass,
-    PassKind,
-    TraceError,
-    TraceFormatError,
-    Write,
-)
-from mgtui.trace.replay import replay_into
-from mgtui.trace.validation import RUN_LENGTH
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "MAX_LINE", "PASS_KINDS", "RUN_KINDS", "RUN_LENGTH", "Chunk", "Closure", "Event",
-    "EventChunk", "EventKind", "Field", "Node", "NodeChunk", "Pass", "PassKind", "Texts",
-    "Trace", "TraceBuilder", "TraceError", "TraceFormatError", "Write", "WriteChunk",
-    "chunks_of", "lone_values", "replay_into", "split_passes",
-]
+# Each name, and the module of the package it comes from.
+_WHERE = {
+    "RUN_KINDS": "builder", "TraceBuilder": "builder", "split_passes": "builder",
+    "Chunk": "chunks", "EventChunk": "chunks", "NodeChunk": "chunks", "WriteChunk": "chunks",
+    "chunks_of": "chunks", "lone_values": "chunks",
+    "Texts": "model", "Trace": "model",
+    "MAX_LINE": "records", "PASS_KINDS": "records", "Closure": "records", "Event": "records",
+    "EventKind": "records", "Field": "records", "Node": "records", "Pass": "records",
+    "PassKind": "records", "TraceError": "records", "TraceFormatError": "records",
+    "Write": "records",
+    "replay_into": "replay",
+    "RUN_LENGTH": "validation",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # (the next look-up finds it here)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:  # (what a type checker and an editor see)
+    from mgtui.trace.builder import RUN_KINDS, TraceBuilder, split_passes  # noqa: F401
+    from mgtui.trace.chunks import (  # noqa: F401
+        Chunk, EventChunk, NodeChunk, WriteChunk, chunks_of, lone_values)
+    from mgtui.trace.model import Texts, Trace  # noqa: F401
+    from mgtui.trace.records import (  # noqa: F401
+        MAX_LINE, PASS_KINDS, Closure, Event, EventKind, Field, Node, Pass, PassKind,
+        TraceError, TraceFormatError, Write)
+    from mgtui.trace.replay import replay_into  # noqa: F401
+    from mgtui.trace.validation import RUN_LENGTH  # noqa: F401

@@ -1,6 +1,6 @@
-"""The Textual app: loads a scenario (or a saved trace) in a worker (`mgtui.tui.app_loading`),
-then hands the trace to the debugger screen; runs the gradient doctor on request. `run_app`
-is what `mgtui FILE` calls."""
+"""The Textual app: loads a scenario (or a saved trace) with the loader it holds
+(`mgtui.tui.app_loading`), which hands the trace to the debugger screen; runs the gradient
+doctor on request. `run_app` is what `mgtui FILE` calls."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from mgtui.tui.app_loading import (
     QUICK_RECORDING,
     STEPPING,
     STEPPING_AT_MOST,
-    TraceLoading,
+    TraceLoader,
     is_scenario,
     showing,
 )
@@ -33,7 +33,8 @@ from mgtui.settings.config import load_config
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 from mgtui.tui.screen_diff import diffing
-from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
+from mgtui.tui.messages import (ChecksDone, ChecksFailed, ChecksProgress, LoadFailed, LoadProgress,
+                                OpenScenario, RunChecks, TraceGrowing, TraceLoaded)
 from mgtui.trace import Trace
 from mgtui.defaults import DEFAULT_MAX_NODES
 from mgtui.tui.widgets.debugger import DebuggerScreen
@@ -56,7 +57,7 @@ def go_to_provider():
     return GoToProvider
 
 
-class MgtuiApp(TraceLoading, App[int]):
+class MgtuiApp(App[int]):
     """The debugger. `path` is a scenario, a saved `.json` trace, or None for the picker."""
 
     CSS_PATH = Path(__file__).with_name("mgtui.tcss")
@@ -82,8 +83,7 @@ class MgtuiApp(TraceLoading, App[int]):
         self.timeout = timeout
         self.max_memory = max_memory
         self.argv = tuple(argv)
-        self._given = trace
-        self._init_loading(run)
+        self.loader = TraceLoader(self, run, given=trace)  # the trace, recorded or read
         self._checks_for: Trace | None = None  # the trace the doctor ran (or runs) on
         self.config = load_config()
         self.keymap = self.config.keymap  # the user's keys, by binding id
@@ -105,18 +105,64 @@ class MgtuiApp(TraceLoading, App[int]):
     def get_default_screen(self) -> Screen:
         return self.debugger
 
+    @property
+    def loading(self) -> bool:
+        """A load is under way (its whole trace not yet shown)."""
+        return self.loader.loading
+
+    def on_load(self) -> None:
+        self.loader.first_frame()
+
     def on_mount(self) -> None:
-        self.call_after_refresh(self._resume_collector)  # paused since on_load
+        self.call_after_refresh(self.loader.resume_collector)  # paused since on_load
         if self.config.problem:  # (its text quotes the user's file: never markup)
             self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
                         timeout=10, markup=False)
         if self.config.warnings:
             self.notify(inert("\n".join(self.config.warnings)), title="mgtui settings",
                         severity="warning", timeout=10, markup=False)
-        self.open_first()
+        self.loader.open_first()
 
     def on_unmount(self) -> None:
-        self._resume_collector()  # (an app that ends before its first paint)
+        self.loader.resume_collector()  # (an app that ends before its first paint)
+
+    # -- the loading (`TraceLoader`) and the screens over the debugger -----------------------
+    async def on_trace_growing(self, message: TraceGrowing) -> None:
+        await self.loader.trace_growing(message)
+
+    async def on_trace_loaded(self, message: TraceLoaded) -> None:
+        await self.loader.trace_loaded(message)
+
+    async def on_load_failed(self, message: LoadFailed) -> None:
+        await self.loader.load_failed(message)
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        self.loader.load_progress(message)
+
+    def on_open_scenario(self, message: OpenScenario) -> None:
+        self.loader.open_path(message.path)
+
+    def action_cancel_loading(self) -> None:
+        """ctrl+c: a recording in progress is stopped."""
+        self.loader.cancel()
+
+    def stop_recording_now(self) -> None:
+        """After the app has ended, however it ended: a child still recording is ended."""
+        self.loader.stop_now()
+
+    def is_showing(self, name: str) -> bool:
+        """Is the dialog `name` on top? (Never while the app shuts down: its screen stack
+        is empty then, and a late message from the loading worker must not fail on it.)"""
+        return bool(self.screen_stack) and showing(self.screen, name)
+
+    _showing = is_showing  # (the name the served app calls)
+
+    async def clear_to_debugger(self) -> None:
+        """Close the screens over the debugger (the picker, an error, the loading screen)."""
+        while len(self.screen_stack) > 1 and self.screen is not self.debugger:
+            await self.pop_screen()
+
+    _clear_to_debugger = clear_to_debugger  # (the name the served app calls)
 
     # -- the gradient doctor ------------------------------------------------------------------
     def on_run_checks(self, message: RunChecks) -> None:
@@ -186,8 +232,8 @@ class MgtuiApp(TraceLoading, App[int]):
     def action_reload(self) -> None:
         if self.path is None or self.loading:
             return
-        self.open_path(self.path, position=self.debugger.position,
-                       reload=self.debugger.trace is not None)
+        self.loader.open_path(self.path, position=self.debugger.position,
+                              reload=self.debugger.trace is not None)
 
     def action_pick(self) -> None:
         """The picker of the lesson directory's files (`mgtui lessons/`), else of the
@@ -207,8 +253,8 @@ class MgtuiApp(TraceLoading, App[int]):
     async def action_quit(self) -> None:
         """Quit, always and at once: a recording's process is ended, not asked to stop,
         and its trace is not built."""
-        self._quitting = True
-        await self.stop_loading(now=True)
+        self.loader.quitting = True
+        await self.loader.stop(now=True)
         self.exit(0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -242,7 +288,7 @@ def run_app(path: Path | None, step: int | None = None, seed: int = 0,
         code = app.run()
     finally:
         app.stop_recording_now()
-    score = app.debugger.quiz_score()
+    score = app.debugger.self_quiz.score()
     if score:  # (the score of a self-study quiz stays on the terminal)
         print(f"mgtui: {score}")
     return code if isinstance(code, int) else 0

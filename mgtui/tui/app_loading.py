@@ -1,6 +1,7 @@
 """How the app loads a trace: a scenario recorded in a child process (its first steps
 on screen while it still records, updated as it grows), or a saved trace read, off the
-UI thread in a worker; the loading and error screens meanwhile. A part of `MgtuiApp`.
+UI thread in a worker; the loading and error screens meanwhile. `TraceLoader` is an
+object the `MgtuiApp` holds.
 """
 
 from __future__ import annotations
@@ -8,15 +9,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
-from textual import work
 from textual.screen import Screen
 from textual.worker import WorkerState
 
 from mgtui.defaults import DEFAULT_MAX_MEMORY
 from mgtui.memory import pause_collector, trim
-from mgtui.tui.messages import LoadFailed, LoadProgress, OpenScenario, TraceGrowing, TraceLoaded
+from mgtui.tui.messages import LoadFailed, LoadProgress, TraceGrowing, TraceLoaded
 from mgtui.trace import Trace
 from mgtui.session.view import prepare as prepare_views
 from mgtui.tui.widgets.source_view import highlighter_ready, warm_highlighter
@@ -50,137 +51,142 @@ def is_scenario(path: Path) -> bool:
     return not is_saved_trace(path)
 
 
-class TraceLoading:
-    """The loading of a trace, from the first frame to the last update. A mixin of
-    `MgtuiApp`: it loads the app's `path` (or the trace it was `_given`) at its
-    `start_step`, with its run settings (`seed`, `max_nodes`, `timeout`, `max_memory`,
-    `argv`), and shows it on the app's `debugger` screen.
+class TraceLoader:
+    """The loading of a trace, from the first frame to the last update: an object the
+    `MgtuiApp` holds (`app.loader`), which hands it the app's messages about the load. It
+    loads the app's `path` (or the trace it was `given`) at its `start_step`, with its
+    run settings (`seed`, `max_nodes`, `timeout`, `max_memory`, `argv`), and shows it on
+    the app's `debugger` screen.
 
-    Its state: `loading` (a load is under way, its whole trace not yet shown); `_run`,
-    the runner's `Run` while a recording goes on; `_position`, the step to open at;
-    `_growing`, the trace on screen is one still being recorded, and `_last_shown` the
-    last of those (in the loading worker), `_growth_cost` what its update cost the UI;
-    `_quick`, a trace recorded (or given) before the first frame, and `_first_steps`,
-    the first steps of a longer recording are in the first frame."""
+    Its state: `loading` (a load is under way, its whole trace not yet shown); `run`,
+    the runner's `Run` while a recording goes on; `quitting`, the app quits (a
+    recording's trace is not wanted); `_position`, the step to open at; `_growing`,
+    the trace on screen is one still being recorded, and `_last_shown` the last of
+    those (in the loading worker), `_growth_cost` what its update cost the UI; `_quick`,
+    a trace recorded (or given) before the first frame, and `first_steps`, the first
+    steps of a longer recording are in the first frame."""
 
-    def _init_loading(self, run) -> None:
-        """Set up the loading's state; `run` is a `Run` already started, or None."""
+    def __init__(self, app, run=None, given: Trace | None = None) -> None:
+        """`run` is a `Run` of the app's path already started; `given`, a trace made
+        already (`mgtui.show`), shown with no path to run."""
+        self.app = app
         self.loading = False
-        self._run = run  # the runner's Run while a recording goes on
+        self.run = run  # the runner's Run while a recording goes on
         if run is not None:
             run.on_progress = self._progress
+        self._given = given
         self._last_progress = 0.0
         self._loading_timer = None
         self._position = 0
         self._growing = False  # the trace on screen is one still being recorded
         self._last_shown: Trace | None = None  # the last of those, in the loading worker
         self._growth_cost = 0.0
-        self._quitting = False  # the app quits: a recording's trace is not wanted
-        self._resume_collector = lambda: None  # (on_load pauses it until the first paint)
-
-    # -- the first frame -------------------------------------------------------------------
-    def on_load(self) -> None:
-        """Start recording at once, and show a scenario that is recorded within
-        QUICK_RECORDING in the first frame. A slower one goes on in its child process,
-        and the loading worker takes it from there. The cyclic collector waits until the
-        first paint (`MgtuiApp.on_mount` resumes it)."""
-        self._resume_collector = pause_collector()
+        self.quitting = False  # the app quits: a recording's trace is not wanted
+        self.resume_collector = lambda: None  # (`first_frame` pauses it until the first paint)
         self._quick: Trace | None = None
         self._quick_stopped = ""
-        self._first_steps = False  # the first steps of a longer recording are preloaded
+        self.first_steps = False  # the first steps of a longer recording are preloaded
+
+    # -- the first frame -------------------------------------------------------------------
+    def first_frame(self) -> None:
+        """(At the app's load.) Start recording at once, and show a scenario that is
+        recorded within QUICK_RECORDING in the first frame. A slower one goes on in its
+        child process, and the loading worker takes it from there. The cyclic collector
+        waits until the first paint (`MgtuiApp.on_mount` resumes it)."""
+        self.resume_collector = pause_collector()
         if self._given is not None:
             self._quick, self._given = self._given, None
             self.loading = True
-            self.debugger.preload(self._quick, self.start_step or 0)
+            self.app.debugger.preload(self._quick, self.app.start_step or 0)
             return
-        if self.path is None or not is_scenario(self.path):
+        if self.app.path is None or not is_scenario(self.app.path):
             return
         self.loading = True  # from the start: a preloaded first frame is not the whole trace
-        run = self._run or self._start_run(self.path)
-        budget = min(QUICK_RECORDING, self.timeout or QUICK_RECORDING)
+        run = self.run or self.start_run(self.app.path)
+        budget = min(QUICK_RECORDING, self.app.timeout or QUICK_RECORDING)
         if not run.done_within(budget):
             # a longer one: its first steps are in the first frame all the same
             first_steps = run.snapshot()
             if first_steps is not None and len(first_steps):
-                self._first_steps = True
-                self.debugger.preload(first_steps, self.start_step or 0)
+                self.first_steps = True
+                self.app.debugger.preload(first_steps, self.app.start_step or 0)
             return
         try:
             result = run.wait()
         except Exception:  # noqa: BLE001 - ScenarioLoadError: the worker reports it
             return
-        self._run = None
+        self.run = None
         trace, self._quick_stopped = result.trace, result.message
         self._quick = trace
-        self.debugger.preload(trace, self.start_step or 0)  # in the first frame
+        self.app.debugger.preload(trace, self.app.start_step or 0)  # in the first frame
 
     def open_first(self) -> None:
         """Once mounted: show the trace recorded (or given) before the first frame, else
         load the path given, else open the picker."""
-        if self.path is None and self._quick is None:
-            self.action_pick()
+        if self.app.path is None and self._quick is None:
+            self.app.action_pick()
         elif self._quick is not None:
             trace, self._quick = self._quick, None
             self.loading = True
-            self._position = self.start_step or 0
-            self.post_message(TraceLoaded(trace, self.path, stopped=self._quick_stopped))
+            self._position = self.app.start_step or 0
+            self.app.post_message(TraceLoaded(trace, self.app.path, stopped=self._quick_stopped))
         else:
-            self.open_path(self.path, position=self.start_step or 0)
-            if self._first_steps:
+            self.open_path(self.app.path, position=self.app.start_step or 0)
+            if self.first_steps:
                 self._growing = True
-                self.debugger.show_recording("recording…")
+                self.app.debugger.show_recording("recording…")
 
-    def _start_run(self, path: Path):
+    def start_run(self, path: Path):
         from mgtui.run.runner import RunOptions, start_run
 
-        options = RunOptions.for_app(seed=self.seed, max_nodes=self.max_nodes,
-                                     timeout=self.timeout, max_memory=self.max_memory,
-                                     argv=self.argv)
-        self._run = start_run(path, options, on_progress=self._progress)
-        return self._run
+        options = RunOptions.for_app(seed=self.app.seed, max_nodes=self.app.max_nodes,
+                                     timeout=self.app.timeout, max_memory=self.app.max_memory,
+                                     argv=self.app.argv)
+        self.run = start_run(path, options, on_progress=self._progress)
+        return self.run
 
     # -- loading, off the UI thread ------------------------------------------------------------
     def open_path(self, path: Path, position: int = 0, reload: bool = False) -> None:
-        self.path = Path(path)
+        self.app.path = Path(path)
         self.loading = True
         self._growing = False  # the first steps of this load are not on screen yet
         self._position = position
-        if self.debugger.trace is None:
-            self.debugger.show_loading(self.path)
+        if self.app.debugger.trace is None:
+            self.app.debugger.show_loading(self.app.path)
         # A quick load never shows the loading screen: it would only cost a frame.
-        self._loading_timer = self.set_timer(LOADING_SCREEN_AFTER, self._show_loading)
-        self.record(self.path, reload)
+        self._loading_timer = self.app.set_timer(LOADING_SCREEN_AFTER, self._show_loading)
+        self.app.run_worker(partial(self._record, self.app.path, reload), name="record",
+                            group="load", exclusive=True, thread=True)
 
     def _show_loading(self) -> None:
         # not once steps are on screen (the first steps of a recording, shown at once, or
         # an update): the user may be stepping, and the screen would take their keys
-        if self.loading and not self._growing and not self._showing("LoadingScreen"):
+        if self.loading and not self._growing and not self.app.is_showing("LoadingScreen"):
             from mgtui.tui.widgets.dialogs import LoadingScreen
 
-            self.push_screen(LoadingScreen(self.path))
+            self.app.push_screen(LoadingScreen(self.app.path))
 
     async def _hide_loading(self) -> None:
         self.loading = False
         if self._loading_timer is not None:
             self._loading_timer.stop()
             self._loading_timer = None
-        if self._showing("LoadingScreen"):
-            await self.pop_screen()
+        if self.app.is_showing("LoadingScreen"):
+            await self.app.pop_screen()
 
-    @work(thread=True, exclusive=True, group="load")
-    def record(self, path: Path, reload: bool) -> None:
+    def _record(self, path: Path, reload: bool) -> None:
         """Record (in a child process) or read the trace, off the UI thread, and report
         it as a message."""
         from mgtui.errors import ScenarioLoadError
 
         try:
             if is_scenario(path):
-                run = self._run if self._run is not None else self._start_run(path)
+                run = self.run if self.run is not None else self.start_run(path)
                 try:
                     result = self._steps_while_recording(run, path, show=not reload)
                 finally:
-                    self._run = None
-                if self._quitting:
+                    self.run = None
+                if self.quitting:
                     return
                 trace, stopped = result.trace, result.message
             else:
@@ -190,17 +196,17 @@ class TraceLoading:
             trace.build_indexes(older=self._last_shown if is_scenario(path) else None,
                                 final=True)
             self._last_shown = None
-            prepare_views(trace, (self._position, self.debugger.position, 0, len(trace) + 1))
-            self.post_message(TraceLoaded(trace, path, reload, stopped))
+            prepare_views(trace, (self._position, self.app.debugger.position, 0, len(trace) + 1))
+            self.app.post_message(TraceLoaded(trace, path, reload, stopped))
         except ScenarioLoadError as exc:
-            self.post_message(LoadFailed(path, exc.message, exc.detail))
+            self.app.post_message(LoadFailed(path, exc.message, exc.detail))
         except BaseException as exc:  # noqa: BLE001 - shown to the user, never a traceback
-            self.post_message(LoadFailed(path, f"{path}: {type(exc).__name__}: {exc}"))
+            self.app.post_message(LoadFailed(path, f"{path}: {type(exc).__name__}: {exc}"))
         if not highlighter_ready():
             # pygments builds its lexer on first use: do that after the first paint
             try:
                 warm_highlighter()
-                self.call_from_thread(self.debugger.redraw_source)
+                self.app.call_from_thread(self.app.debugger.side_tabs.redraw_source)
             except Exception:  # noqa: BLE001 - the app has gone; plain source is fine
                 pass
 
@@ -212,7 +218,7 @@ class TraceLoading:
         from mgtui.trace.load_limits import LoadLimits
 
         # (within --max-nodes and --max-memory, as a recording is)
-        limits = LoadLimits(self.max_nodes, self.max_memory or DEFAULT_MAX_MEMORY)
+        limits = LoadLimits(self.app.max_nodes, self.app.max_memory or DEFAULT_MAX_MEMORY)
         if not (path.is_file() and binary.is_trace_file(path)):
             # (JSON, or the error for a path that is not a file)
             return load(path, max_nodes=limits.max_nodes, max_memory=limits.max_memory)
@@ -226,7 +232,7 @@ class TraceLoading:
             trace.build_indexes()
             prepare_views(trace, (self._position, 0))
             shown.append(trace)
-            self.post_message(TraceGrowing(trace, path))
+            self.app.post_message(TraceGrowing(trace, path))
 
         try:
             with open_saved(path) as f:
@@ -241,7 +247,7 @@ class TraceLoading:
         # steps on screen already (the first frame's, or the last run's): the first update
         # in a moment; else the first steps as soon as there are any (the child may still
         # be starting when the app is)
-        wait = FIRST_STEPS if self._first_steps or self.debugger.trace is not None else FIRST_POLL
+        wait = FIRST_STEPS if self.first_steps or self.app.debugger.trace is not None else FIRST_POLL
         self._last_shown = None
         self._growth_cost = 0.0  # seconds the UI thread spent on the last update
         held = 0.0  # seconds the next update has waited for the user
@@ -256,9 +262,9 @@ class TraceLoading:
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
                 trace.build_indexes(older=shown, users=False)  # from the last one's
-                prepare_views(trace, (self._position, self.debugger.position, 0))
+                prepare_views(trace, (self._position, self.app.debugger.position, 0))
                 shown = self._last_shown = trace
-                self.post_message(TraceGrowing(trace, path))
+                self.app.post_message(TraceGrowing(trace, path))
             # Updates take at most a fifth of the time, so that the user's own steps
             # stay quick while a big scenario records (moons: 0.1-0.3 s an update).
             cost = time.perf_counter() - start + self._growth_cost
@@ -271,27 +277,27 @@ class TraceLoading:
         the user is stepping through what is on screen: an update costs the UI a frame
         or more (moons: 0.1-0.3 s), felt as a slow key. Not when they are at the last
         step shown, where they wait for more, and not while nothing is shown."""
-        d = self.debugger
+        d = self.app.debugger
         on_screen = d.trace
         since = time.monotonic() - d.moved_at
         if on_screen is None or since >= STEPPING or d.position + 1 >= len(on_screen):
             return 0.0
         return STEPPING - since
 
-    async def on_trace_growing(self, message: TraceGrowing) -> None:
-        if not self.loading or message.path != self.path or not self.is_running:
+    async def trace_growing(self, message: TraceGrowing) -> None:
+        if not self.loading or message.path != self.app.path or not self.app.is_running:
             return  # the whole trace is here already, another file is loading, or it quits
         if self._loading_timer is not None:
             self._loading_timer.stop()
-        if self._showing("LoadingScreen"):
-            await self.pop_screen()
-        d = self.debugger
+        if self.app.is_showing("LoadingScreen"):
+            await self.app.pop_screen()
+        d = self.app.debugger
         started = time.perf_counter()
         if not self._growing:
-            await self._clear_to_debugger()  # the picker or an error screen: not the user's
+            await self.app.clear_to_debugger()  # the picker or an error screen: not the user's
             d.load_trace(message.trace, self._position)
             self._growing = True
-        elif self.is_running:  # (not while it quits: the panes are going)
+        elif self.app.is_running:  # (not while it quits: the panes are going)
             d.grow_trace(message.trace, wanted=self._position)
         doing = "recording" if is_scenario(message.path) else "loading"
         d.show_recording(f"{doing}… {len(message.trace):,} steps")
@@ -301,94 +307,80 @@ class TraceLoading:
         now = time.monotonic()
         if now - self._last_progress > 0.1:
             self._last_progress = now
-            self.post_message(LoadProgress(nodes))
+            self.app.post_message(LoadProgress(nodes))
 
-    def _showing(self, name: str) -> bool:
-        """Is the dialog `name` on top? (Never while the app shuts down: its screen stack
-        is empty then, and a late message from the loading worker must not fail on it.)"""
-        return bool(self.screen_stack) and showing(self.screen, name)
+    def load_progress(self, message: LoadProgress) -> None:
+        if self.app.is_showing("LoadingScreen"):
+            self.app.screen.progress(message.nodes)
 
-    def on_load_progress(self, message: LoadProgress) -> None:
-        if self._showing("LoadingScreen"):
-            self.screen.progress(message.nodes)
-
-    async def _clear_to_debugger(self) -> None:
-        while len(self.screen_stack) > 1 and self.screen is not self.debugger:
-            await self.pop_screen()
-
-    async def on_trace_loaded(self, message: TraceLoaded) -> None:
-        if not self.is_running:
+    async def trace_loaded(self, message: TraceLoaded) -> None:
+        if not self.app.is_running:
             return  # it quits: the panes are going
         await self._hide_loading()
-        self.debugger.show_recording("")
+        d, say = self.app.debugger, self.app.say
+        d.show_recording("")
         grown, self._growing = self._growing, False
         if not grown:
-            await self._clear_to_debugger()
-        if not self.is_running:
+            await self.app.clear_to_debugger()
+        if not self.app.is_running:
             return
         trace = message.trace
-        if message.reload and self.debugger.trace is not None:
-            keep = self.debugger.selected
+        if message.reload and d.trace is not None:
+            keep = d.selected
             if keep is not None and keep >= trace.node_count:
                 keep = None
-            self.debugger.load_trace(trace, self.debugger.position, select=keep)
-            self.say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
+            d.load_trace(trace, d.position, select=keep)
+            say(f"Reloaded {message.path.name}: {len(trace):,} steps.", timeout=3)
         elif grown:
             # the first steps were shown while it recorded: stay where the user is
-            self.debugger.grow_trace(trace, wanted=self._position)
-        elif trace is not self.debugger.trace:  # (a quick trace is on screen already)
-            self.debugger.load_trace(trace, self._position)
+            d.grow_trace(trace, wanted=self._position)
+        elif trace is not d.trace:  # (a quick trace is on screen already)
+            d.load_trace(trace, self._position)
         if message.stopped:
-            self.say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
-                     severity="warning", timeout=6)
+            say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
+                severity="warning", timeout=6)
         elif trace.error is not None:
-            self.say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
-                     "the error is the last step.", severity="warning", timeout=6)
-        self.refresh_bindings()
-        self.call_after_refresh(trim)  # what loading it freed goes back to the system
+            say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
+                "the error is the last step.", severity="warning", timeout=6)
+        self.app.refresh_bindings()
+        self.app.call_after_refresh(trim)  # what loading it freed goes back to the system
 
-    async def on_load_failed(self, message: LoadFailed) -> None:
+    async def load_failed(self, message: LoadFailed) -> None:
         await self._hide_loading()
-        if self._showing("ErrorScreen"):
-            await self.pop_screen()
+        if self.app.is_showing("ErrorScreen"):
+            await self.app.pop_screen()
         from mgtui.tui.widgets.dialogs import ErrorScreen
 
-        await self.push_screen(ErrorScreen(message.path, message.message, message.detail))
+        await self.app.push_screen(ErrorScreen(message.path, message.message, message.detail))
 
-    def on_open_scenario(self, message: OpenScenario) -> None:
-        self.open_path(message.path)
-
-    def action_cancel_loading(self) -> None:
-        """ctrl+c: a recording in progress is stopped."""
-        self.cancel_recording()
-
-    def cancel_recording(self) -> None:
-        run = self._run
+    def cancel(self) -> None:
+        """A recording in progress is stopped (ctrl+c)."""
+        run = self.run
         if run is not None:
             run.cancel("cancelled with ctrl+c")
 
-    async def stop_loading(self, now: bool = False) -> None:
+    async def stop(self, now: bool = False) -> None:
         """Stop a recording in progress and the doctor, and wait for their workers.
         `now`: the scenario's process is ended at once (the app quits), not asked to
         stop (SIGINT, then SIGTERM and SIGKILL if it goes on: `mgtui.run.keeper`)."""
-        run = self._run
+        run = self.run
         if now and run is not None:
             run.end_now("the debugger was closed")
-        self.cancel_recording()
-        for worker in list(self.workers):
+        self.cancel()
+        for worker in list(self.app.workers):
             if worker.group == "checks":
                 worker.cancel()
-        for worker in list(self.workers):
+        for worker in list(self.app.workers):
             if worker.group in ("load", "checks") and worker.state == WorkerState.RUNNING:
                 try:  # (quitting, a moment at most: what is left ends with the app)
                     await asyncio.wait_for(worker.wait(), QUIT_WAIT if now else None)
                 except Exception:  # noqa: BLE001 - cancelled, failed, or still going
                     pass
 
-    def stop_recording_now(self) -> None:
+    def stop_now(self) -> None:
         """After the app has ended, however it ended: a child still recording is ended,
         with every process it started."""
-        run = self._run
+        run = self.run
         if run is not None and run.started:
             run.end_now("the debugger was closed")
             try:

@@ -2,8 +2,9 @@
 
 The screen turns keys into calls on a headless `Session`; each call returns a
 `StepState`, which the screen's `state` reactive hands to every pane. Panes never read
-the trace on their own. The side tabs (Source, Notes, Output, Checks) are
-`mgtui.tui.widgets.side_tabs`.
+the trace on their own. The screen holds its side tabs (Source, Notes, Output, Checks:
+`mgtui.tui.widgets.side_tabs`) and its self-study quiz (`self_quiz`); how it lays itself
+out is `debugger_layout`.
 """
 
 from __future__ import annotations
@@ -15,23 +16,25 @@ from typing import Iterator
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.css.scalar import Scalar
-from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
-from mgtui.settings.bindings import APP_KEYS, DEBUGGER_KEYS, help_rows
+from mgtui.settings.bindings import DEBUGGER_KEYS
 from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
+from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress
 from mgtui.tui.widgets.checks import ChecksPane
+from mgtui.tui.widgets.debugger_layout import HUGE, TableRoom, is_huge, take_breakpoints
 from mgtui.tui.widgets.deferred import Deferred
 from mgtui.tui.widgets.graph import GraphPane
 from mgtui.tui.widgets.key_footer import KeyFooter
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.node_table import NodeTable
 from mgtui.tui.widgets.pass_bar import PassBar
+from mgtui.tui.widgets.screen_views import open_find, open_help, open_notes, screen_help_rows
+from mgtui.tui.widgets.self_quiz import SelfQuiz
 from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs
 from mgtui.tui.widgets.source_view import SourceView
 from mgtui.tui.widgets.step_detail import StepDetail
@@ -48,8 +51,6 @@ MOVES = {
     "breakpoint": Session.toggle_breakpoint,
 }
 
-HUGE = (160, 48)  # from this size on, the Graph pane is always shown, below the table
-
 
 def session_move(name: str):
     """The action `name` of `MOVES`: its call on the screen's session, as the user's move."""
@@ -57,14 +58,14 @@ def session_move(name: str):
 
     def action(self: DebuggerScreen) -> None:
         if self.session is not None:
-            self._move(move(self.session))
+            self.move(move(self.session))
 
     action.__name__ = action.__qualname__ = f"action_{name}"
     action.__doc__ = f"`Session.{move.__name__}`, as the user's move."
     return action
 
 
-class DebuggerScreen(SideTabs, Screen[None]):
+class DebuggerScreen(Screen[None]):
     """All the panes of one trace. Empty until `load_trace` is called."""
 
     AUTO_FOCUS = "#nodes"
@@ -76,7 +77,6 @@ class DebuggerScreen(SideTabs, Screen[None]):
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
     panes_open: reactive[bool] = reactive(False, init=False)
-    graph_shown = False  # the Graph pane in place of the node table (m: `show_graph`)
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(id="debugger")
@@ -85,26 +85,19 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self._pending: tuple[Trace, int, int | None] | None = None
         self._mounted = False
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
-        self._fitted_for = None  # the terminal size the table was last fitted to (on_resize)
+        self.table_room = TableRoom(self)  # the table's rows, or the Graph pane in its place
         self.moved_at = 0.0  # time.monotonic() of the user's last move
         self.quiz = False  # quiz mode for self-study (`mgtui FILE --quiz`)
         # `mgtui diff`: the comparison's lines, and where it found the first difference
         self.comparison: tuple[str, ...] = ()
         self.difference: tuple[int, int | None, str] | None = None
         self._open_at_difference = False
-        self._init_side_tabs()
+        self.side_tabs = SideTabs(self)  # Source, Notes, Output, Checks (and the topo list)
+        self.self_quiz = SelfQuiz(self)  # quiz mode for self-study: the prompt, the score
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        # Take the breakpoint classes now, from the terminal's size, rather than at the
-        # first resize: that would restyle every pane once more before the first paint.
-        width, height = self.app.size
-        for breakpoints, value in ((self.HORIZONTAL_BREAKPOINTS, width),
-                                   (self.VERTICAL_BREAKPOINTS, height)):
-            chosen = [name for limit, name in breakpoints if value >= limit][-1:]
-            for _, name in breakpoints:
-                self.set_class(name in chosen, name, update=False)
-        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge", update=False)
+        take_breakpoints(self, self.app.size)
         # The panes hidden in the compact layout (80×24) come in after the first paint.
         later = Deferred if not self._full_layout() else lambda widget: widget
         yield StepHeader(id="header")
@@ -133,7 +126,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def on_mount(self) -> None:
         self._mounted = True
         self.show_recording(self._recording)
-        self._side_panes_in()
+        self.side_tabs.panes_in()
         if self._pending is not None:
             self._load_pending()
         elif self.session is None:  # a trace may have arrived already: then keep it
@@ -141,9 +134,9 @@ class DebuggerScreen(SideTabs, Screen[None]):
 
     def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
         event.stop()
-        self._side_panes_in()
+        self.side_tabs.panes_in()
         if self.state is not None:
-            self._show_side(self.state, single=False)
+            self.side_tabs.show(self.state, single=False)
 
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
@@ -190,6 +183,11 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def selected(self) -> int | None:
         return self.state.node if self.state is not None else None
 
+    @property
+    def graph_shown(self) -> bool:
+        """The Graph pane in place of the node table (m: `show_graph`)."""
+        return self.table_room.graph_shown
+
     _recording = ""  # what the header says about a recording still going on
 
     def show_recording(self, text: str) -> None:
@@ -213,7 +211,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
                                quiz=self.quiz)
-        self._reset_side_tabs(tab)
+        self.side_tabs.reset(tab)
         self.state = None  # every pane draws the new trace in full
         if self._open_at_difference and self.difference is not None:
             self._open_at_difference = False
@@ -239,7 +237,7 @@ class DebuggerScreen(SideTabs, Screen[None]):
             state = self.session.goto(wanted)
         self.state = None  # every pane draws the longer trace in full
         self.state = state
-        self._show_output()
+        self.side_tabs.show_output()
 
     def _reachable(self) -> int:
         """The last step of the trace on screen (or about to be)."""
@@ -254,17 +252,13 @@ class DebuggerScreen(SideTabs, Screen[None]):
             return
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
-        self._fit_table()
+        self.table_room.fit()
         self.query_one(GraphPane).show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
-        if self.session is not None and self.session.quiz is not None:
-            self.hide_grads(new.hidden)
-            quiz_line = self.query_one("#quiz-line", Static)
-            quiz_line.display = bool(new.quiz)
-            quiz_line.update(Text(new.quiz))
-        self._show_side(new, single)
+        self.self_quiz.show(new)
+        self.side_tabs.show(new, single)
         if new.notice is not None:
             self.notify(inert(new.notice.text), severity=new.notice.severity,
                         timeout=new.notice.timeout, markup=False)
@@ -281,54 +275,12 @@ class DebuggerScreen(SideTabs, Screen[None]):
         for pane in (*self.query(NodeTable), *self.query(GraphPane), *self.query(TopoList)):
             pane.hide_grads(nids)
 
-    def quiz_score(self) -> str:
-        """Quiz mode: the score so far ("" if no quiz)."""
-        quiz = self.session.quiz if self.session is not None else None
-        return quiz.score() if quiz is not None else ""
-
     def action_answer(self) -> None:
         """Quiz mode (self-study): type a prediction of the grad asked for."""
-        quiz = self.session.quiz if self.session is not None else None
-        asked = quiz.asking(self.session.step) if quiz is not None else None
-        if asked is None:
-            return
-        from mgtui.tui.widgets.roster import SayScreen
+        self.self_quiz.ask()
 
-        self.app.push_screen(SayScreen(40, f"Your prediction: {asked.prompt}",
-                                       "a number, e.g. -2 or 0.5"), self._answered)
-
-    def _answered(self, text: str | None) -> None:
-        from mgtui.session.quiz import parse_number
-
-        if text is None or self.session is None:
-            return
-        value = parse_number(text)
-        if value is None:
-            self.notify(f"{inert(text)!r} is not a number: press a to try again",
-                        severity="warning", timeout=5, markup=False)
-            return
-        self.state = self.session.answer(value)
-
-    def _show_side(self, state: StepState, single: bool) -> None:
-        """The topo list and the side tabs, once they are mounted."""
-        topo = self.query_one_optional(TopoList)
-        if topo is not None:
-            topo.show(state, single)
-        source = self.query_one_optional(SourceView)
-        if source is not None:
-            source.source = state.source
-        side = self.query_one_optional("#side", TabbedContent)
-        if side is not None and side.active != f"tab-{state.position.tab}":
-            switching = bool(side.active)  # not the first tab of panes just mounted
-            try:
-                side.active = f"tab-{state.position.tab}"
-            except (ValueError, NoMatches):  # its tab strip is still being mounted: once it is
-                self.call_after_refresh(self._show_side, state, single)
-                return
-            if switching:  # a tab the user asked for: show it in the compact layout too
-                self.panes_open = self.panes_open or not self._full_layout()
-
-    def _move(self, state: StepState) -> None:
+    def move(self, state: StepState) -> None:
+        """Show `state`, the user's move."""
         self.moved_at = time.monotonic()  # (a recording's updates wait while the user steps)
         self.state = state
 
@@ -342,19 +294,16 @@ class DebuggerScreen(SideTabs, Screen[None]):
     def _full_layout(self) -> bool:
         return self.has_class("-wide") and self.has_class("-tall")
 
-    def redraw_source(self) -> None:
-        source = self.query_one_optional(SourceView)
-        if source is not None:
-            source.redraw()
+    def open_panes(self) -> None:
+        """Show the panes the compact layout hides (a tab the user asked for)."""
+        self.panes_open = self.panes_open or not self._full_layout()
 
     # -- actions -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MOVES or action in ("find", "checks"):
             return True if self.state is not None and self.state.can(action) else None
         if action == "answer":  # (quiz mode only: else no key of this screen's)
-            if self.session is None or self.session.quiz is None:
-                return False
-            return bool(self.state is not None and self.state.hidden) or None
+            return self.self_quiz.can_answer()
         if action == "toggle_panes":
             return not self._full_layout()
         return True
@@ -371,49 +320,36 @@ class DebuggerScreen(SideTabs, Screen[None]):
 
     def goto(self, step: int, select: int | None = None) -> None:
         if self.session is not None:
-            self._move(self.session.goto(step, select=select))
+            self.move(self.session.goto(step, select=select))
 
     def goto_difference(self) -> None:
         """Back to where `mgtui diff` found the first difference (`Session.goto_difference`)."""
         if self.session is not None and self.difference is not None:
-            self._move(self.session.goto_difference(*self.difference))
+            self.move(self.session.goto_difference(*self.difference))
 
     def goto_node(self, nid: int, to: str = "here") -> None:
         """Select node `nid`; if it is not in the current graph, go to the step that made it
         (`to`: "made" the step that made it, "backward" the step its `_backward` ran)."""
         if self.session is not None:
-            self._move(self.session.goto_node(nid, to))  # type: ignore[arg-type]
+            self.move(self.session.goto_node(nid, to))  # type: ignore[arg-type]
 
     def action_find(self) -> None:
-        if self.session is not None:
-            from mgtui.tui.widgets.dialogs import FindScreen
-
-            self.app.push_screen(FindScreen(), self.find)
+        open_find(self)
 
     def find(self, query: str | None) -> None:
         if self.session is not None and query:
-            self._move(self.session.find(query))
+            self.move(self.session.find(query))
 
     def action_notes_view(self) -> None:
         """The step's `#:` notes and the lesson notes, full screen."""
-        if self.session is None or self.state is None:
-            return
-        from mgtui.tui.widgets.notes_view import NotesScreen
-
-        trace = self.session.trace
-        self.app.push_screen(NotesScreen(trace.title or Path(trace.scenario).name,
-                                         self.state.step, self.state.detail.notes, trace.notes))
+        open_notes(self)
 
     def action_help(self) -> None:
         """Every key that works on this screen now, and what it does."""
-        from mgtui.tui.widgets.dialogs import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.help_rows()))
+        open_help(self)
 
     def help_rows(self) -> list[tuple[str, str]]:
-        active = {b.binding.id for b in self.active_bindings.values()}
-        return help_rows(self.keymap, APP_KEYS + self.KEYS, lambda key: key.id in active,
-                         self.help_texts())
+        return screen_help_rows(self)
 
     def help_texts(self) -> dict[str, str]:
         """What the help says of some keys here instead of the table's line, by id."""
@@ -425,17 +361,8 @@ class DebuggerScreen(SideTabs, Screen[None]):
         (self.query_one(GraphPane) if self.graph_shown else self.query_one(NodeTable)).focus()
 
     def show_graph(self, shown: bool) -> None:
-        """The Graph pane shown in place of the table and the topo list (`#top`), or not.
-        Set on the two as their own display, not as a class of the screen's: that
-        restyles every widget on the screen (some 30-180 ms a session; a class's `m`
-        in the teacher's and every group's session at once)."""
-        self.graph_shown = shown
-        self._fit_table()  # (the pane shown: at once, in the same layout)
-        if not shown:
-            self.call_after_refresh(self._fit_table)  # (hidden: from the table's room)
-        self.query_one("#top").styles.display = "none" if shown else None
-        self.query_one("#graph").styles.display = "block" if shown else None  # (None: the
-        # style sheet's again: hidden, or shown below the table on a huge screen)
+        """The Graph pane shown in place of the table and the topo list, or not."""
+        self.table_room.show_graph(shown)
 
     def on_graph_pane_selected(self, event: GraphPane.Selected) -> None:
         if self.session is not None:
@@ -448,40 +375,44 @@ class DebuggerScreen(SideTabs, Screen[None]):
         self.set_class(open_, "-panes")
 
     def on_resize(self) -> None:
-        width, height = self.app.size
-        self.set_class(width >= HUGE[0] and height >= HUGE[1], "-huge")
+        self.set_class(is_huge(self.app.size), "-huge")
         self._refresh_keys()
-        if self._fitted_for != self.app.size:  # (a new terminal size: not the screen's own
-            # resizes as it lays out, each of which would ask for another refresh)
-            self._fitted_for = self.app.size
-            self.call_after_refresh(self._fit_table)  # (a scrollbar under the table, or not)
+        self.table_room.resized()
 
-    def _fit_table(self) -> None:
-        fit_table(self, self.graph_shown or self.has_class("-huge"))
+    # -- the side tabs (`SideTabs`) -----------------------------------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.side_tabs.activated(event)
+
+    def action_next_tab(self) -> None:
+        self.side_tabs.next_tab()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.side_tabs.show_tab(f"tab-{tab}")
+
+    def show_tab(self, tab: str) -> None:
+        """Show a side tab (`tab-source`, `tab-notes`, …), opening the panes if they are hidden."""
+        self.side_tabs.show_tab(tab)
+
+    def action_checks(self) -> None:
+        """Show the Checks tab, and ask the app to run the doctor on this trace once."""
+        self.side_tabs.checks()
+
+    def on_checks_progress(self, message: ChecksProgress) -> None:
+        message.stop()
+        self.side_tabs.checks_progress(message)
+
+    def on_checks_done(self, message: ChecksDone) -> None:
+        message.stop()
+        self.side_tabs.checks_done(message)
+
+    def on_checks_failed(self, message: ChecksFailed) -> None:
+        # not stopped: the app hears it too, and lets the doctor run again
+        self.side_tabs.checks_failed(message)
+
+    def on_checks_pane_finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
+        self.side_tabs.finding_chosen(event)
 
     def on_node_table_selected(self, event: NodeTable.Selected) -> None:
         if self.session is not None:
             self.set_reactive(DebuggerScreen.state, self.session.select(event.nid))
             self._refresh_keys()
-
-
-def fit_table(screen: DebuggerScreen, graph_room: bool) -> None:
-    """A table shorter than its room takes only the rows it needs, and the step detail
-    below it gets the others (its notes need not scroll out of sight): `#top` at most the
-    table's rows, `#bottom` the rest (its height in mgtui.tcss is its least). Restyled
-    only when that changes (a new graph, a new size), not at a step; not where the Graph
-    pane takes the room (`graph_room`: in the table's place, or below it)."""
-    table, top, bottom = (screen.query_one_optional(NodeTable), screen.query_one("#top"),
-                          screen.query_one("#bottom"))
-    room = top.outer_size.height + bottom.outer_size.height
-    least = bottom.styles.base.height
-    if graph_room:
-        rows = None
-    elif table is None or not table.row_count or not room or least is None:
-        return
-    else:
-        need = table.rows_needed
-        rows = need if need < room - least.resolve(screen.size, screen.app.size) else None
-    if top.styles.inline.max_height != (None if rows is None else Scalar.from_number(rows)):
-        top.styles.max_height = rows
-        bottom.styles.height = None if rows is None else "1fr"

@@ -1,0 +1,5 @@
+"""`python -m mgtui.cli`: the `mgtui` command."""
+
+from mgtui.cli import entry
+
+entry()

@@ -25,7 +25,8 @@ def summary_of(flat, size: int) -> tuple[float, float, float, float, int]:
         flat = flat.astype(np.float32)
     n = flat.size
     scale = size / n if n else 1.0
-    low, high = float(flat.min()), float(flat.max())
+    least, most = np.minimum.reduce, np.maximum.reduce  # (not `min()`: its Python layer)
+    low, high = float(least(flat)), float(most(flat))
     bad = 0
     if not (math.isfinite(low) and math.isfinite(high)):
         ok = np.isfinite(flat)
@@ -33,7 +34,7 @@ def summary_of(flat, size: int) -> tuple[float, float, float, float, int]:
         bad = round((n - flat.size) * scale)
         if not flat.size:
             return (math.nan, math.nan, math.nan, math.nan, bad)
-        low, high = float(flat.min()), float(flat.max())
+        low, high = float(least(flat)), float(most(flat))
     big = high if high > -low else -low
     bound = big * big * flat.size  # (of the sum of squares)
     if bound >= FLOAT32_MAX and flat.dtype.itemsize == 4:  # (past float32's range)

@@ -59,6 +59,7 @@ from mgtui.trace.arrays import (
     ArrayValue,
 )
 from mgtui.trace.array_numpy import snapshot
+from mgtui.trace.array_summary import all_zero_bits
 
 NAN = math.nan
 PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
@@ -190,7 +191,7 @@ class ArraySnapshots:
             return ArrayValue(grad.shape, "float64", raw)  # type: ignore[attr-defined]
         g: Any = grad  # (a big one of floats, zeros: one summary for each shape and dtype,
         if (type(g) is self.ndarray and g.dtype.kind == "f" and g.size > WHOLE_LIMIT  # shared)
-                and 0 not in g.strides and not g.any()):
+                and 0 not in g.strides and all_zero_bits(g)):
             key = (g.shape, g.dtype.char)
             value = self.zeros.get(key)
             if value is None:

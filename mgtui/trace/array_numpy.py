@@ -10,7 +10,8 @@ import math
 import sys
 from array import array
 
-from mgtui.trace.arrays import SAMPLE, WHOLE_LIMIT, ArrayValue, summary_of
+from mgtui.trace.array_summary import summary_of
+from mgtui.trace.arrays import SAMPLE, WHOLE_LIMIT, ArrayValue
 
 _DTYPE_NAMES: dict = {}  # numpy dtype -> its name (`str(dtype)` runs Python code: ~10 µs)
 
@@ -85,9 +86,8 @@ def snapshot(a) -> ArrayValue:
 def from_numpy(a) -> ArrayValue:
     """An `ArrayValue` of a numpy array of numbers (its dtype kind in `NUMERIC_KINDS`),
     read through its own methods, at C speed: one copy as float64 (none more for one
-    that is float64 already), and for a big one, its summary from numpy. (The norm by
-    `einsum`, not `dot`: a `dot` of a long vector goes to OpenBLAS's threads, which
-    on a busy machine took 2 ms where one thread takes 0.02.)"""
+    that is float64 already), and for a big one, its summary from numpy
+    (`mgtui.trace.array_summary`)."""
     np = sys.modules["numpy"]  # (loaded: `a` is one of its arrays)
     dtype = a.dtype
     name = _DTYPE_NAMES.get(dtype)
@@ -108,6 +108,10 @@ def summarised(a, name: str, defer: bool = False) -> ArrayValue:
     stands for the same number of elements); an array over `SUMMARY_LIMIT` elements (or
     a view's storage so big) from a strided sample, and says so (`basis`); else a copy
     taken, summarised now or, with `defer`, when read or cut into a chunk (`pending`)."""
+    if a.flags.c_contiguous and a.size <= SUMMARY_LIMIT and not defer:  # (the common
+        flat = a.reshape(-1)  # case, read where it is: its first elements a slice of it)
+        return ArrayValue(a.shape, name, array("d", flat[:SAMPLE].tolist()), False,
+                          summary_of(flat, flat.size))
     np = sys.modules["numpy"]
     shape = tuple(int(n) for n in a.shape)
     size = math.prod(shape)

@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Iterable, Sequence
 
 from mgtui.trace.array_columns import FieldIndex, LazyValues, StoredArrays
+from mgtui.trace.array_summary import summary_of
 from mgtui.trace.records import _GRAD
 
 WHOLE_LIMIT = 1 << 16  # elements an array may have and still be kept whole
@@ -240,38 +241,6 @@ def joined_values(values: Iterable[ArrayValue]) -> array:
 
 
 Value = float | ArrayValue  # a value as the trace's readers get it
-
-
-def summary_of(flat, size: int) -> tuple[float, float, float, float, int]:
-    """(min, max, mean, L2 norm, nonfinite) of the 1-d numpy array `flat`, which stands
-    for `size` elements (each of its elements for as many: a view's storage, a sample),
-    in its own dtype where it is a float (float16 read as float32): a pass each for min,
-    max, sum and sum of squares, no float64 copy; over the finite elements. (By `einsum`,
-    not `dot` or `sum`: `dot` of a long vector goes to OpenBLAS's threads, and `sum` is
-    pairwise, several times slower.)"""
-    np = sys.modules["numpy"]
-    kind = flat.dtype.kind
-    if kind != "f":
-        flat = flat.astype(np.float64)
-    elif flat.dtype.itemsize < 4:
-        flat = flat.astype(np.float32)
-    n = flat.size
-    scale = size / n if n else 1.0
-    low, high = float(flat.min()), float(flat.max())
-    bad = 0
-    if not (math.isfinite(low) and math.isfinite(high)):
-        ok = np.isfinite(flat)
-        flat = flat[ok]
-        bad = round((n - flat.size) * scale)
-        if not flat.size:
-            return (math.nan, math.nan, math.nan, math.nan, bad)
-        low, high = float(flat.min()), float(flat.max())
-    total = float(np.einsum("i->", flat))
-    squares = float(np.einsum("i,i->", flat, flat))
-    if not (math.isfinite(total) and math.isfinite(squares)):  # (past float32's range)
-        flat = flat.astype(np.float64)
-        total, squares = float(np.einsum("i->", flat)), float(np.einsum("i,i->", flat, flat))
-    return (low, high, total / flat.size, math.sqrt(squares * scale), bad)
 
 
 class ArrayChunk:

@@ -187,7 +187,7 @@ def parts(short, long, rounds: int) -> None:
     saved = [(ArraySnapshots, "made"), (ArraySnapshots, "write"), (tp, "value_of"),
              (tb, "value_of"),
              (tp.BackwardRun, "settle"), (tp.BackwardRun, "after"),
-             (tp.TorchRecorder, "_hook"), (tp.TorchRecorder, "_leaf_hook")]
+             (tp.TorchRecorder, "_hook"), (tp.TorchRecorder, "_leaf_hook"), (tp, "BUILT_IN")]
     saved = [(owner, name, getattr(owner, name)) for owner, name in saved]
     off = [  # (what is taken out, [(owner, name, stand-in)])
         ("as recorded", []),
@@ -198,7 +198,8 @@ def parts(short, long, rounds: int) -> None:
         ("no backward steps either", [(tp.BackwardRun, "after", lambda *a: None),
                                       (tp.BackwardRun, "settle", _steps_dropped)]),
         ("no backward hooks either", [(tp.TorchRecorder, "_hook", lambda *a: None),
-                                      (tp.TorchRecorder, "_leaf_hook", lambda *a: None)]),
+                                      (tp.TorchRecorder, "_leaf_hook", lambda *a: None),
+                                      (tp, "BUILT_IN", frozenset())]),  # (none inline)
     ]
     times: dict = {label: ([], []) for label, _ in off}
     times["a TorchFunctionMode alone"] = ([], [])

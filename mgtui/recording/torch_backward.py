@@ -251,7 +251,7 @@ class BackwardRun:
         adapter, records, line = self.adapter, self.records, self.line
         grads, sums = self.grads, self.sums
         indices, add_event, add_write = adapter.closure_indices, records.add_event, records.add_write
-        events, writes, packed = records.events, records.writes, records.packed
+        writes, packed = records.writes, records.packed
         keys, values = records.arrays.keys[WRITE], records.arrays.values[WRITE]
         stack = records.stack
         stack.append(-1)  # (the writes are the steps')

@@ -36,11 +36,13 @@ class TensorNames:
 
     def settle(self, now=None) -> None:
         """Name the pending tensors whose frame has moved on from their statement (all
-        of them, `now` None: the run has ended) if their variable holds them."""
+        of them, `now` None: the run has ended) if their variable holds them. One made
+        at the very instruction `now` is at has moved on: a loop has come back to it
+        (`out = lin(x).sum()` in each round, with no other name bound between)."""
         keep = []
         for entry in self.pending:
             frame, start, end, target, address, nid = entry
-            if now is not None and frame is now and start <= frame.f_lasti <= end:
+            if now is not None and frame is now and start < frame.f_lasti <= end:
                 keep.append(entry)
                 continue
             try:

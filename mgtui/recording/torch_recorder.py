@@ -66,7 +66,6 @@ from mgtui.recording.torch_backward import (
     optimized,
     quick_register,
     taken,
-    value_now,
     value_of,
     watch_returned,
     zero_grad_recorded,
@@ -122,6 +121,7 @@ def op_of(fn, kids: int) -> str:
 
 
 OP_NAMES: dict[tuple[type, int], str] = {}  # (node class, inputs) -> op, as `op_of` said
+BUILT_IN: set[type] = set()  # autograd node classes seen that are no custom Function's
 
 
 class TorchRecorder:
@@ -239,14 +239,23 @@ class TorchRecorder:
                     kid = self._fn_node(nf, line, None, k)
                 targets.append((kid, None))
             kids.append(kid)
-        data = value_now(t) if t is not None else _hidden_value(fn, nr, self.views)
-        op = OP_NAMES.get((type(fn), len(kids)))
+        if t is None:
+            data = _hidden_value(fn, nr, self.views)
+        else:  # (`value_now`, inline)
+            data = taken(t)
+            if data is None:
+                data = value_of(t)
+        cls = type(fn)
+        op = OP_NAMES.get((cls, len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
-        if known is None:
-            metadata[self.key] = {nr: nid}
-            self._hook(fn, nid, targets)
-        else:
+        if known is not None:
             known[nr] = nid
+            return nid
+        metadata[key] = {nr: nid}
+        if cls in BUILT_IN:  # (`_hook`, inline: most nodes' classes)
+            fn.register_hook(partial(noted, self.live, (nid, targets, cls)))
+        else:
+            self._hook(fn, nid, targets)
         return nid
 
     def _leaf_hook(self, nf, nid: int, leaf) -> None:
@@ -261,6 +270,7 @@ class TorchRecorder:
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
         if not custom:  # (`quick_register` makes no handle for the adapter's own hooks)
+            BUILT_IN.add(cls)
             fn.register_hook(partial(noted, self.live, (nid, targets, cls)))
             return
         fn.register_hook(partial(custom_after, self.live, nid, targets, cls))
@@ -331,7 +341,15 @@ class TorchRecorder:
         mark = getattr(out, ATTR, None)
         if mark is not None and type(mark) is tuple and mark[0] == self.key:
             return  # (an op that gave back a tensor recorded already)
-        nid = self._record(out, self.scenario_line(frame))
+        fn = out.grad_fn
+        if fn is None:
+            nid = self._record(out, self.scenario_line(frame))
+        else:  # (`_record`, inline: the common case)
+            nid = self._fn_node(fn, self.scenario_line(frame), out)
+            try:
+                setattr(out, ATTR, (self.key, nid))
+            except (AttributeError, TypeError):
+                pass
         if frame.f_code.co_filename == self.path:
             self.naming.bound(frame, out, nid)
 

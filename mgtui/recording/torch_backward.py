@@ -1,7 +1,8 @@
 """The backward half of the torch adapter (`mgtui.recording.torch_recorder`): one recorded
 `backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`noted`, `leaf_noted`, and a
 custom Function's `custom_before` / `custom_after`), registered once per node as the
-adapter records it, through `quick_register`; `zero_grad` recorded; and how a tensor's
+adapter records it, through `quick_register`; each step's closure index
+(`StepClosures`); `zero_grad` recorded; and how a tensor's
 value is read (`taken`, straight from its memory where it can be, else `value_of`).
 
 A hook does the least it can while the engine runs: it notes its node and the
@@ -33,6 +34,7 @@ from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD, WRITE_ROW
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, WRITE, ArrayValue
 from mgtui.trace.array_numpy import snapshot
+from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
 GRAD_FIELD = Field.GRAD.code
 NAN = math.nan
@@ -167,6 +169,45 @@ def copies(grads) -> tuple:
     return tuple(g.detach().clone() if g is not None else None for g in grads)
 
 
+class TorchNode:
+    """What a backward step's closure index is kept by: an autograd node's class, with
+    the code attributes `mgtui.recording.store.closure_source` reads (no source)."""
+
+    def __init__(self, name: str) -> None:
+        self.co_name = name
+        self.co_filename = AUTOGRAD_FILE
+        self.co_firstlineno = 0
+
+
+class StepClosures:
+    """The closure index of each kind of backward step, by the class that tells it
+    (`indices`): a custom Function's `backward`, by its code; an autograd node's class
+    by its name (a `TorchNode`, no source)."""
+
+    def __init__(self, records) -> None:
+        self.records = records
+        self.indices: dict[type, int] = {}
+        self.nodes: dict[str, TorchNode] = {}
+
+    def index(self, cls: type, custom: bool) -> int:
+        """The closure index of a step of `cls` (a custom Function's if `custom`)."""
+        ci = self.indices.get(cls)
+        if ci is None:
+            ci = self.indices[cls] = self._index(cls, custom)
+        return ci
+
+    def _index(self, cls: type, custom: bool) -> int:
+        if custom:
+            code = getattr(cls.backward, "__code__", None)
+            if code is not None:
+                return self.records.closure_index(code)
+        name = cls.__name__
+        node = self.nodes.get(name)
+        if node is None:
+            node = self.nodes[name] = TorchNode(name)
+        return self.records.closure_index(node)
+
+
 RETURNS: dict = {}
 
 
@@ -250,7 +291,7 @@ class BackwardRun:
         `at` (a custom Function's backward's return), their closures `custom`'s."""
         adapter, records, line = self.adapter, self.records, self.line
         grads, sums = self.grads, self.sums
-        indices, add_event, add_write = adapter.closure_indices, records.add_event, records.add_write
+        indices, add_event, add_write = adapter.closures.indices, records.add_event, records.add_write
         writes, packed = records.writes, records.packed
         keys, values = records.arrays.keys[WRITE], records.arrays.values[WRITE]
         stack = records.stack
@@ -263,7 +304,7 @@ class BackwardRun:
                 nid, targets, cls = key
                 closure = indices.get(cls)
                 add_event((BACKWARD, nid, 0.0, 0.0, line,
-                           adapter.closure(cls, custom) if closure is None else closure,
+                           adapter.closures.index(cls, custom) if closure is None else closure,
                            len(writes)))
                 for target, g in zip(targets, got):
                     if target is None or g is None:
@@ -344,9 +385,9 @@ class BackwardRun:
         """A leaf's `AccumulateGrad` step (`settle`): the leaf's grad is as the engine
         left it (it is accumulated once a pass)."""
         adapter, records = self.adapter, self.records
-        closure = adapter.closure_indices.get(ACCUMULATE)
+        closure = adapter.closures.indices.get(ACCUMULATE)
         records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
-                           adapter.closure(ACCUMULATE, False) if closure is None else closure,
+                           adapter.closures.index(ACCUMULATE, False) if closure is None else closure,
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             have = self.grads.get(nid)

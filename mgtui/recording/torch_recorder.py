@@ -56,6 +56,7 @@ from mgtui.recording.torch_backward import (
     NAN,
     OTHERS,
     BackwardRun,
+    StepClosures,
     custom_after,
     custom_before,
     grad_value,
@@ -76,7 +77,6 @@ from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
-from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
 ATTR = "_mgtui_torch"  # (adapter token, node id) on a recorded tensor
 DATA_FIELD = Field.DATA.code
@@ -89,16 +89,6 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
 }
 is_grad_enabled = torch.is_grad_enabled
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
-
-
-class TorchNode:
-    """What a backward step's closure index is kept by: an autograd node's class, with
-    the code attributes `mgtui.recording.store.closure_source` reads (no source)."""
-
-    def __init__(self, name: str) -> None:
-        self.co_name = name
-        self.co_filename = AUTOGRAD_FILE
-        self.co_firstlineno = 0
 
 
 def op_of(fn, kids: int) -> str:
@@ -141,8 +131,7 @@ class TorchRecorder:
         self.hooked = False  # the scenario registered a tensor's hook (`CallMode`)
         self.passes = 0  # backward calls recorded
         self.recorded = False  # a tensor was recorded: the run is the torch engine's
-        self.closures: dict[str, TorchNode] = {}
-        self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
+        self.closures = StepClosures(rec.records)  # each backward step's closure index
         self.views = TensorViews(rec.records.arrays)  # leaves' values, for their changes
         self.live: list = [None, None, None]  # [the recorded `backward()` call running,
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
@@ -456,25 +445,6 @@ class TorchRecorder:
                     sys.setprofile(run.profile[0])
 
         return wrapped
-
-    def closure(self, cls: type, custom: bool) -> int:
-        """The closure index of a backward step: a custom Function's (`cls`) backward,
-        else the autograd node's class (`cls`) by name."""
-        ci = self.closure_indices.get(cls)
-        if ci is None:
-            ci = self.closure_indices[cls] = self._closure(cls, custom)
-        return ci
-
-    def _closure(self, cls: type, custom: bool) -> int:
-        if custom:
-            code = getattr(cls.backward, "__code__", None)
-            if code is not None:
-                return self.records.closure_index(code)
-        name = cls.__name__
-        node = self.closures.get(name)
-        if node is None:
-            node = self.closures[name] = TorchNode(name)
-        return self.records.closure_index(node)
 
     # -- names -------------------------------------------------------------------------------
     def names(self, scope: dict) -> list[tuple[int, str]]:

@@ -47,7 +47,11 @@ sys.path.insert(0, tree + "/bench")
 sys.path.insert(0, tree)
 import torch_overhead as to
 lib = ctypes.CDLL(helper) if helper else None
-from mgtui.recording import torch_backward as tb, torch_probe as tp
+from mgtui.recording import torch_backward as tb
+try:
+    from mgtui.recording import torch_recorder as tp
+except ImportError:  # (a tree from before the adapter's module was named so)
+    from mgtui.recording import torch_probe as tp
 from mgtui.recording.array_values import ArraySnapshots
 NAN = math.nan
 if part >= 1:

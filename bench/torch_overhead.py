@@ -180,14 +180,14 @@ def parts(short, long, rounds: int) -> None:
     import math
 
     from mgtui.recording import torch_backward as tb
-    from mgtui.recording import torch_probe as tp
+    from mgtui.recording import torch_recorder as tp
     from mgtui.recording.array_values import ArraySnapshots
 
     NAN = math.nan
     saved = [(ArraySnapshots, "made"), (ArraySnapshots, "write"), (tp, "value_of"),
              (tb, "value_of"),
              (tp.BackwardRun, "settle"), (tp.BackwardRun, "after"),
-             (tp.TorchProbe, "_hook"), (tp.TorchProbe, "_leaf_hook")]
+             (tp.TorchRecorder, "_hook"), (tp.TorchRecorder, "_leaf_hook"), (tp, "BUILT_IN")]
     saved = [(owner, name, getattr(owner, name)) for owner, name in saved]
     off = [  # (what is taken out, [(owner, name, stand-in)])
         ("as recorded", []),
@@ -197,8 +197,9 @@ def parts(short, long, rounds: int) -> None:
                               (tb, "value_of", lambda t, copy=False: NAN)]),
         ("no backward steps either", [(tp.BackwardRun, "after", lambda *a: None),
                                       (tp.BackwardRun, "settle", _steps_dropped)]),
-        ("no backward hooks either", [(tp.TorchProbe, "_hook", lambda *a: None),
-                                      (tp.TorchProbe, "_leaf_hook", lambda *a: None)]),
+        ("no backward hooks either", [(tp.TorchRecorder, "_hook", lambda *a: None),
+                                      (tp.TorchRecorder, "_leaf_hook", lambda *a: None),
+                                      (tp, "BUILT_IN", frozenset())]),  # (none inline)
     ]
     times: dict = {label: ([], []) for label, _ in off}
     times["a TorchFunctionMode alone"] = ([], [])

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mgtui.recording import torch_probe  # noqa: E402
+from mgtui.recording import torch_recorder  # noqa: E402
 from mgtui.recording.recorder import Recorder, load_scenario  # noqa: E402
 from mgtui.trace.arrays import WHOLE_LIMIT  # noqa: E402
 from mgtui.trace.export import to_json  # noqa: E402
@@ -69,7 +69,7 @@ def test_big_values_are_those_the_scenario_held(write_scenario):
     j = to_json(recorder.run())
     w = recorder.globals["w"]
     assert w.numel() > WHOLE_LIMIT
-    nid = getattr(w, torch_probe.ATTR)[1]
+    nid = getattr(w, torch_recorder.ATTR)[1]
     held = recorder.globals["held"]
     updates = [e for e in j["events"] if e["kind"] == "data" and e["node"] == nid]
     assert len(updates) == 5
@@ -144,7 +144,7 @@ def test_a_custom_functions_big_step_is_recorded_and_explained(write_scenario):
     recorder = Recorder(load_scenario(path))
     trace = recorder.run()
     x = recorder.globals["x"]
-    nid = getattr(x, torch_probe.ATTR)[1]
+    nid = getattr(x, torch_recorder.ATTR)[1]
     steps = [i for i in range(len(trace)) if trace.kind(i) is EventKind.BACKWARD
              and trace.op(trace.event_node(i)) == "Twice"]
     assert len(steps) == 2

@@ -1,4 +1,4 @@
-"""How the torch adapter records (`mgtui.recording.torch_probe`), where its shortcuts
+"""How the torch adapter records (`mgtui.recording.torch_recorder`), where its shortcuts
 could show: its backward hooks stay on the graph (once per node, not per `backward()`),
 torch's `_register_hook` is swapped for the probe's own while it records, and a leaf
 changed in place takes its before from the last snapshot when it still holds it."""

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mgtui.recording import torch_probe  # noqa: E402
+from mgtui.recording import torch_recorder  # noqa: E402
 from mgtui.recording.recorder import Recorder, load_scenario, record  # noqa: E402
 from mgtui.trace import TraceBuilder  # noqa: E402
 from mgtui.trace.export import to_json  # noqa: E402
@@ -84,7 +84,7 @@ for k in range(3):
     recorder = Recorder(load_scenario(path))
     trace = recorder.run()
     params = list(recorder.globals["model"].parameters())
-    ids = [getattr(p, torch_probe.ATTR)[1] for p in params]  # (the node of each)
+    ids = [getattr(p, torch_recorder.ATTR)[1] for p in params]  # (the node of each)
     history = recorder.globals["history"]
     j = to_json(trace)
     changes = {nid: [] for nid in ids}

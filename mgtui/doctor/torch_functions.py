@@ -34,7 +34,7 @@ ATOL, RTOL = 1e-5, 1e-3  # float64 central differences against float64 backward
 
 
 class FunctionChecker:
-    """Called with each custom Function's backward call (`torch_probe.FunctionCall`);
+    """Called with each custom Function's backward call (`torch_recorder.FunctionCall`);
     `found` holds what it finds, as JSON-ready dicts (the fields of a `Finding`).
 
     `passes` (the doctor's `--passes`): None, the calls that fit in `budget` seconds, a

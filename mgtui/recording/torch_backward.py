@@ -1,7 +1,8 @@
-"""The backward half of the torch adapter (`mgtui.recording.torch_probe`): one recorded
+"""The backward half of the torch adapter (`mgtui.recording.torch_recorder`): one recorded
 `backward()` call (`BackwardRun`) and the hooks its autograd nodes carry (`noted`, `leaf_noted`, and a
 custom Function's `custom_before` / `custom_after`), registered once per node as the
-adapter records it, through `quick_register`; `zero_grad` recorded; and how a tensor's
+adapter records it, through `quick_register`; each step's closure index
+(`StepClosures`); `zero_grad` recorded; and how a tensor's
 value is read (`taken`, straight from its memory where it can be, else `value_of`).
 
 A hook does the least it can while the engine runs: it notes its node and the
@@ -11,7 +12,7 @@ on: the engine adds into a gradient in place only where nothing else holds it (w
 reference held, a leaf's `AccumulateGrad` copies the gradient into `.grad` rather than
 taking it, and an input buffer adds out of place: the same sums, bit for bit). Where a
 hook of the scenario's own may write into a gradient (a tensor's `register_hook`, a
-node hook not the probe's), the gradients are copied as they are noted (`copied`); a
+node hook not the adapter's), the gradients are copied as they are noted (`copied`); a
 custom Function's backward, which may write into the gradient it is given, runs after
 the steps noted before it are made (`custom_before`).
 """
@@ -33,6 +34,7 @@ from mgtui.recording.store import BACKWARD, EVENT_ROW, GRAD, WRITE_ROW
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, WRITE, ArrayValue
 from mgtui.trace.array_numpy import snapshot
+from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
 GRAD_FIELD = Field.GRAD.code
 NAN = math.nan
@@ -167,6 +169,45 @@ def copies(grads) -> tuple:
     return tuple(g.detach().clone() if g is not None else None for g in grads)
 
 
+class TorchNode:
+    """What a backward step's closure index is kept by: an autograd node's class, with
+    the code attributes `mgtui.recording.store.closure_source` reads (no source)."""
+
+    def __init__(self, name: str) -> None:
+        self.co_name = name
+        self.co_filename = AUTOGRAD_FILE
+        self.co_firstlineno = 0
+
+
+class StepClosures:
+    """The closure index of each kind of backward step, by the class that tells it
+    (`indices`): a custom Function's `backward`, by its code; an autograd node's class
+    by its name (a `TorchNode`, no source)."""
+
+    def __init__(self, records) -> None:
+        self.records = records
+        self.indices: dict[type, int] = {}
+        self.nodes: dict[str, TorchNode] = {}
+
+    def index(self, cls: type, custom: bool) -> int:
+        """The closure index of a step of `cls` (a custom Function's if `custom`)."""
+        ci = self.indices.get(cls)
+        if ci is None:
+            ci = self.indices[cls] = self._index(cls, custom)
+        return ci
+
+    def _index(self, cls: type, custom: bool) -> int:
+        if custom:
+            code = getattr(cls.backward, "__code__", None)
+            if code is not None:
+                return self.records.closure_index(code)
+        name = cls.__name__
+        node = self.nodes.get(name)
+        if node is None:
+            node = self.nodes[name] = TorchNode(name)
+        return self.records.closure_index(node)
+
+
 RETURNS: dict = {}
 
 
@@ -186,20 +227,20 @@ class BackwardRun:
     """One recorded `backward()` call: its seeds, and the steps its autograd nodes'
     hooks (`after_hook`, `accumulated_hook`) record while it runs."""
 
-    def __init__(self, probe, line: int) -> None:  # (a `TorchProbe`)
-        self.probe = probe
+    def __init__(self, adapter, line: int) -> None:  # (a `TorchRecorder`)
+        self.adapter = adapter
         self.steps: list[tuple] = []  # noted by the hooks, not made yet (`settle`)
         self.before_pass: dict[int, object] = {}  # a leaf's grad as the pass found it
         self.done = False  # the engine has returned (every leaf's pre-hook has run)
         self.line = line
-        self.records = probe.records
+        self.records = adapter.records
         self.grads: dict[int, float] = {}  # each node's grad so far, as the trace has it
         self.raw: dict[int, object] = {}  # and as a numpy array, where that is summarised
         # gradients added up into each leaf so far (0: it had a grad already), for its
         # AccumulateGrad: a sum of one gradient onto none is the engine's own value
         self.sums: dict[int, int] = {}
-        probe.passes += 1
-        self.number = probe.passes
+        adapter.passes += 1
+        self.number = adapter.passes
         self.returned = 0  # the line a custom Function's backward returned from
         self.profile: tuple | None = None  # (the profile function put back after it)
         self.event = 0  # the last step's event index
@@ -214,11 +255,11 @@ class BackwardRun:
         return g
 
     def seed(self, root, seed) -> None:
-        nid = self.probe.tensor(root, self.line)
+        nid = self.adapter.tensor(root, self.line)
         before = self.grad_of(nid, root)
         after = value_of(seed) if seed is not None else 1.0
         self.grads[nid] = after
-        self.probe.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
+        self.adapter.write(nid, GRAD_FIELD, GRAD, before, after, self.line)
 
     def watch_return(self, code) -> None:
         """Note the line `code` (a custom Function's backward with several `return`s)
@@ -248,10 +289,10 @@ class BackwardRun:
     def _made(self, steps: list, at: int = 0, custom: bool = False) -> None:
         """Make `steps` (`settle`'s) into records, and let them go: their writes at line
         `at` (a custom Function's backward's return), their closures `custom`'s."""
-        probe, records, line = self.probe, self.records, self.line
+        adapter, records, line = self.adapter, self.records, self.line
         grads, sums = self.grads, self.sums
-        indices, add_event, add_write = probe.closure_indices, records.add_event, records.add_write
-        events, writes, packed = records.events, records.writes, records.packed
+        indices, add_event, add_write = adapter.closures.indices, records.add_event, records.add_write
+        writes, packed = records.writes, records.packed
         keys, values = records.arrays.keys[WRITE], records.arrays.values[WRITE]
         stack = records.stack
         stack.append(-1)  # (the writes are the steps')
@@ -263,7 +304,7 @@ class BackwardRun:
                 nid, targets, cls = key
                 closure = indices.get(cls)
                 add_event((BACKWARD, nid, 0.0, 0.0, line,
-                           probe.closure(cls, custom) if closure is None else closure,
+                           adapter.closures.index(cls, custom) if closure is None else closure,
                            len(writes)))
                 for target, g in zip(targets, got):
                     if target is None or g is None:
@@ -313,7 +354,7 @@ class BackwardRun:
         copied."""
         if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
             self.raw[tid] = a
-            return snapshot(a) if given is None else self.probe.views.big(given, a)
+            return snapshot(a) if given is None else self.adapter.views.big(given, a)
         return kept(stored_copy(a) if given is not None and type(a) is not float else a)
 
     def array(self, tid: int, v):
@@ -325,7 +366,7 @@ class BackwardRun:
     def copied(self, entry: tuple) -> None:
         """`steps.append`, the gradients of a node's entry copied first: what the
         hooks note while a hook of someone else's may write into a gradient after it
-        was passed on (`TorchProbe.hooked`: a tensor's `register_hook`, a node's)."""
+        was passed on (`TorchRecorder.hooked`: a tensor's `register_hook`, a node's)."""
         key, got = entry
         if type(key) is not int:  # (a leaf's entry holds the leaf)
             entry = key, tuple(g if g is None else g.detach().clone() for g in got)
@@ -343,16 +384,16 @@ class BackwardRun:
     def _accumulated(self, nid: int, leaf) -> None:
         """A leaf's `AccumulateGrad` step (`settle`): the leaf's grad is as the engine
         left it (it is accumulated once a pass)."""
-        probe, records = self.probe, self.records
-        closure = probe.closure_indices.get(ACCUMULATE)
+        adapter, records = self.adapter, self.records
+        closure = adapter.closures.indices.get(ACCUMULATE)
         records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
-                           probe.closure(ACCUMULATE, False) if closure is None else closure,
+                           adapter.closures.index(ACCUMULATE, False) if closure is None else closure,
                            len(records.writes)))
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             have = self.grads.get(nid)
             held = self.raw.get(nid)
             if held is not None and type(have) is ArrayValue and leaf.grad is not None:
-                probe.views.copied(leaf.grad, held, have)  # (summarised so)
+                adapter.views.copied(leaf.grad, held, have)  # (summarised so)
             return
         real = value_of(leaf.grad) if leaf.grad is not None else 0.0
         have = self.grads.get(nid)
@@ -361,7 +402,7 @@ class BackwardRun:
         if not same(real, self.array(nid, have)):
             records.stack.append(nid)
             try:
-                probe.write(nid, GRAD_FIELD, GRAD, have, real, 0)
+                adapter.write(nid, GRAD_FIELD, GRAD, have, real, 0)
             finally:
                 records.stack.pop()
             self.grads[nid] = real
@@ -375,37 +416,37 @@ class BackwardRun:
         self.event = records.packed.events + len(records.events) // EVENT_ROW  # (`event_count()`)
         at = one_return(cls.backward.__code__) or self.returned
         self._made([((nid, targets, cls), grad_inputs)], at, True)
-        if self.probe.check() is not None:
+        if self.adapter.check() is not None:
             self._check(cls, nid, grad_outputs, grad_inputs, at)
 
     def _check(self, cls: type, nid: int, grad_outputs, grad_inputs, line: int) -> None:
-        probe = self.probe
-        args = probe.function_args.get(nid)
+        adapter = self.adapter
+        args = adapter.function_args.get(nid)
         if args is None:
             return
         call = FunctionCall(cls, args, copies(grad_outputs), copies(grad_inputs), nid,
                             self.event, self.number, line)
-        probe.paused += 1  # (what the check runs is not the scenario's)
+        adapter.paused += 1  # (what the check runs is not the scenario's)
         try:
-            probe.check()(call)
+            adapter.check()(call)
         finally:
-            probe.paused -= 1
+            adapter.paused -= 1
 
 
-def zero_grad_recorded(probe, zero_grad, params):
+def zero_grad_recorded(adapter, zero_grad, params):
     """`zero_grad` (a module's, or an optimizer's, whose parameters are `params(self)`)
-    with the grads it sets to None (`p.grad = None`) recorded by `probe` (a
-    `TorchProbe`) as grad events, as its mode records each one (`changed`), without
+    with the grads it sets to None (`p.grad = None`) recorded by `adapter` (a
+    `TorchRecorder`) as grad events, as its mode records each one (`changed`), without
     passing each through the mode. (A module's is its own loop here, as torch writes
     it: one walk of its parameters.)"""
     module = params is not optimized
 
     @wraps(zero_grad)
     def wrapped(owner, set_to_none: bool = True):
-        if probe.paused or not set_to_none or probe.mode is None or (
+        if adapter.paused or not set_to_none or adapter.mode is None or (
                 module and getattr(owner, "_is_replica", False)):
             return zero_grad(owner, set_to_none)
-        line = probe.scenario_line(sys._getframe(1))
+        line = adapter.scenario_line(sys._getframe(1))
         with DisableTorchFunction():
             if module:
                 out, held = None, []
@@ -418,9 +459,9 @@ def zero_grad_recorded(probe, zero_grad, params):
                 held = [(p, p.grad) for p in params(owner)]
                 out = zero_grad(owner, set_to_none)
             for p, g in held:
-                nid = probe.nid_of(p) if g is not None else None
+                nid = adapter.nid_of(p) if g is not None else None
                 if nid is not None:
-                    probe.write(nid, GRAD_FIELD, GRAD, probe.value_now(g), grad_value(p.grad),
+                    adapter.write(nid, GRAD_FIELD, GRAD, adapter.value_now(g), grad_value(p.grad),
                                 line)
         return out
 
@@ -439,7 +480,7 @@ def grad_value(g):
 
 def noted(live: list, key: tuple, grad_inputs, grad_outputs) -> None:
     """The hook of a built-in autograd node, registered as `partial(noted, live, key)`
-    (`TorchProbe._hook`; a `partial` is made in C): while a recorded `backward()` runs
+    (`TorchRecorder._hook`; a `partial` is made in C): while a recorded `backward()` runs
     (`live`: [the `BackwardRun`, its `steps.append`, its `steps`], else Nones), it notes
     the node's `key` (node id, targets, class) and the gradients it returned, as they
     are: the step is made when the call returns (`BackwardRun.settle`), or once
@@ -488,14 +529,14 @@ def watch_returned(live: list, code, grad_outputs) -> None:
         run.watch_return(code)
 
 
-OTHERS = [0]  # hooks on autograd nodes registered by anyone but the probe, so far
+OTHERS = [0]  # hooks on autograd nodes registered by anyone but the adapter, so far
 OWN = frozenset((noted, leaf_noted, custom_before, custom_after, watch_returned))
-#      (the probe's hooks: a `partial` of one of these; `quick_register`)
+#      (the adapter's hooks: a `partial` of one of these; `quick_register`)
 
 
 def quick_register(register):
     """torch's `_register_hook(hooks, hook)`, which `Node.register_hook` and
-    `register_prehook` call: for the probe's own hooks (`OWN`), without the
+    `register_prehook` call: for the adapter's own hooks (`OWN`), without the
     `RemovableHandle` they never use (half the cost of a registration, made for every
     node); anyone else's as before."""
 

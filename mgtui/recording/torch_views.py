@@ -1,4 +1,4 @@
-"""What the torch adapter (`mgtui.recording.torch_probe`) keeps of a recorded leaf's
+"""What the torch adapter (`mgtui.recording.torch_recorder`) keeps of a recorded leaf's
 value for its next change in place (`p -= lr * p.grad`, an optimizer's `p.add_(...)`),
 and how it tells that the leaf still holds it.
 

@@ -1,5 +1,5 @@
 """PyTorch in a recording, without importing it: the torch adapter
-(`mgtui.recording.torch_probe`, which imports torch) is put on only once the scenario
+(`mgtui.recording.torch_recorder`, which imports torch) is put on only once the scenario
 has torch, so a micrograd scenario never pays for it and mgtui runs without torch
 installed.
 
@@ -31,24 +31,24 @@ def torch_module(name: str) -> bool:
 
 class TorchWatch:
     """The torch engine's probe of one recording (`rec`, a `Recorder`), on while it runs:
-    the adapter (`mgtui.recording.torch_probe`) once the scenario has torch."""
+    the adapter (`mgtui.recording.torch_recorder`) once the scenario has torch."""
 
     def __init__(self, rec) -> None:
         self.rec = rec
         self.records = rec.records
-        self.probe = None  # the adapter, once the scenario has torch
+        self.adapter = None  # the adapter, once the scenario has torch
         self.finder: _TorchFinder | None = None
 
     @property
     def used(self) -> bool:
         """Did the scenario use torch (was the adapter put on)?"""
-        return self.probe is not None
+        return self.adapter is not None
 
     @property
     def recorded(self) -> bool:
         """Did the adapter record a tensor (is the run the torch engine's)? (With torch
         loaded already, in-process, the adapter is on for a micrograd run too.)"""
-        return self.probe is not None and self.probe.recorded
+        return self.adapter is not None and self.adapter.recorded
 
     def start(self) -> None:
         if "torch" in sys.modules and sys.modules["torch"] is not None:
@@ -63,12 +63,12 @@ class TorchWatch:
         torch = sys.modules.get("torch")
         if torch is None or cls is not getattr(torch, "Tensor", None):
             return False
-        if self.probe is None:
-            from mgtui.recording.torch_probe import TorchProbe
+        if self.adapter is None:
+            from mgtui.recording.torch_recorder import TorchRecorder
 
             hooks = self.rec.hooks
-            self.probe = TorchProbe(self.rec, lambda: hooks.on_function)
-            self.probe.attach()
+            self.adapter = TorchRecorder(self.rec, lambda: hooks.on_function)
+            self.adapter.attach()
         return True
 
     def detach(self) -> None:
@@ -78,13 +78,13 @@ class TorchWatch:
             except ValueError:
                 pass
             self.finder = None
-        if self.probe is not None:
-            self.probe.detach()
+        if self.adapter is not None:
+            self.adapter.detach()
 
     def names(self, scope: dict) -> list[tuple[int, str]]:
         """(id, name) of the tensors recorded that `scope` (the scenario's globals)
         holds: by variable, and a module's parameters by their path (`lin1.weight`)."""
-        return self.probe.names(scope) if self.probe is not None else []
+        return self.adapter.names(scope) if self.adapter is not None else []
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):

@@ -23,7 +23,7 @@ SCALAR, ARRAY, TORCH = "scalar", "array", "torch"
 KINDS = (SCALAR, ARRAY, TORCH)  # (room for more: each a name, and an engine per room)
 
 # The file the torch adapter gives an autograd node's step, which has no source
-# (`mgtui.recording.torch_probe.TorchNode`). Files saved before the engine was written
+# (`mgtui.recording.torch_backward.TorchNode`). Files saved before the engine was written
 # down are told torch's by it (older ones wrote a shorter name that starts the same).
 AUTOGRAD_FILE = "<torch autograd>"
 _AUTOGRAD_START = AUTOGRAD_FILE[:6]

@@ -13,7 +13,7 @@ from mgtui.trace.working import Explanation, name
 
 def torch_step(trace: Trace, index: int, e: Explanation) -> Explanation:
     """`e`, the working of event `index`, for a torch backward step: an autograd node's
-    step (`mgtui.recording.torch_probe`, which has no source) is named by the node; a
+    step (`mgtui.recording.torch_recorder`, which has no source) is named by the node; a
     custom Function's `backward` keeps its own working."""
     closure = trace.closure_of(index) if e.kind == "backward" else None
     if closure is None or closure.filename != AUTOGRAD_FILE:

@@ -43,11 +43,10 @@ from __future__ import annotations
 
 import re
 import sys
-from functools import partial, wraps
+from functools import partial
 
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
-from torch.overrides import TorchFunctionMode
 
 from mgtui.recording.probes import StopRecording
 from mgtui.recording.store import CREATE, DATA, GRAD, NODE_ROW
@@ -57,6 +56,7 @@ from mgtui.recording.torch_backward import (
     NAN,
     OTHERS,
     BackwardRun,
+    StepClosures,
     custom_after,
     custom_before,
     grad_value,
@@ -67,18 +67,18 @@ from mgtui.recording.torch_backward import (
     optimized,
     quick_register,
     taken,
-    value_now,
     value_of,
     watch_returned,
     zero_grad_recorded,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
+from mgtui.recording.torch_mode import TENSOR, CallMode, not_followed
+from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
-from mgtui.trace.engine_kind import AUTOGRAD_FILE
 
-ATTR = "_mgtui_torch"  # (probe token, node id) on a recorded tensor
+ATTR = "_mgtui_torch"  # (adapter token, node id) on a recorded tensor
 DATA_FIELD = Field.DATA.code
 OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
     "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
@@ -87,23 +87,8 @@ OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it ne
     "SigmoidBackward0": ("sigmoid", 1), "NegBackward0": ("neg", 1),
     "SumBackward0": ("sum", 1), "MeanBackward0": ("mean", 1), "MmBackward0": ("@", 2),
 }
-REQUIRES_GRAD = torch._C.TensorBase.requires_grad  # (its setter's `__self__`)
-GRAD_ATTR = torch._C.TensorBase.grad  # (the same: `p.grad = None` in `zero_grad`)
-DATA_ATTR = torch._C.TensorBase.data  # (`t.data`'s getter's)
-TENSORS = (torch.Tensor, torch.nn.Parameter)
-TENSOR = torch.Tensor
 is_grad_enabled = torch.is_grad_enabled
 BACKWARD_SUFFIX = re.compile(r"Backward\d*$")  # `AddmmBackward0` is the op `Addmm`
-
-
-class TorchNode:
-    """What a backward step's closure index is kept by: an autograd node's class, with
-    the code attributes `mgtui.recording.store.closure_source` reads (no source)."""
-
-    def __init__(self, name: str) -> None:
-        self.co_name = name
-        self.co_filename = AUTOGRAD_FILE
-        self.co_firstlineno = 0
 
 
 def op_of(fn, kids: int) -> str:
@@ -126,29 +111,27 @@ def op_of(fn, kids: int) -> str:
 
 
 OP_NAMES: dict[tuple[type, int], str] = {}  # (node class, inputs) -> op, as `op_of` said
+BUILT_IN: set[type] = set()  # autograd node classes seen that are no custom Function's
 
 
-class TorchProbe:
+class TorchRecorder:
     """The adapter of one recording (`rec`, a `Recorder`): see the module."""
 
     def __init__(self, rec, check=lambda: None) -> None:
         self.rec = rec
         self.check = check  # () -> the doctor's Function check, or None (`Hooks.on_function`)
-        self.spots = rec.namer.spots  # assignments, by code and instruction (`naming`)
-        self.pending: list[tuple] = []  # tensors made under one, until it is stored
-        self.named: dict[int, str] = {}
         self.records = rec.records
+        self.naming = TensorNames(rec.records, rec.namer.spots, self.nid_of)
         self.key = f"mgtui-{id(self)}-{id(rec)}"
         self.path = rec.lines.scenario_path
         self.scenario_line = rec.lines.scenario_line
-        self.mode: _Mode | None = None
+        self.mode: CallMode | None = None
         self.saved: list = []
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
-        self.hooked = False  # the scenario registered a tensor's hook (`_Mode`)
+        self.hooked = False  # the scenario registered a tensor's hook (`CallMode`)
         self.passes = 0  # backward calls recorded
         self.recorded = False  # a tensor was recorded: the run is the torch engine's
-        self.closures: dict[str, TorchNode] = {}
-        self.closure_indices: dict[type, int] = {}  # (`closure`, by the class)
+        self.closures = StepClosures(rec.records)  # each backward step's closure index
         self.views = TensorViews(rec.records.arrays)  # leaves' values, for their changes
         self.live: list = [None, None, None]  # [the recorded `backward()` call running,
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
@@ -173,7 +156,7 @@ class TorchProbe:
             zero_grad = owner.__dict__["zero_grad"]
             self.saved.append((owner, "zero_grad", zero_grad))
             owner.zero_grad = zero_grad_recorded(self, zero_grad, params)
-        self.mode = _Mode(self)
+        self.mode = CallMode(self)
         self.mode.__enter__()
 
     def detach(self) -> None:
@@ -245,14 +228,23 @@ class TorchProbe:
                     kid = self._fn_node(nf, line, None, k)
                 targets.append((kid, None))
             kids.append(kid)
-        data = value_now(t) if t is not None else _hidden_value(fn, nr, self.views)
-        op = OP_NAMES.get((type(fn), len(kids)))
+        if t is None:
+            data = _hidden_value(fn, nr, self.views)
+        else:  # (`value_now`, inline)
+            data = taken(t)
+            if data is None:
+                data = value_of(t)
+        cls = type(fn)
+        op = OP_NAMES.get((cls, len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
-        if known is None:
-            metadata[self.key] = {nr: nid}
-            self._hook(fn, nid, targets)
-        else:
+        if known is not None:
             known[nr] = nid
+            return nid
+        metadata[key] = {nr: nid}
+        if cls in BUILT_IN:  # (`_hook`, inline: most nodes' classes)
+            fn.register_hook(partial(noted, self.live, (nid, targets, cls)))
+        else:
+            self._hook(fn, nid, targets)
         return nid
 
     def _leaf_hook(self, nf, nid: int, leaf) -> None:
@@ -263,10 +255,11 @@ class TorchProbe:
         """Autograd node `fn`'s backward hook, on for as long as the node lives: it
         records a step only while a recorded `backward()` runs (`live`), so a node run
         by several calls (`retain_graph`, a leaf's `AccumulateGrad`) is one step in each.
-        It holds neither `fn` nor the probe (a graph kept after the run keeps neither)."""
+        It holds neither `fn` nor the adapter (a graph kept after the run keeps neither)."""
         custom = isinstance(fn, BackwardCFunction)
         cls = fn._forward_cls if custom else type(fn)
-        if not custom:  # (`quick_register` makes no handle for the probe's own hooks)
+        if not custom:  # (`quick_register` makes no handle for the adapter's own hooks)
+            BUILT_IN.add(cls)
             fn.register_hook(partial(noted, self.live, (nid, targets, cls)))
             return
         fn.register_hook(partial(custom_after, self.live, nid, targets, cls))
@@ -337,9 +330,17 @@ class TorchProbe:
         mark = getattr(out, ATTR, None)
         if mark is not None and type(mark) is tuple and mark[0] == self.key:
             return  # (an op that gave back a tensor recorded already)
-        nid = self._record(out, self.scenario_line(frame))
+        fn = out.grad_fn
+        if fn is None:
+            nid = self._record(out, self.scenario_line(frame))
+        else:  # (`_record`, inline: the common case)
+            nid = self._fn_node(fn, self.scenario_line(frame), out)
+            try:
+                setattr(out, ATTR, (self.key, nid))
+            except (AttributeError, TypeError):
+                pass
         if frame.f_code.co_filename == self.path:
-            self.bound(frame, out, nid)
+            self.naming.bound(frame, out, nid)
 
     def changed(self, func, args, kwargs, grad: bool):
         """Run `func`, which changes a tensor in place (`p -= lr * p.grad`) or sets a
@@ -393,43 +394,43 @@ class TorchProbe:
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
-        probe = self
+        adapter = self
 
         def wrapped(cls, *args, **kwargs):
             out = apply(cls, *args, **kwargs)
-            if not probe.paused:
-                probe.made(out, sys._getframe(1))
+            if not adapter.paused:
+                adapter.made(out, sys._getframe(1))
                 fn = getattr(out if isinstance(out, torch.Tensor) else out[0], "grad_fn", None)
-                if fn is not None and probe.check() is not None:
-                    probe.paused += 1  # (copies for the check are no nodes)
+                if fn is not None and adapter.check() is not None:
+                    adapter.paused += 1  # (copies for the check are no nodes)
                     try:
-                        probe.function_args[probe.out_node(fn, 0)] = tuple(
+                        adapter.function_args[adapter.out_node(fn, 0)] = tuple(
                             a.detach().clone().requires_grad_(a.requires_grad)
                             if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                             for a in args)
                     finally:
-                        probe.paused -= 1
+                        adapter.paused -= 1
             return out
 
         return wrapped
 
     def _backward_wrapper(self, backward):
-        probe, live = self, self.live
+        adapter, live = self, self.live
 
         def wrapped(tensors, grad_tensors=None, *args, **kwargs):
-            if probe.paused:
+            if adapter.paused:
                 return backward(tensors, grad_tensors, *args, **kwargs)
             frame = sys._getframe(1)
-            line = probe.scenario_line(frame)
+            line = adapter.scenario_line(frame)
             roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
             seeds = ([grad_tensors] if isinstance(grad_tensors, torch.Tensor)
                      else list(grad_tensors) if grad_tensors is not None else [None] * len(roots))
-            run = BackwardRun(probe, line)
+            run = BackwardRun(adapter, line)
             for root, seed in zip(roots, seeds):  # (each root's graph recorded, and hooked)
                 run.seed(root, seed)
-            note = run.copied if probe.hooked or OTHERS[0] else run.steps.append
+            note = run.copied if adapter.hooked or OTHERS[0] else run.steps.append
             outer, live[:] = live[:], [run, note, run.steps]
-            probe.paused += 1  # (the hooks' own torch calls, a Function's backward's)
+            adapter.paused += 1  # (the hooks' own torch calls, a Function's backward's)
             try:
                 out = backward(tensors, grad_tensors, *args, **kwargs)
                 run.done = True
@@ -438,182 +439,17 @@ class TorchProbe:
                 try:
                     run.settle()  # (the steps the hooks noted)
                 finally:
-                    probe.paused -= 1
+                    adapter.paused -= 1
                     live[:] = outer
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
 
         return wrapped
 
-    def closure(self, cls: type, custom: bool) -> int:
-        """The closure index of a backward step: a custom Function's (`cls`) backward,
-        else the autograd node's class (`cls`) by name."""
-        ci = self.closure_indices.get(cls)
-        if ci is None:
-            ci = self.closure_indices[cls] = self._closure(cls, custom)
-        return ci
-
-    def _closure(self, cls: type, custom: bool) -> int:
-        if custom:
-            code = getattr(cls.backward, "__code__", None)
-            if code is not None:
-                return self.records.closure_index(code)
-        name = cls.__name__
-        node = self.closures.get(name)
-        if node is None:
-            node = self.closures[name] = TorchNode(name)
-        return self.records.closure_index(node)
-
     # -- names -------------------------------------------------------------------------------
-    def bound(self, frame, t, nid: int) -> None:
-        """Tensor `t` (node `nid`) was made by a torch call straight from the
-        scenario's `frame`: if that instruction is an assignment's value
-        (`mgtui.recording.naming`'s spots), the variable names it once the frame has
-        stored it (`loss`, at every training step)."""
-        if self.pending:
-            self._settle(frame)
-        spots = self.spots.get(id(frame.f_code))
-        spot = spots.get(frame.f_lasti) if spots else None
-        if spot is not None:
-            self.pending.append((frame, frame.f_lasti, spot[1], spot[0], id(t), nid))
-
-    def _settle(self, now=None) -> None:
-        """Name the pending tensors whose frame has moved on from their statement (all
-        of them, `now` None: the run has ended) if their variable holds them."""
-        keep = []
-        for entry in self.pending:
-            frame, start, end, target, address, nid = entry
-            if now is not None and frame is now and start <= frame.f_lasti <= end:
-                keep.append(entry)
-                continue
-            try:
-                held = frame.f_locals.get(target)
-            except Exception:  # noqa: BLE001 - a frame that cannot be read: no name
-                held = None
-            if id(held) == address and self.nid_of(held) == nid and nid not in self.named:
-                self._give(nid, target)
-        self.pending = keep
-
-    def _give(self, nid: int, name: str) -> None:
-        self.named[nid] = name
-        self.records.name_ids.append(nid)
-        self.records.name_texts.append(name)
-
     def names(self, scope: dict) -> list[tuple[int, str]]:
-        """Every name given: the variables that bound tensors as they were made, then
-        (for the rest) the scenario's globals, a module's parameters by their path."""
-        self._settle()
-        modules, tensors = [], []
-        for name, v in list(scope.items()):
-            if name.startswith("_"):
-                continue
-            if isinstance(v, torch.Tensor):
-                tensors.append((name, v))
-            elif isinstance(v, torch.nn.Module):
-                modules.append((name, v))
-        for name, module in modules:  # (first: a loop's `p` is a parameter's too)
-            for path, p in module.named_parameters():
-                nid = self.nid_of(p)
-                if nid is not None and nid not in self.named:
-                    self._give(nid, path if len(modules) == 1 else f"{name}.{path}")
-        for name, v in tensors:
-            nid = self.nid_of(v)
-            if nid is not None and nid not in self.named:
-                self._give(nid, name)
-        return sorted(self.named.items())
-
-
-class _Mode(TorchFunctionMode):
-    """Every torch call of the scenario, while the recording runs."""
-
-    def __init__(self, probe: TorchProbe) -> None:
-        super().__init__()
-        self.probe = probe
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        # (The hot path of a recording: each torch call, property reads included, comes
-        # here. A call that makes nothing autograd tracks does a dict lookup and two
-        # checks; what a node needs past its line is left to `TorchProbe.made`.)
-        kind = KINDS.get(func)
-        if kind is None:
-            kind = KINDS[func] = _kind(func)
-        probe = self.probe
-        if kind is READ:
-            return func(*args, **kwargs) if kwargs else func(*args)
-        if kind is LEAK:  # (a custom backward's too)
-            if args and isinstance(args[0], TENSOR):
-                probe.views.leak(args[0])
-            return func(*args, **kwargs) if kwargs else func(*args)
-        if probe.paused:
-            return func(*args, **kwargs) if kwargs else func(*args)
-        if kind is CALL:
-            out = func(*args, **kwargs) if kwargs else func(*args)
-            t = type(out)
-            if t is TENSOR:
-                if out.requires_grad:
-                    probe.made_tensor(out, sys._getframe(1))
-            elif t is tuple or t is list or isinstance(out, torch.Tensor):
-                probe.made(out, sys._getframe(1))
-            return out
-        if kind is HOOK:
-            probe.hooked = True
-            return func(*args, **kwargs) if kwargs else func(*args)
-        if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
-            return probe.changed(func, args, kwargs, kind is GRAD_SET)
-        out = func(*args, **kwargs) if kwargs else func(*args)
-        if kind is REQUIRES_GRAD_SET:
-            t = args[0]
-            if t.requires_grad and t.grad_fn is None and probe.nid_of(t) is None:
-                probe.tensor(t, probe.scenario_line(sys._getframe(1)))
-            return out
-        if isinstance(out, (torch.Tensor, tuple, list)):
-            probe.made(out, sys._getframe(1))
-        return out
-
-
-# What a torch call is to the recording (`_kind`), by the function, worked out once.
-CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
-REQUIRES_GRAD_SET = "requires_grad="
-HOOK = "hook"  # `t.register_hook(h)`: a hook that may write into the gradient it is given
-LEAK = "leak"  # `t.data`, `t.numpy()`: `t`'s memory handed out, its changes uncounted
-LEAKS = frozenset(("numpy", "__array__", "untyped_storage", "storage", "_typed_storage",
-                   "__dlpack__", "data_ptr"))
-KINDS: dict = {}
-
-
-def _kind(func) -> str:
-    name = getattr(func, "__name__", "")
-    owner = getattr(func, "__self__", None)
-    if name == "__get__":  # a property read (`p.grad`): nothing to record; `t.data`'s
-        return LEAK if owner is DATA_ATTR else READ  # memory is changed uncounted
-    if name in LEAKS:
-        return LEAK
-    if name in ("register_hook", "register_post_accumulate_grad_hook"):
-        return HOOK
-    if name == "__set__":
-        return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
-                if owner is REQUIRES_GRAD else CALL)
-    if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
-        return IN_PLACE  # `p.sub_(g)`, `p -= g`
-    return CALL
-
-
-def not_followed(unrecorded: dict, name: str, fn):
-    """`fn`, counted in `unrecorded` (`ArraySnapshots.unrecorded`) as `name` at each call:
-    the trace says it ran and that its work was not recorded (`arrays.NOT_FOLLOWED`)."""
-    inside = [0]
-
-    @wraps(fn)
-    def counted(*args, **kwargs):
-        if not inside[0]:  # (torch's override mode calls it again, by its module's name)
-            unrecorded[name] = unrecorded.get(name, 0) + 1
-        inside[0] += 1
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            inside[0] -= 1
-
-    return counted
+        """(node, name) of every tensor named (`TensorNames.names`)."""
+        return self.naming.names(scope)
 
 
 def _hidden_value(fn, nr: int, views: TensorViews):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from rich.text import Text
@@ -18,6 +19,7 @@ from textual.filter import LineFilter, Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
 
+from mgtui.safe import cell_width, inert_line
 from mgtui.tui.app import MgtuiApp
 from mgtui.serve.leadership import Leadership
 from mgtui.serve.quiz_mode import QuizMode
@@ -153,12 +155,38 @@ def client_filters(filters: Sequence[LineFilter],
     return [f for f in filters if not isinstance(f, (Monochrome, NoColor))] + client
 
 
+def picker_entries(lessons: Mapping[str, Lesson]) -> list[tuple[str, Path, str]]:
+    """The class's lessons as the lesson picker lists them: name, path and title."""
+    return [(name, lesson.path, lesson.title) for name, lesson in lessons.items()]
+
+
 def picker_on_top(app: MgtuiApp) -> bool:
     """Whether the lesson picker is on top. (Its module is imported when it first opens:
     not at every step of a session that never opened it.)"""
     dialogs = sys.modules.get("mgtui.tui.widgets.dialogs")
     return (dialogs is not None and bool(app.screen_stack)
             and isinstance(app.screen, dialogs.PickerScreen))
+
+
+def relist(screens: Sequence[Screen], lessons: Mapping[str, Lesson]) -> None:
+    """An open lesson picker among `screens` lists every lesson of `lessons` (one
+    recorded since it opened too), the highlighted one kept."""
+    from textual.widgets import OptionList
+    from textual.widgets.option_list import Option
+
+    from mgtui.tui.widgets.dialogs import PickerScreen, picker_row
+
+    for picker in screens:
+        if not isinstance(picker, PickerScreen) or len(picker.scenarios) == len(lessons):
+            continue
+        picker.scenarios = picker_entries(lessons)
+        width = max([cell_width(inert_line(name)) for name, _, _ in picker.scenarios] + [8])
+        for options in picker.query("#picker-list").results(OptionList):
+            highlighted = options.highlighted
+            options.clear_options()
+            options.add_options([Option(picker_row(name, title, width), id=str(path))
+                                 for name, path, title in picker.scenarios])
+            options.highlighted = highlighted
 
 
 class ServedApp(MgtuiApp):
@@ -384,6 +412,7 @@ class ServedApp(MgtuiApp):
             return
         if self.leadership.news():
             return
+        relist(self.screen_stack, self.lessons)  # (a lesson recorded since: `shelve`)
         self.quiz_mode.show_quiz()
         self.show_console()
 
@@ -448,9 +477,7 @@ class ServedApp(MgtuiApp):
     def action_pick(self) -> None:
         from mgtui.tui.widgets.dialogs import PickerScreen
 
-        self.push_screen(PickerScreen(
-            [(name, lesson.path, lesson.title) for name, lesson in self.lessons.items()],
-            closable=True))
+        self.push_screen(PickerScreen(picker_entries(self.lessons), closable=True))
 
     async def on_open_scenario(self, message: OpenScenario) -> None:
         message.prevent_default()  # (MgtuiApp's would record the file)

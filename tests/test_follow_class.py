@@ -1,15 +1,12 @@
 """The class's shared state, headless (mgtui/session/follow.py): the roster and its
-counts, one teacher leading at a time, the class's end, and the `Look` that carries
-where the teacher looks (its round trip, and what it refuses)."""
+counts, one teacher leading at a time, the class's end, and the `TeacherView` that
+carries where the teacher looks (its wire form is tests/test_serve_messages.py's)."""
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 from mgtui.session import Position
-from mgtui.session.follow import Classroom, Follower, Look, same_place
+from mgtui.session.follow import (Answer, Classroom, Follower, Lead, QuizState, Reveal,
+                                  TeacherView, same_place)
 
 
 def test_the_roster_counts_students_and_one_teacher_leads():
@@ -40,17 +37,9 @@ def test_the_roster_counts_students_and_one_teacher_leads():
     assert room.ended and len(other_news) == news + 3
 
 
-def test_a_look_travels_and_is_checked():
-    look = Look(9, 4, "notes", "chain.py", graph=True, flip="TB", pan=(12, 3), notes=True,
-                pointer=6, line="what is dL/dd?")
-    wire = json.loads(json.dumps(look.to_dict()))
-    assert Look.from_dict(wire) == look
-    assert Look.from_dict(Position(2).to_dict()) == Look(2)  # an older peer's position
-    for bad in ({"flip": "XY"}, {"pan": [1]}, {"pan": [-1, 0]}, {"pointer": -2},
-                {"graph": "yes"}, {"line": 5}):
-        with pytest.raises(ValueError):
-            Look.from_dict({**look.to_dict(), **bad})
-    assert len(Look.from_dict({**look.to_dict(), "line": "x" * 5000}).line) == 200
+def test_a_teacher_view_is_where_the_teacher_is_whatever_is_shown():
+    look = TeacherView(9, 4, "notes", "chain.py", graph=True, flip="TB", pan=(12, 3),
+                       notes=True, pointer=6, line="what is dL/dd?")
     assert same_place(Position(9, 4, "notes", "chain.py"), look)
     room = Classroom()
     student = Follower(room)
@@ -59,7 +48,7 @@ def test_a_look_travels_and_is_checked():
     assert student.following
     heard = []
     room.subscribe(heard.append)
-    room.publish(Look.of(look, graph=False))  # only the look changed: still news
+    room.publish(TeacherView.of(look, graph=False))  # only the view changed: still news
     assert heard and heard[-1].graph is False
 
 
@@ -86,7 +75,7 @@ def test_the_roster_of_other_processes_counts_too():
 def test_two_processes_of_one_class_share_the_quiz_and_the_lead():
     """Two classrooms joined as the front joins its workers' (each one's `relay` told
     to the other by `told_quiz` and `led_elsewhere`): the quiz's answers, reveals and
-    its on/off cross; one teacher leads both; a malformed packet changes nothing."""
+    its on/off cross; one teacher leads both; news of a lesson not served changes nothing."""
     from pathlib import Path
 
     from mgtui.run.lessons import record_lesson
@@ -98,10 +87,11 @@ def test_two_processes_of_one_class_share_the_quiz_and_the_lead():
         room.traces = {"chain.py": trace}
 
     def link(here: Classroom, there: Classroom):
-        def relay(message: dict) -> None:
-            there.told_quiz(message)
-            if "lead" in message:
-                there.led_elsewhere(message["lead"])
+        def relay(news) -> None:
+            if isinstance(news, Lead):
+                there.led_elsewhere(news.name)
+            else:
+                there.told_quiz(news)
         here.relay = relay
 
     link(a, b)
@@ -123,9 +113,9 @@ def test_two_processes_of_one_class_share_the_quiz_and_the_lead():
     late.told_quiz(a.quiz_state())  # a process that starts late
     assert late.quiz_on and late.quiz("chain.py", trace).share_right(9) == (1, 2)
     assert 9 in late.quiz("chain.py", trace).revealed
-    for bad in ({"answer": ["nope.py", "x", 9, 1.0]}, {"answer": ["chain.py", 3, 9, 1.0]},
-                {"answer": "x"}, {"reveals": [[1, 2]]}, {"quiz_on": "yes"}):
-        late.told_quiz(bad)
+    for elsewhere in (Answer("nope.py", "x", 9, 1.0), Reveal("nope.py", 9),
+                      QuizState(True, (Answer("nope.py", "x", 9, 1.0),))):
+        late.told_quiz(elsewhere)  # (a lesson this process does not serve)
     assert late.quiz_on and late.quiz("chain.py", trace).share_right(9) == (1, 2)
     b.take_lead(okafor)  # okafor takes over: rivera watches
     assert b.lead == okafor and a.lead is None and a.lead_elsewhere == "okafor"

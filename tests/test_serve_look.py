@@ -12,7 +12,7 @@ pytest.importorskip("pyte")
 
 from sshclient import ScreenClient  # noqa: E402
 from test_serve import PASSWORD, at_step, keys, lessons, server  # noqa: E402,F401
-from mgtui.session.follow import Look  # noqa: E402
+from mgtui.session.follow import TeacherView  # noqa: E402
 from mgtui.tui.widgets.graph import GraphPane  # noqa: E402
 
 TABLE = "id label op"  # the node table's heading: not on screen while the Graph pane is
@@ -63,7 +63,7 @@ async def test_students_follow_the_graph_pane_and_the_notes(server, keys):
     teacher.send("\x1b")
     for student in students:
         assert await student.wait_for(lambda t: "Notes · " not in t and TABLE in t), student.text()
-    assert isinstance(server.klass.classroom.position, Look)
+    assert isinstance(server.klass.classroom.position, TeacherView)
 
 
 async def test_the_pointer_and_the_line_reach_every_student_until_the_next_step(server, keys):

@@ -1,6 +1,6 @@
 """The class server's messages between processes (mgtui/serve/messages.py): each goes
 over the wire and comes back equal; what no mgtui sends is refused with a line in the
-log, never a traceback; the classroom's words and the quiz's come through unchanged."""
+log, never a traceback; the classroom's news and the quiz's come through unchanged."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ import pytest
 
 from mgtui.serve import messages as m
 from mgtui.serve.workers import receive, send
-from mgtui.session import Position
-from mgtui.session.follow import Classroom, Look
+from mgtui.session.follow import Classroom, TeacherView
 
-LOOK = Look(step=3, node=0, tab="source", lesson="chain", graph=True, flip="LR", pan=(4, 2), notes=False, pointer=7,
+LOOK = TeacherView(step=3, node=0, tab="source", lesson="chain", graph=True, flip="LR", pan=(4, 2), notes=False, pointer=7,
             line="look at the grad of b")
 
 EVERY = [
@@ -44,11 +43,28 @@ def test_a_message_comes_back_as_it_went(message):
     assert m.decode(data) == message
 
 
-def test_a_plain_position_reads_as_a_look_at_nothing():
-    data = m.encode(m.PositionMessage(Position(step=2, node=0, lesson="chain")))
-    back = m.decode(data)
-    assert isinstance(back.position, Look)
-    assert back.position == Look(step=2, node=0, lesson="chain")
+def test_a_positions_fields_alone_read_as_a_teacher_view_showing_nothing():
+    fields = {"step": 2, "node": 0, "tab": "source", "lesson": "chain"}
+    back = m.decode(json.dumps({"kind": "position", "position": fields}).encode())
+    assert back == m.PositionMessage(TeacherView(step=2, node=0, lesson="chain"))
+    assert m.decode(m.encode(back)) == back
+
+
+@pytest.mark.parametrize("bad", [{"flip": "XY"}, {"pan": [1]}, {"pan": [-1, 0]},
+                                 {"pointer": -2}, {"graph": "yes"}, {"line": 5}, {"step": -1},
+                                 {"tab": "nowhere"}])
+def test_a_teacher_view_with_a_malformed_field_is_refused(bad, caplog):
+    wire = json.loads(m.encode(m.PositionMessage(LOOK)))
+    wire["position"].update(bad)
+    with caplog.at_level(logging.WARNING, logger="mgtui.serve"):
+        assert m.decode(json.dumps(wire).encode()) == m.Nothing()
+    assert "position" in caplog.text
+
+
+def test_a_teacher_views_line_is_cut_to_its_length():
+    wire = json.loads(m.encode(m.PositionMessage(LOOK)))
+    wire["position"]["line"] = "x" * 5000
+    assert len(m.decode(json.dumps(wire).encode()).position.line) == 200
 
 
 @pytest.mark.parametrize("data, why", [
@@ -108,30 +124,26 @@ def test_a_packet_on_the_link_is_read_or_refused_and_the_link_goes_on(caplog):
         assert receive(theirs) == (None, [])  # (the other side has gone)
 
 
-def test_the_classroom_words_and_the_quiz_go_across_unchanged():
-    said: list[dict] = []
+def test_the_classroom_news_goes_across_as_it_is():
+    said: list = []
     here = Classroom()
     here.relay = said.append
     here.start_quiz(True)
     here.led_elsewhere("")
-    assert [m.from_classroom(s) for s in said] == [m.QuizOn(True)]
-    assert m.from_classroom({"lead": "rivera"}) == m.Lead("rivera")
-    assert m.from_classroom({"answer": ["chain", "ada", 3, 1.5, "Ada"]}) \
-        == m.Answer("chain", "ada", 3, 1.5, "Ada")
-    assert m.from_classroom({"reveal": ["chain", 2]}) == m.Reveal("chain", 2)
-    for words in ({"quiz_on": False}, {"answer": ["chain", "ada", 3, 1.5, "Ada"]},
-                  {"reveal": ["chain", 2]}):
-        message = m.decode(m.encode(m.from_classroom(words)))
-        assert m.for_classroom(message) == words
-    state = {"quiz_on": True, "answers": [["chain", "ada", 3, 1.5, "Ada"]],
-             "reveals": [["chain", 2]]}
-    assert m.for_classroom(m.decode(m.encode(m.quiz_state_of(state)))) == state
+    assert said == [m.QuizOn(True)]  # (the session's own typed news: no words to translate)
+    here.enter("rivera", teacher=True)
+    assert said[-1] == m.Lead("rivera")
+    for news in (m.QuizOn(False), m.Answer("chain", "ada", 3, 1.5, "Ada"), m.Reveal("chain", 2),
+                 m.Lead("")):
+        assert m.decode(m.encode(news)) == news
+    state = m.QuizState(True, (m.Answer("chain", "ada", 3, 1.5, "Ada"),), (m.Reveal("chain", 2),))
+    assert m.decode(m.encode(state)) == state
 
 
 async def test_the_front_relays_a_workers_position_to_the_others_and_not_back():
     """The front publishes a worker's position to its own sessions; its own teacher's
     positions go to every worker, but that one goes to the other workers only."""
-    from mgtui.serve.workers import Front, Worker
+    from mgtui.serve.front import Front, Worker
 
     links = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(3)]
     classroom = Classroom()
@@ -156,7 +168,7 @@ async def test_the_front_relays_a_workers_position_to_the_others_and_not_back():
         assert heard_here == [LOOK]
         assert sent_to(1) == [m.PositionMessage(LOOK)]
         assert sent_to(0) == []  # (not back to where it came from)
-        own = Look(step=4, node=0, lesson="chain")
+        own = TeacherView(step=4, node=0, lesson="chain")
         classroom.publish(own)  # the front's own teacher (`--teach`) moves
         assert sent_to(0) == sent_to(1) == [m.PositionMessage(own)]
     finally:

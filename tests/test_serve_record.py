@@ -86,11 +86,11 @@ async def test_an_earlier_recording_is_kept_and_the_new_name_said(tmp_path):
 
 
 def test_a_recording_that_cannot_be_named_is_a_clear_message(tmp_path, monkeypatch):
-    from mgtui.serve import record
+    from mgtui.serve import class_cast
 
-    monkeypatch.setattr(record, "NAMES_TRIED", 3)
+    monkeypatch.setattr(class_cast, "NAMES_TRIED", 3)
     for name in ("c.cast", "c-2.cast", "c-3.cast"):
         (tmp_path / name).write_text("kept\n")
     with pytest.raises(OSError, match="are taken: name another file"):
-        record.open_recording(tmp_path / "c.cast")
+        class_cast.open_recording(tmp_path / "c.cast")
     assert all((tmp_path / n).read_text() == "kept\n" for n in ("c.cast", "c-2.cast", "c-3.cast"))

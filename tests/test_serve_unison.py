@@ -91,7 +91,7 @@ def members(srv) -> list[int]:
 
 def asleep(srv) -> list[str]:
     """The students whose group's leader draws for them."""
-    return sorted(s.user for s in srv.klass.sessions if s.app is not None and s.app.asleep)
+    return sorted(s.user for s in srv.klass.sessions if s.app is not None and s.app.membership.asleep)
 
 
 async def a_class(lessons, keys, monkeypatch, unison: bool) -> tuple[list, list]:
@@ -180,7 +180,7 @@ async def test_a_key_wakes_only_its_student_where_the_group_is(lessons, keys, cl
         assert await at_step(ada, 4) and await ada.wait_for("following paused"), ada.text()
         assert TABLE not in ada.text()  # the teacher's look came before the key
         woken = app_of(srv, sleepers[0])
-        assert woken.unison_group is None and woken.debugger.session.position.step == 4
+        assert woken.membership.group is None and woken.debugger.session.position.step == 4
         assert woken.debugger.graph_shown
         assert members(srv) == [2] and asleep(srv) == [sleepers[1]]
         teacher.send("n")
@@ -219,7 +219,7 @@ async def test_a_resize_wakes_its_student_at_the_new_size(lessons, keys, clean_e
         # (the header's right end, drawn again at the new width)
         assert await ada.wait_for(lambda t: t.splitlines()[0][80:].rstrip().endswith(
             "step 4/15")), ada.text()
-        assert app_of(srv, "s0").unison_group is None and members(srv) == [1]
+        assert app_of(srv, "s0").membership.group is None and members(srv) == [1]
         assert app_of(srv, "s0").size == (100, 30) and asleep(srv) == []
         teacher.send("n")  # each follows: bob drawn by the group, ada by herself
         await settled([ada, bob], 5)

@@ -19,9 +19,8 @@ import pytest
 pytest.importorskip("textual_serve")
 pyte = pytest.importorskip("pyte")
 
-from mgtui.session.follow import Classroom, Follower, Look  # noqa: E402
+from mgtui.session.follow import Classroom, Follower, TeacherView  # noqa: E402
 from mgtui.serve.web import Hub, RemoteClassroom  # noqa: E402
-from mgtui.session import Position  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,21 +32,21 @@ async def test_a_visitor_follows_the_teacher_over_the_hub_and_a_late_one_lands_o
     path = str(tmp_path / "hub.sock")
     server = await asyncio.start_unix_server(hub.visitor, path=path)
     try:
-        room.publish(Position(3, 1, "source", "chain.py"))
+        room.publish(TeacherView(3, 1, "source", "chain.py"))
         visitor = await asyncio.to_thread(RemoteClassroom, path)
-        assert visitor.position == Look(3, 1, "source", "chain.py")  # late: lands there
+        assert visitor.position == TeacherView(3, 1, "source", "chain.py")  # late: lands there
         student = Follower(visitor)
         heard = []
         visitor.subscribe(lambda p: heard.append(student.heard(p)))
-        room.publish(Position(4, 2, "notes", "chain.py"))
+        room.publish(TeacherView(4, 2, "notes", "chain.py"))
         for _ in range(50):
             await asyncio.sleep(0.05)
             if heard:
                 break
-        assert heard == [Look(4, 2, "notes", "chain.py")]
-        visitor.publish(Position(9))  # a visitor cannot lead the class
+        assert heard == [TeacherView(4, 2, "notes", "chain.py")]
+        visitor.publish(TeacherView(9))  # a visitor cannot lead the class
         await asyncio.sleep(0.1)
-        assert room.position == Position(4, 2, "notes", "chain.py")
+        assert room.position == TeacherView(4, 2, "notes", "chain.py")
     finally:
         server.close()
         await server.wait_closed()

@@ -103,16 +103,14 @@ async def test_stream_app_is_the_app_capturing_the_process_output():
     assert tp.stream_app(sys.__stdout__) is None
 
 
-class Hooked(tp.AppHooks, App):
+class Hooks:
+    """What a `Hooked` app hands its frames and expiring notices to."""
+
     def __init__(self) -> None:
-        super().__init__()
         self.sent = 0
         self.wanted = True
         self.expiring: list = []
         self.expired: list = []
-
-    def compose(self) -> ComposeResult:
-        yield Static("hooked")
 
     def frame_wanted(self) -> bool:
         return self.wanted
@@ -128,17 +126,28 @@ class Hooked(tp.AppHooks, App):
         self.expired.append(before)
 
 
+class Hooked(App):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hooks = Hooks()
+        tp.hook_frames(self, self.hooks)
+
+    def compose(self) -> ComposeResult:
+        yield Static("hooked")
+
+
 async def test_app_hooks_see_every_frame_and_full_frame_sends_one():
     app = Hooked()
     async with app.run_test() as pilot:
         await pilot.pause()
-        assert app.sent > 0  # (Textual displays its frames through `_display`)
-        sent = app.sent
+        hooks = app.hooks
+        assert hooks.sent > 0  # (Textual displays its frames through `_display`)
+        sent = hooks.sent
         tp.full_frame(app)
-        assert app.sent == sent + 1
-        app.wanted = False
+        assert hooks.sent == sent + 1
+        hooks.wanted = False
         tp.full_frame(app)
-        assert app.sent == sent + 1
+        assert hooks.sent == sent + 1
 
 
 async def test_app_hooks_hear_a_notice_expire():
@@ -147,11 +156,11 @@ async def test_app_hooks_hear_a_notice_expire():
         app.notify("brief", timeout=0.1)
         for _ in range(100):
             await asyncio.sleep(0.05)
-            if app.expired:
+            if app.hooks.expired:
                 break
         await pilot.pause()
-        assert [n.message for n in app.expiring] == ["brief"]
-        assert app.expired == ["brief"]
+        assert [n.message for n in app.hooks.expiring] == ["brief"]
+        assert app.hooks.expired == ["brief"]
         assert tp.notifications(app) == []
 
 

@@ -7,7 +7,9 @@ file: a served session can only move through the traces it was given.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from rich.text import Text
@@ -17,16 +19,17 @@ from textual.filter import LineFilter, Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Static
 
-from mgtui.safe import inert_line
+from mgtui.safe import cell_width, inert_line
 from mgtui.tui.app import MgtuiApp
-from mgtui.serve.look import TeacherLook
+from mgtui.serve.leadership import Leadership
 from mgtui.serve.quiz_mode import QuizMode
-from mgtui.serve.unison import UnisonMember
-from mgtui.session.follow import Classroom, Follower, Look
+from mgtui.serve.shared_view import SharedView
+from mgtui.serve.unison import Membership
+from mgtui.session.follow import Classroom, Follower, TeacherView
 from mgtui.run.lessons import Lesson
 from mgtui.tui.messages import OpenScenario, RunChecks
 from mgtui.tui.screen_diff import erases
-from mgtui.tui.textual_private import set_color_system
+from mgtui.tui.textual_private import hook_frames, set_color_system
 from mgtui.session import Position, StepState
 from mgtui.trace import Trace
 from mgtui.settings.bindings import CLASS_KEYS, DEBUGGER_KEYS
@@ -40,13 +43,10 @@ NO_CODE = ("In a class the gradient doctor runs on the teacher's screen only: it
 NO_SCENARIO = ("The gradient doctor re-runs the scenario, and this lesson was served from a "
                "saved trace: serve its .py file to check it.")
 # a student's notices about following: up for JOINED_FOR seconds (REJOINED: 3), or
-# until the teacher's next step once they have been read (`UnisonMember.notices_read`)
+# until the teacher's next step once they have been read (`Membership.notices_read`)
 JOINED = "Following the teacher. Moving on your own pauses it; f rejoins."
 JOINED_FOR = 5.0
 REJOINED = "Following again: the teacher has not moved yet."
-TEACHER_LEFT = ("The teacher has left the class: nobody leads now. Move as you like; you "
-                "follow the teacher again when one comes back (f, if you moved).")
-TEACHER_BACK = "A teacher leads the class now."
 
 
 class ClassScreen(DebuggerScreen):
@@ -133,17 +133,18 @@ class ClassScreen(DebuggerScreen):
     # -- where the teacher looks (published by the teacher's session) -------------------------
     def action_toggle_graph(self) -> None:
         super().action_toggle_graph()
-        self.app.looked()
+        self.app.shared_view.looked()
 
     def action_notes_view(self) -> None:
         super().action_notes_view()
-        self.call_after_refresh(self.app.looked)
+        self.call_after_refresh(self.app.shared_view.looked)
 
     def on_screen_resume(self) -> None:
-        self.app.looked()  # (the notes, or a dialog, closed)
+        self.app.shared_view.looked()  # (the notes, or a dialog, closed)
 
     def on_graph_pane_viewed(self, event: GraphPane.Viewed) -> None:
-        self.app.panned()
+        self.app.shared_view.panned()
+
 
 def client_filters(filters: Sequence[LineFilter],
                    client: list[LineFilter] | None) -> Sequence[LineFilter]:
@@ -154,9 +155,47 @@ def client_filters(filters: Sequence[LineFilter],
     return [f for f in filters if not isinstance(f, (Monochrome, NoColor))] + client
 
 
-class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
+def picker_entries(lessons: Mapping[str, Lesson]) -> list[tuple[str, Path, str]]:
+    """The class's lessons as the lesson picker lists them: name, path and title."""
+    return [(name, lesson.path, lesson.title) for name, lesson in lessons.items()]
+
+
+def picker_on_top(app: MgtuiApp) -> bool:
+    """Whether the lesson picker is on top. (Its module is imported when it first opens:
+    not at every step of a session that never opened it.)"""
+    dialogs = sys.modules.get("mgtui.tui.widgets.dialogs")
+    return (dialogs is not None and bool(app.screen_stack)
+            and isinstance(app.screen, dialogs.PickerScreen))
+
+
+def relist(screens: Sequence[Screen], lessons: Mapping[str, Lesson]) -> None:
+    """An open lesson picker among `screens` lists every lesson of `lessons` (one
+    recorded since it opened too), the highlighted one kept."""
+    from textual.widgets import OptionList
+    from textual.widgets.option_list import Option
+
+    from mgtui.tui.widgets.dialogs import PickerScreen, picker_row
+
+    for picker in screens:
+        if not isinstance(picker, PickerScreen) or len(picker.scenarios) == len(lessons):
+            continue
+        picker.scenarios = picker_entries(lessons)
+        width = max([cell_width(inert_line(name)) for name, _, _ in picker.scenarios] + [8])
+        for options in picker.query("#picker-list").results(OptionList):
+            highlighted = options.highlighted
+            options.clear_options()
+            options.add_options([Option(picker_row(name, title, width), id=str(path))
+                                 for name, path, title in picker.scenarios])
+            options.highlighted = highlighted
+
+
+class ServedApp(MgtuiApp):
     """One person's session in a class. `terminal` is their SSH connection (None for a
-    session on this process's own terminal, the teacher's `mgtui serve --teach`)."""
+    session on this process's own terminal, the teacher's `mgtui serve --teach`).
+
+    Its roles are objects it holds: `membership` (its place among the sessions that
+    draw once for many, mgtui/serve/unison.py), `shared_view` (where the teacher looks,
+    made or applied here) and `quiz_mode` (the class's quiz, as this session sees it)."""
 
     _client_filters: list[LineFilter] | None = None  # the client's colours (`use_terminal`)
 
@@ -165,7 +204,6 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
                  env: Mapping[str, str] | None = None, name: str = "",
                  quiz: bool = False, unison=None) -> None:
         super().__init__(None)
-        self.unison = unison  # (mgtui/serve/unison.py: its group may draw for it)
         self.term, self.env = term, dict(env or {})
         self.lessons = lessons  # (the class's own: a lesson recorded later joins its picker)
         self.classroom = classroom
@@ -174,15 +212,19 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         self.member_name = name or ("teacher" if teacher else "student")
         self.member: int | None = None  # this session's number in the classroom's roster
         self.follower = Follower(classroom)  # (unused while this session leads)
+        # This login, the same across its reconnects and the server's processes: a key's
+        # fingerprint, else the login name (mgtui/serve/server.py sets it). One student,
+        # one row of the roster, one answer per question, one row of scores.
+        self.identity = ""
         self._unwatch = None
         self._news_due = False
         if quiz:  # (quiz mode from the start: a class's `serve --quiz`, or self-study)
             classroom.quiz_on = True
-        self._pointer: int | None = None  # the teacher's: the node pointed at (`*`)
-        self._line = ""  # the teacher's line to the class (`!`)
-        self._pan: tuple[int, int] | None = None  # the Graph pane as the teacher panned it
-        self._look_step = -1  # the step those belong to: the next step clears them
-        self._heard_look: Look | None = None  # a student's: the teacher's latest look
+        self.membership = Membership(self, unison)  # (its group may draw for it)
+        hook_frames(self, self.membership)
+        self.shared_view = SharedView(self)
+        self.quiz_mode = QuizMode(self)
+        self.leadership = Leadership(self)
         self.terminal = terminal
         if terminal is not None:
             from mgtui.serve.driver import ChannelDriver
@@ -215,7 +257,6 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     # -- starting: the teacher's lesson and step, from the first frame ----------------------------
     def on_load(self, event: events.Load) -> None:
         event.prevent_default()  # (MgtuiApp's would record a scenario)
-        self._quick = None
         position = self.classroom.position  # a teacher who comes back lands there too
         self._nobody_leads = position is None
         if position is not None and position.lesson in self.lessons:
@@ -231,21 +272,21 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.action_pick()  # nobody leads yet: the lessons to choose from, with titles
         self.member = self.classroom.enter(self.member_name, self.keyed_teacher,
                                            self.identity)
-        if self.unison is not None:
-            self.unison.apps.add(self)
-        self._led = self.classroom.led  # (a student is told when that changes)
+        if self.membership.unison is not None:
+            self.membership.unison.apps.add(self)
+        self.leadership.led = self.classroom.led  # (a student is told when that changes)
         self._unwatch = self.classroom.watch(self._class_changed, roster=self.keyed_teacher)
         self._unsubscribe = self.classroom.subscribe(self._heard)
         self.teacher = self.keyed_teacher and self.classroom.lead == self.member
         if self.teacher:
             self.notify("You are teaching: the class follows your step, node and tab. "
                         "R shows who is here.", timeout=5, markup=False)
-            self.call_after_refresh(self._show_console)
+            self.call_after_refresh(self.show_console)
             if not self._nobody_leads:
                 self.call_after_refresh(self._catch_up)
         else:
             if self.keyed_teacher:  # another teacher leads: watch until this one chooses
-                self.call_after_refresh(self.ask_lead)
+                self.call_after_refresh(self.leadership.ask)
             else:
                 self.notify(JOINED, timeout=JOINED_FOR, markup=False)
             self.call_after_refresh(self._catch_up)
@@ -262,8 +303,8 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.heard(position)
 
     def on_unmount(self) -> None:
-        if self.unison is not None:
-            self.unison.forget(self)
+        if self.membership.unison is not None:
+            self.membership.unison.forget(self)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -280,30 +321,31 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             self.classroom.leave(member)
 
     # -- following ---------------------------------------------------------------------------
-    def _heard(self, position: Position) -> None:
+    def _heard(self, view: TeacherView) -> None:
         """(Called in the teacher's app: hop into this one before touching a widget.)"""
-        if not self.asleep:  # (asleep: its group's leader follows, and wakes it)
-            self.call_later(self.heard, position, True)
+        if not self.membership.asleep:  # (asleep: its group's leader follows, and wakes it)
+            self.call_later(self.heard, view, True)
 
-    def heard(self, position: Position, moved: bool = False) -> None:
+    def heard(self, view: TeacherView, moved: bool = False) -> None:
         """The teacher moved (or this session catches up with where the class is):
         follow, unless paused (then the banner says where)."""
-        if self.teacher or self.asleep:
+        membership = self.membership
+        if self.teacher or membership.asleep:
             return
         # (the teacher moves the class: its notices about following have been seen;
         # where they were, the group's frame draws over)
-        read = (self.notices_read((JOINED, REJOINED)) if moved and self.follower.following
-                else [])
-        if self.join_group(read):
+        read = (membership.notices_read((JOINED, REJOINED))
+                if moved and self.follower.following else [])
+        if membership.join(read):
             return  # (joined now: its group's leader draws the step for it)
-        self._heard_look = position if isinstance(position, Look) else None
-        target = self.follower.heard(position)
+        self.shared_view.heard = view
+        target = self.follower.heard(view)
         if target is not None:
             self.go_to(target)
-            self.join_later()
-        self.show_student_status()
+            membership.join_later()
+        self.shared_view.show_student_status()
 
-    def go_to(self, target: Position) -> None:
+    def go_to(self, target: TeacherView) -> None:
         """Go where the class is, quietly (it is not a move of this session's own)."""
         if target.lesson not in self.lessons:
             return
@@ -312,18 +354,17 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         # an app sleeps in its group, issue 35)
         other = self.debugger.trace is not trace
         self.lesson = target.lesson
-        if self._showing("PickerScreen"):
+        if picker_on_top(self):
             self.pop_screen()  # the teacher has chosen
         self.debugger.follow(target, trace if other else None)
-        if isinstance(target, Look):
-            self.call_after_refresh(self.apply_look, target)
+        self.call_after_refresh(self.shared_view.apply, target)
 
     def lead_first(self, position: Position) -> None:
         """The teacher's own step goes to the class before the teacher's screen draws
         it: the other workers' students follow meanwhile (its Graph pane's layouts of a
         new centre are some 50 ms; `arrived` then publishes the same, which is nothing)."""
         if self.teacher:
-            self.classroom.publish(self.teacher_look(replace(position, lesson=self.lesson)))
+            self.classroom.publish(self.shared_view.view_at(position))
 
     def arrived(self, position: Position, own: bool) -> None:
         """This session is at `position`: the teacher's is published; a student's own
@@ -333,22 +374,22 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
             # the teacher's own moves lead; a teacher coming back, landing where the
             # class is, does not take it back to the start
             if own or self.classroom.position is None:
-                self.classroom.publish(self.teacher_look(position))
+                self.classroom.publish(self.shared_view.view_at(position))
         elif own and self.follower.moved(position):
-            self.show_student_status()
+            self.shared_view.show_student_status()
         if self.member is not None:
             self.classroom.update(self.member, step=position.step, lesson=position.lesson,
                                   following=self.teacher or self.follower.following)
-        self.arrived_in_group(position)  # (the members its frames go to are there too)
-        if self.classroom.quiz_on or self._asking is not None:
-            self.show_quiz()
-            self._show_console()
+        self.membership.arrived(position)  # (the members its frames go to are there too)
+        if self.classroom.quiz_on or self.quiz_mode.asking is not None:
+            self.quiz_mode.show_quiz()
+            self.show_console()
 
     def rejoin(self) -> None:
         if self.teacher:
             return
         self.follower.following = True
-        self.show_student_status()
+        self.shared_view.show_student_status()
         if self.member is not None:
             self.classroom.update(self.member, following=True)
         position = self.follower.rejoin()
@@ -366,95 +407,43 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
 
     def _class_news(self) -> None:
         self._news_due = False
-        classroom = self.classroom
-        if classroom.ended:
+        if self.classroom.ended:
             self.end_here("the class has ended")
             return
-        if self.keyed_teacher:
-            leads = classroom.lead == self.member
-            if (classroom.lead is None and not classroom.lead_elsewhere
-                    and self.member is not None):
-                classroom.take_lead(self.member)  # the teacher who led has left
-                return
-            if self.teacher and not leads:
-                self.teacher = False
-                leader = classroom.leader()
-                self.notify(f"{inert_line(leader.name if leader else 'another teacher')} "
-                            "has taken over the class: you are watching (R, q still work).",
-                            timeout=8, markup=False)
-                self.heard(classroom.position) if classroom.position else None
-            elif leads and not self.teacher:
-                self.take_over()
-                return
-        else:
-            self._lead_news(classroom.led)
-        self.show_quiz()
-        self._show_console()
-
-    def _lead_news(self, led: bool) -> None:
-        """A student is told when the teacher leaves the class, and when one leads again
-        (else a following student waited on a class that had stopped, unaware)."""
-        if led == self._led:
+        if self.leadership.news():
             return
-        self._led = led
-        self.notify(TEACHER_BACK if led else TEACHER_LEFT, timeout=8, markup=False)
+        relist(self.screen_stack, self.lessons)  # (a lesson recorded since: `shelve`)
+        self.quiz_mode.show_quiz()
+        self.show_console()
 
-    def console_line(self) -> str:
-        """The teacher's status line: how to join, and who is following."""
-        join = self.classroom.join_command
-        parts = [f"join: {join}"] if join else []
-        parts += [str(self.classroom.counts()), "R roster"]
-        look = self.classroom.position
-        if isinstance(look, Look) and look.line:
-            parts.append(f"you said: {look.line}")
-        pointer = self.pointed_label(look if isinstance(look, Look) else None)
-        if pointer:
-            parts.append(pointer.replace("look at", "pointing at"))
-        quiz = self.quiz_console()
-        return " · ".join(parts) + (f"\n{quiz}" if quiz else "")
-
-    def _show_console(self) -> None:
+    def show_console(self) -> None:
+        """The status line: the teacher's console, or a student's status."""
         if self.teacher:
-            self.debugger.show_status(self.console_line())
+            self.debugger.show_status(self.leadership.console_line())
         else:
-            self.show_student_status()
+            self.shared_view.show_student_status()
 
-    def ask_lead(self) -> None:
-        """A second teacher: take over, or watch the one who leads."""
-        from mgtui.tui.widgets.roster import AskScreen
+    # -- the roles' keys (the bindings name the app's actions) ---------------------------------
+    def action_point(self) -> None:
+        self.shared_view.point()
 
-        leader = self.classroom.leader()
-        who = inert_line(leader.name) if leader else "Another teacher"
-        self.push_screen(AskScreen(f"{who} is leading this class.", [
-            ("t", "take over: the class follows you from now on", "take"),
-            ("w", "watch: follow them, as a student does", "watch")]), self._lead_chosen)
+    def action_say(self) -> None:
+        self.shared_view.say()
 
-    def _lead_chosen(self, answer: str | None) -> None:
-        if answer == "take" and self.member is not None:
-            self.classroom.take_lead(self.member)
-            self.take_over()
-        else:
-            self.notify("You are watching: the class follows the other teacher.", timeout=5,
-                        markup=False)
+    def action_quiz(self) -> None:
+        self.quiz_mode.toggle()
 
-    def take_over(self) -> None:
-        """This session leads now: the class comes to where it is."""
-        self.teacher = True
-        self.debugger.show_status(self.console_line())
-        self.notify("You lead the class now.", timeout=5, markup=False)
-        if self.debugger.session is not None:
-            self.classroom.publish(replace(self.debugger.session.position, lesson=self.lesson))
+    def action_reveal(self) -> None:
+        self.quiz_mode.reveal()
 
-    def roster_rows(self) -> list[tuple[str, ...]]:
-        from mgtui.serve.names import roster_rows
+    def action_answer(self) -> None:
+        self.quiz_mode.ask_answer()
 
-        return roster_rows(self.classroom, self.quiz_of)
+    def action_save_scores(self) -> None:
+        self.quiz_mode.save_now()
 
     def action_roster(self) -> None:
-        from mgtui.tui.widgets.roster import RosterScreen
-
-        self.push_screen(RosterScreen(f"The class: {self.classroom.counts()}",
-                                      self.roster_rows()))
+        self.leadership.show_roster()
 
     async def action_quit(self) -> None:
         """A student leaves. The teacher who leads is asked first: ending the class
@@ -488,9 +477,7 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
     def action_pick(self) -> None:
         from mgtui.tui.widgets.dialogs import PickerScreen
 
-        self.push_screen(PickerScreen(
-            [(name, lesson.path, lesson.title) for name, lesson in self.lessons.items()],
-            closable=True))
+        self.push_screen(PickerScreen(picker_entries(self.lessons), closable=True))
 
     async def on_open_scenario(self, message: OpenScenario) -> None:
         message.prevent_default()  # (MgtuiApp's would record the file)
@@ -498,7 +485,8 @@ class ServedApp(UnisonMember, TeacherLook, QuizMode, MgtuiApp):
         name = names.get(str(message.path))
         if name is None:
             return
-        await self._clear_to_debugger()
+        while len(self.screen_stack) > 1 and self.screen is not self.debugger:
+            await self.pop_screen()  # (the picker)
         self.lesson = name
         self.debugger.load_trace(self.lessons[name].trace, 0)
         if self.debugger.session is not None:

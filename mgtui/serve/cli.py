@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
             print(f"mgtui serve: {inert(note)}", file=sys.stderr, flush=True)
     args.recording = None
     if args.record is not None:
-        from mgtui.serve.record import open_recording
+        from mgtui.serve.class_cast import open_recording
 
         try:
             args.recording = open_recording(args.record)
@@ -247,7 +247,7 @@ async def serve_front(listener, zygote, count: int, lessons: dict, args,
             from mgtui.serve.scores import write_quiz_scores
 
             teacher = ServedApp(lessons, front.classroom, teacher=True)
-            teacher.save_scores = lambda: write_quiz_scores(front.classroom, args.quiz_scores)
+            teacher.quiz_mode.save_scores = lambda: write_quiz_scores(front.classroom, args.quiz_scores)
             done = loop.create_task(teacher.run_async())
             stopped = loop.create_task(front.stopped.wait())
             await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -274,10 +274,10 @@ READY_WAIT = 300.0  # seconds for the workers to warm up
 
 
 def lessons_front(*args, shelf, **options):
-    """The front (`mgtui.serve.workers.Front`) that also hands its workers the lessons
+    """The front (`mgtui.serve.front.Front`) that also hands its workers the lessons
     recorded since they were forked (`mgtui.serve.later`): each worker running or
     starting when one is recorded, and each forked after, before anything else."""
-    from mgtui.serve.workers import Front
+    from mgtui.serve.front import Front
 
     class LessonsFront(Front):
         def lesson_ready(self, lesson) -> None:
@@ -358,7 +358,7 @@ async def serve_ssh(lessons: dict, auth, args, recordings=None) -> int:
             from mgtui.serve.server import write_scores
 
             teacher = ServedApp(lessons, klass.classroom, teacher=True, quiz=args.quiz)
-            teacher.save_scores = lambda: write_scores(klass)
+            teacher.quiz_mode.save_scores = lambda: write_scores(klass)
         await until_stopped(teacher, class_ended(klass.classroom), stopping)
     finally:
         if later is not None:
@@ -371,10 +371,10 @@ async def serve_ssh(lessons: dict, auth, args, recordings=None) -> int:
 
 def start_recording(lessons: dict, classroom, args):
     """`--record FILE`: the class recorded as its students see it, in the background
-    (`mgtui.serve.record`); None if not asked for. Returns (task, stop event)."""
+    (`mgtui.serve.class_cast`); None if not asked for. Returns (task, stop event)."""
     if getattr(args, "recording", None) is None:
         return None
-    from mgtui.serve.record import record_class
+    from mgtui.serve.class_cast import record_class
 
     print(f"mgtui serve: recording the class to {inert(str(args.record))}", file=sys.stderr,
           flush=True)

@@ -147,8 +147,9 @@ class ChannelDriver(Driver):
     def _wake(self) -> None:
         """Input for an app its group draws for (mgtui/serve/unison.py): it draws for
         itself from now on, and the input waits until it has caught up (`_busy`)."""
-        if getattr(self.session_app, "unison_group", None) is not None:
-            self.session_app.wake()
+        membership = getattr(self.session_app, "membership", None)
+        if membership is not None and membership.group is not None:
+            membership.wake()
 
     def waiting(self) -> bool:
         """Whether input is waiting for the app (keys, a window change)."""

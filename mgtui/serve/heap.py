@@ -3,12 +3,13 @@ makes them cost while they run.
 
 Every session is an app of some 30,000 objects in one process; a class of 30 is a
 million. Python's cyclic collector walks every object in its oldest generation at each
-full collection, and every session waits: 15 sessions stepping for 25 s saw four full
-collections, the longest 988 ms (bench/README.md, "A class over SSH"). Objects that are
-already there when a session starts are frozen (`gc.freeze`: the collector no longer
-walks them; reference counting still frees them), so a full collection walks only
-what changed since. What freezing keeps from the collector is the garbage with
-reference cycles among frozen objects (an ended session's app): it is collected
+full collection, and every session waits: before this module, 15 sessions stepping for
+25 s saw four full collections, the longest 988 ms (`bench/serve_load.py` measures a
+class's steps: docs/benchmarks.md, "A class of 30 over SSH"). Objects that are already
+there when a session starts are frozen (`gc.freeze`: the collector no longer walks
+them; reference counting still frees them), so a full collection walks only what
+changed since. What freezing keeps from the collector is the garbage with reference
+cycles among frozen objects (an ended session's app): it is collected
 when the class is empty, or once enough sessions have ended meanwhile.
 """
 
@@ -69,7 +70,7 @@ class SessionHeap:
         whole once (about a second for 30 sessions). Memory, not the frozen objects'
         number: `gc.get_freeze_count()` walks every one of them to count them, 1.2
         million in a class of 30, which took some 150 ms at every full collection on
-        top of the collection itself (bench/README.md, "A class over SSH")."""
+        top of the collection itself."""
         if self._collected not in gc.callbacks:
             self._loop, self._due = asyncio.get_running_loop(), False
             self.resident_walked = self.resident_walked or resident_bytes()

@@ -133,6 +133,15 @@ def place(lessons: dict, lesson: Lesson, order: list[str]) -> None:
     lessons.update(ranked)
 
 
+def shelve(lessons: dict, lesson: Lesson, order: list[str], classroom) -> None:
+    """`lesson`, recorded later, joins the class: into `lessons` (in the `order` named)
+    and the classroom's traces; every session hears that the class has changed (an open
+    lesson picker lists it then, `ServedApp`)."""
+    place(lessons, lesson, order)
+    classroom.traces[lesson.name] = lesson.trace
+    classroom.changed(roster=False)
+
+
 async def serve_later(recordings: Recordings, lessons: dict, classroom,
                       each: Callable[[Lesson], None] | None = None) -> None:
     """Each lesson still being recorded, into `lessons` (and the classroom's traces) as
@@ -144,8 +153,7 @@ async def serve_later(recordings: Recordings, lessons: dict, classroom,
             continue
         if lesson.message:  # (the log: a teacher's terminal may be their session)
             log.warning("lesson %s: %s (serving the trace up to there)", name, lesson.message)
-        place(lessons, lesson, recordings.order)
-        classroom.traces[name] = lesson.trace
+        shelve(lessons, lesson, recordings.order, classroom)
         if each is not None:
             each(lesson)
         log.info("lesson %s recorded: in the lesson picker now", name)
@@ -197,5 +205,4 @@ def heard_lesson(lessons: dict, message, classroom) -> None:
         return
     lesson = Lesson(name, Path(message.path), message.title, trace, message.message,
                     message.seed)
-    place(lessons, lesson, [n for n in message.order if isinstance(n, str)])
-    classroom.traces[name] = trace
+    shelve(lessons, lesson, [n for n in message.order if isinstance(n, str)], classroom)

@@ -1,6 +1,9 @@
 """What the class server's processes say to each other (mgtui/serve/workers.py): one
 frozen dataclass a message, and one codec (`encode`, `decode`) for the wire, where each
-is a JSON object `{"kind": KIND, FIELD: VALUE, ...}` in one packet of a Unix socket pair.
+is a JSON object `{"kind": KIND, FIELD: VALUE, ...}` in one packet of a Unix socket pair
+(or one line of a browser visitor's socket, mgtui/serve/web.py). What a classroom says
+(the quiz, who leads: `mgtui.session.follow.News`) and where the teacher is (its
+`TeacherView`) are the session's own dataclasses, sent as they are.
 
   either way        quiz mode: `QuizOn`, `Answer`, `Reveal` (a worker's to the front,
                     which keeps the class's quiz and tells the other workers; a worker
@@ -35,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from mgtui.session import Position
-from mgtui.session.follow import Look
+from mgtui.session.follow import (LINE_CHARS, ORIENTATIONS, Answer, Lead, QuizOn, QuizState,
+                                  Reveal, TeacherView)
 
 log = logging.getLogger("mgtui.serve")
 
@@ -57,42 +61,10 @@ class Nothing:
 
 
 # -- either way ------------------------------------------------------------------------------------
-@kind("quiz_on")
-@dataclass(frozen=True)
-class QuizOn:
-    on: bool
-
-
-@kind("answer")
-@dataclass(frozen=True)
-class Answer:
-    lesson: str
-    student: str
-    step: int
-    value: float
-    name: str = ""
-
-
-@kind("reveal")
-@dataclass(frozen=True)
-class Reveal:
-    lesson: str
-    step: int
-
-
-@kind("quiz_state")
-@dataclass(frozen=True)
-class QuizState:
-    """The quiz so far (`Classroom.quiz_state`), for a worker that starts late."""
-    on: bool
-    answers: Answers = ()
-    reveals: Reveals = ()
-
-
-@kind("lead")
-@dataclass(frozen=True)
-class Lead:
-    name: str
+# (what a classroom says to the other processes: `mgtui.session.follow`'s `News`, as it is)
+for _name, _news in (("quiz_on", QuizOn), ("answer", Answer), ("reveal", Reveal),
+                     ("quiz_state", QuizState), ("lead", Lead)):
+    kind(_name)(_news)
 
 
 @kind("lead_elsewhere")
@@ -104,7 +76,7 @@ class LeadElsewhere:
 @kind("position")
 @dataclass(frozen=True)
 class PositionMessage:
-    position: Position  # (read as a `Look`: a plain position's is one with nothing looked at)
+    position: TeacherView
 
 
 @kind("end")
@@ -206,8 +178,6 @@ Message = Union[Nothing, QuizOn, Answer, Reveal, QuizState, Lead, LeadElsewhere,
                 LessonReady, Ready, Count, Roster, Retiring, Fork]
 QUIZ_NEWS = (QuizOn, Answer, Reveal)  # (as they happen)
 QUIZ = (*QUIZ_NEWS, QuizState)
-Answers = tuple  # of `Answer`s, each a list on the wire (`Answer`'s fields in order)
-Reveals = tuple  # of `Reveal`s, likewise
 Counts = dict  # {KEY: N}: str keys, int counts (others are left out)
 Seats = dict  # {"logins": Counts, "addresses": Counts}
 
@@ -265,16 +235,36 @@ def _rows(cls):
     return read
 
 
-def _position(value):
-    return Look.from_dict(_typed(dict)(value))  # (ValueError if malformed)
+def _view(value) -> TeacherView:
+    """A `TeacherView` from its fields on the wire (a position's alone reads as one
+    with nothing shown). Raises ValueError on a malformed value."""
+    data = _typed(dict)(value)
+    place = Position.from_dict(data)
+    graph, flip, pan = data.get("graph", False), data.get("flip"), data.get("pan", [0, 0])
+    notes, pointer, line = data.get("notes", False), data.get("pointer"), data.get("line", "")
+    if not isinstance(graph, bool) or not isinstance(notes, bool):
+        raise ValueError("graph and notes must be true or false")
+    if flip is not None and flip not in ORIENTATIONS:
+        raise ValueError(f"flip must be LR, TB or null, not {flip!r}")
+    if (not isinstance(pan, list) or len(pan) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 20
+                       for n in pan)):
+        raise ValueError(f"pan must be two cell counts, not {pan!r}")
+    if pointer is not None and (not isinstance(pointer, int) or isinstance(pointer, bool)
+                                or pointer < 0):
+        raise ValueError(f"pointer must be a node id or null, not {pointer!r}")
+    if not isinstance(line, str):
+        raise ValueError("line must be a string")
+    return TeacherView.of(place, graph=graph, flip=flip, pan=(pan[0], pan[1]), notes=notes,
+                          pointer=pointer, line=line[:LINE_CHARS])
 
 
 READ = {"int": _int, "float": _float, "str": _typed(str), "bool": _typed(bool),
         "list": _typed(list), "dict": _typed(dict), "Counts": _counts, "Seats": _seats,
-        "Position": _position, "Answers": _rows(Answer), "Reveals": _rows(Reveal)}
-WRITE = {"Position": lambda position: position.to_dict(),
-         "Answers": lambda rows: [list(dataclasses.astuple(row)) for row in rows],
-         "Reveals": lambda rows: [list(dataclasses.astuple(row)) for row in rows]}
+        "TeacherView": _view, "tuple[Answer, ...]": _rows(Answer), "tuple[Reveal, ...]": _rows(Reveal)}
+WRITE = {"TeacherView": dataclasses.asdict,
+         "tuple[Answer, ...]": lambda rows: [list(dataclasses.astuple(row)) for row in rows],
+         "tuple[Reveal, ...]": lambda rows: [list(dataclasses.astuple(row)) for row in rows]}
 
 
 def encode(message: Message) -> bytes:
@@ -309,40 +299,3 @@ def decode(data: bytes, where: str = "") -> Message:
     except ValueError as exc:  # (json's too)
         log.warning("%sa message it cannot read, ignored: %s", where, str(exc)[:200])
         return Nothing()
-
-
-# -- the classroom's words (mgtui.session.follow speaks in dicts) ---------------------------------
-def from_classroom(said: dict) -> Message:
-    """What a `Classroom` relays (`{"lead": NAME}`, `{"quiz_on": B}`, `{"answer": [...]}`,
-    `{"reveal": [...]}`) as a message."""
-    if "lead" in said:
-        return Lead(said["lead"])
-    if "quiz_on" in said:
-        return QuizOn(said["quiz_on"])
-    if "answer" in said:
-        return Answer(*said["answer"])
-    if "reveal" in said:
-        return Reveal(*said["reveal"])
-    raise ValueError(f"not a classroom's message: {sorted(said)}")
-
-
-def quiz_state_of(state: dict) -> QuizState:
-    """`Classroom.quiz_state`'s dict as a message."""
-    return QuizState(state["quiz_on"], tuple(Answer(*row) for row in state["answers"]),
-                     tuple(Reveal(*row) for row in state["reveals"]))
-
-
-def for_classroom(message: Message) -> dict:
-    """A quiz message (`QUIZ`) as `Classroom.told_quiz` reads it."""
-    if isinstance(message, QuizOn):
-        return {"quiz_on": message.on}
-    if isinstance(message, Answer):
-        return {"answer": [message.lesson, message.student, message.step, message.value,
-                           message.name]}
-    if isinstance(message, Reveal):
-        return {"reveal": [message.lesson, message.step]}
-    if isinstance(message, QuizState):
-        return {"quiz_on": message.on,
-                "answers": [for_classroom(a)["answer"] for a in message.answers],
-                "reveals": [for_classroom(r)["reveal"] for r in message.reveals]}
-    raise TypeError(f"not a quiz message: {message!r}")

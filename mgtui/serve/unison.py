@@ -3,8 +3,9 @@ screens, p95 at most 150 ms).
 
 A teacher's step is every following session's step at once, and each session ran
 Textual's whole screen update for it, the same update 15 times a worker: some 60% of
-a step's CPU (bench/README.md, "A class over SSH"). Here the students of a worker who
-follow the teacher and show the same thing draw nothing themselves but one: a `Group`
+a step's CPU (`bench/serve_load.py`; docs/benchmarks.md, "A class of 30 over SSH"). Here
+the students of a worker who follow the teacher and show the same thing draw nothing
+themselves but one: a `Group`
 of them has a leader, a member that follows the teacher and draws as it always did;
 what its terminal shows is kept as cells (its `ScreenDiff`), and each other member's
 terminal gets the cells that differ from what that terminal shows (the member's own
@@ -41,8 +42,8 @@ from collections import deque
 from rich.cells import cell_len
 
 from mgtui.tui.screen_diff import ScreenDiff, whole
-from mgtui.tui.textual_private import (AppHooks, app_driver, drop_notifications, full_frame,
-                                       notifications, toast_regions)
+from mgtui.tui.textual_private import (app_driver, drop_notifications, full_frame, notifications,
+                                       toast_regions)
 
 log = logging.getLogger("mgtui.serve")
 
@@ -111,7 +112,7 @@ class Group:
     def complete(self) -> bool:
         """Whether the leader's terminal is known, every cell of it."""
         model, width = self.model, self.width
-        if model is None or self.leader.waking:
+        if model is None or self.leader.membership.waking:
             return False
         rows = model.rows
         for y in range(self.height):
@@ -149,9 +150,9 @@ class Group:
         self._due = False
         if not self.complete():  # (a leader catching up, or an escape not read: then
             # its whole screen once, which its screen diff sends it all of)
-            if not (self._repainted or self.leader.waking):
+            if not (self._repainted or self.leader.membership.waking):
                 self._repainted = True
-                self.leader.call_later(self.leader.repaint)
+                self.leader.call_later(self.leader.membership.repaint)
             return
         self._repainted = False
         rows, width, texts = self.model.rows, self.width, {}
@@ -240,11 +241,12 @@ class Unison:
 
     def may_join(self, app) -> bool:
         """Whether nothing of `app`'s screen is its own (see the module's docstring)."""
-        driver = app_driver(app)
+        driver, quiz = app_driver(app), app.quiz_mode
         return (not self.closed and app.is_running and not app.keyed_teacher
                 and app.terminal is not None and app.follower.following
-                and not self.classroom.quiz_on and app._asking is None and app._quiz_clear
-                and not app.waking and app.unison_group is None and not notifications(app)
+                and not self.classroom.quiz_on and quiz.asking is None and quiz.clear
+                and not app.membership.waking and app.membership.group is None
+                and not notifications(app)
                 and len(app.screen_stack) == 1 and app.screen is app.debugger
                 and driver is not None and not driver.waiting())
 
@@ -258,21 +260,21 @@ class Unison:
         group = self.groups.get(key)
         if group is None:
             self.groups[key] = group = Group(self, key, app)
-            app.unison_group = group
+            app.membership.group = group
             group.drawn()  # (its screen now: the first frame one may join on)
             log.info("a group of students at %dx%d: one draws for all", *key[:2])
             return False  # (it leads: it draws, as before)
         if not group.shows_as(app, beneath):
             return False
         group.members.append(app)
-        app.unison_group = group
+        app.membership.group = group
         group.drawn()  # (what the leader has drawn since that frame, at once)
         return True
 
     def leave(self, app) -> None:
         """`app` draws for itself from now on. A leader that leaves hands the group
         to a member (which wakes), or ends it."""
-        group, app.unison_group = app.unison_group, None
+        group, app.membership.group = app.membership.group, None
         if group is None:
             return
         if app in group.members:
@@ -285,7 +287,7 @@ class Unison:
             group.leader = leader
             group.frames.clear()
             self.groups[group.key] = group
-            leader.lead()
+            leader.membership.lead()
 
     def forget(self, app) -> None:
         """`app`'s session has ended."""
@@ -295,7 +297,7 @@ class Unison:
     def wake_all(self) -> None:
         for group in list(self.groups.values()):
             for member in list(group.members):
-                member.wake()
+                member.membership.wake()
 
     def _class_changed(self) -> None:
         if self.classroom.quiz_on or self.classroom.ended:
@@ -306,52 +308,56 @@ class Unison:
         self.wake_all()
 
 
-class UnisonMember(AppHooks):
-    """(A part of `ServedApp`: a session that may draw for its group, or be drawn for.)"""
+class Membership:
+    """One session's place among its worker's groups (`ServedApp.membership`): whether
+    its group's leader draws for it (`asleep`), joining, waking, and the app's frames
+    and expiring notices, handed here by `hook_frames`."""
 
-    unison: Unison | None = None
-    unison_group: Group | None = None  # this session's group now
-    waking = False  # woken (a key, or its group to lead): catching up
+    def __init__(self, app, unison: Unison | None) -> None:
+        self.app, self.unison = app, unison
+        self.group: Group | None = None  # this session's group now
+        self.waking = False  # woken (a key, or its group to lead): catching up
 
     @property
     def asleep(self) -> bool:
         """Its group's leader draws for it."""
-        group = self.unison_group
-        return group is not None and group.leader is not self
+        group = self.group
+        return group is not None and group.leader is not self.app
 
+    # -- the app's frames and notices (`hook_frames`) -----------------------------------------
     def frame_wanted(self) -> bool:
         return not self.asleep  # (its terminal shows the leader's frames)
 
     def frame_sent(self) -> None:
-        group = self.unison_group
-        if group is not None:
-            group.drawn(now=True)
-
-    def join_group(self, beneath: list = ()) -> bool:
-        """Join this session's group if it may and shows what the group does (but for
-        the regions `beneath`)."""
-        return self.unison is not None and self.unison.join(self, beneath)
-
-    def join_later(self) -> None:
-        """Once this session has drawn where the class is (its look too: two
-        refreshes), join its group if its screen is the group's."""
-        if self.unison is not None and self.unison_group is None:
-            self.call_after_refresh(self.call_after_refresh, self.join_group)
-
-    def arrived_in_group(self, position) -> None:
-        group = self.unison_group
-        if group is not None and group.leader is self:
-            group.arrived(position)
+        if self.group is not None:
+            self.group.drawn(now=True)
 
     def notice_expiring(self, notification) -> list:
         """A notice has expired: the cells it covered are drawn again (`notice_expired`).
         (Textual removes its toast and draws nothing there: a served student's
         "Following the teacher" stayed on their terminal until the pane under it
         changed, and a screen with it is never the group's.)"""
-        return self._notice_regions([notification])
+        return toast_regions(self.app.screen, [notification])
 
     def notice_expired(self, before: object) -> None:
-        self.call_after_refresh(self._notice_wiped, before)
+        self.app.call_after_refresh(self._notice_wiped, before)
+
+    # -- joining ---------------------------------------------------------------------------------
+    def join(self, beneath: list = ()) -> bool:
+        """Join this session's group if it may and shows what the group does (but for
+        the regions `beneath`)."""
+        return self.unison is not None and self.unison.join(self.app, beneath)
+
+    def join_later(self) -> None:
+        """Once this session has drawn where the class is (its view too: two
+        refreshes), join its group if its screen is the group's."""
+        if self.unison is not None and self.group is None:
+            self.app.call_after_refresh(self.app.call_after_refresh, self.join)
+
+    def arrived(self, position) -> None:
+        group = self.group
+        if group is not None and group.leader is self.app:
+            group.arrived(position)
 
     def notices_read(self, messages: tuple[str, ...]) -> list:
         """The teacher has moved: the notices among `messages` that have been up for
@@ -360,39 +366,35 @@ class UnisonMember(AppHooks):
         draws over them). Left for their 5 s, they kept every student who had just
         come in out of its group, each drawing the class's first steps alone: those
         steps were the class's slowest."""
-        now = time.time()
-        done = [notice for notice in notifications(self)
+        app, now = self.app, time.time()
+        done = [notice for notice in notifications(app)
                 if notice.message in messages and now - notice.raised_at >= NOTICE_READ]
         if not done:
             return []
-        regions = self._notice_regions(done)
-        drop_notifications(self, done)
+        regions = toast_regions(app.screen, done)
+        drop_notifications(app, done)
         if regions:
-            self.screen.refresh(*regions)
+            app.screen.refresh(*regions)
         return regions
-
-    def _notice_regions(self, notices: list) -> list:
-        """Where the toasts of `notices` are on the screen. (Their own regions: their
-        holders' are empty.)"""
-        return toast_regions(self.screen, notices)
 
     def _notice_wiped(self, regions: list) -> None:
         """The cells an expired notice covered, drawn again; with no notice left, this
         session may join its group now (not only at the teacher's next step: else the
         first step after a class has come in is drawn by every student)."""
         if regions:
-            self.screen.refresh(*regions)
-        if not notifications(self):
+            self.app.screen.refresh(*regions)
+        if not notifications(self.app):
             self.join_later()
 
+    # -- waking ----------------------------------------------------------------------------------
     def wake(self) -> None:
         """A key, a click or a window change for a member of a group (or quiz mode):
         it draws for itself from now on, once caught up. (Called from outside this
         app.) A leader is up to date: it only leaves."""
-        if self.unison_group is None or self.unison is None:
+        if self.group is None or self.unison is None:
             return
         asleep = self.asleep
-        self.unison.leave(self)
+        self.unison.leave(self.app)
         if asleep:
             self.catch_up_awake()
 
@@ -403,26 +405,27 @@ class UnisonMember(AppHooks):
 
     def catch_up_awake(self) -> None:
         self.waking = True
-        self.call_later(self._catch_up_awake)
+        self.app.call_later(self._catch_up_awake)
 
     def _catch_up_awake(self) -> None:
-        position = self.classroom.position
+        app = self.app
+        position = app.classroom.position
         if position is not None:
-            self.heard(position)  # (where the class is, and its look after a refresh)
-        self.call_after_refresh(self.call_after_refresh, self._repaint_awake)
+            app.heard(position)  # (where the class is, and its view after a refresh)
+        app.call_after_refresh(app.call_after_refresh, self._repaint_awake)
 
     def _repaint_awake(self) -> None:
-        """Caught up, the look applied and drawn (two refreshes: the notes may have
+        """Caught up, the view applied and drawn (two refreshes: the notes may have
         opened): the whole screen through the screen diff, then the key."""
         self.waking = False
         try:
             self.repaint()  # (its terminal gets what differs from the group's last frame)
         except Exception:  # noqa: BLE001 - (a screen not laid out: Textual's own way)
-            self.screen.refresh()
-        driver = app_driver(self)
+            self.app.screen.refresh()
+        driver = app_driver(self.app)
         if driver is not None and hasattr(driver, "next_turn"):
             driver.next_turn()  # (the key that woke it)
 
     def repaint(self) -> None:
         """Draw the whole screen now (through the screen diff: only what differs)."""
-        full_frame(self)
+        full_frame(self.app)

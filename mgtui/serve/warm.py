@@ -17,7 +17,8 @@ import asyncssh
 
 from mgtui.run.lessons import Lesson
 from mgtui.serve.heap import give_back_memory
-from mgtui.serve.server import Class, release_streams
+from mgtui.serve.server import Class
+from mgtui.serve.ssh_session import release_streams
 from mgtui.session.follow import Classroom
 
 log = logging.getLogger("mgtui.serve")

@@ -3,8 +3,9 @@
 textual-serve runs one process per visitor. So the lessons, recorded once, are saved as
 binary traces for those processes to read (they run no scenario code), and the follow
 mode travels over a Unix socket: this process keeps the `Classroom`, sends each of the
-teacher's positions to every visitor as a line of JSON, and a visitor's process turns
-them back into `Position`s. The teacher is `--teach`, in this terminal.
+teacher's views to every visitor as a line (the class's message of it, one codec:
+`mgtui.serve.messages`), and a visitor's process reads it back into the same
+`TeacherView`. The teacher is `--teach`, in this terminal.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mgtui.serve.limits import INPUT_HELD, capped
-from mgtui.session.follow import NAME_CHARS, Classroom, Look
+from mgtui.session.follow import NAME_CHARS, Classroom, TeacherView
 from mgtui.serve.log import setup_log
-from mgtui.session import Position
 
 log = logging.getLogger("mgtui.serve")
 MANIFEST = "lessons.json"
@@ -61,8 +61,12 @@ class Hub:
         classroom.subscribe(self._send)
 
     @staticmethod
-    def line(position: Position | None) -> bytes:
-        return (json.dumps(position.to_dict() if position else None) + "\n").encode()
+    def line(view: TeacherView | None) -> bytes:
+        """`view` as a line of the hub's socket: the class's message of it (one line of
+        JSON); an empty line while no teacher has moved."""
+        from mgtui.serve.messages import PositionMessage, encode
+
+        return (encode(PositionMessage(view)) if view is not None else b"") + b"\n"
 
     async def visitor(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(self.line(self.classroom.position))  # a late joiner's first position
@@ -85,8 +89,8 @@ class Hub:
             if number is not None:
                 self.classroom.leave(number)
 
-    def _send(self, position: Position) -> None:
-        data = self.line(position)
+    def _send(self, view: TeacherView) -> None:
+        data = self.line(view)
         for writer in list(self.writers):
             if writer.transport.get_write_buffer_size() > 1 << 20:  # not reading: let go
                 writer.close()
@@ -196,15 +200,7 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
                     teach(lessons, classroom, self))
 
         async def on_shutdown(self, app) -> None:
-            """Tell every visitor, and close (each ends its process): aiohttp would
-            otherwise wait for the browsers to leave."""
-            because = b"the class has ended" if classroom.ended else b"the server is stopping"
-            for websocket in list(self.open_sockets):
-                try:
-                    await websocket.send_bytes(b"\r\nmgtui: " + because + b"\r\n")
-                    await websocket.close()
-                except (OSError, RuntimeError):  # (one already gone)
-                    pass
+            await close_visitors(self.open_sockets, classroom.ended)
 
         async def handle_websocket(self, request):
             who = request.remote or "?"
@@ -216,10 +212,7 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
                 log.info("class full: refused a visitor from %s", who)
                 return await refuse(request, f"the class is full ({args.max_sessions} "
                                              "sessions): try later")
-            size = capped(number(request.query.get("width"), 80),
-                          number(request.query.get("height"), 24))
-            request = request.clone(rel_url=request.rel_url.update_query(
-                width=size[0], height=size[1]))
+            request, size = capped_request(request)
             self.visitors += 1
             log.info("visitor from %s (%dx%d)", who, *size)
             try:
@@ -243,6 +236,27 @@ def class_web_server(Server: type, lessons: dict, classroom: Classroom, args,
             super().request_exit()
 
     return ClassWebServer
+
+
+async def close_visitors(sockets: set, ended: bool) -> None:
+    """Tell every visitor why, and close (each ends its process): aiohttp would otherwise
+    wait for the browsers to leave."""
+    because = b"the class has ended" if ended else b"the server is stopping"
+    for websocket in list(sockets):
+        try:
+            await websocket.send_bytes(b"\r\nmgtui: " + because + b"\r\n")
+            await websocket.close()
+        except (OSError, RuntimeError):  # (one already gone)
+            pass
+
+
+def capped_request(request):
+    """`request` with the window it asks for `capped` (80x24 if it asks none), and that
+    size."""
+    size = capped(number(request.query.get("width"), 80),
+                  number(request.query.get("height"), 24))
+    return request.clone(rel_url=request.rel_url.update_query(
+        width=size[0], height=size[1])), size
 
 
 async def teach(lessons: dict, classroom: Classroom, server) -> None:
@@ -418,14 +432,13 @@ class RemoteClassroom(Classroom):
         self._take_lines()
 
     def _take_lines(self) -> None:
+        from mgtui.serve.messages import PositionMessage, decode
+
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
-            try:
-                data = json.loads(line)
-                if data is not None:
-                    Classroom.publish(self, Look.from_dict(data))
-            except ValueError:  # (from our own server: a bad line is skipped, not fatal)
-                continue
+            message = decode(line, "a visitor: ") if line else None
+            if isinstance(message, PositionMessage):  # (a bad line is logged, skipped)
+                Classroom.publish(self, message.position)
 
     def subscribe(self, listener):
         if self._reader is None:
@@ -444,7 +457,7 @@ class RemoteClassroom(Classroom):
 
     led = True  # (the web class's teacher is the server's terminal: the class ends with it)
 
-    def publish(self, position: Position) -> None:
+    def publish(self, position: TeacherView) -> None:
         """(A visitor does not lead.)"""
 
     def enter(self, name: str, teacher: bool = False, identity: str = "") -> int:

@@ -1,4 +1,4 @@
-"""Follow the teacher: a `Classroom` carries the teacher's `Position` to every student's
+"""Follow the teacher: a `Classroom` carries the teacher's `TeacherView` to every student's
 `Follower`, which follows it until the student navigates on their own (and rejoins on `f`).
 
 Headless and transport-free: the SSH server, the browser mode and the tests all use it.
@@ -12,16 +12,18 @@ from typing import Any, Callable
 from mgtui.session import Position
 from mgtui.session.quiz import Quiz
 
-LINE_CHARS = 200
-NAME_CHARS = 64  # a name on the roster is cut to this many characters  # a teacher's line to the class is cut to this many characters
+LINE_CHARS = 200  # a teacher's line to the class is cut to this many characters
+NAME_CHARS = 64  # a name on the roster is cut to this many characters
 ORIENTATIONS = ("LR", "TB")
 
 
 @dataclass(frozen=True)
-class Look(Position):
-    """The teacher's `Position` and where the teacher looks: the Graph pane (open, its
-    orientation, where it is panned), the notes full screen (`N`), the node pointed at
-    (`*`) and the line sent to the class (`!`, until the next step)."""
+class TeacherView(Position):
+    """The teacher's `Position` and what the teacher shows the class: the Graph pane
+    (open, its orientation, where it is panned), the notes full screen (`N`), the node
+    pointed at (`*`) and the line sent to the class (`!`, until the next step). The one
+    form of where the teacher is, from the teacher's key to each student's screen
+    (across processes, `mgtui.serve.messages` writes and reads its fields)."""
 
     graph: bool = False
     flip: str | None = None  # "LR" or "TB" if the teacher turned it; None: by size
@@ -30,38 +32,52 @@ class Look(Position):
     pointer: int | None = None  # a node id
     line: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "graph": self.graph, "flip": self.flip,
-                "pan": list(self.pan), "notes": self.notes, "pointer": self.pointer,
-                "line": self.line}
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Look:
-        """The inverse of `to_dict` (a plain position's dict reads as one with nothing
-        looked at). Raises ValueError on a malformed value."""
-        place = Position.from_dict(data)
-        graph, flip, pan = data.get("graph", False), data.get("flip"), data.get("pan", [0, 0])
-        notes, pointer, line = data.get("notes", False), data.get("pointer"), data.get("line", "")
-        if not isinstance(graph, bool) or not isinstance(notes, bool):
-            raise ValueError("graph and notes must be true or false")
-        if flip is not None and flip not in ORIENTATIONS:
-            raise ValueError(f"flip must be LR, TB or null, not {flip!r}")
-        if (not isinstance(pan, list) or len(pan) != 2
-                or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 20
-                           for n in pan)):
-            raise ValueError(f"pan must be two cell counts, not {pan!r}")
-        if pointer is not None and (not isinstance(pointer, int) or isinstance(pointer, bool)
-                                    or pointer < 0):
-            raise ValueError(f"pointer must be a node id or null, not {pointer!r}")
-        if not isinstance(line, str):
-            raise ValueError("line must be a string")
-        return cls(place.step, place.node, place.tab, place.lesson, graph, flip,
-                   (pan[0], pan[1]), notes, pointer, line[:LINE_CHARS])
+    def of(cls, position: Position, **shown: Any) -> TeacherView:
+        """`position` with what is `shown`."""
+        return cls(position.step, position.node, position.tab, position.lesson, **shown)
 
-    @classmethod
-    def of(cls, position: Position, **look: Any) -> Look:
-        """`position` with `look`."""
-        return cls(position.step, position.node, position.tab, position.lesson, **look)
+
+# -- what a classroom tells the class's other processes (its `relay`), and hears from them -----
+@dataclass(frozen=True)
+class QuizOn:
+    on: bool
+
+
+@dataclass(frozen=True)
+class Answer:
+    lesson: str
+    student: str  # one login (`Member.identity`), or a session of its own
+    step: int
+    value: float
+    name: str = ""  # as the roster shows the student
+
+
+@dataclass(frozen=True)
+class Reveal:
+    lesson: str
+    step: int
+
+
+@dataclass(frozen=True)
+class QuizState:
+    """The quiz so far (`Classroom.quiz_state`), for a process that starts late."""
+
+    on: bool
+    answers: tuple[Answer, ...] = ()
+    reveals: tuple[Reveal, ...] = ()
+
+
+@dataclass(frozen=True)
+class Lead:
+    """A session of this process leads the class now (`name`; "": none does any more)."""
+
+    name: str
+
+
+QuizNews = QuizOn | Answer | Reveal | QuizState
+News = QuizNews | Lead
+Relay = Callable[[News], None]  # (mgtui/serve/workers.py sends it to the other processes)
 
 
 def same_place(a: Position | None, b: Position | None) -> bool:
@@ -70,7 +86,7 @@ def same_place(a: Position | None, b: Position | None) -> bool:
         return a is b
     return (a.step, a.node, a.tab, a.lesson) == (b.step, b.node, b.tab, b.lesson)
 
-Listener = Callable[[Position], None]
+Listener = Callable[[TeacherView], None]
 Watcher = Callable[[], None]
 
 
@@ -108,7 +124,7 @@ class Classroom:
     """The teacher's latest position, and everyone listening for the next one."""
 
     def __init__(self) -> None:
-        self.position: Position | None = None  # None until a teacher has moved
+        self.position: TeacherView | None = None  # None until a teacher has moved
         self._listeners: list[Listener] = []
         self.members: dict[int, Member] = {}  # by the number `enter` gave
         self.lead: int | None = None  # the member leading (one teacher at a time)
@@ -121,13 +137,13 @@ class Classroom:
         self.quizzes: dict[str, Quiz] = {}  # by lesson: the class's answers
         self.traces: dict[str, Any] = {}  # by lesson: the traces (for what others send)
         # A class served by several processes (mgtui/serve/workers.py): what this one
-        # tells the others (quiz mode, reveals, answers, who leads here), through the
-        # front process; None for a class in one process.
-        self.relay: Callable[[dict], None] | None = None
+        # tells the others (`News`: quiz mode, reveals, answers, who leads here), through
+        # the front process; None for a class in one process.
+        self.relay: Relay | None = None
         self.tag = ""  # this process's mark in a student's quiz name (numbers repeat)
         self.lead_elsewhere = ""  # the teacher leading in another process ("" if none)
 
-    def publish(self, position: Position) -> None:
+    def publish(self, position: TeacherView) -> None:
         """The teacher is at `position`: tell every listener (once per change)."""
         if position == self.position:
             return
@@ -226,7 +242,7 @@ class Classroom:
         """The other processes hear who leads here (`led_elsewhere` there)."""
         if self.relay is not None:
             leader = self.members.get(self.lead) if self.lead is not None else None
-            self.relay({"lead": leader.name if leader is not None else ""})
+            self.relay(Lead(leader.name if leader is not None else ""))
 
     def led_elsewhere(self, name: str) -> None:
         """A teacher in another process leads (`name`), or none does (""): one teacher
@@ -285,7 +301,7 @@ class Classroom:
             self.quiz_on = on
             self.changed(roster=False)
             if relay and self.relay is not None:
-                self.relay({"quiz_on": on})
+                self.relay(QuizOn(on))
 
     def answer(self, lesson: str, trace, student: str, step: int, value: float,
                relay: bool = True, name: str = "") -> bool | None:
@@ -296,7 +312,7 @@ class Classroom:
         if right is not None:
             self.changed(roster=True)
             if relay and self.relay is not None:
-                self.relay({"answer": [lesson, student, step, value, name]})
+                self.relay(Answer(lesson, student, step, value, name))
         return right
 
     def reveal(self, lesson: str, trace, step: int, relay: bool = True) -> None:
@@ -304,36 +320,34 @@ class Classroom:
         self.quiz(lesson, trace).reveal(step)
         self.changed(roster=False)
         if relay and self.relay is not None:
-            self.relay({"reveal": [lesson, step]})
+            self.relay(Reveal(lesson, step))
 
-    def quiz_state(self) -> dict:
-        """The quiz so far, for a process that starts late (`told_quiz` reads it)."""
-        return {"quiz_on": self.quiz_on, "answers": [
-            [lesson, student, step, value, quiz.names.get(student, "")]
+    def quiz_state(self) -> QuizState:
+        """The quiz so far, for a process that starts late (`told_quiz` takes it in)."""
+        return QuizState(self.quiz_on, tuple(
+            Answer(lesson, student, step, value, quiz.names.get(student, ""))
             for lesson, quiz in self.quizzes.items()
-            for student, by_step in quiz.answers.items() for step, value in by_step.items()],
-            "reveals": [[lesson, step] for lesson, quiz in self.quizzes.items()
-                        for step in sorted(quiz.revealed)]}
+            for student, by_step in quiz.answers.items() for step, value in by_step.items()),
+            tuple(Reveal(lesson, step) for lesson, quiz in self.quizzes.items()
+                  for step in sorted(quiz.revealed)))
 
-    def told_quiz(self, message: dict) -> None:
-        """What another process says of the quiz (`quiz_on`, an `answer`, a `reveal`,
-        or all of it: `quiz_state`'s keys), kept here as if said here, not told on.
-        Malformed parts (they cannot come from mgtui) are left out."""
-        if isinstance(message.get("quiz_on"), bool):
-            self.start_quiz(message["quiz_on"], relay=False)
-        answers = message.get("answers", [message["answer"]] if "answer" in message else [])
-        reveals = message.get("reveals", [message["reveal"]] if "reveal" in message else [])
-        for item in answers if isinstance(answers, list) else []:
-            if (isinstance(item, list) and len(item) in (4, 5) and item[0] in self.traces
-                    and isinstance(item[1], str) and isinstance(item[2], int)
-                    and isinstance(item[3], float)):
-                name = item[4] if len(item) == 5 and isinstance(item[4], str) else ""
-                self.answer(item[0], self.traces[item[0]], item[1], item[2], item[3],
-                            relay=False, name=name)
-        for item in reveals if isinstance(reveals, list) else []:
-            if (isinstance(item, list) and len(item) == 2 and item[0] in self.traces
-                    and isinstance(item[1], int)):
-                self.reveal(item[0], self.traces[item[0]], item[1], relay=False)
+    def told_quiz(self, news: QuizNews) -> None:
+        """What another process says of the quiz (quiz mode on or off, an answer, a
+        reveal, or all of it), kept here as if said here, not told on. An answer or a
+        reveal of a lesson this process does not serve is left out."""
+        if isinstance(news, (QuizOn, QuizState)):
+            self.start_quiz(news.on, relay=False)
+        answers = news.answers if isinstance(news, QuizState) else (
+            (news,) if isinstance(news, Answer) else ())
+        reveals = news.reveals if isinstance(news, QuizState) else (
+            (news,) if isinstance(news, Reveal) else ())
+        for answer in answers:
+            if answer.lesson in self.traces:
+                self.answer(answer.lesson, self.traces[answer.lesson], answer.student,
+                            answer.step, answer.value, relay=False, name=answer.name)
+        for reveal in reveals:
+            if reveal.lesson in self.traces:
+                self.reveal(reveal.lesson, self.traces[reveal.lesson], reveal.step, relay=False)
 
     def end(self) -> None:
         """The teacher ends the class: every session is told, and ends."""
@@ -354,10 +368,10 @@ class Follower:
         self.following = True
 
     @property
-    def teacher(self) -> Position | None:
+    def teacher(self) -> TeacherView | None:
         return self.classroom.position
 
-    def heard(self, position: Position) -> Position | None:
+    def heard(self, position: TeacherView) -> TeacherView | None:
         """The teacher moved to `position`: where to go, or None while paused."""
         return position if self.following else None
 
@@ -371,7 +385,7 @@ class Follower:
         self.following = False
         return True
 
-    def rejoin(self) -> Position | None:
+    def rejoin(self) -> TeacherView | None:
         """Follow again: where the teacher is now (None if no teacher has moved yet)."""
         self.following = True
         return self.teacher

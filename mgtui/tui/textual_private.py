@@ -15,9 +15,9 @@ What each is for:
   failed session's app is let go once its failure is logged (`app_exception`,
   `forget_exception`), and its capture of the process's output too (`stream_app`);
 - a class's students are drawn by one of them (mgtui/serve/unison.py): the frame an app
-  would send (`AppHooks._display`), the whole screen drawn at once (`full_frame`), its
+  would send (`hook_frames`), the whole screen drawn at once (`full_frame`), its
   notices (`notifications`, `drop_notifications`, `toast_regions`,
-  `AppHooks._unnotify`);
+  `hook_frames`);
 - the Graph pane draws in the frame that first lays it out (`SizedScrollView`) and sets
   its virtual size without a layout (`refresh_scrollbars`);
 - the footer restyles a key in place (`FooterKey`, `footer_bindings_ready`,
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from textual.widgets import Footer
 
 __all__ = [
-    "AppHooks", "FooterKey", "SizedScrollView", "app_driver", "app_exception",
-    "drop_notifications", "footer_bindings_ready", "forget_exception", "full_frame",
+    "FooterKey", "SizedScrollView", "app_driver", "app_exception",
+    "drop_notifications", "footer_bindings_ready", "forget_exception", "full_frame", "hook_frames",
     "mark_footer_bindings_ready",
     "notifications", "refresh_scrollbars", "release_parser", "set_color_system",
     "set_driver_size", "set_footer_key_enabled", "stream_app", "strip_cache", "toast_regions",
@@ -108,32 +108,23 @@ def stream_app(stream: object) -> App | None:
 
 
 # -- drawing a screen and its notices ------------------------------------------------------------
-class AppHooks:
-    """(A part of an App:) the frames it sends and the notices that expire, handed to
-    `frame_wanted`, `frame_sent`, `notice_expiring` and `notice_expired`."""
+def hook_frames(app: App, hooks) -> None:
+    """Hand `app`'s frames and expiring notices to `hooks`, an object the app holds:
+    `hooks.frame_wanted()` (False: the frame is not drawn), `frame_sent()`,
+    `notice_expiring(notification)` and `notice_expired(what that returned)`."""
+    display, unnotify = app._display, app._unnotify
 
-    def frame_wanted(self) -> bool:
-        return True
+    def hooked_display(screen: Screen, renderable) -> None:
+        if hooks.frame_wanted():
+            display(screen, renderable)
+            hooks.frame_sent()
 
-    def frame_sent(self) -> None:
-        pass
+    def hooked_unnotify(notification, refresh: bool = True) -> None:
+        before = hooks.notice_expiring(notification)
+        unnotify(notification, refresh)
+        hooks.notice_expired(before)
 
-    def notice_expiring(self, notification) -> object:
-        return None
-
-    def notice_expired(self, before: object) -> None:
-        pass
-
-    def _display(self, screen: Screen, renderable) -> None:
-        if not self.frame_wanted():
-            return
-        super()._display(screen, renderable)  # type: ignore[misc]
-        self.frame_sent()
-
-    def _unnotify(self, notification, refresh: bool = True) -> None:
-        before = self.notice_expiring(notification)
-        super()._unnotify(notification, refresh)  # type: ignore[misc]
-        self.notice_expired(before)
+    app._display, app._unnotify = hooked_display, hooked_unnotify
 
 
 def full_frame(app: App) -> None:

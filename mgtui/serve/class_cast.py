@@ -38,11 +38,11 @@ IDLE_LIMIT = 2.0  # seconds: a player shortens longer pauses to this
 class ClassRecorder(ServedApp):
     """The class's recording: a student session that never pauses and is on no roster."""
 
-    asks_quiz = False  # (a recording cannot answer: it shows the grads as the teacher does)
-
     def __init__(self, lessons: Mapping[str, Lesson], classroom: Classroom,
                  cast: CastWriter) -> None:
         super().__init__(lessons, classroom, name="recording")
+        self.quiz_mode.asks = False  # (a recording cannot answer: it shows the grads as
+        # the teacher does)
         self.cast = cast
         self.started = time.monotonic()
         self.failed = False
@@ -149,7 +149,7 @@ async def record_class(lessons: Mapping[str, Lesson], classroom: Classroom,
                 await asyncio.wait_for(asyncio.shield(task), 5)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
-        from mgtui.serve.server import release_streams
+        from mgtui.serve.ssh_session import release_streams
 
         release_streams(recorder)  # (the streams it took, back: other apps may run on)
         try:

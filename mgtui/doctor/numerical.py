@@ -327,12 +327,12 @@ class NumericalCheck:
         A leaf's nudge becomes how far it really moved (an update since its creation,
         itself moved by the nudges of earlier passes, counts too)."""
         start = plan.pass_.start
-        base, start_grad = self.trace.state_at(start)
-        dp = plus.final_data if len(plus) == start else plus.state_at(start)[0]
+        base, start_grad = self.trace.replay.state_at(start)
+        dp = plus.replay.final_data if len(plus) == start else plus.replay.state_at(start)[0]
         if minus is None:
             dm, span = base, H
         else:
-            dm = minus.final_data if len(minus) == start else minus.state_at(start)[0]
+            dm = minus.replay.final_data if len(minus) == start else minus.replay.state_at(start)[0]
             span = 2 * H
         u = plan.direction
         for n in plan.leaves:
@@ -398,7 +398,7 @@ class NumericalCheck:
         ran = set(t.backward_order(p))
         if not ran.issubset(plan.nodes):
             return []  # the pass goes on into another root's graph (`l1.backward(); l2.backward()`)
-        final = t.state_at(p.end)[1]
+        final = t.replay.state_at(p.end)[1]
         recorded = sum(v * (final[n] - start_grad[n]) for n, v in u.items())
         central = (dp[root] - dm[root]) / moves.span
         forward = (dp[root] - base[root]) / H
@@ -444,7 +444,7 @@ class NumericalCheck:
         line = ctx.grad_write_line(s.event, c) or (closure.first_line if closure else None)
         where = ctx.closure_where(s.event, line)
         if t.values_at(s.event):  # a closure that holds another node says why
-            data, grad = t.state_at(s.event)
+            data, grad = t.replay.state_at(s.event)
             misread = misread_nodes(t, s.event, data.__getitem__, grad.__getitem__)
             also += "".join(" " + s for s in misread_sentences(t, misread))
         if worst is None:  # no single input shows it (several inputs move together)
@@ -473,7 +473,7 @@ class NumericalCheck:
         on its inputs alone, so its local derivatives are still exact: they solve
         `dN_j = sum_k (dN/dc_k) dc_kj` over the runs `j`, one per input."""
         t = self.trace
-        final = t.state_at(plan.pass_.end)[1]
+        final = t.replay.state_at(plan.pass_.end)[1]
         phase = "working out the numbers"
         moves: list[list[float]] = []  # per run: how each input moved
         node_moves: list[float] = []
@@ -486,7 +486,7 @@ class NumericalCheck:
             self.progress(2 * n + 2, 2 * len(inputs), phase)
             if len(plus) != plan.first or len(minus) != plan.first:
                 return None
-            dp, dm = plus.final_data, minus.final_data
+            dp, dm = plus.replay.final_data, minus.replay.final_data
             moves.append([dp[k] - dm[k] for k in inputs])
             node_moves.append(dp[s.node] - dm[s.node])
             root_moves.append(dp[plan.root] - dm[plan.root])

@@ -67,8 +67,8 @@ def theirs(trace, nodes: list[int], limit: float) -> str:
     members = set(nodes)
     graph = {"nodes": {}, "edges": []}
     for n in nodes:
-        graph["nodes"][str(n)] = (f"{trace.label(n)} | data {trace.final_data[n]:.4f} | "
-                                  f"grad {trace.final_grad[n]:.4f}")
+        graph["nodes"][str(n)] = (f"{trace.label(n)} | data {trace.replay.final_data[n]:.4f} | "
+                                  f"grad {trace.replay.final_grad[n]:.4f}")
         if trace.op(n):
             graph["nodes"][f"{n}op"] = trace.op(n)
             graph["edges"].append((f"{n}op", str(n)))
@@ -86,7 +86,7 @@ def theirs(trace, nodes: list[int], limit: float) -> str:
 
 def neighbourhoods(trace, count: int = 60) -> list[float]:
     """Layout times of the neighbourhoods of the first `count` nodes of the backward walk."""
-    trace.build_indexes()  # as the app does while it loads, off the UI thread
+    trace.index.build_indexes()  # as the app does while it loads, off the UI thread
     session = Session(trace)
     backward = next(p for p in trace.passes if p.kind == "backward")
     state = session.goto(backward.start + 1)

@@ -167,7 +167,7 @@ class Findings(list):  # list["Finding"]
         # one line: pytest shows it in a failed `assert not mgtui.check(...)`
         lines = [f"{f.kind} at {_where(f)}: {f.message}" for f in self]
         if self.error is not None:
-            lines.append(f"the checked code raised: {self.report.trace.error_text()}")
+            lines.append(f"the checked code raised: {self.report.trace.places.error_text()}")
         return "Findings(" + "; ".join(lines) + but + ")"
 
 
@@ -374,8 +374,8 @@ def compact_view(trace: Trace, rows: int = MAX_VIEW_ROWS):
         table.add_column(column, justify="right" if column in ("id", "data", "grad") else "left")
     for nid in range(min(trace.node_count, rows)):
         table.add_row(*(Text(x) for x in (
-            str(nid), trace.label(nid), trace.op(nid), fmt(trace.final_value(nid, False)),
-            fmt(trace.final_value(nid, True)), ", ".join(trace.label(c) for c in trace.children(nid)))))
+            str(nid), trace.label(nid), trace.op(nid), fmt(trace.values.final_value(nid, False)),
+            fmt(trace.values.final_value(nid, True)), ", ".join(trace.label(c) for c in trace.children(nid)))))
     parts: list[Any] = [table]
     if trace.node_count > rows:
         parts.append(Text(f"… and {trace.node_count - rows} more nodes", style="dim"))
@@ -391,7 +391,7 @@ def compact_view(trace: Trace, rows: int = MAX_VIEW_ROWS):
         if len(backward) > rows:
             parts.append(Text(f"… and {len(backward) - rows} more steps", style="dim"))
     if trace.error is not None:
-        parts.append(Text(f"error: {trace.error_text()}"))
+        parts.append(Text(f"error: {trace.places.error_text()}"))
     return Group(*parts)
 
 

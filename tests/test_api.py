@@ -123,12 +123,12 @@ def test_show_before_backward_leaves_the_grads_at_zero(capsys):
     assert state(nodes) == before
     assert all(v.grad == 0 for v in nodes)
     trace = load(path)
-    by_label = {trace.label(i): trace.final_grad[i] for i in range(trace.node_count)}
+    by_label = {trace.label(i): trace.replay.final_grad[i] for i in range(trace.node_count)}
     expected = {"o": 1.0, "n": 0.5, "b": 0.5, "x1": -1.5, "w1": 1.0, "x2": 0.5, "w2": 0.0}
     for label, grad in expected.items():
         assert by_label[label] == pytest.approx(grad, abs=1e-12), label
     o_id = trace.find("o")[0]
-    assert trace.final_data[o_id] == pytest.approx(math.sqrt(0.5))
+    assert trace.replay.final_data[o_id] == pytest.approx(math.sqrt(0.5))
 
 
 def test_show_of_micrograd_and_a_slots_class_leaves_them_alone(capsys):
@@ -143,7 +143,7 @@ def test_show_of_micrograd_and_a_slots_class_leaves_them_alone(capsys):
     trace = load(mgtui.show(d))
     assert state(nodes) == before
     # dd/da = 2c * (b + 1) = 2 * (-4) * (-2) = 16; dd/db = 2c * a = -16
-    labels = {trace.label(i): trace.final_grad[i] for i in range(trace.node_count)}
+    labels = {trace.label(i): trace.replay.final_grad[i] for i in range(trace.node_count)}
     assert labels["a"] == pytest.approx(16.0) and labels["b"] == pytest.approx(-16.0)
 
     class Slim:
@@ -172,7 +172,7 @@ def test_show_of_micrograd_and_a_slots_class_leaves_them_alone(capsys):
     before = state(nodes)
     trace = load(mgtui.show(r))
     assert state(nodes) == before
-    labels = {trace.label(i): trace.final_grad[i] for i in range(trace.node_count)}
+    labels = {trace.label(i): trace.replay.final_grad[i] for i in range(trace.node_count)}
     assert labels == {"p": 4.0, "q": 3.0, "r": 1.0}  # the manual loop: Slim has no backward
 
 
@@ -306,8 +306,8 @@ def test_record_a_block_labels_its_nodes_and_keeps_its_lines():
     assert t.scenario == __file__
     s = 1 / (1 + math.exp(6.0))
     # by hand: dL/da = s(1-s) * b, dL/db = s(1-s) * a
-    assert t.final_grad[0] == pytest.approx(s * (1 - s) * -3.0)
-    assert t.final_grad[1] == pytest.approx(s * (1 - s) * 2.0)
+    assert t.replay.final_grad[0] == pytest.approx(s * (1 - s) * -3.0)
+    assert t.replay.final_grad[1] == pytest.approx(s * (1 - s) * 2.0)
     assert [p.kind for p in t.passes] == ["forward", "backward"]
     assert not any("_mgtui_id" in vars(v) for v in (a, b, c, L))
     # the hooks are off again: no field descriptors, the class's own __init__
@@ -326,7 +326,7 @@ def test_record_takes_in_values_made_before_the_block():
     assert [t.label(i) for i in range(t.node_count)] == ["w", "x", "y"]
     assert t.children(2) == (0, 1)
     assert w.grad == 2.0 and w.data == pytest.approx(-0.7)  # the block ran as it would
-    assert t.final_grad[0] == 2.0 and t.final_data[0] == pytest.approx(-0.7)
+    assert t.replay.final_grad[0] == 2.0 and t.replay.final_data[0] == pytest.approx(-0.7)
     assert [p.kind for p in t.passes] == ["forward", "backward", "update"]
     assert "_mgtui_id" not in vars(w) and "_mgtui_id" not in vars(x)
 
@@ -349,7 +349,7 @@ def test_record_save_and_open(tmp_path):
     path = rec.save(tmp_path / "neuron.mgtrace")
     again = load(path)
     assert again.node_count == rec.trace.node_count == 10
-    assert list(again.final_grad) == list(rec.trace.final_grad)
+    assert list(again.replay.final_grad) == list(rec.trace.replay.final_grad)
 
 
 def test_record_and_check_under_sys_settrace():

@@ -261,7 +261,7 @@ async def test_reload_keeps_the_position(write_scenario):
         await pilot.press("r")
         await loaded(pilot)
         assert screen.position == 3
-        assert screen.trace.final_data[0] == 5.0
+        assert screen.trace.replay.final_data[0] == 5.0
         assert "Reloaded" in " ".join(n.message for n in app._notifications)
 
 

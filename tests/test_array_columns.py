@@ -32,10 +32,10 @@ def lecture_neuron(t) -> None:
     """The lecture's neuron: x1.grad -1.5, x2.grad 0.5, w1.grad 1.0, w2.grad 0.0, b.grad
     0.5, o = tanh(n) = 0.7071."""
     (x,), (w,), (b,), (o,) = (t.find(label) for label in ("x", "w", "b", "o"))
-    assert flat(t.final_value(x, True)) == pytest.approx([-1.5, 0.5], abs=1e-12)
-    assert flat(t.final_value(w, True)) == pytest.approx([1.0, 0.0], abs=1e-12)
-    assert flat(t.final_value(b, True)) == pytest.approx([0.5], abs=1e-12)
-    assert flat(t.final_value(o, False)) == pytest.approx([0.7071067811865476], abs=1e-12)
+    assert flat(t.values.final_value(x, True)) == pytest.approx([-1.5, 0.5], abs=1e-12)
+    assert flat(t.values.final_value(w, True)) == pytest.approx([1.0, 0.0], abs=1e-12)
+    assert flat(t.values.final_value(b, True)) == pytest.approx([0.5], abs=1e-12)
+    assert flat(t.values.final_value(o, False)) == pytest.approx([0.7071067811865476], abs=1e-12)
 
 
 def test_a_version_4_file_still_opens():
@@ -118,7 +118,7 @@ HOSTILE = {
 
 def test_a_good_columns_record_reads():
     t = tracefile.loadb(with_record(columns_record(**GOOD)))
-    assert flat(t.created_value(0)) == [1.0, 2.0]
+    assert flat(t.values.created_value(0)) == [1.0, 2.0]
 
 
 @pytest.mark.parametrize("case", HOSTILE)

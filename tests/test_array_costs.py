@@ -75,7 +75,7 @@ def test_recording_a_broadcast_view_takes_its_storage_only(tmp_path):
     trace = Run(RunSpec(str(path), timeout=60)).start().wait().trace
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # (KB)
     (t,) = trace.find("t")
-    data, grad = trace.final_value(t, False), trace.final_value(t, True)
+    data, grad = trace.values.final_value(t, False), trace.values.final_value(t, True)
     assert data.shape == (10**11, 3) and data.summary[:3] == (0.0, 2.0, 1.0)
     assert grad.shape == (10**6, 10**6) and grad.dtype == "float32"
     assert grad.summary[:4] == (2.0, 2.0, 2.0, 2.0 * 10**6)
@@ -84,7 +84,7 @@ def test_recording_a_broadcast_view_takes_its_storage_only(tmp_path):
         saved.write_bytes(binary.dumpb(trace)) if saved.suffix == ".mgtrace" else \
             saved.write_text(export.dumps(trace))
         back = export.load(saved)
-        again = back.final_value(t, True)
+        again = back.values.final_value(t, True)
         assert again.basis == grad.basis == 1 and again.summary == grad.summary
 
 
@@ -107,13 +107,13 @@ def test_big_arrays_changed_in_place_keep_the_values_they_had(tmp_path):
     path.write_text(IN_PLACE)
     for trace in (record(path), Run(RunSpec(str(path))).start().wait().trace):
         (w,) = trace.find("w")
-        made = trace.created_value(w)
+        made = trace.values.created_value(w)
         assert not made.whole and made.summary[:3] == (1.0, 1.0, 1.0)
         # dy/dw = 2w = 2 at the backward; each update w -= 0.5 * grad: 1 -> 0 -> 0 ...
-        grads = [trace.value_at(w, True, i + 1, math.nan) for i in range(len(trace))]
+        grads = [trace.values.value_at(w, True, i + 1, math.nan) for i in range(len(trace))]
         seen = {brief(g) for g in grads if not isinstance(g, float)}
         assert any("μ 2" in s for s in seen), seen
-        datas = [trace.value_at(w, False, i + 1, math.nan) for i in range(len(trace))]
+        datas = [trace.values.value_at(w, False, i + 1, math.nan) for i in range(len(trace))]
         means = [d.summary[2] for d in datas if not isinstance(d, float)]
         assert means[0] == 1.0 and means[-1] == 0.0 and 1.0 in means and 0.0 in means
 

@@ -57,13 +57,13 @@ def finite_difference() -> np.ndarray:
 def check(trace) -> None:
     assert trace.node_count == 5 * TERMS + 2 > 16384
     (w,) = trace.find("w")
-    grad = trace.final_value(w, True)
+    grad = trace.values.final_value(w, True)
     assert grad.shape == (4,)
     assert list(grad.values) == pytest.approx(expected_grad().tolist(), rel=1e-12)
     assert list(grad.values) == pytest.approx(finite_difference().tolist(), rel=1e-6)
     loss = trace.node_count - 1  # (the last made; `find` gives every `loss` named so)
     assert "loss" in trace.label(loss)
-    assert trace.final_value(loss, True).values[0] == 1.0
+    assert trace.values.final_value(loss, True).values[0] == 1.0
 
 
 @pytest.fixture(scope="module")

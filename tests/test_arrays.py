@@ -32,8 +32,8 @@ from mgtui.trace.arrays import (
     ArrayValue,
     brief,
     display,
-    state_values,
 )
+from mgtui.trace.values import state_values
 from mgtui.trace.array_numpy import from_numpy, from_numpy_many
 from mgtui.trace.engines import explain
 from mgtui.trace.explain_arrays import ArrayContribution
@@ -71,13 +71,13 @@ def scenario(tmp_path: Path, text: str) -> Path:
 def test_the_tensor_neuron_has_the_lecture_figures_with_shapes(inline):
     t = record(SCENARIOS / "tensor_neuron.py", inline=inline)
     x, w, b, o = (node(t, label) for label in ("x", "w", "b", "o"))
-    assert t.created_value(x).shape == (1, 2) and t.created_value(w).shape == (2, 1)
-    assert t.created_value(b).shape == ()
+    assert t.values.created_value(x).shape == (1, 2) and t.values.created_value(w).shape == (2, 1)
+    assert t.values.created_value(b).shape == ()
     # the lecture's neuron: x1.grad -1.5, x2.grad 0.5, w1.grad 1.0, w2.grad 0.0, b.grad 0.5
-    assert flat(t.final_value(x, True)) == pytest.approx([-1.5, 0.5], abs=1e-12)
-    assert flat(t.final_value(w, True)) == pytest.approx([1.0, 0.0], abs=1e-12)
-    assert flat(t.final_value(b, True)) == pytest.approx([0.5], abs=1e-12)
-    assert flat(t.final_value(o, False)) == pytest.approx([0.7071067811865476], abs=1e-12)
+    assert flat(t.values.final_value(x, True)) == pytest.approx([-1.5, 0.5], abs=1e-12)
+    assert flat(t.values.final_value(w, True)) == pytest.approx([1.0, 0.0], abs=1e-12)
+    assert flat(t.values.final_value(b, True)) == pytest.approx([0.5], abs=1e-12)
+    assert flat(t.values.final_value(o, False)) == pytest.approx([0.7071067811865476], abs=1e-12)
     assert not t.arrays.unrecorded
 
 
@@ -88,7 +88,7 @@ def test_the_runner_streams_the_same_arrays_as_the_recorder():
     assert streamed.node_count == here.node_count and len(streamed) == len(here)
     for nid in range(here.node_count):
         for grad in (False, True):
-            a, b = streamed.final_value(nid, grad), here.final_value(nid, grad)
+            a, b = streamed.values.final_value(nid, grad), here.values.final_value(nid, grad)
             assert isinstance(a, ArrayValue) and a.same(b)
 
 
@@ -107,23 +107,23 @@ w.grad = 0.0             # a float over an array
 def test_values_are_copied_as_they_are_recorded(tmp_path):
     t = record(scenario(tmp_path, UPDATE))
     w = node(t, "w")
-    assert flat(t.created_value(w)) == [1.0, -2.0]  # as made, not as updated later
-    assert flat(t.created_grad(w)) == [0.0, 0.0]
+    assert flat(t.values.created_value(w)) == [1.0, -2.0]  # as made, not as updated later
+    assert flat(t.values.created_grad(w)) == [0.0, 0.0]
     # y = w @ x summed: dy/dw = xᵀ = [[3, 4]]
     writes = [wr for i in t.events_of(EventKind.BACKWARD) for wr in t.writes(i) if wr.node == w]
     (write,) = writes
-    before, after = t.write_value(write.index, write.before, write.after)
+    before, after = t.values.write_value(write.index, write.before, write.after)
     assert flat(before) == [0.0, 0.0] and flat(after) == [3.0, 4.0]  # `+=` in place
     data_write, grad_write = t.events_of(EventKind.DATA), t.events_of(EventKind.GRAD)[-1]
     (d,) = data_write
     e = t.event(d)
-    before, after = t.event_value(d, e.before, e.after)
+    before, after = t.values.event_value(d, e.before, e.after)
     assert flat(before) == [1.0, -2.0]
     assert flat(after) == pytest.approx([1.0 - 0.3, -2.0 - 0.4])
     e = t.event(grad_write)
-    before, after = t.event_value(grad_write, e.before, e.after)
+    before, after = t.values.event_value(grad_write, e.before, e.after)
     assert flat(before) == [3.0, 4.0] and after == 0.0  # the array it replaced
-    assert t.value_at(w, True, len(t), t.final_grad[w]) == 0.0
+    assert t.values.value_at(w, True, len(t), t.replay.final_grad[w]) == 0.0
 
 
 def test_a_timeline_steps_through_the_arrays_both_ways():
@@ -168,7 +168,7 @@ c.backward()
 ''')
     t = record(path)
     assert not t.arrays and not t.arrays.unrecorded
-    assert [t.final_grad[n] for n in range(2)] == [-3.0, 2.0]
+    assert [t.replay.final_grad[n] for n in range(2)] == [-3.0, 2.0]
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_a_file_written_by_the_previous_version_still_opens():
     t = export.load(V2_CHAIN)
     assert t.node_count == 7 and not t.has_arrays
     # chain: L = -8; grads a 6, b -4 (the lecture's)
-    assert t.final_grad[0] == 6.0 and t.final_grad[1] == -4.0
+    assert t.replay.final_grad[0] == 6.0 and t.replay.final_grad[1] == -4.0
 
 
 def test_a_scalar_trace_reads_back_the_same_from_the_version_4_file():
@@ -390,10 +390,11 @@ def test_print_shows_shapes_and_no_nan():
 
 def test_the_panes_read_arrays_through_the_state():
     t = TENSOR_NEURON
-    data, grad = state_values(t, len(t), t.final_data, t.final_grad)
+    data, grad = state_values(t, len(t), t.replay.final_data, t.replay.final_grad)
     assert flat(grad[node(t, "w")]) == pytest.approx([1.0, 0.0])
     scalar = record(SCENARIOS / "chain.py")
-    assert state_values(scalar, 0, scalar.final_data, scalar.final_grad)[0] is scalar.final_data
+    final = scalar.replay
+    assert state_values(scalar, 0, final.final_data, final.final_grad)[0] is final.final_data
     assert GRAD == 1  # (the table's places, as the file format numbers them)
 
 
@@ -498,14 +499,14 @@ def test_the_recorded_arrays_are_the_engines_values_at_each_write(tmp_path, inli
     for i in range(len(t)):
         e = t.event(i)
         if e.kind is EventKind.CREATE:
-            held[(e.node, True)] = t.created_grad(e.node)
-            held[(e.node, False)] = t.created_value(e.node)
+            held[(e.node, True)] = t.values.created_grad(e.node)
+            held[(e.node, False)] = t.values.created_value(e.node)
             continue
         if e.kind is EventKind.BACKWARD:
             changes = [(wr.node, wr.field.name == "GRAD",
-                        *t.write_value(wr.index, wr.before, wr.after)) for wr in t.writes(i)]
+                        *t.values.write_value(wr.index, wr.before, wr.after)) for wr in t.writes(i)]
         else:
-            changes = [(e.node, e.kind is EventKind.GRAD, *t.event_value(i, e.before, e.after))]
+            changes = [(e.node, e.kind is EventKind.GRAD, *t.values.event_value(i, e.before, e.after))]
         for nid, grad, before, after in changes:
             now = held.get((nid, grad))
             if isinstance(now, ArrayValue) and isinstance(before, ArrayValue):
@@ -513,7 +514,7 @@ def test_the_recorded_arrays_are_the_engines_values_at_each_write(tmp_path, inli
                 checked += 1
             held[(nid, grad)] = after
         if e.kind is EventKind.DATA and e.node == b:  # an update ends: b's is the last
-            grads_after_backward.append((t.value_at(w, True, i, 0.0), t.value_at(b, True, i, 0.0)))
+            grads_after_backward.append((t.values.value_at(w, True, i, 0.0), t.values.value_at(b, True, i, 0.0)))
             data_after_update.append((held[(w, False)], held[(b, False)]))
     assert checked > 30
     expected_grads = [s[1:] for s in plain["seen"] if s[0] == "grad"]
@@ -554,4 +555,4 @@ def test_the_snapshots_are_let_go_once_cut_and_once_the_engine_lets_go(tmp_path,
     assert t.node_count == alone.node_count
     for nid in range(t.node_count):
         for grad in (False, True):
-            assert t.final_value(nid, grad).same(alone.final_value(nid, grad))
+            assert t.values.final_value(nid, grad).same(alone.values.final_value(nid, grad))

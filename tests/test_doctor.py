@@ -104,7 +104,7 @@ def test_overwrite_is_found_although_every_grad_is_right():
     report = diagnose(BUGS / "overwrite.py")
     t = report.trace
     # no fan-out: the grads match the lecture's neuron, so only the replay can tell
-    grads = {t.label(n): t.final_grad[n] for n in range(t.node_count)}
+    grads = {t.label(n): t.replay.final_grad[n] for n in range(t.node_count)}
     expected = {"n": 0.5, "b": 0.5, "x1": -1.5, "w1": 1.0, "x2": 0.5, "w2": 0.0}
     for name, grad in expected.items():
         assert grads[name] == pytest.approx(grad, abs=1e-9)
@@ -249,7 +249,7 @@ def test_micrograd_relu_at_exactly_zero_is_not_flagged(tmp_path):
     # micrograd's own answer: a.grad = 0 (relus at 0) + b = 2; b.grad = 0 + 0 + a = 0
     t = report.trace
     a = next(n for n in range(t.node_count) if t.label(n) == "a")
-    assert t.final_grad[a] == 2.0
+    assert t.replay.final_grad[a] == 2.0
 
 
 def test_micrograd_training_is_clean(tmp_path):
@@ -380,7 +380,7 @@ def test_two_faulty_ops_give_two_findings_at_their_own_lines(tmp_path):
     t = report.trace
     b = t.find("b")[0]
     event = t.event(f.step)
-    m_grad = t.final_grad[f.node]
+    m_grad = t.replay.final_grad[f.node]
     added = sum(w.delta for w in event.writes if w.node == b)
     assert added == pytest.approx(0.5 * m_grad)  # a * m.grad: the planted bug
     # d(abc)/db = a*c = 1.0, so it should have added 1.0 * m.grad
@@ -407,7 +407,7 @@ def test_overwrite_with_fan_out_is_one_finding_not_two(tmp_path):
         ("overwrite", "s", line_of(path, "# BUG"))]
     t = report.trace
     a = t.find("a")[0]
-    assert t.final_grad[a] != pytest.approx(2 * 3.0 + 4)  # the bug really lost 4
+    assert t.replay.final_grad[a] != pytest.approx(2 * 3.0 + 4)  # the bug really lost 4
 
 
 def test_probe_leaves_the_recording_unchanged():
@@ -415,8 +415,8 @@ def test_probe_leaves_the_recording_unchanged():
         path = BUGS / f"{name}.py" if name != "neuron_exp" else SCENARIOS / "neuron_exp.py"
         plain = record(path)
         probed = record(path, before_backward=OverwriteCheck())
-        assert list(plain.final_grad) == list(probed.final_grad)
-        assert list(plain.final_data) == list(probed.final_data)
+        assert list(plain.replay.final_grad) == list(probed.replay.final_grad)
+        assert list(plain.replay.final_data) == list(probed.replay.final_data)
         assert len(plain) == len(probed) and plain.output == probed.output
 
 

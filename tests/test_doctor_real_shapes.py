@@ -176,10 +176,10 @@ def test_writes_into_parts_of_a_grad_are_recorded_with_their_elements():
     t = record_call(fn)
     by_op = {t.op(t.event_node(i)): i for i in range(len(t)) if t.kind(i).value == "backward"}
     (w,) = t.writes(by_op["column"])
-    before, after = t.write_value(w.index, w.before, w.after)
+    before, after = t.values.write_value(w.index, w.before, w.after)
     assert np.array(after.values).reshape(3, 2).tolist() == [[0, 1], [0, 1], [0, 1]]
     (w,) = t.writes(by_op["rows"])
-    _, after = t.write_value(w.index, w.before, w.after)
+    _, after = t.values.write_value(w.index, w.before, w.after)
     assert np.array(after.values).reshape(4, 2).tolist() == [[0, 0], [2, 2], [0, 0], [1, 1]]
 
 

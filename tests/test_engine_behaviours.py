@@ -151,7 +151,7 @@ class Twins:
     def final_grad(self, trace, label: str) -> list[float]:
         """The final gradient of the node labelled `label`, element by element."""
         nid = node(trace, label)
-        return elements(trace.final_value(nid, True))
+        return elements(trace.values.final_value(nid, True))
 
 
 def line_of(path: Path, text: str) -> int:
@@ -202,7 +202,7 @@ def test_stepping_forward_to_the_end_and_back_to_the_start(twins):
     while line.step():
         steps += 1
     assert steps == len(t) and line.at_end and line.exists(x)
-    assert close(elements(t.value_at(x, True, len(t), line.grad[x])),
+    assert close(elements(t.values.value_at(x, True, len(t), line.grad[x])),
                  [3 * v * v for v in XS[twins.kind]])
     while line.back():
         steps -= 1

@@ -76,7 +76,7 @@ def test_chain_notes_show_on_the_forward_step_and_on_that_nodes_backward_step():
     trace = session.trace
     product = "a product: backward, each input gets the other input times e.grad"
     e = trace.find("e")[0]
-    made = trace.created_at(e) + 1
+    made = trace.index.created_at(e) + 1
     assert product in session.goto(made).detail.notes
     assert product in session.goto(session.backward_step(e)).detail.notes
     assert session.goto(1).detail.notes == ()  # `a = Value(2.0)`: no note on its line
@@ -93,7 +93,7 @@ def test_the_sessions_on_one_trace_read_its_notes_once(monkeypatch):
                         lambda source, first=1: reads.append(first) or notes_in(source, first))
     trace = run(ROOT / "scenarios" / "chain.py").trace
     product = "a product: backward, each input gets the other input times e.grad"
-    made = trace.created_at(trace.find("e")[0]) + 1
+    made = trace.index.created_at(trace.find("e")[0]) + 1
     first, second = Session(trace), Session(trace)
     assert product in first.goto(made).detail.notes
     assert product in second.goto(made).detail.notes

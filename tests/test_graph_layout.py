@@ -432,5 +432,5 @@ def test_users_are_the_inverse_of_children(seed):
     expected = {n: [p for p in range(trace.node_count) if n in trace.children(p)]
                     for n in range(trace.node_count)}
     for nid, users in expected.items():
-        assert list(trace.users(nid)) == users  # each once (a + a uses a once), in order
-        assert len(users) == trace.uses[nid]
+        assert list(trace.index.users(nid)) == users  # each once (a + a uses a once), in order
+        assert len(users) == trace.index.uses[nid]

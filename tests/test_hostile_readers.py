@@ -30,7 +30,7 @@ from mgtui.recording.recorder import record
 from mgtui.recording.shapes import FieldsOptionError, project_fields
 from mgtui.settings.config import load_config
 from mgtui.run.runner import run
-from mgtui.trace.table import RecordDecoder
+from mgtui.trace.decoder import RecordDecoder
 from mgtui.trace.export import dumps, load
 
 from conftest import ROOT, SCENARIOS

@@ -177,12 +177,12 @@ def test_figures_of_the_by_hand_scenario(tmp_path):
     # e = a*b: a.grad += b * e.grad = -3, b.grad += a * e.grad = 2; then both set to 0
     assert [(trace.label(w.node), w.after) for w in calls[1].writes] == [("a!", -3.0),
                                                                          ("b", 2.0)]
-    assert trace.final_grad[trace.find("a!")[0]] == 0.0
-    assert trace.final_data[trace.find("a!")[0]] == 5.5
-    assert trace.final_data[trace.find("b")[0]] == 10.0
-    assert trace.final_grad[trace.find("c")[0]] == 4.0
-    assert trace.final_grad[trace.find("e")[0]] == 7.0
-    assert trace.final_data[trace.find("d")[0]] == 8.0
+    assert trace.replay.final_grad[trace.find("a!")[0]] == 0.0
+    assert trace.replay.final_data[trace.find("a!")[0]] == 5.5
+    assert trace.replay.final_data[trace.find("b")[0]] == 10.0
+    assert trace.replay.final_grad[trace.find("c")[0]] == 4.0
+    assert trace.replay.final_grad[trace.find("e")[0]] == 7.0
+    assert trace.replay.final_data[trace.find("d")[0]] == 8.0
     assert kinds.count("grad") == 8 and kinds.count("data") == 5
 
 
@@ -209,7 +209,7 @@ def test_a_helper_module_beside_the_scenario_is_rewritten_too(tmp_path):
     trace = record(path)
     assert [p.kind for p in trace.passes][-2:] == ["update", "zero_grad"]
     w = trace.find("w")[0]
-    assert trace.final_data[w] == 2.0 - 0.25 * 4.0 and trace.final_grad[w] == 0.0
+    assert trace.replay.final_data[w] == 2.0 - 0.25 * 4.0 and trace.replay.final_grad[w] == 0.0
 
 
 def test_reads_stay_plain_while_recording_and_classes_are_put_back(tmp_path):
@@ -293,7 +293,7 @@ def test_what_a_module_beside_the_scenario_does_as_it_is_imported_is_recorded(tm
     assert [p.kind for p in trace.passes] == ["forward", "backward", "update", "zero_grad",
                                               "other"]
     w = trace.find("w")[0]
-    assert trace.final_data[w] == 3.0 - 0.5 * 6.0
+    assert trace.replay.final_data[w] == 3.0 - 0.5 * 6.0
     assert not list(tmp_path.glob("__pycache__/prepared*.pyc")) or all(
         b"__mgtui" not in pyc.read_bytes() for pyc in tmp_path.glob("__pycache__/*.pyc"))
 

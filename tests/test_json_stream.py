@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from mgtui.trace import export
+from mgtui.trace import export, json_read
 from mgtui.trace.export import dumps, load, write_json
 from mgtui.recording.recorder import ScenarioLoadError, record
 from mgtui.run.runner import run
@@ -90,7 +90,7 @@ def test_export_json_writes_as_it_goes(monkeypatch):
 
 @pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
 def test_a_streamed_file_reads_back_the_same_trace(tmp_path, monkeypatch, chunk):
-    monkeypatch.setattr(export, "CHUNK", chunk)  # values cut across reads, anywhere
+    monkeypatch.setattr(json_read, "CHUNK", chunk)  # values cut across reads, anywhere
     path = tmp_path / "t.json"
     path.write_text(dumps(MLP), encoding="utf-8")
     same_trace(MLP, export.read_json(path))
@@ -228,5 +228,5 @@ def test_named_nodes_read_back_by_either_path(tmp_path, monkeypatch):
     def slow_node(*args):
         raise AssertionError("a node as write_json writes it was read the slow way")
 
-    monkeypatch.setattr(export, "_node", slow_node)
+    monkeypatch.setattr(json_read, "_node", slow_node)
     same_trace(trace, load(fast))  # every node, named or not, read without a dict

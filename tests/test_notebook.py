@@ -48,14 +48,14 @@ def test_the_bundled_notebook_maps_every_line_to_its_cell():
     assert trace.title == "One tanh neuron, as a notebook"
     for nid in range(trace.node_count):
         line = trace.line(nid)
-        place = trace.where(line)
+        place = trace.places.where(line)
         cell, m = (int(x) for x in place.removeprefix("cell ").split(", line "))
         assert lines[line - 1] == cell_text(cell, m), place  # the same code, from the JSON
     by_label = {trace.label(i): i for i in range(trace.node_count)}
-    assert trace.where(trace.line(by_label["x1"])) == "cell 4, line 1"
-    assert trace.where(trace.line(by_label["o"])) == "cell 6, line 5"
+    assert trace.places.where(trace.line(by_label["x1"])) == "cell 4, line 1"
+    assert trace.places.where(trace.line(by_label["o"])) == "cell 6, line 5"
     # the lecture's figures
-    grads = {k: trace.final_grad[i] for k, i in by_label.items()}
+    grads = {k: trace.replay.final_grad[i] for k, i in by_label.items()}
     assert grads["x1"] == pytest.approx(-1.5) and grads["w1"] == pytest.approx(1.0)
     assert grads["x2"] == pytest.approx(0.5) and grads["w2"] == pytest.approx(0.0)
     assert grads["n"] == pytest.approx(0.5) and grads["b"] == pytest.approx(0.5)
@@ -81,7 +81,7 @@ def test_a_cell_magic_skips_its_cell_and_lines_keep_their_numbers(tmp_path):
     assert "cell 3, line 3: the shell line `!echo no`" in nb.notes
     trace = record(load_scenario(path))
     assert trace.error is None and trace.node_count == 2
-    assert trace.where(trace.line(1)) == "cell 3, line 4"
+    assert trace.places.where(trace.line(1)) == "cell 3, line 4"
 
 
 def test_print_shows_cell_and_line():
@@ -149,7 +149,7 @@ def test_a_bad_notebook_gets_a_message(tmp_path):
 def test_a_plain_script_keeps_plain_line_numbers():
     assert where("x = 1\n", 1) == "line 1"
     trace = record(SCENARIOS / "chain.py")
-    assert trace.where(trace.line(0)).startswith("line ")
+    assert trace.places.where(trace.line(0)).startswith("line ")
 
 
 @pytest.mark.usefixtures("clean_env")

@@ -57,7 +57,7 @@ def test_the_chain_rule_holds_in_the_unpacked_reference(unpacked):
     t = unpacked
     assert t.node_count == 1 + 4 * STEPS
     assert math.isclose(t.node_data[t.node_count - 1], 1.0001 ** STEPS, rel_tol=1e-9)
-    assert math.isclose(t.final_grad[0], 1.0001 ** STEPS, rel_tol=1e-9)
+    assert math.isclose(t.replay.final_grad[0], 1.0001 ** STEPS, rel_tol=1e-9)
 
 
 def test_in_process_recordings_pack_and_record_the_same(chain, unpacked):

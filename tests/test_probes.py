@@ -83,12 +83,12 @@ def shape(trace: Trace, names: bool = True) -> dict:
     and the output."""
     t = trace
     nodes = [("" if t.derived_name(n.id) or n.label == f"#{n.id}" else n.label, n.op,
-              n.children, value(t.created_value(n.id)), value(t.created_grad(n.id)), n.line,
-              value(t.final_value(n.id, False)), value(t.final_value(n.id, True)))
+              n.children, value(t.values.created_value(n.id)), value(t.values.created_grad(n.id)), n.line,
+              value(t.values.final_value(n.id, False)), value(t.values.final_value(n.id, True)))
              for n in t.nodes()]
-    events = [(e.kind, e.node, *map(value, t.event_value(e.index, e.before, e.after)),
+    events = [(e.kind, e.node, *map(value, t.values.event_value(e.index, e.before, e.after)),
                e.line, e.closure,
-               [(w.node, w.field, *map(value, t.write_value(w.index, w.before, w.after)),
+               [(w.node, w.field, *map(value, t.values.write_value(w.index, w.before, w.after)),
                  w.line) for w in e.writes])
               for e in t.events()]
     closures = [(c.name, Path(c.filename).name, c.first_line, c.lines, c.default)

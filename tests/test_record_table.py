@@ -12,7 +12,7 @@ import pytest
 
 from mgtui.trace import table
 from mgtui.trace import binary as tracefile
-from mgtui.trace.table import RecordDecoder
+from mgtui.trace.decoder import RecordDecoder
 from mgtui.recording.recorder import record
 from mgtui.run.runner import LiveTrace
 from mgtui.trace import EventKind, NodeChunk, Trace, TraceError, TraceFormatError, chunks_of
@@ -26,7 +26,7 @@ TENSOR = record(SCENARIOS / "tensor_neuron.py")  # (numpy arrays: A records)
 
 def final_grad(t: Trace, nid: int) -> list[float]:
     """Node `nid`'s grad at the end, as a flat list (its array's elements)."""
-    return list(t.value_at(nid, True, len(t), t.final_grad[nid]).values)
+    return list(t.values.value_at(nid, True, len(t), t.replay.final_grad[nid]).values)
 
 
 def head() -> bytes:

@@ -29,7 +29,7 @@ def write(tmp_path, name, body):
 
 
 def final_grads(trace: Trace) -> dict[str, float]:
-    return {trace.label(n): trace.final_grad[n] for n in range(trace.node_count)}
+    return {trace.label(n): trace.replay.final_grad[n] for n in range(trace.node_count)}
 
 
 # -- the three kinds of Value class ---------------------------------------------------------
@@ -123,7 +123,7 @@ def test_engine_neuron_has_the_lecture_grads():
         assert grads[label] == pytest.approx(expected, abs=1e-12)
     assert grads["n"] == pytest.approx(0.5)
     o = trace.find("o")[0]
-    assert trace.final_data[o] == pytest.approx(0.7071, abs=1e-4)
+    assert trace.replay.final_data[o] == pytest.approx(0.7071, abs=1e-4)
 
 
 @pytest.mark.parametrize("body", [MICROGRAD_NEURON, OWN_CLASS_NEURON], ids=["micrograd", "own-class"])

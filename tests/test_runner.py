@@ -77,7 +77,7 @@ def test_a_trace_from_the_child_saves_compressed(tmp_path):
 
 def test_the_lecture_figures_come_through_the_child():
     t = run(SCENARIOS / "chain.py").trace
-    grads = {t.label(n): t.final_grad[n] for n in range(t.node_count)}
+    grads = {t.label(n): t.replay.final_grad[n] for n in range(t.node_count)}
     assert {k: grads[k] for k in "Lfdecab"} == dict(L=1, f=4, d=-2, e=-2, c=-2, a=6, b=-4)
 
 
@@ -128,7 +128,7 @@ def test_a_monkeypatch_does_not_outlive_its_run(write_scenario):
     """)
     assert [run(path).trace.output.strip() for _ in range(3)] == ["103.0"] * 3
     t = run(SCENARIOS / "chain.py").trace
-    assert t.final_data[t.find("L")[0]] == -8.0
+    assert t.replay.final_data[t.find("L")[0]] == -8.0
 
 
 def test_an_edited_imported_module_is_seen_by_the_next_run(tmp_path, write_scenario):
@@ -141,8 +141,8 @@ def test_an_edited_imported_module_is_seen_by_the_next_run(tmp_path, write_scena
     first = run(path).trace
     (tmp_path / "myops.py").write_text("K = 5.0\n")
     second = run(path).trace
-    assert first.final_data[first.find("y")[0]] == 6.0
-    assert second.final_data[second.find("y")[0]] == 15.0
+    assert first.replay.final_data[first.find("y")[0]] == 6.0
+    assert second.replay.final_data[second.find("y")[0]] == 15.0
 
 
 def test_threads_that_print_or_never_end_cannot_spoil_the_run(write_scenario):
@@ -252,7 +252,7 @@ def test_the_doctor_checks_a_custom_op_whose_backward_makes_values(write_scenari
     report = diagnose(path)
     assert report.error is None and report.findings == []
     t = report.trace
-    assert t.final_grad[t.find("a")[0]] == 12.0  # d(a**3)/da = 3 * 2**2
+    assert t.replay.final_grad[t.find("a")[0]] == 12.0  # d(a**3)/da = 3 * 2**2
 
 
 def test_a_snapshot_between_events_and_their_writes_loses_nothing():
@@ -307,7 +307,7 @@ def test_records_that_arrive_after_a_snapshot_wait_for_the_next_one(write_scenar
     later = r.snapshot()
     assert len(later) > len(first)
     whole = r.wait().trace
-    assert whole.node_count == 81 and whole.final_data[80] == 41.0  # (each 1.0 a node)
+    assert whole.node_count == 81 and whole.replay.final_data[80] == 41.0  # (each 1.0 a node)
 
 
 def test_a_process_the_scenario_leaves_behind_cannot_keep_the_run_open(write_scenario):

@@ -102,9 +102,9 @@ async def test_the_app_runs_and_reloads_with_them(write_scenario, monkeypatch, t
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await loaded(pilot)
         assert "argv: ['--lr', '0.5']" in screen.trace.output
-        assert screen.trace.final_data[0] == 0.0  # 1 - 0.5 * 2
+        assert screen.trace.replay.final_data[0] == 0.0  # 1 - 0.5 * 2
         path.write_text(path.read_text().replace("default=0.1", "default=0.2"))
         await pilot.press("r")
         await loaded(pilot)
         assert "argv: ['--lr', '0.5']" in screen.trace.output
-        assert screen.trace.final_data[0] == 0.0
+        assert screen.trace.replay.final_data[0] == 0.0

@@ -301,7 +301,7 @@ def test_go_to_a_node_of_another_pass_goes_where_it_was_made(mlp):
     last_forward = [p for p in mlp.passes if p.kind == "forward"][-1]
     nid = mlp.made_in(last_forward)[-1]  # the last loss
     state = s.goto_node(nid)
-    assert state.step == mlp.created_at(nid) + 1 and state.node == nid
+    assert state.step == mlp.index.created_at(nid) + 1 and state.node == nid
     assert state.marks == {nid: "new"}
 
 
@@ -443,7 +443,7 @@ def test_a_session_that_grows_with_its_recording_shows_what_a_new_one_shows():
                 kept += 1
         grown.goto(step + 150)  # the user steps on meanwhile
     assert len(grown.trace) == len(t) and kept > 10
-    assert list(grown.trace.final_grad) == list(t.final_grad)
+    assert list(grown.trace.replay.final_grad) == list(t.replay.final_grad)
     end, again = grown.end(), Session(grown.trace).end()
     for f in dataclasses.fields(end):
         assert getattr(end, f.name) == getattr(again, f.name), f.name

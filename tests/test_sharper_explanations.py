@@ -88,7 +88,7 @@ def test_uses_and_contribution_k_of_n_count_this_pass(session):
     its grad twice, the 1st and the 2nd of 2."""
     trace = session.trace
     (bias,) = trace.find(BIAS)
-    assert trace.uses[bias] == 4  # the whole run: both training steps
+    assert trace.index.uses[bias] == 4  # the whole run: both training steps
     found = uses_and_contributions(session, bias)
     assert list(found.values()) == [[(1, 2), (2, 2)], [(1, 2), (2, 2)]]
     for p in trace.passes:  # the table's column, in every pass's graph
@@ -167,7 +167,7 @@ def test_the_lesson_page_counts_uses_in_this_graph(train):
     data = pack_lesson(trace).data
     session = Session(trace)
     bias = next(n for n in range(trace.node_count) if fitted_name(trace, n, 60) == BIAS)
-    assert trace.uses[bias] == 4 and "uses" not in data["nodes"]
+    assert trace.index.uses[bias] == 4 and "uses" not in data["nodes"]
     for p in trace.passes:
         view = session.goto(p.start + 1).view
         packed = data["views"][data["pass_view"][p.index]]
@@ -205,7 +205,7 @@ def test_the_lesson_page_shows_the_uses_of_this_graph(train, tmp_path):
             assert browser.evaluate("document.body.dataset.step") == str(state.step)
             for nid, uses in rows:
                 assert uses == str(state.view.uses(int(nid))), (state.step, nid)
-                checked += int(uses != str(trace.uses[int(nid)]))
+                checked += int(uses != str(trace.index.uses[int(nid)]))
         assert checked  # (some row's count differs from the whole run's)
     finally:
         browser.close()

@@ -96,7 +96,7 @@ def scenario(tmp_path: Path, body: str, slots: str = FIELDS, head: str = "",
 
 
 def grads(trace) -> dict[str, float]:
-    return {trace.label(n): trace.final_grad[n] for n in range(trace.node_count)}
+    return {trace.label(n): trace.replay.final_grad[n] for n in range(trace.node_count)}
 
 
 def line_of(path: Path, text: str) -> int:
@@ -157,8 +157,8 @@ for v in (a, b):
     trace = record(path)
     assert [p.kind for p in trace.passes] == ["forward", "backward", "update", "zero_grad"]
     (a,) = trace.find("a")
-    assert trace.final_data[a] == pytest.approx(2.0 - 0.1 * 6.0)
-    assert trace.final_grad[a] == 0.0
+    assert trace.replay.final_data[a] == pytest.approx(2.0 - 0.1 * 6.0)
+    assert trace.replay.final_grad[a] == 0.0
 
 
 def test_late_labels_then_variable_names_then_ids(tmp_path):
@@ -277,7 +277,7 @@ p.backward()
     assert trace.node_count == 3
     assert grads(trace) == {"a": 3.0, "k": 2.0, "p": 1.0}
     (a,) = trace.find("a")  # the writes after chaining up are the subclass's own
-    assert trace.final_data[a] == 2.0
+    assert trace.replay.final_data[a] == 2.0
     assert "__init__" not in vars(rec.globals["Tagged"]) or not hasattr(
         vars(rec.globals["Tagged"])["__init__"], "__wrapped__")
     assert "grad" not in vars(rec.globals["Tagged"])
@@ -297,7 +297,7 @@ def test_hooks_see_a_slots_node_as_a_mapping(tmp_path):
 
     trace = record(path, on_create=on_create, before_backward=before_backward)
     (L,) = trace.find("L")
-    assert trace.final_data[L] == -2.0
+    assert trace.replay.final_data[L] == -2.0
     assert seen[0] == (L, "L", ["d", "f"])
 
 

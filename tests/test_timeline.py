@@ -34,9 +34,9 @@ def test_walking_to_the_end_gives_the_final_state(mlp):
     while timeline.step():
         pass
     assert timeline.at_end
-    assert timeline.grad == mlp.final_grad and timeline.data == mlp.final_data
+    assert timeline.grad == mlp.replay.final_grad and timeline.data == mlp.replay.final_data
     jumped = Timeline(mlp, position=len(mlp))
-    assert jumped.grad == mlp.final_grad
+    assert jumped.grad == mlp.replay.final_grad
     while timeline.back():
         pass
     assert timeline.at_start and timeline.created == 0
@@ -95,14 +95,14 @@ def test_the_start_and_the_end_share_the_traces_arrays_and_steps_change_only_a_l
     assert isinstance(timeline.data, Layer) and timeline.data.base is mlp.node_data
     assert timeline.grad.base is None and not timeline.data.changes
     timeline.seek(len(mlp))
-    assert timeline.data.base is mlp.final_data or timeline.data.base is mlp.final_data.base
-    assert timeline.grad.base is mlp.final_grad and not timeline.grad.changes
-    final = (array("d", mlp.final_data), array("d", mlp.final_grad))
+    assert timeline.data.base is mlp.replay.final_data or timeline.data.base is mlp.replay.final_data.base
+    assert timeline.grad.base is mlp.replay.final_grad and not timeline.grad.changes
+    final = (array("d", mlp.replay.final_data), array("d", mlp.replay.final_grad))
     for _ in range(40):
         timeline.back()
     assert timeline.data.changes or timeline.grad.changes  # (the last update's data writes)
-    assert timeline.grad.base is mlp.final_grad
-    assert (array("d", mlp.final_data), array("d", mlp.final_grad)) == final
+    assert timeline.grad.base is mlp.replay.final_grad
+    assert (array("d", mlp.replay.final_data), array("d", mlp.replay.final_grad)) == final
     walked = Timeline(mlp, position=len(mlp) - 40)  # moved there from the start, in bulk
     assert timeline.data == walked.data and timeline.grad == walked.grad
     assert [timeline.grad[n] for n in range(mlp.node_count)] == list(walked.grad)
@@ -124,7 +124,7 @@ def test_many_changes_make_an_array_of_the_timelines_own(mlp, monkeypatch):
 
 
 def test_a_long_move_forward_in_bulk_gives_the_state_stepping_gives(mlp):
-    """A seek more than 64 steps ahead replays the events in bulk (`Trace.replay`):
+    """A seek more than 64 steps ahead replays the events in bulk (`Trace.replay.between`):
     the same data, grads and nodes made as stepping there one event at a time."""
     for start, end in ((0, mlp.passes[3].end + 7), (mlp.passes[2].start + 5, len(mlp) - 3)):
         bulk = Timeline(mlp, position=start)

@@ -59,10 +59,10 @@ def test_the_final_gradients_are_the_lectures_and_torchs_own(neuron):
     t = neuron
     ids = by_label(t)
     for name, grad in LECTURE.items():
-        assert t.final_grad[ids[name]] == pytest.approx(grad, abs=1e-6), name
+        assert t.replay.final_grad[ids[name]] == pytest.approx(grad, abs=1e-6), name
     plain = plain_output(SCENARIOS / "torch_neuron.py")  # torch without mgtui
     for name in ("x1", "w1", "x2", "w2"):
-        assert t.final_grad[ids[name]] == plain[name], name  # bit for bit
+        assert t.replay.final_grad[ids[name]] == plain[name], name  # bit for bit
 
 
 def test_each_autograd_node_is_a_step_in_the_engines_order(neuron):
@@ -93,7 +93,7 @@ def test_each_autograd_node_is_a_step_in_the_engines_order(neuron):
             assert w.before == totals.get(w.node, 0.0)
             totals[w.node] = w.after
     ids = by_label(t)
-    assert totals[ids["x1"]] == t.final_grad[ids["x1"]]
+    assert totals[ids["x1"]] == t.replay.final_grad[ids["x1"]]
 
 
 def _plain_neuron():
@@ -133,8 +133,8 @@ def test_parameters_are_named_by_their_module_path(write_scenario):
     ids = by_label(t)
     assert {"0.weight", "0.bias", "loss"} <= set(ids)
     plain = plain_output(path)
-    assert t.final_grad[ids["0.weight"]] == plain["w"] == 0.5
-    assert t.final_grad[ids["0.bias"]] == plain["b"] == 1.0
+    assert t.replay.final_grad[ids["0.weight"]] == plain["w"] == 0.5
+    assert t.replay.final_grad[ids["0.bias"]] == plain["b"] == 1.0
 
 
 def test_torch_autograd_grad_is_said_not_to_be_recorded(write_scenario):
@@ -368,7 +368,7 @@ def test_the_mlp_is_recorded_with_its_parameters_by_path_and_their_shapes(mlp):
     params = {"lin1.weight": (4, 3), "lin1.bias": (4,), "lin2.weight": (4, 4),
               "lin2.bias": (4,), "lin3.weight": (1, 4)}
     for name, shape in params.items():
-        assert t.created_value(ids[name]).shape == shape, name
+        assert t.values.created_value(ids[name]).shape == shape, name
     assert t.node_data[ids["lin3.bias"]] == pytest.approx(0.0263, abs=1e-4)  # one element
     kinds = [p.kind for p in t.passes]
     assert kinds[:4] == ["forward", "backward", "update", "forward"] or \
@@ -387,7 +387,7 @@ def test_the_mlps_final_gradients_are_torchs_own_bit_for_bit(mlp, tmp_path):
     ids = by_label(mlp)
     assert len(plain) == 6
     for name, values in plain.items():
-        got = mlp.final_value(ids[name], True)
+        got = mlp.values.final_value(ids[name], True)
         flat = [got] if isinstance(got, float) else list(got.values)
         assert flat == values, name  # float32 grads, read exactly as doubles
 
@@ -428,10 +428,10 @@ def test_an_in_place_op_under_autograd_is_a_node_and_an_update_a_data_write(writ
     t = run(path).trace
     ids = by_label(t)
     assert t.op(ids["h"]) == "Add" and t.node_data[ids["h"]] == 7.0  # h.add_(1), a node
-    assert t.final_grad[ids["a"]] == 3.0
+    assert t.replay.final_grad[ids["a"]] == 3.0
     data = [i for i in range(len(t)) if t.kind(i).value == "data"]
     assert len(data) == 1 and t.change(data[0]) == (2.0, 0.5)  # a -= 0.5 * a.grad
-    assert t.final_data[ids["a"]] == plain_output(path)["a"] == 0.5
+    assert t.replay.final_data[ids["a"]] == plain_output(path)["a"] == 0.5
 
 
 def test_a_recorded_torch_block_is_not_misread_by_the_micrograd_checks():

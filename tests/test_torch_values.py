@@ -166,7 +166,7 @@ def test_a_run_cut_into_chunks_as_it_goes_rebuilds_the_same_trace(write_scenario
     assert rebuilt.node_count == alone.node_count and len(rebuilt) == len(alone)
     for nid in range(alone.node_count):
         for grad in (False, True):
-            a, b = rebuilt.final_value(nid, grad), alone.final_value(nid, grad)
+            a, b = rebuilt.values.final_value(nid, grad), alone.values.final_value(nid, grad)
             assert (a.same(b) if hasattr(a, "same") else a == b or a != a and b != b), nid
     for i in range(len(alone)):
         assert repr(rebuilt.change(i)) == repr(alone.change(i)), i

@@ -57,9 +57,9 @@ def test_passes_and_final_state_of_a_hand_built_trace():
     t, n = lecture_chain()
     assert [(p.kind, p.start, p.end) for p in t.passes] == [
         ("forward", 0, 7), ("backward", 7, 11), ("update", 11, 12)]
-    grads = {name: t.final_grad[nid] for name, nid in n.items()}
+    grads = {name: t.replay.final_grad[nid] for name, nid in n.items()}
     assert grads == dict(L=1.0, f=4.0, d=-2.0, e=-2.0, c=-2.0, a=6.0, b=-4.0)
-    assert t.final_data[n["a"]] == 1.94 and t.node_data[n["a"]] == 2.0
+    assert t.replay.final_data[n["a"]] == 1.94 and t.node_data[n["a"]] == 2.0
     assert t.write_count == 6
 
 
@@ -73,7 +73,7 @@ def test_queries_name_what_callers_used_to_compute():
     assert t.backward_order(backward) == [n["L"], n["d"], n["e"]]
     assert t.backward_root(backward) == n["L"]
     assert t.made_in(forward) == list(range(7))
-    assert t.created_at(n["e"]) == 3
+    assert t.index.created_at(n["e"]) == 3
     writes = t.writes(9)
     assert [(w.node, w.field, w.before, w.after, w.line) for w in writes] == [
         (n["e"], Field.GRAD, 0.0, -2.0, 30), (n["c"], Field.GRAD, 0.0, -2.0, 31)]
@@ -85,7 +85,7 @@ def test_queries_name_what_callers_used_to_compute():
     assert t.children(n["L"]) == (n["d"], n["f"]) and t.is_leaf(n["a"])
     assert t.ancestors(n["d"]) == sorted([n["a"], n["b"], n["c"], n["e"], n["d"]])
     assert t.events_of(EventKind.DATA) == [11]
-    assert [t.uses[n[x]] for x in "abcdefL"] == [1, 1, 1, 1, 1, 1, 0]
+    assert [t.index.uses[n[x]] for x in "abcdefL"] == [1, 1, 1, 1, 1, 1, 0]
 
 
 def test_apply_and_undo_are_inverse_at_every_step():
@@ -94,12 +94,12 @@ def test_apply_and_undo_are_inverse_at_every_step():
     states = [(list(data), list(grad))]
     made = 0
     for i in range(len(t)):
-        made += t.apply(i, data, grad)
+        made += t.replay.apply(i, data, grad)
         states.append((list(data), list(grad)))
     assert made == t.node_count
-    assert (list(data), list(grad)) == (list(t.final_data), list(t.final_grad))
+    assert (list(data), list(grad)) == (list(t.replay.final_data), list(t.replay.final_grad))
     for i in range(len(t) - 1, -1, -1):
-        made -= t.undo(i, data, grad)
+        made -= t.replay.undo(i, data, grad)
         assert (list(data), list(grad)) == states[i]
     assert made == 0
 
@@ -116,8 +116,8 @@ def test_a_second_contribution_is_counted():
     bld.add_write(a, Field.GRAD, 0.0, 1.0)
     bld.add_write(a, Field.GRAD, 1.0, 2.0)
     t = bld.build()
-    assert [t.contribution(w) for w in t.writes(3)] == [1, 2]
-    assert t.uses[a] == 1  # one user, which uses it twice
+    assert [t.index.contribution(w) for w in t.writes(3)] == [1, 2]
+    assert t.index.uses[a] == 1  # one user, which uses it twice
 
 
 def test_a_long_run_of_grad_writes_to_one_node_splits_in_linear_time():
@@ -134,7 +134,7 @@ def test_a_long_run_of_grad_writes_to_one_node_splits_in_linear_time():
     # every write is followed, through writes to the same node, by a _backward: seeds
     assert [(p.kind, p.start, p.end) for p in t.passes] == [
         ("forward", 0, 1), ("backward", 1, n + 2)]
-    assert t.final_grad[a] == float(n)
+    assert t.replay.final_grad[a] == float(n)
 
 
 def test_the_recorder_handles_a_long_run_of_grad_writes(write_scenario):
@@ -163,9 +163,9 @@ def test_a_json_round_trip_answers_every_query_the_same():
         assert back.closure_of(i) == t.closure_of(i)
     for nid in range(t.node_count):
         assert back.node(nid) == t.node(nid)
-    assert list(back.final_grad) == list(t.final_grad)
+    assert list(back.replay.final_grad) == list(t.replay.final_grad)
     # the lecture's figures, through the round trip
-    grads = {back.label(n): back.final_grad[n] for n in range(back.node_count)}
+    grads = {back.label(n): back.replay.final_grad[n] for n in range(back.node_count)}
     assert grads["x1"] == pytest.approx(-1.5) and grads["w1"] == pytest.approx(1.0)
     assert grads["x2"] == pytest.approx(0.5) and grads["w2"] == 0.0
 
@@ -195,11 +195,11 @@ def test_a_trace_checked_and_built_as_it_grows_matches_a_replay_of_each_prefix()
                 replay = Timeline(grown)
                 while replay.step():  # one event at a time, never the final state
                     pass
-                assert list(grown.final_grad) == list(replay.grad)
-                assert list(grown.final_data) == list(replay.data)
+                assert list(grown.replay.final_grad) == list(replay.grad)
+                assert list(grown.replay.final_data) == list(replay.data)
         b.validate()
         whole = b.build()
-        assert list(whole.final_grad) == list(t.final_grad)
+        assert list(whole.replay.final_grad) == list(t.replay.final_grad)
         assert whole.passes == t.passes and len(whole) == len(t)
 
 
@@ -237,19 +237,19 @@ def test_indexes_extended_from_an_earlier_prefix_equal_indexes_built_afresh():
     from conftest import prefixes_of
 
     for prefix in prefixes_of(t, 700):
-        prefix.build_indexes(older=older)
+        prefix.index.build_indexes(older=None if older is None else older.index)
         again = from_json(json.loads(dumps(prefix)))
-        assert list(prefix.uses) == list(again.uses)
-        assert [prefix.created_at(n) for n in range(prefix.node_count)] == \
-            [again.created_at(n) for n in range(again.node_count)]
+        assert list(prefix.index.uses) == list(again.index.uses)
+        assert [prefix.index.created_at(n) for n in range(prefix.node_count)] == \
+            [again.index.created_at(n) for n in range(again.node_count)]
         for i in range(len(prefix)):
             for w in prefix.writes(i):
-                assert prefix.contribution(w) == again.contribution(w)
+                assert prefix.index.contribution(w) == again.index.contribution(w)
         older = prefix
 
 
 def test_state_at_is_the_timeline_at_that_step():
-    """`Trace.state_at(k)`, replayed in bulk, is what stepping a Timeline to k gives."""
+    """`Trace.replay.state_at(k)`, replayed in bulk, is what stepping a Timeline to k gives."""
     from mgtui.recording.recorder import record
     from mgtui.session.timeline import Timeline
 
@@ -257,7 +257,7 @@ def test_state_at_is_the_timeline_at_that_step():
     for name in ("mlp.py", "bugs/foreign_write.py", "bugs/late_pass.py"):
         trace = record(root / name)
         for k in sorted({0, 1, len(trace) // 3, len(trace) // 2, len(trace) - 1, len(trace)}):
-            data, grad = trace.state_at(k)
+            data, grad = trace.replay.state_at(k)
             at = Timeline(trace, k)
             assert list(data) == list(at.data) and list(grad) == list(at.grad), (name, k)
 
@@ -271,11 +271,11 @@ def test_replay_of_a_span_is_applying_its_events():
     for name in ("mlp.py", "bugs/no_zero_grad.py"):
         trace = record(root / name)
         for p in trace.passes:
-            data, grad = trace.state_at(p.start)
+            data, grad = trace.replay.state_at(p.start)
             want_data, want_grad = array("d", data), array("d", grad)
             for i in p.steps:
-                trace.apply(i, want_data, want_grad)
-            trace.replay(p.start, p.end, data, grad)
+                trace.replay.apply(i, want_data, want_grad)
+            trace.replay.between(p.start, p.end, data, grad)
             assert data == want_data and grad == want_grad, (name, p)
 
 
@@ -331,7 +331,7 @@ def test_lone_writes_keep_their_values_and_others_have_none():
     assert trace.change(137) == (0.0, 1.0) and trace.event(137).node == 5
     assert trace.change(300) == (2.0, 4.0) and trace.change(301) == (0.0, 0.0)
     assert trace.change(0) == (0.0, 0.0) and trace.event(0).after == 0.0
-    assert trace.final_grad[3] == 4.0 and trace.final_grad[5] == 1.0
+    assert trace.replay.final_grad[3] == 4.0 and trace.replay.final_grad[5] == 1.0
 
 
 @pytest.mark.parametrize("every", [1, 3, 50])
@@ -470,11 +470,11 @@ def test_the_indexes_at_c_speed_agree_with_a_count_by_hand(tmp_path):
     n = t.node_count
     for nid in range(n):
         users = [u for u in range(n) if nid in t.children(u)]
-        assert t.uses[nid] == len(users)
+        assert t.index.uses[nid] == len(users)
         for p in t.passes:
             made = t.made_ids(p)
-            assert t.uses_within(nid, made) == sum(1 for u in users if u in made)
-        assert t.created_at(nid) == next(i for i in range(len(t))
+            assert t.index.uses_within(nid, made) == sum(1 for u in users if u in made)
+        assert t.index.created_at(nid) == next(i for i in range(len(t))
                                          if t.event(i).kind is CREATE and t.event_node(i) == nid)
     nths = []
     for p in t.passes:
@@ -484,10 +484,10 @@ def test_the_indexes_at_c_speed_agree_with_a_count_by_hand(tmp_path):
         for i in range(p.start, p.end):
             for w in t.writes(i):
                 seen[w.node, w.field] = seen.get((w.node, w.field), 0) + 1
-                assert t.contribution(w) == seen[w.node, w.field]
+                assert t.index.contribution(w) == seen[w.node, w.field]
                 nths.append(seen[w.node, w.field])
     assert max(nths) >= 2  # (a*a: a's grad is written twice in one pass)
-    assert max(t.uses) >= 3  # (w, in every pass)
+    assert max(t.index.uses) >= 3  # (w, in every pass)
 
 
 def test_a_big_traces_final_data_is_its_data_writes_over_node_data(monkeypatch):
@@ -499,8 +499,8 @@ def test_a_big_traces_final_data_is_its_data_writes_over_node_data(monkeypatch):
 
     monkeypatch.setattr(replay, "SPARSE_FINAL", 1)
     trace = record(SCENARIOS / "mlp.py")
-    data, grad = trace.final_data, trace.final_grad
-    full_data, full_grad = trace.state_at(len(trace))
+    data, grad = trace.replay.final_data, trace.replay.final_grad
+    full_data, full_grad = trace.replay.state_at(len(trace))
     assert isinstance(data, Layer) and data.base is trace.node_data
     assert 0 < len(data.changes) <= trace.node_count >> 3
     assert data.array() == full_data and grad == full_grad
@@ -513,13 +513,13 @@ def test_the_event_that_made_each_node_is_kept_as_runs_of_creations():
     from mgtui.trace.index import Creations
 
     trace = record(SCENARIOS / "mlp.py")
-    assert isinstance(trace._created_at, Creations)
-    assert len(trace._created_at._events) < trace.node_count // 16
+    assert isinstance(trace.index.creations, Creations)
+    assert len(trace.index.creations._events) < trace.node_count // 16
     made = {trace.event_node(i): i for i in range(len(trace)) if trace.kind(i) == "create"}
-    assert [trace.created_at(n) for n in range(trace.node_count)] == [
+    assert [trace.index.created_at(n) for n in range(trace.node_count)] == [
         made[n] for n in range(trace.node_count)]
     with pytest.raises(IndexError):
-        trace._created_at[trace.node_count]
+        trace.index.creations[trace.node_count]
 
 
 def test_node_names_are_coded_a_byte_a_node_and_read_back_the_same():

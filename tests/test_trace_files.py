@@ -185,7 +185,7 @@ def use_everything(trace) -> None:
     timeline.seek(0)
     for p in trace.passes:
         trace.backward_calls(p), trace.graph(p), trace.backward_root(p)
-    trace.uses, trace.losses()  # noqa: B018
+    trace.index.uses, trace.losses()  # noqa: B018
 
 
 def leaf_paths(obj, path=()):

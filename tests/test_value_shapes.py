@@ -223,7 +223,7 @@ def renamed_engine(home: Path) -> None:
 
 def steps(trace) -> tuple:
     nodes = [(trace.label(n), trace.op(n), trace.children(n), trace.node_data[n],
-              trace.line(n), trace.final_grad[n]) for n in range(trace.node_count)]
+              trace.line(n), trace.replay.final_grad[n]) for n in range(trace.node_count)]
     events = [(e.kind, e.node, e.before, e.after, e.line,
                [(w.node, w.field, w.before, w.after, w.line) for w in e.writes])
               for e in trace.events()]
@@ -277,7 +277,7 @@ def test_the_project_table_names_the_fields_and_the_run_is_checked(tmp_path, cap
     # y = x * w * x: dy/dx = 2 x w, from the formula
     t = found.report.trace
     (x,) = t.find("x")
-    assert t.final_grad[x] == pytest.approx(2 * 1.5 * -2.0)
+    assert t.replay.final_grad[x] == pytest.approx(2 * 1.5 * -2.0)
 
 
 def test_the_fields_option_names_them_too(tmp_path, capsys):
@@ -295,7 +295,7 @@ def test_the_fields_option_names_them_too(tmp_path, capsys):
 
 def test_the_runner_tells_a_run_that_recorded_nothing_from_one_that_could_not_run():
     from mgtui.trace import table
-    from mgtui.trace.table import RecordDecoder
+    from mgtui.trace.decoder import RecordDecoder
 
     decoder = RecordDecoder()
     decoder.take("X", table.encode_not_run("x.py: no node", "", "not-a-graph")[9:])
@@ -464,9 +464,9 @@ def test_show_copies_and_replays_a_graph_of_renamed_fields(monkeypatch):
     t = _trace_of(loss, sys._getframe(), None)
     assert (a.grad, b.grad) == grads and a.value == 0.3  # the user's nodes as they were
     (ta,), (tb,), (tl,) = t.find("a"), t.find("b"), t.find("loss")
-    assert t.op(tl) == "+" and t.final_grad[tl] == 1.0
+    assert t.op(tl) == "+" and t.replay.final_grad[tl] == 1.0
     # d loss / d a = e b a' ... from the formula: loss = e (a + b), e = exp(a b)
     import math
     ev = math.exp(0.3 * -0.8)
-    assert t.final_grad[ta] == pytest.approx(ev * -0.8 * (0.3 - 0.8) + ev)
-    assert t.final_grad[tb] == pytest.approx(ev * 0.3 * (0.3 - 0.8) + ev)
+    assert t.replay.final_grad[ta] == pytest.approx(ev * -0.8 * (0.3 - 0.8) + ev)
+    assert t.replay.final_grad[tb] == pytest.approx(ev * 0.3 * (0.3 - 0.8) + ev)

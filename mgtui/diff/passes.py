@@ -42,7 +42,7 @@ class Contribution:
 
 class BackwardPass:
     """Backward pass `number` (from 1) of `trace`, read once for the comparison. `state`
-    is every node's data and grad as it began (`Trace.state_at(p.start)`: given, when
+    is every node's data and grad as it began (`trace.replay.state_at(p.start)`: given, when
     the passes are read one after another, by replaying from the one before); this
     pass writes into them."""
 
@@ -53,7 +53,7 @@ class BackwardPass:
         self.number = number
         self.root = trace.backward_root(p)
         self.nodes: list[int] = trace.ancestors(self.root) if self.root is not None else []
-        self.data, grad = state if state is not None else trace.state_at(p.start)
+        self.data, grad = state if state is not None else trace.replay.state_at(p.start)
         # a tensor engine's (or torch's) arrays, read through the trace where they were
         # arrays: its scalar columns hold a stand-in there (`mgtui.trace.arrays`)
         self.arrays = bool(getattr(trace, "has_arrays", False))
@@ -86,7 +86,7 @@ class BackwardPass:
             for w in t.writes(i):
                 if w.field is Field.GRAD:
                     grad[w.node] = w.after
-                    before, after = (t.write_value(w.index, w.before, w.after)
+                    before, after = (t.values.write_value(w.index, w.before, w.after)
                                      if self.arrays else (w.before, w.after))
                     into.setdefault(w.node, []).append(
                         Contribution(node, w.node, before, after, w.line, i))
@@ -98,13 +98,13 @@ class BackwardPass:
     def _grad(self, nid: int, position: int, grad) -> Value:
         """Node `nid`'s grad after the first `position` events (`grad`: the scalars)."""
         if self.arrays:
-            return self.trace.value_at(nid, True, position, grad[nid])
+            return self.trace.values.value_at(nid, True, position, grad[nid])
         return grad[nid]
 
     def value(self, nid: int) -> Value:
         """Node `nid`'s data as the pass began: a float, or an array."""
         if self.arrays:
-            return self.trace.value_at(nid, False, self.pass_.start, self.data[nid])
+            return self.trace.values.value_at(nid, False, self.pass_.start, self.data[nid])
         return self.data[nid]
 
     def _classes(self) -> None:

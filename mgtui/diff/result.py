@@ -197,15 +197,15 @@ def compare_traces(a: Side, b: Side, tolerance: Tolerance = Tolerance()) -> Comp
 
 class _States:
     """A trace's state at steps that only go forward, each replayed from the one before
-    (not from the start, as `Trace.state_at` does): a copy for each."""
+    (not from the start, as `Trace.replay.state_at` does): a copy for each."""
 
     def __init__(self, trace) -> None:
         self.trace = trace
         self.step = 0
-        self.data, self.grad = trace.state_at(0)
+        self.data, self.grad = trace.replay.state_at(0)
 
     def at(self, step: int):
-        self.trace.replay(self.step, step, self.data, self.grad)
+        self.trace.replay.between(self.step, step, self.data, self.grad)
         self.step = step
         return array("d", self.data), array("d", self.grad)
 
@@ -280,7 +280,7 @@ def _value_point(p: BackwardPass, side: Side, nid: int, shown: dict) -> Point:
     """Where node `nid`'s value as pass `p` began came from: its last `data` write before
     the pass, else the line that made it."""
     t = side.trace
-    step, line = t.created_at(nid), t.line(nid)
+    step, line = t.index.created_at(nid), t.line(nid)
     for i in reversed(t.events_of(EventKind.DATA, 0, p.pass_.start)):
         if t.event_node(i) == nid:
             step, line = i, t.event_line(i)

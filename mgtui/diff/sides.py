@@ -33,7 +33,7 @@ class Side:
         if self.stopped:
             return f"its recording stopped: {self.stopped}"
         if self.trace.error is not None:
-            return f"it raised {self.trace.error_text()}"
+            return f"it raised {self.trace.places.error_text()}"
         return ""
 
     @property
@@ -53,7 +53,7 @@ class Side:
             except ValueError:  # (another drive)
                 rel = filename
             shown = filename if rel.startswith("..") else rel
-        return self.trace.place(filename, line, shown)
+        return self.trace.places.place(filename, line, shown)
 
 
 def open_sides(a: str, b: str, *, seed: int = 0, timeout: float | None = None,

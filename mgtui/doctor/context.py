@@ -76,7 +76,7 @@ class CheckContext:
     def grad_before(self, nid: int, index: int) -> float:
         """Node `nid`'s grad just before event `index`, as the trace replays it."""
         t = self.trace
-        for i in range(index - 1, (t.created_at(nid) or 0) - 1, -1):
+        for i in range(index - 1, (t.index.created_at(nid) or 0) - 1, -1):
             if nid not in t.grad_targets(i):
                 continue
             if t.kind(i) is EventKind.GRAD:

@@ -106,7 +106,7 @@ class MicrogradDoctor:
 
     def examine(self, trace: Trace, seen: Seen, reruns, how: How) -> Report:
         progress = how.progress or _no_progress
-        trace.index_children()  # the checks ask for the children of every call
+        trace.index.index_children()  # the checks ask for the children of every call
         progress(0, 0, "checking the trace")
         ctx = CheckContext(trace, [Overwrite(*hit) for hit in seen.hits], seen.callers,
                            seen.arrays)

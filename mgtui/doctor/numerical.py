@@ -280,12 +280,12 @@ class NumericalCheck:
         A leaf's nudge becomes how far it really moved (an update since its creation,
         itself moved by the nudges of earlier passes, counts too)."""
         start = plan.pass_.start
-        base, start_grad = self.trace.state_at(start)
-        dp = plus.final_data if len(plus) == start else plus.state_at(start)[0]
+        base, start_grad = self.trace.replay.state_at(start)
+        dp = plus.replay.final_data if len(plus) == start else plus.replay.state_at(start)[0]
         if minus is None:
             dm, span = base, H
         else:
-            dm = minus.final_data if len(minus) == start else minus.state_at(start)[0]
+            dm = minus.replay.final_data if len(minus) == start else minus.replay.state_at(start)[0]
             span = 2 * H
         u = plan.direction
         for n in plan.leaves:
@@ -351,7 +351,7 @@ class NumericalCheck:
         ran = set(t.backward_order(p))
         if not ran.issubset(plan.nodes):
             return []  # the pass goes on into another root's graph (`l1.backward(); l2.backward()`)
-        final = t.state_at(p.end)[1]
+        final = t.replay.state_at(p.end)[1]
         recorded = sum(v * (final[n] - start_grad[n]) for n, v in u.items())
         central = (dp[root] - dm[root]) / moves.span
         forward = (dp[root] - base[root]) / H

@@ -22,17 +22,17 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     """The first nan or inf in any data or grad, and the step that produced it (in an
     array, its first such element, named)."""
     t = trace
-    i = t.first_non_finite()
+    i = t.values.first_non_finite()
     if i is None:
         return []
     kind = t.kind(i)
     if kind is EventKind.CREATE:
         nid = t.event_node(i)
-        value, at, element = bad_element(t.created_value(nid))
+        value, at, element = bad_element(t.values.created_value(nid))
         inputs = ctx.inputs(nid)
         if inputs:
-            given = ", ".join(f"{t.label(c)} = {shown(t.created_value(c))}" for c in inputs)
-            finite = all(is_finite(t.created_value(c)) for c in inputs)
+            given = ", ".join(f"{t.label(c)} = {shown(t.values.created_value(c))}" for c in inputs)
+            finite = all(is_finite(t.values.created_value(c)) for c in inputs)
             how = "overflowed to" if finite and math.isinf(value) else "made"
             origin = f"its op {t.op(nid) or '?'} {how} {value} from {given}"
         else:
@@ -43,10 +43,10 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
     if kind is EventKind.BACKWARD:
         owner = t.event_node(i)
         w, before, after = next((w, b, a) for w in t.writes(i)
-                                for b, a in [t.write_value(w.index, w.before, w.after)]
+                                for b, a in [t.values.write_value(w.index, w.before, w.after)]
                                 if not is_finite(a))
         value, at, element = bad_element(after)
-        values = [f"{t.label(n)}.data = {shown(t.created_value(n))}"
+        values = [f"{t.label(n)}.data = {shown(t.values.created_value(n))}"
                   for n in (owner, *ctx.inputs(owner))]
         return [ctx.finding("non-finite", owner, i, ctx.closure_where(i, w.line),
                             f"the _backward of {ctx.op_text(owner)} "
@@ -54,7 +54,7 @@ def check_non_finite(trace: Trace, ctx: CheckContext) -> list[Finding]:
                             f"(it was {shown(before)}); values at creation: " + ", ".join(values),
                             recorded=value, element=element)]
     nid = t.event_node(i)
-    before, after = t.event_value(i, *t.change(i))
+    before, after = t.values.event_value(i, *t.change(i))
     value, at, element = bad_element(after)
     return [ctx.finding("non-finite", nid, i, ctx.scenario_where(t.event_line(i)),
                         f"{ctx.node_text(nid)}.{kind}{at} was set to {value} "
@@ -160,7 +160,7 @@ def held_elsewhere(t: Trace, event: int) -> str:
     than its own (`mgtui.trace.explain.misread_nodes`); "" if it did not, or is not known."""
     if not t.values_at(event):
         return ""
-    data, grad = t.state_at(event)
+    data, grad = t.replay.state_at(event)
     misread = misread_nodes(t, event, data.__getitem__, grad.__getitem__)
     return "." + "".join(" " + s for s in misread_sentences(t, misread)) if misread else ""
 
@@ -294,10 +294,10 @@ def check_missing_zero_grad(trace: Trace, ctx: CheckContext) -> list[Finding]:
             ends[p.index] = p.end
             roots[p.index] = t.backward_root(p)
         if p.kind == "backward":
-            t.replay(p.start, p.end, data, grad)  # in bulk: a backward pass is long
+            t.replay.between(p.start, p.end, data, grad)  # in bulk: a backward pass is long
         for i in p.steps:
             if p.kind != "backward":
-                t.apply(i, data, grad)
+                t.replay.apply(i, data, grad)
             written = calls.get(i)
             if written is not None:
                 held.update(dict.fromkeys(written, p.index))
@@ -343,7 +343,7 @@ def grad_is_zero(t: Trace, nid: int, position: int, scalar: float) -> bool:
     array grad, whose column holds nan: `scalar`)?"""
     if scalar == scalar:
         return scalar == 0
-    return is_zero(t.value_at(nid, True, position, scalar))
+    return is_zero(t.values.value_at(nid, True, position, scalar))
 
 
 def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, list[int]],
@@ -358,7 +358,7 @@ def zero_grad_finding(t: Trace, ctx: CheckContext, p: Pass, calls: dict[int, lis
     why = ("the parameters were updated in between" if last_update >= ends[q]
            else "it is the same graph again")
     more = f", and {len(stale) - 1} more node(s) like it" if len(stale) > 1 else ""
-    value = t.value_at(nid, True, p.start, grad[nid])  # (an array grad's, as a summary)
+    value = t.values.value_at(nid, True, p.start, grad[nid])  # (an array grad's, as a summary)
     return ctx.finding(
         "missing-zero-grad", nid, step, ctx.scenario_where(t.event_line(first)),
         f"this backward pass began with {ctx.node_text(nid)}.grad = {shown(value)} "

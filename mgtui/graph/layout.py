@@ -157,7 +157,7 @@ class GraphModel:
 
     def parents(self, nid: int) -> list[int]:
         """The nodes of this graph that use `nid`."""
-        return [p for p in self.trace.users(nid) if p in self.members]
+        return [p for p in self.trace.index.users(nid) if p in self.members]
 
     def inputs(self, nid: int) -> list[int]:
         return [c for c in dict.fromkeys(self.trace.children(nid)) if c in self.members]
@@ -321,8 +321,8 @@ class _Sizes:
     def of(cls, trace: Trace, drawn: list[int], compact: int = 0) -> _Sizes:
         """Numbers as wide as the widest finite value of `drawn` needs, within 4…7
         (within 4…5 in a compact box)."""
-        values = [v for n in drawn for v in (trace.node_data[n], trace.final_data[n],
-                                             trace.final_grad[n])]
+        values = [v for n in drawn for v in (trace.node_data[n], trace.replay.final_data[n],
+                                             trace.replay.final_grad[n])]
         num_w = max([4] + [len(fmt(v)) for v in values if math.isfinite(v)]
                     + [len(box_shape(a.shape)) for n, a in trace.arrays.nodes.items()
                        if a.size > 1 and n in set(drawn)])

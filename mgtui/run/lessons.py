@@ -130,7 +130,7 @@ def record_lesson(path: Path, name: str | None = None, **options) -> Lesson:
         raise LessonError(exc.message) from None
     except Exception as exc:  # noqa: BLE001 - a corrupt trace file, said in one line
         raise LessonError(f"{path}: {exc}") from None
-    trace.build_indexes(final=True)  # once here, not in every session (shared by a class)
+    trace.index.build_indexes(final=True)  # once here, not in every session (shared by a class)
     return Lesson(name or path.name, path, trace.title or file_title(path), trace, message,
                   options.get("seed", 0))
 

@@ -29,7 +29,7 @@ from typing import Callable
 from mgtui.trace import table as record_table
 from mgtui.errors import NotAGraph, ScenarioLoadError
 from mgtui.trace.load_limits import LoadLimitError, LoadLimits
-from mgtui.trace.table import RecordDecoder
+from mgtui.trace.decoder import RecordDecoder
 from mgtui.run.spec import (  # noqa: F401 - re-exported: callers start runs with RunOptions, tests with RunSpec
     DEFAULT_MAX_MEMORY,
     FLUSH_EVERY,
@@ -69,7 +69,7 @@ class RunResult:
 
 class LiveTrace:
     """The child's trace stream as it arrives: split into records, decoded through the
-    record table (`mgtui.trace.table.RecordDecoder`), the same decoder a saved file is
+    record table (`mgtui.trace.decoder.RecordDecoder`), the same decoder a saved file is
     read through, into the trace so far.
 
     Records that build the trace are added as they arrive until a trace is first asked

@@ -199,7 +199,7 @@ def heard_lesson(lessons: dict, message, classroom) -> None:
 
     try:
         trace = load(Path(message.file))
-        trace.build_indexes(final=True)
+        trace.index.build_indexes(final=True)
     except Exception:  # noqa: BLE001 - this worker's students go on without it
         log.exception("lesson %s could not be loaded here", name)
         return

@@ -492,7 +492,7 @@ def visitor(argv: list[str] | None = None) -> None:
     lessons = {}
     for entry in json.loads((args.lessons / MANIFEST).read_text()):
         trace = load(args.lessons / entry["file"])
-        trace.build_indexes(final=True)
+        trace.index.build_indexes(final=True)
         lessons[entry["name"]] = Lesson(entry["name"], Path(entry["path"]), entry["title"], trace)
     try:
         classroom: Classroom = RemoteClassroom(args.hub)

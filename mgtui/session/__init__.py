@@ -10,7 +10,7 @@ from bisect import bisect_right
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
-from mgtui.trace.arrays import state_values
+from mgtui.trace.values import state_values
 from mgtui.session import step_panes
 from mgtui.session.step_panes import short_path
 from mgtui.session.step_state import (
@@ -290,13 +290,13 @@ class Session:
             step = self.backward_step(nid)
             if step is not None:
                 return self.goto(step, select=nid)
-        made = self.trace.created_at(nid)
+        made = self.trace.index.created_at(nid)
         return self.state if made is None else self.goto(made + 1, select=nid)
 
     def backward_step(self, nid: int) -> int | None:
         """The step at which `nid`'s `_backward` ran, in the backward pass over the
         graph that made it."""
-        made = self.trace.created_at(nid)
+        made = self.trace.index.created_at(nid)
         pass_ = self.trace.pass_at(made) if made is not None else None
         view = self.view_at(pass_.index) if pass_ is not None else None
         if view is None or view.backward is None or nid not in view.topo_of:

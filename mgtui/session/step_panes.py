@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from mgtui.trace.array_text import is_number, non_finite_warning
-from mgtui.trace.arrays import state_values
+from mgtui.trace.values import state_values
 from mgtui.session.assigns import assigning_lines
 from mgtui.trace.engines import explain
 from mgtui.trace.working import name as formula_name
@@ -84,7 +84,7 @@ def detail(trace: Trace, data: array, grad: array, step: int, total: int, event:
     """The step detail: the start, the error, or event `event`'s working out with the
     values it touched (`data` and `grad`, the state at the step) and its notes.
     `numerical` is the doctor's local derivative of the event, by input, if measured."""
-    shown = Detail(step, total, trace.title, where=trace.where)
+    shown = Detail(step, total, trace.title, where=trace.places.where)
     if at_error:
         return replace(shown, error=trace.error)
     if event is None:  # (values that were not recorded are said at the start)
@@ -119,7 +119,7 @@ def step_notes(trace: Trace, event: int, notes: NoteCache) -> tuple[str, ...]:
     where = [] if _runs_on(trace, event) else [(trace.scenario, trace.line_of(event))]
     closure = trace.closure_of(event)
     if trace.kind(event) is EventKind.BACKWARD:
-        made = trace.created_at(trace.event_node(event))
+        made = trace.index.created_at(trace.event_node(event))
         if made is not None:
             where.append((trace.scenario, trace.line_of(made)))
     if closure is not None and trace.kind(event) is EventKind.BACKWARD:
@@ -147,7 +147,7 @@ def source(trace: Trace, event: int | None, at_error: bool) -> Source:
     the line that raised, marked `✗`."""
     lines = tuple(trace.source.splitlines())
     name = Path(trace.scenario).name
-    numbers = trace.line_number
+    numbers = trace.places.line_number
     if event is not None and not at_error:
         closure_index = trace.closure_index(event)
         if trace.kind(event) is EventKind.BACKWARD and closure_index is not None:
@@ -174,7 +174,7 @@ def closure_source(trace: Trace, event: int, closure_index: int) -> Source:
     marked = {w.line: "!" if w.line in assigns else "▶" for w in trace.writes(event) if w.line}
     nid = trace.event_node(event)
     title = (f"{formula_name(trace.label(nid))}._backward ({trace.op(nid) or 'leaf'}) · "
-             f"{trace.place(closure.filename, closure.first_line, short_path(closure.filename))}")
+             f"{trace.places.place(closure.filename, closure.first_line, short_path(closure.filename))}")
     if closure.default:
         title += "  (the default no-op)"
     return Source(("closure", closure_index, tuple(sorted(marked))), title,
@@ -186,7 +186,7 @@ def finding_source(trace: Trace, finding) -> Source | None:
     `_backward` closure that holds it."""
     if not finding.line:
         return None
-    where = f"{trace.place(finding.file, finding.line, short_path(finding.file))}  {finding.title}"
+    where = f"{trace.places.place(finding.file, finding.line, short_path(finding.file))}  {finding.title}"
     marked = {finding.line: "!"}
     numbers = _numbers(trace, finding.file)
     if Path(finding.file).resolve() == Path(trace.scenario).resolve():
@@ -201,10 +201,10 @@ def finding_source(trace: Trace, finding) -> Source | None:
 
 def _at(trace: Trace, line: int | None) -> str:
     """`neuron.py:12`, or `lecture.ipynb, cell 3, line 2`."""
-    return trace.place(trace.scenario, line or None, Path(trace.scenario).name) \
+    return trace.places.place(trace.scenario, line or None, Path(trace.scenario).name) \
         + ("" if line else ":?")
 
 
 def _numbers(trace: Trace, filename: str) -> Callable[[int], str] | None:
     """The gutter numbers of a file's lines: the notebook's own, in cells."""
-    return trace.line_number if trace.in_cells(filename) else None
+    return trace.places.line_number if trace.places.in_cells(filename) else None

@@ -41,8 +41,8 @@ class Timeline:
 
     def _end(self) -> None:
         t = self.trace
-        self.data = Layer.over(t.final_data, t.node_count)
-        self.grad = Layer.over(t.final_grad, t.node_count)
+        self.data = Layer.over(t.replay.final_data, t.node_count)
+        self.grad = Layer.over(t.replay.final_grad, t.node_count)
         self.created = t.node_count
         self.position = len(t)
 
@@ -111,7 +111,7 @@ class Timeline:
         data, grad = self.data, self.grad  # (a layer's changes: a dict, written at C speed)
         data = data.changes if type(data) is Layer else data
         grad = grad.changes if type(grad) is Layer else grad
-        self.created += t.apply(i, data, grad)
+        self.created += t.replay.apply(i, data, grad)
         self.position = i + 1
         if (type(grad) is dict and len(grad) > self._limit) or \
                 (type(data) is dict and len(data) > self._limit):
@@ -126,7 +126,7 @@ class Timeline:
         data, grad = self.data, self.grad
         data = data.changes if type(data) is Layer else data
         grad = grad.changes if type(grad) is Layer else grad
-        self.created -= self.trace.undo(i, data, grad)
+        self.created -= self.trace.replay.undo(i, data, grad)
         self.position = i
         if (type(grad) is dict and len(grad) > self._limit) or \
                 (type(data) is dict and len(data) > self._limit):
@@ -134,12 +134,12 @@ class Timeline:
         return True
 
     def _ahead(self, position: int) -> None:
-        """Move forward to `position` in bulk (`Trace.replay`), as stepping there would."""
+        """Move forward to `position` in bulk (`Trace.replay.between`), as stepping there would."""
         t = self.trace
         data, grad = self.data, self.grad
         data = data.changes if type(data) is Layer else data
         grad = grad.changes if type(grad) is Layer else grad
-        t.replay(self.position, position, data, grad)
+        t.replay.between(self.position, position, data, grad)
         self.created += t.made_between(self.position, position)
         self.position = position
         self._own()

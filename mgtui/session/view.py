@@ -138,7 +138,7 @@ class GraphView:
         made = self.made
         if not isinstance(made, range):
             made = range(made[0], made[-1] + 1) if made else range(0)
-        return self.trace.uses_within(nid, made)
+        return self.trace.index.uses_within(nid, made)
 
     def inputs_text(self, nid: int) -> str:
         return ", ".join(fitted_name(self.trace, c, INPUT_NAME) for c in self.trace.children(nid))

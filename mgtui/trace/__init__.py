@@ -5,7 +5,7 @@ A trace holds only ids, floats, strings and line numbers, in flat arrays, never 
 `Value` objects. Its strings come from code and files mgtui did not write, so they are
 made inert (`mgtui.safe`) as the trace is built: no control character gets into one.
 Only the trace's own modules know that layout: everything else asks named questions
-(`writes(i)`, `backward_calls(p)`, `created_at(nid)`) and gets small frozen records
+(`writes(i)`, `backward_calls(p)`, `index.created_at(nid)`) and gets small frozen records
 back. A `TraceBuilder` is the one way to make a trace, for the recorder and the file
 loaders alike; it only ever appends.
 
@@ -13,7 +13,8 @@ The modules, by concern:
 - `records`: the records a trace hands out, its kinds, fields and errors;
 - `model`: `Trace`, its columns and its questions, with its parts `places` (lines as
   the user knows them), `replay` (a state moved through the events) and `index` (the
-  indexes derived on first use); `lanes`, checks over whole columns at C speed;
+  indexes derived on first use), `values` (values that may be arrays); `lanes`, checks
+  over whole columns at C speed;
 - `chunks`: its records in chunks, as they travel between processes and files;
 - `builder`: `TraceBuilder`, with `validation`, its checks of what it is given;
 - `table`: the record table, every tag of the binary stream with its encoder and the

@@ -12,8 +12,8 @@ floats costs nothing more. Where a value was an array, its column holds a stand-
     EVENT  a lone write's before and after    (by event index; either may be a float)
     WRITE  a `_backward` write's before/after (by write index)
 
-and every reader asks the trace (`TraceArrays.value_at`, `write_value`, ...), which
-answers a float or an `ArrayValue`. `display` writes either as text.
+and every reader asks the trace's values (`trace.values`, a `TraceValues`: `value_at`,
+`write_value`, ...), which answer a float or an `ArrayValue`. `display` writes either as text.
 
 An array is kept whole up to `WHOLE_LIMIT` elements (as float64, C order, whatever its
 dtype was: the dtype is kept by name); a bigger one keeps its shape, dtype, a summary
@@ -28,14 +28,11 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Iterable, Sequence
 
-from mgtui.trace.array_columns import FieldIndex, LazyValues, StoredArrays
+from mgtui.trace.array_columns import LazyValues, StoredArrays
 from mgtui.trace.array_summary import summary_of
-from mgtui.trace.records import _GRAD
 
 WHOLE_LIMIT = 1 << 16  # elements an array may have and still be kept whole
 SAMPLE = 8  # elements kept of a bigger one
@@ -396,151 +393,6 @@ def _made(store: StoredArrays, row: int) -> ArrayValue:
 
 
 EMPTY = ArrayTable()
-
-
-def _sides(found: tuple | None, before: float, after: float) -> tuple[Value, Value]:
-    """A write's (before, after): its arrays where it has them, else its columns'."""
-    if found is None:
-        return before, after
-    b, a = found
-    return (before if b is None else b), (after if a is None else a)
-
-
-class TraceArrays:
-    """The readers of values that know arrays: a mixin of `Trace`, which has `arrays`
-    (an `ArrayTable`) beside its scalar columns. Each answers a float where the value
-    was a number, an `ArrayValue` where it was an array."""
-
-    arrays: ArrayTable
-    node_data: array
-    _ev_write_start: array
-    _wr_node: array
-    _wr_field: array
-    _ev_node: array
-    _ev_kind: array
-    _lone_at: array
-
-    @property
-    def has_arrays(self) -> bool:
-        return bool(self.arrays)
-
-    def created_value(self, nid: int) -> Value:
-        """The data node `nid` was made with."""
-        found = self.arrays.nodes.get(nid)
-        return self.node_data[nid] if found is None else found
-
-    def created_grad(self, nid: int) -> Value:
-        """The grad node `nid` was made with: 0.0, or an array node's zeros."""
-        return self.arrays.grads.get(nid, 0.0)
-
-    def write_value(self, w: int, scalar_before: float, scalar_after: float
-                    ) -> tuple[Value, Value]:
-        """(before, after) of write `w` (inside a `_backward`), given its columns'."""
-        return _sides(ArrayTable.pair(self.arrays.writes, w), scalar_before, scalar_after)
-
-    def event_value(self, index: int, scalar_before: float, scalar_after: float
-                    ) -> tuple[Value, Value]:
-        """(before, after) of the lone write of event `index`, given its columns'."""
-        return _sides(ArrayTable.pair(self.arrays.events, index), scalar_before, scalar_after)
-
-    def final_value(self, nid: int, grad: bool) -> Value:
-        """Node `nid`'s grad (or data) at the end of the run."""
-        final = self.final_grad if grad else self.final_data  # type: ignore[attr-defined]
-        return self.value_at(nid, grad, len(self), final[nid])  # type: ignore[arg-type]
-
-    def value_at(self, nid: int, grad: bool, position: int, scalar: float) -> Value:
-        """Node `nid`'s grad (or data) after the first `position` events, given the
-        scalar state's (a `Timeline`'s) float for it: an array where it was one."""
-        if not self.arrays:
-            return scalar
-        history = self._history(nid, grad)
-        if history is None:
-            return scalar
-        events, values = history
-        k = bisect_right(events, position - 1)
-        if k == 0:
-            return self.created_grad(nid) if grad else self.created_value(nid)
-        ref = values[k - 1]
-        found = self.arrays.writes.get(ref) if ref >= 0 else self.arrays.events.get(~ref)
-        return scalar if found is None else found  # (None: a float, the scalar state's)
-
-    def zeros_written(self, index: int) -> bool:
-        """Did the lone write of event `index` set an array of zeros (`zero_grad`)?"""
-        after = self.arrays.events.get(index + index + 1)
-        return after is not None and after.all_zeros()
-
-    def first_non_finite_arrays(self) -> int | None:
-        """`Trace.first_non_finite` for a trace with arrays: each value read through the
-        table, an array's elements checked (`ArrayValue.finite`)."""
-        found = []
-        created = self._created_at  # type: ignore[attr-defined]
-        nid = next((n for n in range(len(self.node_data))
-                    if not is_finite(self.created_value(n))), None)
-        if nid is not None:
-            found.append(created[nid])
-        wr_before, wr_after = self._wr_before, self._wr_after  # type: ignore[attr-defined]
-        w = next((k for k in range(len(wr_after))
-                  if not is_finite(self.write_value(k, wr_before[k], wr_after[k])[1])), None)
-        if w is not None:
-            found.append(bisect_right(self._ev_write_start, w) - 1)
-        before, after = self._lone_before, self._lone_after  # type: ignore[attr-defined]
-        lone = next((k for k, i in enumerate(self._lone_at)
-                     if not is_finite(self.event_value(i, before[k], after[k])[1])), None)
-        if lone is not None:
-            found.append(self._lone_at[lone])
-        found = [i for i in found if i is not None and i >= 0]
-        return min(found) if found else None
-
-    @cached_property
-    def _fields(self) -> FieldIndex:
-        """Which writes touched each node (`FieldIndex`), sorted once, read per field."""
-        return FieldIndex(self._wr_node, self._wr_field, self._ev_write_start, self._lone_at,
-                          self._ev_node, self._ev_kind, _GRAD)
-
-    @cached_property
-    def _histories(self) -> dict:
-        return {}
-
-    def _history(self, nid: int, grad: bool) -> tuple[list[int], list[int]] | None:
-        """The events that wrote a field that ever held an array, and where what each
-        left is (`FieldIndex.history`); None for a field that never held one. Found when
-        first asked for, and kept; no value made until read."""
-        key = (nid, grad)
-        found = self._histories.get(key, False)
-        if found is False:
-            t = self.arrays
-            found = self._fields.history(nid, grad)
-            if nid not in (t.grads if grad else t.nodes) and not any(
-                    (ref in t.writes) if ref >= 0 else (~ref in t.events) for ref in found[1]):
-                found = None
-            self._histories[key] = found
-        return found  # type: ignore[return-value]
-
-
-class ValuesAt:
-    """Every node's grad (or data) after the first `position` events, by id, as a
-    sequence: the scalar state's float (`scalar`, a `Timeline`'s own array), or the
-    `ArrayValue` where the value was an array. What the panes read a tensor trace's
-    state through (a trace of floats hands them the scalar arrays themselves)."""
-
-    __slots__ = ("trace", "grad", "position", "scalar")
-
-    def __init__(self, trace: TraceArrays, grad: bool, position: int, scalar) -> None:
-        self.trace, self.grad, self.position, self.scalar = trace, grad, position, scalar
-
-    def __len__(self) -> int:
-        return len(self.scalar)
-
-    def __getitem__(self, nid: int) -> Value:
-        return self.trace.value_at(nid, self.grad, self.position, self.scalar[nid])
-
-
-def state_values(trace: TraceArrays, position: int, data, grad) -> tuple:
-    """(data, grad) as the panes read them: the scalar state itself for a trace of floats,
-    `ValuesAt` views for one with arrays."""
-    if not trace.arrays:
-        return data, grad
-    return ValuesAt(trace, False, position, data), ValuesAt(trace, True, position, grad)
 
 
 def scalar_of(value: Value) -> float:

@@ -27,9 +27,6 @@ from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests
     READS,
     RECORD_HEAD_SIZE,
     VERSION,
-    RecordDecoder,
-    add_labels,
-    add_names,
     check_head,
     check_length,
     decode_chunk,
@@ -49,6 +46,7 @@ from mgtui.trace.table import (  # noqa: F401 - re-exported: the child and tests
     record_head,
     split_record,
 )
+from mgtui.trace.decoder import RecordDecoder
 from mgtui.trace.load_limits import LoadLimits
 from mgtui.trace import EventChunk, Trace, TraceFormatError, chunks_of
 

@@ -19,7 +19,8 @@ from mgtui.trace import engine_kind, lanes, widths
 from mgtui.safe import UNSAFE_LINE, inert, inert_line
 from mgtui.trace.arrays import NODE, GRAD, EVENT, WRITE, ArrayChunk, ArrayTable
 from mgtui.trace.chunks import Chunk, EventChunk, NodeChunk, lone_values
-from mgtui.trace.model import CodedTexts, Texts, Trace
+from mgtui.trace.model import Texts, Trace
+from mgtui.trace.node_names import CODE_LIMIT, NodeNames
 from mgtui.trace.records import (
     _BACKWARD,
     _CREATE,
@@ -49,11 +50,7 @@ class TraceBuilder(RecordValidation):
     def __init__(self, scenario: str, title: str = "", notes: str = "", source: str = "") -> None:
         self.scenario, self.title, self.notes, self.source = scenario, title, notes, source
         self.labels: list[str] = []
-        # the names `mgtui.recording.naming` gave nodes: each distinct name once, in
-        # `name_texts` ("" first), and a node's number among them (0: none), by id
-        self.name_code = array("B")
-        self.name_texts: list[str] = [""]
-        self._name_numbers: dict[str, int] = {"": 0}
+        self.names = NodeNames()  # the names `mgtui.recording.naming` gave nodes
         self.ops: list[str] = []
         self.node_data = array("d")
         self.node_line = array("B")  # lines and closures: as narrow as they fit (`widths`)
@@ -106,7 +103,7 @@ class TraceBuilder(RecordValidation):
         self.ops.append(op)
         self.node_data.append(data)
         self.node_line = widths.append(self.node_line, line, LINES, f"nodes[{nid}].line")
-        self.name_code.append(0)
+        self.names.codes.append(0)
         try:
             self.child_ids.extend(children)
         except OverflowError:
@@ -165,19 +162,7 @@ class TraceBuilder(RecordValidation):
     def add_name(self, nid: int, name: str) -> None:
         """The name a node goes by when it has no label: the variable it was bound to,
         or its path from a global object (`mgtui.recording.naming`)."""
-        if not (isinstance(name, str) and isinstance(nid, int) and 0 <= nid < self.node_count):
-            raise TraceFormatError("names", f"no node {nid!r} to name {name!r}")
-        self.name_code[nid] = self._name_number(name)
-
-    def _name_number(self, name: str) -> int:
-        """The number of `name` among `name_texts` (added if new)."""
-        k = self._name_numbers.get(name)
-        if k is None:
-            k = self._name_numbers[name] = len(self.name_texts)
-            self.name_texts.append(name)
-            if k >= _CODE_LIMIT[self.name_code.typecode]:  # more names than it holds
-                self.name_code = array("H" if k < _CODE_LIMIT["H"] else "i", self.name_code)
-        return k
+        self.names.add(nid, name, self.node_count)
 
     def add_values(self, event: int, pairs: Iterable[tuple[str, float]]) -> None:
         """What the `_backward` call of event `event` read as it began: (name, value)
@@ -208,7 +193,7 @@ class TraceBuilder(RecordValidation):
         self.ops.extend(ops)
         _append(self.node_data, data)
         self.node_line = widths.extend(self.node_line, lines, LINES, "nodes.line")
-        self.name_code.frombytes(bytes(len(ops) * self.name_code.itemsize))
+        self.names.grow(len(ops))
         _extend(self.child_ids, child_ids, "nodes.children")
         ends: Iterable[int] | None = child_ends
         if base:  # counted from this chunk's first child: from the first of all
@@ -283,29 +268,12 @@ class TraceBuilder(RecordValidation):
             base = self.node_count
             self.add_nodes(chunk.labels, chunk.ops, chunk.data, chunk.lines, chunk.child_ends,
                            chunk.child_ids)
-            self._add_names(base, chunk.names)
+            self.names.add_run(base, chunk.names, self.node_count)
         elif isinstance(chunk, EventChunk):
             self.add_events(chunk.kinds, chunk.nodes, chunk.before, chunk.after, chunk.lines,
                             chunk.closures, chunk.write_starts)
         else:
             self.add_writes(chunk.nodes, chunk.fields, chunk.before, chunk.after, chunk.lines)
-
-    def _add_names(self, base: int, names: Sequence[str]) -> None:
-        """The names of nodes `base` on, "" for a node without one, checked."""
-        try:
-            "".join(names)  # (strings, checked at C speed)
-        except TypeError:
-            for k, name in enumerate(names):
-                self.add_name(base + k, name)  # (raises, naming the first that is not)
-            return
-        if not names or len(names) > len(self.name_code) - base:
-            for k in compress(range(len(names)), names):
-                self.add_name(base + k, names[k])  # (and raises for a node not there)
-            return
-        for name in set(names) - self._name_numbers.keys():
-            self._name_number(name)
-        self.name_code[base:base + len(names)] = array(
-            self.name_code.typecode, map(self._name_numbers.__getitem__, names))
 
     @property
     def consistent(self) -> bool:
@@ -377,34 +345,28 @@ class TraceBuilder(RecordValidation):
             error=None if error is None else replace(
                 error, type=inert_line(error.type), message=inert(error.message)),
             output=inert(output),
-            _name=self._name_texts(n, last),
+            _name=self.names.texts_of(n, last),
+            _values=self._inert_values(),
+            arrays=(self.arrays if last else self.arrays.copy())
+            if self.arrays or self.arrays.unrecorded else ArrayTable(),
         )
-        if self.arrays or self.arrays.unrecorded:
-            object.__setattr__(trace, "arrays", self.arrays if last else self.arrays.copy())
-        n, kinds = self.event_count, self.ev_kind
-        object.__setattr__(trace, "_values", {
-            i: tuple((inert_line(name), value) for name, value in pairs)
-            for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD})
         if passes is None:
             found = split_passes(trace)
         else:
             found = [Pass(i, kind, start, end)  # type: ignore[arg-type]
                      for i, (kind, start, end) in enumerate(passes)]
-        object.__setattr__(trace, "passes", tuple(found))
-        object.__setattr__(trace, "engine", self.engine or engine_kind.infer(trace))
+        # (a new trace of the same columns, made whole: a trace is never changed)
+        trace = replace(trace, passes=tuple(found),
+                        engine=self.engine or engine_kind.infer(trace))
         if last:
             self.__init__(self.scenario, self.title, self.notes, self.source)  # type: ignore[misc]
         return trace
 
-    def _name_texts(self, n: int, last: bool) -> Texts:
-        """The names of the first `n` nodes, made inert: each distinct name made inert
-        once, and each node's number of its name (`CodedTexts`), a byte a node for a
-        training loop's few names, which the `last` build hands over."""
-        if len(self.name_texts) == 1:
-            return Texts.of({}, n)
-        codes = self.name_code
-        codes = codes if last and len(codes) == n else codes[:n]
-        return CodedTexts(codes, tuple(map(inert_line, self.name_texts)))
+    def _inert_values(self) -> dict[int, tuple[tuple[str, float], ...]]:
+        """What `_backward` calls read as they began, their names made inert."""
+        n, kinds = self.event_count, self.ev_kind
+        return {i: tuple((inert_line(name), value) for name, value in pairs)
+                for i, pairs in self.values.items() if i < n and kinds[i] == _BACKWARD}
 
     def _catch_up_names(self) -> None:
         """Labels and ops made inert, for the nodes added since the last build or check
@@ -421,8 +383,8 @@ class TraceBuilder(RecordValidation):
         for op in set(ops) - codes.keys():
             codes[op] = len(self._ops)
             self._ops.append(op)
-        if len(self._ops) > _CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
-            self._op_code = array("H" if len(self._ops) <= _CODE_LIMIT["H"] else "i",
+        if len(self._ops) > CODE_LIMIT[self._op_code.typecode]:  # more ops than it holds
+            self._op_code = array("H" if len(self._ops) <= CODE_LIMIT["H"] else "i",
                                   self._op_code)
         if self._op_code.typecode == "B":  # (bytes() of a map is faster than extend)
             self._op_code.frombytes(bytes(map(codes.__getitem__, ops)))
@@ -456,7 +418,6 @@ def _extend(column: array, values: Iterable[int], where: str) -> None:
 
 _PLACES, _SIDES = frozenset((NODE, GRAD, EVENT, WRITE)), frozenset((0, 1))  # (an array entry's)
 _WRITE_KINDS = frozenset((_GRAD, _DATA))  # the events an array entry may stand beside
-_CODE_LIMIT = {"B": 256, "H": 65536, "i": 2**31}  # how many ops an op-code column can tell apart
 
 
 def _inert_names(names: list[str]) -> tuple[str, ...]:
@@ -512,7 +473,7 @@ def split_passes(trace: Trace) -> list[Pass]:
         for i in range(start, end):
             if seeds[i - start]:
                 add("backward", i, i + 1)
-            elif after[lone + i] == 0 or (trace.arrays and trace.zeros_written(i)):
+            elif after[lone + i] == 0 or (trace.arrays and trace.values.zeros_written(i)):
                 add("zero_grad", i, i + 1)
             else:
                 add("other", i, i + 1)

@@ -160,9 +160,9 @@ def _backward(trace: Trace, data, grad, index: int, numerical: dict[int, float])
         known = known or bool(formula)
         if not formula:
             formula = _source_formula(closure, w.line, trace) or f"{tl}.{w.field} written"
-        nth = trace.contribution(w) if w.field is Field.GRAD else 1
+        nth = trace.index.contribution(w) if w.field is Field.GRAD else 1
         c = Contribution(w.node, tl, w.field.value, w.before, w.after, w.line,
-                         formula, numbers, nth, trace.uses_within(w.node, graph), expected)
+                         formula, numbers, nth, trace.index.uses_within(w.node, graph), expected)
         contributions.append(c)
         if nth > 1:
             why = (f"{tl} feeds {c.uses} nodes" if c.uses > 1
@@ -316,7 +316,7 @@ def misread_nodes(trace: Trace, index: int, data_of, grad_of) -> list[Misread]:
         if any(holds(n) for n in own):
             continue
         made = [n for n in range(trace.node_count)
-                if (trace.created_at(n) or 0) < index and holds(n)]
+                if (trace.index.created_at(n) or 0) < index and holds(n)]
         if len(made) == 1:
             (n,) = made
             late = n > owner and trace.op(n) == trace.op(owner)
@@ -410,6 +410,6 @@ def _source_formula(closure, line: int | None, trace: Trace | None = None) -> st
         return ""
     i = line - closure.first_line
     if 0 <= i < len(closure.lines):
-        where = trace.line_in(closure.filename, line) if trace is not None else f"line {line}"
+        where = trace.places.line_in(closure.filename, line) if trace is not None else f"line {line}"
         return f"{where}: {closure.lines[i].strip()}"
     return ""

@@ -112,10 +112,10 @@ class State:
         self.trace, self._data, self._grad, self.position = trace, data, grad, position
 
     def data(self, nid: int) -> Value:
-        return self.trace.value_at(nid, False, self.position, self._data[nid])
+        return self.trace.values.value_at(nid, False, self.position, self._data[nid])
 
     def grad(self, nid: int) -> Value:
-        return self.trace.value_at(nid, True, self.position, self._grad[nid])
+        return self.trace.values.value_at(nid, True, self.position, self._grad[nid])
 
 
 # -- forward --------------------------------------------------------------------------------
@@ -124,13 +124,13 @@ class State:
 def _forward(at: State, nid: int) -> Explanation:
     t = at.trace
     label, op, kids = t.label(nid), t.op(nid), t.children(nid)
-    value = display(t.created_value(nid))
+    value = display(t.values.created_value(nid))
     if not kids:
         return Explanation("create", nid, f"leaf {label}", f"{label} = {value}",
                            notes=("a leaf: an input or a parameter, made directly",))
     names = [name(t.label(c)) for c in kids]
     shapes = [shape_text(shape_of(at.data(c))) for c in kids]
-    out_shape = shape_text(shape_of(t.created_value(nid)))
+    out_shape = shape_text(shape_of(t.values.created_value(nid)))
     a, b = (names + names)[:2]
     if op in ("+", "*", "@") and len(kids) <= 2:
         expr, sizes = f"{a} {op} {b}", f"{(shapes + shapes)[0]} {op} {(shapes + shapes)[1]}"
@@ -139,7 +139,7 @@ def _forward(at: State, nid: int) -> Explanation:
     else:
         expr, sizes = f"{op or 'op'}({', '.join(names)})", f"{op or 'op'}({', '.join(shapes)})"
     notes = [f"{n} = {display(at.data(c))}" for n, c in zip(names, kids)]
-    axes = [broadcast_axes(shape_of(at.data(c)), shape_of(t.created_value(nid))) for c in kids]
+    axes = [broadcast_axes(shape_of(at.data(c)), shape_of(t.values.created_value(nid))) for c in kids]
     if op in ("+", "*"):
         notes += [f"{n} is broadcast along axes {ax}: its gradient will be summed over them"
                   for n, ax in zip(names, axes) if ax]
@@ -183,13 +183,13 @@ def _backward(at: State, index: int, nid: int, writes) -> Explanation:
     operands = list(kids) if len(kids) >= 2 else list(kids) * 2
     for k, w in enumerate(writes):
         tl = name(t.label(w.node))
-        before, after = t.write_value(w.index, w.before, w.after)
+        before, after = t.values.write_value(w.index, w.before, w.after)
         formula, numbers, expected, axes = _rule(at, op, nid, out, g, w.node, tl, operands, k)
         if not formula:
             formula = f"{tl}.{w.field} written"
-        nth = t.contribution(w) if w.field is Field.GRAD else 1
+        nth = t.index.contribution(w) if w.field is Field.GRAD else 1
         c = ArrayContribution(w.node, tl, w.field.value, before, after, w.line, formula, numbers,
-                         nth, t.uses_within(w.node, graph), expected)
+                         nth, t.index.uses_within(w.node, graph), expected)
         contributions.append(c)
         if axes:
             notes.append(f"{tl} was broadcast along axes {axes} in the forward pass: its "
@@ -220,7 +220,7 @@ def _rule(at: State, op: str, nid: int, out: str, g: Value, target: int, tl: str
         return "", "", None, ()
     if operands[k] != target:
         return "", "", None, ()
-    x, y = at.data(target), at.trace.created_value(nid)
+    x, y = at.data(target), at.trace.values.created_value(nid)
     xs, gs = shape_of(x), shape_of(g)
     lhs, gn = f"{tl}.grad +=", f"{out}.grad"
     axes = broadcast_axes(xs, gs) if op in ("+", "*") else ()
@@ -285,7 +285,7 @@ def _lone_write(at: State, index: int, nid: int, kind: EventKind) -> Explanation
     t = at.trace
     label = t.label(nid)
     e = t.event(index)
-    before, after = t.event_value(index, e.before, e.after)
+    before, after = t.values.event_value(index, e.before, e.after)
     p = t.pass_at(index)
     notes = []
     fieldname = kind.value
@@ -389,8 +389,8 @@ def array_answer(trace: Trace, first: Write, last: Write
     is itself; of an array grad, the element this step changed most (the first kept
     element where the change cannot be worked out), so that the question is never
     about a gradient the step left alone."""
-    before = trace.write_value(first.index, first.before, first.after)[0]
-    after = trace.write_value(last.index, last.before, last.after)[1]
+    before = trace.values.write_value(first.index, first.before, first.after)[0]
+    after = trace.values.write_value(last.index, last.before, last.after)[1]
     if not isinstance(after, ArrayValue):
         return float(after), None
     change = value_delta(before, after)
@@ -407,7 +407,7 @@ def array_answer(trace: Trace, first: Write, last: Write
 def grad_before(trace: Trace, first: Write, index: tuple[int, ...] | None) -> float:
     """The grad a question is about, as it was before the step's first write: its
     element at `index` if it is an array (0.0 where that is not a finite number)."""
-    before = trace.write_value(first.index, first.before, first.after)[0]
+    before = trace.values.write_value(first.index, first.before, first.after)[0]
     if isinstance(before, ArrayValue):
         flat = 0
         for i, n in zip(index or (), before.shape):

@@ -48,8 +48,8 @@ def write_json_arrays(trace: Trace, out: TextIO, head: str, tail: dict[str, Any]
     nodes = []
     for n in range(t.node_count):
         rec = {"id": n, "label": t.label(n), "op": t.op(n), "children": list(t.children(n)),
-               "data": v(t.created_value(n)), "line": t.line(n),
-               "final_data": v(t.final_value(n, False)), "final_grad": v(t.final_value(n, True))}
+               "data": v(t.values.created_value(n)), "line": t.line(n),
+               "final_data": v(t.values.final_value(n, False)), "final_grad": v(t.values.final_value(n, True))}
         if t.derived_name(n):
             rec["name"] = t.derived_name(n)
         if n in t.arrays.grads:
@@ -62,12 +62,12 @@ def write_json_arrays(trace: Trace, out: TextIO, head: str, tail: dict[str, Any]
         rec = {"kind": e.kind.value, "node": e.node}
         if e.kind is EventKind.BACKWARD:
             rec["writes"] = [
-                {"node": w.node, **dict(zip(("before", "after"), map(v, t.write_value(
+                {"node": w.node, **dict(zip(("before", "after"), map(v, t.values.write_value(
                     w.index, w.before, w.after)))), "line": w.line, "field": w.field.value}
                 for w in e.writes]
             rec["line"], rec["closure"] = e.line, e.closure
         elif e.kind is not EventKind.CREATE:
-            before, after = t.event_value(i, e.before, e.after)
+            before, after = t.values.event_value(i, e.before, e.after)
             rec.update(before=v(before), after=v(after), line=e.line)
         events.append(dumps_(rec))
     out.write(",\n".join(events) + "\n],\n")

@@ -4,7 +4,7 @@ uses, the event that made each node; and the users of each node, for the Graph p
 alone. One graph's uses of a node and a write's place among the writes to the same
 field are found when asked, in the packed columns themselves, with no index (issue 24:
 at 1M nodes `uses`, `_users` and `_earlier_writes` were per-node Python loops of 1.3 s,
-0.8 s and 0.8 s, built on every load). A part of `Trace`."""
+0.8 s and 0.8 s, built on every load). What `Trace.index` hands out."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from collections import Counter
 from functools import cached_property
 from itertools import compress, repeat
 from operator import eq, sub
-from typing import Self
 
 from mgtui.trace import lanes
 from mgtui.trace.records import EventKind, Pass, Write
+from mgtui.trace.replay import Replay
 
 _CREATES = re.compile(b"%c+" % EventKind.CREATE.code)  # a run of events that make nodes
 
@@ -59,29 +59,49 @@ class Creations:
         return self._events[k] + nid - self._nodes[k]
 
 
-class TraceIndexes:
-    """A trace's derived indexes. A mixin of `Trace`: it reads the trace's node, event
-    and write columns and its passes (and, for `build_indexes`, its final state)."""
+class TraceIndex:
+    """A trace's derived indexes (`trace.index`). It holds the trace's node, event and
+    write columns and its passes (not the trace), and the indexes once built; and the
+    trace's `Replay`, for `build_indexes` to replay the final state ahead of use."""
 
-    passes: tuple[Pass, ...]
-    _child_start: array
-    _child_ids: array
-    _ev_node: array
-    _ev_write_start: array
-    _wr_node: array
-    _wr_field: array
+    def __init__(self, passes: tuple[Pass, ...], children: tuple[array, array],
+                 events: tuple[array, array, array], writes: tuple[array, array],
+                 replay: Replay) -> None:
+        self._passes = passes
+        self._child_start, self._child_ids = children
+        self._ev_kind, self._ev_node, self._ev_write_start = events
+        self._wr_node, self._wr_field = writes
+        self._replay = replay
+        self._node_count = len(self._child_start) - 1
+        self._graph_uses: tuple[tuple[int, int], Counter] | None = None
+        self._pass_nths: tuple[int, array] | None = None
+        self.children_flat: tuple[int, ...] | None = None  # (`index_children`)
 
     @cached_property
-    def _created_at(self) -> Creations | array:
-        code, events = EventKind.CREATE.code, len(self)
-        n, nodes = self.node_count, self._ev_node
+    def kind_bytes(self) -> bytes:
+        """The events' kinds as bytes, for scans at C speed (`bytes.find`, `count`)."""
+        return self._ev_kind.tobytes()
+
+    def index_children(self) -> None:
+        """Keep every node's children, one after another, as one tuple: a slice of it is
+        the tuple `Trace.children` gives, three times faster than a tuple made from an
+        array slice. For the doctor, which asks for the children of every `_backward`
+        call; it costs moons 13 MB of ints, so the app does without."""
+        if self.children_flat is None:
+            self.children_flat = tuple(self._child_ids)
+
+    @cached_property
+    def creations(self) -> Creations | array:
+        """The event that made each node, by id (-1 for a node no event made)."""
+        code, events = EventKind.CREATE.code, len(self._ev_kind)
+        n, nodes = self._node_count, self._ev_node
         # Most often the creations make the ids in order, 0 to n - 1, in runs of events
         # that make one node after another (a forward pass): then the index is where
         # each run starts, checked at C speed (`Creations`), not an int a node.
-        runs = Creations.of(self._kind_bytes, nodes, n)
+        runs = Creations.of(self.kind_bytes, nodes, n)
         if runs is not None:
             return runs
-        made = array("i", compress(range(events), self._is_kind(code, 0, events)))
+        made = array("i", compress(range(events), map(code.__eq__, self._ev_kind)))
         if len(made) == n and all(map(eq, map(nodes.__getitem__, made), range(n))):
             return made  # (int32: indexes are kept small)
         at = array("i", [-1]) * n
@@ -91,7 +111,7 @@ class TraceIndexes:
 
     def created_at(self, nid: int) -> int | None:
         """The index of the event that made node `nid`."""
-        i = self._created_at[nid]
+        i = self.creations[nid]
         return i if i >= 0 else None
 
     @cached_property
@@ -99,7 +119,7 @@ class TraceIndexes:
         """Per node, how many nodes take it as an input (its fan-out), over the whole
         trace: every training step's graph (`uses_within` counts one graph's). Counted
         at C speed, each user once (a child given twice to one node is one use)."""
-        return self._uses_of(0, self.node_count, array("i", bytes(4 * self.node_count)))
+        return self._uses_of(0, self._node_count, array("i", bytes(4 * self._node_count)))
 
     def _uses_of(self, first: int, end: int, uses: array) -> array:
         """`uses` (of every node), with the uses by nodes `first` to `end` added."""
@@ -122,45 +142,49 @@ class TraceIndexes:
         counts.pop(-1, None)  # (a child that was not recorded)
         return counts
 
-    def build_indexes(self, older: Self | None = None, users: bool = False,
+    def build_indexes(self, older: TraceIndex | None = None, users: bool = False,
                       final: bool = False) -> None:
         """Build the derived indexes a step's screen needs now (off the UI thread), not
         on first use.
 
-        `older` is this run as it was recorded so far, earlier (a prefix of this trace):
-        its indexes are extended by what was added since, not built again. `users`
-        (the Graph pane's, not extended) is left to its first use unless asked for.
-        `final` replays the final state now too (what `G` shows); left to its first
+        `older` is the index of this run as it was recorded so far, earlier (a prefix of
+        this trace): its indexes are extended by what was added since, not built again.
+        `users` (the Graph pane's, not extended) is left to its first use unless asked
+        for. `final` replays the final state now too (what `G` shows); left to its first
         use, it costs no memory until then (a replay of every event: moons 0.05 s, a
         3M-node chain 1 s)."""
-        if older is not None and older.node_count <= self.node_count \
-                and len(older) <= len(self):
+        if older is not None and older._node_count <= self._node_count \
+                and len(older._ev_kind) <= len(self._ev_kind):
             self._extend_indexes(older)
-        self._created_at  # noqa: B018  (`uses`, for a lesson page and the users, on first use)
+        self.creations  # noqa: B018  (`uses`, for a lesson page and the users, on first use)
         if users:
             self._users  # noqa: B018
         if final:
-            self._final  # noqa: B018
+            self._replay.final_data  # noqa: B018
 
-    def _extend_indexes(self, older: Self) -> None:
-        d = self.__dict__
-        n0, n = older.node_count, self.node_count
-        if "uses" in older.__dict__:
+    def _extend_indexes(self, older: TraceIndex) -> None:
+        kept = older.__dict__  # (what `cached_property` has built of the older index)
+        n0, n = older._node_count, self._node_count
+        if "uses" in kept:
             uses = array("i", older.uses)
             uses.frombytes(bytes(4 * (n - n0)))
-            d["uses"] = self._uses_of(n0, n, uses)
-        if "_created_at" in older.__dict__ and isinstance(older._created_at, array):
-            at = array("i", older._created_at)
+            self.__dict__["uses"] = self._uses_of(n0, n, uses)
+        if "creations" in kept and isinstance(older.creations, array):
+            at = array("i", older.creations)
             at.extend(repeat(-1, n - n0))
-            for i in self.events_of(EventKind.CREATE, len(older), len(self)):
+            kinds, create = self.kind_bytes, bytes((EventKind.CREATE.code,))
+            stop = len(kinds)
+            i = kinds.find(create, len(older._ev_kind), stop)
+            while i >= 0:
                 at[self._ev_node[i]] = i
-            d["_created_at"] = at
+                i = kinds.find(create, i + 1, stop)
+            self.__dict__["creations"] = at
 
     @cached_property
     def _users(self) -> tuple[array, array]:
         """The inverse of `children`: each node's users (each once, in creation order),
         as offsets into one array of ids."""
-        count = self.node_count
+        count = self._node_count
         start = array("i", bytes(4 * (count + 1)))  # (int32: kept small)
         total = 0
         uses = self.uses
@@ -189,10 +213,10 @@ class TraceIndexes:
         an input: its uses in that graph, where `uses` counts every pass's. Counted for
         the whole graph at its first step (`_use_counts`, at C speed) and kept for the
         next, one graph at a time (a backward pass's steps all ask about its graph)."""
-        end = min(made.stop, self.node_count)
-        kept = self.__dict__.get("_graph_uses")
+        end = min(made.stop, self._node_count)
+        kept = self._graph_uses
         if kept is None or kept[0] != (made.start, end):
-            kept = self.__dict__["_graph_uses"] = (made.start, end), self._use_counts(
+            kept = self._graph_uses = (made.start, end), self._use_counts(
                 made.start, end) if made.start < end else Counter()
         return kept[1].get(nid, 0) if nid >= 0 else 0
 
@@ -201,7 +225,7 @@ class TraceIndexes:
         second…: counted for all the pass's writes at its first step asked about, and
         kept for the next, one pass at a time (`_nths`)."""
         w = write.index
-        p = self.pass_at(bisect_right(self._ev_write_start, w) - 1)
+        p = pass_holding(self._passes, bisect_right(self._ev_write_start, w) - 1)
         if p is None or p.kind != "backward":
             return 1
         first = self._ev_write_start[p.start]
@@ -211,7 +235,7 @@ class TraceIndexes:
         """For each of the writes `first` to `end` (a backward pass's), its place among
         the writes to its node's field since `first`. (Kept whole once made: sessions
         on other threads may read the same trace.)"""
-        kept = self.__dict__.get("_pass_nths")
+        kept = self._pass_nths
         if kept is not None and kept[0] == first:
             return kept[1]
         nths, seen = array("i"), {}
@@ -220,5 +244,21 @@ class TraceIndexes:
             key = node << 8 | field & 0xFF
             n = seen[key] = get(key, 0) + 1
             add(n)
-        self.__dict__["_pass_nths"] = first, nths
+        self._pass_nths = first, nths
         return nths
+
+
+def pass_holding(passes: tuple[Pass, ...], index: int) -> Pass | None:
+    """The pass of `passes` (in order, each ending where the next starts) holding event
+    `index` (binary search)."""
+    lo, hi = 0, len(passes)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        p = passes[mid]
+        if index < p.start:
+            hi = mid
+        elif index >= p.end:
+            lo = mid + 1
+        else:
+            return p
+    return None

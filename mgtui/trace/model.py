@@ -1,23 +1,23 @@
 """The immutable trace of one scenario run, in flat arrays, and the questions asked of
-it about its nodes, events and passes. Its parts: `TracePlaces` (lines as the user
-knows them), `TraceReplay` (a state moved through the events) and `TraceIndexes` (what
-is derived once, on first use)."""
+it about its nodes, events and passes. The questions of other kinds are asked of the
+objects it hands out: `trace.places` (lines as the user knows them, `Places`),
+`trace.replay` (a state moved through the events, `Replay`), `trace.index` (what is
+derived once, on first use, `TraceIndex`) and `trace.values` (values that may be
+arrays, `TraceValues`)."""
 
 from __future__ import annotations
 
-import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import chain, compress, repeat
 from operator import add, mul, sub
 from typing import Iterator
 
-from mgtui.trace.arrays import ArrayTable, TraceArrays, scalar_of
-from mgtui.trace.index import TraceIndexes
-from mgtui.trace.places import TracePlaces
+from mgtui.trace.arrays import ArrayTable, scalar_of
+from mgtui.trace.index import TraceIndex, pass_holding
+from mgtui.trace.places import Places
 from mgtui.trace.records import (
     _BACKWARD,
     _CREATE,
@@ -32,18 +32,26 @@ from mgtui.trace.records import (
     TraceError,
     Write,
 )
-from mgtui.trace.replay import TraceReplay
+from mgtui.trace.replay import Replay
+from mgtui.trace.values import TraceValues
 
 
 @dataclass(frozen=True)
-class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
+class Trace:
     """A recorded run. Make one with a `TraceBuilder` (the recorder and the loaders do).
 
-    `node_data`, `final_data` and `final_grad` are per-node arrays indexed by id: the
-    value at creation, and the data and grad at the end (replayed on first use).
-    Everything else is asked for. Where values were arrays (a tensor engine), those
-    columns hold nan and `arrays` the arrays: read values through `TraceArrays`
+    `node_data` is a per-node array indexed by id: the value at creation; the data and
+    grad at the end are `replay.final_data` and `replay.final_grad` (replayed on first
+    use). Everything else is asked for. Where values were arrays (a tensor engine),
+    those columns hold nan and `arrays` the arrays: read values through `values`
     (`created_value`, `value_at`, `write_value`, `event_value`), which know them.
+
+    Honestly frozen: no field changes once it is made, and nothing is written into it
+    later. What is worked out on first use (the final state, the indexes, the
+    histories of array values) is kept by the four objects it hands out, `places`,
+    `replay`, `index` and `values`, made with it (`__post_init__`) and not frozen: each
+    holds the columns it reads, not the trace (no cycle: a trace dropped is freed at
+    once, with the collector paused too).
     """
 
     scenario: str
@@ -87,8 +95,29 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
     arrays: ArrayTable = field(default_factory=ArrayTable)
     # the engine that recorded it (`mgtui.trace.engine_kind`): "scalar", "array", "torch"
     engine: str = "scalar"
+    # what it hands out (made by `__post_init__`; they keep the caches)
+    places: Places = field(init=False, repr=False, compare=False)
+    replay: Replay = field(init=False, repr=False, compare=False)
+    index: TraceIndex = field(init=False, repr=False, compare=False)
+    values: TraceValues = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        events = self._ev_kind, self._ev_node, self._ev_write_start
+        lone = self._lone_at, self._lone_before, self._lone_after
+        writes = self._wr_node, self._wr_field, self._wr_before, self._wr_after
+        replay = Replay(self.node_data, *events, lone, writes)
+        index = TraceIndex(self.passes, (self._child_start, self._child_ids), events,
+                           writes[:2], replay)
+        values = TraceValues(self.arrays, self.node_data, events, lone, writes, replay, index)
+        for name, part in (("places", Places(self.scenario, self.source, self.error)),
+                           ("replay", replay), ("index", index), ("values", values)):
+            object.__setattr__(self, name, part)  # (a frozen dataclass's own fields)
 
     # -- sizes -------------------------------------------------------------------------
+    @property
+    def has_arrays(self) -> bool:
+        return bool(self.arrays)
+
     @property
     def node_count(self) -> int:
         return len(self._op_code)
@@ -122,17 +151,10 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
 
     def children(self, nid: int) -> tuple[int, ...]:
         start = self._child_start
-        flat = self.__dict__.get("_children_flat")
+        flat = self.index.children_flat
         if flat is None:
             return tuple(self._child_ids[start[nid] : start[nid + 1]])
         return flat[start[nid] : start[nid + 1]]
-
-    def index_children(self) -> None:
-        """Keep every node's children, one after another, as one tuple: a slice of it is
-        the tuple `children()` gives, three times faster than a tuple made from an array
-        slice. For the doctor, which asks for the children of every `_backward` call; it
-        costs moons 13 MB of ints, so the app does without."""
-        self.__dict__["_children_flat"] = tuple(self._child_ids)
 
     def is_leaf(self, nid: int) -> bool:
         return self._child_start[nid] == self._child_start[nid + 1]
@@ -145,8 +167,8 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
             children=self.children(nid),
             data=self.node_data[nid],
             line=self.line(nid),
-            final_data=self.final_data[nid],
-            final_grad=self.final_grad[nid],
+            final_data=self.replay.final_data[nid],
+            final_grad=self.replay.final_grad[nid],
         )
 
     def nodes(self) -> Iterator[Node]:
@@ -221,15 +243,10 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
         if kind != _BACKWARD:
             return []
         lo, hi = self._ev_write_start[index], self._ev_write_start[index + 1]
-        if self._grad_writes_only:
+        if self.replay.grad_writes_only:
             return self._wr_node[lo:hi].tolist()
         node, fld = self._wr_node, self._wr_field
         return [node[w] for w in range(lo, hi) if fld[w] == 0]
-
-    @cached_property
-    def _grad_writes_only(self) -> bool:
-        """No `_backward` wrote a `data` (the usual case: its writes are all grads)."""
-        return self._wr_field.tobytes().find(b"\x01") < 0
 
     def foreign_writes(self) -> list[tuple[int, Write]]:
         """(event, write) for each `_backward` call's first write to a node that is not
@@ -296,7 +313,7 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
         kinds = self._ev_kind
         stop = len(kinds) if stop is None else stop
         if stop - start > 256:  # a scan of the kind bytes at C speed
-            kind_bytes, byte = self._kind_bytes, bytes((code,))
+            kind_bytes, byte = self.index.kind_bytes, bytes((code,))
             if kind_bytes.count(byte, start, stop) * 8 > stop - start:  # many: sift them all
                 return list(compress(range(start, stop), self._is_kind(code, start, stop)))
             out = []  # few: jump from one to the next
@@ -325,15 +342,16 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
 
     def made_ids(self, p: Pass) -> range:
         """The nodes pass `p` made: consecutive ids, as creations make the next id."""
-        first = self._kind_bytes.find(bytes((_CREATE,)), p.start, p.end)
+        kinds = self.index.kind_bytes
+        first = kinds.find(bytes((_CREATE,)), p.start, p.end)
         if first < 0:
             return range(0)
         lo = self._ev_node[first]
-        return range(lo, lo + self._kind_bytes.count(bytes((_CREATE,)), first, p.end))
+        return range(lo, lo + kinds.count(bytes((_CREATE,)), first, p.end))
 
     def made_between(self, start: int, end: int) -> int:
         """How many nodes events [start, end) made (counted at C speed)."""
-        return self._kind_bytes.count(bytes((_CREATE,)), start, end)
+        return self.index.kind_bytes.count(bytes((_CREATE,)), start, end)
 
     def inputs_before(self, p: Pass) -> list[int]:
         """The nodes made before pass `p` that its nodes take as inputs, by id."""
@@ -344,24 +362,10 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
         lo = made.start
         return sorted(c for c in set(self._child_ids[start[lo]:start[made.stop]]) if 0 <= c < lo)
 
-    @cached_property
-    def _kind_bytes(self) -> bytes:
-        return self._ev_kind.tobytes()
-
     # -- passes ------------------------------------------------------------------------
     def pass_at(self, index: int) -> Pass | None:
         """The pass holding event `index` (binary search)."""
-        lo, hi = 0, len(self.passes)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            p = self.passes[mid]
-            if index < p.start:
-                hi = mid
-            elif index >= p.end:
-                lo = mid + 1
-            else:
-                return p
-        return None
+        return pass_holding(self.passes, index)
 
     def graph(self, forward: Pass) -> list[int]:
         """The nodes of a forward pass plus the earlier nodes (leaves) they use, by id."""
@@ -381,7 +385,7 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
             if p.kind == "backward":
                 root = self.backward_root(p)
                 if root is not None:
-                    out.append((p.index, scalar_of(self.created_value(root))))
+                    out.append((p.index, scalar_of(self.values.created_value(root))))
         return out
 
     def backward_order(self, backward: Pass) -> list[int]:
@@ -389,33 +393,6 @@ class Trace(TracePlaces, TraceReplay, TraceIndexes, TraceArrays):
         the reverse of the topological order the pass walked."""
         return list(compress(self._ev_node[backward.start:backward.end],
                              self._is_kind(_BACKWARD, backward.start, backward.end)))
-
-    def first_non_finite(self) -> int | None:
-        """The first event that stores a nan or an inf: a node created with one, or a
-        write (inside a `_backward` or not) of one (an array with one such element)."""
-        if self.arrays:  # (its columns hold nan where the values were arrays)
-            return self.first_non_finite_arrays()
-        found = []
-        nid = self._first_non_finite(self.node_data)
-        if nid is not None:
-            found.append(self._created_at[nid])
-        w = self._first_non_finite(self._wr_after)
-        if w is not None:  # the last event whose writes start at or before it made it
-            found.append(bisect_right(self._ev_write_start, w) - 1)
-        lone = self._first_non_finite(self._lone_after)
-        if lone is not None:
-            found.append(self._lone_at[lone])
-        found = [i for i in found if i >= 0]
-        return min(found) if found else None
-
-    @staticmethod
-    def _first_non_finite(values: array, start: int = 0) -> int | None:
-        """The index of the first nan or inf in `values[start:]`. A finite sum (summed
-        at C speed) rules them all out; only a sum that is not finite needs a scan."""
-        if start == 0 and math.isfinite(sum(values)):
-            return None
-        isfinite = math.isfinite
-        return next((k for k in range(start, len(values)) if not isfinite(values[k])), None)
 
 
 class Texts(Sequence[str]):

@@ -1,5 +1,5 @@
 """Lines as the user knows them: `neuron.py:12`, or `lecture.ipynb, cell 3, line 2` for
-a scenario that is a notebook (`mgtui.trace.notebook`). A part of `Trace`."""
+a scenario that is a notebook (`mgtui.trace.notebook`). What `Trace.places` hands out."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from mgtui.trace import notebook
 from mgtui.trace.records import TraceError
 
 
-class TracePlaces:
-    """The places of a trace's lines, in the words the user knows them by. A mixin of
-    `Trace`: it reads the trace's scenario, source and error."""
+class Places:
+    """The places of a trace's lines, in the words the user knows them by: a trace's
+    scenario, source and error, and nothing else (`trace.places`)."""
 
-    scenario: str
-    source: str
-    error: TraceError | None
+    __slots__ = ("scenario", "source", "error")
+
+    def __init__(self, scenario: str, source: str, error: TraceError | None) -> None:
+        self.scenario, self.source, self.error = scenario, source, error
 
     def where(self, line: int | None) -> str:
         """A scenario line as the user knows it: `line 12`, or `cell 3, line 2` in a

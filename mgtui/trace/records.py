@@ -83,7 +83,7 @@ class Write:
     before: float
     after: float
     line: int | None
-    index: int = -1  # its place among all the trace's writes (see `Trace.contribution`)
+    index: int = -1  # its place among all the trace's writes (see `TraceIndex.contribution`)
 
     @property
     def delta(self) -> float:

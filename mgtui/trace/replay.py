@@ -1,6 +1,6 @@
 """Moving a state (every node's data and grad, as per-node arrays) through a trace's
 events: one event forward or back (`apply`, `undo`, what a `Timeline` steps with), or
-many in bulk (`replay`, `state_at`, the final state). A part of `Trace`."""
+many in bulk (`between`, `state_at`, the final state). What `Trace.replay` hands out."""
 
 from __future__ import annotations
 
@@ -73,23 +73,18 @@ class Layer:
         return out
 
 
+class Replay:
+    """A trace's events applied to a state and taken back out of it (`trace.replay`).
+    It holds the trace's event and write columns (not the trace), and keeps what it
+    works out once: the final state, whether every `_backward` write is a grad."""
 
-
-class TraceReplay:
-    """A trace's events applied to a state and taken back out of it. A mixin of `Trace`:
-    it reads the trace's event and write columns (and asks it for `change` and
-    `_grad_writes_only`)."""
-
-    node_data: array
-    _ev_kind: array
-    _ev_node: array
-    _ev_write_start: array
-    _lone_at: array
-    _lone_after: array
-    _wr_node: array
-    _wr_field: array
-    _wr_before: array
-    _wr_after: array
+    def __init__(self, node_data: array, ev_kind: array, ev_node: array,
+                 ev_write_start: array, lone: tuple[array, array, array],
+                 writes: tuple[array, array, array, array]) -> None:
+        self._node_data, self._ev_kind, self._ev_node = node_data, ev_kind, ev_node
+        self._ev_write_start = ev_write_start
+        self._lone_at, self._lone_before, self._lone_after = lone
+        self._wr_node, self._wr_field, self._wr_before, self._wr_after = writes
 
     @property
     def final_data(self) -> array:
@@ -102,31 +97,40 @@ class TraceReplay:
         return self._final[1]
 
     @cached_property
+    def grad_writes_only(self) -> bool:
+        """No `_backward` wrote a `data` (the usual case: its writes are all grads)."""
+        return self._wr_field.tobytes().find(b"\x01") < 0
+
+    @cached_property
     def _final(self) -> tuple[array | Layer, array]:
         """The final state. In a big trace where few nodes' data was written (a training
         loop updates its parameters alone), the data is those writes over `node_data`
         (a `Layer`), not a copy of it: 8 bytes a node less."""
-        n = self.node_count
+        n, events = len(self._node_data), len(self._ev_kind)
         if n < SPARSE_FINAL or self._data_writes() > n >> 3:  # (a dict at most the array's size)
-            return self.state_at(len(self))
+            return self.state_at(events)
         changes: dict[int, float] = {}
         grad = array("d", bytes(8 * n))
-        self.replay(0, len(self), changes, grad)  # type: ignore[arg-type]
-        return Layer(self.node_data, n, changes), grad
+        self.between(0, events, changes, grad)  # type: ignore[arg-type]
+        return Layer(self._node_data, n, changes), grad
 
     def _data_writes(self) -> int:
         """How many writes of data there are (lone ones and inside `_backward` calls)."""
         lone = self._ev_kind.tobytes().count(bytes((_DATA,)))
         return lone + self._wr_field.tobytes().count(1)
 
+    def _lone(self, index: int) -> int:
+        """Where the lone write of event `index` is among the lone writes."""
+        return bisect_left(self._lone_at, index)
+
     def apply(self, index: int, data: array, grad: array) -> int:
         """Write event `index`'s effects into `data` and `grad` (per-node arrays).
         Returns how many nodes it made (0 or 1)."""
         kind = self._ev_kind[index]
         if kind == _GRAD:
-            grad[self._ev_node[index]] = self.change(index)[1]
+            grad[self._ev_node[index]] = self._lone_after[self._lone(index)]
         elif kind == _DATA:
-            data[self._ev_node[index]] = self.change(index)[1]
+            data[self._ev_node[index]] = self._lone_after[self._lone(index)]
         node, fld, after = self._wr_node, self._wr_field, self._wr_after
         for w in range(self._ev_write_start[index], self._ev_write_start[index + 1]):
             (grad if fld[w] == 0 else data)[node[w]] = after[w]
@@ -140,28 +144,28 @@ class TraceReplay:
         for w in range(self._ev_write_start[index + 1] - 1, self._ev_write_start[index] - 1, -1):
             (grad if fld[w] == 0 else data)[node[w]] = before[w]
         if kind == _GRAD:
-            grad[self._ev_node[index]] = self.change(index)[0]
+            grad[self._ev_node[index]] = self._lone_before[self._lone(index)]
         elif kind == _DATA:
-            data[self._ev_node[index]] = self.change(index)[0]
+            data[self._ev_node[index]] = self._lone_before[self._lone(index)]
         return 1 if kind == _CREATE else 0
 
     def state_at(self, position: int) -> tuple[array, array]:
         """Every node's data and grad after the first `position` events (a `Timeline`
         at `position`), replayed in bulk: much faster than stepping there."""
-        data = array("d", self.node_data)
-        grad = array("d", bytes(8 * self.node_count))
-        self.replay(0, position, data, grad)
+        data = array("d", self._node_data)
+        grad = array("d", bytes(8 * len(self._node_data)))
+        self.between(0, position, data, grad)
         return data, grad
 
-    def replay(self, start: int, end: int, data: array, grad: array) -> None:
+    def between(self, start: int, end: int, data: array, grad: array) -> None:
         """Write the effects of events [start, end) into `data` and `grad`, as `apply`
         would one by one, in bulk."""
-        n = len(self)
+        n = len(self._ev_kind)
         start, end = max(0, min(start, n)), max(0, min(end, n))
         if start < end:
             replay_into(self._ev_kind, self._ev_node, self._lone_after,
                         bisect_left(self._lone_at, start), self._ev_write_start,
-                        self._wr_node, self._wr_field, self._wr_after, self._grad_writes_only,
+                        self._wr_node, self._wr_field, self._wr_after, self.grad_writes_only,
                         start, end, data, grad)
 
 

@@ -193,8 +193,8 @@ class TraceLoader:
                 trace, stopped = self._read_saved(path), ""
             # here, not on the first backward step; from those shown while it recorded;
             # and the final state, so that `G` costs a copy of it
-            trace.build_indexes(older=self._last_shown if is_scenario(path) else None,
-                                final=True)
+            older = self._last_shown if is_scenario(path) else None
+            trace.index.build_indexes(older=None if older is None else older.index, final=True)
             self._last_shown = None
             prepare_views(trace, (self._position, self.app.debugger.position, 0, len(trace) + 1))
             self.app.post_message(TraceLoaded(trace, path, reload, stopped))
@@ -229,7 +229,7 @@ class TraceLoader:
             if shown or b is None or not b.event_count or not b.consistent:
                 return
             trace = b.build()
-            trace.build_indexes()
+            trace.index.build_indexes()
             prepare_views(trace, (self._position, 0))
             shown.append(trace)
             self.app.post_message(TraceGrowing(trace, path))
@@ -261,7 +261,8 @@ class TraceLoader:
             start = time.perf_counter()
             trace = run.snapshot() if show else None
             if trace is not None and len(trace) > (len(shown) if shown else 0):
-                trace.build_indexes(older=shown, users=False)  # from the last one's
+                trace.index.build_indexes(older=None if shown is None else shown.index,
+                                          users=False)  # from the last one's
                 prepare_views(trace, (self._position, self.app.debugger.position, 0))
                 shown = self._last_shown = trace
                 self.app.post_message(TraceGrowing(trace, path))
@@ -340,7 +341,7 @@ class TraceLoader:
             say(f"Recording stopped: {message.stopped}. The trace up to there is shown.",
                 severity="warning", timeout=6)
         elif trace.error is not None:
-            say(f"The scenario stopped: {trace.error_text()}. The trace up to there is shown; "
+            say(f"The scenario stopped: {trace.places.error_text()}. The trace up to there is shown; "
                 "the error is the last step.", severity="warning", timeout=6)
         self.app.refresh_bindings()
         self.app.call_after_refresh(trim)  # what loading it freed goes back to the system

@@ -18,7 +18,7 @@ import zlib
 from importlib import resources
 from typing import Any, Iterable
 
-from mgtui.trace.arrays import state_values
+from mgtui.trace.values import state_values
 from mgtui.graph.layout import GraphModel, Picture, squeeze
 from mgtui.tui.graph_paint import DOUBLE, HEAVY, MARKS, STYLE_NAMES, Lighting, paint_line
 from mgtui.tui.export_html_data import Lesson, pack_lesson
@@ -144,7 +144,7 @@ def picture_data(trace: Trace, picture: Picture, nodes: list[int]) -> dict[str, 
     """A picture as the page paints it: its lines as painted with no step's marks (runs
     of [kind, text]), and its boxes, ops and edges by node position."""
     at = {nid: k for k, nid in enumerate(nodes)}
-    light = Lighting(*state_values(trace, len(trace), trace.final_data, trace.final_grad),
+    light = Lighting(*state_values(trace, len(trace), trace.replay.final_data, trace.replay.final_grad),
                      trace.node_count, {})  # (arrays: their shapes)
     kind_of = {name: k for k, name in enumerate(KINDS)}
     lines = []

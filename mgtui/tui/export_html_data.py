@@ -178,7 +178,7 @@ def start_text(trace: Trace, total: int) -> list[str]:
 
 def error_text(trace: Trace) -> list[str]:
     error = trace.error
-    where = trace.where(error.line) if error.line else ""
+    where = trace.places.where(error.line) if error.line else ""
     message = (error.message or error.type).splitlines() or [error.type]
     return [run("R", f"✗ the scenario raised {error.type}") + (run("d", f"  ({where})") if where else ""),
             *(run("b", "  " + line) for line in message),
@@ -243,7 +243,7 @@ def pack_nodes(trace: Trace, values: Values) -> dict[str, list]:
         children = trace.children(nid)
         nkids.append(len(children))
         kids.extend(nid - c for c in children)
-        value.append(values(trace.created_value(nid)))
+        value.append(values(trace.values.created_value(nid)))
     return {"label": label, "op": list(ops), "opof": op, "nkids": nkids, "kids": kids,
             "data": value}
 
@@ -255,7 +255,7 @@ def pack_events(trace: Trace, values: Values) -> dict[str, Any]:
         kinds.append(KIND_LETTERS[kind])
         nodes.append(nid)
         if kind in (EventKind.GRAD, EventKind.DATA):
-            after.append(values(trace.event_value(i, *trace.change(i))[1]))
+            after.append(values(trace.values.event_value(i, *trace.change(i))[1]))
         writes = trace.writes(i)
         nwrites.append(len(writes))
         if not writes:
@@ -265,7 +265,7 @@ def pack_events(trace: Trace, values: Values) -> dict[str, Any]:
         for w in writes:
             target.append(w.node - nid)
             fields.append((0 if w.field is Field.GRAD else 1) + (2 if w.line in assigns else 0))
-            wvalue.append(values(trace.write_value(w.index, w.before, w.after)[1]))
+            wvalue.append(values(trace.values.write_value(w.index, w.before, w.after)[1]))
     return {"kind": "".join(kinds), "node": deltas(nodes), "after": after,
             "nwrites": nwrites, "target": target, "field": fields, "value": wvalue}
 
@@ -283,7 +283,7 @@ def pack_detail(trace: Trace, total: int) -> list[str]:
         exp = explain(trace, timeline.data, timeline.grad, i)
         closure = trace.closure_of(i)
         closure_file = closure.filename.rsplit("/", 1)[-1] if closure is not None else ""
-        lines = explanation_text(exp, trace.where(trace.line_of(i)), closure_file, place)
+        lines = explanation_text(exp, trace.places.where(trace.line_of(i)), closure_file, place)
         lines += [run("R", "  " + w) for w in notes.warnings(i, exp, timeline)]
         lines += [run("b", "  ✎ ") + run("i", note) for note in notes.of(i)]
         steps.append(encode_ids("\n".join(lines), exp.node))
@@ -296,8 +296,8 @@ def detail_place(trace: Trace):
     """Where a `_backward`'s write is, as the step detail says it (`neuron.py:12`)."""
     def place(closure_file: str, line: int) -> str:
         if closure_file.endswith(".ipynb"):  # a closure of the notebook: in its cells
-            return f"{closure_file}, {trace.where(line)}"
-        return f"{closure_file}:{line}" if closure_file else trace.where(line)
+            return f"{closure_file}, {trace.places.where(line)}"
+        return f"{closure_file}:{line}" if closure_file else trace.places.where(line)
     return place
 
 
@@ -310,7 +310,7 @@ class StepNotes:
         self.session: Session | None = None
         self.any_notes = bool(notes_in(trace.source)) or any(
             notes_in("\n".join(c.lines), c.first_line) for c in trace.closures)
-        first = trace.first_non_finite()
+        first = trace.values.first_non_finite()
         self.finite_before = len(trace) if first is None else first
 
     def _session(self) -> Session:

@@ -13,7 +13,8 @@ from typing import Mapping
 from rich.style import Style
 from rich.text import Text
 
-from mgtui.trace.arrays import is_finite, state_values
+from mgtui.trace.arrays import is_finite
+from mgtui.trace.values import state_values
 from mgtui.safe import cells
 from mgtui.graph.layout import MARK_WIDTH, WIDE_TAIL, Picture, squeeze
 
@@ -250,7 +251,7 @@ def graph_svg(trace) -> str:
     nodes = [*view.used, *view.made] if view is not None else list(range(trace.node_count))
     model = GraphModel(trace, nodes)
     picture = model.picture(model.root, "LR")
-    light = Lighting(*state_values(trace, len(trace), trace.final_data, trace.final_grad),
+    light = Lighting(*state_values(trace, len(trace), trace.replay.final_data, trace.replay.final_grad),
                      trace.node_count, {})
     console = Console(record=True, width=max(picture.width, 20), file=io.StringIO(),
                       color_system="truecolor", force_terminal=True, legacy_windows=False)

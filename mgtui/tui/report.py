@@ -128,7 +128,7 @@ def print_trace(trace: Trace, file: TextIO, *, limit: int | None = 200, width: i
         print_nodes(trace, console, touched(trace, first - 1, last), last)
     if trace.error is not None:
         say()
-        say(f"error after step {trace.error.after_event}: {trace.error_text()}")
+        say(f"error after step {trace.error.after_event}: {trace.places.error_text()}")
     if trace.output:
         say()
         say("scenario output:", style="bold")
@@ -168,7 +168,7 @@ def step_lines(trace: Trace, timeline: Timeline, index: int,
     goes on indented under its own start."""
     ex = explain(trace, timeline.data, timeline.grad, index)
     line = trace.line_of(index)
-    where = f"  ({trace.where(line)})" if line else ""
+    where = f"  ({trace.places.where(line)})" if line else ""
     head = f"  step {index + 1:>4}  "
     pad = " " * len(head)
     if ex.kind == "backward":
@@ -210,14 +210,14 @@ def print_nodes(trace: Trace, console: Console, nodes: list[int] | None = None,
     for nid in rows:
         inputs = ", ".join(cut(trace.label(c), LABEL_BUDGET) for c in trace.children(nid))
         if data is None:
-            values = trace.final_value(nid, False), trace.final_value(nid, True)
+            values = trace.values.final_value(nid, False), trace.values.final_value(nid, True)
         else:
-            values = (trace.value_at(nid, False, position, data[nid]),
-                      trace.value_at(nid, True, position, grad[nid]))
+            values = (trace.values.value_at(nid, False, position, data[nid]),
+                      trace.values.value_at(nid, True, position, grad[nid]))
         table.add_row(
             str(nid), cut(trace.label(nid), LABEL_BUDGET), cut(trace.op(nid), LABEL_BUDGET),
             fmt(values[0]), fmt(values[1]), cut(inputs, LABEL_BUDGET),
-            trace.line_number(trace.line(nid)) if trace.line(nid) else "")
+            trace.places.line_number(trace.line(nid)) if trace.line(nid) else "")
     console.print(table)
     if count > MAX_TABLE_ROWS:
         console.print(Text(f"… and {count - MAX_TABLE_ROWS:,} more nodes", style="dim"))
@@ -250,11 +250,11 @@ def format_report(report: Report) -> str:
         out.append(f"{f.kind}: {f.title}")
         out.append(f"  node   {f.node_name}{where}")
         if f.line:
-            out.append(f"  at     {t.place(f.file, f.line, display_path(f.file))}: {f.text}")
+            out.append(f"  at     {t.places.place(f.file, f.line, display_path(f.file))}: {f.text}")
         out.append(f"  {f.message}")
         out.append("")
     if report.error is not None:
-        out.append(f"the scenario raised: {t.error_text()} (checked up to there)")
+        out.append(f"the scenario raised: {t.places.error_text()} (checked up to there)")
     n = len(report.findings)
     verdict = "no problems found" if n == 0 else f"{n} problem{'s' if n != 1 else ''} found"
     unchecked = report.unchecked

@@ -87,7 +87,7 @@ class ChecksPane(Vertical):
         else:
             summary.append("✓ no problems found", style="bold")
         if report.error is not None:
-            summary.append(f"\nchecked up to the error: {report.trace.error_text()}")
+            summary.append(f"\nchecked up to the error: {report.trace.places.error_text()}")
         if hasattr(report, "checked_passes"):
             from mgtui.tui.report import numerically
 
@@ -116,7 +116,7 @@ class ChecksPane(Vertical):
         if finding.line:
             where = finding.file.rsplit("/", 1)[-1]
             if trace is not None:
-                where = trace.place(finding.file, finding.line, where)
+                where = trace.places.place(finding.file, finding.line, where)
             else:
                 where = f"{where}:{finding.line}"
             text.append(f"\n  {where}: {finding.text.strip()}", style="italic")

@@ -54,7 +54,7 @@ class GoToProvider(Provider):
                 # a label is scenario text: a Text prompt, escaped help, never markup
                 yield Hit(score, Text(f"Go to node {name}"), partial(screen.goto_node, nid),
                           text=f"Go to node {name}", help=escape(what))
-                made = trace.created_at(nid)
+                made = trace.index.created_at(nid)
                 if made is not None:
                     title = f"Go to node {name}: where it was made"
                     yield Hit(score * 0.99, Text(title), partial(screen.goto_node, nid, "made"),

@@ -111,7 +111,7 @@ def test_big_zero_grads_are_shared_and_a_grad_almost_zero_is_not(tmp_path):
     path = tmp_path / "big_grads.py"
     path.write_text(BIG_GRADS)
     trace = record(path)
-    grads = [trace.created_grad(node) for node in range(4)]
+    grads = [trace.values.created_grad(node) for node in range(4)]
     assert all(g.shape == (WHOLE_LIMIT * 3,) and not g.whole for g in grads)
     assert grads[0] is grads[1] and grads[0].summary == (0.0, 0.0, 0.0, 0.0, 0)
     assert grads[2] is not grads[0] and grads[2].summary[1] == pytest.approx(1e-45, rel=0.5)

@@ -43,7 +43,7 @@ def headless_main(path: Path, args: argparse.Namespace) -> int:
         say(f"{path}: recording stopped: {stopped} (the trace up to there was kept)")
         return EXIT_FAILED
     if trace.error is not None:
-        say(f"{path}: {trace.error_text()} (the trace up to there was kept)")
+        say(f"{path}: {trace.places.error_text()} (the trace up to there was kept)")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -232,7 +232,7 @@ def run_check(path: Path, args: argparse.Namespace) -> int:
         InertStream(sys.stdout).write(format_report(report))
     sys.stdout.flush()
     if report.error is not None:
-        say(f"{path}: {report.trace.error_text()} (checked up to there)")
+        say(f"{path}: {report.trace.places.error_text()} (checked up to there)")
     if not report.clean:
         return EXIT_FAILED
     return EXIT_OK if report.unchecked is None else EXIT_UNCHECKED

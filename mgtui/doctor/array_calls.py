@@ -53,8 +53,8 @@ def trace_values(t, ctx, plans: list[ArrayPlan]
 
     def value(nid: int, grad: bool, position: int) -> np.ndarray:
         if position not in state:
-            state[position] = t.state_at(position)
-        v = t.value_at(nid, grad, position, state[position][int(grad)][nid])
+            state[position] = t.replay.state_at(position)
+        v = t.values.value_at(nid, grad, position, state[position][int(grad)][nid])
         return as_numpy(v)
 
     try:
@@ -69,7 +69,7 @@ def trace_values(t, ctx, plans: list[ArrayPlan]
                            for c in ctx.inputs(nid)}
                 for w in t.writes(event):
                     if w.node in contrib and w.field is Field.GRAD:
-                        before, after = map(as_numpy, t.write_value(w.index, w.before, w.after))
+                        before, after = map(as_numpy, t.values.write_value(w.index, w.before, w.after))
                         contrib[w.node] = contrib[w.node] + (after - before)
                 calls[k] = Call(event, nid, value(nid, True, event),
                                 {c: np.asarray(g, dtype=np.float64) for c, g in contrib.items()})

@@ -268,7 +268,7 @@ def writing_line(t, event: int, c: int, j: int, right: dict[int, float]
     touched: dict[int, set[int]] = {}  # line -> the flat elements it changed
     try:
         for w in writes:
-            before, after = map(as_numpy, t.write_value(w.index, w.before, w.after))
+            before, after = map(as_numpy, t.values.write_value(w.index, w.before, w.after))
             with np.errstate(all="ignore"):
                 changed = np.broadcast_to(after - before, np.shape(after)).reshape(-1) != 0
             touched.setdefault(w.line, set()).update(np.flatnonzero(changed).tolist())

@@ -44,7 +44,7 @@ class FaultyOp:
         line = ctx.grad_write_line(s.event, c) or (closure.first_line if closure else None)
         where = ctx.closure_where(s.event, line)
         if t.values_at(s.event):  # a closure that holds another node says why
-            data, grad = t.state_at(s.event)
+            data, grad = t.replay.state_at(s.event)
             misread = misread_nodes(t, s.event, data.__getitem__, grad.__getitem__)
             also += "".join(" " + s for s in misread_sentences(t, misread))
         if worst is None:  # no single input shows it (several inputs move together)
@@ -73,7 +73,7 @@ class FaultyOp:
         on its inputs alone, so its local derivatives are still exact: they solve
         `dN_j = sum_k (dN/dc_k) dc_kj` over the runs `j`, one per input."""
         t = self.trace
-        final = t.state_at(plan.pass_.end)[1]
+        final = t.replay.state_at(plan.pass_.end)[1]
         phase = "working out the numbers"
         moves: list[list[float]] = []  # per run: how each input moved
         node_moves: list[float] = []
@@ -86,7 +86,7 @@ class FaultyOp:
             self.progress(2 * n + 2, 2 * len(inputs), phase)
             if len(plus) != plan.first or len(minus) != plan.first:
                 return None
-            dp, dm = plus.final_data, minus.final_data
+            dp, dm = plus.replay.final_data, minus.replay.final_data
             moves.append([dp[k] - dm[k] for k in inputs])
             node_moves.append(dp[s.node] - dm[s.node])
             root_moves.append(dp[plan.root] - dm[plan.root])

@@ -17,16 +17,8 @@ import ast
 import builtins
 from pathlib import Path
 
-import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mgtui"
-
-# Mixed classes known today, each with who is taking it apart: the lead removes an entry
-# as the branch that fixes it is merged (its xfail test below then passes, strictly).
-KNOWN = {
-    "mgtui.serve.app.ServedApp": "helper serve36 is composing its roles (issue 36)",
-}
-
 
 def _module_name(path: str) -> str:
     return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
@@ -123,62 +115,6 @@ def _package_sources() -> dict[str, str]:
 
 
 def test_no_class_of_the_package_is_built_from_its_mixins():
-    mixed = {name: bases for name, bases in mixed_classes(_package_sources()).items()
-             if name not in KNOWN}
+    mixed = mixed_classes(_package_sources())
     assert not mixed, "classes built from the package's mixins (compose them instead):\n" \
         + "\n".join(f"{name}({', '.join(bases)})" for name, bases in sorted(mixed.items()))
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=why))
-    for name, why in sorted(KNOWN.items())])
-def test_a_known_mixed_class_is_taken_apart(name):
-    """Each entry of `KNOWN` names a class mixed today: expected to fail, strictly, so
-    that once the class is taken apart this passes, fails the run, and the entry goes."""
-    assert name not in mixed_classes(_package_sources())
-
-
-OLD_TRACE = {
-    # The trace as it was before issue 36: four mixins, each in a module of its own,
-    # one imported under another name, one through a re-exporting package module.
-    "mgtui/trace/places.py": "class TracePlaces:\n    scenario: str\n",
-    "mgtui/trace/replay.py": "class TraceReplay:\n    def apply(self): ...\n",
-    "mgtui/trace/index.py": "class TraceIndexes:\n    def uses(self): ...\n",
-    "mgtui/trace/arrays.py": "class TraceArrays:\n    pass\n",
-    "mgtui/trace/__init__.py": "from mgtui.trace.arrays import TraceArrays\n",
-    "mgtui/trace/model.py": (
-        "from dataclasses import dataclass\n"
-        "from mgtui.trace import TraceArrays\n"
-        "from mgtui.trace.index import TraceIndexes as Indexes\n"
-        "from mgtui.trace.places import TracePlaces\n"
-        "from mgtui.trace import replay\n"
-        "@dataclass(frozen=True)\n"
-        "class Trace(TracePlaces, replay.TraceReplay, Indexes, TraceArrays):\n"
-        "    scenario: str\n"),
-}
-
-
-def test_the_check_finds_the_old_trace_built_from_four_mixins():
-    """The check can fail: the old `Trace` is found, with its four mixins resolved."""
-    assert mixed_classes(OLD_TRACE) == {"mgtui.trace.model.Trace": [
-        "mgtui.trace.places.TracePlaces", "mgtui.trace.replay.TraceReplay",
-        "mgtui.trace.index.TraceIndexes", "mgtui.trace.arrays.TraceArrays"]}
-
-
-def test_one_project_base_an_error_of_two_kinds_or_a_protocol_is_not_mixed():
-    sources = {
-        "mgtui/errors.py": "class LoadError(Exception):\n    pass\n",
-        "mgtui/probe.py": "from typing import Protocol\nclass Probe(Protocol):\n    pass\n",
-        "mgtui/app.py": (
-            "from textual.app import App\n"
-            "from mgtui.errors import LoadError\n"
-            "from mgtui.probe import Probe\n"
-            "class Loading:\n    pass\n"
-            "class MyApp(Loading, App[int]):\n    pass\n"  # one project base
-            "class NotAGraph(LoadError, TypeError):\n    pass\n"
-            "class Odd(LoadError, Loading):\n    pass\n"  # an error and one role
-            "class Both(Probe, Loading):\n    pass\n"),  # an interface and one role
-    }
-    assert mixed_classes(sources) == {}
-    sources["mgtui/app.py"] += "class Two(Loading, MyApp):\n    pass\n"
-    assert mixed_classes(sources) == {"mgtui.app.Two": ["mgtui.app.Loading", "mgtui.app.MyApp"]}

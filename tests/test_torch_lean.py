@@ -80,3 +80,24 @@ def test_names_are_given_by_the_variable_and_the_module_path(write_scenario):
     assert labels.count("out") == 3
     assert "weight" in labels and "bias" in labels
     assert "scale" in labels and "z" in labels
+
+
+def test_the_torch_adapter_stops_at_max_nodes_through_the_probes_context(write_scenario):
+    """A torch run past `--max-nodes` stops there, saying why, as a scalar one does: the
+    adapter asks its typed context (`RecordingContext.over_limit`), not the recorder."""
+    from mgtui.recording.recorder import Recorder
+    from mgtui.recording.scenario import load_scenario
+
+    path = write_scenario("torch_max_nodes", '''
+        import torch
+        w = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+        for k in range(20):
+            h = torch.tanh(w * 3.0)
+            y = (h * h).sum()
+            y.backward()
+    ''')
+    recorder = Recorder(load_scenario(path), max_nodes=7)
+    trace = recorder.run()
+    assert trace.node_count == 7
+    assert recorder.stop_reason == "more than 7 nodes (--max-nodes)"
+    assert "more than 7 nodes (--max-nodes)" in trace.error.message

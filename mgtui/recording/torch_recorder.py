@@ -48,7 +48,7 @@ from functools import partial
 import torch
 from torch.autograd.function import BackwardCFunction, Function, _HookMixin
 
-from mgtui.recording.probes import StopRecording
+from mgtui.recording.context import RecordingContext
 from mgtui.recording.store import CREATE, DATA, GRAD, NODE_ROW
 from mgtui.recording.torch_backward import (
     ACCUMULATE,
@@ -115,24 +115,25 @@ BUILT_IN: set[type] = set()  # autograd node classes seen that are no custom Fun
 
 
 class TorchRecorder:
-    """The adapter of one recording (`rec`, a `Recorder`): see the module."""
+    """The adapter of one recording (`context`, what a probe may read and write of it):
+    see the module."""
 
-    def __init__(self, rec, check=lambda: None) -> None:
-        self.rec = rec
+    def __init__(self, context: RecordingContext, check=lambda: None) -> None:
+        self.context = context
         self.check = check  # () -> the doctor's Function check, or None (`Hooks.on_function`)
-        self.records = rec.records
-        self.naming = TensorNames(rec.records, rec.namer.spots, self.nid_of)
-        self.key = f"mgtui-{id(self)}-{id(rec)}"
-        self.path = rec.lines.scenario_path
-        self.scenario_line = rec.lines.scenario_line
+        self.records = context.records
+        self.naming = TensorNames(context.records, context.namer.spots, self.nid_of)
+        self.key = f"mgtui-{id(self)}-{id(context)}"
+        self.path = context.lines.scenario_path
+        self.scenario_line = context.lines.scenario_line
         self.mode: CallMode | None = None
         self.saved: list = []
         self.paused = 0  # > 0 while the doctor's check runs a Function itself
         self.hooked = False  # the scenario registered a tensor's hook (`CallMode`)
         self.passes = 0  # backward calls recorded
         self.recorded = False  # a tensor was recorded: the run is the torch engine's
-        self.closures = StepClosures(rec.records)  # each backward step's closure index
-        self.views = TensorViews(rec.records.arrays)  # leaves' values, for their changes
+        self.closures = StepClosures(context.records)  # each backward step's closure index
+        self.views = TensorViews(context.records.arrays)  # leaves' values, for their changes
         self.live: list = [None, None, None]  # [the recorded `backward()` call running,
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
@@ -274,12 +275,10 @@ class TorchRecorder:
 
     def _add(self, kids, op: str, data, line: int, label: str | None) -> int:
         """A node: its children's ids, op, value (a float, or an array: `value_of`), line."""
-        records, rec = self.records, self.rec
+        records, context = self.records, self.context
         nid = records.packed.nodes + len(records.nodes) // NODE_ROW  # (`node_count()`)
-        if nid >= rec.max_nodes or rec.stop_reason:
-            if rec.stop_reason is None:
-                rec.stop_reason = f"more than {rec.max_nodes:,} nodes (--max-nodes)"
-            raise StopRecording(rec.stop_reason)
+        if nid >= context.max_nodes or context.stop_reason:
+            context.over_limit()
         if type(data) is ArrayValue:  # (`taken`'s)
             data = records.arrays.taken_node(nid, data)
         elif type(data) is not float:

@@ -22,6 +22,7 @@ import importlib.machinery
 import sys
 from typing import Callable
 
+from mgtui.recording.context import RecordingContext
 from mgtui.recording.shapes import MICROGRAD, FieldMap
 
 def torch_module(name: str) -> bool:
@@ -30,12 +31,13 @@ def torch_module(name: str) -> bool:
 
 
 class TorchWatch:
-    """The torch engine's probe of one recording (`rec`, a `Recorder`), on while it runs:
+    """The torch engine's probe of one recording (`context`, what a probe may read and
+    write of it), on while it runs:
     the adapter (`mgtui.recording.torch_recorder`) once the scenario has torch."""
 
-    def __init__(self, rec) -> None:
-        self.rec = rec
-        self.records = rec.records
+    def __init__(self, context: RecordingContext) -> None:
+        self.context = context
+        self.records = context.records
         self.adapter = None  # the adapter, once the scenario has torch
         self.finder: _TorchFinder | None = None
 
@@ -66,8 +68,8 @@ class TorchWatch:
         if self.adapter is None:
             from mgtui.recording.torch_recorder import TorchRecorder
 
-            hooks = self.rec.hooks
-            self.adapter = TorchRecorder(self.rec, lambda: hooks.on_function)
+            hooks = self.context.hooks
+            self.adapter = TorchRecorder(self.context, lambda: hooks.on_function)
             self.adapter.attach()
         return True
 

@@ -28,7 +28,7 @@ Run it side by side with another checkout through PYTHONPATH (`--label` names th
     python bench/big_chain.py --nodes 100000 1000000 3000000 10000000
     PYTHONPATH=/tmp/main python bench/big_chain.py --label main ...
 
-`--quick` runs 20,000 nodes, for tests/test_benches.py.
+`--quick` runs 20,000 nodes, for tests/bench/test_benches.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ load from others does not count) and in wall-clock time.
 
 `--root` runs another checkout's mgtui (main's, exported with `git archive`), in a
 child process with that checkout first on its path, so the two can be compared side by
-side in one session. --quick: 2 students, 3 steps (tests/test_benches.py).
+side in one session. --quick: 2 students, 3 steps (tests/bench/test_benches.py).
 """
 
 from __future__ import annotations

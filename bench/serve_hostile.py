@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the tests' SSH clients and server process
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the tests' SSH clients and server process
 
 from sshclient import PASSWORD, Flooder, ServerProcess, memory_mb, processes  # noqa: E402
 

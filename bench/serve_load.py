@@ -19,7 +19,7 @@ chain, or neuron when the lesson is chain) and leads a few steps there, then the
 server ends: the teacher's figures in a minute, not four. The full run takes the
 lesson switch there too, and comes back to the lesson's step 20 after it.
 
---quick (tests/test_benches.py): 3 clients, 5 steps where there were 30, no pauses at
+--quick (tests/bench/test_benches.py): 3 clients, 5 steps where there were 30, no pauses at
 a person's pace and shorter waits for the server to settle; it measures nothing.
 """
 
@@ -41,7 +41,7 @@ import asyncssh
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the tests' SSH client, whose screen is a pyte terminal
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the tests' SSH client, whose screen is a pyte terminal
 
 from sshclient import ScreenClient  # noqa: E402
 

@@ -8,7 +8,7 @@ an idle machine.
     python bench/serve_start.py [--root DIR] [--workers N] [--runs K] [--log] [--quick]
 
 --root: the mgtui checkout to run (another worktree, say main's, for a side-by-side:
-run once with each and compare). --quick (tests/test_benches.py): the chain lesson
+run once with each and compare). --quick (tests/bench/test_benches.py): the chain lesson
 only, one run; it measures nothing.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import asyncssh
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the tests' SSH client, a pyte terminal
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the tests' SSH client, a pyte terminal
 
 from sshclient import ScreenClient  # noqa: E402
 

@@ -1,5 +1,5 @@
 // The lesson page's script (mgtui/tui/lesson_page.js) run by Node against a stub DOM,
-// for tests/test_print_handouts.py: prints where the page opens and where its moves take
+// for tests/cli/test_print_handouts.py: prints where the page opens and where its moves take
 // it, as JSON. node page_range.js SCRIPT META.json [#step=N]
 const fs = require("fs");
 const [script, metaFile, hash] = process.argv.slice(2);

@@ -1,8 +1,8 @@
 """Every use mgtui makes of Textual's (and rich's console's) private parts, in one place.
 
 Textual offers no public way to do what these do. Each has a test in
-tests/test_textual_private.py that fails loudly, naming the use, when a Textual release
-changes what it relies on; tests/test_textual_private.py also checks that nothing else
+tests/architecture/test_textual_private.py that fails loudly, naming the use, when a Textual release
+changes what it relies on; tests/architecture/test_textual_private.py also checks that nothing else
 in the package imports `textual._*` or touches a private attribute of a Textual object.
 An upgrade that breaks one is mended here, and nowhere else.
 

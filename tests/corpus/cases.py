@@ -3,7 +3,7 @@
 Each engine module in this directory is correct and runs a small scenario as a script.
 A planted bug is that module with one line changed (`old` becomes `new`, marked
 `# BUG`), written to a temporary file; what the doctor must say about it is in its
-`Planted` row. `tests/test_corpus.py` runs the rows that pass today; the others are in
+`Planted` row. `tests/doctor/test_corpus.py` runs the rows that pass today; the others are in
 `pending.py`, with what mgtui says today. `measure.py` times them all. Each case goes
 through the doctor twice: on the file (`check`, as `mgtui FILE --check`) and in this
 process on its `train` function (`check(fn)`, as `mgtui.check(train)`).

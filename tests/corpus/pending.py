@@ -1,6 +1,6 @@
 """The corpus cases mgtui does not get right today (issue 33): one row each, with what
 mgtui says today (its code at commit 90c96c4) and what it should say. Not a test
-module: `tests/test_corpus.py` runs every case that is not a row here. To turn a case
+module: `tests/doctor/test_corpus.py` runs every case that is not a row here. To turn a case
 on, make mgtui say what the row says it should, then delete the row.
 
 `tool`: "check" is the doctor on the file (`diagnose(path)`, as `mgtui FILE --check`),

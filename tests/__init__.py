@@ -1,0 +1,1 @@
+"""mgtui's tests, one folder a room (tests/README.md says which)."""

@@ -1,0 +1,1 @@
+"""The entry points: the command line, the in-code API, exports and printed handouts."""

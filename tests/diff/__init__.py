@@ -1,0 +1,1 @@
+"""`mgtui diff` (mgtui/diff): two runs aligned and their first difference named."""

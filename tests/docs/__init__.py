@@ -1,0 +1,1 @@
+"""The documentation site builds strictly."""

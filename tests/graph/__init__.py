@@ -1,0 +1,1 @@
+"""The graph picture's layout (mgtui/graph), headless."""

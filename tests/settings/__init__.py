@@ -1,0 +1,1 @@
+"""What a user sets (mgtui/settings): the keys table and the user's keymap."""

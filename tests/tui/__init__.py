@@ -1,0 +1,1 @@
+"""The app (mgtui/tui), driven with Pilot and compared with snapshots."""

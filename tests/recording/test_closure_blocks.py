@@ -221,21 +221,40 @@ def test_a_rewritten_closure_reads_its_block_as_its_source_compiles(shapes):
 
     root = Path(__file__).resolve().parent.parent.parent
     files = [Path(shapes.__file__), *root.glob("engine/*.py"), *root.glob("scenarios/**/*.py")]
-    pairs = []
+    checked = 0
     for path in files:
+        # (each file's codes checked before the next rewrite: the cache of rewrites is let
+        # go whole, with `COMPILED_FROM`, once it holds 64, whichever tests made them)
         rewrite = rewrite_of(str(path), path.read_text())
         for new in codes_in(rewrite.code):
             old = rewrite.plain_of(new)
-            if old is not None and old is not new and old != new and (
+            if old is None or old is new or old == new or not (
                     new.co_flags & inspect.CO_OPTIMIZED):  # (a function's, not a class body's)
-                pairs.append((new, old))
-    assert len(pairs) > 40
-    for new, old in pairs:
-        assert blocks.COMPILED_FROM[id(new)][:2] == (new, old)
-        entry = blocks.COMPILED_FROM.pop(id(new))
-        try:
-            own = blocks.last_line(new)  # (its own positions)
-        finally:
-            blocks.COMPILED_FROM[id(new)] = entry
-        assert own == blocks.last_line(new) >= blocks.last_line(old), new.co_qualname
-        assert closure_source(new) == closure_source(old), new.co_qualname
+                continue
+            assert blocks.COMPILED_FROM[id(new)][:2] == (new, old)
+            entry = blocks.COMPILED_FROM.pop(id(new))
+            try:
+                own = blocks.last_line(new)  # (its own positions)
+            finally:
+                blocks.COMPILED_FROM[id(new)] = entry
+            assert own == blocks.last_line(new) >= blocks.last_line(old), new.co_qualname
+            assert closure_source(new) == closure_source(old), new.co_qualname
+            checked += 1
+    assert checked > 40
+
+
+def test_the_rewrite_that_fills_the_cache_keeps_its_blocks():
+    """The rewrites are kept 64 to a process and then let go whole, with the positions
+    their codes were compiled from (`blocks.COMPILED_FROM`): the rewrite made as the cache
+    is full keeps its own (it was made first and then let go with the rest)."""
+    from mgtui.recording import blocks
+    from mgtui.recording.inline import rewrite as rw
+    from mgtui.recording.naming import codes_in
+
+    source = "def f(v):\n    def _backward():\n        v.grad += 1.0\n    return _backward\n"
+    for k in range(70):  # (past a full cache, whatever other tests left in it)
+        made = rw.rewrite_of(f"/nonexistent/filled_{k}.py", source)
+        rewritten = [c for c in codes_in(made.code)
+                     if made.plain_of(c) not in (None, c) and c.co_name == "_backward"]
+        assert rewritten, k
+        assert all(id(c) in blocks.COMPILED_FROM for c in rewritten), k

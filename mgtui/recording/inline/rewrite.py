@@ -533,13 +533,13 @@ def rewrite_of(filename: str, source: str, flags: int = 0,
     key = (filename, source, flags)
     found = _REWRITES.get(key)
     if found is None:
+        if len(_REWRITES) >= 64:  # (let go before the new one is made: it fills COMPILED_FROM)
+            _REWRITES.clear()
+            COMPILED_FROM.clear()
         try:
             found = FileRewrite(filename, source, flags, plain)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if len(_REWRITES) >= 64:
-            _REWRITES.clear()
-            COMPILED_FROM.clear()
         _REWRITES[key] = found
     return found
 

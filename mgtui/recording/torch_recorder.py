@@ -235,6 +235,9 @@ class TorchRecorder:
             data = taken(t)
             if data is None:
                 data = value_of(t)
+                if (type(data) is not float and data.size > WHOLE_LIMIT
+                        and data.dtype.char in "fd"):  # (a big one summarised where it lies)
+                    data = self.views.big(t, data)
         cls = type(fn)
         op = OP_NAMES.get((cls, len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)

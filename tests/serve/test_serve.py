@@ -479,12 +479,14 @@ async def test_an_idle_session_is_ended(lessons, keys, clean_env, monkeypatch):
 
     monkeypatch.setattr(server_module, "IDLE_CHECK_EVERY", 0.2)
     auth = Auth.from_files(password_file=keys["dir"] / "password")
-    srv = await start_server(Class(lessons, auth, Limits(idle_timeout=1.0)), "127.0.0.1", 0,
+    srv = await start_server(Class(lessons, auth, Limits(idle_timeout=3.0)), "127.0.0.1", 0,
                              host_key(keys["dir"] / "state"))
     try:
         client = await ScreenClient.connect(srv.port, password=PASSWORD)
-        assert await client.wait_for(PICKER)
-        await asyncio.wait_for(client.closed.wait(), 10)
+        # (the picker, unless the machine is so loaded that the session went idle first:
+        # either way it is ended, and says why)
+        await client.wait_for(PICKER)
+        await asyncio.wait_for(client.closed.wait(), 30)
         assert "idle" in client.text()
     finally:
         await srv.close()

@@ -149,15 +149,17 @@ class ClassSSHServer(asyncssh.SSHServer):
         self.peer = f"{host}:{port}"
         klass, limits = self.klass, self.klass.limits
         klass.connections += 1
-        klass.taken += 1
-        klass.counted()
+        klass.taken += 1  # (counted to the front once it is also in `logging_in`, or closed:
+        # a count that has it taken and not logging in lets the front hand over one more)
         if klass.connections > limits.max_connections and not self._room_made():
             log.info("too many connections: closed %s", self.peer)
             conn.close()  # (a login flood: the class's own sessions are not affected)
+            klass.counted()
             return
         if klass.logging_in[host] >= limits.logins_per_address:
             log.info("too many logins at once from %s: closed %s", host, self.peer)
             conn.close()  # (one machine cannot hold every connection the class has room for)
+            klass.counted()
             return
         self.logging_in = True
         klass.pending.append(self)

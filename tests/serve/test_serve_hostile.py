@@ -111,11 +111,16 @@ def step_of(client) -> int | None:
     return int(found.group(1)) if found else None
 
 
-async def step_time(client, key: str, step: int) -> float:
-    """Seconds from `key` to the client's screen showing `step` (20 s at most)."""
+async def step_time(client, key: str, step: int, srv=None, flooder=None) -> float:
+    """Seconds from `key` to the client's screen showing `step` (20 s at most). Failing,
+    it says what the server logged last and what the flooder had sent and read."""
     start = time.monotonic()
     client.send(key)
-    assert await client.wait_for(lambda _: step_of(client) == step, 20), client.text()
+    if not await client.wait_for(lambda _: step_of(client) == step, 20):
+        log = "".join(srv.log[-15:]) if srv is not None else ""
+        flood = f"flooder sent {flooder.sent}, read {flooder.received}\n" if flooder else ""
+        raise AssertionError(f"no step {step} after {key!r} in 20 s\n{client.text()}\n"
+                             f"{flood}the server's log, last lines:\n{log}")
     return time.monotonic() - start
 
 
@@ -139,7 +144,7 @@ async def test_a_flood_of_keys_in_the_largest_window_is_bounded_and_others_are_s
         while time.monotonic() < deadline:
             step = step_of(student)
             times.append(await step_time(student, "n" if step < 15 else "p",
-                                         step + 1 if step < 15 else step - 1))
+                                         step + 1 if step < 15 else step - 1, srv, flooder))
             peak = max(peak, memory_mb(srv.process.pid))
             await asyncio.sleep(0.3)
         print(f"FIGURES rest {rest:.0f} MB, peak {peak:.0f} MB, sent {flooder.sent}, steps {sorted(times)}")

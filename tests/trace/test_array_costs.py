@@ -6,7 +6,8 @@ was recorded keeps the value it had when recorded."""
 from __future__ import annotations
 
 import math
-import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from mgtui.recording.recorder import record
 from mgtui.run.runner import Run, RunSpec
-from mgtui.trace import binary, export
+from mgtui.trace import export
 from mgtui.trace.array_numpy import from_numpy, snapshot, summarised
 from mgtui.trace.arrays import WHOLE_LIMIT, brief, display
 
@@ -68,22 +69,42 @@ t.grad = np.broadcast_to(np.float32(2.0), (10**6, 10**6))
 '''
 
 
+# (the CLI's own peak is its VmHWM, not its ru_maxrss: a process keeps across exec the
+# ru_maxrss of the one that started it, and a test worker may be gigabytes by then; its
+# children's is RUSAGE_CHILDREN's, the recording child's among them)
+PEAK = ("import resource, sys; from mgtui.cli import main; code = main(sys.argv[1:]); "
+        "me = int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]); "
+        "print(max(me, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss), "
+        "file=sys.stderr); sys.exit(code)")
+
+
+def cli_peak(*args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """`mgtui ARGS` in a fresh process: how it ended, and the peak resident memory (KB)
+    of it and of the recording child it started."""
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent.parent),
+           "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run, int(run.stderr.split()[-1])
+
+
 def test_recording_a_broadcast_view_takes_its_storage_only(tmp_path):
     path = tmp_path / "views.py"
     path.write_text(BROADCAST)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    trace = Run(RunSpec(str(path), timeout=60)).start().wait().trace
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # (KB)
+    saved = tmp_path / "v.mgtrace"
+    _, peak = cli_peak(str(path), "--save", str(saved))
+    assert peak < 500_000  # KB: the CLI and its recording child, never 2.4 TB
+    trace = export.load(saved)
     (t,) = trace.find("t")
     data, grad = trace.values.final_value(t, False), trace.values.final_value(t, True)
     assert data.shape == (10**11, 3) and data.summary[:3] == (0.0, 2.0, 1.0)
     assert grad.shape == (10**6, 10**6) and grad.dtype == "float32"
     assert grad.summary[:4] == (2.0, 2.0, 2.0, 2.0 * 10**6)
     assert "broadcast view" in display(grad)
-    for saved in (tmp_path / "v.mgtrace", tmp_path / "v.json"):
-        saved.write_bytes(binary.dumpb(trace)) if saved.suffix == ".mgtrace" else \
-            saved.write_text(export.dumps(trace))
-        back = export.load(saved)
+    again_json = tmp_path / "v.json"
+    again_json.write_text(export.dumps(trace))
+    for back in (export.load(saved), export.load(again_json)):
         again = back.values.final_value(t, True)
         assert again.basis == grad.basis == 1 and again.summary == grad.summary
 
@@ -131,21 +152,9 @@ def test_a_torch_expand_view_costs_no_more_than_its_storage(tmp_path):
     storage, and no rule worked out element by element over 4e8 of them (before: 9.8 GB
     in the child, then 15 GB in --print)."""
     pytest.importorskip("torch")
-    import subprocess
-    import sys
-
     path = tmp_path / "expand.py"
     path.write_text(EXPAND)
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent.parent), "PATH": "/usr/bin:/bin"}
-    # (the CLI's own peak is its VmHWM, not its ru_maxrss: a process keeps across exec the
-    # ru_maxrss of the one that started it, and a test worker may be gigabytes by then)
-    measured = ("import resource, sys; from mgtui.cli import main; code = main(sys.argv[1:]); "
-                "me = int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]); "
-                "print(max(me, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss), "
-                "file=sys.stderr); sys.exit(code)")
-    run = subprocess.run([sys.executable, "-c", measured, str(path), "--print"],
-                         capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert int(run.stderr.split()[-1]) < 1_500_000  # KB, the CLI and the recording child
+    run, peak = cli_peak(str(path), "--print")
+    assert peak < 1_500_000  # KB, the CLI and the recording child
     assert "(20000, 20000) float32" in run.stdout and "broadcast view" in run.stdout
     assert "step    7" in run.stdout

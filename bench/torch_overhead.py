@@ -290,7 +290,7 @@ def main() -> None:
     print(f"  torch_neuron.py without torch's import {m['app'] * 1000:6.0f} ms   "
           f"{m['app'] / m['micro']:4.2f}x (the keeper's import overlaps the app's start: "
           f"a lower bound)")
-    print(f"the runner alone, launch to the whole trace (the neuron's first step is its last):")
+    print("the runner alone, launch to the whole trace (the neuron's first step is its last):")
     print(f"  neuron.py {m['r_micro'] * 1000:6.0f} ms   torch_neuron.py without torch's import "
           f"{m['r_torch'] * 1000:6.0f} ms   {m['r_torch'] / m['r_micro']:4.2f}x "
           f"(target ≤ {FIRST_STEP_TARGET:g}x)")

@@ -150,9 +150,9 @@ class CallReruns:
         results = []
         state = np.random.get_state()  # (each job seeds it: the caller's is put back)
         try:
-            for job_args in args:
+            for kwargs in args:
                 self.count += 1
-                job = array_rerun(**job_args)
+                job = array_rerun(**kwargs)
                 record_call(self.fn, seed=self.seed, on_create=job.hooks.on_create,
                             before_backward=job.hooks.before_backward, fields=self.fields)
                 results.append(job.result())

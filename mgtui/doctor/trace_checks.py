@@ -100,7 +100,7 @@ def check_overwrite(trace: Trace, ctx: CheckContext) -> list[Finding]:
         start, g0, gs = hit.start, hit.from_zero, hit.from_start
         element, at = None, ""
         if hit.element >= 0:
-            from mgtui.doctor.arrays import element_index, element_text
+            from mgtui.doctor.arrays import element_text
 
             shape = ctx.arrays.shapes.get(target, ())
             element, at = element_index(shape, hit.element), element_text(shape, hit.element)

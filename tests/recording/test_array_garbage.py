@@ -20,6 +20,7 @@ import pytest
 from mgtui.defaults import GC_GEN0_THRESHOLD
 from mgtui.recording.array_values import BIG_BYTES
 from mgtui.recording.recorder import record
+from mgtui.run.runner import Run, RunSpec
 
 STEPS = 100
 
@@ -83,6 +84,15 @@ def test_a_steps_big_arrays_go_within_steps_not_at_the_end(tmp_path, n, dtype):
     # made (with the raised threshold, every one of them to the end).
     assert max(alive) <= STEPS // 2, alive
     assert got["threshold"] < GC_GEN0_THRESHOLD
+
+
+def test_the_runners_child_lets_them_go_too(tmp_path):
+    path = tmp_path / "steps.py"
+    path.write_text(SCENARIO.replace("SIZE", "200_000").replace("KIND", "'float32'")
+                    .replace("STEPS", str(STEPS)))
+    trace = Run(RunSpec(str(path))).run().trace
+    assert trace.error is None
+    assert max(json.loads(path.with_suffix(".json").read_text())["alive"]) <= STEPS // 2
 
 
 def test_small_arrays_keep_the_raised_threshold(tmp_path):

@@ -12,6 +12,9 @@ median of `--inner` alternations of plain and recorded:
   `tensor100x`: a step with arrays 100 times as big (10,000 points), in a process of
   its own (after those, the small runs' CPU times in the same process took stalls of
   35-50 ms, in one arbitrary call, in either tree);
+- `f32`: a float32 engine of its own, 200k-element arrays (`F32`), a step (33 steps
+  against 3, over 30), recorded with the trace built after it, against plain; and the
+  minor page faults a step of each (memory touched for the first time);
 - `torch`: `scenarios/torch_mlp.py` recorded as the runner's child records it, its
   records cut into chunks after, against plain: as bundled (10 steps), and a step
   (40 steps against 10, over 30), without and with the chunks cut.
@@ -24,7 +27,7 @@ process's, moved a plain step of the 10,000-point lesson between 20 and 90 ms. (
 tensor recording's scan of the loaded modules.)
 
     python bench/array_costs_side_by_side.py --tree /tmp/main [--rounds 5] [--inner 5]
-        [--kinds tensor,tensor100x,torch] [--blas-threads 1]
+        [--kinds tensor,tensor100x,torch,f32] [--blas-threads 1]
     python bench/array_costs_side_by_side.py --quick     # seconds: does it still run?
 """
 
@@ -143,15 +146,21 @@ elif kind == "f32":
         path.write_text(F32.replace("STEPS", str(steps)))
         scenarios[steps] = ro.load_scenario(path)
         ro.recorded(scenarios[steps], True)
-    t = {sp: {"plain": [], "rec": []} for sp in scenarios}
+    import resource
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t = {sp: {"plain": [], "rec": [], "plain faults": [], "rec faults": []} for sp in scenarios}
     for _ in range(inner):
         for sp, sc in scenarios.items():
+            f = faults()
             t[sp]["plain"].append(ro.timed(ro.plain, sc))
+            t[sp]["plain faults"].append(faults() - f)
+            f = faults()
             run, built = ro.recorded(sc, True)
+            t[sp]["rec faults"].append(faults() - f)
             t[sp]["rec"].append(run + built)
     m = {sp: {k: statistics.median(v) for k, v in d.items()} for sp, d in t.items()}
-    out = {"f32 step plain": (m[33]["plain"] - m[3]["plain"]) / 30,
-           "f32 step rec": (m[33]["rec"] - m[3]["rec"]) / 30}
+    out = {f"f32 step {k}": (m[33][k] - m[3][k]) / 30 for k in t[3]}
 else:
     import torch_overhead as to
     short = to.load_scenario(to.MLP)
@@ -216,7 +225,7 @@ def main() -> None:
     medians = {t: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
                for t, rs in results.items()}
     print(f"{args.rounds} rounds alternating trees, {args.inner} alternations of plain and "
-          f"recorded in each; medians, CPU")
+          f"recorded in each; medians, CPU (load average now: {os.getloadavg()[0]:.1f})")
     for name, rec, plain, target in RATIOS:
         if rec not in medians[trees[0]]:
             continue
@@ -226,6 +235,10 @@ def main() -> None:
             cells.append(f"{Path(t).name}: {m[plain] * 1000:.3f} -> {m[rec] * 1000:.3f} ms "
                          f"= {m[rec] / m[plain]:.2f}x")
         print(f"{name:32s} " + "   ".join(cells) + f"   (target <= {target:g}x)")
+    if "f32 step plain faults" in medians[trees[0]]:
+        print("float32, page faults a step (minor): " + "   ".join(
+            f"{Path(t).name}: plain {medians[t]['f32 step plain faults']:.0f}, recorded "
+            f"{medians[t]['f32 step rec faults']:.0f}" for t in trees))
     for t in trees:
         if "torch grads bit for bit" in medians[t]:
             print(f"torch final grads bit for bit the plain run's ({Path(t).name}): "

@@ -48,6 +48,7 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 from weakref import ref
 
+from mgtui.recording.sandbox import collect_as_found
 from mgtui.trace.arrays import (
     EVENT,
     GRAD,
@@ -64,6 +65,10 @@ from mgtui.trace.array_summary import all_zero_bits
 NAN = math.nan
 PRUNE_EVERY = 4096  # array nodes made between two prunings of `last`
 PENDING_BYTES = 1 << 26  # big arrays' copies that may wait to be summarised (`_taken`)
+# A node's array from which the collector runs as often as in the plain run
+# (`mgtui.recording.sandbox.collect_as_found`): glibc's default mmap threshold, from
+# which an array freed late is memory given back and page-faulted in again
+BIG_BYTES = 128 * 1024
 
 
 def _weak(x: object):
@@ -91,6 +96,7 @@ class ArraySnapshots:
         #     -> (a weak reference to the live array, its snapshot): the engine's arrays
         #     are not kept alive, and those gone are let go every `PRUNE_EVERY` nodes
         self.made_count = 0
+        self.big = False  # a node was made with an array of `BIG_BYTES` or more
         self.unrecorded: dict[str, int] = {}  # type name -> values not recorded
         self.told: dict[str, int] = {}  # `unrecorded` as the last chunk had it
         self.zeros: dict[tuple, ArrayValue] = {}  # shape -> float64 zeros, shared
@@ -217,6 +223,9 @@ class ArraySnapshots:
             if value is None:
                 return column
             live = ref(data) if type(data) is self.ndarray else _weak(data)
+        if not self.big and x.nbytes >= BIG_BYTES:  # (`x` is a numpy array here)
+            self.big = True  # (the scenario's garbage cycles hold big arrays: collected
+            collect_as_found()  # as often as in its plain run)
         self.made_count += 1
         if not self.made_count % PRUNE_EVERY:
             self.prune()

@@ -5,7 +5,8 @@ context manager for a scenario run (in the runner's child, or in-process by
 Both instrument every Value-like class loaded, and each one defined meanwhile (the
 recorder decides which are: `mgtui.recording.shapes`), and
 collect garbage less often (every node is in a reference cycle with its `_backward`
-closure, so a big graph makes the collector rescan the heap over and over). A scenario
+closure, so a big graph makes the collector rescan the heap over and over), until its
+nodes are seen to hold big arrays (`collect_as_found`). A scenario
 file also gets a fresh `__main__`, its own `sys.argv` and `sys.path[0]`, no stdin,
 `random` seeded, and its stdout and stderr captured if asked (`Isolation`).
 """
@@ -29,6 +30,7 @@ from mgtui.defaults import GC_GEN0_THRESHOLD
 # also kept from nesting in one thread (`RecordingError`).
 ONE_AT_A_TIME = threading.RLock()
 _in_process: list[object] = []  # the in-process recording under way (one at a time)
+_found: list[tuple[int, ...]] = []  # the collector's thresholds each sandbox under way found
 
 
 class RecordingError(RuntimeError):
@@ -87,15 +89,30 @@ def sandboxed(rec: Instrumenting, isolation: Isolation) -> Iterator[None]:
             builtins.__build_class__ = build_and_instrument
             with _isolated(isolation):
                 gc.set_threshold(max(gc_threshold[0], GC_GEN0_THRESHOLD), *gc_threshold[1:])
+                _found.append(gc_threshold)
                 try:
                     yield
                 finally:
+                    _found.pop()
                     gc.set_threshold(*gc_threshold)
         finally:
             builtins.__build_class__ = build_class
             rec.stop()
             if isolation.in_process:
                 _in_process.clear()
+
+
+def collect_as_found() -> None:
+    """Collect garbage as often as before the sandbox under way raised the threshold
+    (Python's default: every 700 objects), for the rest of it: its scenario's nodes hold
+    big arrays (`mgtui.recording.array_values`). Each step's graph, in cycles with its
+    closures, then goes with its arrays within a few steps, as in the plain run, instead
+    of piling up over thousands of nodes: hundreds of megabytes, every step's arrays
+    in fresh memory, page-faulted in (a float32 step of 200k-element arrays: 1.7x plain
+    with the raised threshold, 1.4x without; bench/array_costs_side_by_side.py, issue 32).
+    Outside a sandbox: nothing."""
+    if _found:
+        gc.set_threshold(*_found[-1])
 
 
 def in_process_recording() -> bool:

@@ -73,6 +73,7 @@ class DebuggerScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
     KEYS = DEBUGGER_KEYS  # the keys of the screen, for the help (`BINDINGS` from them)
+    GRAPH_LATER = True  # the hidden Graph pane mounted after the first paint (`graph_in`)
     BINDINGS = bindings_of(DEBUGGER_KEYS)
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
@@ -84,6 +85,7 @@ class DebuggerScreen(Screen[None]):
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._mounted = False
+        self._hidden: frozenset[int] = frozenset()  # the grads the quiz hides
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.table_room = TableRoom(self)  # the table's rows, or the Graph pane in its place
         self.moved_at = 0.0  # time.monotonic() of the user's last move
@@ -100,13 +102,16 @@ class DebuggerScreen(Screen[None]):
         take_breakpoints(self, self.app.size)
         # The panes hidden in the compact layout (80×24) come in after the first paint.
         later = Deferred if not self._full_layout() else lambda widget: widget
+        # The Graph pane is hidden but on a huge screen (until `m`): it comes in after too.
+        graph_later = Deferred if self.GRAPH_LATER and not self.has_class("-huge") \
+            else lambda widget: widget
         yield StepHeader(id="header")
         yield Static("", id="quiz-line", markup=False)
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
             yield later(TopoList(id="topo"))
-        yield GraphPane(id="graph")
+        yield graph_later(GraphPane(id="graph"))
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
             with later(TabbedContent(id="side")):
@@ -135,8 +140,21 @@ class DebuggerScreen(Screen[None]):
     def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
         event.stop()
         self.side_tabs.panes_in()
+        if isinstance(event.widget, GraphPane):
+            self.graph_in(event.widget)
         if self.state is not None:
             self.side_tabs.show(self.state, single=False)
+
+    def graph_in(self, graph: GraphPane) -> None:
+        """The Graph pane, mounted after the first paint, shows what it missed: the
+        state, the grads the quiz hides, and itself if `m` was pressed before it came."""
+        graph.hide_grads(self._hidden)
+        if self.graph_shown:
+            self.show_graph(True)
+            if self.focused is self.query_one(NodeTable):  # (`m` gave the table the focus)
+                graph.focus()
+        if self.state is not None:
+            graph.show(self.state)
 
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
@@ -207,7 +225,8 @@ class DebuggerScreen(Screen[None]):
             return
         old = self.session
         if old is None or old.trace.scenario != trace.scenario:  # (not a reload of it)
-            self.query_one(GraphPane).orientation = None
+            for graph in self.query(GraphPane):
+                graph.orientation = None
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
                                quiz=self.quiz)
@@ -253,7 +272,8 @@ class DebuggerScreen(Screen[None]):
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
         self.table_room.fit()
-        self.query_one(GraphPane).show(new)
+        for graph in self.query(GraphPane):  # (none before its first paint: `graph_in`)
+            graph.show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
@@ -268,10 +288,12 @@ class DebuggerScreen(Screen[None]):
         """The Graph pane's pictures for the next step, laid out (if it shows) one form
         a `next`."""
         if self.session is not None:
-            yield from self.query_one(GraphPane).lay_out_ahead(*self.session.next_centre())
+            for graph in self.query(GraphPane):
+                yield from graph.lay_out_ahead(*self.session.next_centre())
 
     def hide_grads(self, nids: frozenset[int]) -> None:
         """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""
+        self._hidden = nids  # (for the Graph pane, if it is not mounted yet: `graph_in`)
         for pane in (*self.query(NodeTable), *self.query(GraphPane), *self.query(TopoList)):
             pane.hide_grads(nids)
 
@@ -358,7 +380,8 @@ class DebuggerScreen(Screen[None]):
     def action_toggle_graph(self) -> None:
         """The Graph pane in place of the node table (on a huge screen: the table off)."""
         self.show_graph(not self.graph_shown)  # the pane draws once it is shown (or resized)
-        (self.query_one(GraphPane) if self.graph_shown else self.query_one(NodeTable)).focus()
+        pane = self.query_one_optional(GraphPane) if self.graph_shown else None
+        (pane or self.query_one(NodeTable)).focus()
 
     def show_graph(self, shown: bool) -> None:
         """The Graph pane shown in place of the table and the topo list, or not."""

@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 
 from mgtui.settings.bindings import DEBUGGER_KEYS
 from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress
-from mgtui.tui.widgets.checks import ChecksPane
 from mgtui.tui.widgets.debugger_layout import HUGE, TableRoom, is_huge, take_breakpoints
 from mgtui.tui.widgets.deferred import Deferred
 from mgtui.tui.widgets.graph import GraphPane
@@ -35,11 +34,15 @@ from mgtui.tui.widgets.node_table import NodeTable
 from mgtui.tui.widgets.pass_bar import PassBar
 from mgtui.tui.widgets.screen_views import open_find, open_help, open_notes, screen_help_rows
 from mgtui.tui.widgets.self_quiz import SelfQuiz
-from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs
-from mgtui.tui.widgets.source_view import SourceView
+from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs, side_panes
 from mgtui.tui.widgets.step_detail import StepDetail
 from mgtui.tui.widgets.step_header import StepHeader
 from mgtui.tui.widgets.topo_list import TopoList
+
+if TYPE_CHECKING:  # (imported with the side panes: `side_panes`)
+    from textual.widgets import TabbedContent
+
+    from mgtui.tui.widgets.checks import ChecksPane
 
 __all__ = ["HUGE", "MOVES", "NOT_RUN", "OUTPUT_PANE_BUDGET", "DebuggerScreen"]
 
@@ -114,16 +117,7 @@ class DebuggerScreen(Screen[None]):
         yield graph_later(GraphPane(id="graph"))
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
-            with later(TabbedContent(id="side")):
-                with TabPane("Source", id="tab-source"):
-                    yield SourceView(id="source")
-                with TabPane("Notes", id="tab-notes"):
-                    yield VerticalScroll(id="notes-scroll")
-                with TabPane("Output", id="tab-output"):
-                    with VerticalScroll(id="output-scroll"):
-                        yield Static("", id="output", markup=False)
-                with TabPane("Checks", id="tab-checks"):
-                    yield ChecksPane(id="checks")
+            yield side_panes() if self._full_layout() else Deferred(make=side_panes)
         if self.comparison:
             yield Static("\n".join(self.comparison), id="comparison", markup=False)
         yield KeyFooter(compact=True)

@@ -7,6 +7,8 @@ defers the panes that are hidden at 80×24, so they cost nothing before the firs
 
 from __future__ import annotations
 
+from typing import Callable
+
 from textual.message import Message
 from textual.widget import MountError, Widget
 
@@ -23,11 +25,16 @@ class Deferred(Widget):
             super().__init__()
             self.widget = widget
 
-    def __init__(self, widget: Widget) -> None:
+    def __init__(self, widget: Widget | None = None, *,
+                 make: Callable[[], Widget] | None = None) -> None:
+        """The `widget` held back, or the one `make` makes when its time comes (its
+        modules imported then too)."""
         self._widget = widget
+        self._make = make
         super().__init__()
 
     def compose_add_child(self, widget: Widget) -> None:
+        assert self._widget is not None, "a widget made later takes no children"
         self._widget.compose_add_child(widget)
 
     async def mount_composed_widgets(self, widgets: list[Widget]) -> None:
@@ -36,11 +43,12 @@ class Deferred(Widget):
             return
 
         async def mount() -> None:
+            widget = self._widget if self._make is None else self._make()
             try:
-                await parent.mount(self._widget, after=self)
+                await parent.mount(widget, after=self)
             except MountError:
                 return  # the app closed before its second frame
             await self.remove()
-            parent.post_message(self.Mounted(self._widget))
+            parent.post_message(self.Mounted(widget))
 
         self.call_after_refresh(mount)

@@ -27,7 +27,6 @@ from mgtui.trace import Trace
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress
 from mgtui.tui.widgets.debugger_layout import HUGE, TableRoom, is_huge, take_breakpoints
 from mgtui.tui.widgets.deferred import Deferred
-from mgtui.tui.widgets.graph import GraphPane
 from mgtui.tui.widgets.key_footer import KeyFooter
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.node_table import NodeTable
@@ -37,14 +36,31 @@ from mgtui.tui.widgets.self_quiz import SelfQuiz
 from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs, side_panes
 from mgtui.tui.widgets.step_detail import StepDetail
 from mgtui.tui.widgets.step_header import StepHeader
-from mgtui.tui.widgets.topo_list import TopoList
 
-if TYPE_CHECKING:  # (imported with the side panes: `side_panes`)
+if TYPE_CHECKING:  # (imported with the panes: `side_panes`, `graph_pane`, `topo_list`)
     from textual.widgets import TabbedContent
 
     from mgtui.tui.widgets.checks import ChecksPane
+    from mgtui.tui.widgets.graph import GraphPane
+    from mgtui.tui.widgets.topo_list import TopoList
 
 __all__ = ["HUGE", "MOVES", "NOT_RUN", "OUTPUT_PANE_BUDGET", "DebuggerScreen"]
+
+
+def graph_pane() -> GraphPane:
+    """The Graph pane. Its module is imported here, when the pane is made: after the
+    first paint but on a huge screen."""
+    from mgtui.tui.widgets.graph import GraphPane
+
+    return GraphPane(id="graph")
+
+
+def topo_list() -> TopoList:
+    """The topo list, imported when it is made: after the first paint in the compact
+    layout."""
+    from mgtui.tui.widgets.topo_list import TopoList
+
+    return TopoList(id="topo")
 
 # The session's moves, by action name: each action is the call on the session.
 MOVES = {
@@ -103,21 +119,21 @@ class DebuggerScreen(Screen[None]):
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         take_breakpoints(self, self.app.size)
-        # The panes hidden in the compact layout (80×24) come in after the first paint.
-        later = Deferred if not self._full_layout() else lambda widget: widget
+        # The panes hidden in the compact layout (80×24) come in after the first paint,
+        # their modules with them.
+        full = self._full_layout()
         # The Graph pane is hidden but on a huge screen (until `m`): it comes in after too.
-        graph_later = Deferred if self.GRAPH_LATER and not self.has_class("-huge") \
-            else lambda widget: widget
+        graph_now = not self.GRAPH_LATER or self.has_class("-huge")
         yield StepHeader(id="header")
         yield Static("", id="quiz-line", markup=False)
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
-            yield later(TopoList(id="topo"))
-        yield graph_later(GraphPane(id="graph"))
+            yield topo_list() if full else Deferred(make=topo_list)
+        yield graph_pane() if graph_now else Deferred(make=graph_pane)
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
-            yield side_panes() if self._full_layout() else Deferred(make=side_panes)
+            yield side_panes() if full else Deferred(make=side_panes)
         if self.comparison:
             yield Static("\n".join(self.comparison), id="comparison", markup=False)
         yield KeyFooter(compact=True)
@@ -134,7 +150,7 @@ class DebuggerScreen(Screen[None]):
     def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
         event.stop()
         self.side_tabs.panes_in()
-        if isinstance(event.widget, GraphPane):
+        if event.widget.id == "graph":
             self.graph_in(event.widget)
         if self.state is not None:
             self.side_tabs.show(self.state, single=False)
@@ -219,7 +235,7 @@ class DebuggerScreen(Screen[None]):
             return
         old = self.session
         if old is None or old.trace.scenario != trace.scenario:  # (not a reload of it)
-            for graph in self.query(GraphPane):
+            for graph in self.query("GraphPane"):
                 graph.orientation = None
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
@@ -266,7 +282,7 @@ class DebuggerScreen(Screen[None]):
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
         self.table_room.fit()
-        for graph in self.query(GraphPane):  # (none before its first paint: `graph_in`)
+        for graph in self.query("GraphPane"):  # (none before its first paint: `graph_in`)
             graph.show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
@@ -282,13 +298,13 @@ class DebuggerScreen(Screen[None]):
         """The Graph pane's pictures for the next step, laid out (if it shows) one form
         a `next`."""
         if self.session is not None:
-            for graph in self.query(GraphPane):
+            for graph in self.query("GraphPane"):
                 yield from graph.lay_out_ahead(*self.session.next_centre())
 
     def hide_grads(self, nids: frozenset[int]) -> None:
         """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""
         self._hidden = nids  # (for the Graph pane, if it is not mounted yet: `graph_in`)
-        for pane in (*self.query(NodeTable), *self.query(GraphPane), *self.query(TopoList)):
+        for pane in (*self.query(NodeTable), *self.query("GraphPane"), *self.query("TopoList")):
             pane.hide_grads(nids)
 
     def action_answer(self) -> None:
@@ -374,7 +390,7 @@ class DebuggerScreen(Screen[None]):
     def action_toggle_graph(self) -> None:
         """The Graph pane in place of the node table (on a huge screen: the table off)."""
         self.show_graph(not self.graph_shown)  # the pane draws once it is shown (or resized)
-        pane = self.query_one_optional(GraphPane) if self.graph_shown else None
+        pane = self.query_one_optional("GraphPane") if self.graph_shown else None
         (pane or self.query_one(NodeTable)).focus()
 
     def show_graph(self, shown: bool) -> None:

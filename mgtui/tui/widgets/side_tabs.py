@@ -20,13 +20,13 @@ from mgtui.session import StepState
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
 from mgtui.safe import bounded, inert_line
 from mgtui.tui.widgets.node_table import NodeTable
-from mgtui.tui.widgets.source_view import SourceView
-from mgtui.tui.widgets.topo_list import TopoList
 
 if TYPE_CHECKING:  # (imported with the panes: in the compact layout, after the first paint)
     from textual.widgets import TabbedContent
 
     from mgtui.tui.widgets.checks import ChecksPane
+    from mgtui.tui.widgets.source_view import SourceView
+    from mgtui.tui.widgets.topo_list import TopoList
 
 NOT_RUN = "The gradient doctor has not run on this trace: press d to run it."
 OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
@@ -39,6 +39,7 @@ def side_panes() -> Widget:
     from textual.widgets import TabbedContent, TabPane
 
     from mgtui.tui.widgets.checks import ChecksPane
+    from mgtui.tui.widgets.source_view import SourceView
 
     side = TabbedContent(id="side")
     for pane in (TabPane("Source", SourceView(id="source"), id="tab-source"),
@@ -93,10 +94,10 @@ class SideTabs:
     def show(self, state: StepState, single: bool) -> None:
         """The topo list and the side tabs at `state`, once they are mounted."""
         screen = self.screen
-        topo = screen.query_one_optional(TopoList)
+        topo = screen.query_one_optional("TopoList")
         if topo is not None:
             topo.show(state, single)
-        source = screen.query_one_optional(SourceView)
+        source = screen.query_one_optional("SourceView")
         if source is not None:
             source.source = state.source
         side = screen.query_one_optional("#side")
@@ -111,7 +112,7 @@ class SideTabs:
                 screen.open_panes()
 
     def redraw_source(self) -> None:
-        source = self.screen.query_one_optional(SourceView)
+        source = self.screen.query_one_optional("SourceView")
         if source is not None:
             source.redraw()
 

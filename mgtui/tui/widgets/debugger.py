@@ -26,7 +26,7 @@ from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress
 from mgtui.tui.widgets.debugger_layout import HUGE, TableRoom, is_huge, take_breakpoints
-from mgtui.tui.widgets.deferred import Deferred
+from mgtui.tui.widgets.deferred import Later, mount_later
 from mgtui.tui.widgets.key_footer import KeyFooter
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.node_table import NodeTable
@@ -38,6 +38,7 @@ from mgtui.tui.widgets.step_detail import StepDetail
 from mgtui.tui.widgets.step_header import StepHeader
 
 if TYPE_CHECKING:  # (imported with the panes: `side_panes`, `graph_pane`, `topo_list`)
+    from textual.widget import Widget
     from textual.widgets import TabbedContent
 
     from mgtui.tui.widgets.checks import ChecksPane
@@ -114,32 +115,42 @@ class DebuggerScreen(Screen[None]):
         self.difference: tuple[int, int | None, str] | None = None
         self._open_at_difference = False
         self.side_tabs = SideTabs(self)  # Source, Notes, Output, Checks (and the topo list)
+        self._later: list[Later] = []  # the panes mounted after the first paint
         self.self_quiz = SelfQuiz(self)  # quiz mode for self-study: the prompt, the score
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         take_breakpoints(self, self.app.size)
         # The panes hidden in the compact layout (80×24) come in after the first paint,
-        # their modules with them.
+        # their modules with them (`mount_later`); so does the Graph pane, hidden (until
+        # `m`) but on a huge screen.
         full = self._full_layout()
-        # The Graph pane is hidden but on a huge screen (until `m`): it comes in after too.
         graph_now = not self.GRAPH_LATER or self.has_class("-huge")
+        self._later = [pane for pane, now in (((topo_list, "#nodes"), full),
+                                              ((graph_pane, "#top"), graph_now),
+                                              ((side_panes, "#detail"), full)) if not now]
         yield StepHeader(id="header")
         yield Static("", id="quiz-line", markup=False)
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
-            yield topo_list() if full else Deferred(make=topo_list)
-        yield graph_pane() if graph_now else Deferred(make=graph_pane)
+            if full:
+                yield topo_list()
+        if graph_now:
+            yield graph_pane()
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
-            yield side_panes() if full else Deferred(make=side_panes)
+            if full:
+                yield side_panes()
         if self.comparison:
             yield Static("\n".join(self.comparison), id="comparison", markup=False)
         yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self._mounted = True
+        if self._later:
+            self.call_after_refresh(mount_later, self, self._later, self.pane_in)
+            self._later = []
         self.show_recording(self._recording)
         self.side_tabs.panes_in()
         if self._pending is not None:
@@ -147,11 +158,11 @@ class DebuggerScreen(Screen[None]):
         elif self.session is None:  # a trace may have arrived already: then keep it
             self.query_one(StepDetail).show_message(Text("No trace loaded.", style="dim"))
 
-    def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
-        event.stop()
+    def pane_in(self, pane: Widget) -> None:
+        """A pane made after the first paint is mounted: it shows what it missed."""
         self.side_tabs.panes_in()
-        if event.widget.id == "graph":
-            self.graph_in(event.widget)
+        if pane.id == "graph":
+            self.graph_in(pane)
         if self.state is not None:
             self.side_tabs.show(self.state, single=False)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-import tomllib
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +66,8 @@ def load_config(path: Path | None = None) -> Config:
         return Config(path=path)
     except (OSError, UnicodeDecodeError, ConfigError) as exc:
         return Config(problem=f"{path}: cannot be read ({exc}); using the default keys.", path=path)
+    import tomllib  # (here: a start-up with no settings file imports no TOML parser)
+
     try:
         keymap, warnings = checked_keys(parse_keymap(tomllib.loads(text)))
         return Config(keymap=keymap, path=path,

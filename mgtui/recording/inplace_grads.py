@@ -52,7 +52,7 @@ def note_inplace(records, fn: object) -> None:
         grad = d.get("grad")
         if type(grad) is not arrays.ndarray:
             continue
-        entry = last.get((nid, GRAD))
+        entry = arrays.held(nid, GRAD)
         if entry is None or entry[0]() is not grad or not differs(entry[1], grad):
             continue
         before, after = arrays.write(nid, GRAD, grad, grad)

@@ -13,7 +13,7 @@ read once, at C speed, straight into the `ArrayValue` the trace keeps
 nothing. `self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
 object, so the "before" a probe sees has changed already: a write's before is taken
 from the last snapshot of that field (`last`, by node and field, kept with a weak
-reference to the live object it was taken of) when the before is that same object. A
+reference to the live object it was taken of: `held`) when the before is that same object. A
 float written over an
 array (`p.grad = 0.0`) is seen only when its chunk is cut (the hot path checks the
 value written, not the one before): the array it replaced is taken then, which is right
@@ -92,9 +92,13 @@ class ArraySnapshots:
         # (each place's two lists by name too, for the hot paths: cut and taken back in place)
         self.node_keys, self.grad_keys, self.event_keys, self.write_keys = self.keys
         self.node_values, self.grad_values, self.event_values, self.write_values = self.values
-        self.last: dict[tuple[int, int], tuple[object, ArrayValue]] = {}  # (nid, field)
-        #     -> (a weak reference to the live array, its snapshot): the engine's arrays
-        #     are not kept alive, and those gone are let go every `PRUNE_EVERY` nodes
+        # The last snapshot of each field, by `nid * 2 + field` (`Field.code`: 0 grad, 1
+        # data), and a weak reference to the live array it was taken of (`held` gives
+        # both): the engine's arrays are not kept alive, and those gone are let go every
+        # `PRUNE_EVERY` nodes. (Two dicts by an int, not a tuple for a key and one for a
+        # value: a lesson's step makes a hundred, each one more object for the collector.)
+        self.last: dict[int, ArrayValue] = {}
+        self.lives: dict[int, Any] = {}
         self.made_count = 0
         self.big = False  # a node was made with an array of `BIG_BYTES` or more
         self.unrecorded: dict[str, int] = {}  # type name -> values not recorded
@@ -211,13 +215,15 @@ class ArraySnapshots:
         """Node `nid` made with `data`, which is not a float: what its column holds.
         An array node's grad (zeros, most often) is taken too: its first write's
         before. (The common case, a float64 array and float64 zeros, is written out
-        here: this runs for each node of a tensor engine.)"""
+        here: this runs for each node of a tensor engine. A lesson's arrays are small:
+        its cost is the calls, each attribute read once.)"""
         x: Any = data
-        if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
-                x.dtype is self.f64 or x.dtype is self.f32):  # (as `snap`: inline)
-            value, column = ArrayValue(x.shape, "float64" if x.dtype is self.f64
-                                       else "float32", x.tobytes()), NAN
-            live = ref(x)
+        ndarray = self.ndarray
+        if type(x) is ndarray and x.size <= WHOLE_LIMIT and (
+                (dtype := x.dtype) is self.f64 or dtype is self.f32):  # (as `snap`: inline)
+            value = ArrayValue(x.shape, "float64" if dtype is self.f64 else "float32",
+                               x.tobytes())
+            live: Any = ref(x)
         else:
             value, column = self.snap(data)
             if value is None:
@@ -226,68 +232,85 @@ class ArraySnapshots:
         if not self.big and x.nbytes >= BIG_BYTES:  # (`x` is a numpy array here)
             self.big = True  # (the scenario's garbage cycles hold big arrays: collected
             collect_as_found()  # as often as in its plain run)
-        self.made_count += 1
-        if not self.made_count % PRUNE_EVERY:
+        count = self.made_count = self.made_count + 1
+        if not count % PRUNE_EVERY:
             self.prune()
         key = nid + nid
         self.node_keys.append(key)
         self.node_values.append(value)
-        last = self.last
-        last[(nid, 1)] = (live, value)
-        if grad is None or type(grad) is float:
-            return column
+        last, lives = self.last, self.lives
+        last[key + 1] = value
+        lives[key + 1] = live
         g: Any = grad
-        if type(g) is self.ndarray and g.dtype is self.f64 and g.size <= WHOLE_LIMIT:
+        if type(g) is ndarray and g.dtype is self.f64 and g.size <= WHOLE_LIMIT:
             raw = g.tobytes()  # (zeros, as most grads start: one value for each shape)
-            zeros = self.zero_bytes.get(len(raw))
-            if zeros is None:
-                zeros = self.zero_bytes[len(raw)] = bytes(len(raw))
-            if raw == zeros:
-                gvalue = self.zeros.get(g.shape)
-                if gvalue is None:
-                    gvalue = self.zeros[g.shape] = ArrayValue(g.shape, "float64", raw)
-            else:
-                gvalue = ArrayValue(g.shape, "float64", raw)
+            shape = g.shape
+            gvalue = self.zeros.get(shape)
+            if gvalue is None or raw != gvalue._values:  # (not those zeros: the first
+                if (gvalue is None or type(gvalue._values) is not bytes) and (  # zeros of
+                        raw.count(0) == len(raw)):  # this shape, or other values)
+                    gvalue = self.zeros[shape] = ArrayValue(shape, "float64", raw)
+                else:
+                    gvalue = ArrayValue(shape, "float64", raw)
             glive = ref(g)
+        elif grad is None or type(grad) is float:
+            return NAN
         else:
             gvalue = self._grad_value(grad)
             if gvalue is None:
-                return column
+                return NAN
             glive = _weak(grad)
         self.grad_keys.append(key)
         self.grad_values.append(gvalue)
-        last[(nid, 0)] = (glive, gvalue)
-        return column
+        last[key] = gvalue
+        lives[key] = glive
+        return NAN
 
     def write(self, nid: int, field: int, before: object, value: object) -> tuple[object, object]:
         """A write of `value` (not a float) over `before` into node `nid`'s field
         (`Field.code`: 0 grad, 1 data), about to be appended as a row (a `_backward`'s
         write while `records.stack` is not empty, else an event): (before, after) as the
-        row holds them."""
+        row holds them. (Its common case, `x.grad += g` on a float64 array whose last
+        snapshot is kept, is written out first.)"""
         x: Any = value
-        if before is None:  # (a grad not written yet: 0, as `snap` says)
-            before = 0.0
-        if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
-                x.dtype is self.f64 or x.dtype is self.f32):  # (as `made`)
-            after_value, after = ArrayValue(x.shape, "float64" if x.dtype is self.f64
-                                            else "float32", x.tobytes()), NAN
-        else:
-            after_value, after = self.snap(value)
-        key = (nid, field)
+        key = nid + nid + field
         last = self.last
         entry = last.get(key)
+        if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
+                (dtype := x.dtype) is self.f64 or dtype is self.f32):  # (as `made`)
+            after_value = ArrayValue(x.shape, "float64" if dtype is self.f64 else "float32",
+                                     x.tobytes())
+            if entry is not None and value is before and self.lives[key]() is x:  # (`+=`)
+                last[key] = after_value
+                records = self.records
+                if records.stack:
+                    index = records.write_count()
+                    index += index
+                    self.write_keys += (index, index + 1)
+                    self.write_values += (entry, after_value)
+                else:
+                    index = records.event_count()
+                    index += index
+                    self.event_keys += (index, index + 1)
+                    self.event_values += (entry, after_value)
+                return NAN, NAN
+            after: object = NAN
+        else:
+            after_value, after = self.snap(value)
+        if before is None:  # (a grad not written yet: 0, as `snap` says)
+            before = 0.0
         before_value = held = None
-        if entry is not None and before is entry[0]():
+        if entry is not None and before is self.lives[key]():
             if value is before:  # (`+=`: the same array, whose reference is kept)
-                held = entry[0]
-            before_value, before = entry[1], NAN
-        elif before is not None and type(before) is not float and type(before) is not int:
+                held = self.lives[key]
+            before_value, before = entry, NAN
+        elif type(before) is not float and type(before) is not int:
             before_value, before = self.snap(before)
         if after_value is not None:
-            last[key] = (held or (ref(value) if type(value) is self.ndarray else _weak(value)),
-                         after_value)
+            last[key] = after_value
+            self.lives[key] = held or (ref(value) if type(value) is self.ndarray else _weak(value))
         elif entry is not None:
-            del last[key]
+            del last[key], self.lives[key]
         if before_value is not None or after_value is not None:
             if self.records.stack:
                 index = self.records.write_count()
@@ -338,9 +361,24 @@ class ArraySnapshots:
     def prune(self) -> None:
         """Let go of the last snapshots of arrays the engine has let go of (on the
         recording's thread: the only one that changes `last`)."""
-        last = self.last
-        for key in [key for key, (held, _) in last.items() if held() is None]:
-            del last[key]
+        last, lives = self.last, self.lives
+        for key in [key for key, held in lives.items() if held() is None]:
+            del last[key], lives[key]
+
+    def held(self, nid: int, field: int) -> tuple[Any, ArrayValue] | None:
+        """(a weak reference to the live array, its snapshot) of node `nid`'s `field`
+        as last taken (`last`), or None."""
+        key = nid + nid + field
+        value = self.last.get(key)
+        return None if value is None else (self.lives[key], value)
+
+    def kept_last(self) -> tuple[dict, dict] | None:
+        """The last snapshots (`last`, `lives`), copied, to put back (`put_back`) after
+        what follows is taken back (a `before_backward` hook's replay); None if none."""
+        return (dict(self.last), dict(self.lives)) if self.last else None
+
+    def put_back(self, kept: tuple[dict, dict]) -> None:
+        self.last, self.lives = kept
 
     def late_before(self, place: int, index: int, before: object) -> None:
         """A float was written over the array `before` (seen as its chunk is cut)."""

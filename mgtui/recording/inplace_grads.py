@@ -23,7 +23,7 @@ from mgtui.trace import Field
 
 GRAD = Field.GRAD.code
 _lines: dict[tuple[int, str], int] = {}  # (id of a code, variable) -> its write's line
-_may: dict[int, bool] = {}  # id of a closure's code -> may it write a grad in place?
+MAY: dict[int, bool] = {}  # id of a closure's code -> may it write a grad in place?
 # what a closure's source shows where it may change a grad in place: an element or slice
 # of it assigned, `np.add.at(x.grad, ...)` (any ufunc's `at`), `np.copyto(x.grad, ...)`,
 # `out=` (a helper that changes a grad it is handed is not looked into)
@@ -39,9 +39,9 @@ def note_inplace(records, fn: object) -> None:
     if not last or arrays.ndarray is None:
         return
     code = getattr(fn, "__code__", None)
-    may = _may.get(id(code))
+    may = MAY.get(id(code))
     if may is None:
-        may = _may[id(code)] = code is not None and may_write(code)
+        may = MAY[id(code)] = code is not None and may_write(code)
     if not may:
         return  # (most closures: `x.grad += ...` stores to the field, which is recorded)
     for name, node in closure_nodes(fn):
@@ -52,7 +52,7 @@ def note_inplace(records, fn: object) -> None:
         grad = d.get("grad")
         if type(grad) is not arrays.ndarray:
             continue
-        entry = last.get((nid, GRAD))
+        entry = arrays.held(nid, GRAD)
         if entry is None or entry[0]() is not grad or not differs(entry[1], grad):
             continue
         before, after = arrays.write(nid, GRAD, grad, grad)

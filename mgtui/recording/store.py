@@ -227,14 +227,14 @@ class Records:
         recorded. `replays` is odd meanwhile: a reader in another thread (the runner's
         flusher) takes the lengths only while it is even and unchanged."""
         mark, kids = self.mark(), len(self.kids)
-        last = dict(self.arrays.last) if self.arrays.last else None  # (arrays' snapshots)
+        last = self.arrays.kept_last()  # (arrays' snapshots)
         self.replays += 1
         try:
             hook(d, fn)
         finally:
             self.forget_since(mark, kids)
             if last is not None:
-                self.arrays.last = last
+                self.arrays.put_back(last)
             self.replays += 1
 
     def settled(self) -> Mark | None:

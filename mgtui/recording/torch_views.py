@@ -64,7 +64,7 @@ class TensorViews:
     def _taken(self, nid: int, t, a) -> None:
         """Leaf `t` (node `nid`), as numpy array `a`, was just summarised by the array
         snapshots (`last`): `big` may give that summary again."""
-        last = self.arrays.last.get((nid, DATA_FIELD))
+        last = self.arrays.held(nid, DATA_FIELD)
         if last is not None and not last[1].whole and last[0]() is a:
             flags = a.flags
             if flags.c_contiguous or flags.f_contiguous:
@@ -80,7 +80,7 @@ class TensorViews:
         a = view[0]
         if view[1] != t.data_ptr() or a.shape != t.shape:
             return None
-        last = self.arrays.last.get((nid, DATA_FIELD))
+        last = self.arrays.held(nid, DATA_FIELD)
         if last is None or last[0]() is not a:
             return None
         if view[2] == t._version and not (self.leaked and self._leaked(t)):
@@ -154,7 +154,7 @@ class TensorViews:
 
 
 def still_holds(last: tuple | None, view) -> bool:
-    """Whether a field's last snapshot (`ArraySnapshots.last`: a weak reference to the
+    """Whether a field's last snapshot (`ArraySnapshots.held`: a weak reference to the
     array it was taken of, and the `ArrayValue` taken) was taken of the numpy array
     `view`, and `view` still holds it bit for bit (as float64, as the snapshot does)."""
     if last is None or last[0]() is not view or not last[1].whole:

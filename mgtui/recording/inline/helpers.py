@@ -20,7 +20,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-from mgtui.recording.inplace_grads import note_inplace
+from mgtui.recording.inplace_grads import MAY, note_inplace
 from mgtui.recording.probes import CLASS_CODE, OTHER_CODE, ordered
 from mgtui.recording.store import BACKWARD, CREATE, ID, NODE_ROW, PACK_EVERY
 
@@ -28,6 +28,7 @@ _KEYS = type({}.keys())  # an ordered `_prev` (`mgtui.recording.inline.rewrite._
 # The `here` of a call from code that cannot hold one (a lambda, a module's or a class
 # body's own code): never filled in, so such calls always take the long way.
 NO_HERE: list = [None, 0]
+may_inplace = MAY.get  # id of a closure's code -> False if it cannot write a grad in place
 
 # -- filled in for each run (`Inliner._helpers`) -------------------------------------------
 context = None  # the recording's (`mgtui.recording.context.RecordingContext`)
@@ -276,8 +277,8 @@ def call_backward(node, here):
     stack.append(nid)
     try:
         return fn()
-    finally:
-        if arrays.last:  # writes into parts of an array grad
+    finally:  # writes into parts of an array grad (a closure known not to: no call)
+        if arrays.last and may_inplace(id(fn.__code__)) is not False:
             note_inplace(records, fn)
         stack.pop()
         if made_inside and not stack:

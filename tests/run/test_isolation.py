@@ -115,8 +115,11 @@ def test_a_replaced_stdout_does_not_empty_the_export(write_scenario):
 @pytest.mark.parametrize("seed", range(3))
 def test_ctrl_c_at_a_random_moment_keeps_a_partial_trace(seed):
     delay = random.Random(seed).uniform(1.0, 3.0)
+    # (ctrl+c as a terminal sends it: the process starts with SIGINT's default, whatever
+    # this test worker's is; a program started with SIGINT ignored keeps ignoring it)
     proc = subprocess.Popen([sys.executable, "-m", "mgtui.cli", "moons", "--export", "json"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

@@ -23,6 +23,7 @@ from mgtui.recording.recorder import record
 from mgtui.run.runner import Run, RunSpec
 
 STEPS = 100
+MOST_ALIVE = STEPS * 3 // 4  # steps' arrays alive at once, at most
 
 # A step makes one node in a cycle with its closure; after each step, how many of the
 # steps' node arrays are still alive (weak references), and the collector's threshold.
@@ -81,8 +82,9 @@ def test_a_steps_big_arrays_go_within_steps_not_at_the_end(tmp_path, n, dtype):
     got = run(tmp_path, n, dtype)
     alive = got["alive"]
     # The first collection lets earlier steps' arrays go: far fewer alive than steps
-    # made (with the raised threshold, every one of them to the end).
-    assert max(alive) <= STEPS // 2, alive
+    # made (with the raised threshold, every one of them to the end: 100). When it comes
+    # depends on the objects the process had made before (some 50 steps in a test worker).
+    assert max(alive) <= MOST_ALIVE, alive
     assert got["threshold"] < GC_GEN0_THRESHOLD
 
 
@@ -92,7 +94,7 @@ def test_the_runners_child_lets_them_go_too(tmp_path):
                     .replace("STEPS", str(STEPS)))
     trace = Run(RunSpec(str(path))).run().trace
     assert trace.error is None
-    assert max(json.loads(path.with_suffix(".json").read_text())["alive"]) <= STEPS // 2
+    assert max(json.loads(path.with_suffix(".json").read_text())["alive"]) <= MOST_ALIVE
 
 
 def test_small_arrays_keep_the_raised_threshold(tmp_path):

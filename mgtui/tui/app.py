@@ -33,6 +33,7 @@ from mgtui.settings.config import load_config
 from mgtui.memory import return_freed_memory
 from mgtui.safe import inert
 from mgtui.tui.screen_diff import diffing
+from mgtui.tui.textual_private import draw_colour_systems_apart
 from mgtui.tui.messages import (ChecksDone, ChecksFailed, ChecksProgress, LoadFailed, LoadProgress,
                                 OpenScenario, RunChecks, TraceGrowing, TraceLoaded)
 from mgtui.trace import Trace
@@ -74,6 +75,7 @@ class MgtuiApp(App[int]):
         is the script's `sys.argv[1:]`, for every run and reload. `trace` is one made
         already (`mgtui.show`): it is shown, with no path to run or reload."""
         super().__init__()
+        draw_colour_systems_apart()  # (a process may draw for terminals of several kinds)
         return_freed_memory()  # a big trace, built again as it grows, must not stay twice
         self.path = Path(path) if path is not None else None
         self.lesson_dir: Path | None = None  # `mgtui lessons/`: what `o` and the picker list

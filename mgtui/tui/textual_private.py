@@ -21,14 +21,19 @@ What each is for:
 - the Graph pane draws in the frame that first lays it out (`SizedScrollView`) and sets
   its virtual size without a layout (`refresh_scrollbars`);
 - the footer restyles a key in place (`FooterKey`, `footer_bindings_ready`,
-  `set_footer_key_enabled`), and a strip keeps its compacted form (`strip_cache`).
+  `set_footer_key_enabled`), and a strip keeps its compacted form (`strip_cache`);
+- one process draws for terminals of different colours, each in its own
+  (`draw_colour_systems_apart`).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from rich.color import ColorSystem
 from rich.console import Console
+from rich.style import Style
 from textual.scroll_view import ScrollView
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
@@ -44,7 +49,7 @@ if TYPE_CHECKING:
     from textual.widgets import Footer
 
 __all__ = [
-    "FooterKey", "SizedScrollView", "app_driver", "app_exception",
+    "FooterKey", "SizedScrollView", "app_driver", "app_exception", "draw_colour_systems_apart",
     "drop_notifications", "footer_bindings_ready", "forget_exception", "full_frame", "hook_frames",
     "mark_footer_bindings_ready",
     "notifications", "refresh_scrollbars", "release_parser", "set_color_system",
@@ -105,6 +110,55 @@ def forget_exception(app: App) -> None:
 def stream_app(stream: object) -> App | None:
     """The app whose capture of `sys.stdout` or `sys.stderr` `stream` is, if it is one."""
     return getattr(stream, "app", None)
+
+
+# -- drawing for terminals of different colours in one process --------------------------------------
+def draw_colour_systems_apart() -> None:
+    """Every strip is drawn in the colours of the console that draws it. Textual keeps a
+    strip's terminal text in the strip (`Strip._render_cache`) and a style's SGR codes in the
+    style (`Style._ansi`, as rich does), made in the colour system of whichever console drew
+    them first, and apps share styles (and some strips) through caches. One process draws for
+    several: the class server's students (a 16-colour terminal beside a 24-bit one, the
+    browser), an SVG export beside a 256-colour terminal, the test run: a 16-colour terminal
+    was sent a 24-bit colour, wrong or unshown, until that cell was drawn again. From this
+    call, a strip keeps only text drawn in 24-bit colour, and SGR codes are kept here by style
+    and colour system, never in the style. (Idempotent.)"""
+    from textual.strip import Strip
+
+    if getattr(Strip.render, "_mgtui_apart", False):
+        return
+    truecolor = ColorSystem.TRUECOLOR
+
+    def render(strip: Strip, console: Console) -> str:
+        system = console._color_system or truecolor
+        if system is truecolor and strip._render_cache is not None:
+            return strip._render_cache
+        text = "".join([part if style is None else _styled(style, part, system)
+                        for part, style, _ in strip._segments])
+        if system is truecolor:
+            strip._render_cache = text
+        return text
+
+    render._mgtui_apart = True
+    Strip.render = render
+
+
+def _styled(style: Style, text: str, system: ColorSystem) -> str:
+    codes = _sgr_codes(style, system)
+    out = f"\x1b[{codes}m{text}\x1b[0m" if codes else text
+    if style._link:
+        out = f"\x1b]8;id={style._link_id};{style._link}\x1b\\{out}\x1b]8;;\x1b\\"
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _sgr_codes(style: Style, system: ColorSystem) -> str:
+    """Rich's codes for `style` in `system`, leaving the style's own cache as it was."""
+    kept, style._ansi = style._ansi, None
+    try:
+        return style._make_ansi_codes(system)
+    finally:
+        style._ansi = kept
 
 
 # -- drawing a screen and its notices ------------------------------------------------------------

@@ -257,6 +257,36 @@ def test_a_strip_keeps_a_cache_mgtui_may_add_to():
     assert tp.strip_cache(strip).get(marker) is strip
 
 
+def test_draw_colour_systems_apart_draws_one_strip_in_each_consoles_colours():
+    """Textual's `Strip.render` is replaced (it kept the text of the first colour system
+    that drew a strip, and a style's codes in the style): what it relies on is each strip's
+    segments and text cache, a console's colour system and rich's codes for a style."""
+    import io
+
+    from rich.console import Console
+    from rich.segment import Segment
+    from rich.style import Style
+
+    tp.draw_colour_systems_apart()
+    tp.draw_colour_systems_apart()  # (twice: still one layer)
+    consoles = {system: Console(file=io.StringIO(), force_terminal=True, color_system=system)
+                for system in ("truecolor", "256", "standard")}
+    style = Style(color="#b47d2f", bgcolor="#121212", bold=True, link="https://example.org")
+    for first in ("truecolor", "standard", "256"):
+        strip = Strip([Segment("ab", style.copy()), Segment("c")])
+        drawn = {first: strip.render(consoles[first])}
+        for system, console in consoles.items():
+            drawn[system] = strip.render(console)
+            fresh = Style(color="#b47d2f", bgcolor="#121212", bold=True)
+            codes = fresh._make_ansi_codes(console._color_system)
+            assert f"\x1b[{codes}mab\x1b[0m" in drawn[system], (first, system)
+            assert "https://example.org" in drawn[system] and drawn[system].endswith("c")
+        assert drawn[first] == strip.render(consoles[first])
+        assert "38;2;180;125;47" in drawn["truecolor"] and "38;5;" in drawn["256"]
+        assert ";2;" not in drawn["standard"] and ";5;" not in drawn["standard"]
+    assert Strip.join([strip, strip]).render(consoles["standard"]).count("\x1b[1;") == 2
+
+
 # -- nothing else reaches in ---------------------------------------------------------------------
 def textual_private_names() -> set[str]:
     """Every `_name` Textual and rich define or set (methods, attributes)."""

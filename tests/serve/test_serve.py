@@ -388,6 +388,26 @@ async def test_term_and_no_color_come_from_the_client(server):
     assert apps[False].console.color_system == "256"
 
 
+async def test_each_terminal_gets_colours_it_can_show_from_one_process(server):
+    """A 24-bit terminal and a 16-colour one step the same lesson in one process: the
+    16-colour one is sent no 24-bit or 256-colour code (a style drawn for the first kept
+    its codes for everyone, as Textual and rich keep them)."""
+    wide = await join(server, password=PASSWORD, term="xterm-256color",
+                      env={"COLORTERM": "truecolor"})
+    for step in (1, 2, 3):
+        wide.send("n")
+        assert await at_step(wide, step), wide.text()
+    narrow = await join(server, password=PASSWORD, term="xterm-16color")
+    for key, step in (("n", 1), ("n", 2), ("n", 3), ("p", 2)):
+        narrow.send(key)
+        assert await at_step(narrow, step), narrow.text()
+    received = {"wide": wide.output(), "narrow": narrow.output()}
+    assert re.search(r"\x1b\[[0-9;]*[34]8;2;", received["wide"])
+    assert len(received["narrow"]) > 2_000
+    unshowable = re.findall(r"\x1b\[[0-9;]*[34]8;[25];[0-9;]*m", received["narrow"])
+    assert not unshowable, unshowable[:3]
+
+
 async def test_a_client_cut_off_mid_frame_leaves_the_others_served(server):
     gone = await join(server, password=PASSWORD)
     stays = await join(server, password=PASSWORD)

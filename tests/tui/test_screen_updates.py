@@ -6,7 +6,8 @@ Here every update the app would write to the terminal is fed to two terminal emu
 (pyte), one as Textual writes it and one through a `ScreenDiff`, and after each key both
 screens are compared, cell by cell, with a full repaint of the app at that moment: a
 line left stale by a partial update, or a cell wrongly left out, would show up as a
-difference.
+difference. (Run after other apps in one process, it found a cell drawn in the colours of
+another app's terminal: tests/tui/test_colour_systems.py.)
 """
 
 from __future__ import annotations
@@ -86,10 +87,6 @@ class Terminal:
                     or screen._repaint_required or screen._compositor._dirty_regions)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open: in four fresh-clone runs of the whole suite (never with tests/tui alone) one cell "
-    "at the step detail's edge differed from a full repaint (#121212 against black) from "
-    "the first step after loading; what the earlier tests leave is not found yet"))
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 async def test_partial_updates_leave_the_screen_as_a_full_repaint_draws_it(size):
     app = MgtuiApp(SCENARIOS / "mlp.py")

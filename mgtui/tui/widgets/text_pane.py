@@ -69,6 +69,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
         self.offset_y = 0
         self._drawn: list[tuple] | None = None  # the lines last drawn: (line_key, Text)
         self._drawn_size = (0, 0)
+        self._placed_at = 0  # the height the focus line was last placed for
 
     def set_text(self, text: Text, focus_line: int | None = None) -> None:
         """Show `text`, from the top, or scrolled so that `focus_line` sits a third of the
@@ -77,6 +78,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
         self._lines = None
         self.offset_y = 0
         self._focus_line = focus_line
+        self._placed_at = 0
         self.refresh_changed()
 
     def refresh_changed(self) -> None:
@@ -115,6 +117,7 @@ class TextPane(CompactLines, Widget, can_focus=True):
         return self._lines
 
     def action_scroll_lines(self, delta: int) -> None:
+        self._focus_line = None  # (the reader scrolls from here: the pane stays where put)
         height = self.content_size.height
         total = len(self.lines(self.content_size.width))
         self.offset_y = max(0, min(self.offset_y + delta, max(total - height + 1, 0)))
@@ -132,9 +135,11 @@ class TextPane(CompactLines, Widget, can_focus=True):
         """The lines on screen at this size: the text from `offset_y`, with a line that
         says what is above or below."""
         lines = self.lines(width)
-        if self._focus_line is not None and height:
+        if self._focus_line is not None and height and height != self._placed_at:
+            # placed again at each new height (a first draw may come at a height of a
+            # layout still settling) until the reader scrolls
             self.offset_y = max(self._focus_line - height // 3, 0)
-            self._focus_line = None
+            self._placed_at = height
         top = min(self.offset_y, max(len(lines) - 1, 0))
         shown = lines[top : top + height]
         if top + height < len(lines) and height >= 2:

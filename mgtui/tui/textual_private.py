@@ -28,7 +28,6 @@ What each is for:
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from rich.color import ColorSystem
@@ -133,8 +132,22 @@ def draw_colour_systems_apart() -> None:
         system = console._color_system or truecolor
         if system is truecolor and strip._render_cache is not None:
             return strip._render_cache
-        text = "".join([part if style is None else _styled(style, part, system)
-                        for part, style, _ in strip._segments])
+        known = _SGR.get(system)
+        if known is None or len(known) > _SGR_KEPT:
+            known = _SGR[system] = {}
+        parts: list[str] = []
+        add = parts.append
+        for part, style, _ in strip._segments:
+            if style is None:
+                add(part)
+                continue
+            hit = known.get(id(style))
+            codes = hit[1] if hit is not None else _sgr_codes(known, style, system)
+            if style._link:
+                add(_linked(style, part, codes))
+            else:
+                add(f"\x1b[{codes}m{part}\x1b[0m" if codes else part)
+        text = "".join(parts)
         if system is truecolor:
             strip._render_cache = text
         return text
@@ -143,22 +156,27 @@ def draw_colour_systems_apart() -> None:
     Strip.render = render
 
 
-def _styled(style: Style, text: str, system: ColorSystem) -> str:
-    codes = _sgr_codes(style, system)
-    out = f"\x1b[{codes}m{text}\x1b[0m" if codes else text
-    if style._link:
-        out = f"\x1b]8;id={style._link_id};{style._link}\x1b\\{out}\x1b]8;;\x1b\\"
-    return out
+# SGR codes by colour system, then by style's id: each entry holds its style, so that id is
+# not another style's while it is kept (a few thousand styles; forgotten past `_SGR_KEPT`)
+_SGR: dict[ColorSystem, dict[int, tuple[Style, str]]] = {}
+_SGR_KEPT = 20_000
 
 
-@lru_cache(maxsize=8192)
-def _sgr_codes(style: Style, system: ColorSystem) -> str:
-    """Rich's codes for `style` in `system`, leaving the style's own cache as it was."""
+def _sgr_codes(known: dict, style: Style, system: ColorSystem) -> str:
+    """Rich's codes for `style` in `system`, kept in `known`, leaving the style's own cache
+    as it was."""
     kept, style._ansi = style._ansi, None
     try:
-        return style._make_ansi_codes(system)
+        codes = style._make_ansi_codes(system)
     finally:
         style._ansi = kept
+    known[id(style)] = (style, codes)
+    return codes
+
+
+def _linked(style: Style, text: str, codes: str) -> str:
+    out = f"\x1b[{codes}m{text}\x1b[0m" if codes else text
+    return f"\x1b]8;id={style._link_id};{style._link}\x1b\\{out}\x1b]8;;\x1b\\"
 
 
 # -- drawing a screen and its notices ------------------------------------------------------------

@@ -173,13 +173,16 @@ class CallValues:
             return
         code = getattr(fn, "__code__", None)
         found = self.plans.get(id(code), _UNSEEN)
-        if found is _UNSEEN:
+        first = found is _UNSEEN
+        if first:
             found = self._plan_of(code)
         if found is None:  # (a leaf's `lambda: None`)
             return
         _, marked, plan = found
         cells = fn.__closure__ or ()  # type: ignore[attr-defined]
         values = self.nodes_held(marked, cells)
+        if first and plan:
+            plan = self._numbers_only(code, found, cells)
         read = 0
         for shown, cell, key in plan:
             try:
@@ -203,6 +206,18 @@ class CallValues:
         if values:
             self.found.append((records.event_count(), tuple(values)))
 
+    def _numbers_only(self, code, found: tuple[object, tuple[str, ...], Reads],
+                      cells: tuple) -> Reads:
+        """`found`'s plan, without the fields that hold an array engine's arrays at
+        this, the code's first call (`ArraySnapshots.unread`, the array engine's
+        decision): kept as the code's plan."""
+        unread = self.records.arrays.unread
+        plan = found[2]
+        kept = tuple(r for r in plan if not (r[2] and unread(_field(cells, r))))
+        if len(kept) != len(plan):
+            self.plans[id(code)] = (code, found[1], kept)
+        return kept
+
     def nodes_held(self, marked: tuple[str, ...], cells: tuple) -> list[tuple[str, int]]:
         """(`name#`, node id) for each closure variable that holds a recorded node
         (`marked`: each closure variable's name and `#`)."""
@@ -223,3 +238,14 @@ class CallValues:
 
 
 _UNSEEN = object()
+
+
+def _field(cells: tuple, read: tuple[str, int, str]) -> object:
+    """The field `read` names, of the node its closure cell holds (None if none)."""
+    shown, cell, key = read
+    try:
+        obj = cells[cell].cell_contents
+    except (IndexError, ValueError):
+        return None
+    nd = node_dict(obj)
+    return nd.get(key) if nd is not None else getattr(obj, shown.partition(".")[2], None)

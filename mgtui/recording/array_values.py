@@ -69,6 +69,12 @@ PENDING_BYTES = 1 << 26  # big arrays' copies that may wait to be summarised (`_
 # (`mgtui.recording.sandbox.collect_as_found`): glibc's default mmap threshold, from
 # which an array freed late is memory given back and page-faulted in again
 BIG_BYTES = 128 * 1024
+# The ops whose backward step the array engine's explainer works out from their rule
+# alone (`mgtui.trace.explain_arrays.local_rule`), as the scalar one does `KNOWN_OPS`
+# (`+ * tanh exp relu **k`, skipped for every engine): a call of one on arrays reads
+# nothing (`mgtui.recording.call_values`), its closure's node ids included, as a known
+# op's. (The tensor lesson's `@`, `sum` and `mean`: ~20 µs of its step.)
+RULED_OPS = frozenset({"@", "sum", "mean", "log"})
 
 
 def _weak(x: object):

@@ -24,6 +24,7 @@ import sys
 from typing import Callable
 
 from mgtui.trace.explain import KNOWN_OPS, NODE_MARK
+from mgtui.recording.array_values import RULED_OPS
 from mgtui.recording.probes import _VIEW_OF
 from mgtui.recording.shapes import CANDIDATES
 from mgtui.recording.slots_hooks import node_dict
@@ -180,9 +181,11 @@ class CallValues:
             return
         _, marked, plan = found
         cells = fn.__closure__ or ()  # type: ignore[attr-defined]
-        values = self.nodes_held(marked, cells)
         if first and plan:
-            plan = self._numbers_only(code, found, cells)
+            plan = self._numbers_only(op, code, found, cells)
+            if plan is None:  # (an array engine's op the explainer works out: no reads)
+                return
+        values = self.nodes_held(marked, cells)
         read = 0
         for shown, cell, key in plan:
             try:
@@ -206,14 +209,19 @@ class CallValues:
         if values:
             self.found.append((records.event_count(), tuple(values)))
 
-    def _numbers_only(self, code, found: tuple[object, tuple[str, ...], Reads],
-                      cells: tuple) -> Reads:
-        """`found`'s plan, without the fields that hold an array engine's arrays at
-        this, the code's first call (`ArraySnapshots.unread`, the array engine's
-        decision): kept as the code's plan."""
-        unread = self.records.arrays.unread
+    def _numbers_only(self, op: object, code, found: tuple[object, tuple[str, ...], Reads],
+                      cells: tuple) -> Reads | None:
+        """`found`'s plan as the code's first call finds it, kept as its plan: without
+        the node fields that hold an array engine's arrays (`ArraySnapshots.unread`);
+        None (nothing read, at this call or later) for an op whose step the array
+        engine's explainer works out from its rule (`array_values.RULED_OPS`). Both
+        the array engine's decisions."""
+        arrays = self.records.arrays
         plan = found[2]
-        kept = tuple(r for r in plan if not (r[2] and unread(_field(cells, r))))
+        kept = tuple(r for r in plan if not (r[2] and arrays.unread(_field(cells, r))))
+        if len(kept) != len(plan) and op in RULED_OPS:
+            self.plans[id(code)] = None
+            return None
         if len(kept) != len(plan):
             self.plans[id(code)] = (code, found[1], kept)
         return kept

@@ -128,3 +128,45 @@ def test_a_comment_is_not_an_in_place_write(tmp_path):
     assert not may_write(scope["matmul"](None, None, None).__code__)
     assert may_write(scope["sliced"](None, None).__code__)
     assert may_write(scope["into"](None, None).__code__)
+
+
+SCALAR_SUM = '''
+from engine import Value
+
+
+def total(xs):
+    out = Value(sum(x.data for x in xs), tuple(xs), 'sum')
+
+    def _backward():
+        for x in xs:
+            x.grad += out.grad
+    out._backward = _backward
+    return out
+
+
+a, b = Value(1.0, label='a'), Value(2.0, label='b')
+loss = total([a, b])
+loss.backward()
+'''
+
+
+def test_ops_the_array_explainer_works_out_read_nothing_on_arrays_only(tmp_path):
+    """The tensor engine's `@`, `sum` and `mean` (`RULED_OPS`: the array explainer has a
+    rule for each) read nothing at their calls, as the known ops `+` and `*` do; a
+    scalar engine's custom op named `sum` still shows its values."""
+    from mgtui.recording.array_values import RULED_OPS
+    from mgtui.trace.explain_arrays import local_rule
+
+    assert all(local_rule(op, "out", ["x", "y"]) for op in RULED_OPS)
+    path = tmp_path / "lesson.py"
+    path.write_text(TENSOR_OP.replace("loss = scaled_mean(W * W, 2)",
+                                      "loss = scaled_mean(((W @ Tensor(np.ones((3, 3)))).sum() + W.mean()) * W, 2)"))
+    trace = run(path).trace
+    for op in ("@", "sum", "mean"):
+        assert calls_of(trace, op) and not any(calls_of(trace, op)), op
+    assert all(values["n"] == 6 for values in calls_of(trace, "scaled_mean"))
+    path = tmp_path / "scalar_sum.py"
+    path.write_text(SCALAR_SUM)
+    trace = run(path).trace
+    (values,) = calls_of(trace, "sum")
+    assert values["out.grad"] == 1.0 and "out#" in values

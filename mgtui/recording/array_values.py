@@ -69,6 +69,12 @@ PENDING_BYTES = 1 << 26  # big arrays' copies that may wait to be summarised (`_
 # (`mgtui.recording.sandbox.collect_as_found`): glibc's default mmap threshold, from
 # which an array freed late is memory given back and page-faulted in again
 BIG_BYTES = 128 * 1024
+# The ops whose backward step the array engine's explainer works out from their rule
+# alone (`mgtui.trace.explain_arrays.local_rule`), as the scalar one does `KNOWN_OPS`
+# (`+ * tanh exp relu **k`, skipped for every engine): a call of one on arrays reads
+# nothing (`mgtui.recording.call_values`), its closure's node ids included, as a known
+# op's. (The tensor lesson's `@`, `sum` and `mean`: ~20 µs of its step.)
+RULED_OPS = frozenset({"@", "sum", "mean", "log"})
 
 
 def _weak(x: object):
@@ -117,6 +123,14 @@ class ArraySnapshots:
 
     def __bool__(self) -> bool:
         return self.seen or bool(self.unrecorded)
+
+    def unread(self, x: object) -> bool:
+        """Is `x` an array (a numpy one)? A custom op's closure whose node field
+        (`out.grad`, `self.data`) holds one at the closure code's first call holds one
+        at every call: an array engine's fields are arrays. A call's values are numbers
+        (`mgtui.recording.call_values`), so such a field is not read at the code's later
+        calls (the tensor lesson's `@`, `sum` and `mean` read six: ~35 µs a step)."""
+        return self.ndarray is not None and type(x) is self.ndarray
 
     # -- the probes' slow path -------------------------------------------------------------
     def snap(self, x: object) -> tuple[ArrayValue | None, object]:

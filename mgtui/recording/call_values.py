@@ -24,6 +24,7 @@ import sys
 from typing import Callable
 
 from mgtui.trace.explain import KNOWN_OPS, NODE_MARK
+from mgtui.recording.array_values import RULED_OPS
 from mgtui.recording.probes import _VIEW_OF
 from mgtui.recording.shapes import CANDIDATES
 from mgtui.recording.slots_hooks import node_dict
@@ -173,12 +174,17 @@ class CallValues:
             return
         code = getattr(fn, "__code__", None)
         found = self.plans.get(id(code), _UNSEEN)
-        if found is _UNSEEN:
+        first = found is _UNSEEN
+        if first:
             found = self._plan_of(code)
         if found is None:  # (a leaf's `lambda: None`)
             return
         _, marked, plan = found
         cells = fn.__closure__ or ()  # type: ignore[attr-defined]
+        if first and plan:
+            plan = self._numbers_only(op, code, found, cells)
+            if plan is None:  # (an array engine's op the explainer works out: no reads)
+                return
         values = self.nodes_held(marked, cells)
         read = 0
         for shown, cell, key in plan:
@@ -203,6 +209,23 @@ class CallValues:
         if values:
             self.found.append((records.event_count(), tuple(values)))
 
+    def _numbers_only(self, op: object, code, found: tuple[object, tuple[str, ...], Reads],
+                      cells: tuple) -> Reads | None:
+        """`found`'s plan as the code's first call finds it, kept as its plan: without
+        the node fields that hold an array engine's arrays (`ArraySnapshots.unread`);
+        None (nothing read, at this call or later) for an op whose step the array
+        engine's explainer works out from its rule (`array_values.RULED_OPS`). Both
+        the array engine's decisions."""
+        arrays = self.records.arrays
+        plan = found[2]
+        kept = tuple(r for r in plan if not (r[2] and arrays.unread(_field(cells, r))))
+        if len(kept) != len(plan) and op in RULED_OPS:
+            self.plans[id(code)] = None
+            return None
+        if len(kept) != len(plan):
+            self.plans[id(code)] = (code, found[1], kept)
+        return kept
+
     def nodes_held(self, marked: tuple[str, ...], cells: tuple) -> list[tuple[str, int]]:
         """(`name#`, node id) for each closure variable that holds a recorded node
         (`marked`: each closure variable's name and `#`)."""
@@ -223,3 +246,14 @@ class CallValues:
 
 
 _UNSEEN = object()
+
+
+def _field(cells: tuple, read: tuple[str, int, str]) -> object:
+    """The field `read` names, of the node its closure cell holds (None if none)."""
+    shown, cell, key = read
+    try:
+        obj = cells[cell].cell_contents
+    except (IndexError, ValueError):
+        return None
+    nd = node_dict(obj)
+    return nd.get(key) if nd is not None else getattr(obj, shown.partition(".")[2], None)

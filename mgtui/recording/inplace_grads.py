@@ -29,6 +29,7 @@ MAY: dict[int, bool] = {}  # id of a closure's code -> may it write a grad in pl
 # `out=` (a helper that changes a grad it is handed is not looked into)
 MARKS = re.compile(r"grad\[[^\n]*\]\s*[-+*/@%]?=(?!=)|(\.at|copyto)\(\s*[\w.]*grad\s*,"
                    r"|\bout\s*=")
+COMMENT = re.compile(r"#[^\n'\"]*$", re.M)  # a comment, not looked in (`# out = A @ B`)
 
 
 def note_inplace(records, fn: object) -> None:
@@ -110,7 +111,7 @@ def may_write(code) -> bool:
     lines = [n for _, _, n in code.co_lines() if n is not None]
     text = "".join(linecache.getline(code.co_filename, n)
                    for n in range(code.co_firstlineno, max(lines, default=0) + 1))
-    return not text or MARKS.search(text) is not None
+    return not text or MARKS.search(COMMENT.sub("", text)) is not None
 
 
 def find_write(code, name: str) -> int:

@@ -112,27 +112,9 @@ def taken(t):
         block = BLOCKS.get(size)
         if block is None:
             block = BLOCKS[size] = c_char * size
-        v = NEW(ArrayValue)  # (`whole_value`, inline: a third of the constructor's cost)
-        v.shape, v.dtype, v._values, v.whole = tuple(t.shape), kind[0], block.from_address(
-            t.data_ptr()).raw, True
-        v.given = v._summary = v.raw = None
-        v.basis = 0
-        return v
+        return ArrayValue(tuple(t.shape), kind[0], block.from_address(t.data_ptr()).raw)
     except (RuntimeError, TypeError, ValueError, OverflowError):
         return None
-
-
-NEW = object.__new__
-
-
-def whole_value(shape: tuple, dtype: str, raw: bytes) -> ArrayValue:
-    """`ArrayValue(shape, dtype, raw)` (whole, no summary given), made without its
-    `__init__`'s call: the torch adapter makes one for each value it takes."""
-    v = NEW(ArrayValue)
-    v.shape, v.dtype, v._values, v.whole = shape, dtype, raw, True
-    v.given = v._summary = v.raw = None
-    v.basis = 0
-    return v
 
 
 def value_now_copy(t):

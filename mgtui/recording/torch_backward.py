@@ -26,6 +26,7 @@ from ctypes import c_char
 
 from functools import partial, wraps
 from typing import NamedTuple
+from weakref import ref
 
 import torch
 from torch._C import DisableTorchFunction
@@ -41,7 +42,8 @@ NAN = math.nan
 ZERO = 0.0  # (by identity: the grad of a node no gradient has reached yet)
 NUMPY_DTYPES = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
                 torch.int16, torch.int8, torch.uint8, torch.bool}
-TAKEN_DTYPES = {torch.float32: "float32", torch.float64: "float64"}  # (`taken`)
+TAKEN_DTYPES = {torch.float32: ("float32", 4), torch.float64: ("float64", 8)}  # (`taken`:
+#                                                               the name, bytes an element)
 STRIDED = torch.strided
 SETTLE_EVERY = 64  # steps noted before they are made while the pass runs (`noted`)
 ACCUMULATE = type(torch.tensor(0.0, requires_grad=True).expand(1).grad_fn.next_functions[0][0])
@@ -102,15 +104,15 @@ def taken(t):
         n = t.numel()
         if n == 1:
             return float(t.item())
-        name = TAKEN_DTYPES.get(t.dtype)
-        if (name is None or not n or n > WHOLE_LIMIT or not t.is_cpu or t.layout is not STRIDED
+        kind = TAKEN_DTYPES.get(t.dtype)
+        if (kind is None or not n or n > WHOLE_LIMIT or not t.is_cpu or t.layout is not STRIDED
                 or not t.is_contiguous() or t.is_neg()):
             return None
-        size = t.nbytes
+        size = n * kind[1]
         block = BLOCKS.get(size)
         if block is None:
             block = BLOCKS[size] = c_char * size
-        return ArrayValue(tuple(t.shape), name, block.from_address(t.data_ptr()).raw)
+        return ArrayValue(tuple(t.shape), kind[0], block.from_address(t.data_ptr()).raw)
     except (RuntimeError, TypeError, ValueError, OverflowError):
         return None
 
@@ -392,8 +394,11 @@ class BackwardRun:
         if self.sums.get(nid) == 1:  # one gradient onto none: the engine's own value
             have = self.grads.get(nid)
             held = self.raw.get(nid)
-            if held is not None and type(have) is ArrayValue and leaf.grad is not None:
-                adapter.views.copied(leaf.grad, held, have)  # (summarised so)
+            g = leaf.grad
+            if held is not None and type(have) is ArrayValue and g is not None:
+                adapter.views.copied(g, held, have)  # (summarised so)
+            if self.done and g is not None:  # (the pass is over: the leaf's grad is final)
+                adapter.grads_held[nid] = (ref(g), g._version, have)
             return
         real = value_of(leaf.grad) if leaf.grad is not None else 0.0
         have = self.grads.get(nid)
@@ -461,8 +466,8 @@ def zero_grad_recorded(adapter, zero_grad, params):
             for p, g in held:
                 nid = adapter.nid_of(p) if g is not None else None
                 if nid is not None:
-                    adapter.write(nid, GRAD_FIELD, GRAD, adapter.value_now(g), grad_value(p.grad),
-                                line)
+                    adapter.write(nid, GRAD_FIELD, GRAD, adapter.grad_now(nid, g),
+                                  grad_value(p.grad), line)
         return out
 
     return wrapped

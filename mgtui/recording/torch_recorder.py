@@ -138,6 +138,9 @@ class TorchRecorder:
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
         #                                             copied, while the doctor checks them
+        # a leaf's node -> (a weak reference to its grad, the grad's version, its value as
+        # the trace has it), as a recorded `backward()` left it: `grad_now`
+        self.grads_held: dict[int, tuple] = {}
 
     # -- on and off --------------------------------------------------------------------
     def attach(self) -> None:
@@ -169,6 +172,7 @@ class TorchRecorder:
             self.mode = None
         self.live[:] = [None, None, None]
         self.function_args.clear()
+        self.grads_held.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
         self.saved = []
@@ -393,6 +397,17 @@ class TorchRecorder:
         if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
             return self.views.big(t, a)
         return a
+
+    def grad_now(self, nid: int, g):
+        """`value_now` of leaf `nid`'s grad `g` as it is let go (`zero_grad`): the value
+        the trace has of it already where `g` is the grad a recorded `backward()` left
+        (`BackwardRun._accumulated`) and its version says it has not changed since, and
+        no memory of it was handed out uncounted (`TensorViews.leak`)."""
+        held = self.grads_held.pop(nid, None)
+        if (held is not None and held[0]() is g and held[1] == g._version
+                and not (self.views.leaked and self.views.leaked_now(g))):
+            return held[2]
+        return self.value_now(g)
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):

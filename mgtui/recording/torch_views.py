@@ -83,7 +83,7 @@ class TensorViews:
         last = self.arrays.held(nid, DATA_FIELD)
         if last is None or last[0]() is not a:
             return None
-        if view[2] == t._version and not (self.leaked and self._leaked(t)):
+        if view[2] == t._version and not (self.leaked and self.leaked_now(t)):
             return view
         return view if still_holds(last, a) else None  # (`p.data.mul_(2)`)
 
@@ -102,7 +102,7 @@ class TensorViews:
         version, at = t._version, t.data_ptr()
         if (known is not None and known[0]() is base and known[1] == version
                 and known[2] == at and known[3] == a.size and known[4] == a.dtype
-                and not (self.leaked and self._leaked(t))):
+                and not (self.leaked and self.leaked_now(t))):
             done = known[5]
             first = array("d", a.flat[:SAMPLE].astype("float64").tolist())
             return ArrayValue(tuple(a.shape), done.dtype, first, False, done.given, done.basis)
@@ -144,7 +144,8 @@ class TensorViews:
         if len(leaked) > LEAKED_LIMIT:  # (a run that hands out memory at every step)
             leaked.add(None)
 
-    def _leaked(self, t) -> bool:
+    def leaked_now(self, t) -> bool:
+        """Was tensor `t`'s memory handed out uncounted (`leak`)?"""
         if None in self.leaked:
             return True
         try:

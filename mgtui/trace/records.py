@@ -74,16 +74,16 @@ class Frozen:
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()
 
-    def _values(self) -> tuple[Any, ...]:
+    def _field_values(self) -> tuple[Any, ...]:
         return tuple([getattr(self, name) for name in self._fields])
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
+            return self._field_values() == other._field_values()  # type: ignore[attr-defined]
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._field_values())
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
@@ -96,7 +96,7 @@ class Frozen:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return self.__class__, self._values()
+        return self.__class__, self._field_values()
 
 
 _set = object.__setattr__  # (how a record's `__init__` sets its fields)

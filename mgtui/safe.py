@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from typing import Callable
 
 # What a terminal would obey or hide rather than show. The C0 controls but tab and
 # newline, DEL and the C1 controls (U+009B is a one-character CSI to some terminals);
@@ -29,12 +30,36 @@ _FORMAT = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
            "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff"
            "\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
            "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
-_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
-UNSAFE_LINE = _UNSAFE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}]")
 _NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Every character above is "Other" or "Separator" to Unicode, which `str.isprintable`
 # finds at C speed: text it calls printable (tabs and newlines aside, for `inert`)
 # needs no search (a search with the class above takes some 30 ns a character)
+
+
+class _Unsafe:
+    """The characters above as a pattern, compiled when text that is not printable first
+    needs it: compiling the two takes about a millisecond, which the app's first frame
+    (whose text is all printable, as most text is) does without."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._pattern: re.Pattern[str] | None = None
+
+    def _compiled(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self._source)
+        return self._pattern
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first unsafe character of `text`, if it has one."""
+        return None if text.isprintable() else self._compiled().search(text)
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        return self._compiled().sub(repl, text)
+
+
+_UNSAFE = _Unsafe(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
+UNSAFE_LINE = _UNSAFE_LINE = _Unsafe(f"[\x00-\x1f\x7f-\x9f{_FORMAT}]")
 
 
 def _visible(match: re.Match[str]) -> str:

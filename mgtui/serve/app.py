@@ -59,6 +59,7 @@ class ClassScreen(DebuggerScreen):
     """
     KEYS = DEBUGGER_KEYS + CLASS_KEYS
     BINDINGS = bindings_of(CLASS_KEYS)
+    GRAPH_LATER = False  # the shared view reads the Graph pane from the first step on
 
     def __init__(self, keymap: dict[str, str] | None = None) -> None:
         super().__init__(keymap)

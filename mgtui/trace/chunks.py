@@ -13,31 +13,49 @@ from typing import Iterator
 
 from mgtui.trace.arrays import ArrayChunk, ArrayTable
 from mgtui.trace.model import Trace
-from mgtui.trace.records import _LONE, TraceFormatError
+from mgtui.trace.records import _LONE, Frozen, TraceFormatError
 
 
-@dataclass(frozen=True)
-class NodeChunk:
+# Written by hand rather than by `@dataclass` (`mgtui.trace.records.Frozen` says why).
+_set = object.__setattr__
+
+
+@dataclass(init=False, repr=False, eq=False)  # (for `dataclasses.replace`)
+class NodeChunk(Frozen):
     """Nodes in creation order, as they travel between processes and files.
     `child_ends[k]` is where node k's children end in `child_ids`, counted from the
     start of this chunk's `child_ids`."""
 
+    __slots__ = _fields = ("labels", "ops", "data", "lines", "child_ends", "child_ids",
+                           "names")
     labels: tuple[str, ...]
     ops: tuple[str, ...]
     data: array  # 'd'
     lines: array  # 'i'
     child_ends: array  # 'i'
     child_ids: array  # 'i'
-    names: tuple[str, ...] = ()  # as `Trace._name`; () if none has one
+    names: tuple[str, ...]  # as `Trace._name`; () if none has one
+
+    def __init__(self, labels: tuple[str, ...], ops: tuple[str, ...], data: array,
+                 lines: array, child_ends: array, child_ids: array,
+                 names: tuple[str, ...] = ()) -> None:
+        _set(self, "labels", labels)
+        _set(self, "ops", ops)
+        _set(self, "data", data)
+        _set(self, "lines", lines)
+        _set(self, "child_ends", child_ends)
+        _set(self, "child_ids", child_ids)
+        _set(self, "names", names)
 
 
-@dataclass(frozen=True)
-class EventChunk:
+class EventChunk(Frozen):
     """Events in order. Kinds are `EventKind.code`; `write_starts[k]` is the number of
     writes made before event k over the whole run. `before` and `after` are those of
     the lone writes among them (grad and data events), in order; one per event is
     taken too, and only those kept."""
 
+    __slots__ = _fields = ("kinds", "nodes", "before", "after", "lines", "closures",
+                           "write_starts")
     kinds: array  # 'b'
     nodes: array  # 'i'
     before: array  # 'd'
@@ -46,16 +64,34 @@ class EventChunk:
     closures: array  # 'i'
     write_starts: array  # 'i'
 
+    def __init__(self, kinds: array, nodes: array, before: array, after: array,
+                 lines: array, closures: array, write_starts: array) -> None:
+        _set(self, "kinds", kinds)
+        _set(self, "nodes", nodes)
+        _set(self, "before", before)
+        _set(self, "after", after)
+        _set(self, "lines", lines)
+        _set(self, "closures", closures)
+        _set(self, "write_starts", write_starts)
 
-@dataclass(frozen=True)
-class WriteChunk:
+
+class WriteChunk(Frozen):
     """Writes made inside `_backward` calls, in order. Fields are `Field.code`."""
 
+    __slots__ = _fields = ("nodes", "fields", "before", "after", "lines")
     nodes: array  # 'i'
     fields: array  # 'b'
     before: array  # 'd'
     after: array  # 'd'
     lines: array  # 'i'
+
+    def __init__(self, nodes: array, fields: array, before: array, after: array,
+                 lines: array) -> None:
+        _set(self, "nodes", nodes)
+        _set(self, "fields", fields)
+        _set(self, "before", before)
+        _set(self, "after", after)
+        _set(self, "lines", lines)
 
 
 Chunk = NodeChunk | EventChunk | WriteChunk

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mgtui.trace import Trace
 from mgtui.trace.arrays import display, number
+from mgtui.trace.records import Frozen
 
 
 def fmt(x: float) -> str:
@@ -38,11 +39,16 @@ def signed(x: float) -> str:
     return fmt(x) if x < 0 or math.isnan(x) else "+" + fmt(x)
 
 
-@dataclass(frozen=True)
-class Contribution:
+# Written by hand rather than by `@dataclass` (`mgtui.trace.records.Frozen` says why).
+_set = object.__setattr__
+
+
+class Contribution(Frozen):
     """One grad (or data) write made by a `_backward` call, of floats (an array engine's,
     whose values may be arrays, is `mgtui.trace.explain_arrays.ArrayContribution`)."""
 
+    __slots__ = _fields = ("target", "label", "field", "before", "after", "line", "formula",
+                           "numbers", "nth", "uses", "expected")
     target: int
     label: str
     field: str
@@ -53,7 +59,22 @@ class Contribution:
     numbers: str  # e.g. "0.5 × 1.0", or "" when the op is unknown
     nth: int  # 1 for the first contribution to this node in its backward pass
     uses: int  # the target's fan-out in the graph this pass walks
-    expected: float | None = None  # what the formula gives, when the op is known
+    expected: float | None  # what the formula gives, when the op is known
+
+    def __init__(self, target: int, label: str, field: str, before: float, after: float,
+                 line: int | None, formula: str, numbers: str, nth: int, uses: int,
+                 expected: float | None = None) -> None:
+        _set(self, "target", target)
+        _set(self, "label", label)
+        _set(self, "field", field)
+        _set(self, "before", before)
+        _set(self, "after", after)
+        _set(self, "line", line)
+        _set(self, "formula", formula)
+        _set(self, "numbers", numbers)
+        _set(self, "nth", nth)
+        _set(self, "uses", uses)
+        _set(self, "expected", expected)
 
     @property
     def delta(self) -> float:
@@ -79,16 +100,33 @@ class Contribution:
         return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({signed(self.delta)})"
 
 
-@dataclass(frozen=True)
-class Explanation:
+@dataclass(init=False, repr=False, eq=False)  # (for `dataclasses.replace`)
+class Explanation(Frozen):
+    """The working of one step: its kind, node and title, the equation and the local
+    derivative, the contributions of a `_backward` call, and notes."""
+
+    __slots__ = _fields = ("kind", "node", "title", "equation", "local", "contributions",
+                           "notes", "values")
     kind: str  # create, backward, grad, data
     node: int
     title: str
-    equation: str = ""
-    local: str = ""
-    contributions: tuple[Contribution, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-    values: str = ""  # a custom op's: what its `_backward` read as it began
+    equation: str
+    local: str
+    contributions: tuple[Contribution, ...]
+    notes: tuple[str, ...]
+    values: str  # a custom op's: what its `_backward` read as it began
+
+    def __init__(self, kind: str, node: int, title: str, equation: str = "",
+                 local: str = "", contributions: tuple[Contribution, ...] = (),
+                 notes: tuple[str, ...] = (), values: str = "") -> None:
+        _set(self, "kind", kind)
+        _set(self, "node", node)
+        _set(self, "title", title)
+        _set(self, "equation", equation)
+        _set(self, "local", local)
+        _set(self, "contributions", contributions)
+        _set(self, "notes", notes)
+        _set(self, "values", values)
 
 
 def graph_made(trace: Trace, index: int) -> range:

@@ -76,7 +76,6 @@ class MgtuiApp(App[int]):
         already (`mgtui.show`): it is shown, with no path to run or reload."""
         super().__init__()
         draw_colour_systems_apart()  # (a process may draw for terminals of several kinds)
-        return_freed_memory()  # a big trace, built again as it grows, must not stay twice
         self.path = Path(path) if path is not None else None
         self.lesson_dir: Path | None = None  # `mgtui lessons/`: what `o` and the picker list
         self.start_step = step
@@ -117,6 +116,10 @@ class MgtuiApp(App[int]):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.loader.resume_collector)  # paused since on_load
+        # A big trace, built again as it grows, must not stay twice: set once the first
+        # frame is drawn (it loads ctypes and the C library, ~2 ms, that frame can do
+        # without; a trace recorded before it is a quick one, and small).
+        self.call_after_refresh(return_freed_memory)
         if self.config.problem:  # (its text quotes the user's file: never markup)
             self.notify(inert(self.config.problem), title="mgtui settings", severity="error",
                         timeout=10, markup=False)

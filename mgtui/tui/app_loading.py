@@ -20,7 +20,6 @@ from mgtui.memory import pause_collector, trim
 from mgtui.tui.messages import LoadFailed, LoadProgress, TraceGrowing, TraceLoaded
 from mgtui.trace import Trace
 from mgtui.session.view import prepare as prepare_views
-from mgtui.tui.widgets.source_view import highlighter_ready, warm_highlighter
 
 QUICK_RECORDING = 0.05  # seconds: a scenario recorded within this is shown at once
 FIRST_STEPS = 0.3  # seconds before the first update of a recording whose first steps show
@@ -202,6 +201,8 @@ class TraceLoader:
             self.app.post_message(LoadFailed(path, exc.message, exc.detail))
         except BaseException as exc:  # noqa: BLE001 - shown to the user, never a traceback
             self.app.post_message(LoadFailed(path, f"{path}: {type(exc).__name__}: {exc}"))
+        from mgtui.tui.widgets.source_view import highlighter_ready, warm_highlighter
+
         if not highlighter_ready():
             # pygments builds its lexer on first use: do that after the first paint
             try:

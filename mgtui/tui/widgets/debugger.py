@@ -11,37 +11,57 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 
 from mgtui.settings.bindings import DEBUGGER_KEYS
 from mgtui.safe import inert
 from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress
-from mgtui.tui.widgets.checks import ChecksPane
 from mgtui.tui.widgets.debugger_layout import HUGE, TableRoom, is_huge, take_breakpoints
-from mgtui.tui.widgets.deferred import Deferred
-from mgtui.tui.widgets.graph import GraphPane
+from mgtui.tui.widgets.deferred import Later, mount_later
 from mgtui.tui.widgets.key_footer import KeyFooter
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.node_table import NodeTable
 from mgtui.tui.widgets.pass_bar import PassBar
 from mgtui.tui.widgets.screen_views import open_find, open_help, open_notes, screen_help_rows
 from mgtui.tui.widgets.self_quiz import SelfQuiz
-from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs
-from mgtui.tui.widgets.source_view import SourceView
+from mgtui.tui.widgets.side_tabs import NOT_RUN, OUTPUT_PANE_BUDGET, SideTabs, side_panes
 from mgtui.tui.widgets.step_detail import StepDetail
 from mgtui.tui.widgets.step_header import StepHeader
-from mgtui.tui.widgets.topo_list import TopoList
+
+if TYPE_CHECKING:  # (imported with the panes: `side_panes`, `graph_pane`, `topo_list`)
+    from textual.widget import Widget
+    from textual.widgets import TabbedContent
+
+    from mgtui.tui.widgets.checks import ChecksPane
+    from mgtui.tui.widgets.graph import GraphPane
+    from mgtui.tui.widgets.topo_list import TopoList
 
 __all__ = ["HUGE", "MOVES", "NOT_RUN", "OUTPUT_PANE_BUDGET", "DebuggerScreen"]
+
+
+def graph_pane() -> GraphPane:
+    """The Graph pane. Its module is imported here, when the pane is made: after the
+    first paint but on a huge screen."""
+    from mgtui.tui.widgets.graph import GraphPane
+
+    return GraphPane(id="graph")
+
+
+def topo_list() -> TopoList:
+    """The topo list, imported when it is made: after the first paint in the compact
+    layout."""
+    from mgtui.tui.widgets.topo_list import TopoList
+
+    return TopoList(id="topo")
 
 # The session's moves, by action name: each action is the call on the session.
 MOVES = {
@@ -73,6 +93,7 @@ class DebuggerScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
     KEYS = DEBUGGER_KEYS  # the keys of the screen, for the help (`BINDINGS` from them)
+    GRAPH_LATER = True  # the hidden Graph pane mounted after the first paint (`graph_in`)
     BINDINGS = bindings_of(DEBUGGER_KEYS)
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
@@ -84,6 +105,7 @@ class DebuggerScreen(Screen[None]):
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._mounted = False
+        self._hidden: frozenset[int] = frozenset()  # the grads the quiz hides
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.table_room = TableRoom(self)  # the table's rows, or the Graph pane in its place
         self.moved_at = 0.0  # time.monotonic() of the user's last move
@@ -93,38 +115,42 @@ class DebuggerScreen(Screen[None]):
         self.difference: tuple[int, int | None, str] | None = None
         self._open_at_difference = False
         self.side_tabs = SideTabs(self)  # Source, Notes, Output, Checks (and the topo list)
+        self._later: list[Later] = []  # the panes mounted after the first paint
         self.self_quiz = SelfQuiz(self)  # quiz mode for self-study: the prompt, the score
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         take_breakpoints(self, self.app.size)
-        # The panes hidden in the compact layout (80×24) come in after the first paint.
-        later = Deferred if not self._full_layout() else lambda widget: widget
+        # The panes hidden in the compact layout (80×24) come in after the first paint,
+        # their modules with them (`mount_later`); so does the Graph pane, hidden (until
+        # `m`) but on a huge screen.
+        full = self._full_layout()
+        graph_now = not self.GRAPH_LATER or self.has_class("-huge")
+        self._later = [pane for pane, now in (((topo_list, "#nodes"), full),
+                                              ((graph_pane, "#top"), graph_now),
+                                              ((side_panes, "#detail"), full)) if not now]
         yield StepHeader(id="header")
         yield Static("", id="quiz-line", markup=False)
         yield PassBar(id="passbar")
         with Horizontal(id="top"):
             yield NodeTable(id="nodes")
-            yield later(TopoList(id="topo"))
-        yield GraphPane(id="graph")
+            if full:
+                yield topo_list()
+        if graph_now:
+            yield graph_pane()
         with Horizontal(id="bottom"):
             yield StepDetail(id="detail")
-            with later(TabbedContent(id="side")):
-                with TabPane("Source", id="tab-source"):
-                    yield SourceView(id="source")
-                with TabPane("Notes", id="tab-notes"):
-                    yield VerticalScroll(id="notes-scroll")
-                with TabPane("Output", id="tab-output"):
-                    with VerticalScroll(id="output-scroll"):
-                        yield Static("", id="output", markup=False)
-                with TabPane("Checks", id="tab-checks"):
-                    yield ChecksPane(id="checks")
+            if full:
+                yield side_panes()
         if self.comparison:
             yield Static("\n".join(self.comparison), id="comparison", markup=False)
         yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self._mounted = True
+        if self._later:
+            self.call_after_refresh(mount_later, self, self._later, self.pane_in)
+            self._later = []
         self.show_recording(self._recording)
         self.side_tabs.panes_in()
         if self._pending is not None:
@@ -132,11 +158,24 @@ class DebuggerScreen(Screen[None]):
         elif self.session is None:  # a trace may have arrived already: then keep it
             self.query_one(StepDetail).show_message(Text("No trace loaded.", style="dim"))
 
-    def on_deferred_mounted(self, event: Deferred.Mounted) -> None:
-        event.stop()
+    def pane_in(self, pane: Widget) -> None:
+        """A pane made after the first paint is mounted: it shows what it missed."""
         self.side_tabs.panes_in()
+        if pane.id == "graph":
+            self.graph_in(pane)
         if self.state is not None:
             self.side_tabs.show(self.state, single=False)
+
+    def graph_in(self, graph: GraphPane) -> None:
+        """The Graph pane, mounted after the first paint, shows what it missed: the
+        state, the grads the quiz hides, and itself if `m` was pressed before it came."""
+        graph.hide_grads(self._hidden)
+        if self.graph_shown:
+            self.show_graph(True)
+            if self.focused is self.query_one(NodeTable):  # (`m` gave the table the focus)
+                graph.focus()
+        if self.state is not None:
+            graph.show(self.state)
 
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
@@ -207,7 +246,8 @@ class DebuggerScreen(Screen[None]):
             return
         old = self.session
         if old is None or old.trace.scenario != trace.scenario:  # (not a reload of it)
-            self.query_one(GraphPane).orientation = None
+            for graph in self.query("GraphPane"):
+                graph.orientation = None
         tab = old.position.tab if old is not None else "source"
         self.session = Session(trace, breakpoints=old.breakpoints if old else (), tab=tab,
                                quiz=self.quiz)
@@ -253,7 +293,8 @@ class DebuggerScreen(Screen[None]):
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
         self.table_room.fit()
-        self.query_one(GraphPane).show(new)
+        for graph in self.query("GraphPane"):  # (none before its first paint: `graph_in`)
+            graph.show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
         self.query_one(StepDetail).detail = new.detail
@@ -268,11 +309,13 @@ class DebuggerScreen(Screen[None]):
         """The Graph pane's pictures for the next step, laid out (if it shows) one form
         a `next`."""
         if self.session is not None:
-            yield from self.query_one(GraphPane).lay_out_ahead(*self.session.next_centre())
+            for graph in self.query("GraphPane"):
+                yield from graph.lay_out_ahead(*self.session.next_centre())
 
     def hide_grads(self, nids: frozenset[int]) -> None:
         """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""
-        for pane in (*self.query(NodeTable), *self.query(GraphPane), *self.query(TopoList)):
+        self._hidden = nids  # (for the Graph pane, if it is not mounted yet: `graph_in`)
+        for pane in (*self.query(NodeTable), *self.query("GraphPane"), *self.query("TopoList")):
             pane.hide_grads(nids)
 
     def action_answer(self) -> None:
@@ -358,7 +401,8 @@ class DebuggerScreen(Screen[None]):
     def action_toggle_graph(self) -> None:
         """The Graph pane in place of the node table (on a huge screen: the table off)."""
         self.show_graph(not self.graph_shown)  # the pane draws once it is shown (or resized)
-        (self.query_one(GraphPane) if self.graph_shown else self.query_one(NodeTable)).focus()
+        pane = self.query_one_optional("GraphPane") if self.graph_shown else None
+        (pane or self.query_one(NodeTable)).focus()
 
     def show_graph(self, shown: bool) -> None:
         """The Graph pane shown in place of the table and the topo list, or not."""

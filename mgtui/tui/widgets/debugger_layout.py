@@ -61,8 +61,9 @@ class TableRoom:
         if not shown:
             self.screen.call_after_refresh(self.fit)  # (hidden: from the table's room)
         self.screen.query_one("#top").styles.display = "none" if shown else None
-        self.screen.query_one("#graph").styles.display = "block" if shown else None  # (None:
-        # the style sheet's again: hidden, or shown below the table on a huge screen)
+        for graph in self.screen.query("#graph"):  # (not mounted before the first paint)
+            graph.styles.display = "block" if shown else None  # (None: the style sheet's
+            # again: hidden, or shown below the table on a huge screen)
 
 
 def fit_table(screen: Screen, graph_room: bool) -> None:

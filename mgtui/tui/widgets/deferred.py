@@ -1,46 +1,35 @@
-"""A widget held back until the screen has painted once, then mounted in its place.
+"""Panes held back until the screen has painted once, then mounted where they belong.
 
-Like Textual's `Lazy`, which it follows, but it says when the widget is in: it posts
-`Deferred.Mounted`, so the screen can hand the new pane what it shows. The debugger
-defers the panes that are hidden at 80×24, so they cost nothing before the first paint.
+The debugger holds back the panes that are hidden at 80×24 (and the Graph pane, but on a
+huge screen): its `compose` notes each as a `Later` (what makes the pane, and the pane it
+comes after) instead of yielding it, and `mount_later` mounts them once the first frame
+is drawn, their modules imported then. Nothing stands in their place until then: a
+placeholder widget would be styled with the rest before the first paint.
 """
 
 from __future__ import annotations
 
-from textual.message import Message
+from typing import Callable
+
+from textual.screen import Screen
 from textual.widget import MountError, Widget
 
+# A pane made later: what makes it, and the selector of the pane it comes after.
+Later = tuple[Callable[[], Widget], str]
 
-class Deferred(Widget):
-    DEFAULT_CSS = """
-    Deferred { display: none; }
-    """
 
-    class Mounted(Message):
-        """The deferred widget is mounted now."""
-
-        def __init__(self, widget: Widget) -> None:
-            super().__init__()
-            self.widget = widget
-
-    def __init__(self, widget: Widget) -> None:
-        self._widget = widget
-        super().__init__()
-
-    def compose_add_child(self, widget: Widget) -> None:
-        self._widget.compose_add_child(widget)
-
-    async def mount_composed_widgets(self, widgets: list[Widget]) -> None:
-        parent = self.parent
+async def mount_later(screen: Screen, later: list[Later],
+                      pane_in: Callable[[Widget], None]) -> None:
+    """Make and mount each pane of `later` after the one it follows, and hand it to
+    `pane_in` (which shows it what it missed)."""
+    for make, follows in later:
+        anchor = screen.query_one_optional(follows)
+        parent = anchor.parent if anchor is not None else None
         if not isinstance(parent, Widget):
-            return
-
-        async def mount() -> None:
-            try:
-                await parent.mount(self._widget, after=self)
-            except MountError:
-                return  # the app closed before its second frame
-            await self.remove()
-            parent.post_message(self.Mounted(self._widget))
-
-        self.call_after_refresh(mount)
+            continue
+        pane = make()
+        try:
+            await parent.mount(pane, after=anchor)
+        except MountError:
+            return  # the app closed before its second frame
+        pane_in(pane)

@@ -38,6 +38,14 @@ COLUMN_HELP = (
 class HelpScreen(ModalScreen[None]):
     """The keys (from the debugger's own bindings) and what the marks mean."""
 
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen #help-body { width: 86; max-width: 100%; height: auto; max-height: 90%;
+        background: $panel; border: round $primary; padding: 0 1; }
+    HelpScreen #help-hint { width: 86; max-width: 100%; content-align: center middle;
+        color: $text-muted; }
+    """
+
     BINDINGS = [
         Binding("escape,q,question_mark", "dismiss", "Close", id="help.close"),
     ]
@@ -93,6 +101,12 @@ class HelpScreen(ModalScreen[None]):
 class FindScreen(ModalScreen[str | None]):
     """Ask for a node label."""
 
+    DEFAULT_CSS = """
+    FindScreen { align: center middle; }
+    FindScreen #find-box { width: 60; max-width: 100%; height: auto; background: $panel;
+        border: round $primary; padding: 0 1; }
+    """
+
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="find.cancel")]
 
     def compose(self) -> ComposeResult:
@@ -109,6 +123,11 @@ class FindScreen(ModalScreen[str | None]):
 
 class ErrorScreen(Screen[None]):
     """A scenario that could not run at all: the file, the line and a caret."""
+
+    DEFAULT_CSS = """
+    ErrorScreen #error-body { padding: 1 2; }
+    ErrorScreen #error-text { width: 1fr; }
+    """
 
     BINDINGS = [
         Binding("r", "app.reload", "Try again", id="error.retry"),
@@ -141,6 +160,11 @@ class ErrorScreen(Screen[None]):
 
 class PickerScreen(Screen[None]):
     """The bundled scenarios with their titles."""
+
+    DEFAULT_CSS = """
+    PickerScreen #picker-title { width: 1fr; background: $primary; text-style: bold; }
+    PickerScreen #picker-list { height: 1fr; }
+    """
 
     BINDINGS = [Binding("q", "app.quit", "Quit", id="picker.quit"),
                 Binding("escape", "close", "Back", id="picker.close")]
@@ -181,6 +205,13 @@ def picker_row(name: str, title: str, width: int) -> Table:
 
 class LoadingScreen(ModalScreen[None]):
     """Shown while the worker records the scenario; ctrl+c stops it."""
+
+    DEFAULT_CSS = """
+    LoadingScreen { align: center middle; }
+    LoadingScreen #loading-box { width: 60; max-width: 100%; height: auto; background: $panel;
+        border: round $primary; padding: 0 1; }
+    LoadingScreen #loading-hint { color: $text-muted; }
+    """
 
     BINDINGS = [
         Binding("ctrl+c,escape", "app.cancel_loading", "Stop recording", id="loading.cancel",

@@ -12,6 +12,11 @@ from textual.widgets import Footer, Label, Markdown, Static
 
 
 class NotesScreen(Screen[None]):
+    DEFAULT_CSS = """
+    NotesScreen #notes-title { width: 1fr; background: $primary; text-style: bold; }
+    NotesScreen #notes-body { height: 1fr; padding: 0 1; }
+    NotesScreen #notes-step { margin-bottom: 1; }
+    """
     BINDINGS = [Binding("escape,N,q", "app.pop_screen", "Back", id="notes.back")]
 
     def __init__(self, title: str, step: int, step_notes: tuple[str, ...], notes: str) -> None:

@@ -5,26 +5,50 @@ its findings to go to). `SideTabs` is an object the `DebuggerScreen` holds.
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Callable
+from operator import methodcaller
+from typing import TYPE_CHECKING, Callable
 
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import MountError
-from textual.widgets import Static, TabbedContent, Tabs
+from textual.widget import Widget
+from textual.widgets import Static
 
 from mgtui.session import StepState
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress, RunChecks
 from mgtui.safe import bounded, inert_line
-from mgtui.tui.widgets.checks import ChecksPane
 from mgtui.tui.widgets.node_table import NodeTable
-from mgtui.tui.widgets.source_view import SourceView
-from mgtui.tui.widgets.topo_list import TopoList
+
+if TYPE_CHECKING:  # (imported with the panes: in the compact layout, after the first paint)
+    from textual.widgets import TabbedContent
+
+    from mgtui.tui.widgets.checks import ChecksPane
+    from mgtui.tui.widgets.source_view import SourceView
+    from mgtui.tui.widgets.topo_list import TopoList
 
 NOT_RUN = "The gradient doctor has not run on this trace: press d to run it."
 OUTPUT_PANE_BUDGET = 40_000  # characters of scenario output in the Output pane
+
+
+def side_panes() -> Widget:
+    """The side tabs' panes: Source, Notes, Output and Checks. Their modules (the tabs,
+    the Checks pane's lists) are imported here, when the panes are made: in the compact
+    layout after the first paint."""
+    from textual.widgets import TabbedContent, TabPane
+
+    from mgtui.tui.widgets.checks import ChecksPane
+    from mgtui.tui.widgets.source_view import SourceView
+
+    side = TabbedContent(id="side")
+    for pane in (TabPane("Source", SourceView(id="source"), id="tab-source"),
+                 TabPane("Notes", VerticalScroll(id="notes-scroll"), id="tab-notes"),
+                 TabPane("Output", VerticalScroll(Static("", id="output", markup=False),
+                                                  id="output-scroll"), id="tab-output"),
+                 TabPane("Checks", ChecksPane(id="checks"), id="tab-checks")):
+        side.compose_add_child(pane)
+    return side
 
 
 class SideTabs:
@@ -41,8 +65,8 @@ class SideTabs:
         self.screen = screen
         self._notes_shown: str | None = None  # the notes on screen (not their trace)
         self._output_shown: tuple[int, str] | None = None  # (the pane, the text it shows)
-        self._checks_status: Callable[[ChecksPane], None] = partial(
-            ChecksPane.show_unavailable, reason=NOT_RUN)
+        self._checks_status: Callable[[ChecksPane], None] = methodcaller(
+            "show_unavailable", reason=NOT_RUN)
 
     def reset(self, tab: str) -> None:
         """A new trace is on screen, on tab `tab`: its notes, its output, and no checks."""
@@ -53,7 +77,7 @@ class SideTabs:
         else:  # off the path to the first paint: Markdown is slow to import and parse
             screen.set_timer(0.5, self.show_notes)
         screen.query_one(NodeTable).flagged = frozenset()
-        self._checks_status = partial(ChecksPane.show_unavailable, reason=NOT_RUN)
+        self._checks_status = methodcaller("show_unavailable", reason=NOT_RUN)
         self.panes_in()
         if tab == "checks":
             screen.call_later(self.checks)
@@ -61,7 +85,7 @@ class SideTabs:
     def panes_in(self) -> None:
         """Set up the side panes once they are mounted: they show the trace's output and
         the doctor's status, and the tab strip leaves ←/→ alone (`t` switches tabs)."""
-        for tabs in self.screen.query(Tabs):
+        for tabs in self.screen.query("Tabs"):
             tabs.can_focus = False
         if self.screen.trace is None or not self.show_output():
             return
@@ -70,13 +94,13 @@ class SideTabs:
     def show(self, state: StepState, single: bool) -> None:
         """The topo list and the side tabs at `state`, once they are mounted."""
         screen = self.screen
-        topo = screen.query_one_optional(TopoList)
+        topo = screen.query_one_optional("TopoList")
         if topo is not None:
             topo.show(state, single)
-        source = screen.query_one_optional(SourceView)
+        source = screen.query_one_optional("SourceView")
         if source is not None:
             source.source = state.source
-        side = screen.query_one_optional("#side", TabbedContent)
+        side = screen.query_one_optional("#side")
         if side is not None and side.active != f"tab-{state.position.tab}":
             switching = bool(side.active)  # not the first tab of panes just mounted
             try:
@@ -88,7 +112,7 @@ class SideTabs:
                 screen.open_panes()
 
     def redraw_source(self) -> None:
-        source = self.screen.query_one_optional(SourceView)
+        source = self.screen.query_one_optional("SourceView")
         if source is not None:
             source.redraw()
 
@@ -108,7 +132,7 @@ class SideTabs:
     def _show_checks(self, show: Callable[[ChecksPane], None]) -> None:
         """Show the doctor's status in the Checks pane: now, or once it is mounted."""
         self._checks_status = show
-        pane = self.screen.query_one_optional(ChecksPane)
+        pane = self.screen.query_one_optional("#checks")
         if pane is not None:
             show(pane)
 
@@ -153,7 +177,7 @@ class SideTabs:
 
     def show_tab(self, tab: str) -> None:
         """Show a side tab (`tab-source`, `tab-notes`, …), opening the panes if they are hidden."""
-        side = self.screen.query_one_optional("#side", TabbedContent)
+        side = self.screen.query_one_optional("#side")
         if self.screen.session is not None:
             self.screen.move(self.screen.session.show_tab(tab.removeprefix("tab-")))
         elif side is not None:
@@ -171,12 +195,12 @@ class SideTabs:
         self.screen.post_message(RunChecks())
 
     def checks_progress(self, message: ChecksProgress) -> None:
-        self._show_checks(partial(ChecksPane.show_running, done=message.done,
-                                  total=message.total, phase=message.phase))
+        self._show_checks(methodcaller("show_running", done=message.done,
+                                       total=message.total, phase=message.phase))
 
     def checks_done(self, message: ChecksDone) -> None:
         screen, report = self.screen, message.report
-        self._show_checks(partial(ChecksPane.show_report, report=report))
+        self._show_checks(methodcaller("show_report", report=report))
         count = screen.trace.node_count if screen.trace is not None else 0
         screen.query_one(NodeTable).flagged = frozenset(n for n in report.nodes if n < count)
         if screen.session is not None:
@@ -190,7 +214,7 @@ class SideTabs:
                       timeout=4, markup=False)
 
     def checks_failed(self, message: ChecksFailed) -> None:
-        self._show_checks(partial(ChecksPane.show_unavailable, reason=message.message))
+        self._show_checks(methodcaller("show_unavailable", reason=message.message))
 
     def finding_chosen(self, event: ChecksPane.FindingChosen) -> None:
         if self.screen.session is not None:

@@ -19,7 +19,6 @@ from mgtui.trace.arrays import ArrayTable, scalar_of
 from mgtui.trace.index import TraceIndex, pass_holding
 from mgtui.trace.places import Places
 from mgtui.trace.records import (
-    Frozen,
     _BACKWARD,
     _CREATE,
     _FIELDS,
@@ -37,36 +36,8 @@ from mgtui.trace.replay import Replay
 from mgtui.trace.values import TraceValues
 
 
-_TRACE = ("scenario", "title", "notes", "source", "_label", "_op_code", "_ops", "node_data",
-          "_line", "_child_start", "_child_ids", "_ev_kind", "_ev_node", "_ev_line",
-          "_ev_closure", "_ev_write_start", "_lone_at", "_lone_before", "_lone_after",
-          "_wr_node", "_wr_field", "_wr_before", "_wr_after", "_wr_line", "closures", "error",
-          "output", "passes", "_name", "_values", "arrays", "engine")
-
-
-def _made(self: Trace, scenario: str, title: str, notes: str, source: str, _label: Texts,
-          _op_code: array, _ops: tuple[str, ...], node_data: array, _line: array,
-          _child_start: array, _child_ids: array, _ev_kind: array, _ev_node: array,
-          _ev_line: array, _ev_closure: array, _ev_write_start: array, _lone_at: array,
-          _lone_before: array, _lone_after: array, _wr_node: array, _wr_field: array,
-          _wr_before: array, _wr_after: array, _wr_line: array,
-          closures: tuple[Closure, ...] = (), error: TraceError | None = None,
-          output: str = "", passes: tuple[Pass, ...] = (), _name: Texts | None = None,
-          _values: dict[int, tuple[tuple[str, float], ...]] | None = None,
-          arrays: ArrayTable | None = None, engine: str = "scalar") -> None:
-    """`Trace.__init__`: each field as given, a new empty one for `_name`, `_values` and
-    `arrays` not given (as a dataclass's `default_factory`), then the parts it hands out."""
-    given = locals()
-    for name in _TRACE:
-        object.__setattr__(self, name, given[name])
-    for name, new in (("_name", lambda: Texts(())), ("_values", dict), ("arrays", ArrayTable)):
-        if given[name] is None:
-            object.__setattr__(self, name, new())
-    self._parts()
-
-
-@dataclass(init=False, repr=False, eq=False)  # (its fields, for `dataclasses.replace`)
-class Trace(Frozen):
+@dataclass(frozen=True)
+class Trace:
     """A recorded run. Make one with a `TraceBuilder` (the recorder and the loaders do).
 
     `node_data` is a per-node array indexed by id: the value at creation; the data and
@@ -76,10 +47,9 @@ class Trace(Frozen):
     (`created_value`, `value_at`, `write_value`, `event_value`), which know them.
 
     Honestly frozen: no field changes once it is made, and nothing is written into it
-    later (written by hand rather than by `@dataclass`: `Frozen` says why; it compares
-    and prints its fields, not the four below). What is worked out on first use (the final state, the indexes, the
+    later. What is worked out on first use (the final state, the indexes, the
     histories of array values) is kept by the four objects it hands out, `places`,
-    `replay`, `index` and `values`, made with it (`_parts`) and not frozen: each
+    `replay`, `index` and `values`, made with it (`__post_init__`) and not frozen: each
     holds the columns it reads, not the trace (no cycle: a trace dropped is freed at
     once, with the collector paused too).
     """
@@ -113,28 +83,25 @@ class Trace(Frozen):
     _wr_before: array  # 'd'
     _wr_after: array  # 'd'
     _wr_line: array  # 'i'
-    closures: tuple[Closure, ...]
-    error: TraceError | None
-    output: str
-    passes: tuple[Pass, ...]
+    closures: tuple[Closure, ...] = ()
+    error: TraceError | None = None
+    output: str = ""
+    passes: tuple[Pass, ...] = field(default=())
     # the name a node without a label goes by (`mgtui.recording.naming`), "" if none; len = nodes
-    _name: Texts
+    _name: Texts = field(default_factory=lambda: Texts(()))
     # what some `_backward` calls read as they began (`s`, `out.grad`): event -> pairs
-    _values: dict[int, tuple[tuple[str, float], ...]]
+    _values: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
     # the array values, beside the columns (`mgtui.trace.arrays`): empty for floats
-    arrays: ArrayTable
+    arrays: ArrayTable = field(default_factory=ArrayTable)
     # the engine that recorded it (`mgtui.trace.engine_kind`): "scalar", "array", "torch"
-    engine: str
-    # what it hands out (made by `_parts`; they keep the caches)
+    engine: str = "scalar"
+    # what it hands out (made by `__post_init__`; they keep the caches)
     places: Places = field(init=False, repr=False, compare=False)
     replay: Replay = field(init=False, repr=False, compare=False)
     index: TraceIndex = field(init=False, repr=False, compare=False)
     values: TraceValues = field(init=False, repr=False, compare=False)
 
-    _fields = _TRACE
-    __init__ = _made  # (written out above the class, where its 30 arguments have room)
-
-    def _parts(self) -> None:
+    def __post_init__(self) -> None:
         events = self._ev_kind, self._ev_node, self._ev_write_start
         lone = self._lone_at, self._lone_before, self._lone_after
         writes = self._wr_node, self._wr_field, self._wr_before, self._wr_after

@@ -256,35 +256,3 @@ def test_the_ones_the_code_replaces_are_dataclasses():
     assert dataclasses.is_dataclass(NodeChunk) and dataclasses.is_dataclass(Explanation)
     e = Explanation("create", 0, "leaf a")
     assert dataclasses.replace(e, title="x").title == "x" and e.notes == () == e.contributions
-
-
-def test_a_trace_compares_prints_and_is_replaced_as_the_frozen_dataclass_it_was():
-    from mgtui.recording.recorder import record
-    from mgtui.trace import Trace
-
-    from tests.conftest import SCENARIOS
-
-    a, b = record(SCENARIOS / "chain.py"), record(SCENARIOS / "chain.py")
-    names = [f.name for f in dataclasses.fields(Trace)]
-    assert names[:4] == ["scenario", "title", "notes", "source"] and len(names) == 36
-    assert [f.name for f in dataclasses.fields(Trace) if not f.init] == ["places", "replay", "index", "values"]
-    assert [f.name for f in dataclasses.fields(Trace) if not f.compare] == ["places", "replay", "index", "values"]
-    # every field compared, the parts it hands out not; an `ArrayTable` compares by identity
-    assert dataclasses.replace(a) == a and a != b
-    assert dataclasses.replace(b, arrays=a.arrays) == a
-    c = dataclasses.replace(a, output="changed")
-    assert c != a and c.output == "changed" and c.index is not a.index and c.passes == a.passes
-    assert repr(a).startswith("Trace(scenario=") and "places=" not in repr(a)
-    with pytest.raises(TypeError):  # (its columns are arrays: unhashable, as before)
-        hash(a)
-    with pytest.raises(FrozenInstanceError):
-        a.output = "x"
-    with pytest.raises(ValueError):  # (a part is not a field one gives)
-        dataclasses.replace(a, index=None)
-    fresh = Trace(*[getattr(a, n) for n in names[:24]])  # the rest by default, new each
-    assert fresh._values == {} and fresh._values is not Trace(*[getattr(a, n) for n in names[:24]])._values
-    assert (fresh.closures, fresh.error, fresh.output, fresh.passes, fresh.engine) == ((), None, "", (), "scalar")
-    assert len(fresh._name) == 0 and not fresh.arrays
-    again = pickle.loads(pickle.dumps(a))
-    assert dataclasses.replace(again, arrays=a.arrays) == a
-    assert list(again.replay.final_grad) == list(a.replay.final_grad)

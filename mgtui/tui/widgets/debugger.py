@@ -26,7 +26,7 @@ from mgtui.session import Header, Session, StepState
 from mgtui.trace import Trace
 from mgtui.tui.messages import ChecksDone, ChecksFailed, ChecksProgress
 from mgtui.tui.widgets.debugger_layout import HUGE, TableRoom, is_huge, take_breakpoints
-from mgtui.tui.widgets.deferred import Later, mount_later
+from mgtui.tui.widgets.deferred import LatePanes
 from mgtui.tui.widgets.key_footer import KeyFooter
 from mgtui.tui.widgets.keys import bindings_of
 from mgtui.tui.widgets.node_table import NodeTable
@@ -38,7 +38,6 @@ from mgtui.tui.widgets.step_detail import StepDetail
 from mgtui.tui.widgets.step_header import StepHeader
 
 if TYPE_CHECKING:  # (imported with the panes: `side_panes`, `graph_pane`, `topo_list`)
-    from textual.widget import Widget
     from textual.widgets import TabbedContent
 
     from mgtui.tui.widgets.checks import ChecksPane
@@ -93,7 +92,7 @@ class DebuggerScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (18, "-medium"), (34, "-tall")]
 
     KEYS = DEBUGGER_KEYS  # the keys of the screen, for the help (`BINDINGS` from them)
-    GRAPH_LATER = True  # the hidden Graph pane mounted after the first paint (`graph_in`)
+    GRAPH_LATER = True  # the hidden Graph pane mounted after the first paint (`LatePanes`)
     BINDINGS = bindings_of(DEBUGGER_KEYS)
 
     state: reactive[StepState | None] = reactive(None, init=False, repaint=False)
@@ -105,7 +104,6 @@ class DebuggerScreen(Screen[None]):
         self.session: Session | None = None
         self._pending: tuple[Trace, int, int | None] | None = None
         self._mounted = False
-        self._hidden: frozenset[int] = frozenset()  # the grads the quiz hides
         self._key_state: tuple | None = None  # what the footer's greying was worked out from
         self.table_room = TableRoom(self)  # the table's rows, or the Graph pane in its place
         self.moved_at = 0.0  # time.monotonic() of the user's last move
@@ -115,7 +113,7 @@ class DebuggerScreen(Screen[None]):
         self.difference: tuple[int, int | None, str] | None = None
         self._open_at_difference = False
         self.side_tabs = SideTabs(self)  # Source, Notes, Output, Checks (and the topo list)
-        self._later: list[Later] = []  # the panes mounted after the first paint
+        self.late_panes = LatePanes(self)  # the panes mounted after the first paint
         self.self_quiz = SelfQuiz(self)  # quiz mode for self-study: the prompt, the score
 
     # -- layout ----------------------------------------------------------------------------
@@ -126,9 +124,8 @@ class DebuggerScreen(Screen[None]):
         # `m`) but on a huge screen.
         full = self._full_layout()
         graph_now = not self.GRAPH_LATER or self.has_class("-huge")
-        self._later = [pane for pane, now in (((topo_list, "#nodes"), full),
-                                              ((graph_pane, "#top"), graph_now),
-                                              ((side_panes, "#detail"), full)) if not now]
+        self.late_panes.hold(((topo_list, "#nodes"), full), ((graph_pane, "#top"), graph_now),
+                             ((side_panes, "#detail"), full))
         yield StepHeader(id="header")
         yield Static("", id="quiz-line", markup=False)
         yield PassBar(id="passbar")
@@ -148,34 +145,13 @@ class DebuggerScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._mounted = True
-        if self._later:
-            self.call_after_refresh(mount_later, self, self._later, self.pane_in)
-            self._later = []
+        self.late_panes.mount()
         self.show_recording(self._recording)
         self.side_tabs.panes_in()
         if self._pending is not None:
             self._load_pending()
         elif self.session is None:  # a trace may have arrived already: then keep it
             self.query_one(StepDetail).show_message(Text("No trace loaded.", style="dim"))
-
-    def pane_in(self, pane: Widget) -> None:
-        """A pane made after the first paint is mounted: it shows what it missed."""
-        self.side_tabs.panes_in()
-        if pane.id == "graph":
-            self.graph_in(pane)
-        if self.state is not None:
-            self.side_tabs.show(self.state, single=False)
-
-    def graph_in(self, graph: GraphPane) -> None:
-        """The Graph pane, mounted after the first paint, shows what it missed: the
-        state, the grads the quiz hides, and itself if `m` was pressed before it came."""
-        graph.hide_grads(self._hidden)
-        if self.graph_shown:
-            self.show_graph(True)
-            if self.focused is self.query_one(NodeTable):  # (`m` gave the table the focus)
-                graph.focus()
-        if self.state is not None:
-            graph.show(self.state)
 
     def preload(self, trace: Trace, position: int = 0) -> None:
         """Show `trace` from the first paint on: called before the screen is mounted."""
@@ -293,7 +269,7 @@ class DebuggerScreen(Screen[None]):
         single = old is not None and abs(new.step - old.step) <= 1
         self.query_one(NodeTable).show(new, single)
         self.table_room.fit()
-        for graph in self.query("GraphPane"):  # (none before its first paint: `graph_in`)
+        for graph in self.query("GraphPane"):  # (none before its first paint: `LatePanes`)
             graph.show(new)
         self.query_one(PassBar).passes = new.passes
         self.query_one(StepHeader).header = new.header
@@ -314,7 +290,7 @@ class DebuggerScreen(Screen[None]):
 
     def hide_grads(self, nids: frozenset[int]) -> None:
         """Quiz mode: the grads of `nids` show as ? in every pane that shows grads."""
-        self._hidden = nids  # (for the Graph pane, if it is not mounted yet: `graph_in`)
+        self.late_panes.hidden = nids  # (for a Graph pane not mounted yet)
         for pane in (*self.query(NodeTable), *self.query("GraphPane"), *self.query("TopoList")):
             pane.hide_grads(nids)
 

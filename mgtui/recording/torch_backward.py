@@ -106,8 +106,13 @@ def taken(t):
             return float(t.item())
         kind = TAKEN_DTYPES.get(t.dtype)
         if (kind is None or not n or n > WHOLE_LIMIT or not t.is_cpu or t.layout is not STRIDED
-                or not t.is_contiguous() or t.is_neg()):
+                or t.is_neg()):
             return None
+        if not t.is_contiguous():  # (a gradient passed on transposed or expanded: its
+            if t.requires_grad:  # elements in C order, one copy; no detached tensor made)
+                return None
+            a = t.numpy()
+            return ArrayValue(a.shape, kind[0], a.tobytes())
         size = n * kind[1]
         block = BLOCKS.get(size)
         if block is None:

@@ -57,6 +57,8 @@ class CallMode(TorchFunctionMode):
             return func(*args, **kwargs) if kwargs else func(*args)
         if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
             return adapter.changed(func, args, kwargs, kind is GRAD_SET)
+        if kind is DATA_SET and args:
+            adapter.data_replaced(args[0])
         out = func(*args, **kwargs) if kwargs else func(*args)
         if kind is REQUIRES_GRAD_SET:
             t = args[0]
@@ -71,6 +73,7 @@ class CallMode(TorchFunctionMode):
 # What a torch call is to the recording (`kind_of`), by the function, worked out once.
 CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
 REQUIRES_GRAD_SET = "requires_grad="
+DATA_SET = "data="  # `t.data = u`: `t` given other memory (perhaps another shape and dtype)
 HOOK = "hook"  # `t.register_hook(h)`: a hook that may write into the gradient it is given
 LEAK = "leak"  # `t.data`, `t.numpy()`: `t`'s memory handed out, its changes uncounted
 LEAKS = frozenset(("numpy", "__array__", "untyped_storage", "storage", "_typed_storage",
@@ -89,7 +92,7 @@ def kind_of(func) -> str:
         return HOOK
     if name == "__set__":
         return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
-                if owner is REQUIRES_GRAD else CALL)
+                if owner is REQUIRES_GRAD else DATA_SET if owner is DATA_ATTR else CALL)
     if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
         return IN_PLACE  # `p.sub_(g)`, `p -= g`
     return CALL

@@ -79,6 +79,7 @@ from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 
 ATTR = "_mgtui_torch"  # (adapter token, node id) on a recorded tensor
+SHAPES_LIMIT = 1 << 16  # op nodes' values kept as their gradients' shapes (`shapes`)
 DATA_FIELD = Field.DATA.code
 OPS = {  # autograd node -> the op as micrograd writes it, with the inputs it needs
     "MulBackward0": ("*", 2), "AddBackward0": ("+", 2), "SubBackward0": ("-", 2),
@@ -138,9 +139,10 @@ class TorchRecorder:
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
         #                                             copied, while the doctor checks them
-        # a leaf's node -> (a weak reference to its grad, the grad's version, its value as
-        # the trace has it), as a recorded `backward()` left it: `grad_now`
-        self.grads_held: dict[int, tuple] = {}
+        # an op's node -> its value as made, a whole array `taken` (or `kept`): the shape
+        # and dtype of the gradient a backward pass gives that node, until the pass has
+        # run (`torch_backward.taken_like`)
+        self.shapes: dict[int, ArrayValue] = {}
 
     # -- on and off --------------------------------------------------------------------
     def attach(self) -> None:
@@ -172,7 +174,7 @@ class TorchRecorder:
             self.mode = None
         self.live[:] = [None, None, None]
         self.function_args.clear()
-        self.grads_held.clear()
+        self.views.grads_held.clear()
         for owner, name, old in reversed(self.saved):
             setattr(owner, name, old)
         self.saved = []
@@ -245,6 +247,11 @@ class TorchRecorder:
         cls = type(fn)
         op = OP_NAMES.get((cls, len(kids)))
         nid = self._add(kids, op_of(fn, len(kids)) if op is None else op, data, line, None)
+        if type(data) is ArrayValue and data.whole and data.raw is None:
+            shapes = self.shapes
+            if len(shapes) >= SHAPES_LIMIT:  # (a run of forward passes with no backward)
+                shapes.clear()
+            shapes[nid] = data
         if known is not None:
             known[nr] = nid
             return nid
@@ -295,6 +302,13 @@ class TorchRecorder:
         records.add_event((CREATE, nid, 0.0, 0.0, 0, -1, len(records.writes)))
         self.recorded = True
         return nid
+
+    def data_replaced(self, t) -> None:
+        """Tensor `t` was given other memory (`t.data = u`), which its version does not
+        count: the array kept of its last value is no longer its (`TensorViews.holding`)."""
+        nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
+        if nid is not None:
+            self.views.kept.pop(nid, None)
 
     def write(self, nid: int, field: int, kind: int, before, after, line: int) -> None:
         """A write of `after` over `before` into node `nid`'s grad or data: a backward
@@ -354,7 +368,7 @@ class TorchRecorder:
         t = args[0]
         mark = getattr(t, ATTR, None) if isinstance(t, TENSOR) else None  # (`nid_of`)
         nid = mark[1] if type(mark) is tuple and mark[0] == self.key else None
-        if nid is not None and not grad and t.requires_grad and is_grad_enabled():
+        if nid is not None and not grad and is_grad_enabled() and t.requires_grad:
             out = func(*args, **(kwargs or {}))  # autograd's in-place op: a new node
             fn = t.grad_fn
             if fn is not None and self.key not in fn.metadata:
@@ -379,35 +393,19 @@ class TorchRecorder:
         else:  # (a copy: the tensor is about to change)
             before = view = value_of(t, True)
         out = func(*args, **kwargs) if kwargs else func(*args)
-        if type(view) is tuple:  # (changed in place: the view kept still shares it)
-            self.write(nid, DATA_FIELD, DATA, before, view[0], line)
+        if type(view) is tuple:  # (changed in place: the view kept still shares it; `write`,
+            records = self.records  # inline: an array written over itself)
+            before, after = records.arrays.write(nid, DATA_FIELD, before, before)
+            if records.stack:
+                records.add_write((nid, DATA_FIELD, before, after, line))
+            else:
+                records.add_event((DATA, nid, before, after, line, -1, len(records.writes)))
             self.views.changed(nid, view, t)
             return out
         after = value_of(t)
         self.write(nid, DATA_FIELD, DATA, before, after, line)
         self.views.keep(nid, t, after)
         return out
-
-    def value_now(self, t):
-        """`value_now`, a big one summarised as `TensorViews.big` does (a grad set aside)."""
-        value = taken(t)
-        if value is not None:
-            return value
-        a = value_of(t)
-        if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
-            return self.views.big(t, a)
-        return a
-
-    def grad_now(self, nid: int, g):
-        """`value_now` of leaf `nid`'s grad `g` as it is let go (`zero_grad`): the value
-        the trace has of it already where `g` is the grad a recorded `backward()` left
-        (`BackwardRun._accumulated`) and its version says it has not changed since, and
-        no memory of it was handed out uncounted (`TensorViews.leak`)."""
-        held = self.grads_held.pop(nid, None)
-        if (held is not None and held[0]() is g and held[1] == g._version
-                and not (self.views.leaked and self.views.leaked_now(g))):
-            return held[2]
-        return self.value_now(g)
 
     # -- backward -------------------------------------------------------------------------
     def _apply_wrapper(self, apply):
@@ -458,6 +456,8 @@ class TorchRecorder:
                 finally:
                     adapter.paused -= 1
                     live[:] = outer
+                    if not outer[0]:  # (a graph run once, as most are: its shapes let go)
+                        adapter.shapes.clear()
                 if run.profile is not None:  # (a custom backward that raised)
                     sys.setprofile(run.profile[0])
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from array import array
 from weakref import ref
 
-from mgtui.recording.torch_backward import NUMPY_DTYPES
+from mgtui.recording.torch_backward import NUMPY_DTYPES, taken, value_of
 from mgtui.trace import Field
 from mgtui.trace.array_numpy import snapshot
 from mgtui.trace.arrays import SAMPLE, WHOLE_LIMIT, ArrayValue
@@ -45,6 +45,9 @@ class TensorViews:
         # id of a tensor not a view -> (a weak reference to it, its version, data pointer,
         # elements and dtype, an `ArrayValue` summarising it): `big`
         self.known: dict[int, tuple] = {}
+        # a leaf's node -> (a weak reference to its grad, the grad's version, its value as
+        # the trace has it), as a recorded `backward()` left it: `grad_now`
+        self.grads_held: dict[int, tuple] = {}
 
     def keep(self, nid: int, t, data) -> None:
         """Keep `data`, an array sharing tensor `t`'s memory (node `nid`'s value, as the
@@ -58,8 +61,10 @@ class TensorViews:
     def changed(self, nid: int, view: tuple, t) -> None:
         """Leaf `t` (node `nid`), `holding` `view`, was changed in place and its after
         taken of the same array."""
-        self.kept[nid] = (view[0], view[1], t._version)
-        self._taken(nid, t, view[0])
+        a = view[0]
+        self.kept[nid] = (a, view[1], t._version)
+        if a.size > WHOLE_LIMIT:  # (a summarised one: `big` may give it again)
+            self._taken(nid, t, a)
 
     def _taken(self, nid: int, t, a) -> None:
         """Leaf `t` (node `nid`), as numpy array `a`, was just summarised by the array
@@ -75,16 +80,17 @@ class TensorViews:
         """What is kept of leaf `t` (node `nid`) if it still holds what its last snapshot
         was taken of, else None."""
         view = self.kept.get(nid)
-        if view is None:
+        if view is None or view[1] != t.data_ptr():
             return None
         a = view[0]
-        if view[1] != t.data_ptr() or a.shape != t.shape:
-            return None
         last = self.arrays.held(nid, DATA_FIELD)
         if last is None or last[0]() is not a:
             return None
         if view[2] == t._version and not (self.leaked and self.leaked_now(t)):
-            return view
+            return view  # (its shape too: what changes it in place counts a version, and
+            #             `t.data = u` lets go of what is kept: `TorchRecorder.data_replaced`)
+        if a.shape != t.shape:
+            return None
         return view if still_holds(last, a) else None  # (`p.data.mul_(2)`)
 
     def big(self, t, a):
@@ -109,6 +115,28 @@ class TensorViews:
         value = snapshot(a)
         self.remember(base, version, at, a, value)
         return value
+
+    def value_now(self, t):
+        """`torch_backward.value_now`, a big one summarised as `big` does (a grad set
+        aside)."""
+        value = taken(t)
+        if value is not None:
+            return value
+        a = value_of(t)
+        if type(a) is not float and a.size > WHOLE_LIMIT and a.dtype.char in "fd":
+            return self.big(t, a)
+        return a
+
+    def grad_now(self, nid: int, g):
+        """`value_now` of leaf `nid`'s grad `g` as it is let go (`zero_grad`): the value
+        the trace has of it already where `g` is the grad a recorded `backward()` left
+        (`BackwardRun._accumulated`) and its version says it has not changed since, and
+        no memory of it was handed out uncounted (`leak`)."""
+        held = self.grads_held.pop(nid, None)
+        if (held is not None and held[0]() is g and held[1] == g._version
+                and not (self.leaked and self.leaked_now(g))):
+            return held[2]
+        return self.value_now(g)
 
     def remember(self, base, version: int, at: int, a, value) -> None:
         if type(value) is not ArrayValue or value.whole or value.given is None:

@@ -308,8 +308,11 @@ class LineFinder:
 
         def scenario_line(f) -> int:
             code = f.f_code
-            if code.co_filename == path and id(code) not in class_codes:
-                return line_in(f, code)  # made by the scenario's own line: the common case
+            if code.co_filename == path:  # made by the scenario's own line: the common case
+                ident = id(code)
+                if ident not in class_codes:  # (`line_in`, inline)
+                    line = line_at.get(f.f_lasti << 64 | ident)
+                    return line_in(f, code) if line is None else line
             walked = []
             while f is not None:
                 line = memo.get(f)

@@ -63,6 +63,36 @@ def test_each_gradient_an_op_node_is_given_is_the_engines(write_scenario, dtype)
         assert after["values"] == grad.tolist(), name
 
 
+TRANSPOSED = '''
+"""A gradient passed on transposed"""
+import torch
+
+torch.manual_seed(4)
+x = torch.randn(4, 3, dtype=DTYPE)
+W = torch.randn(3, 5, dtype=DTYPE, requires_grad=True)
+c = torch.randn(5, 4, dtype=DTYPE)
+h = torch.tanh(x @ W)
+loss = (h.t() * c).sum()
+'''
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_gradient_an_op_node_is_given_out_of_c_order_is_the_engines(write_scenario, dtype):
+    # (`h.t()`'s backward gives `h` its gradient transposed: a view, not in C order)
+    source = TRANSPOSED.replace("DTYPE", f"torch.{dtype}")
+    recorder = Recorder(load_scenario(write_scenario(f"transposed_{dtype}", source + "loss.backward()\n")))
+    j = to_json(recorder.run())
+    assert j["error"] is None
+    scope: dict = {}
+    exec(compile(source, "transposed", "exec"), scope)
+    (want,) = torch.autograd.grad(scope["loss"], [scope["h"]])
+    writes = _grad_writes(j, _node(recorder, "h"))
+    assert len(writes) == 1
+    assert writes[0]["after"]["shape"] == [4, 5]
+    assert writes[0]["after"]["dtype"] == dtype
+    assert writes[0]["after"]["values"] == want.tolist()
+
+
 NODE_HOOKS = '''
 """A node hook of the scenario's own, registered on a node the adapter has hooked"""
 import torch

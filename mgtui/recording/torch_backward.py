@@ -352,7 +352,8 @@ class BackwardRun:
                     tid, t = target
                     before = grads.get(tid)
                     if before is None:
-                        before = ZERO if t is None else self.leaf_before(tid, t)
+                        before = (ZERO if t is None else self.before_pass.get(tid, ZERO)
+                                  if self.done else self.leaf_before(tid, t))  # (inline)
                     if before is ZERO:  # the first: the gradient itself
                         like = shapes.get(tid) if t is None else None
                         after = taken(g) if like is None else taken_like(g, like)
@@ -504,9 +505,9 @@ def zero_grad_recorded(adapter, zero_grad, params):
                 out = zero_grad(owner, set_to_none)
             for p, g in held:
                 nid = adapter.nid_of(p) if g is not None else None
-                if nid is not None:
+                if nid is not None:  # (a module's: set to None here, no read of it)
                     adapter.write(nid, GRAD_FIELD, GRAD, adapter.views.grad_now(nid, g),
-                                  grad_value(p.grad), line)
+                                  0.0 if module else grad_value(p.grad), line)
         return out
 
     return wrapped

@@ -49,7 +49,7 @@ class TensorNames:
                 held = frame.f_locals.get(target)
             except Exception:  # noqa: BLE001 - a frame that cannot be read: no name
                 held = None
-            if id(held) == address and self.nid_of(held) == nid and nid not in self.named:
+            if id(held) == address and nid not in self.named and self.nid_of(held) == nid:
                 self._give(nid, target)
         self.pending = keep
 

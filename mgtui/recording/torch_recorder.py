@@ -236,7 +236,7 @@ class TorchRecorder:
                 targets.append((kid, None))
             kids.append(kid)
         if t is None:
-            data = _hidden_value(fn, nr, self.views)
+            data = _hidden_value(fn, nr, self.views, targets)
         else:  # (`value_now`, inline)
             data = taken(t)
             if data is None:
@@ -469,23 +469,25 @@ class TorchRecorder:
         return self.naming.names(scope)
 
 
-def _hidden_value(fn, nr: int, views: TensorViews):
-    """The value of an autograd node's output the scenario never saw made: a weight's
-    transpose (`TBackward0`, inside `F.linear`) is worked out; an op that keeps its
-    output for its backward (`_saved_result`: the log-softmax inside `F.cross_entropy`)
-    is read from it, as it is now, the forward that made it having just run; others are
-    not known."""
+def _hidden_value(fn, nr: int, views: TensorViews, targets: list):
+    """The value of an autograd node's output the scenario never saw made (`targets`:
+    the node's inputs, as `_fn_node` found them): a weight's transpose (`TBackward0`,
+    inside `F.linear`) is worked out; an op that keeps its output for its backward
+    (`_saved_result`: the log-softmax inside `F.cross_entropy`) is read from it, as it
+    is now, the forward that made it having just run; others are not known."""
     name = type(fn).__name__
     if name in TRANSPOSES:  # (`W.T`, a property: no op the scenario's mode sees)
-        (nf, _), = fn.next_functions or ((None, 0),)
-        if nf is not None and type(nf).__name__ == "AccumulateGrad":
-            value = value_of(nf.variable)  # (numpy's transpose: a view, no op dispatched)
+        target = targets[0] if len(targets) == 1 else None
+        if target is not None and target[1] is not None:  # (a leaf's transpose)
+            leaf = target[1]
+            view = views.holding(target[0], leaf)  # (the array kept of its memory, if it
+            value = value_of(leaf) if view is None else view[0]  # still says it all)
             if type(value) is float:
                 return value
             try:
-                value = _transposed(fn, name, value)
+                value = _transposed(fn, name, value)  # (numpy's: a view, no op dispatched)
                 if value.size > WHOLE_LIMIT and value.dtype.char in "fd":
-                    return views.big(nf.variable, value)  # (the leaf's summary, if held)
+                    return views.big(leaf, value)  # (the leaf's summary, if held)
                 return kept(value)
             except (ValueError, TypeError, RuntimeError):  # (saved dims not as expected)
                 return NAN

@@ -270,8 +270,9 @@ class LineFinder:
     `backward()`'s frame holds its whole graph, and a training loop makes one each step).
     The Value classes' own frames are never held: an op's is gone by the next record,
     and a `backward()`'s is one step from the frame that called it.
-    `code_kind(code)` says what a code object is to the recording (`CLASS_CODE`, the
-    scenario's assignments, or `OTHER_CODE`)."""
+    `fresh_line(frame)` finds the same line without remembering the walk (for frames
+    new at each call: the torch adapter's). `code_kind(code)` says what a code object is
+    to the recording (`CLASS_CODE`, the scenario's assignments, or `OTHER_CODE`)."""
 
     def __init__(self, scenario_path: str, class_codes: dict[int, object], spots: dict,
                  direct: dict | None = None) -> None:
@@ -291,9 +292,10 @@ class LineFinder:
         self.line_at: dict[int, int] = {}
         self.direct: dict = {} if direct is None else direct  # those the scenario's code
         #                                                          called -> True
-        self.scenario_line = self._line_finder()
+        self.scenario_line, self.fresh_line = self._line_finder()
 
-    def _line_finder(self) -> Callable[[types.FrameType], int]:
+    def _line_finder(self) -> tuple[Callable[[types.FrameType], int],
+                                    Callable[[types.FrameType], int]]:
         path, class_codes, memo, direct = self.scenario_path, self.class_codes, self.memo, self.direct
         line_at, kinds = self.line_at, self._kind_codes
 
@@ -346,7 +348,22 @@ class LineFinder:
                     direct[walked[-1]] = True
             return line
 
-        return scenario_line
+        def fresh_line(f) -> int:
+            """`scenario_line`, walked without remembering the walk: for frames that are
+            new at nearly every call (a torch op made inside a module's `forward`, under
+            its `__call__`: the frames differ from op to op), where keeping the walk
+            costs more than it saves (~5K instructions a node, issue 32)."""
+            while f is not None:
+                code = f.f_code
+                if code.co_filename == path:
+                    ident = id(code)
+                    if ident not in class_codes:
+                        line = line_at.get(f.f_lasti << 64 | ident)
+                        return line_in(f, code) if line is None else line
+                f = f.f_back
+            return 0
+
+        return scenario_line, fresh_line
 
     def code_kind(self, code) -> object:
         """What `code` is, worked out once (`code_kinds`): CLASS_CODE for a method of a

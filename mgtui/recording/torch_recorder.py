@@ -126,7 +126,7 @@ class TorchRecorder:
         self.naming = TensorNames(context.records, context.namer.spots, self.nid_of)
         self.key = f"mgtui-{id(self)}-{id(context)}"
         self.path = context.lines.scenario_path
-        self.scenario_line = context.lines.scenario_line
+        self.scenario_line = context.lines.fresh_line  # (its ops' frames: new at each call)
         self.mode: CallMode | None = None
         self.saved: list = []
         self.paused = 0  # > 0 while the doctor's check runs a Function itself

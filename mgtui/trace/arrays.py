@@ -328,12 +328,14 @@ class ArrayTable:
         columns = chunk.columns
         if columns is None:
             columns = columns_of(chunk.entries)
-        for table, (keys, values) in zip((self.nodes, self.grads), columns):
-            if keys:
-                table.update(zip(map(_HALF, keys), values))
-        for table, (keys, values) in zip((self.events, self.writes), columns[EVENT:]):
-            if keys:
-                table.update(zip(keys, values))
+        tables = (self.nodes, self.grads, self.events, self.writes)
+        for place, (table, (keys, values)) in enumerate(zip(tables, columns)):
+            if not keys:
+                continue
+            if type(keys) is list and type(values) is list and keys == sorted(keys):
+                table.add_given(keys, values, 2 if place < EVENT else 1)  # (in whole)
+            else:
+                table.update(zip(map(_HALF, keys) if place < EVENT else keys, values))
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 

@@ -90,15 +90,18 @@ class LazyValues:
     A segment is (keys, rows, store): a stored record's keys and value rows (`store` a
     `StoredArrays`); or a recording's keys, in order, its values as `store` (a list)
     and as `rows` the factor its keys are scaled by (2 for a node's place, whose keys
-    are the id times two, 1 for the others)."""
+    are the id times two, 1 for the others). A recording's value may be a raw copy of
+    the array (`mgtui.recording.array_values`): `given` makes it a value as it is read
+    (None: read as it is)."""
 
-    __slots__ = ("made", "segments", "make", "gone")
+    __slots__ = ("made", "segments", "make", "gone", "given")
 
-    def __init__(self, make: Callable | None = None) -> None:
+    def __init__(self, make: Callable | None = None, given: Callable | None = None) -> None:
         self.made: dict = {}
         self.segments: list[tuple] = []  # (keys: an array or a range, rows, store)
         self.make = make
         self.gone: set[int] = set()  # stored keys taken out (a stream cut short)
+        self.given = given
 
     def add_stored(self, keys: array, rows: array, store: StoredArrays) -> None:
         if keys:
@@ -145,9 +148,20 @@ class LazyValues:
             return default
         store, row = found
         if type(store) is list:
-            return store[row]
+            return store[row] if self.given is None else self.given(store[row])
         value = self.made[key] = self.make(store, row)  # type: ignore[misc]
         return value
+
+    def raw(self, key: int):
+        """`get`, but a recording's raw copy as it is, not made a value (None if none)."""
+        value = self.made.get(key)
+        if value is not None or not self.segments:
+            return value
+        found = self._find(key)
+        if found is None:
+            return None
+        store, row = found
+        return store[row] if type(store) is list else self.get(key)
 
     def shape(self, key: int) -> tuple[int, ...] | None:
         """The shape of the value at `key`, without making the value."""
@@ -210,7 +224,7 @@ class LazyValues:
             raise KeyError(key)
 
     def copy(self) -> LazyValues:
-        out = LazyValues(self.make)
+        out = LazyValues(self.make, self.given)
         out.made, out.segments, out.gone = dict(self.made), list(self.segments), set(self.gone)
         return out
 

@@ -29,7 +29,7 @@ import math
 import sys
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from mgtui.trace.array_columns import LazyValues, StoredArrays
 from mgtui.trace.array_summary import summary_of
@@ -262,8 +262,9 @@ class ArrayChunk:
 
     @property
     def entries(self) -> tuple[tuple[int, int, int, ArrayValue], ...]:
-        if self._entries is None:
-            self._entries = tuple((place, k >> 1, k & 1, v)
+        if self._entries is None:  # (a recording's raw copies made values: `raw_values`)
+            value = raw_values()
+            self._entries = tuple((place, k >> 1, k & 1, value(v))
                                   for place, (keys, values) in enumerate(self._columns or ())
                                   for k, v in zip(keys, values))
         return self._entries
@@ -279,6 +280,31 @@ class ArrayChunk:
 
     def __repr__(self) -> str:
         return f"ArrayChunk(entries={self.entries!r}, unrecorded={self.unrecorded!r})"
+
+
+def raw_value(a) -> ArrayValue:
+    """The `ArrayValue` of a recording's raw copy of an array (`mgtui.recording.
+    array_values`: a numpy array of float64 or float32, C order, of at most
+    `WHOLE_LIMIT` elements, kept as it was taken): the value the recording would have
+    made of the array then."""
+    return ArrayValue(a.shape, a.dtype.name, a.tobytes())
+
+
+def raw_values() -> Callable[[object], ArrayValue]:
+    """A function that gives a chunk's or a table's values as `ArrayValue`s: one given as
+    a value as it is; a raw copy (`raw_value`) made a value once, the same one wherever
+    the copy stands (a write's after and the next write's before share one)."""
+    made: dict[int, tuple[object, ArrayValue]] = {}
+
+    def value(x: object) -> ArrayValue:
+        if type(x) is ArrayValue:
+            return x
+        found = made.get(id(x))
+        if found is None:
+            found = made[id(x)] = (x, raw_value(x))  # (the copy kept: its id stays its own)
+        return found[1]
+
+    return value
 
 
 def columns_of(entries: Iterable[tuple]) -> tuple[tuple[list, list], ...]:
@@ -307,6 +333,13 @@ class ArrayTable:
     writes: LazyValues = field(default_factory=lambda: LazyValues(_made))
     unrecorded: dict[str, int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        value = None  # (a recording's raw copies, made values as read: one function for
+        for table in (self.nodes, self.grads, self.events, self.writes):  # every place)
+            value = value or table.given or raw_values()
+            if table.given is None:
+                table.given = value
+
     def __bool__(self) -> bool:
         return bool(self.nodes or self.events or self.writes)
 
@@ -317,6 +350,19 @@ class ArrayTable:
         `writes`), None for a side that is a float; None if neither is an array."""
         before, after = table.get(index + index), table.get(index + index + 1)
         return None if before is None and after is None else (before, after)
+
+    def zeros_written(self, index: int) -> bool:
+        """Did the lone write of event `index` set an array of zeros (`zero_grad`)? A
+        raw copy (`raw_value`) of zeros is told by its bytes, not made a value."""
+        after = self.events.raw(index + index + 1)
+        if after is None:
+            return False
+        if type(after) is not ArrayValue:
+            data = after.tobytes()  # type: ignore[attr-defined]
+            if data == bytes(len(data)):
+                return True
+            after = self.events[index + index + 1]  # (-0.0 is a zero too)
+        return after.all_zeros()
 
     @staticmethod
     def holds(table: LazyValues, index: int) -> bool:  # (either side an array?)
@@ -335,7 +381,8 @@ class ArrayTable:
             if type(keys) is list and type(values) is list and keys == sorted(keys):
                 table.add_given(keys, values, 2 if place < EVENT else 1)  # (in whole)
             else:
-                table.update(zip(map(_HALF, keys) if place < EVENT else keys, values))
+                table.update(zip(map(_HALF, keys) if place < EVENT else keys,
+                                 map(table.given, values)))
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 

@@ -446,7 +446,7 @@ def split_passes(trace: Trace) -> list[Pass]:
     """
     kinds = trace._ev_kind
     nodes, after = trace._ev_node, trace._lone_after
-    zeros_written = trace.values.zeros_written if trace.arrays else None
+    zeros_written = trace.arrays.zeros_written if trace.arrays else None
     n = len(kinds)
     spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
 

@@ -95,8 +95,11 @@ class ArraySnapshots:
     """The arrays of one recording, by the row they belong to (see the module's
     docstring). `records` is the `Records` whose rows they stand beside."""
 
-    def __init__(self, records) -> None:
+    def __init__(self, records, rows: tuple[int, int] = (7, 5)) -> None:
         self.records = records
+        # the length of an event's and of a write's row in `records.events` and `.writes`
+        # (`store.EVENT_ROW`, `WRITE_ROW`): a write's count worked out here, not asked
+        self.event_row, self.write_row = rows
         # by place (NODE, GRAD, EVENT, WRITE), in row order: index * 2 + side, and the value
         self.keys: tuple[list, list, list, list] = ([], [], [], [])
         self.values: tuple[list, list, list, list] = ([], [], [], [])
@@ -300,13 +303,13 @@ class ArraySnapshots:
             if entry is not None and value is before and self.lives[key]() is x:  # (`+=`)
                 last[key] = after_value
                 records = self.records
-                if records.stack:
-                    index = records.write_count()
+                if records.stack:  # (`records.write_count()`, without the call)
+                    index = records.packed.writes + len(records.writes) // self.write_row
                     index += index
                     self.write_keys += (index, index + 1)
                     self.write_values += (entry, after_value)
                 else:
-                    index = records.event_count()
+                    index = records.packed.events + len(records.events) // self.event_row
                     index += index
                     self.event_keys += (index, index + 1)
                     self.event_values += (entry, after_value)

@@ -14,7 +14,8 @@ a numpy array is not tracked by the garbage collector, and a value holding its b
 the end of a run's collection visited each one, a cache miss on its bytes apart (~0.25
 µs a value, ~25 µs a step of the tensor lesson; issue 32). Any other array goes straight
 into the `ArrayValue` the trace keeps (`mgtui.trace.array_numpy.snapshot`: a big one
-summarised then, not copied), so cutting a chunk converts nothing. `self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
+summarised then, not copied), so cutting a chunk converts nothing.
+`self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
 object, so the "before" a probe sees has changed already: a write's before is taken
 from the last snapshot of that field (`last`, by node and field, kept with a weak
 reference to the live object it was taken of: `held`) when the before is that same object. A

@@ -29,7 +29,7 @@ import math
 import sys
 from array import array
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from mgtui.trace.array_columns import LazyValues, StoredArrays
 from mgtui.trace.array_summary import summary_of
@@ -219,9 +219,19 @@ def _float64_bytes(raw: bytes) -> bytes:
 def joined_values(values: Iterable[ArrayValue]) -> array:
     """The elements of `values`, one after another, as one float64 array (as a trace
     file holds them): runs of float32 snapshots converted together (`_float64_bytes`),
-    not one value at a time."""
+    not one value at a time. A recording's raw copy (`raw_value`) is taken as it is,
+    not made a value first."""
     out, run = array("d"), []
     for v in values:
+        if type(v) is not ArrayValue:  # (a raw copy: float64 or float32, C order)
+            if v.dtype.char == "f":  # type: ignore[attr-defined]
+                run.append(v.tobytes())  # type: ignore[attr-defined]
+                continue
+            if run:
+                out.frombytes(_float64_bytes(b"".join(run)))
+                run.clear()
+            out.frombytes(v.tobytes())  # type: ignore[attr-defined]
+            continue
         if v.raw is not None:
             v.settle()
         raw = v._values
@@ -273,6 +283,16 @@ class ArrayChunk:
     def columns(self) -> tuple[tuple[list, list], ...] | None:  # (if given so)
         return self._columns
 
+    @property
+    def raw_entries(self) -> tuple[tuple, ...]:
+        """`entries`, a recording's raw copies (`raw_value`) left as they are: for a
+        writer that takes them so (`joined_values`, `raw_parts`)."""
+        if self._entries is not None or self._columns is None:
+            return self.entries
+        return tuple((place, k >> 1, k & 1, v)
+                     for place, (keys, values) in enumerate(self._columns)
+                     for k, v in zip(keys, values))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ArrayChunk):
             return NotImplemented
@@ -287,7 +307,19 @@ def raw_value(a) -> ArrayValue:
     array_values`: a numpy array of float64 or float32, C order, of at most
     `WHOLE_LIMIT` elements, kept as it was taken): the value the recording would have
     made of the array then."""
-    return ArrayValue(a.shape, a.dtype.name, a.tobytes())
+    char = a.dtype.char  # (`dtype.name` is worked out in Python: microseconds)
+    return ArrayValue(a.shape, _RAW_DTYPES.get(char) or a.dtype.name, a.tobytes())
+
+
+_RAW_DTYPES = {"d": "float64", "f": "float32"}  # a raw copy's dtype, by its character
+
+
+def raw_parts(v: object) -> tuple[tuple[int, ...], str, int, bool]:
+    """(shape, dtype, elements kept, whole) of a value or of a raw copy (`raw_value`)."""
+    if type(v) is ArrayValue:
+        return v.shape, v.dtype, v.kept, v.whole
+    a: Any = v
+    return a.shape, _RAW_DTYPES.get(a.dtype.char) or a.dtype.name, a.size, True
 
 
 def raw_values() -> Callable[[object], ArrayValue]:

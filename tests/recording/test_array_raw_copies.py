@@ -86,3 +86,19 @@ def test_zero_grad_of_raw_copies_is_told_from_their_bytes():
                                   ([], []))))
     assert table.zeros_written(0) and table.zeros_written(1)  # (-0.0 is a zero too)
     assert not table.zeros_written(2) and not table.zeros_written(3)
+
+
+def test_a_chunk_of_raw_copies_is_written_as_the_same_bytes_as_its_values():
+    """The runner's child writes a chunk's raw copies out as they are (not made values
+    first): the record is the one its values would make, float32 ones included."""
+    from mgtui.trace import array_records
+
+    records, _ = recorded()
+    arrays = records.arrays
+    arrays.made(1, np.arange(4, dtype=np.float32), np.zeros(4, np.float32))
+    records.add_node((0, "", "y", np.nan, 4))
+    chunk = arrays.chunk(Mark(), records.mark())
+    assert any(type(v) is not ArrayValue and v.dtype == np.float32
+               for v in arrays.node_values)  # (a float32 raw copy among them)
+    as_values = ArrayChunk(chunk.entries, chunk.unrecorded)
+    assert array_records.payload(chunk) == array_records.payload(as_values)

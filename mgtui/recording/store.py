@@ -484,11 +484,10 @@ def write_counts(lengths: list) -> array:
     """The events' `writes_at` (the length of `writes`, `WRITE_ROW` a write) as counts of
     writes, int32: divided by numpy where it is loaded (a numpy engine's run: a tenth of
     the time of an int's method a value), else one by one."""
-    column = int32s(lengths)
     np = sys.modules.get("numpy")
-    if np is not None and len(column) > 64:
-        return array("i", (np.frombuffer(column, np.int32) // WRITE_ROW).tobytes())
-    return array("i", map(WRITE_ROW.__rfloordiv__, column))
+    if np is not None and len(lengths) > 64:
+        return array("i", (np.frombuffer(int32s(lengths), np.int32) // WRITE_ROW).tobytes())
+    return int32s(list(map(WRITE_ROW.__rfloordiv__, lengths)))  # (packed, not `array(...)`)
 
 
 def int32s(values: list) -> array:

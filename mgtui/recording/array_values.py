@@ -7,10 +7,15 @@ for a value that is not a float (an array, an int, a numpy scalar...); a scalar 
 never comes here but for its few int writes (`grad = 1`, `grad = 0`).
 
 Arrays are taken as they are recorded: a numpy engine changes them in place. Each is
-read once, at C speed, straight into the `ArrayValue` the trace keeps
-(`mgtui.trace.array_numpy.snapshot`: its bytes into the value's own buffer; an array over
-`WHOLE_LIMIT` elements is summarised then, not copied), so cutting a chunk converts
-nothing. `self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
+read once, at C speed. A float64 or float32 array of at most `WHOLE_LIMIT` elements (a
+lesson's, nearly all) is kept as a raw copy (`ndarray.copy()`, C order), made an
+`ArrayValue` only when the trace's reader asks for it (`mgtui.trace.arrays.raw_value`):
+a numpy array is not tracked by the garbage collector, and a value holding its bytes is;
+the end of a run's collection visited each one, a cache miss on its bytes apart (~0.25
+µs a value, ~25 µs a step of the tensor lesson; issue 32). Any other array goes straight
+into the `ArrayValue` the trace keeps (`mgtui.trace.array_numpy.snapshot`: a big one
+summarised then, not copied), so cutting a chunk converts nothing.
+`self.grad += g` runs `ndarray.__iadd__`, then sets the field to the same
 object, so the "before" a probe sees has changed already: a write's before is taken
 from the last snapshot of that field (`last`, by node and field, kept with a weak
 reference to the live object it was taken of: `held`) when the before is that same object. A
@@ -58,6 +63,7 @@ from mgtui.trace.arrays import (
     WRITE,
     ArrayChunk,
     ArrayValue,
+    raw_value,
 )
 from mgtui.trace.array_numpy import snapshot
 from mgtui.trace.array_summary import all_zero_bits
@@ -90,8 +96,11 @@ class ArraySnapshots:
     """The arrays of one recording, by the row they belong to (see the module's
     docstring). `records` is the `Records` whose rows they stand beside."""
 
-    def __init__(self, records) -> None:
+    def __init__(self, records, rows: tuple[int, int] = (7, 5)) -> None:
         self.records = records
+        # the length of an event's and of a write's row in `records.events` and `.writes`
+        # (`store.EVENT_ROW`, `WRITE_ROW`): a write's count worked out here, not asked
+        self.event_row, self.write_row = rows
         # by place (NODE, GRAD, EVENT, WRITE), in row order: index * 2 + side, and the value
         self.keys: tuple[list, list, list, list] = ([], [], [], [])
         self.values: tuple[list, list, list, list] = ([], [], [], [])
@@ -234,9 +243,8 @@ class ArraySnapshots:
         x: Any = data
         ndarray = self.ndarray
         if type(x) is ndarray and x.size <= WHOLE_LIMIT and (
-                (dtype := x.dtype) is self.f64 or dtype is self.f32):  # (as `snap`: inline)
-            value = ArrayValue(x.shape, "float64" if dtype is self.f64 else "float32",
-                               x.tobytes())
+                (dtype := x.dtype) is self.f64 or dtype is self.f32):  # (as `snap`: inline,
+            value: Any = x.copy()  # a raw copy: see the module's docstring)
             live: Any = ref(x)
         else:
             value, column = self.snap(data)
@@ -291,19 +299,18 @@ class ArraySnapshots:
         last = self.last
         entry = last.get(key)
         if type(x) is self.ndarray and x.size <= WHOLE_LIMIT and (
-                (dtype := x.dtype) is self.f64 or dtype is self.f32):  # (as `made`)
-            after_value = ArrayValue(x.shape, "float64" if dtype is self.f64 else "float32",
-                                     x.tobytes())
+                (dtype := x.dtype) is self.f64 or dtype is self.f32):  # (as `made`: a raw
+            after_value: Any = x.copy()  # copy)
             if entry is not None and value is before and self.lives[key]() is x:  # (`+=`)
                 last[key] = after_value
                 records = self.records
-                if records.stack:
-                    index = records.write_count()
+                if records.stack:  # (`records.write_count()`, without the call)
+                    index = records.packed.writes + len(records.writes) // self.write_row
                     index += index
                     self.write_keys += (index, index + 1)
                     self.write_values += (entry, after_value)
                 else:
-                    index = records.event_count()
+                    index = records.packed.events + len(records.events) // self.event_row
                     index += index
                     self.event_keys += (index, index + 1)
                     self.event_values += (entry, after_value)
@@ -381,10 +388,12 @@ class ArraySnapshots:
 
     def held(self, nid: int, field: int) -> tuple[Any, ArrayValue] | None:
         """(a weak reference to the live array, its snapshot) of node `nid`'s `field`
-        as last taken (`last`), or None."""
+        as last taken (`last`), or None. (A raw copy is given as its `ArrayValue`.)"""
         key = nid + nid + field
         value = self.last.get(key)
-        return None if value is None else (self.lives[key], value)
+        if value is None:
+            return None
+        return self.lives[key], value if type(value) is ArrayValue else raw_value(value)
 
     def kept_last(self) -> tuple[dict, dict] | None:
         """The last snapshots (`last`, `lives`), copied, to put back (`put_back`) after

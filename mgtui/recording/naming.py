@@ -262,12 +262,13 @@ class Namer:
                 walked[2:], walked[:2] = walked[:2], (f, chain)
             found = []
             for frame, spots in chain:
-                spot = spots.get(frame.f_lasti)
+                lasti = frame.f_lasti
+                spot = spots.get(lasti)
                 if spot is not None:
-                    found.append((frame, spot))
+                    found.append((frame, lasti, spot))
             last = len(found) - 1
-            for k, (frame, spot) in enumerate(found):
-                candidate(frame, frame.f_lasti, spot, node, nid, k < last)
+            for k, (frame, lasti, spot) in enumerate(found):  # (no frame runs meanwhile:
+                candidate(frame, lasti, spot, node, nid, k < last, not k)  # one sweep)
 
         def _chain(f: types.FrameType) -> tuple:
             """The scenario frames from `f` up that have assignments' spots, each with
@@ -321,12 +322,15 @@ class Namer:
                 give(nid, name)
 
         def candidate(frame, offset: int, spot: tuple[str, int], node: object,
-                      nid: int, inner: bool = False) -> None:
+                      nid: int, inner: bool = False, sweep: bool = True) -> None:
+            """A candidate for `node` at `frame`'s instruction `offset`; the candidates
+            that have moved on settled first (`sweep`: False for a node's candidates
+            after its first, the same moment: the first's sweep found them all)."""
             key = (frame, offset)
             entry = pending.get(key)
             if entry is not None:  # the same instruction again: a loop's next turn, or
                 settle(frame, entry)  # `sum` at work (replaced below)
-            if len(pending) > (entry is not None):
+            if sweep and len(pending) > (entry is not None):
                 for key_, entry in list(pending.items()):
                     fr, at = key_
                     if not at <= fr.f_lasti <= entry[0]:  # stored its value and moved on

@@ -155,7 +155,7 @@ class Records:
         # function), from which the `_backward` call `event` was made, for each call made
         # from a frame other than the last one's whose chain differs (`Callers`)
         self.callers: list[tuple[int, tuple[tuple[str, int, str], ...]]] = []
-        self.arrays = ArraySnapshots(self)  # array values, beside the rows
+        self.arrays = ArraySnapshots(self, (EVENT_ROW, WRITE_ROW))  # array values, beside the rows
 
     # -- counts ----------------------------------------------------------------------------
     def node_count(self) -> int:
@@ -354,7 +354,7 @@ class Records:
     def event_chunk(self, first: int, end: int) -> EventChunk:
         E, events, packed = EVENT_ROW, self.events, self.packed
         a, b = (first - packed.events) * E, (end - packed.events) * E
-        starts = int32s(list(map(WRITE_ROW.__rfloordiv__, events[a + EventRow.WRITES_AT : b : E])))
+        starts = write_counts(events[a + EventRow.WRITES_AT : b : E])
         if packed.writes:  # (counted among the fresh writes: from the first of all)
             starts = lanes.shifted(starts, packed.writes) or array(
                 "i", map(packed.writes.__add__, starts))
@@ -478,6 +478,16 @@ def packed(code: str, values: list) -> array | None:
     except (StructError, TypeError, OverflowError):
         return None
     return out
+
+
+def write_counts(lengths: list) -> array:
+    """The events' `writes_at` (the length of `writes`, `WRITE_ROW` a write) as counts of
+    writes, int32: divided by numpy where it is loaded (a numpy engine's run: a tenth of
+    the time of an int's method a value), else one by one."""
+    np = sys.modules.get("numpy")
+    if np is not None and len(lengths) > 64:
+        return array("i", (np.frombuffer(int32s(lengths), np.int32) // WRITE_ROW).tobytes())
+    return int32s(list(map(WRITE_ROW.__rfloordiv__, lengths)))  # (packed, not `array(...)`)
 
 
 def int32s(values: list) -> array:

@@ -78,20 +78,30 @@ class StoredArrays:
 
 
 _FLIP = bytes([1, 0]) + bytes(254)  # whole (1) -> 0, summarised (0) -> 1
+_HALF = (1).__rrshift__  # k -> k >> 1: a node place's key from a recording's, in a `map`
 
 
 class LazyValues:
-    """One place's arrays by key, as a mapping: those given as values (`update`, a
-    recording's), then those of stored records (`add_stored`), each made into a value
-    as it is first read and kept. Where two give the same key, the last given wins."""
+    """One place's arrays by key, as a mapping: those given one by one (`update`), those
+    given as a recording's columns (`add_given`: its keys and values, taken in whole),
+    and those of stored records (`add_stored`), each made into a value as it is first
+    read and kept. Where two give the same key, the last given wins.
 
-    __slots__ = ("made", "segments", "make", "gone")
+    A segment is (keys, rows, store): a stored record's keys and value rows (`store` a
+    `StoredArrays`); or a recording's keys, in order, its values as `store` (a list)
+    and as `rows` the factor its keys are scaled by (2 for a node's place, whose keys
+    are the id times two, 1 for the others). A recording's value may be a raw copy of
+    the array (`mgtui.recording.array_values`): `given` makes it a value as it is read
+    (None: read as it is)."""
 
-    def __init__(self, make: Callable | None = None) -> None:
+    __slots__ = ("made", "segments", "make", "gone", "given")
+
+    def __init__(self, make: Callable | None = None, given: Callable | None = None) -> None:
         self.made: dict = {}
         self.segments: list[tuple] = []  # (keys: an array or a range, rows, store)
         self.make = make
         self.gone: set[int] = set()  # stored keys taken out (a stream cut short)
+        self.given = given
 
     def add_stored(self, keys: array, rows: array, store: StoredArrays) -> None:
         if keys:
@@ -102,11 +112,28 @@ class LazyValues:
                 self.gone.difference_update(keys)
             self.segments.append((keys, rows, store))
 
-    def _find(self, key: int) -> tuple[StoredArrays, int] | None:
+    def add_given(self, keys: list, values: list, scale: int) -> None:
+        """A recording's keys (in order, each `scale` times this table's key) and the
+        values beside them, kept as they are: no work a value."""
+        if keys:
+            if self.made:  # (given again: these win)
+                for key in self.made.keys() & set(map(_HALF, keys) if scale == 2 else keys):
+                    del self.made[key]
+            if self.gone:
+                self.gone.difference_update(map(_HALF, keys) if scale == 2 else keys)
+            self.segments.append((keys, scale, values))
+
+    def _find(self, key: int) -> tuple[StoredArrays | list, int] | None:
         if key in self.gone:
             return None
         for keys, rows, store in reversed(self.segments):
-            if keys[0] <= key <= keys[-1]:
+            if type(store) is list:  # (a recording's: `add_given`; a node place's keys,
+                low = key * rows  # `key` * 2 plus a side: the last one given wins)
+                if keys[0] <= low + rows - 1 and low <= keys[-1]:
+                    k = bisect_right(keys, low + rows - 1) - 1
+                    if k >= 0 and keys[k] >= low:
+                        return store, k
+            elif keys[0] <= key <= keys[-1]:
                 k = bisect_left(keys, key)
                 if keys[k] == key:  # (keys and rows: array('i'), as a file gives them)
                     return store, rows[k]
@@ -119,8 +146,22 @@ class LazyValues:
         found = self._find(key)
         if found is None:
             return default
-        value = self.made[key] = self.make(*found)  # type: ignore[misc]
+        store, row = found
+        if type(store) is list:
+            return store[row] if self.given is None else self.given(store[row])
+        value = self.made[key] = self.make(store, row)  # type: ignore[misc]
         return value
+
+    def raw(self, key: int):
+        """`get`, but a recording's raw copy as it is, not made a value (None if none)."""
+        value = self.made.get(key)
+        if value is not None or not self.segments:
+            return value
+        found = self._find(key)
+        if found is None:
+            return None
+        store, row = found
+        return store[row] if type(store) is list else self.get(key)
 
     def shape(self, key: int) -> tuple[int, ...] | None:
         """The shape of the value at `key`, without making the value."""
@@ -128,7 +169,10 @@ class LazyValues:
         if value is not None:
             return value.shape
         found = self._find(key) if self.segments else None
-        return None if found is None else found[0].shape(found[1])
+        if found is None:
+            return None
+        store, row = found
+        return store[row].shape if type(store) is list else store.shape(row)
 
     def __getitem__(self, key: int):
         value = self.get(key)
@@ -145,8 +189,8 @@ class LazyValues:
         if not self.segments:
             return sorted(self.made)
         found = set(self.made)
-        for keys, _rows, _store in self.segments:
-            found.update(keys)
+        for keys, rows, store in self.segments:
+            found.update(map(_HALF, keys) if type(store) is list and rows == 2 else keys)
         return sorted(found - self.gone)
 
     def __iter__(self) -> Iterator[int]:
@@ -180,7 +224,7 @@ class LazyValues:
             raise KeyError(key)
 
     def copy(self) -> LazyValues:
-        out = LazyValues(self.make)
+        out = LazyValues(self.make, self.given)
         out.made, out.segments, out.gone = dict(self.made), list(self.segments), set(self.gone)
         return out
 

@@ -33,6 +33,7 @@ from mgtui.trace.arrays import (
     WHOLE_LIMIT,
     ArrayChunk,
     joined_values,
+    raw_parts,
 )
 from mgtui.trace.records import _DATA, _GRAD
 from mgtui.trace.load_limits import LoadLimits
@@ -65,7 +66,7 @@ def payload(chunk: ArrayChunk) -> bytes:
     unique: list = []
     keys: list[array] = [array("i") for _ in PLACE_NAMES]
     rows: list[array] = [array("i") for _ in PLACE_NAMES]
-    for place, index, side, v in sorted(chunk.entries, key=_order):
+    for place, index, side, v in sorted(chunk.raw_entries, key=_order):  # (raw copies too)
         row = rows_of.get(id(v))
         if row is None:
             row = rows_of[id(v)] = len(unique)
@@ -78,11 +79,12 @@ def payload(chunk: ArrayChunk) -> bytes:
     whole, stats, counts = bytearray(), array("d"), array("q")
     values = joined_values(unique)  # (settles any big value's summary first)
     for v in unique:
-        shape_codes.append(shapes.setdefault(tuple(v.shape), len(shapes)))
-        dtype_codes.append(dtypes.setdefault(v.dtype, len(dtypes)))
-        kept.append(v.kept)
-        whole.append(1 if v.whole else 0)
-        if not v.whole:
+        shape, dtype, n, is_whole = raw_parts(v)
+        shape_codes.append(shapes.setdefault(tuple(shape), len(shapes)))
+        dtype_codes.append(dtypes.setdefault(dtype, len(dtypes)))
+        kept.append(n)
+        whole.append(1 if is_whole else 0)
+        if not is_whole:
             low, high, mean, norm, bad = v.summary
             stats.extend((low, high, mean, norm))
             counts.extend((int(bad), int(v.basis)))

@@ -29,7 +29,7 @@ import math
 import sys
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from mgtui.trace.array_columns import LazyValues, StoredArrays
 from mgtui.trace.array_summary import summary_of
@@ -219,9 +219,19 @@ def _float64_bytes(raw: bytes) -> bytes:
 def joined_values(values: Iterable[ArrayValue]) -> array:
     """The elements of `values`, one after another, as one float64 array (as a trace
     file holds them): runs of float32 snapshots converted together (`_float64_bytes`),
-    not one value at a time."""
+    not one value at a time. A recording's raw copy (`raw_value`) is taken as it is,
+    not made a value first."""
     out, run = array("d"), []
     for v in values:
+        if type(v) is not ArrayValue:  # (a raw copy: float64 or float32, C order)
+            if v.dtype.char == "f":  # type: ignore[attr-defined]
+                run.append(v.tobytes())  # type: ignore[attr-defined]
+                continue
+            if run:
+                out.frombytes(_float64_bytes(b"".join(run)))
+                run.clear()
+            out.frombytes(v.tobytes())  # type: ignore[attr-defined]
+            continue
         if v.raw is not None:
             v.settle()
         raw = v._values
@@ -262,8 +272,9 @@ class ArrayChunk:
 
     @property
     def entries(self) -> tuple[tuple[int, int, int, ArrayValue], ...]:
-        if self._entries is None:
-            self._entries = tuple((place, k >> 1, k & 1, v)
+        if self._entries is None:  # (a recording's raw copies made values: `raw_values`)
+            value = raw_values()
+            self._entries = tuple((place, k >> 1, k & 1, value(v))
                                   for place, (keys, values) in enumerate(self._columns or ())
                                   for k, v in zip(keys, values))
         return self._entries
@@ -272,6 +283,16 @@ class ArrayChunk:
     def columns(self) -> tuple[tuple[list, list], ...] | None:  # (if given so)
         return self._columns
 
+    @property
+    def raw_entries(self) -> tuple[tuple, ...]:
+        """`entries`, a recording's raw copies (`raw_value`) left as they are: for a
+        writer that takes them so (`joined_values`, `raw_parts`)."""
+        if self._entries is not None or self._columns is None:
+            return self.entries
+        return tuple((place, k >> 1, k & 1, v)
+                     for place, (keys, values) in enumerate(self._columns)
+                     for k, v in zip(keys, values))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ArrayChunk):
             return NotImplemented
@@ -279,6 +300,43 @@ class ArrayChunk:
 
     def __repr__(self) -> str:
         return f"ArrayChunk(entries={self.entries!r}, unrecorded={self.unrecorded!r})"
+
+
+def raw_value(a) -> ArrayValue:
+    """The `ArrayValue` of a recording's raw copy of an array (`mgtui.recording.
+    array_values`: a numpy array of float64 or float32, C order, of at most
+    `WHOLE_LIMIT` elements, kept as it was taken): the value the recording would have
+    made of the array then."""
+    char = a.dtype.char  # (`dtype.name` is worked out in Python: microseconds)
+    return ArrayValue(a.shape, _RAW_DTYPES.get(char) or a.dtype.name, a.tobytes())
+
+
+_RAW_DTYPES = {"d": "float64", "f": "float32"}  # a raw copy's dtype, by its character
+
+
+def raw_parts(v: object) -> tuple[tuple[int, ...], str, int, bool]:
+    """(shape, dtype, elements kept, whole) of a value or of a raw copy (`raw_value`)."""
+    if type(v) is ArrayValue:
+        return v.shape, v.dtype, v.kept, v.whole
+    a: Any = v
+    return a.shape, _RAW_DTYPES.get(a.dtype.char) or a.dtype.name, a.size, True
+
+
+def raw_values() -> Callable[[object], ArrayValue]:
+    """A function that gives a chunk's or a table's values as `ArrayValue`s: one given as
+    a value as it is; a raw copy (`raw_value`) made a value once, the same one wherever
+    the copy stands (a write's after and the next write's before share one)."""
+    made: dict[int, tuple[object, ArrayValue]] = {}
+
+    def value(x: object) -> ArrayValue:
+        if type(x) is ArrayValue:
+            return x
+        found = made.get(id(x))
+        if found is None:
+            found = made[id(x)] = (x, raw_value(x))  # (the copy kept: its id stays its own)
+        return found[1]
+
+    return value
 
 
 def columns_of(entries: Iterable[tuple]) -> tuple[tuple[list, list], ...]:
@@ -307,6 +365,13 @@ class ArrayTable:
     writes: LazyValues = field(default_factory=lambda: LazyValues(_made))
     unrecorded: dict[str, int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        value = None  # (a recording's raw copies, made values as read: one function for
+        for table in (self.nodes, self.grads, self.events, self.writes):  # every place)
+            value = value or table.given or raw_values()
+            if table.given is None:
+                table.given = value
+
     def __bool__(self) -> bool:
         return bool(self.nodes or self.events or self.writes)
 
@@ -318,6 +383,19 @@ class ArrayTable:
         before, after = table.get(index + index), table.get(index + index + 1)
         return None if before is None and after is None else (before, after)
 
+    def zeros_written(self, index: int) -> bool:
+        """Did the lone write of event `index` set an array of zeros (`zero_grad`)? A
+        raw copy (`raw_value`) of zeros is told by its bytes, not made a value."""
+        after = self.events.raw(index + index + 1)
+        if after is None:
+            return False
+        if type(after) is not ArrayValue:
+            data = after.tobytes()  # type: ignore[attr-defined]
+            if data == bytes(len(data)):
+                return True
+            after = self.events[index + index + 1]  # (-0.0 is a zero too)
+        return after.all_zeros()
+
     @staticmethod
     def holds(table: LazyValues, index: int) -> bool:  # (either side an array?)
         return index + index in table or index + index + 1 in table
@@ -328,12 +406,15 @@ class ArrayTable:
         columns = chunk.columns
         if columns is None:
             columns = columns_of(chunk.entries)
-        for table, (keys, values) in zip((self.nodes, self.grads), columns):
-            if keys:
-                table.update(zip(map(_HALF, keys), values))
-        for table, (keys, values) in zip((self.events, self.writes), columns[EVENT:]):
-            if keys:
-                table.update(zip(keys, values))
+        tables = (self.nodes, self.grads, self.events, self.writes)
+        for place, (table, (keys, values)) in enumerate(zip(tables, columns)):
+            if not keys:
+                continue
+            if type(keys) is list and type(values) is list and keys == sorted(keys):
+                table.add_given(keys, values, 2 if place < EVENT else 1)  # (in whole)
+            else:
+                table.update(zip(map(_HALF, keys) if place < EVENT else keys,
+                                 map(table.given, values)))
         if chunk.unrecorded:
             self.unrecorded.update(chunk.unrecorded)
 

@@ -446,6 +446,7 @@ def split_passes(trace: Trace) -> list[Pass]:
     """
     kinds = trace._ev_kind
     nodes, after = trace._ev_node, trace._lone_after
+    zeros_written = trace.arrays.zeros_written if trace.arrays else None
     n = len(kinds)
     spans: list[tuple[str, int, int]] = []  # (pass kind, start, end), merged as we go
 
@@ -473,7 +474,7 @@ def split_passes(trace: Trace) -> list[Pass]:
         for i in range(start, end):
             if seeds[i - start]:
                 add("backward", i, i + 1)
-            elif after[lone + i] == 0 or (trace.arrays and trace.values.zeros_written(i)):
+            elif after[lone + i] == 0 or (zeros_written is not None and zeros_written(i)):
                 add("zero_grad", i, i + 1)
             else:
                 add("other", i, i + 1)
@@ -495,8 +496,10 @@ def _columns_fit(columns: Sequence, counts: tuple[int, ...], kinds: array) -> bo
     for place, (keys, _values) in enumerate(columns):
         if not keys:
             continue
-        if not {int}.issuperset(map(type, keys)) or min(keys) < 0 or (
-                max(keys) >> 1 >= counts[place]):
+        if not {int}.issuperset(map(type, keys)):
+            return False
+        ordered = sorted(keys)  # (one pass where in order, as a recording gives them)
+        if ordered[0] < 0 or ordered[-1] >> 1 >= counts[place]:
             return False
         if place == EVENT and not _WRITE_KINDS.issuperset(
                 map(kinds.__getitem__, map(_HALF, keys))):

@@ -386,6 +386,11 @@ class ArraySnapshots:
         for key in [key for key, held in lives.items() if held() is None]:
             del last[key], lives[key]
 
+    def live(self, nid: int, field: int) -> Any:
+        """A weak reference to the live array node `nid`'s `field` was last taken of
+        (`held`'s first, without making the snapshot a value), or None."""
+        return self.lives.get(nid + nid + field)
+
     def held(self, nid: int, field: int) -> tuple[Any, ArrayValue] | None:
         """(a weak reference to the live array, its snapshot) of node `nid`'s `field`
         as last taken (`last`), or None. (A raw copy is given as its `ArrayValue`.)"""

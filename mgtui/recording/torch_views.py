@@ -83,14 +83,15 @@ class TensorViews:
         if view is None or view[1] != t.data_ptr():
             return None
         a = view[0]
-        last = self.arrays.held(nid, DATA_FIELD)
-        if last is None or last[0]() is not a:
+        live = self.arrays.live(nid, DATA_FIELD)  # (not `held`: no value made of a raw copy)
+        if live is None or live() is not a:
             return None
         if view[2] == t._version and not (self.leaked and self.leaked_now(t)):
             return view  # (its shape too: what changes it in place counts a version, and
             #             `t.data = u` lets go of what is kept: `TorchRecorder.data_replaced`)
         if a.shape != t.shape:
             return None
+        last = self.arrays.held(nid, DATA_FIELD)
         return view if still_holds(last, a) else None  # (`p.data.mul_(2)`)
 
     def big(self, t, a):

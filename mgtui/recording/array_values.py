@@ -98,20 +98,16 @@ class ArraySnapshots:
 
     def __init__(self, records, rows: tuple[int, int] = (7, 5)) -> None:
         self.records = records
-        # the length of an event's and of a write's row in `records.events` and `.writes`
-        # (`store.EVENT_ROW`, `WRITE_ROW`): a write's count worked out here, not asked
-        self.event_row, self.write_row = rows
+        self.event_row, self.write_row = rows  # (`store.EVENT_ROW`, `WRITE_ROW`: see `write`)
         # by place (NODE, GRAD, EVENT, WRITE), in row order: index * 2 + side, and the value
         self.keys: tuple[list, list, list, list] = ([], [], [], [])
         self.values: tuple[list, list, list, list] = ([], [], [], [])
         # (each place's two lists by name too, for the hot paths: cut and taken back in place)
         self.node_keys, self.grad_keys, self.event_keys, self.write_keys = self.keys
         self.node_values, self.grad_values, self.event_values, self.write_values = self.values
-        # The last snapshot of each field, by `nid * 2 + field` (`Field.code`: 0 grad, 1
-        # data), and a weak reference to the live array it was taken of (`held` gives
-        # both): the engine's arrays are not kept alive, and those gone are let go every
-        # `PRUNE_EVERY` nodes. (Two dicts by an int, not a tuple for a key and one for a
-        # value: a lesson's step makes a hundred, each one more object for the collector.)
+        # The last snapshot of each field by `nid * 2 + field` (`Field.code`: 0 grad, 1 data),
+        # and a weak reference to the live array it was taken of (`held`, `live`); those gone
+        # are let go every `PRUNE_EVERY` nodes. (Two dicts by an int: no tuple a field.)
         self.last: dict[int, ArrayValue] = {}
         self.lives: dict[int, Any] = {}
         self.made_count = 0
@@ -387,8 +383,7 @@ class ArraySnapshots:
             del last[key], lives[key]
 
     def live(self, nid: int, field: int) -> Any:
-        """A weak reference to the live array node `nid`'s `field` was last taken of
-        (`held`'s first, without making the snapshot a value), or None."""
+        """`held`'s weak reference alone (no value made of a raw copy), or None."""
         return self.lives.get(nid + nid + field)
 
     def held(self, nid: int, field: int) -> tuple[Any, ArrayValue] | None:

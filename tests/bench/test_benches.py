@@ -37,6 +37,7 @@ SAYS = {
     "serve_start.py": "first lesson screen",
     "step_latency.py": "first paint",
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
+    "tensor_instructions.py": "instructions of one step of tensor_mlp.py",
     "torch_child_heap.py": "recorded as the runner's child does",
     "torch_overhead.py": "the runner alone, launch to the whole trace",
     "torch_instructions.py": "instructions of one training step of torch_mlp.py",

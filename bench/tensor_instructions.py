@@ -23,9 +23,6 @@ run, as on the clock).
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from torch_instructions import helper_library  # noqa: E402
+from torch_instructions import helper_library, parts_counted  # noqa: E402
 
 WORKER = r"""
 import ctypes, gc, sys, tempfile, time
@@ -72,28 +69,13 @@ NAMES = ("plain", "run", "build")
 def measure(tree: Path, tmp: Path, helper: Path | None, steps: tuple[int, int]
             ) -> dict[str, float]:
     """{'plain'|'run'|'build': instructions a step} of one tree, one process."""
-    out = tmp / tree.name
-    out.mkdir()
-    command = [sys.executable, "-c", WORKER, str(tree), str(helper or ""), *map(str, steps)]
-    if helper is not None:
-        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                   "--collect-atstart=no", f"--callgrind-out-file={out}/cg.%p"] + command
     env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONHASHSEED": "0"}  # (a random seed moves the count by up to 1%)
-    done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
-                          env={**os.environ, **env})
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    if helper is None:
+    v = parts_counted([WORKER, str(tree), str(helper or ""), *map(str, steps)], tree,
+                      tmp / tree.name, helper, env)
+    if v is None:
         return {name: 0.0 for name in NAMES}
-    counts: dict[int, int] = {}
-    for f in out.glob("cg.*"):
-        text = f.read_text(errors="replace")
-        number = re.search(r"^part:\s+(\d+)", text, re.M)
-        total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-        if number and total:
-            counts[int(number.group(1))] = int(total.group(1))
     # parts in order: plain short, plain long, then (run, build) short, (run, build) long
-    v = [counts[k] for k in sorted(counts)][:6]
     per = steps[1] - steps[0]
     return {"plain": (v[1] - v[0]) / per, "run": (v[4] - v[2]) / per,
             "build": (v[5] - v[3]) / per}

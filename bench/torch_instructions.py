@@ -25,6 +25,7 @@ pauses and the caches' misses count for less here than on the clock.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -99,23 +100,21 @@ def helper_library(tmp: Path) -> Path | None:
     return tmp / "libcg.so"
 
 
-def measure(tree: Path, part: int, tmp: Path, helper: Path | None, steps: tuple[int, int]
-            ) -> dict[str, float]:
-    """{'plain'|'mode'|'recorded': instructions a step} of one tree, one process."""
-    out = tmp / f"{tree.name}-{part}"
+def parts_counted(args: list[str], tree: Path, out: Path, helper: Path | None,
+                  env: dict[str, str]) -> list[int] | None:
+    """Run `python -c ARGS...` in `tree`, under callgrind if `helper` is given (the
+    worker switches it on around each part it measures, `cg_start`/`cg_stop`): the
+    instructions of each part, in the order measured; None without valgrind."""
     out.mkdir()
-    command = [sys.executable, "-c", WORKER, str(tree), str(helper or ""), str(part),
-               *map(str, steps)]
+    command = [sys.executable, "-c", *args]
     if helper is not None:
         command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                    "--collect-atstart=no", f"--callgrind-out-file={out}/cg.%p"] + command
-    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True,
-                          env={**__import__("os").environ, **env})
+                          env={**os.environ, **env})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    names = ["recorded"] if part else ["plain", "mode", "recorded", "encoded"]
     if helper is None:
-        return {name: 0.0 for name in names}
+        return None
     counts: dict[int, int] = {}
     for f in out.glob("cg.*"):
         text = f.read_text(errors="replace")
@@ -123,7 +122,18 @@ def measure(tree: Path, part: int, tmp: Path, helper: Path | None, steps: tuple[
         total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
         if number and total:
             counts[int(number.group(1))] = int(total.group(1))
-    v = [counts[k] for k in sorted(counts)][:2 * len(names)]
+    return [counts[k] for k in sorted(counts)]
+
+
+def measure(tree: Path, part: int, tmp: Path, helper: Path | None, steps: tuple[int, int]
+            ) -> dict[str, float]:
+    """{'plain'|'mode'|'recorded': instructions a step} of one tree, one process."""
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    v = parts_counted([WORKER, str(tree), str(helper or ""), str(part), *map(str, steps)],
+                      tree, tmp / f"{tree.name}-{part}", helper, env)
+    names = ["recorded"] if part else ["plain", "mode", "recorded", "encoded"]
+    if v is None:
+        return {name: 0.0 for name in names}
     return {name: (v[2 * k + 1] - v[2 * k]) / (steps[1] - steps[0])
             for k, name in enumerate(names)}
 

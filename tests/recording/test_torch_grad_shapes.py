@@ -44,23 +44,31 @@ def _grad_writes(j: dict, node: int) -> list:
             if w["node"] == node and w["field"] == "grad"]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_each_gradient_an_op_node_is_given_is_the_engines(write_scenario, dtype):
-    source = LAYERS.replace("DTYPE", f"torch.{dtype}")
-    recorder = Recorder(load_scenario(write_scenario(f"layers_{dtype}", source + "loss.backward()\n")))
+def _recorded_against_torch(write_scenario, name: str, source: str, dtype: str,
+                            tensors: tuple[str, ...]) -> None:
+    """Record `source` (its loss's backward appended), and check the one gradient each of
+    `tensors` is given against torch's own (`autograd.grad` over the same forward, run
+    again here): its shape, dtype and values."""
+    source = source.replace("DTYPE", f"torch.{dtype}")
+    path = write_scenario(f"{name}_{dtype}", source + "loss.backward()\n")
+    recorder = Recorder(load_scenario(path))
     j = to_json(recorder.run())
     assert j["error"] is None
-    # the same forward run again, here, and torch's own gradients of its tensors
     scope: dict = {}
-    exec(compile(source, "layers", "exec"), scope)
-    want = torch.autograd.grad(scope["loss"], [scope[n] for n in ("h", "a", "out")])
-    for name, grad in zip(("h", "a", "out"), want):
-        writes = _grad_writes(j, _node(recorder, name))
-        assert len(writes) == 1, name  # (one op takes each: one gradient, its first write)
+    exec(compile(source, name, "exec"), scope)
+    want = torch.autograd.grad(scope["loss"], [scope[n] for n in tensors])
+    for tensor, grad in zip(tensors, want):
+        writes = _grad_writes(j, _node(recorder, tensor))
+        assert len(writes) == 1, tensor  # (one op takes each: one gradient, its first write)
         after = writes[0]["after"]
-        assert after["shape"] == list(grad.shape), name
-        assert after["dtype"] == dtype, name
-        assert after["values"] == grad.tolist(), name
+        assert after["shape"] == list(grad.shape), tensor
+        assert after["dtype"] == dtype, tensor
+        assert after["values"] == grad.tolist(), tensor
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_each_gradient_an_op_node_is_given_is_the_engines(write_scenario, dtype):
+    _recorded_against_torch(write_scenario, "layers", LAYERS, dtype, ("h", "a", "out"))
 
 
 TRANSPOSED = '''
@@ -79,18 +87,7 @@ loss = (h.t() * c).sum()
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_gradient_an_op_node_is_given_out_of_c_order_is_the_engines(write_scenario, dtype):
     # (`h.t()`'s backward gives `h` its gradient transposed: a view, not in C order)
-    source = TRANSPOSED.replace("DTYPE", f"torch.{dtype}")
-    recorder = Recorder(load_scenario(write_scenario(f"transposed_{dtype}", source + "loss.backward()\n")))
-    j = to_json(recorder.run())
-    assert j["error"] is None
-    scope: dict = {}
-    exec(compile(source, "transposed", "exec"), scope)
-    (want,) = torch.autograd.grad(scope["loss"], [scope["h"]])
-    writes = _grad_writes(j, _node(recorder, "h"))
-    assert len(writes) == 1
-    assert writes[0]["after"]["shape"] == [4, 5]
-    assert writes[0]["after"]["dtype"] == dtype
-    assert writes[0]["after"]["values"] == want.tolist()
+    _recorded_against_torch(write_scenario, "transposed", TRANSPOSED, dtype, ("h",))
 
 
 NODE_HOOKS = '''

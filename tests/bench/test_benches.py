@@ -39,6 +39,7 @@ SAYS = {
     "stop_latency.py": "ctrl+c, scenario ignores SIGINT",
     "tensor_instructions.py": "instructions of one step of tensor_mlp.py",
     "torch_child_heap.py": "recorded as the runner's child does",
+    "torch_floor.py": "mgtui's recording",
     "torch_overhead.py": "the runner alone, launch to the whole trace",
     "torch_instructions.py": "instructions of one training step of torch_mlp.py",
     "torch_mnist.py": "a training step, CPU, medians",

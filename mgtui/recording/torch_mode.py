@@ -57,6 +57,9 @@ class CallMode(TorchFunctionMode):
             return func(*args, **kwargs) if kwargs else func(*args)
         if kind is GRAD_SET or (kind is IN_PLACE and args and type(args[0]) in TENSORS):
             return adapter.changed(func, args, kwargs, kind is GRAD_SET)
+        if kind is IN_PLACE_EACH and args and type(args[0]) in (list, tuple):
+            line = adapter.scenario_line(sys._getframe(1))
+            return adapter.grad_writes.changed_each(func, args, kwargs, line)
         if kind is DATA_SET and args:
             adapter.data_replaced(args[0])
         out = func(*args, **kwargs) if kwargs else func(*args)
@@ -74,6 +77,7 @@ class CallMode(TorchFunctionMode):
 CALL, READ, GRAD_SET, IN_PLACE = "call", "read", "grad=", "in place"
 REQUIRES_GRAD_SET = "requires_grad="
 DATA_SET = "data="  # `t.data = u`: `t` given other memory (perhaps another shape and dtype)
+IN_PLACE_EACH = "in place, each"  # `torch._foreach_add_(params, grads)`, `_fused_adam_`
 HOOK = "hook"  # `t.register_hook(h)`: a hook that may write into the gradient it is given
 LEAK = "leak"  # `t.data`, `t.numpy()`: `t`'s memory handed out, its changes uncounted
 LEAKS = frozenset(("numpy", "__array__", "untyped_storage", "storage", "_typed_storage",
@@ -93,6 +97,8 @@ def kind_of(func) -> str:
     if name == "__set__":
         return (GRAD_SET if owner is GRAD_ATTR else REQUIRES_GRAD_SET
                 if owner is REQUIRES_GRAD else DATA_SET if owner is DATA_ATTR else CALL)
+    if name.startswith(("_foreach_", "_fused_")) and name.endswith("_"):
+        return IN_PLACE_EACH  # (an optimizer's with `foreach=True` or `fused=True`)
     if (name.endswith("_") and not name.startswith("_")) or name.startswith("__i"):
         return IN_PLACE  # `p.sub_(g)`, `p -= g`
     return CALL

@@ -75,6 +75,7 @@ from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the
 from mgtui.recording.torch_mode import TENSOR, CallMode, not_followed
 from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
+from mgtui.recording.torch_writes import GradWrites
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 
@@ -135,6 +136,7 @@ class TorchRecorder:
         self.recorded = False  # a tensor was recorded: the run is the torch engine's
         self.closures = StepClosures(context.records)  # each backward step's closure index
         self.views = TensorViews(context.records.arrays)  # leaves' values, for their changes
+        self.grad_writes = GradWrites(self)  # in-place ops on leaves' grads, on lists
         self.live: list = [None, None, None]  # [the recorded `backward()` call running,
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
@@ -376,6 +378,10 @@ class TorchRecorder:
                 self.made(out, sys._getframe(2))
             return out
         if nid is None:
+            owner = None if grad else self.grad_writes.owner(t, func)
+            if owner is not None:  # (`p.grad.zero_()`, `clip_grad_norm_`'s `g.mul_(c)`)
+                line = self.scenario_line(sys._getframe(2))
+                return self.grad_writes.changed(owner, func, args, kwargs, line)
             out = func(*args, **(kwargs or {}))
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):
                 self.made(out, sys._getframe(2))
@@ -385,6 +391,7 @@ class TorchRecorder:
             before = grad_value(t.grad)
             out = func(*args, **kwargs) if kwargs else func(*args)
             after = grad_value(t.grad)
+            self.grad_writes.leaf(nid, t)
             self.write(nid, GRAD_FIELD, GRAD, before, after, line)
             return out
         view = self.views.holding(nid, t)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from array import array
 from weakref import ref
 
-from mgtui.recording.torch_backward import NUMPY_DTYPES, taken, value_of
+from mgtui.recording.torch_backward import NUMPY_DTYPES, taken, value_now_copy, value_of
 from mgtui.trace import Field
 from mgtui.trace.array_numpy import snapshot
 from mgtui.trace.arrays import SAMPLE, WHOLE_LIMIT, ArrayValue
@@ -128,16 +128,17 @@ class TensorViews:
             return self.big(t, a)
         return a
 
-    def grad_now(self, nid: int, g):
-        """`value_now` of leaf `nid`'s grad `g` as it is let go (`zero_grad`): the value
-        the trace has of it already where `g` is the grad a recorded `backward()` left
+    def grad_now(self, nid: int, g, copy: bool = False):
+        """`value_now` of leaf `nid`'s grad `g` as it is let go (`zero_grad`), or before
+        it changes in place (`copy`: `value_now_copy`): the value the trace has of it
+        already where `g` is the grad a recorded `backward()` left
         (`BackwardRun._accumulated`) and its version says it has not changed since, and
         no memory of it was handed out uncounted (`leak`)."""
         held = self.grads_held.pop(nid, None)
         if (held is not None and held[0]() is g and held[1] == g._version
                 and not (self.leaked and self.leaked_now(g))):
             return held[2]
-        return self.value_now(g)
+        return value_now_copy(g) if copy else self.value_now(g)
 
     def remember(self, base, version: int, at: int, a, value) -> None:
         if type(value) is not ArrayValue or value.whole or value.given is None:

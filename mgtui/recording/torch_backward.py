@@ -427,7 +427,7 @@ class BackwardRun:
         """A leaf's `AccumulateGrad` step (`settle`): the leaf's grad is as the engine
         left it (it is accumulated once a pass)."""
         adapter, records = self.adapter, self.records
-        adapter.grad_writes.leaf(nid, leaf)  # (its grad, by memory, for in-place ops on it)
+        adapter.writes.grad_given(nid, leaf)  # (its grad, by memory: in-place ops on it)
         closure = adapter.closures.indices.get(ACCUMULATE)
         records.add_event((BACKWARD, nid, 0.0, 0.0, self.line,
                            adapter.closures.index(ACCUMULATE, False) if closure is None else closure,

@@ -59,9 +59,10 @@ class CallMode(TorchFunctionMode):
             return adapter.changed(func, args, kwargs, kind is GRAD_SET)
         if kind is IN_PLACE_EACH and args and type(args[0]) in (list, tuple):
             line = adapter.scenario_line(sys._getframe(1))
-            return adapter.grad_writes.changed_each(func, args, kwargs, line)
-        if kind is DATA_SET and args:
-            adapter.data_replaced(args[0])
+            return adapter.writes.changed_each(func, args, kwargs, line)
+        if kind is DATA_SET and args and type(args[0]) in TENSORS:
+            line = adapter.scenario_line(sys._getframe(1))
+            return adapter.writes.data_set(func, args, kwargs, line)
         out = func(*args, **kwargs) if kwargs else func(*args)
         if kind is REQUIRES_GRAD_SET:
             t = args[0]

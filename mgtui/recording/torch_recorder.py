@@ -75,7 +75,7 @@ from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the
 from mgtui.recording.torch_mode import TENSOR, CallMode, not_followed
 from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
-from mgtui.recording.torch_writes import GradWrites
+from mgtui.recording.torch_writes import TensorWrites
 from mgtui.trace import Field
 from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 
@@ -136,7 +136,7 @@ class TorchRecorder:
         self.recorded = False  # a tensor was recorded: the run is the torch engine's
         self.closures = StepClosures(context.records)  # each backward step's closure index
         self.views = TensorViews(context.records.arrays)  # leaves' values, for their changes
-        self.grad_writes = GradWrites(self)  # in-place ops on leaves' grads, on lists
+        self.writes = TensorWrites(self)  # leaves' data and grads written through others
         self.live: list = [None, None, None]  # [the recorded `backward()` call running,
         #                       its `steps.append` (or `copied`), its `steps`], or Nones
         self.function_args: dict[int, tuple] = {}  # a custom Function's node -> its args,
@@ -198,6 +198,7 @@ class TorchRecorder:
             data = value_of(t)
             nid = self._add((), "", data, line, self._leaf_label(t, line))
             self.views.keep(nid, t, data)
+            self.writes.leaf(nid, t)
         else:
             nid = self._fn_node(fn, line, t)
         try:
@@ -305,13 +306,6 @@ class TorchRecorder:
         self.recorded = True
         return nid
 
-    def data_replaced(self, t) -> None:
-        """Tensor `t` was given other memory (`t.data = u`), which its version does not
-        count: the array kept of its last value is no longer its (`TensorViews.holding`)."""
-        nid = self.nid_of(t) if isinstance(t, torch.Tensor) else None
-        if nid is not None:
-            self.views.kept.pop(nid, None)
-
     def write(self, nid: int, field: int, kind: int, before, after, line: int) -> None:
         """A write of `after` over `before` into node `nid`'s grad or data: a backward
         step's (while `records.stack` holds the node whose step it is) or an event."""
@@ -378,21 +372,21 @@ class TorchRecorder:
                 self.made(out, sys._getframe(2))
             return out
         if nid is None:
-            owner = None if grad else self.grad_writes.owner(t, func)
-            if owner is not None:  # (`p.grad.zero_()`, `clip_grad_norm_`'s `g.mul_(c)`)
+            owner = None if grad else self.writes.owner(t, func)
+            if owner is not None:  # (`p.data += u`, `p.grad.zero_()`, `clip_grad_norm_`)
                 line = self.scenario_line(sys._getframe(2))
-                return self.grad_writes.changed(owner, func, args, kwargs, line)
+                return self.writes.changed(owner, func, args, kwargs, line)
             out = func(*args, **(kwargs or {}))
             if not grad and isinstance(out, (torch.Tensor, tuple, list)):
                 self.made(out, sys._getframe(2))
             return out
         line = self.scenario_line(sys._getframe(2))
         if grad:  # (a grad set aside is not changed: no copy of it is needed)
-            before = grad_value(t.grad)
+            had = t.grad
             out = func(*args, **kwargs) if kwargs else func(*args)
-            after = grad_value(t.grad)
-            self.grad_writes.leaf(nid, t)
-            self.write(nid, GRAD_FIELD, GRAD, before, after, line)
+            if had is not None or t.grad is not None:  # (None over None writes nothing)
+                self.writes.grad_given(nid, t)
+                self.write(nid, GRAD_FIELD, GRAD, grad_value(had), grad_value(t.grad), line)
             return out
         view = self.views.holding(nid, t)
         if view is not None:

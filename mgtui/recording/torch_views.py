@@ -88,7 +88,7 @@ class TensorViews:
             return None
         if view[2] == t._version and not (self.leaked and self.leaked_now(t)):
             return view  # (its shape too: what changes it in place counts a version, and
-            #             `t.data = u` lets go of what is kept: `TorchRecorder.data_replaced`)
+            #             `t.data = u` lets go of what is kept: `TensorWrites.data_set`)
         if a.shape != t.shape:
             return None
         last = self.arrays.held(nid, DATA_FIELD)

@@ -9,6 +9,7 @@ not count (`.data`, numpy writes), and the final gradients bit for bit the plain
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pytest
 
@@ -71,8 +72,16 @@ def test_big_values_are_those_the_scenario_held(write_scenario):
     assert w.numel() > WHOLE_LIMIT
     nid = getattr(w, torch_recorder.ATTR)[1]
     held = recorder.globals["held"]
-    updates = [e for e in j["events"] if e["kind"] == "data" and e["node"] == nid]
+    lines = textwrap.dedent(BIG).lstrip().splitlines()
+    step_line = lines.index("    opt.step()") + 1
+    changes = [e for e in j["events"] if e["kind"] == "data" and e["node"] == nid]
+    updates = [e for e in changes if e["line"] == step_line]
     assert len(updates) == 5
+    (halved,) = [e for e in changes if e["line"] != step_line]  # `w.data.mul_(0.5)`
+    assert halved["line"] == lines.index("        w.data.mul_(0.5)  # through .data: not "
+                                         "counted in w's version") + 1
+    assert_summarises(halved["before"], held[1][2], "before w.data.mul_(0.5)")
+    assert_summarises(halved["after"], held[1][2] * 0.5, "after w.data.mul_(0.5)")
     for k, (e, (forward, _, after)) in enumerate(zip(updates, held)):
         assert_summarises(e["before"], forward, f"step {k}: before")
         assert_summarises(e["after"], after, f"step {k}: after")

@@ -134,9 +134,11 @@ def test_a_tensor_given_its_memory_in_another_shape_is_recorded_in_it(write_scen
     assert j["error"] is None
     p = _node(recorder, "p")
     changes = [e for e in j["events"] if e["kind"] == "data" and e["node"] == p]
-    assert len(changes) == 2
-    first, last = changes
+    assert len(changes) == 3
+    first, given, last = changes
     assert first["after"]["shape"] == [16]
+    assert given["before"]["shape"] == [16] and given["after"]["shape"] == [4, 4]  # `p.data =`
+    assert given["after"]["values"] == last["before"]["values"]
     assert last["before"]["shape"] == last["after"]["shape"] == [4, 4]
     assert last["before"]["values"] == [[4.0 * r + c - 1.0 for c in range(4)] for r in range(4)]
     assert last["after"]["values"] == [[4.0 * r + c - 2.0 for c in range(4)] for r in range(4)]

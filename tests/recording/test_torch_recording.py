@@ -48,8 +48,10 @@ def test_an_update_sees_changes_no_probe_saw(write_scenario):
     assert changes == [
         ((1.0, 2.0, 3.0), (0.5, 1.0, 1.5)),
         ((7.0, 1.0, 1.5), (3.5, 0.5, 0.75)),  # the numpy write seen in its before
-        ((7.0, 1.0, 1.5), (3.5, 0.5, 0.75)),  # and p.data.mul_(2)
-        ((5.0, 6.0, 7.0), (6.0, 7.0, 8.0)),  # and p.data = ...
+        ((3.5, 0.5, 0.75), (7.0, 1.0, 1.5)),  # p.data.mul_(2): an update of its own
+        ((7.0, 1.0, 1.5), (3.5, 0.5, 0.75)),
+        ((3.5, 0.5, 0.75), (5.0, 6.0, 7.0)),  # p.data = ...: one too
+        ((5.0, 6.0, 7.0), (6.0, 7.0, 8.0)),
     ]
 
 

@@ -124,8 +124,9 @@ def test_a_value_changed_in_place_after_it_was_taken_is_the_value_it_had(write_s
     changes = [(j["nodes"][e["node"]]["label"], e["before"]["values"], e["after"]["values"])
                for e in j["events"] if e["kind"] == "data"]
     assert changes == [("h", [3.0, 6.0, 9.0], [30.0, 60.0, 90.0]),
-                       ("a", [2.0, 3.0, 4.0], [-7.0, -15.0, -23.0])]  # (after `a.data.add_(1)`;
-    #                                                        a.grad = 2 * 3a * 3 = 18a)
+                       ("a", [1.0, 2.0, 3.0], [2.0, 3.0, 4.0]),  # (`a.data.add_(1)`)
+                       ("a", [2.0, 3.0, 4.0], [-7.0, -15.0, -23.0])]  # (a.grad = 2 * 3a * 3
+    #                                                                     = 18a)
 
 
 def test_a_hook_that_writes_into_its_gradient_leaves_the_values_as_given(write_scenario):

@@ -62,5 +62,5 @@ def test_zero_grad_records_each_grad_as_it_is_let_go(write_scenario):
     want = [g.tolist() for g in recorder.globals["seen"]]
     assert let_go == want
     # (the two changes made through torch are grad events of their own, the one through
-    # numpy's memory is not seen: tests/recording/test_torch_grad_writes.py)
+    # numpy's memory is not seen: tests/recording/test_torch_writes.py)
     assert [e["after"]["values"] for e in events if e["after"] != 0.0] == want[1:3]

@@ -203,3 +203,50 @@ def test_grads_kept_zeroed_and_changed_through_views(write_scenario):
     clamped = events(j, "grad", bias, line_of(KEPT, "clamp_"))
     assert [values(e["after"]) for e in halved] == [s.tolist() for s in g["seen"][0::2]]
     assert [values(e["after"]) for e in clamped] == [s.tolist() for s in g["seen"][1::2]]
+
+
+MAKEMORE = '''
+"""makemore's loop: parameters in a list, grads set to None, updates through .data"""
+import torch
+import torch.nn.functional as F
+
+g = torch.Generator().manual_seed(2147483647)
+C = torch.randn((27, 2), generator=g)
+W = torch.randn((6, 27), generator=g)
+b = torch.randn(27, generator=g)
+parameters = [C, W, b]
+for p in parameters:
+    p.requires_grad = True
+X = torch.randint(0, 27, (5, 3), generator=g)
+Y = torch.randint(0, 27, (5,), generator=g)
+after = []
+for i in range(3):
+    logits = C[X].view(-1, 6) @ W + b
+    loss = F.cross_entropy(logits, Y)
+    for p in parameters:
+        p.grad = None
+    loss.backward()
+    for p in parameters:
+        p.data += -0.1 * p.grad
+    after.append([p.detach().clone() for p in parameters])
+W.detach().mul_(2)
+after.append(W.detach().clone())
+b.data = b.data - 1
+after.append(b.detach().clone())
+'''
+
+
+def test_updates_through_data_are_updates(write_scenario):
+    j, g = recorded(write_scenario, "makemore", MAKEMORE)
+    at = line_of(MAKEMORE, "p.data += -0.1 * p.grad")
+    for k, name in enumerate(("C", "W", "b")):
+        updates = events(j, "data", node_of(g[name]), at)
+        assert [flat(e["after"]) for e in updates] == [
+            a[k].double().flatten().tolist() for a in g["after"][:3]], name
+    # `p.grad = None` over no grad (the first step) writes nothing: no zero_grad pass then
+    assert [p["kind"] for p in j["passes"]][:4] == ["forward", "backward", "update", "forward"]
+    (doubled,) = events(j, "data", node_of(g["W"]), line_of(MAKEMORE, "W.detach().mul_(2)"))
+    assert flat(doubled["after"]) == g["after"][3].double().flatten().tolist()
+    assert flat(doubled["before"]) == g["after"][2][1].double().flatten().tolist()
+    (given,) = events(j, "data", node_of(g["b"]), line_of(MAKEMORE, "b.data = b.data - 1"))
+    assert flat(given["after"]) == g["after"][4].double().flatten().tolist()

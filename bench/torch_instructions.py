@@ -16,7 +16,11 @@ what the child's flusher does too, which `recorded` leaves out), each with 10 an
 60 training steps; a step is (60 - 10) / 50. With `--parts`, also a process
 a tree for each row of `torch_overhead.py --parts` (parts of the recording taken out).
 Instructions are not time: what a recording writes to fresh memory, the collector's
-pauses and the caches' misses count for less here than on the clock.
+pauses and the caches' misses count for less here than on the clock. Each part starts
+after a full collection, outside the count: otherwise a collection of the whole heap
+(~10M instructions, with torch loaded) lands in one tree's long run and not in another's
+as the heap happens to stand (the encoded step of the same code measured 3.73M in one
+checkout and 3.94M in another; with the collection first, 3.73M in each).
 
     python bench/torch_instructions.py [--tree /tmp/main] [--parts]
     python bench/torch_instructions.py --quick   # no valgrind, a step each: does it run?
@@ -81,8 +85,10 @@ runs = [("plain", to.plain), ("mode", to.plain_in_mode), ("recorded", to.recorde
         ("encoded", encoded)]
 if part:
     runs = runs[2:3]
+import gc
 for name, fn in runs:
     for tag, sc in (("short", short), ("long", long)):
+        gc.collect()  # (each part from an empty young generation: see the docstring)
         if lib: lib.cg_start()
         fn(sc)
         if lib: lib.cg_stop()

@@ -15,12 +15,30 @@ class TensorNames:
     `name_ids` / `name_texts`), and the tensors bound by an assignment whose frame has
     not stored them yet (`pending`). `nid_of(t)` is the adapter's: tensor -> node or None."""
 
-    def __init__(self, records, spots: dict, nid_of: Callable) -> None:
+    def __init__(self, records, spots: dict, nid_of: Callable, path: str) -> None:
         self.records = records
+        self.path = path  # the scenario's file
         self.spots = spots  # assignments, by code and instruction (`naming`)
         self.nid_of = nid_of
         self.pending: list[tuple] = []  # tensors made under one, until it is stored
         self.named: dict[int, str] = {}
+
+    def made(self, frame, t, nid: int) -> None:
+        """`bound`, from the scenario's frame whose call made tensor `t` (node `nid`): the
+        torch call's caller `frame` itself, or the nearest scenario frame above it for a
+        tensor made inside a library's function (`loss = F.cross_entropy(logits, y)`:
+        `nll_loss` under it makes the tensor that `loss` then holds)."""
+        path = self.path
+        if frame.f_code.co_filename != path:
+            frame = frame.f_back
+            while frame is not None and frame.f_code.co_filename != path:
+                frame = frame.f_back
+            if frame is None:
+                return
+            spots = self.spots.get(id(frame.f_code))
+            if not spots or frame.f_lasti not in spots:
+                return  # (most: an op inside a module's forward, its call no assignment's)
+        self.bound(frame, t, nid)
 
     def bound(self, frame, t, nid: int) -> None:
         """Tensor `t` (node `nid`) was made by a torch call straight from the

@@ -124,7 +124,8 @@ class TorchRecorder:
         self.context = context
         self.check = check  # () -> the doctor's Function check, or None (`Hooks.on_function`)
         self.records = context.records
-        self.naming = TensorNames(context.records, context.namer.spots, self.nid_of)
+        self.naming = TensorNames(context.records, context.namer.spots, self.nid_of,
+                                  context.lines.scenario_path)
         self.key = f"mgtui-{id(self)}-{id(context)}"
         self.path = context.lines.scenario_path
         self.scenario_line = context.lines.fresh_line  # (its ops' frames: new at each call)
@@ -355,8 +356,7 @@ class TorchRecorder:
                 setattr(out, ATTR, (self.key, nid))
             except (AttributeError, TypeError):
                 pass
-        if frame.f_code.co_filename == self.path:
-            self.naming.bound(frame, out, nid)
+        self.naming.made(frame, out, nid)
 
     def changed(self, func, args, kwargs, grad: bool):
         """Run `func`, which changes a tensor in place (`p -= lr * p.grad`) or sets a

@@ -413,6 +413,34 @@ def test_a_variable_names_what_it_binds_at_every_training_step(mlp):
     assert t.node_data[losses[0]] > t.node_data[losses[-1]]  # it learns
 
 
+def test_a_variable_names_what_a_library_function_made_for_it(write_scenario):
+    """`loss = F.cross_entropy(...)`: the tensor `loss` holds is made inside torch's own
+    function (its `nll_loss`), under the log-softmax it made first; `logits = model(x)`
+    with an `nn.Sequential`: inside torch's modules. Each is named at every step."""
+    path = write_scenario("library", '''
+        """Made inside torch's functions"""
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 3))
+        x = torch.randn(5, 3)
+        y = torch.tensor([0, 2, 1, 1, 0])
+        for k in range(3):
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+            model.zero_grad()
+            loss.backward()
+    ''')
+    t = run(path).trace
+    named = {name: [n for n in range(t.node_count) if t.label(n) == name]
+             for name in ("logits", "loss")}
+    assert [t.op(n) for n in named["loss"]] == ["NllLoss"] * 3
+    assert [t.op(n) for n in named["logits"]] == ["Addmm"] * 3
+    softmax = [n for n in range(t.node_count) if t.op(n) == "LogSoftmax"]
+    assert len(softmax) == 3 and not any(t.label(n) == "loss" for n in softmax)
+
+
 def test_an_in_place_op_under_autograd_is_a_node_and_an_update_a_data_write(write_scenario):
     path = write_scenario("inplace", '''
         """In place"""

@@ -50,8 +50,8 @@ class ArrayContribution(Contribution):
     def __init__(self, target: int, label: str, field: str, before: Value, after: Value,
                  line: int | None, formula: str, numbers: str, nth: int, uses: int,
                  expected: Value | None = None, terms: int = 1, scale: float = 0.0) -> None:
-        super().__init__(target, label, field, before, after, line, formula, numbers,  # type: ignore[arg-type]
-                         nth, uses, expected)  # type: ignore[arg-type]
+        super().__init__(target, label, field, before, after, line, formula,  # type: ignore[arg-type]
+                         numbers, nth, uses, expected)
         _set(self, "terms", terms)
         _set(self, "scale", scale)
 
@@ -288,7 +288,8 @@ def _terms(at: State, op: str, g: Value, operands: list[int], k: int) -> tuple[i
         other = at.data(operands[1 - k])
         inner = (gs[-1] if k == 0 else gs[0]) if len(gs) == 2 else 1
         return inner, largest(g) * largest(other)
-    summed = max(math.prod(gs) // max(math.prod(xs), 1), 1)  # (the broadcast axes')
+    summed = max(math.prod(gs) // max(math.prod(xs), 1), 1)  # (g's elements summed into
+    #                                                         one of x's, where x was broadcast)
     if op == "*":
         return summed, largest(g) * largest(at.data(operands[1 - k]))
     return summed, largest(g)  # (tanh's 1 - out² is rounded to the size of 1, not its own)

@@ -22,7 +22,8 @@ from mgtui.trace.tolerance import allowed
 
 # A makemore-like float32 step: two matrix products with inner dimensions of a few dozen
 # (30 and 36, in the backward pass 27 and 36 too), a tanh between them and a
-# cross-entropy loss. Row 3 of V is one number repeated: as each row of the loss's
+# cross-entropy loss; h is used twice, so that its second contribution is added to the
+# first (rounded to float32 at the size of the sum). Row 3 of V is one number repeated: as each row of the loss's
 # gradient sums to 0, column 3 of h.grad = g · Vᵀ is 0 in exact arithmetic, and what
 # float32 leaves there is its rounding only.
 TORCH_F32 = '''
@@ -36,9 +37,10 @@ TORCH_F32 = '''
     V = torch.randn((30, 27), generator=g)
     V[3] = 2.5
     V.requires_grad_()
+    U = torch.randn((30, 27), generator=g).requires_grad_()
     Y = torch.randint(0, 27, (36,), generator=g)
     h = torch.tanh(X @ W / 40)
-    loss = F.cross_entropy(h @ V, Y)
+    loss = F.cross_entropy(h @ V + h @ U, Y)
     loss.backward()
 '''
 
@@ -102,11 +104,13 @@ def test_float32_products_rounded_by_torch_are_not_reported(write_scenario):
         assert not [n for n in ex.notes if "differs" in n], (i, ex.title, ex.notes)
         assert not any(c.mismatch for c in ex.contributions), (i, ex.title)
     worked = matmul_contributions(trace)
-    # all four of the two products' gradients were worked out, in float32, with sums of
-    # the inner dimensions asked for
-    assert len(worked) == 4 and all(c.expected is not None for _, _, c in worked)
+    # all six of the three products' gradients were worked out, in float32, with sums of
+    # the inner dimensions asked for, one of them added to a grad already there
+    assert len(worked) == 6 and all(c.expected is not None for _, _, c in worked)
     assert {c.after.dtype for _, _, c in worked} == {"float32"}
     assert {c.terms for _, _, c in worked} == {27, 30, 36}
+    (second,) = [c for _, _, c in worked if c.label == "h" and c.nth == 2]
+    assert any(second.before.values)
     rounded = cancelled = 0
     for _, _, c in worked:
         e = np.array(c.expected.values)
@@ -114,7 +118,7 @@ def test_float32_products_rounded_by_torch_are_not_reported(write_scenario):
         big = np.abs(e).max()
         rounded += bool(np.any(d != e))  # (float32 did round: the check is not trivial)
         cancelled += bool(np.any((np.abs(e) < 1e-5 * big) & (d != e)))
-    assert rounded == 4 and cancelled >= 1
+    assert rounded == 6 and cancelled >= 1
 
 
 def planted_inputs(dtype: str) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ from itertools import product
 from mgtui.trace import EventKind, Field, Trace, Write
 from mgtui.trace.arrays import (ArrayTable, ArrayValue, Value, delta as value_delta, display,
                                 shape_text, unravel)
+from mgtui.trace.tolerance import allowed, coarsest
 from mgtui.trace.working import Contribution, Explanation, fmt, graph_made, name
 
 WORK_LIMIT = 1 << 18  # multiply-adds a worked rule may take
@@ -30,12 +31,29 @@ ELEMENTWISE = {"relu": "(out.data > 0)", "ReLU": "(out.data > 0)", "tanh": "(1 -
                "exp": "out.data", "log": "1 / x.data"}
 
 
+_set = object.__setattr__  # (how a record's `__init__` sets its fields)
+
+
 def is_array(v: object) -> bool:
     return isinstance(v, ArrayValue)
 
 
 class ArrayContribution(Contribution):
-    """A write of an array engine's `_backward` call: its values floats or arrays."""
+    """A write of an array engine's `_backward` call: its values floats or arrays. Where
+    the rule was worked out, `terms` is how many products it sums into each element and
+    `scale` the largest magnitude one may have: what rounding in the engine's own dtype
+    may have moved the recorded change by (`mgtui.trace.tolerance`)."""
+
+    __slots__ = ("terms", "scale")
+    _fields = Contribution._fields + __slots__
+
+    def __init__(self, target: int, label: str, field: str, before: Value, after: Value,
+                 line: int | None, formula: str, numbers: str, nth: int, uses: int,
+                 expected: Value | None = None, terms: int = 1, scale: float = 0.0) -> None:
+        super().__init__(target, label, field, before, after, line, formula,  # type: ignore[arg-type]
+                         numbers, nth, uses, expected)
+        _set(self, "terms", terms)
+        _set(self, "scale", scale)
 
     @property
     def delta(self) -> float:
@@ -46,7 +64,8 @@ class ArrayContribution(Contribution):
     @property
     def differs_at(self) -> tuple[int, ...] | None:
         """The index of the first element whose recorded change differs from what the
-        op's rule gives (None where they agree, or either is not known)."""
+        op's rule gives, by more than rounding in the grad's dtype explains (None where
+        they agree, or either is not known)."""
         e, d = self.expected, self.delta
         if not isinstance(e, ArrayValue) or not isinstance(d, ArrayValue):
             if isinstance(e, ArrayValue) and d is None:
@@ -54,11 +73,14 @@ class ArrayContribution(Contribution):
             return None
         if e.shape != d.shape:
             return ()
+        dtype = coarsest(*(v.dtype for v in (self.before, self.after) if is_array(v)))
+        scale = max(self.scale, largest(e), largest(self.before), largest(self.after))
+        relative, absolute = allowed(dtype, self.terms, scale)
         for k, (x, y) in enumerate(zip(e.values, d.values)):
             if not (math.isfinite(x) and math.isfinite(y)):
                 if math.isfinite(x) != math.isfinite(y):
                     return unravel(k, e.shape)
-            elif abs(x - y) > 1e-9 + 1e-6 * abs(x):
+            elif abs(x - y) > absolute + relative * abs(x):
                 return unravel(k, e.shape)
         return None
 
@@ -188,8 +210,9 @@ def _backward(at: State, index: int, nid: int, writes) -> Explanation:
         if not formula:
             formula = f"{tl}.{w.field} written"
         nth = t.index.contribution(w) if w.field is Field.GRAD else 1
+        terms, scale = _terms(at, op, g, operands, k) if expected is not None else (1, 0.0)
         c = ArrayContribution(w.node, tl, w.field.value, before, after, w.line, formula, numbers,
-                         nth, t.index.uses_within(w.node, graph), expected)
+                              nth, t.index.uses_within(w.node, graph), expected, terms, scale)
         contributions.append(c)
         if axes:
             notes.append(f"{tl} was broadcast along axes {axes} in the forward pass: its "
@@ -255,6 +278,32 @@ def _rule(at: State, op: str, nid: int, out: str, g: Value, target: int, tl: str
     return (f"{lhs} {text} ⊙ {gn}", f"{shape_text(xs)} ⊙ {shape_text(gs)} → {shape_text(xs)}",
             expect(lambda: list(map(float.__mul__, factor(), values(g, xs))), xs)
             if op != "mean" else expect(lambda: [v / n for v in values(g, xs)], xs), ())
+
+
+def _terms(at: State, op: str, g: Value, operands: list[int], k: int) -> tuple[int, float]:
+    """How many products the rule of write `k` sums into each element of its change, and
+    the largest magnitude one may have (what `mgtui.trace.tolerance.allowed` is given)."""
+    gs, xs = shape_of(g), shape_of(at.data(operands[k]))
+    if op == "@":
+        other = at.data(operands[1 - k])
+        inner = (gs[-1] if k == 0 else gs[0]) if len(gs) == 2 else 1
+        return inner, largest(g) * largest(other)
+    summed = max(math.prod(gs) // max(math.prod(xs), 1), 1)  # (g's elements summed into
+    #                                                         one of x's, where x was broadcast)
+    if op == "*":
+        return summed, largest(g) * largest(at.data(operands[1 - k]))
+    return summed, largest(g)  # (tanh's 1 - out² is rounded to the size of 1, not its own)
+
+
+def largest(v: Value) -> float:
+    """The largest finite magnitude in `v`, a number or an array kept whole (0 where none
+    is known: a rule is only worked out on arrays kept whole)."""
+    if not isinstance(v, ArrayValue):
+        x = abs(float(v)) if isinstance(v, (int, float)) else math.nan
+        return x if math.isfinite(x) else 0.0
+    if v.whole:
+        return max((abs(x) for x in v.values if math.isfinite(x)), default=0.0)
+    return 0.0
 
 
 def _local(op: str, x: Value, y: Value, xs: tuple[int, ...]):

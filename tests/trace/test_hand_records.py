@@ -196,6 +196,12 @@ class Contribution_:
 
 
 @dataclass(frozen=True)
+class ArrayContribution_(Contribution_):
+    terms: int = 1
+    scale: float = 0.0
+
+
+@dataclass(frozen=True)
 class Explanation_:
     kind: str
     node: int
@@ -218,7 +224,7 @@ MORE = [
     (EventChunk, EventChunk_, _arrays(*"biddiii"), (*_arrays(*"biddii"), array("i", [0, 3]))),
     (WriteChunk, WriteChunk_, _arrays(*"ibddi"), (*_arrays(*"ibdd"), array("i"))),
     (Contribution, Contribution_, C, (*C, 1.0)),
-    (ArrayContribution, Contribution_, C, (*C, 1.0)),
+    (ArrayContribution, ArrayContribution_, C, (*C, 1.0)),
     (Explanation, Explanation_, ("backward", 3, "t", "e", "l", (Contribution(*C),), ("n",)),
      ("backward", 3, "t", "e", "l", (Contribution(*C),), ("n",), "v")),
 ]

@@ -272,7 +272,7 @@ def _value_difference(al: Alignment, a: Side, b: Side, na: int, nb: int,
     pt_b = _value_point(pb, b, nb, _pick(vb, va, tol))
     what = f"`{pt_a.name}`" + (f" ({pt_a.op})" if pt_a.op else "")
     message = (f"backward pass {pa.number}: {what} is {shown(pt_a)} in yours"
-               f"{_paren(pt_a)} and {shown(pt_b)} in {b.called}{_paren(pt_b)}")
+               f"{_paren(pt_a)} and {shown(pt_b)} in {b.called_beside(a)}{_paren(pt_b)}")
     return Difference("value", pa.number, message, pt_a, pt_b)
 
 
@@ -316,7 +316,7 @@ def _unpinned(al: Alignment, a: Side, b: Side, na: int, nb: int,
     pt_a = Point(na, a.trace.label(na), a.trace.op(na), step=pa.done(na), **_pick(va, vb, tol))
     pt_b = Point(nb, b.trace.label(nb), b.trace.op(nb), step=pb.done(nb), **_pick(vb, va, tol))
     message = (f"backward pass {pa.number}: {pt_a.name} is {shown(pt_a)} in yours and "
-               f"{shown(pt_b)} in {b.called}, but no node could be pinned: the calls that "
+               f"{shown(pt_b)} in {b.called_beside(a)}, but no node could be pinned: the calls that "
                f"wrote it have no partner in the other graph ({stopped(al, a, b)})")
     return Difference("unpinned", pa.number, message, pt_a, pt_b)
 
@@ -325,7 +325,7 @@ def stopped(al: Alignment, a: Side, b: Side) -> str:
     """Where the alignment stopped: the first op made on one side that has no partner on
     the other, with its line, and how many more there are."""
     ua, ub = al.unaligned()
-    for side, p, nodes, whose in ((a, al.a, ua, "yours"), (b, al.b, ub, b.called)):
+    for side, p, nodes, whose in ((a, al.a, ua, "yours"), (b, al.b, ub, b.called_beside(a))):
         ops = [n for n in nodes if not p.trace.is_leaf(n)]
         if ops:
             t = side.trace
@@ -455,7 +455,7 @@ def shown(pt: Point) -> str:
 
 def _grad_message(a: Side, b: Side, pa: Point, pb: Point, how: How) -> str:
     """`o`'s tanh: your `_backward` at mine.py:37 gives n.grad 0.2929, torch gives 0.5"""
-    grad, other = pa.name, b.called
+    grad, other = pa.name, b.called_beside(a)
     if how == "outside":
         return (f"{grad} is {shown(pa)} in yours and {shown(pb)} in {other}, though "
                 "every `_backward` call added the same to it: the difference was there "
@@ -463,7 +463,7 @@ def _grad_message(a: Side, b: Side, pa: Point, pb: Point, how: How) -> str:
                 "before the pass, a missing zero_grad?)")
     who = pa if pa.writer is not None else pb
     head = f"`{who.writer_label}`'s {who.writer_op or 'op'}: "
-    yours = "`backward`" if a.called == "torch" else "`_backward`"  # (a custom Function's)
+    yours = "`backward`" if a.is_torch else "`_backward`"  # (a custom Function's)
     mine = (f"your {yours}{_at(pa)} gives {grad} {shown(pa)}" if pa.writer is not None
             else f"yours adds nothing to {grad}")
     theirs = (f"{other} gives {shown(pb)}{_at(pb) or _paren_by(pb)}" if pb.writer is not None

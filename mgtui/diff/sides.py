@@ -37,11 +37,15 @@ class Side:
         return ""
 
     @property
-    def called(self) -> str:
-        """What the comparison calls this side (the other, the reference): `torch` for a
-        run the torch engine recorded (its nodes' backward is torch's own), else its
-        file's name."""
-        return "torch" if self.trace.engine == TORCH else Path(self.name).name
+    def is_torch(self) -> bool:
+        """Did the torch engine record this side (its nodes' backward is torch's own)?"""
+        return self.trace.engine == TORCH
+
+    def called_beside(self, yours: Side) -> str:
+        """What the comparison calls this side, the reference, beside `yours`: `torch`
+        for the torch twin of a run of another engine, else its file's name (two torch
+        scripts: `theirs.py`, not "torch")."""
+        return "torch" if self.is_torch and not yours.is_torch else Path(self.name).name
 
     def place(self, filename: str, line: int | None) -> str:
         """A line as the user knows it: `mine.py:37`, relative to the current directory

@@ -73,6 +73,29 @@ def test_arrays_are_compared_element_by_element(capsys, tmp_path):
     assert "-= 0.06 * p.grad" in d["b"]["code"]
 
 
+def test_two_torch_scripts_updating_through_data_differ_at_the_update(capsys, tmp_path):
+    """makemore's update, `p.data += -lr * p.grad`, with two learning rates: the first
+    difference is a parameter's value at that line, and B is called by its file's name
+    (both are torch: "in torch" would not say which)."""
+    source = (
+        "import torch\n"
+        "g = torch.Generator().manual_seed(1)\n"
+        "W = torch.randn((3, 4), generator=g, requires_grad=True)\n"
+        "x = torch.randn((5, 3), generator=g)\n"
+        "for k in range(3):\n"
+        "    loss = torch.tanh(x @ W).pow(2).mean()\n"
+        "    W.grad = None\n"
+        "    loss.backward()\n"
+        "    W.data += -0.1 * W.grad\n")
+    a, b = tmp_path / "mine.py", tmp_path / "theirs.py"
+    a.write_text(source)
+    b.write_text(source.replace("-0.1 * W.grad", "-0.2 * W.grad"))
+    code, out, _ = diff(capsys, a, b, "--print")
+    assert code == 1 and "backward pass 2: `W[" in out
+    assert "in theirs.py" in out and "in torch" not in out
+    assert "mine.py:9" in out and "theirs.py:9" in out  # (the update's line, on each side)
+
+
 def test_a_tensor_grad_of_the_wrong_shape_is_named_by_its_shapes(capsys):
     code, doc, _ = diff_json(capsys, "bugs/no_broadcast_sum", DATA / "bias_right.py")
     d = doc["difference"]
@@ -86,7 +109,8 @@ def test_a_wrong_custom_function_against_its_correct_twin(capsys):
     code, out, _ = diff(capsys, "bugs/torch_function", "torch_function", "--print")
     assert code == 1
     assert (f"your `backward` at scenarios/bugs/torch_function.py:"
-            f"{line_of(bug, 'return (1 - o) * grad_o')} gives n.grad 0.2929, torch gives 0.5 "
+            f"{line_of(bug, 'return (1 - o) * grad_o')} gives n.grad 0.2929, torch_function "
+            f"gives 0.5 "
             f"at scenarios/torch_function.py:{line_of(right, 'return (1 - o**2) * grad_o')}") in out
 
 

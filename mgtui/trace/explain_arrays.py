@@ -98,6 +98,9 @@ class ArrayContribution(Contribution):
                 moved = "unchanged"  # (a grad zeroed again: "Δgrad (2, 16) all 0.0" said less)
             else:
                 moved = f"Δ{self.field} {'?' if d is None else fmt(d)}"
+            if is_array(self.before) and is_array(self.after) and (
+                    self.before.dtype != self.after.dtype):  # (`model.double()`)
+                moved = f"{self.before.dtype} → {self.after.dtype}, values {moved}"
             return f"{self.label}.{self.field}: {fmt(self.before)} → {fmt(self.after)} ({moved})"
         return super().change
 

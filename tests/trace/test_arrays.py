@@ -318,6 +318,10 @@ def test_an_array_of_one_number_and_a_write_that_changes_nothing_read_short():
         "W.grad: (2, 16) float64 all 0.0 → (2, 16) float64 all 0.0 (unchanged)")
     assert change(ones, zeros).endswith("(Δgrad (2, 16) float64 all -1.0)")
     assert change(zeros, from_numpy(almost)).count("Δgrad") == 1
+    # a dtype changed with the values the same (`model.double()`): said, not "unchanged"
+    halves = np.full((2, 3), 0.5)
+    assert change(from_numpy(halves.astype(np.float32)), from_numpy(halves)).endswith(
+        "(float32 → float64, values unchanged)")
 
 
 def test_the_matmul_step_states_its_rules_with_shapes():

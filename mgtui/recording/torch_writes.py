@@ -42,7 +42,8 @@ class TensorWrites:
         self.leaves: dict[int, ref] = {}
         self.graded: dict[int, ref] = {}
         # a data pointer -> (node, field, the leaf, the tensor there: the leaf or its
-        # grad), weakly; None: to be made again (a leaf, a grad or memory is new since)
+        # grad, weakly, and the pointer); None: to be made again (a leaf, a grad or
+        # memory is new since)
         self.memory: dict[int, tuple] | None = None
 
     def leaf(self, nid: int, leaf) -> None:
@@ -81,6 +82,8 @@ class TensorWrites:
         nid, field, leaf, there = found[0], found[1], found[2](), found[3]()
         if leaf is None or there is None or (field == GRAD_FIELD and leaf.grad is not there):
             return None  # (a grad let go since: `zero_grad`, `p.grad = None`)
+        if there.data_ptr() != found[4]:
+            return None  # (a leaf given other memory since, `p.set_(u)`: not its memory now)
         return nid, field, there
 
     def _by_memory(self) -> dict[int, tuple]:
@@ -94,7 +97,8 @@ class TensorWrites:
                 there = leaf if field == DATA_FIELD else leaf.grad
                 try:
                     if there is not None:
-                        memory[there.data_ptr()] = (nid, field, leaf_ref, ref(there))
+                        at = there.data_ptr()
+                        memory[at] = (nid, field, leaf_ref, ref(there), at)
                 except (RuntimeError, TypeError):
                     continue
         return memory

@@ -250,3 +250,27 @@ def test_updates_through_data_are_updates(write_scenario):
     assert flat(doubled["before"]) == g["after"][2][1].double().flatten().tolist()
     (given,) = events(j, "data", node_of(g["b"]), line_of(MAKEMORE, "b.data = b.data - 1"))
     assert flat(given["after"]) == g["after"][4].double().flatten().tolist()
+
+
+MOVED = '''
+"""A leaf given other memory in place, its old memory written after"""
+import torch
+
+p = torch.ones(3, requires_grad=True)
+(p * 2).sum().backward()
+old = p.detach()  # (p's first memory, still held)
+torch.ones(2).mul_(2)  # (an in-place op on no leaf: the adapter looks p's memory up)
+with torch.no_grad():
+    p.set_(torch.zeros(3))
+    old.mul_(5)  # p's old memory, no longer p's
+    p.add_(1)
+'''
+
+
+def test_a_leafs_old_memory_is_not_the_leaf_once_it_moved(write_scenario):
+    # (`set_` goes past torch's function modes, unseen: `p.add_(1)`'s before shows it)
+    j, g = recorded(write_scenario, "moved", MOVED)
+    changes = [(e["line"], flat(e["before"]), flat(e["after"]))
+               for e in events(j, "data", node_of(g["p"]))]
+    assert changes == [(line_of(MOVED, "p.add_(1)"), [0.0] * 3, [1.0] * 3)]
+    assert g["old"].tolist() == [5.0] * 3  # (written, and not as p)

@@ -77,7 +77,7 @@ from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
 from mgtui.recording.torch_writes import TensorWrites
 from mgtui.trace import Field
-from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
+from mgtui.trace.arrays import HIDDEN, WHOLE_LIMIT, ArrayValue
 
 ATTR = "_mgtui_torch"  # (adapter token, node id) on a recorded tensor
 SHAPES_LIMIT = 1 << 16  # op nodes' values kept as their gradients' shapes (`shapes`)
@@ -475,7 +475,8 @@ def _hidden_value(fn, nr: int, views: TensorViews, targets: list):
     the node's inputs, as `_fn_node` found them): a weight's transpose (`TBackward0`,
     inside `F.linear`) is worked out; an op that keeps its output for its backward
     (`_saved_result`: the log-softmax inside `F.cross_entropy`) is read from it, as it
-    is now, the forward that made it having just run; others are not known."""
+    is now, the forward that made it having just run; others are not known: nan, counted
+    among the values not recorded (`HIDDEN`), which the trace says out loud."""
     name = type(fn).__name__
     if name in TRANSPOSES:  # (`W.T`, a property: no op the scenario's mode sees)
         target = targets[0] if len(targets) == 1 else None
@@ -491,14 +492,16 @@ def _hidden_value(fn, nr: int, views: TensorViews, targets: list):
                     return views.big(leaf, value)  # (the leaf's summary, if held)
                 return kept(value)
             except (ValueError, TypeError, RuntimeError):  # (saved dims not as expected)
-                return NAN
-    if nr == 0:
+                pass
+    elif nr == 0:
         try:
             saved = getattr(fn, "_saved_result", None)
         except RuntimeError:  # (freed by a backward already)
             saved = None
         if isinstance(saved, torch.Tensor):
             return value_of(saved)
+    unrecorded = views.arrays.unrecorded
+    unrecorded[HIDDEN] = unrecorded.get(HIDDEN, 0) + 1
     return NAN
 
 

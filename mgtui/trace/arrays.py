@@ -462,7 +462,12 @@ NOT_FOLLOWED = {
     "torch.autograd.grad": (
         "torch.autograd.grad ran {times}: the backward pass it runs is not recorded (only "
         "backward()'s are), and the gradients it returned are not in this trace"),
+    "torch hidden": (
+        "{n:,} values of autograd's own nodes inside a torch call (such as the Mm, Expand "
+        "and Bmm of a matrix product of 3-D tensors) are not known to the recording: they "
+        "show as nan"),
 }
+HIDDEN = "torch hidden"  # (a NOT_FOLLOWED name: `mgtui.recording.torch_recorder`'s)
 
 
 def _made(store: StoredArrays, row: int) -> ArrayValue:

@@ -191,3 +191,29 @@ loss.backward()
     want = [[x - math.log(sum(math.exp(v) for v in row)) for x in row] for row in rows]
     assert node["data"]["shape"] == [2, 3]
     assert node["data"]["values"] == [pytest.approx(r, rel=1e-12) for r in want]
+
+
+def test_values_of_autograd_nodes_inside_a_call_that_are_not_known_are_said(write_scenario):
+    """A matrix product of a 3-D tensor is `view`, `mm` and `_unsafe_view` inside torch:
+    the `mm`'s output is no tensor the scenario saw, and nothing of it is kept. Its node's
+    value is nan, and the trace says so out loud (a weight's transpose inside
+    `F.linear` is worked out: nothing to say there)."""
+    path = write_scenario("hidden", '''
+        """Inside a 3-D matmul"""
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(1, 4, 8)
+        W = torch.randn(8, 8, requires_grad=True)
+        q = x @ W
+        q.sum().backward()
+        lin = torch.nn.Linear(8, 2)
+        lin(x[0]).sum().backward()
+    ''')
+    trace = record(path)
+    assert dict(trace.arrays.unrecorded) == {"torch hidden": 1}
+    assert trace.arrays.unrecorded_note().startswith("1 values of autograd's own nodes")
+    nodes = to_json(trace)["nodes"]
+    (mm,) = [n for n in nodes if n["op"] == "Mm"]
+    assert mm["data"] == "nan"  # (not known; JSON has no nan: the export writes it so)
+    (t,) = [n for n in nodes if n["op"] == "T"]
+    assert t["data"]["shape"] == [8, 2]  # (lin.weight's transpose, worked out)

@@ -53,7 +53,6 @@ from mgtui.recording.store import CREATE, DATA, GRAD, NODE_ROW
 from mgtui.recording.torch_backward import (
     ACCUMULATE,
     GRAD_FIELD,
-    NAN,
     OTHERS,
     BackwardRun,
     StepClosures,
@@ -62,7 +61,6 @@ from mgtui.recording.torch_backward import (
     grad_value,
     leaf_noted,
     noted,
-    kept,
     one_return,
     optimized,
     quick_register,
@@ -73,11 +71,12 @@ from mgtui.recording.torch_backward import (
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
 from mgtui.recording.torch_mode import TENSOR, CallMode, not_followed
+from mgtui.recording.torch_hidden import given, hidden_value
 from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
 from mgtui.recording.torch_writes import TensorWrites
 from mgtui.trace import Field
-from mgtui.trace.arrays import HIDDEN, WHOLE_LIMIT, ArrayValue
+from mgtui.trace.arrays import WHOLE_LIMIT, ArrayValue
 
 ATTR = "_mgtui_torch"  # (adapter token, node id) on a recorded tensor
 SHAPES_LIMIT = 1 << 16  # op nodes' values kept as their gradients' shapes (`shapes`)
@@ -208,14 +207,17 @@ class TorchRecorder:
             pass
         return nid
 
-    def _fn_node(self, fn, line: int, t=None, nr: int | None = None) -> int:
+    def _fn_node(self, fn, line: int, t=None, nr: int | None = None,
+                 consumer: tuple | None = None) -> int:
         """The node of output `nr` (of `t`) of autograd node `fn`; a node recorded for
-        the first time gets its backward hook (`_hook`)."""
+        the first time gets its backward hook (`_hook`). One inside a call (`t` None)
+        takes its value from its `consumer` where it can (`torch_hidden`)."""
         nr = t.output_nr if t is not None else (nr or 0)
         metadata, key = fn.metadata, self.key
         known = metadata.get(key)
         if known is not None and nr in known:
             return known[nr]
+        own = t if t is not None else None if consumer is None else given(consumer, fn)
         targets: list = []  # (the node each gradient it returns goes to, the leaf or None)
         kids: list = []
         for nf, k in fn.next_functions:
@@ -236,11 +238,11 @@ class TorchRecorder:
                 seen = nf.metadata.get(key)  # (most often the node of the op before)
                 kid = seen.get(k) if seen is not None else None
                 if kid is None:
-                    kid = self._fn_node(nf, line, None, k)
+                    kid = self._fn_node(nf, line, None, k, (fn, len(targets), own))
                 targets.append((kid, None))
             kids.append(kid)
         if t is None:
-            data = _hidden_value(fn, nr, self.views, targets)
+            data = own if own is not None else hidden_value(fn, nr, self.views, targets)
         else:  # (`value_now`, inline)
             data = taken(t)
             if data is None:
@@ -468,55 +470,3 @@ class TorchRecorder:
     def names(self, scope: dict) -> list[tuple[int, str]]:
         """(node, name) of every tensor named (`TensorNames.names`)."""
         return self.naming.names(scope)
-
-
-def _hidden_value(fn, nr: int, views: TensorViews, targets: list):
-    """The value of an autograd node's output the scenario never saw made (`targets`:
-    the node's inputs, as `_fn_node` found them): a weight's transpose (`TBackward0`,
-    inside `F.linear`) is worked out; an op that keeps its output for its backward
-    (`_saved_result`: the log-softmax inside `F.cross_entropy`) is read from it, as it
-    is now, the forward that made it having just run; others are not known: nan, counted
-    among the values not recorded (`HIDDEN`), which the trace says out loud."""
-    name = type(fn).__name__
-    if name in TRANSPOSES:  # (`W.T`, a property: no op the scenario's mode sees)
-        target = targets[0] if len(targets) == 1 else None
-        if target is not None and target[1] is not None:  # (a leaf's transpose)
-            leaf = target[1]
-            view = views.holding(target[0], leaf)  # (the array kept of its memory, if it
-            value = value_of(leaf) if view is None else view[0]  # still says it all)
-            if type(value) is float:
-                return value
-            try:
-                value = _transposed(fn, name, value)  # (numpy's: a view, no op dispatched)
-                if value.size > WHOLE_LIMIT and value.dtype.char in "fd":
-                    return views.big(leaf, value)  # (the leaf's summary, if held)
-                return kept(value)
-            except (ValueError, TypeError, RuntimeError):  # (saved dims not as expected)
-                pass
-    elif nr == 0:
-        try:
-            saved = getattr(fn, "_saved_result", None)
-        except RuntimeError:  # (freed by a backward already)
-            saved = None
-        if isinstance(saved, torch.Tensor):
-            return value_of(saved)
-    unrecorded = views.arrays.unrecorded
-    unrecorded[HIDDEN] = unrecorded.get(HIDDEN, 0) + 1
-    return NAN
-
-
-TRANSPOSES = ("TBackward0", "PermuteBackward0", "TransposeBackward0")
-
-
-def _transposed(fn, name: str, value):
-    """A leaf's value as transposed by autograd node `fn` (of `TRANSPOSES`)."""
-    if name == "TBackward0":
-        return value.T
-    if name == "PermuteBackward0":
-        return value.transpose([_signed(d) for d in fn._saved_dims])
-    return value.swapaxes(_signed(fn._saved_dim0), _signed(fn._saved_dim1))
-
-
-def _signed(d: int) -> int:
-    """A saved dim as numpy takes it (torch gives -1 as 2**64 - 1)."""
-    return d - (1 << 64) if d >= 1 << 63 else d

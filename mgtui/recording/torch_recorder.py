@@ -10,10 +10,11 @@ Imported only once a scenario has torch (`mgtui.recording.torch_watch`). What it
   inputs as children. A leaf becomes a node where it is given `requires_grad`
   (`x.requires_grad = True`, a factory's `requires_grad=True`), or where it is first
   used (a module's parameters). Autograd nodes the scenario never saw made (those
-  inside `F.linear`) are nodes too, at the line of the op that made them (a weight's
-  transpose with its value, others without one). Custom `Function.apply` calls go
-  through the same. An in-place change of a recorded tensor outside autograd
-  (`p -= lr * p.grad` under `no_grad`) is a data event, `p.grad = None` a grad event
+  inside `F.linear`, a 3-D matrix product's) are nodes too, at the line of the op that
+  made them, with the values torch still holds of them (`torch_hidden`). Custom
+  `Function.apply` calls go through the same. An in-place change of a recorded tensor
+  outside autograd (`p -= lr * p.grad` under `no_grad`; through another tensor,
+  `torch_writes`) is a data event, `p.grad = None` a grad event
   (a module's or an optimizer's `zero_grad` records its own, with torch functions off:
   `zero_grad_recorded`); an in-place op autograd records (`h.add_(1)`) is a node.
 - **Backward.** `torch.autograd.backward` (which `loss.backward()` calls) is wrapped:
@@ -70,8 +71,8 @@ from mgtui.recording.torch_backward import (
     zero_grad_recorded,
 )
 from mgtui.recording.torch_backward import FunctionCall  # noqa: F401  (what the doctor is given)
-from mgtui.recording.torch_mode import TENSOR, CallMode, not_followed
 from mgtui.recording.torch_hidden import given, hidden_value
+from mgtui.recording.torch_mode import TENSOR, CallMode, not_followed
 from mgtui.recording.torch_names import TensorNames
 from mgtui.recording.torch_views import TensorViews
 from mgtui.recording.torch_writes import TensorWrites
